@@ -1,0 +1,152 @@
+//! notification-handler: records SageMaker async inference outcomes delivered by SNS, or by
+//! SNS through an SQS buffer queue. Only translation lives here; the rules are in `shared`.
+
+use aws_lambda_events::sns::SnsRecord;
+use aws_lambda_events::sqs::{SqsBatchResponse, SqsMessage};
+use serde_json::{json, Value};
+
+use shared::jobs::{record_outcome, RecordSettings, Recorded};
+use shared::notification::{parse_notification, unwrap_sqs_body, Notification, NotificationError};
+use shared::objects::ObjectReader;
+use shared::store::{ResultsStore, StoreError};
+
+#[derive(Debug, thiserror::Error)]
+pub enum HandlerError {
+    #[error("event is neither an SNS nor an SQS event: {0}")]
+    UnknownEvent(String),
+    #[error("record is not an SNS record: {0}")]
+    BadSnsRecord(#[source] serde_json::Error),
+    #[error("record EventSource is {0:?}, expected \"aws:sns\"")]
+    WrongRecordSource(String),
+    #[error(transparent)]
+    Notification(#[from] NotificationError),
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error("{failed} of {total} SNS records failed: {details}")]
+    SnsRecordsFailed { failed: usize, total: usize, details: String },
+}
+
+pub struct Handler<S, R> {
+    pub store: S,
+    pub objects: R,
+    pub settings: RecordSettings,
+}
+
+impl<S: ResultsStore, R: ObjectReader> Handler<S, R> {
+    /// One invocation. SNS: every record is processed; if any failed, the invocation fails
+    /// (naming each MessageId) so Lambda retries it and then sends it to the failure
+    /// destination; the records that succeeded are harmless to replay. SQS: failures are
+    /// reported per message in a partial batch response.
+    pub async fn handle(&self, event: Value) -> Result<Value, HandlerError> {
+        let records = event
+            .get("Records")
+            .and_then(Value::as_array)
+            .ok_or_else(|| HandlerError::UnknownEvent("no Records array".into()))?;
+        match records.first() {
+            None => Ok(json!({"processed": 0})),
+            Some(first) if first.get("Sns").is_some() => self.handle_sns(records).await,
+            Some(first) if first.get("eventSource").and_then(Value::as_str) == Some("aws:sqs") => {
+                Ok(serde_json::to_value(self.handle_sqs(records).await).expect("batch response serializes"))
+            }
+            Some(_) => Err(HandlerError::UnknownEvent(
+                "records carry neither \"Sns\" nor eventSource \"aws:sqs\"".into(),
+            )),
+        }
+    }
+
+    async fn handle_sns(&self, records: &[Value]) -> Result<Value, HandlerError> {
+        let mut failures = Vec::new();
+        for (index, raw) in records.iter().enumerate() {
+            let message_id = raw
+                .pointer("/Sns/MessageId")
+                .and_then(Value::as_str)
+                .map(str::to_owned)
+                .unwrap_or_else(|| format!("record {index}"));
+            if let Err(e) = self.handle_sns_record(raw).await {
+                tracing::error!(sns_message_id = %message_id, error = %e, "notification not recorded");
+                failures.push(format!("{message_id}: {e}"));
+            }
+        }
+        if failures.is_empty() {
+            Ok(json!({"processed": records.len()}))
+        } else {
+            Err(HandlerError::SnsRecordsFailed {
+                failed: failures.len(),
+                total: records.len(),
+                details: failures.join("; "),
+            })
+        }
+    }
+
+    async fn handle_sns_record(&self, raw: &Value) -> Result<Recorded, HandlerError> {
+        let record: SnsRecord = serde_json::from_value(raw.clone()).map_err(HandlerError::BadSnsRecord)?;
+        if record.event_source != "aws:sns" {
+            return Err(HandlerError::WrongRecordSource(record.event_source));
+        }
+        self.handle_message(&record.sns.message_id, &record.sns.message).await
+    }
+
+    async fn handle_sqs(&self, records: &[Value]) -> SqsBatchResponse {
+        let mut response = SqsBatchResponse::default();
+        for (index, raw) in records.iter().enumerate() {
+            let message: SqsMessage = match serde_json::from_value(raw.clone()) {
+                Ok(m) => m,
+                Err(e) => {
+                    tracing::error!(record = index, error = %e, "SQS record does not parse");
+                    if let Some(id) = raw.get("messageId").and_then(Value::as_str) {
+                        response.add_failure(id.to_owned());
+                    }
+                    continue;
+                }
+            };
+            let sqs_id = message.message_id.clone().unwrap_or_default();
+            let delivery = unwrap_sqs_body(message.body.as_deref().unwrap_or_default());
+            let id = delivery.sns_message_id.as_deref().unwrap_or(&sqs_id);
+            if let Err(e) = self.handle_message(id, &delivery.message).await {
+                tracing::error!(sqs_message_id = %sqs_id, sns_message_id = %id, error = %e, "notification not recorded");
+                response.add_failure(sqs_id);
+            }
+        }
+        response
+    }
+
+    async fn handle_message(&self, message_id: &str, message: &str) -> Result<Recorded, HandlerError> {
+        let outcome = match parse_notification(message)? {
+            Notification::Test => {
+                tracing::info!(sns_message_id = %message_id, "SageMaker test notification acknowledged");
+                return Ok(Recorded::TestNotification);
+            }
+            Notification::Outcome(o) => o,
+        };
+        let recorded = record_outcome(&self.store, &self.objects, self.settings, outcome, shared::time::now()).await?;
+        match &recorded {
+            Recorded::Written { inference_id, status, result_inline } => tracing::info!(
+                sns_message_id = %message_id, %inference_id, status = status.as_str(), result_inline, "outcome recorded"
+            ),
+            Recorded::AlreadyFinal { inference_id } => tracing::info!(
+                sns_message_id = %message_id, %inference_id, "outcome already recorded; delivery ignored"
+            ),
+            Recorded::TestNotification => {}
+        }
+        Ok(recorded)
+    }
+}
+
+impl HandlerError {
+    fn error_type(&self) -> &'static str {
+        match self {
+            HandlerError::UnknownEvent(_) => "UnknownEvent",
+            HandlerError::BadSnsRecord(_) | HandlerError::WrongRecordSource(_) => "BadRecord",
+            HandlerError::Notification(_) => "BadNotification",
+            HandlerError::Store(_) => "StoreFailed",
+            HandlerError::SnsRecordsFailed { .. } => "NotificationsNotRecorded",
+        }
+    }
+}
+
+/// What Lambda reports (and what reaches the failure destination) for a failed invocation.
+impl From<HandlerError> for lambda_runtime::Diagnostic {
+    fn from(e: HandlerError) -> Self {
+        lambda_runtime::Diagnostic { error_type: e.error_type().to_owned(), error_message: e.to_string() }
+    }
+}

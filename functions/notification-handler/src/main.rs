@@ -1,0 +1,32 @@
+// The SDK futures nested in the handler are deeper than the default limit allows.
+#![recursion_limit = "256"]
+
+use lambda_runtime::{run, service_fn, tracing, Error, LambdaEvent};
+use serde_json::Value;
+
+use notification_handler::Handler;
+use shared::aws::{dynamodb_client, load_sdk_config, s3_client};
+use shared::config::{Env, NotificationHandlerConfig};
+use shared::jobs::RecordSettings;
+use shared::objects::S3ObjectReader;
+use shared::store::DynamoResultsStore;
+
+#[tokio::main]
+async fn main() -> Result<(), Error> {
+    tracing::init_default_subscriber();
+    let config = NotificationHandlerConfig::from_env(&Env::process())?;
+    let sdk = load_sdk_config().await;
+    let handler = Handler {
+        store: DynamoResultsStore::new(dynamodb_client(&sdk), &config.results_table),
+        objects: S3ObjectReader::new(s3_client(&sdk)),
+        settings: RecordSettings {
+            result_ttl_secs: config.result_ttl_secs,
+            inline_result_max_bytes: config.inline_result_max_bytes,
+        },
+    };
+    let handler = &handler;
+    run(service_fn(move |event: LambdaEvent<Value>| async move {
+        handler.handle(event.payload).await
+    }))
+    .await
+}
