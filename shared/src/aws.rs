@@ -12,7 +12,8 @@ pub async fn load_sdk_config() -> SdkConfig {
 /// An S3 client. With an endpoint override (an emulator), path-style addressing is used,
 /// since emulators on 127.0.0.1 cannot serve virtual-hosted bucket names.
 pub fn s3_client(sdk: &SdkConfig) -> aws_sdk_s3::Client {
-    let overridden = sdk.endpoint_url().is_some() || std::env::var_os("AWS_ENDPOINT_URL_S3").is_some();
+    let overridden =
+        sdk.endpoint_url().is_some() || std::env::var_os("AWS_ENDPOINT_URL_S3").is_some();
     let conf = aws_sdk_s3::config::Builder::from(sdk)
         .force_path_style(overridden)
         .build();
@@ -38,7 +39,11 @@ impl std::fmt::Display for AwsFailure {
             write!(f, "{code}: ")?;
         }
         write!(f, "{}", self.message)?;
-        f.write_str(if self.retryable { " (transient; retrying may succeed)" } else { " (retrying will not help)" })
+        f.write_str(if self.retryable {
+            " (transient; retrying may succeed)"
+        } else {
+            " (retrying will not help)"
+        })
     }
 }
 
@@ -71,18 +76,25 @@ where
             let code = e.code().map(str::to_owned);
             let retryable = status >= 500
                 || status == 429
-                || code.as_deref().is_some_and(|c| RETRYABLE_CODES.contains(&c));
+                || code
+                    .as_deref()
+                    .is_some_and(|c| RETRYABLE_CODES.contains(&c));
             AwsFailure {
-                message: e.message().map(str::to_owned).unwrap_or_else(|| format!("HTTP {status}")),
+                message: e
+                    .message()
+                    .map(str::to_owned)
+                    .unwrap_or_else(|| format!("HTTP {status}")),
                 code,
                 retryable,
             }
         }
-        SdkError::TimeoutError(_) | SdkError::DispatchFailure(_) | SdkError::ResponseError(_) => AwsFailure {
-            code: None,
-            message: aws_smithy_types::error::display::DisplayErrorContext(err).to_string(),
-            retryable: true,
-        },
+        SdkError::TimeoutError(_) | SdkError::DispatchFailure(_) | SdkError::ResponseError(_) => {
+            AwsFailure {
+                code: None,
+                message: aws_smithy_types::error::display::DisplayErrorContext(err).to_string(),
+                retryable: true,
+            }
+        }
         _ => AwsFailure {
             code: None,
             message: aws_smithy_types::error::display::DisplayErrorContext(err).to_string(),

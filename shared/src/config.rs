@@ -13,7 +13,10 @@ pub const DEFAULT_INLINE_RESULT_MAX_BYTES: u64 = 64 * 1024;
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ConfigError {
     #[error("environment variable {name} is not set (expected {expected})")]
-    Missing { name: &'static str, expected: &'static str },
+    Missing {
+        name: &'static str,
+        expected: &'static str,
+    },
     #[error("environment variable {name}={value:?} is invalid: expected {expected}")]
     Invalid {
         name: &'static str,
@@ -37,7 +40,11 @@ impl<F: Fn(&str) -> Option<String>> Env<F> {
     }
 
     /// A required, non-empty string.
-    pub fn required(&self, name: &'static str, expected: &'static str) -> Result<String, ConfigError> {
+    pub fn required(
+        &self,
+        name: &'static str,
+        expected: &'static str,
+    ) -> Result<String, ConfigError> {
         match (self.0)(name).map(|v| v.trim().to_owned()) {
             Some(v) if !v.is_empty() => Ok(v),
             _ => Err(ConfigError::Missing { name, expected }),
@@ -60,7 +67,11 @@ impl<F: Fn(&str) -> Option<String>> Env<F> {
         };
         match raw.trim().parse::<T>() {
             Ok(v) if range.contains(&v) => Ok(v),
-            _ => Err(ConfigError::Invalid { name, value: raw, expected }),
+            _ => Err(ConfigError::Invalid {
+                name,
+                value: raw,
+                expected,
+            }),
         }
     }
 }
@@ -76,7 +87,8 @@ pub struct NotificationHandlerConfig {
 impl NotificationHandlerConfig {
     pub fn from_env<F: Fn(&str) -> Option<String>>(env: &Env<F>) -> Result<Self, ConfigError> {
         Ok(Self {
-            results_table: env.required("RESULTS_TABLE", "the name of the DynamoDB results table")?,
+            results_table: env
+                .required("RESULTS_TABLE", "the name of the DynamoDB results table")?,
             result_ttl_secs: result_ttl_secs(env)?,
             inline_result_max_bytes: env.number_in(
                 "INLINE_RESULT_MAX_BYTES",
@@ -104,14 +116,17 @@ mod tests {
     use std::collections::HashMap;
 
     fn env(vars: &[(&str, &str)]) -> Env<impl Fn(&str) -> Option<String>> {
-        let map: HashMap<String, String> =
-            vars.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+        let map: HashMap<String, String> = vars
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
         Env::from_lookup(move |k| map.get(k).cloned())
     }
 
     #[test]
     fn defaults_apply_when_only_the_table_is_set() {
-        let cfg = NotificationHandlerConfig::from_env(&env(&[("RESULTS_TABLE", "results")])).unwrap();
+        let cfg =
+            NotificationHandlerConfig::from_env(&env(&[("RESULTS_TABLE", "results")])).unwrap();
         assert_eq!(cfg.results_table, "results");
         assert_eq!(cfg.result_ttl_secs, 3600);
         assert_eq!(cfg.inline_result_max_bytes, 65536);
@@ -131,8 +146,9 @@ mod tests {
             ("INLINE_RESULT_MAX_BYTES", "-1"),
             ("INLINE_RESULT_MAX_BYTES", "500000"),
         ] {
-            let err = NotificationHandlerConfig::from_env(&env(&[("RESULTS_TABLE", "t"), (name, value)]))
-                .unwrap_err();
+            let err =
+                NotificationHandlerConfig::from_env(&env(&[("RESULTS_TABLE", "t"), (name, value)]))
+                    .unwrap_err();
             let text = err.to_string();
             assert!(text.contains(name) && text.contains(value), "{text}");
         }

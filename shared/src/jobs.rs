@@ -75,9 +75,15 @@ pub struct OutcomeRecord {
 pub enum Recorded {
     TestNotification,
     /// The outcome was written (a new item, or a `pending` one completed in place).
-    Written { inference_id: String, status: JobStatus, result_inline: bool },
+    Written {
+        inference_id: String,
+        status: JobStatus,
+        result_inline: bool,
+    },
     /// The item already holds a terminal state; nothing changed.
-    AlreadyFinal { inference_id: String },
+    AlreadyFinal {
+        inference_id: String,
+    },
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -104,8 +110,12 @@ where
         status: JobStatus::Completed,
         completed_at: rfc3339(outcome.event_time.unwrap_or(now)),
         submitted_at: outcome.received_time.map(rfc3339),
-        endpoint_name: outcome.endpoint_name.map(|s| truncate_utf8(s, MAX_LOCATION_BYTES)),
-        input_location: outcome.input_location.map(|s| truncate_utf8(s, MAX_LOCATION_BYTES)),
+        endpoint_name: outcome
+            .endpoint_name
+            .map(|s| truncate_utf8(s, MAX_LOCATION_BYTES)),
+        input_location: outcome
+            .input_location
+            .map(|s| truncate_utf8(s, MAX_LOCATION_BYTES)),
         output_location: None,
         result: None,
         failure_reason: None,
@@ -114,7 +124,11 @@ where
         ttl: ttl_after(now, settings.result_ttl_secs),
     };
     match outcome.kind {
-        OutcomeKind::Completed { output_location, response_body, .. } => {
+        OutcomeKind::Completed {
+            output_location,
+            response_body,
+            ..
+        } => {
             let max = settings.inline_result_max_bytes;
             record.result = match (response_body, &output_location) {
                 (Some(body), _) => inline_result(&body, max),
@@ -123,13 +137,20 @@ where
             };
             record.output_location = output_location.map(|l| l.to_string());
         }
-        OutcomeKind::Failed { failure_reason, failure_location } => {
+        OutcomeKind::Failed {
+            failure_reason,
+            failure_location,
+        } => {
             record.status = JobStatus::Failed;
             record.failure_reason = Some(truncate_utf8(failure_reason, MAX_FAILURE_REASON_BYTES));
-            if let Some(location) = failure_location.as_deref().and_then(|l| l.parse::<S3Location>().ok()) {
+            if let Some(location) = failure_location
+                .as_deref()
+                .and_then(|l| l.parse::<S3Location>().ok())
+            {
                 record.failure_excerpt = read_failure_excerpt(objects, &location).await;
             }
-            record.failure_location = failure_location.map(|s| truncate_utf8(s, MAX_LOCATION_BYTES));
+            record.failure_location =
+                failure_location.map(|s| truncate_utf8(s, MAX_LOCATION_BYTES));
         }
     }
 
@@ -149,11 +170,17 @@ where
             status: record.status,
             result_inline: record.result.is_some(),
         },
-        RecordResult::AlreadyFinal => Recorded::AlreadyFinal { inference_id: record.inference_id },
+        RecordResult::AlreadyFinal => Recorded::AlreadyFinal {
+            inference_id: record.inference_id,
+        },
     })
 }
 
-async fn read_inline_result<R: ObjectReader>(objects: &R, location: &S3Location, max: u64) -> Option<Value> {
+async fn read_inline_result<R: ObjectReader>(
+    objects: &R,
+    location: &S3Location,
+    max: u64,
+) -> Option<Value> {
     match objects.read_prefix(location, max).await {
         Ok(ObjectPrefix { bytes, total_len }) if total_len <= max => inline_result(&bytes, max),
         Ok(ObjectPrefix { total_len, .. }) => {
@@ -168,11 +195,16 @@ async fn read_inline_result<R: ObjectReader>(objects: &R, location: &S3Location,
     }
 }
 
-async fn read_failure_excerpt<R: ObjectReader>(objects: &R, location: &S3Location) -> Option<String> {
+async fn read_failure_excerpt<R: ObjectReader>(
+    objects: &R,
+    location: &S3Location,
+) -> Option<String> {
     let max = MAX_FAILURE_EXCERPT_BYTES as u64;
     match objects.read_prefix(location, max).await {
         Ok(ObjectPrefix { bytes, total_len }) => {
-            let text = String::from_utf8_lossy(&bytes[..bytes.len().min(MAX_FAILURE_EXCERPT_BYTES)]).into_owned();
+            let text =
+                String::from_utf8_lossy(&bytes[..bytes.len().min(MAX_FAILURE_EXCERPT_BYTES)])
+                    .into_owned();
             let mut text = truncate_utf8(text, MAX_FAILURE_EXCERPT_BYTES);
             if total_len > max {
                 text.push_str(&format!("\n[... {total_len} bytes in all]"));
@@ -266,7 +298,10 @@ mod tests {
 
     #[test]
     fn small_json_is_inline() {
-        assert_eq!(inline_result(br#"{"label":"ok","score":0.93}"#, 1024), Some(json!({"label":"ok","score":0.93})));
+        assert_eq!(
+            inline_result(br#"{"label":"ok","score":0.93}"#, 1024),
+            Some(json!({"label":"ok","score":0.93}))
+        );
         assert_eq!(inline_result(b"[1,2,3]", 1024), Some(json!([1, 2, 3])));
     }
 
@@ -296,12 +331,164 @@ mod tests {
         assert_eq!(inline_result(deep.as_bytes(), 1024), None);
         let ok = format!("{}1{}", "[".repeat(30), "]".repeat(30));
         assert!(inline_result(ok.as_bytes(), 1024).is_some());
-        assert!(inline_result(br#"{"x": 0.0, "y": -2.5e10, "z": 18446744073709551615}"#, 1024).is_some());
+        assert!(inline_result(
+            br#"{"x": 0.0, "y": -2.5e10, "z": 18446744073709551615}"#,
+            1024
+        )
+        .is_some());
     }
 
     #[test]
     fn truncation_respects_char_boundaries() {
         assert_eq!(truncate_utf8("héllo".into(), 2), "h");
         assert_eq!(truncate_utf8("abc".into(), 10), "abc");
+    }
+
+    mod flow {
+        use super::*;
+        use crate::notification::{parse_notification, Notification};
+        use crate::objects::MemoryObjects;
+        use crate::store::MemoryResultsStore;
+        use chrono::TimeZone;
+
+        const SETTINGS: RecordSettings = RecordSettings {
+            result_ttl_secs: 3600,
+            inline_result_max_bytes: 1024,
+        };
+
+        fn now() -> DateTime<Utc> {
+            Utc.with_ymd_and_hms(2026, 11, 20, 10, 16, 0).unwrap()
+        }
+
+        fn outcome(message: Value) -> InferenceOutcome {
+            match parse_notification(&message.to_string()).unwrap() {
+                Notification::Outcome(o) => o,
+                Notification::Test => unreachable!(),
+            }
+        }
+
+        fn success(id: &str) -> InferenceOutcome {
+            outcome(json!({"invocationStatus": "Completed", "inferenceId": id,
+                "eventTime": "2026-11-20T10:15:01.902Z", "receivedTime": "2026-11-20T10:14:12.455Z",
+                "responseParameters": {"outputLocation": "s3://b/out/1"}}))
+        }
+
+        #[tokio::test]
+        async fn completes_a_pending_item_in_place() {
+            let store = MemoryResultsStore::default();
+            store.insert_pending("j1", "2026-11-20T10:14:00.000Z");
+            let objects = MemoryObjects::default().with("s3://b/out/1", r#"{"a":1}"#);
+
+            let recorded = record_outcome(&store, &objects, SETTINGS, success("j1"), now())
+                .await
+                .unwrap();
+
+            assert_eq!(
+                recorded,
+                Recorded::Written {
+                    inference_id: "j1".into(),
+                    status: JobStatus::Completed,
+                    result_inline: true
+                }
+            );
+            let item = store.get("j1").unwrap();
+            assert_eq!(
+                item.submitted_at.as_deref(),
+                Some("2026-11-20T10:14:00.000Z")
+            );
+            assert_eq!(item.completed_at, "2026-11-20T10:15:01.902Z");
+            assert_eq!(item.ttl, now().timestamp() + 3600);
+            assert_eq!(item.result, Some(json!({"a": 1})));
+        }
+
+        #[tokio::test]
+        async fn a_second_outcome_for_the_same_job_is_ignored() {
+            let store = MemoryResultsStore::default();
+            let objects = MemoryObjects::default().with("s3://b/out/1", "{}");
+            record_outcome(&store, &objects, SETTINGS, success("j2"), now())
+                .await
+                .unwrap();
+            let late_failure = outcome(
+                json!({"invocationStatus": "Failed", "inferenceId": "j2", "failureReason": "boom"}),
+            );
+
+            let recorded = record_outcome(&store, &objects, SETTINGS, late_failure, now())
+                .await
+                .unwrap();
+
+            assert_eq!(
+                recorded,
+                Recorded::AlreadyFinal {
+                    inference_id: "j2".into()
+                }
+            );
+            assert_eq!(store.get("j2").unwrap().status, JobStatus::Completed);
+        }
+
+        #[tokio::test]
+        async fn a_missing_output_object_still_records_the_outcome_as_a_pointer() {
+            let store = MemoryResultsStore::default();
+            let recorded = record_outcome(
+                &store,
+                &MemoryObjects::default(),
+                SETTINGS,
+                success("j3"),
+                now(),
+            )
+            .await
+            .unwrap();
+            assert!(matches!(
+                recorded,
+                Recorded::Written {
+                    result_inline: false,
+                    ..
+                }
+            ));
+            assert_eq!(
+                store.get("j3").unwrap().output_location.as_deref(),
+                Some("s3://b/out/1")
+            );
+        }
+
+        #[tokio::test]
+        async fn a_rejected_inline_result_is_retried_as_a_pointer() {
+            let mut store = MemoryResultsStore::default();
+            store.reject_inline_results = true;
+            let objects = MemoryObjects::default().with("s3://b/out/1", r#"{"a":1}"#);
+
+            let recorded = record_outcome(&store, &objects, SETTINGS, success("j4"), now())
+                .await
+                .unwrap();
+
+            assert!(matches!(
+                recorded,
+                Recorded::Written {
+                    result_inline: false,
+                    ..
+                }
+            ));
+            assert_eq!(store.get("j4").unwrap().result, None);
+        }
+
+        #[tokio::test]
+        async fn failure_reason_and_excerpt_are_bounded() {
+            let store = MemoryResultsStore::default();
+            let objects = MemoryObjects::default().with("s3://b/fail/1", "é".repeat(5000));
+            let failed = outcome(json!({"invocationStatus": "Failed", "inferenceId": "j5",
+                "failureReason": "x".repeat(10_000), "responseParameters": {"failureLocation": "s3://b/fail/1"}}));
+
+            record_outcome(&store, &objects, SETTINGS, failed, now())
+                .await
+                .unwrap();
+
+            let item = store.get("j5").unwrap();
+            assert_eq!(item.failure_reason.unwrap().len(), MAX_FAILURE_REASON_BYTES);
+            let excerpt = item.failure_excerpt.unwrap();
+            assert!(
+                excerpt.starts_with("éé") && excerpt.ends_with("[... 10000 bytes in all]"),
+                "{excerpt}"
+            );
+            assert!(excerpt.len() < MAX_FAILURE_EXCERPT_BYTES + 64);
+        }
     }
 }

@@ -127,14 +127,16 @@ pub fn parse_notification(message: &str) -> Result<Notification, NotificationErr
     if fields.get("eventName").and_then(Value::as_str) == Some("TestNotification") {
         return Ok(Notification::Test);
     }
-    let raw: RawNotification = serde_json::from_value(value).map_err(NotificationError::BadShape)?;
+    let raw: RawNotification =
+        serde_json::from_value(value).map_err(NotificationError::BadShape)?;
 
     if let Some(source) = raw.event_source.as_deref() {
         if !source.eq_ignore_ascii_case("aws:sagemaker") {
             return Err(NotificationError::WrongEventSource(source.to_owned()));
         }
     }
-    let inference_id = non_empty(raw.inference_id.clone()).ok_or(NotificationError::MissingInferenceId)?;
+    let inference_id =
+        non_empty(raw.inference_id.clone()).ok_or(NotificationError::MissingInferenceId)?;
     if inference_id.len() > MAX_INFERENCE_ID_BYTES {
         return Err(NotificationError::InferenceIdTooLong(inference_id.len()));
     }
@@ -149,14 +151,23 @@ pub fn parse_notification(message: &str) -> Result<Notification, NotificationErr
         Some("Failed") => true,
         Some(other) => return Err(NotificationError::UnknownStatus(other.to_owned())),
         // The seed shape carries no status: failure fields mean failure, an output means success.
-        None if raw.failure_code.is_some() || raw.failure_message.is_some() || failure_location.is_some() => true,
+        None if raw.failure_code.is_some()
+            || raw.failure_message.is_some()
+            || failure_location.is_some() =>
+        {
+            true
+        }
         None if output_location.is_some() => false,
         None => return Err(NotificationError::UndeterminedOutcome),
     };
 
     let kind = if failed {
         OutcomeKind::Failed {
-            failure_reason: failure_reason(&raw.failure_reason, &raw.failure_code, &raw.failure_message),
+            failure_reason: failure_reason(
+                &raw.failure_reason,
+                &raw.failure_code,
+                &raw.failure_message,
+            ),
             failure_location,
         }
     } else {
@@ -189,7 +200,11 @@ fn non_empty(s: Option<String>) -> Option<String> {
     s.filter(|s| !s.trim().is_empty())
 }
 
-fn failure_reason(reason: &Option<String>, code: &Option<String>, message: &Option<String>) -> String {
+fn failure_reason(
+    reason: &Option<String>,
+    code: &Option<String>,
+    message: &Option<String>,
+) -> String {
     let parts = [reason, code, message];
     let text: Vec<&str> = parts
         .iter()
@@ -284,7 +299,10 @@ mod tests {
         assert_eq!(o.inference_id, "id-1");
         assert_eq!(o.endpoint_name.as_deref(), Some("ep"));
         assert_eq!(o.input_location.as_deref(), Some("s3://b/inputs/id-1.json"));
-        assert_eq!(o.event_time.unwrap().to_rfc3339(), "2026-11-20T10:15:01.902+00:00");
+        assert_eq!(
+            o.event_time.unwrap().to_rfc3339(),
+            "2026-11-20T10:15:01.902+00:00"
+        );
         assert!(o.received_time.is_some());
         assert_eq!(
             o.kind,
@@ -299,8 +317,11 @@ mod tests {
     #[test]
     fn response_body_is_decoded() {
         let mut m = real_success();
-        m["responseBody"] = json!({"content": "eyJsYWJlbCI6ICJvayJ9", "message": "", "encoding": "BASE64"});
-        let OutcomeKind::Completed { response_body, .. } = outcome(m).kind else { panic!() };
+        m["responseBody"] =
+            json!({"content": "eyJsYWJlbCI6ICJvayJ9", "message": "", "encoding": "BASE64"});
+        let OutcomeKind::Completed { response_body, .. } = outcome(m).kind else {
+            panic!()
+        };
         assert_eq!(response_body.unwrap(), br#"{"label": "ok"}"#);
     }
 
@@ -308,7 +329,14 @@ mod tests {
     fn undecodable_response_body_falls_back_to_the_output_location() {
         let mut m = real_success();
         m["responseBody"] = json!({"content": "***", "encoding": "BASE64"});
-        let OutcomeKind::Completed { response_body, output_location, .. } = outcome(m).kind else { panic!() };
+        let OutcomeKind::Completed {
+            response_body,
+            output_location,
+            ..
+        } = outcome(m).kind
+        else {
+            panic!()
+        };
         assert!(response_body.is_none());
         assert!(output_location.is_some());
     }
@@ -333,22 +361,34 @@ mod tests {
 
     #[test]
     fn failure_without_response_parameters_or_reason() {
-        let o = outcome(json!({"invocationStatus": "Failed", "inferenceId": "f", "responseParameters": null}));
-        let OutcomeKind::Failed { failure_reason, failure_location } = o.kind else { panic!() };
+        let o = outcome(
+            json!({"invocationStatus": "Failed", "inferenceId": "f", "responseParameters": null}),
+        );
+        let OutcomeKind::Failed {
+            failure_reason,
+            failure_location,
+        } = o.kind
+        else {
+            panic!()
+        };
         assert!(failure_reason.contains("without a reason"));
         assert_eq!(failure_location, None);
     }
 
     #[test]
     fn seed_shapes() {
-        let ok = outcome(json!({"eventSource": "aws:SageMaker", "inferenceId": "abc-1", "endpointName": "ep",
-            "outputLocation": "s3://b/outputs/abc-1/output", "contentType": "application/json"}));
+        let ok = outcome(
+            json!({"eventSource": "aws:SageMaker", "inferenceId": "abc-1", "endpointName": "ep",
+            "outputLocation": "s3://b/outputs/abc-1/output", "contentType": "application/json"}),
+        );
         assert!(matches!(ok.kind, OutcomeKind::Completed { .. }));
         assert_eq!(ok.endpoint_name.as_deref(), Some("ep"));
 
-        let failed = outcome(json!({"eventSource": "aws:SageMaker", "inferenceId": "abc-2",
+        let failed = outcome(
+            json!({"eventSource": "aws:SageMaker", "inferenceId": "abc-2",
             "failureCode": "InvocationTimeoutExceeded", "failureMessage": "no answer in 300 s",
-            "outputLocation": null, "failurePath": "s3://b/outputs/abc-2/failure"}));
+            "outputLocation": null, "failurePath": "s3://b/outputs/abc-2/failure"}),
+        );
         assert_eq!(
             failed.kind,
             OutcomeKind::Failed {
@@ -360,7 +400,9 @@ mod tests {
 
     #[test]
     fn test_notification_is_recognised_whatever_else_it_holds() {
-        let n = parse_notification(r#"{"eventName":"TestNotification","eventSource":"aws:sagemaker"}"#).unwrap();
+        let n =
+            parse_notification(r#"{"eventName":"TestNotification","eventSource":"aws:sagemaker"}"#)
+                .unwrap();
         assert_eq!(n, Notification::Test);
     }
 
@@ -369,21 +411,54 @@ mod tests {
         let cases: &[(&str, &str)] = &[
             ("not json", "not JSON"),
             ("[1,2]", "not a JSON object"),
-            (r#"{"inferenceId": 7, "invocationStatus": "Completed"}"#, "not a SageMaker notification"),
-            (r#"{"invocationStatus":"Completed","outputLocation":"s3://b/k"}"#, "no inferenceId"),
-            (r#"{"inferenceId":"  ","invocationStatus":"Completed","outputLocation":"s3://b/k"}"#, "no inferenceId"),
-            (r#"{"inferenceId":"i","invocationStatus":"Pending"}"#, "\"Pending\" is unknown"),
-            (r#"{"inferenceId":"i"}"#, "neither an outputLocation nor failure fields"),
-            (r#"{"inferenceId":"i","invocationStatus":"Completed"}"#, "neither an outputLocation nor a responseBody"),
-            (r#"{"inferenceId":"i","invocationStatus":"Completed","outputLocation":"https://x/y"}"#, "outputLocation"),
-            (r#"{"inferenceId":"i","eventSource":"aws:s3","invocationStatus":"Completed"}"#, "eventSource is \"aws:s3\""),
+            (
+                r#"{"inferenceId": 7, "invocationStatus": "Completed"}"#,
+                "not a SageMaker notification",
+            ),
+            (
+                r#"{"invocationStatus":"Completed","outputLocation":"s3://b/k"}"#,
+                "no inferenceId",
+            ),
+            (
+                r#"{"inferenceId":"  ","invocationStatus":"Completed","outputLocation":"s3://b/k"}"#,
+                "no inferenceId",
+            ),
+            (
+                r#"{"inferenceId":"i","invocationStatus":"Pending"}"#,
+                "\"Pending\" is unknown",
+            ),
+            (
+                r#"{"inferenceId":"i"}"#,
+                "neither an outputLocation nor failure fields",
+            ),
+            (
+                r#"{"inferenceId":"i","invocationStatus":"Completed"}"#,
+                "neither an outputLocation nor a responseBody",
+            ),
+            (
+                r#"{"inferenceId":"i","invocationStatus":"Completed","outputLocation":"https://x/y"}"#,
+                "outputLocation",
+            ),
+            (
+                r#"{"inferenceId":"i","eventSource":"aws:s3","invocationStatus":"Completed"}"#,
+                "eventSource is \"aws:s3\"",
+            ),
         ];
         for (message, expected) in cases {
             let err = parse_notification(message).unwrap_err().to_string();
-            assert!(err.contains(expected), "{message}: {err:?} should contain {expected:?}");
+            assert!(
+                err.contains(expected),
+                "{message}: {err:?} should contain {expected:?}"
+            );
         }
-        let long = format!(r#"{{"inferenceId":"{}","invocationStatus":"Failed"}}"#, "x".repeat(2000));
-        assert!(matches!(parse_notification(&long), Err(NotificationError::InferenceIdTooLong(2000))));
+        let long = format!(
+            r#"{{"inferenceId":"{}","invocationStatus":"Failed"}}"#,
+            "x".repeat(2000)
+        );
+        assert!(matches!(
+            parse_notification(&long),
+            Err(NotificationError::InferenceIdTooLong(2000))
+        ));
     }
 
     #[test]
@@ -394,9 +469,18 @@ mod tests {
         .to_string();
         assert_eq!(
             unwrap_sqs_body(&envelope),
-            SqsDelivery { sns_message_id: Some("m-1".into()), message: inner.clone() }
+            SqsDelivery {
+                sns_message_id: Some("m-1".into()),
+                message: inner.clone()
+            }
         );
-        assert_eq!(unwrap_sqs_body(&inner), SqsDelivery { sns_message_id: None, message: inner.clone() });
+        assert_eq!(
+            unwrap_sqs_body(&inner),
+            SqsDelivery {
+                sns_message_id: None,
+                message: inner.clone()
+            }
+        );
         assert_eq!(unwrap_sqs_body("garbage").message, "garbage");
     }
 }

@@ -1,7 +1,7 @@
 //! Reading job outputs and failure objects from S3, never more than a bounded prefix.
 
-use std::future::Future;
 use std::collections::HashMap;
+use std::future::Future;
 
 use crate::aws::{classify, AwsFailure};
 use crate::s3_location::S3Location;
@@ -16,15 +16,25 @@ pub struct ObjectPrefix {
 #[derive(Debug, thiserror::Error)]
 pub enum ObjectError {
     #[error("S3 GetObject of {location} failed: {failure}")]
-    Aws { location: S3Location, failure: AwsFailure },
+    Aws {
+        location: S3Location,
+        failure: AwsFailure,
+    },
     #[error("reading the body of {location} failed: {message}")]
-    Body { location: S3Location, message: String },
+    Body {
+        location: S3Location,
+        message: String,
+    },
 }
 
 pub trait ObjectReader: Sync {
     /// At most `max + 1` bytes from the start of the object, so callers can tell "exactly
     /// `max`" from "larger", and the object's full length. A huge output is never downloaded.
-    fn read_prefix(&self, location: &S3Location, max: u64) -> impl Future<Output = Result<ObjectPrefix, ObjectError>> + Send;
+    fn read_prefix(
+        &self,
+        location: &S3Location,
+        max: u64,
+    ) -> impl Future<Output = Result<ObjectPrefix, ObjectError>> + Send;
 }
 
 pub struct S3ObjectReader {
@@ -38,7 +48,11 @@ impl S3ObjectReader {
 }
 
 impl ObjectReader for S3ObjectReader {
-    async fn read_prefix(&self, location: &S3Location, max: u64) -> Result<ObjectPrefix, ObjectError> {
+    async fn read_prefix(
+        &self,
+        location: &S3Location,
+        max: u64,
+    ) -> Result<ObjectPrefix, ObjectError> {
         let response = self
             .client
             .get_object()
@@ -51,24 +65,40 @@ impl ObjectReader for S3ObjectReader {
             Ok(r) => r,
             // S3 answers a range on an empty object with 416.
             Err(e) if classify(&e).code.as_deref() == Some("InvalidRange") => {
-                return Ok(ObjectPrefix { bytes: Vec::new(), total_len: 0 });
+                return Ok(ObjectPrefix {
+                    bytes: Vec::new(),
+                    total_len: 0,
+                });
             }
-            Err(e) => return Err(ObjectError::Aws { location: location.clone(), failure: classify(&e) }),
+            Err(e) => {
+                return Err(ObjectError::Aws {
+                    location: location.clone(),
+                    failure: classify(&e),
+                })
+            }
         };
         // "bytes 0-999/123456": the total follows the slash. Without a range, the length is all.
         let total = response
             .content_range()
             .and_then(|r| r.rsplit_once('/'))
             .and_then(|(_, total)| total.parse::<u64>().ok());
-        let length = response.content_length().and_then(|l| u64::try_from(l).ok());
+        let length = response
+            .content_length()
+            .and_then(|l| u64::try_from(l).ok());
         let bytes = response
             .body
             .collect()
             .await
-            .map_err(|e| ObjectError::Body { location: location.clone(), message: e.to_string() })?
+            .map_err(|e| ObjectError::Body {
+                location: location.clone(),
+                message: e.to_string(),
+            })?
             .into_bytes()
             .to_vec();
-        let total_len = total.or(length).unwrap_or(bytes.len() as u64).max(bytes.len() as u64);
+        let total_len = total
+            .or(length)
+            .unwrap_or(bytes.len() as u64)
+            .max(bytes.len() as u64);
         Ok(ObjectPrefix { bytes, total_len })
     }
 }
@@ -87,12 +117,28 @@ impl MemoryObjects {
 }
 
 impl ObjectReader for MemoryObjects {
-    async fn read_prefix(&self, location: &S3Location, max: u64) -> Result<ObjectPrefix, ObjectError> {
-        let bytes = self.objects.get(&location.to_string()).ok_or_else(|| ObjectError::Aws {
-            location: location.clone(),
-            failure: AwsFailure { code: Some("NoSuchKey".into()), message: "no such key".into(), retryable: false },
-        })?;
-        let take = bytes.len().min(usize::try_from(max.saturating_add(1)).unwrap_or(usize::MAX));
-        Ok(ObjectPrefix { bytes: bytes[..take].to_vec(), total_len: bytes.len() as u64 })
+    async fn read_prefix(
+        &self,
+        location: &S3Location,
+        max: u64,
+    ) -> Result<ObjectPrefix, ObjectError> {
+        let bytes = self
+            .objects
+            .get(&location.to_string())
+            .ok_or_else(|| ObjectError::Aws {
+                location: location.clone(),
+                failure: AwsFailure {
+                    code: Some("NoSuchKey".into()),
+                    message: "no such key".into(),
+                    retryable: false,
+                },
+            })?;
+        let take = bytes
+            .len()
+            .min(usize::try_from(max.saturating_add(1)).unwrap_or(usize::MAX));
+        Ok(ObjectPrefix {
+            bytes: bytes[..take].to_vec(),
+            total_len: bytes.len() as u64,
+        })
     }
 }

@@ -50,8 +50,19 @@ mod tests {
 
     #[test]
     fn rejects_other_forms() {
-        for bad in ["", "s3://", "s3://bucket", "s3://bucket/", "s3:///key", "https://b/k", "bucket/key"] {
-            assert!(bad.parse::<S3Location>().is_err(), "{bad:?} should be rejected");
+        for bad in [
+            "",
+            "s3://",
+            "s3://bucket",
+            "s3://bucket/",
+            "s3:///key",
+            "https://b/k",
+            "bucket/key",
+        ] {
+            assert!(
+                bad.parse::<S3Location>().is_err(),
+                "{bad:?} should be rejected"
+            );
         }
     }
 }

@@ -26,14 +26,25 @@ pub enum RecordResult {
 pub enum StoreError {
     /// DynamoDB refused the item itself (ValidationException): retrying the same write cannot help.
     #[error("DynamoDB {operation} on table {table} rejected the item: {message}")]
-    Rejected { operation: &'static str, table: String, message: String },
+    Rejected {
+        operation: &'static str,
+        table: String,
+        message: String,
+    },
     #[error("DynamoDB {operation} on table {table} failed: {failure}")]
-    Aws { operation: &'static str, table: String, failure: AwsFailure },
+    Aws {
+        operation: &'static str,
+        table: String,
+        failure: AwsFailure,
+    },
 }
 
 pub trait ResultsStore: Sync {
     /// Writes `record` under the rule above, in one conditional write.
-    fn record_outcome(&self, record: &OutcomeRecord) -> impl Future<Output = Result<RecordResult, StoreError>> + Send;
+    fn record_outcome(
+        &self,
+        record: &OutcomeRecord,
+    ) -> impl Future<Output = Result<RecordResult, StoreError>> + Send;
 }
 
 pub struct DynamoResultsStore {
@@ -43,7 +54,10 @@ pub struct DynamoResultsStore {
 
 impl DynamoResultsStore {
     pub fn new(client: aws_sdk_dynamodb::Client, table: impl Into<String>) -> Self {
-        Self { client, table: table.into() }
+        Self {
+            client,
+            table: table.into(),
+        }
     }
 }
 
@@ -72,8 +86,10 @@ impl Update {
     fn set_if_absent(&mut self, name: &str, value: Option<&String>) {
         if let Some(v) = value {
             let n = self.name(name);
-            self.values.insert(format!(":{name}"), AttributeValue::S(v.clone()));
-            self.clauses.push(format!("{n} = if_not_exists({n}, :{name})"));
+            self.values
+                .insert(format!(":{name}"), AttributeValue::S(v.clone()));
+            self.clauses
+                .push(format!("{n} = if_not_exists({n}, :{name})"));
         }
     }
 
@@ -87,8 +103,14 @@ impl Update {
 impl ResultsStore for DynamoResultsStore {
     async fn record_outcome(&self, record: &OutcomeRecord) -> Result<RecordResult, StoreError> {
         let mut u = Update::default();
-        u.set(attr::STATUS, AttributeValue::S(record.status.as_str().to_owned()));
-        u.set(attr::COMPLETED_AT, AttributeValue::S(record.completed_at.clone()));
+        u.set(
+            attr::STATUS,
+            AttributeValue::S(record.status.as_str().to_owned()),
+        );
+        u.set(
+            attr::COMPLETED_AT,
+            AttributeValue::S(record.completed_at.clone()),
+        );
         u.set(attr::TTL, AttributeValue::N(record.ttl.to_string()));
         u.set_if_absent(attr::SUBMITTED_AT, record.submitted_at.as_ref());
         u.set_if_absent(attr::ENDPOINT_NAME, record.endpoint_name.as_ref());
@@ -102,13 +124,19 @@ impl ResultsStore for DynamoResultsStore {
         }
         let id = u.name(attr::INFERENCE_ID);
         let status = u.name(attr::STATUS);
-        u.values.insert(":pending".into(), AttributeValue::S(JobStatus::Pending.as_str().into()));
+        u.values.insert(
+            ":pending".into(),
+            AttributeValue::S(JobStatus::Pending.as_str().into()),
+        );
 
         let outcome = self
             .client
             .update_item()
             .table_name(&self.table)
-            .key(attr::INFERENCE_ID, AttributeValue::S(record.inference_id.clone()))
+            .key(
+                attr::INFERENCE_ID,
+                AttributeValue::S(record.inference_id.clone()),
+            )
             .update_expression(format!("SET {}", u.clauses.join(", ")))
             .condition_expression(format!("attribute_not_exists({id}) OR {status} = :pending"))
             .set_expression_attribute_names(Some(u.names))
@@ -127,7 +155,11 @@ impl ResultsStore for DynamoResultsStore {
                         table: self.table.clone(),
                         message: failure.message,
                     }),
-                    _ => Err(StoreError::Aws { operation: "UpdateItem", table: self.table.clone(), failure }),
+                    _ => Err(StoreError::Aws {
+                        operation: "UpdateItem",
+                        table: self.table.clone(),
+                        failure,
+                    }),
                 }
             }
         }
@@ -142,9 +174,12 @@ pub fn json_to_attribute(value: &Value) -> AttributeValue {
         Value::Number(n) => AttributeValue::N(n.to_string()),
         Value::String(s) => AttributeValue::S(s.clone()),
         Value::Array(items) => AttributeValue::L(items.iter().map(json_to_attribute).collect()),
-        Value::Object(fields) => {
-            AttributeValue::M(fields.iter().map(|(k, v)| (k.clone(), json_to_attribute(v))).collect())
-        }
+        Value::Object(fields) => AttributeValue::M(
+            fields
+                .iter()
+                .map(|(k, v)| (k.clone(), json_to_attribute(v)))
+                .collect(),
+        ),
     }
 }
 
@@ -158,10 +193,15 @@ pub fn attribute_to_json(value: &AttributeValue) -> Value {
             .unwrap_or_else(|_| Value::String(n.clone())),
         AttributeValue::S(s) => Value::String(s.clone()),
         AttributeValue::L(items) => Value::Array(items.iter().map(attribute_to_json).collect()),
-        AttributeValue::M(fields) => {
-            Value::Object(fields.iter().map(|(k, v)| (k.clone(), attribute_to_json(v))).collect())
+        AttributeValue::M(fields) => Value::Object(
+            fields
+                .iter()
+                .map(|(k, v)| (k.clone(), attribute_to_json(v)))
+                .collect(),
+        ),
+        AttributeValue::Ss(items) => {
+            Value::Array(items.iter().cloned().map(Value::String).collect())
         }
-        AttributeValue::Ss(items) => Value::Array(items.iter().cloned().map(Value::String).collect()),
         AttributeValue::Ns(items) => Value::Array(
             items
                 .iter()
@@ -184,7 +224,10 @@ pub struct MemoryResultsStore {
 impl MemoryResultsStore {
     /// A `pending` item as submit_job writes it, with its submit time.
     pub fn insert_pending(&self, inference_id: &str, submitted_at: &str) {
-        self.pending.lock().unwrap().insert(inference_id.into(), submitted_at.into());
+        self.pending
+            .lock()
+            .unwrap()
+            .insert(inference_id.into(), submitted_at.into());
     }
 
     pub fn get(&self, inference_id: &str) -> Option<OutcomeRecord> {

@@ -14,10 +14,13 @@ pub fn rfc3339(t: DateTime<Utc>) -> String {
 
 /// DynamoDB TTL value (epoch seconds) `ttl_secs` after `t`.
 pub fn ttl_after(t: DateTime<Utc>, ttl_secs: u64) -> i64 {
-    t.timestamp().saturating_add(i64::try_from(ttl_secs).unwrap_or(i64::MAX))
+    t.timestamp()
+        .saturating_add(i64::try_from(ttl_secs).unwrap_or(i64::MAX))
 }
 
 /// Parses an RFC 3339 timestamp as AWS writes them; `None` when it is not one.
 pub fn parse_rfc3339(s: &str) -> Option<DateTime<Utc>> {
-    DateTime::parse_from_rfc3339(s).ok().map(|t| t.with_timezone(&Utc))
+    DateTime::parse_from_rfc3339(s)
+        .ok()
+        .map(|t| t.with_timezone(&Utc))
 }

@@ -23,7 +23,11 @@ pub enum HandlerError {
     #[error(transparent)]
     Store(#[from] StoreError),
     #[error("{failed} of {total} SNS records failed: {details}")]
-    SnsRecordsFailed { failed: usize, total: usize, details: String },
+    SnsRecordsFailed {
+        failed: usize,
+        total: usize,
+        details: String,
+    },
 }
 
 pub struct Handler<S, R> {
@@ -46,7 +50,8 @@ impl<S: ResultsStore, R: ObjectReader> Handler<S, R> {
             None => Ok(json!({"processed": 0})),
             Some(first) if first.get("Sns").is_some() => self.handle_sns(records).await,
             Some(first) if first.get("eventSource").and_then(Value::as_str) == Some("aws:sqs") => {
-                Ok(serde_json::to_value(self.handle_sqs(records).await).expect("batch response serializes"))
+                Ok(serde_json::to_value(self.handle_sqs(records).await)
+                    .expect("batch response serializes"))
             }
             Some(_) => Err(HandlerError::UnknownEvent(
                 "records carry neither \"Sns\" nor eventSource \"aws:sqs\"".into(),
@@ -79,11 +84,13 @@ impl<S: ResultsStore, R: ObjectReader> Handler<S, R> {
     }
 
     async fn handle_sns_record(&self, raw: &Value) -> Result<Recorded, HandlerError> {
-        let record: SnsRecord = serde_json::from_value(raw.clone()).map_err(HandlerError::BadSnsRecord)?;
+        let record: SnsRecord =
+            serde_json::from_value(raw.clone()).map_err(HandlerError::BadSnsRecord)?;
         if record.event_source != "aws:sns" {
             return Err(HandlerError::WrongRecordSource(record.event_source));
         }
-        self.handle_message(&record.sns.message_id, &record.sns.message).await
+        self.handle_message(&record.sns.message_id, &record.sns.message)
+            .await
     }
 
     async fn handle_sqs(&self, records: &[Value]) -> SqsBatchResponse {
@@ -110,7 +117,11 @@ impl<S: ResultsStore, R: ObjectReader> Handler<S, R> {
         response
     }
 
-    async fn handle_message(&self, message_id: &str, message: &str) -> Result<Recorded, HandlerError> {
+    async fn handle_message(
+        &self,
+        message_id: &str,
+        message: &str,
+    ) -> Result<Recorded, HandlerError> {
         let outcome = match parse_notification(message)? {
             Notification::Test => {
                 tracing::info!(sns_message_id = %message_id, "SageMaker test notification acknowledged");
@@ -118,9 +129,20 @@ impl<S: ResultsStore, R: ObjectReader> Handler<S, R> {
             }
             Notification::Outcome(o) => o,
         };
-        let recorded = record_outcome(&self.store, &self.objects, self.settings, outcome, shared::time::now()).await?;
+        let recorded = record_outcome(
+            &self.store,
+            &self.objects,
+            self.settings,
+            outcome,
+            shared::time::now(),
+        )
+        .await?;
         match &recorded {
-            Recorded::Written { inference_id, status, result_inline } => tracing::info!(
+            Recorded::Written {
+                inference_id,
+                status,
+                result_inline,
+            } => tracing::info!(
                 sns_message_id = %message_id, %inference_id, status = status.as_str(), result_inline, "outcome recorded"
             ),
             Recorded::AlreadyFinal { inference_id } => tracing::info!(
@@ -147,6 +169,9 @@ impl HandlerError {
 /// What Lambda reports (and what reaches the failure destination) for a failed invocation.
 impl From<HandlerError> for lambda_runtime::Diagnostic {
     fn from(e: HandlerError) -> Self {
-        lambda_runtime::Diagnostic { error_type: e.error_type().to_owned(), error_message: e.to_string() }
+        lambda_runtime::Diagnostic {
+            error_type: e.error_type().to_owned(),
+            error_message: e.to_string(),
+        }
     }
 }

@@ -1,0 +1,39 @@
+# make demo: the async loop on a local AWS stack. make test: every test.
+# Both set up what they need (a project-local .venv with moto, cargo-lambda and zig).
+
+SHELL := /bin/bash
+VENV := .venv
+PY := $(VENV)/bin/python
+export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
+STACK := $(PY) scripts/local_stack.py --
+
+.PHONY: help venv test unit-test demo fmt lint release-size clean
+
+help:
+	@echo "make demo   run the notification path locally and show the stored results"
+	@echo "make test   run every test (unit tests, and integration tests against moto)"
+	@echo "make lint   rustfmt and clippy"
+
+venv:
+	@bash scripts/bootstrap.sh
+
+test: venv
+	$(STACK) cargo test --workspace --locked
+
+unit-test:
+	cargo test --workspace --lib
+
+demo: venv
+	cargo build --locked -p notification-handler
+	$(STACK) $(PY) scripts/demo.py
+
+fmt:
+	cargo fmt --all
+
+lint:
+	cargo fmt --all --check
+	cargo clippy --workspace --all-targets --locked -- -D warnings
+
+clean:
+	cargo clean
+	rm -rf $(VENV) .local

@@ -1,0 +1,135 @@
+#!/usr/bin/env python3
+"""Runs a command against a local AWS stack, then tears the stack down.
+
+    .venv/bin/python scripts/local_stack.py [--env-file FILE] -- COMMAND [ARGS...]
+
+Starts moto on 127.0.0.1 on a free port, creates what the functions expect (the results
+tables with TTL on `ttl`, the IO bucket, the async endpoint's success and error topics, and an
+SQS queue subscribed to both as the optional buffer), then runs COMMAND with the environment
+that points every AWS SDK at it. The stack lives in this process, so it stops when the command
+ends, fails, or this process is interrupted or killed.
+"""
+
+import argparse
+import logging
+import os
+import signal
+import subprocess
+import sys
+
+import boto3
+from moto.server import ThreadedMotoServer
+
+REGION = "us-east-1"
+RESULTS_TABLE = "mcp-async-results"
+PIPELINE_RESULTS_TABLE = "mcp-pipeline-results"
+IO_BUCKET = "mcp-sagemaker-async-io"
+SUCCESS_TOPIC = "mcp-inference-success"
+ERROR_TOPIC = "mcp-inference-error"
+NOTIFICATION_QUEUE = "mcp-inference-notifications"
+PIPELINE_RESULTS_QUEUE = "mcp-pipeline-results"
+
+
+def create_resources(endpoint: str) -> dict:
+    session = boto3.session.Session(
+        aws_access_key_id="testing", aws_secret_access_key="testing", region_name=REGION
+    )
+    ddb = session.client("dynamodb", endpoint_url=endpoint)
+    ddb.create_table(
+        TableName=RESULTS_TABLE,
+        AttributeDefinitions=[{"AttributeName": "inference_id", "AttributeType": "S"}],
+        KeySchema=[{"AttributeName": "inference_id", "KeyType": "HASH"}],
+        BillingMode="PAY_PER_REQUEST",
+    )
+    ddb.create_table(
+        TableName=PIPELINE_RESULTS_TABLE,
+        AttributeDefinitions=[
+            {"AttributeName": "session_id", "AttributeType": "S"},
+            {"AttributeName": "execution_arn", "AttributeType": "S"},
+        ],
+        KeySchema=[
+            {"AttributeName": "session_id", "KeyType": "HASH"},
+            {"AttributeName": "execution_arn", "KeyType": "RANGE"},
+        ],
+        BillingMode="PAY_PER_REQUEST",
+    )
+    for table in (RESULTS_TABLE, PIPELINE_RESULTS_TABLE):
+        ddb.update_time_to_live(
+            TableName=table, TimeToLiveSpecification={"Enabled": True, "AttributeName": "ttl"}
+        )
+
+    session.client("s3", endpoint_url=endpoint).create_bucket(Bucket=IO_BUCKET)
+
+    sns = session.client("sns", endpoint_url=endpoint)
+    success_arn = sns.create_topic(Name=SUCCESS_TOPIC)["TopicArn"]
+    error_arn = sns.create_topic(Name=ERROR_TOPIC)["TopicArn"]
+
+    sqs = session.client("sqs", endpoint_url=endpoint)
+    queue_url = sqs.create_queue(QueueName=NOTIFICATION_QUEUE)["QueueUrl"]
+    queue_arn = sqs.get_queue_attributes(QueueUrl=queue_url, AttributeNames=["QueueArn"])[
+        "Attributes"
+    ]["QueueArn"]
+    for topic in (success_arn, error_arn):
+        sns.subscribe(TopicArn=topic, Protocol="sqs", Endpoint=queue_arn)
+    pipeline_queue_url = sqs.create_queue(QueueName=PIPELINE_RESULTS_QUEUE)["QueueUrl"]
+
+    return {
+        "RESULTS_TABLE": RESULTS_TABLE,
+        "PIPELINE_RESULTS_TABLE": PIPELINE_RESULTS_TABLE,
+        "IO_BUCKET": IO_BUCKET,
+        "SUCCESS_TOPIC_ARN": success_arn,
+        "ERROR_TOPIC_ARN": error_arn,
+        "NOTIFICATION_QUEUE_URL": queue_url,
+        "PIPELINE_RESULTS_QUEUE_URL": pipeline_queue_url,
+    }
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--env-file", help="also write the stack's environment to this file")
+    parser.add_argument("command", nargs=argparse.REMAINDER)
+    args = parser.parse_args()
+    command = args.command[1:] if args.command[:1] == ["--"] else args.command
+    if not command:
+        parser.error("give the command to run after --")
+
+    # A SIGTERM (make interrupted, CI timeout) unwinds through `finally` like Ctrl-C does.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+
+    # One log line per request would bury the command's own output.
+    logging.getLogger("werkzeug").setLevel(logging.ERROR)
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+    server.start()
+    try:
+        host, port = server.get_host_and_port()
+        endpoint = f"http://{host}:{port}"
+        env = {
+            "AWS_ENDPOINT_URL": endpoint,
+            "AWS_REGION": REGION,
+            "AWS_DEFAULT_REGION": REGION,
+            "AWS_ACCESS_KEY_ID": "testing",
+            "AWS_SECRET_ACCESS_KEY": "testing",
+            "AWS_EC2_METADATA_DISABLED": "true",
+            "MOTO_ENDPOINT": endpoint,
+            **create_resources(endpoint),
+        }
+        if args.env_file:
+            with open(args.env_file, "w") as f:
+                f.writelines(f"{k}={v}\n" for k, v in env.items())
+        print(f"local AWS stack (moto) at {endpoint}", file=sys.stderr, flush=True)
+        child = subprocess.Popen(command, env={**os.environ, **env})
+        try:
+            return child.wait()
+        except BaseException:
+            child.terminate()
+            try:
+                child.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                child.kill()
+            raise
+    finally:
+        server.stop()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
