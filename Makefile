@@ -17,7 +17,7 @@ help:
 venv:
 	@bash scripts/bootstrap.sh
 
-test: venv
+test: venv lint
 	$(STACK) cargo test --workspace --locked
 
 unit-test:

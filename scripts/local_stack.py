@@ -114,6 +114,7 @@ def main() -> int:
             **create_resources(endpoint),
         }
         if args.env_file:
+            os.makedirs(os.path.dirname(os.path.abspath(args.env_file)), exist_ok=True)
             with open(args.env_file, "w") as f:
                 f.writelines(f"{k}={v}\n" for k, v in env.items())
         print(f"local AWS stack (moto) at {endpoint}", file=sys.stderr, flush=True)

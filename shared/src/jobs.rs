@@ -273,7 +273,7 @@ fn dynamodb_number(n: &serde_json::Number) -> bool {
         return true;
     }
     match n.as_f64() {
-        Some(f) if f == 0.0 => true,
+        Some(0.0) => true,
         Some(f) => f.is_finite() && (1e-130..1e126).contains(&f.abs()),
         None => false,
     }

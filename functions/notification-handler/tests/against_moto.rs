@@ -201,7 +201,7 @@ async fn success_with_small_json_output_stores_it_inline_and_keeps_submitted_at(
         (before + TTL_SECS as i64..=after + TTL_SECS as i64).contains(&ttl),
         "ttl {ttl} not now + {TTL_SECS}"
     );
-    assert!(item.get("failure_reason").is_none());
+    assert!(!item.contains_key("failure_reason"));
 }
 
 #[tokio::test]
@@ -265,7 +265,7 @@ async fn failure_with_failure_object_stores_reason_location_and_excerpt() {
         "{}",
         &excerpt[4000..]
     );
-    assert!(item.get("result").is_none() && item.get("output_location").is_none());
+    assert!(!item.contains_key("result") && !item.contains_key("output_location"));
 }
 
 #[tokio::test]
@@ -308,7 +308,7 @@ async fn seed_shapes_are_recorded() {
         Some("s3://mcp-sagemaker-async-io/outputs/demo-seed-0006/failure")
     );
     // The failure object does not exist: the outcome is recorded without an excerpt.
-    assert!(item.get("failure_excerpt").is_none());
+    assert!(!item.contains_key("failure_excerpt"));
 }
 
 #[tokio::test]
@@ -359,7 +359,7 @@ async fn a_failure_after_a_success_does_not_overwrite_it() {
     let item = st.item(&table, &id).await.unwrap();
     assert_eq!(item, stored);
     assert_eq!(s(&item, "status").as_deref(), Some("completed"));
-    assert!(item.get("failure_reason").is_none());
+    assert!(!item.contains_key("failure_reason"));
 }
 
 #[tokio::test]
@@ -487,7 +487,7 @@ async fn an_output_over_400_kb_is_stored_as_a_pointer() {
     assert_eq!(s(&item, "status").as_deref(), Some("completed"));
     assert_eq!(s(&item, "output_location"), Some(location));
     assert!(
-        item.get("result").is_none(),
+        !item.contains_key("result"),
         "large output is a pointer only"
     );
 }
@@ -510,7 +510,7 @@ async fn non_json_output_is_stored_as_a_pointer() {
 
     let item = st.item(&table, &id).await.unwrap();
     assert_eq!(s(&item, "status").as_deref(), Some("completed"));
-    assert!(item.get("result").is_none());
+    assert!(!item.contains_key("result"));
 }
 
 /// The SQS path, fed as Lambda would be: real SNS-to-SQS fan-out in moto, then the received
