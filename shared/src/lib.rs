@@ -10,6 +10,8 @@ pub mod config;
 pub mod jobs;
 pub mod notification;
 pub mod objects;
+pub mod pipeline;
+pub mod pipeline_runs;
 pub mod s3_location;
 pub mod store;
 pub mod time;

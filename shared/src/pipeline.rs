@@ -1,0 +1,413 @@
+//! SageMaker pipeline runs: the EventBridge status-change event, the session id the tool put in
+//! the execution description, and the rules for recording and announcing an outcome.
+
+use chrono::{DateTime, Utc};
+use serde_json::Value;
+
+use crate::time::parse_rfc3339;
+
+pub const DETAIL_TYPE: &str = "SageMaker Model Building Pipeline Execution Status Change";
+pub const SOURCE: &str = "aws.sagemaker";
+
+/// SageMaker's own words for a run's status; `Pending` is ours, for a run triggered but not
+/// yet heard of.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PipelineStatus {
+    Pending,
+    Executing,
+    Stopping,
+    Succeeded,
+    Failed,
+    Stopped,
+    CompletedWithFailures,
+}
+
+impl PipelineStatus {
+    pub const TERMINAL: [PipelineStatus; 4] = [
+        PipelineStatus::Succeeded,
+        PipelineStatus::Failed,
+        PipelineStatus::Stopped,
+        PipelineStatus::CompletedWithFailures,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PipelineStatus::Pending => "pending",
+            PipelineStatus::Executing => "Executing",
+            PipelineStatus::Stopping => "Stopping",
+            PipelineStatus::Succeeded => "Succeeded",
+            PipelineStatus::Failed => "Failed",
+            PipelineStatus::Stopped => "Stopped",
+            PipelineStatus::CompletedWithFailures => "CompletedWithFailures",
+        }
+    }
+
+    /// A status SageMaker reports (never `pending`).
+    pub fn from_sagemaker(s: &str) -> Option<Self> {
+        [
+            PipelineStatus::Executing,
+            PipelineStatus::Stopping,
+            PipelineStatus::Succeeded,
+            PipelineStatus::Failed,
+            PipelineStatus::Stopped,
+            PipelineStatus::CompletedWithFailures,
+        ]
+        .into_iter()
+        .find(|status| status.as_str() == s)
+    }
+
+    pub fn is_terminal(self) -> bool {
+        Self::TERMINAL.contains(&self)
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum PipelineEventError {
+    #[error("event has no {0}")]
+    Missing(&'static str),
+    #[error("{field} is {value}, expected {expected}")]
+    Unexpected {
+        field: &'static str,
+        value: String,
+        expected: &'static str,
+    },
+    #[error("{field} is {value}, which is not an RFC 3339 time")]
+    BadTime { field: &'static str, value: String },
+}
+
+/// One "Pipeline Execution Status Change" event.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PipelineStatusChange {
+    pub event_id: String,
+    pub event_time: DateTime<Utc>,
+    pub pipeline_arn: String,
+    pub execution_arn: String,
+    pub status: PipelineStatus,
+    pub previous_status: Option<String>,
+    pub started_at: Option<DateTime<Utc>>,
+    pub ended_at: Option<DateTime<Utc>>,
+    /// The session that triggered the run; `None` for runs this project did not start.
+    pub session_id: Option<String>,
+}
+
+pub fn parse_status_change(event: &Value) -> Result<PipelineStatusChange, PipelineEventError> {
+    use PipelineEventError::*;
+    let detail_type = required_str(event, "detail-type", "detail-type")?;
+    if detail_type != DETAIL_TYPE {
+        return Err(Unexpected {
+            field: "detail-type",
+            value: quoted(detail_type),
+            expected: "\"SageMaker Model Building Pipeline Execution Status Change\"",
+        });
+    }
+    let source = required_str(event, "source", "source")?;
+    if source != SOURCE {
+        return Err(Unexpected {
+            field: "source",
+            value: quoted(source),
+            expected: "\"aws.sagemaker\"",
+        });
+    }
+    let detail = match event.get("detail") {
+        Some(d @ Value::Object(_)) => d,
+        None | Some(Value::Null) => return Err(Missing("detail")),
+        Some(other) => {
+            return Err(Unexpected {
+                field: "detail",
+                value: other.to_string(),
+                expected: "an object",
+            })
+        }
+    };
+    let status_text = required_str(
+        detail,
+        "currentPipelineExecutionStatus",
+        "detail.currentPipelineExecutionStatus",
+    )?;
+    let status = PipelineStatus::from_sagemaker(status_text).ok_or_else(|| Unexpected {
+        field: "detail.currentPipelineExecutionStatus",
+        value: quoted(status_text),
+        expected: "Executing, Stopping, Succeeded, Failed, Stopped or CompletedWithFailures",
+    })?;
+    Ok(PipelineStatusChange {
+        event_id: required_str(event, "id", "id")?.to_owned(),
+        event_time: required_time(event, "time", "time")?,
+        pipeline_arn: required_str(detail, "pipelineArn", "detail.pipelineArn")?.to_owned(),
+        execution_arn: required_str(
+            detail,
+            "pipelineExecutionArn",
+            "detail.pipelineExecutionArn",
+        )?
+        .to_owned(),
+        status,
+        previous_status: optional_str(
+            detail,
+            "previousPipelineExecutionStatus",
+            "detail.previousPipelineExecutionStatus",
+        )?
+        .map(str::to_owned),
+        started_at: optional_time(detail, "executionStartTime", "detail.executionStartTime")?,
+        ended_at: optional_time(detail, "executionEndTime", "detail.executionEndTime")?,
+        session_id: optional_str(
+            detail,
+            "pipelineExecutionDescription",
+            "detail.pipelineExecutionDescription",
+        )?
+        .and_then(session_id_from_description),
+    })
+}
+
+/// The session id in a description such as `session_id=sess-42; triggered at 2026-…`:
+/// `;`-separated parts, spaces allowed around `;` and `=`, other parts ignored.
+pub fn session_id_from_description(description: &str) -> Option<String> {
+    description.split(';').find_map(|part| {
+        let (key, value) = part.split_once('=')?;
+        let value = value.trim();
+        (key.trim() == "session_id" && !value.is_empty()).then(|| value.to_owned())
+    })
+}
+
+/// The description `trigger_training` sets, which [`session_id_from_description`] reads back.
+pub fn execution_description(session_id: &str, triggered_at: DateTime<Utc>) -> String {
+    format!(
+        "session_id={session_id}; triggered at {}",
+        crate::time::rfc3339(triggered_at)
+    )
+}
+
+fn quoted(s: &str) -> String {
+    format!("{s:?}")
+}
+
+fn optional_str<'a>(
+    v: &'a Value,
+    key: &str,
+    field: &'static str,
+) -> Result<Option<&'a str>, PipelineEventError> {
+    match v.get(key) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(s)) => Ok(Some(s.as_str())),
+        Some(other) => Err(PipelineEventError::Unexpected {
+            field,
+            value: other.to_string(),
+            expected: "a string",
+        }),
+    }
+}
+
+fn required_str<'a>(
+    v: &'a Value,
+    key: &str,
+    field: &'static str,
+) -> Result<&'a str, PipelineEventError> {
+    match optional_str(v, key, field)? {
+        Some(s) if !s.trim().is_empty() => Ok(s),
+        _ => Err(PipelineEventError::Missing(field)),
+    }
+}
+
+/// RFC 3339, or epoch milliseconds as a number.
+fn optional_time(
+    v: &Value,
+    key: &str,
+    field: &'static str,
+) -> Result<Option<DateTime<Utc>>, PipelineEventError> {
+    match v.get(key) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(s)) => {
+            parse_rfc3339(s)
+                .map(Some)
+                .ok_or_else(|| PipelineEventError::BadTime {
+                    field,
+                    value: quoted(s),
+                })
+        }
+        Some(Value::Number(n)) => n
+            .as_i64()
+            .and_then(DateTime::from_timestamp_millis)
+            .map(Some)
+            .ok_or_else(|| PipelineEventError::BadTime {
+                field,
+                value: n.to_string(),
+            }),
+        Some(other) => Err(PipelineEventError::BadTime {
+            field,
+            value: other.to_string(),
+        }),
+    }
+}
+
+fn required_time(
+    v: &Value,
+    key: &str,
+    field: &'static str,
+) -> Result<DateTime<Utc>, PipelineEventError> {
+    optional_time(v, key, field)?.ok_or(PipelineEventError::Missing(field))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn event() -> Value {
+        json!({
+            "version": "0", "id": "6f1e2d3c", "detail-type": DETAIL_TYPE, "source": "aws.sagemaker",
+            "account": "123456789012", "time": "2026-11-20T11:02:11Z", "region": "us-east-1",
+            "resources": [],
+            "detail": {
+                "currentPipelineExecutionStatus": "Succeeded",
+                "previousPipelineExecutionStatus": "Executing",
+                "executionStartTime": "2026-11-20T10:41:52Z",
+                "executionEndTime": "2026-11-20T11:02:10Z",
+                "pipelineExecutionDescription": "session_id=sess-42; triggered at 2026-11-20T10:41:51.734Z",
+                "pipelineArn": "arn:aws:sagemaker:us-east-1:123456789012:pipeline/p",
+                "pipelineExecutionArn": "arn:aws:sagemaker:us-east-1:123456789012:pipeline/p/execution/x"
+            }
+        })
+    }
+
+    #[test]
+    fn parses_the_documented_event() {
+        let c = parse_status_change(&event()).unwrap();
+        assert_eq!(c.event_id, "6f1e2d3c");
+        assert_eq!(c.status, PipelineStatus::Succeeded);
+        assert_eq!(c.previous_status.as_deref(), Some("Executing"));
+        assert_eq!(c.session_id.as_deref(), Some("sess-42"));
+        assert_eq!(
+            c.execution_arn,
+            "arn:aws:sagemaker:us-east-1:123456789012:pipeline/p/execution/x"
+        );
+        assert_eq!(
+            c.started_at.unwrap().to_rfc3339(),
+            "2026-11-20T10:41:52+00:00"
+        );
+        assert_eq!(
+            c.ended_at.unwrap().to_rfc3339(),
+            "2026-11-20T11:02:10+00:00"
+        );
+    }
+
+    #[test]
+    fn executing_events_have_no_end_time() {
+        let mut e = event();
+        e["detail"]["currentPipelineExecutionStatus"] = json!("Executing");
+        e["detail"]
+            .as_object_mut()
+            .unwrap()
+            .remove("executionEndTime");
+        let c = parse_status_change(&e).unwrap();
+        assert!(!c.status.is_terminal());
+        assert_eq!(c.ended_at, None);
+    }
+
+    #[test]
+    fn description_variants() {
+        let cases = [
+            (
+                "session_id=sess-42; triggered at 2026-11-20T10:41:51.734Z",
+                Some("sess-42"),
+            ),
+            ("session_id = sess-42 ;triggered at x", Some("sess-42")),
+            ("  session_id=abc", Some("abc")),
+            ("owner=team-a; session_id=s-1; note=x=y", Some("s-1")),
+            ("owner=team-a;session_id =  s-2  ", Some("s-2")),
+            ("triggered by hand", None),
+            ("session_id=; triggered at x", None),
+            ("session=abc", None),
+            ("my_session_id=abc", None),
+            ("", None),
+        ];
+        for (description, expected) in cases {
+            assert_eq!(
+                session_id_from_description(description).as_deref(),
+                expected,
+                "{description:?}"
+            );
+        }
+        let mut e = event();
+        e["detail"]["pipelineExecutionDescription"] = Value::Null;
+        assert_eq!(parse_status_change(&e).unwrap().session_id, None);
+        e["detail"]
+            .as_object_mut()
+            .unwrap()
+            .remove("pipelineExecutionDescription");
+        assert_eq!(parse_status_change(&e).unwrap().session_id, None);
+    }
+
+    #[test]
+    fn the_description_written_is_the_one_read() {
+        let at = parse_rfc3339("2026-11-20T10:41:51.734Z").unwrap();
+        let d = execution_description("sess-7", at);
+        assert_eq!(
+            d,
+            "session_id=sess-7; triggered at 2026-11-20T10:41:51.734Z"
+        );
+        assert_eq!(session_id_from_description(&d).as_deref(), Some("sess-7"));
+    }
+
+    #[test]
+    fn bad_events_name_the_field() {
+        let cases: Vec<(Box<dyn Fn(&mut Value)>, &str)> = vec![
+            (
+                Box::new(|e| {
+                    e.as_object_mut().unwrap().remove("detail");
+                }),
+                "event has no detail",
+            ),
+            (
+                Box::new(|e| e["detail"] = json!("x")),
+                "detail is \"x\", expected an object",
+            ),
+            (
+                Box::new(|e| e["detail-type"] = json!("EC2 Instance State-change Notification")),
+                "detail-type is \"EC2 Instance State-change Notification\"",
+            ),
+            (
+                Box::new(|e| e["source"] = json!("aws.ec2")),
+                "source is \"aws.ec2\"",
+            ),
+            (
+                Box::new(|e| {
+                    e["detail"]
+                        .as_object_mut()
+                        .unwrap()
+                        .remove("pipelineExecutionArn");
+                }),
+                "no detail.pipelineExecutionArn",
+            ),
+            (
+                Box::new(|e| e["detail"]["pipelineArn"] = json!("")),
+                "no detail.pipelineArn",
+            ),
+            (
+                Box::new(|e| e["detail"]["executionEndTime"] = json!("yesterday")),
+                "detail.executionEndTime is \"yesterday\"",
+            ),
+            (Box::new(|e| e["time"] = json!(true)), "time is true"),
+            (
+                Box::new(|e| {
+                    e.as_object_mut().unwrap().remove("id");
+                }),
+                "event has no id",
+            ),
+            (
+                Box::new(|e| e["detail"]["currentPipelineExecutionStatus"] = json!("Exploded")),
+                "detail.currentPipelineExecutionStatus is \"Exploded\"",
+            ),
+            (
+                Box::new(|e| e["detail"]["pipelineExecutionDescription"] = json!(5)),
+                "detail.pipelineExecutionDescription is 5, expected a string",
+            ),
+        ];
+        for (mutate, expected) in cases {
+            let mut e = event();
+            mutate(&mut e);
+            let err = parse_status_change(&e).unwrap_err().to_string();
+            assert!(
+                err.contains(expected),
+                "{err:?} should contain {expected:?}"
+            );
+        }
+    }
+}
