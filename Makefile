@@ -18,7 +18,9 @@ venv:
 	@bash scripts/bootstrap.sh
 
 test: venv lint
-	$(STACK) cargo test --workspace --locked
+	cargo build --locked -p sagemaker-standin
+	$(PY) scripts/local_stack.py --sagemaker target/debug/sagemaker-standin --step-millis 50 -- \
+		scripts/cargo_test_summary.sh --workspace --all-targets --locked
 
 unit-test:
 	cargo test --workspace --lib

@@ -1,19 +1,24 @@
 #!/usr/bin/env python3
 """Runs a command against a local AWS stack, then tears the stack down.
 
-    .venv/bin/python scripts/local_stack.py [--env-file FILE] -- COMMAND [ARGS...]
+    .venv/bin/python scripts/local_stack.py [--env-file FILE] [--sagemaker BIN [--lambda]] -- COMMAND...
 
 Starts moto on 127.0.0.1 on a free port, creates what the functions expect (the results
 tables with TTL on `ttl`, the IO bucket, the async endpoint's success and error topics, and an
 SQS queue subscribed to both as the optional buffer), then runs COMMAND with the environment
 that points every AWS SDK at it. The stack lives in this process, so it stops when the command
 ends, fails, or this process is interrupted or killed.
+
+With --sagemaker, also starts the SageMaker stand-in (dev/sagemaker-standin) and points
+AWS_ENDPOINT_URL_SAGEMAKER at it. With --lambda, a port is reserved for `cargo lambda watch`
+(LAMBDA_PORT, LAMBDA_INVOKE_URL) and the stand-in delivers its events there.
 """
 
 import argparse
 import logging
 import os
 import signal
+import socket
 import subprocess
 import sys
 
@@ -84,9 +89,19 @@ def create_resources(endpoint: str) -> dict:
     }
 
 
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--env-file", help="also write the stack's environment to this file")
+    parser.add_argument("--sagemaker", metavar="BIN", help="start this SageMaker stand-in binary too")
+    parser.add_argument("--lambda", dest="with_lambda", action="store_true",
+                        help="reserve a port for cargo lambda watch and deliver stand-in events to it")
+    parser.add_argument("--step-millis", default="200", help="how long each stand-in pipeline step takes")
     parser.add_argument("command", nargs=argparse.REMAINDER)
     args = parser.parse_args()
     command = args.command[1:] if args.command[:1] == ["--"] else args.command
@@ -100,6 +115,7 @@ def main() -> int:
     logging.getLogger("werkzeug").setLevel(logging.ERROR)
     server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
     server.start()
+    children: list[subprocess.Popen] = []
     try:
         host, port = server.get_host_and_port()
         endpoint = f"http://{host}:{port}"
@@ -113,6 +129,19 @@ def main() -> int:
             "MOTO_ENDPOINT": endpoint,
             **create_resources(endpoint),
         }
+        if args.with_lambda:
+            env["LAMBDA_PORT"] = str(free_port())
+            env["LAMBDA_INVOKE_URL"] = f"http://127.0.0.1:{env['LAMBDA_PORT']}"
+        if args.sagemaker:
+            standin_cmd = [args.sagemaker, "--port", "0", "--region", REGION, "--step-millis", args.step_millis]
+            if args.with_lambda:
+                standin_cmd += ["--lambda-invoke-url", env["LAMBDA_INVOKE_URL"]]
+            standin = subprocess.Popen(standin_cmd, stdout=subprocess.PIPE, text=True)
+            children.append(standin)
+            first = standin.stdout.readline().strip()
+            if not first.startswith("listening on "):
+                sys.exit(f"the SageMaker stand-in did not start (it printed {first!r})")
+            env["AWS_ENDPOINT_URL_SAGEMAKER"] = first.removeprefix("listening on ")
         if args.env_file:
             os.makedirs(os.path.dirname(os.path.abspath(args.env_file)), exist_ok=True)
             with open(args.env_file, "w") as f:
@@ -129,6 +158,9 @@ def main() -> int:
                 child.kill()
             raise
     finally:
+        for child in children:
+            child.terminate()
+            child.wait(timeout=10)
         server.stop()
 
 

@@ -102,3 +102,11 @@ where
         },
     }
 }
+
+pub fn sqs_client(sdk: &SdkConfig) -> aws_sdk_sqs::Client {
+    aws_sdk_sqs::Client::new(sdk)
+}
+
+pub fn sagemaker_client(sdk: &SdkConfig) -> aws_sdk_sagemaker::Client {
+    aws_sdk_sagemaker::Client::new(sdk)
+}

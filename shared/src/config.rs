@@ -100,6 +100,37 @@ impl NotificationHandlerConfig {
     }
 }
 
+/// Configuration of `pipeline-router`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PipelineRouterConfig {
+    pub pipeline_results_table: String,
+    pub pipeline_results_queue_url: String,
+    pub result_ttl_secs: u64,
+}
+
+impl PipelineRouterConfig {
+    pub fn from_env<F: Fn(&str) -> Option<String>>(env: &Env<F>) -> Result<Self, ConfigError> {
+        const QUEUE_URL: &str =
+            "the URL of an SQS queue (https://sqs.<region>.amazonaws.com/<account>/<name>)";
+        let queue_url = env.required("PIPELINE_RESULTS_QUEUE_URL", QUEUE_URL)?;
+        if !(queue_url.starts_with("https://") || queue_url.starts_with("http://")) {
+            return Err(ConfigError::Invalid {
+                name: "PIPELINE_RESULTS_QUEUE_URL",
+                value: queue_url,
+                expected: QUEUE_URL,
+            });
+        }
+        Ok(Self {
+            pipeline_results_table: env.required(
+                "PIPELINE_RESULTS_TABLE",
+                "the name of the DynamoDB pipeline results table",
+            )?,
+            pipeline_results_queue_url: queue_url,
+            result_ttl_secs: result_ttl_secs(env)?,
+        })
+    }
+}
+
 /// `RESULT_TTL_SECS`, shared by every writer.
 pub fn result_ttl_secs<F: Fn(&str) -> Option<String>>(env: &Env<F>) -> Result<u64, ConfigError> {
     env.number_in(
@@ -136,6 +167,33 @@ mod tests {
     fn missing_table_names_the_variable() {
         let err = NotificationHandlerConfig::from_env(&env(&[])).unwrap_err();
         assert!(err.to_string().contains("RESULTS_TABLE"), "{err}");
+    }
+
+    #[test]
+    fn pipeline_router_needs_table_and_queue_url() {
+        let err =
+            PipelineRouterConfig::from_env(&env(&[("PIPELINE_RESULTS_TABLE", "t")])).unwrap_err();
+        assert!(
+            err.to_string().contains("PIPELINE_RESULTS_QUEUE_URL"),
+            "{err}"
+        );
+        let err =
+            PipelineRouterConfig::from_env(&env(&[("PIPELINE_RESULTS_QUEUE_URL", "my-queue")]))
+                .unwrap_err();
+        assert!(
+            err.to_string()
+                .contains("PIPELINE_RESULTS_QUEUE_URL=\"my-queue\""),
+            "{err}"
+        );
+        let cfg = PipelineRouterConfig::from_env(&env(&[
+            ("PIPELINE_RESULTS_TABLE", "t"),
+            (
+                "PIPELINE_RESULTS_QUEUE_URL",
+                "https://sqs.us-east-1.amazonaws.com/1/q.fifo",
+            ),
+        ]))
+        .unwrap();
+        assert_eq!(cfg.result_ttl_secs, 3600);
     }
 
     #[test]

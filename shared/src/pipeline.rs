@@ -348,7 +348,8 @@ mod tests {
 
     #[test]
     fn bad_events_name_the_field() {
-        let cases: Vec<(Box<dyn Fn(&mut Value)>, &str)> = vec![
+        type Mutation = Box<dyn Fn(&mut Value)>;
+        let cases: Vec<(Mutation, &str)> = vec![
             (
                 Box::new(|e| {
                     e.as_object_mut().unwrap().remove("detail");

@@ -1,0 +1,428 @@
+//! A dev-only stand-in for SageMaker's pipeline control plane, spoken to by the real AWS SDK
+//! through `AWS_ENDPOINT_URL_SAGEMAKER`. moto's pipelines are born `Succeeded` and have no
+//! steps; this one runs them: Executing, then step by step to Succeeded or Failed, and (with
+//! `--lambda-invoke-url`) delivers each status change as the real EventBridge event to
+//! pipeline-router through the local Lambda invoke API.
+//!
+//! The fake training: accuracy = 0.80 + 0.015 × min(MaxEpochs, 12) (MaxEpochs defaults to 10,
+//! so 0.95); the run fails at EvaluateModel when that is below AccuracyThreshold (default 0.9),
+//! and at PreprocessData when InputDataUri is not an s3:// URI.
+//!
+//! Usage: sagemaker-standin [--port N] [--region R] [--step-millis MS] [--lambda-invoke-url URL]
+//! Prints `listening on http://127.0.0.1:PORT` once it accepts requests.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use axum::extract::State;
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::post;
+use axum::Router;
+use chrono::{DateTime, Utc};
+use serde_json::{json, Value};
+
+const ACCOUNT: &str = "123456789012";
+const STEPS: [&str; 4] = [
+    "PreprocessData",
+    "TrainModel",
+    "EvaluateModel",
+    "RegisterModel",
+];
+
+#[derive(Clone)]
+struct Settings {
+    region: String,
+    step: Duration,
+    lambda_invoke_url: Option<String>,
+}
+
+#[derive(Clone)]
+struct Step {
+    name: &'static str,
+    status: &'static str,
+    started: DateTime<Utc>,
+    ended: Option<DateTime<Utc>>,
+    failure_reason: Option<String>,
+}
+
+#[derive(Clone)]
+struct Run {
+    pipeline_arn: String,
+    arn: String,
+    display_name: String,
+    description: Option<String>,
+    parameters: HashMap<String, String>,
+    status: &'static str,
+    failure_reason: Option<String>,
+    started: DateTime<Utc>,
+    modified: DateTime<Utc>,
+    steps: Vec<Step>,
+}
+
+#[derive(Clone)]
+struct AppState {
+    settings: Settings,
+    runs: Arc<Mutex<HashMap<String, Run>>>,
+    /// ClientRequestToken → execution ARN: a retried start returns the first run.
+    tokens: Arc<Mutex<HashMap<String, String>>>,
+    http: reqwest::Client,
+}
+
+struct AwsError(StatusCode, &'static str, String);
+
+impl IntoResponse for AwsError {
+    fn into_response(self) -> Response {
+        let body = json!({"__type": self.1, "message": self.2}).to_string();
+        (
+            self.0,
+            [("content-type", "application/x-amz-json-1.1")],
+            body,
+        )
+            .into_response()
+    }
+}
+
+fn validation(message: impl Into<String>) -> AwsError {
+    AwsError(
+        StatusCode::BAD_REQUEST,
+        "ValidationException",
+        message.into(),
+    )
+}
+
+fn epoch(t: DateTime<Utc>) -> f64 {
+    t.timestamp_millis() as f64 / 1000.0
+}
+
+async fn dispatch(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    body: String,
+) -> Result<Response, AwsError> {
+    let target = headers
+        .get("x-amz-target")
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default();
+    let input: Value =
+        serde_json::from_str(if body.is_empty() { "{}" } else { &body }).map_err(|e| {
+            AwsError(
+                StatusCode::BAD_REQUEST,
+                "SerializationException",
+                e.to_string(),
+            )
+        })?;
+    let output = match target.strip_prefix("SageMaker.") {
+        Some("StartPipelineExecution") => start(&state, &input)?,
+        Some("DescribePipelineExecution") => describe(&state, &input)?,
+        Some("ListPipelineExecutionSteps") => list_steps(&state, &input)?,
+        _ => {
+            return Err(AwsError(
+                StatusCode::BAD_REQUEST,
+                "UnknownOperationException",
+                format!("the stand-in does not implement {target:?}"),
+            ))
+        }
+    };
+    Ok((
+        [("content-type", "application/x-amz-json-1.1")],
+        output.to_string(),
+    )
+        .into_response())
+}
+
+fn str_field<'a>(input: &'a Value, name: &str) -> Result<&'a str, AwsError> {
+    input
+        .get(name)
+        .and_then(Value::as_str)
+        .filter(|s| !s.is_empty())
+        .ok_or_else(|| {
+            validation(format!(
+                "1 validation error detected: {name} must not be null"
+            ))
+        })
+}
+
+fn start(state: &AppState, input: &Value) -> Result<Value, AwsError> {
+    let name = str_field(input, "PipelineName")?;
+    if let Some(token) = input.get("ClientRequestToken").and_then(Value::as_str) {
+        if let Some(arn) = state.tokens.lock().unwrap().get(token) {
+            return Ok(json!({"PipelineExecutionArn": arn}));
+        }
+    }
+    let parameters: HashMap<String, String> = input
+        .get("PipelineParameters")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(|p| {
+            Some((
+                p.get("Name")?.as_str()?.to_owned(),
+                p.get("Value")?.as_str()?.to_owned(),
+            ))
+        })
+        .collect();
+    let pipeline_arn = format!(
+        "arn:aws:sagemaker:{}:{ACCOUNT}:pipeline/{}",
+        state.settings.region,
+        name.to_lowercase()
+    );
+    let id: String = uuid::Uuid::new_v4().simple().to_string()[..12].to_owned();
+    let now = Utc::now();
+    let run = Run {
+        arn: format!("{pipeline_arn}/execution/{id}"),
+        pipeline_arn,
+        display_name: input
+            .get("PipelineExecutionDisplayName")
+            .and_then(Value::as_str)
+            .map(str::to_owned)
+            .unwrap_or_else(|| format!("execution-{}", now.timestamp_millis())),
+        description: input
+            .get("PipelineExecutionDescription")
+            .and_then(Value::as_str)
+            .map(str::to_owned),
+        parameters,
+        status: "Executing",
+        failure_reason: None,
+        started: now,
+        modified: now,
+        steps: Vec::new(),
+    };
+    let arn = run.arn.clone();
+    if let Some(token) = input.get("ClientRequestToken").and_then(Value::as_str) {
+        state
+            .tokens
+            .lock()
+            .unwrap()
+            .insert(token.to_owned(), arn.clone());
+    }
+    state.runs.lock().unwrap().insert(arn.clone(), run);
+    tokio::spawn(execute(state.clone(), arn.clone()));
+    Ok(json!({"PipelineExecutionArn": arn}))
+}
+
+fn find(state: &AppState, input: &Value) -> Result<Run, AwsError> {
+    let arn = str_field(input, "PipelineExecutionArn")?;
+    state.runs.lock().unwrap().get(arn).cloned().ok_or_else(|| {
+        AwsError(
+            StatusCode::BAD_REQUEST,
+            "ResourceNotFound",
+            format!("Pipeline execution {arn} does not exist"),
+        )
+    })
+}
+
+fn describe(state: &AppState, input: &Value) -> Result<Value, AwsError> {
+    let run = find(state, input)?;
+    let mut out = json!({
+        "PipelineArn": run.pipeline_arn,
+        "PipelineExecutionArn": run.arn,
+        "PipelineExecutionDisplayName": run.display_name,
+        "PipelineExecutionStatus": run.status,
+        "CreationTime": epoch(run.started),
+        "LastModifiedTime": epoch(run.modified),
+    });
+    if let Some(d) = &run.description {
+        out["PipelineExecutionDescription"] = json!(d);
+    }
+    if let Some(r) = &run.failure_reason {
+        out["FailureReason"] = json!(r);
+    }
+    Ok(out)
+}
+
+fn list_steps(state: &AppState, input: &Value) -> Result<Value, AwsError> {
+    let run = find(state, input)?;
+    let max = input
+        .get("MaxResults")
+        .and_then(Value::as_u64)
+        .unwrap_or(50)
+        .clamp(1, 100) as usize;
+    let offset = match input.get("NextToken").and_then(Value::as_str) {
+        None => 0,
+        Some(token) => token
+            .parse::<usize>()
+            .map_err(|_| validation(format!("invalid NextToken {token:?}")))?,
+    };
+    let ascending = input.get("SortOrder").and_then(Value::as_str) == Some("Ascending");
+    let mut steps = run.steps.clone();
+    if !ascending {
+        steps.reverse();
+    }
+    let page: Vec<Value> = steps
+        .iter()
+        .skip(offset)
+        .take(max)
+        .map(|s| {
+            let mut v =
+                json!({"StepName": s.name, "StepStatus": s.status, "StartTime": epoch(s.started)});
+            if let Some(end) = s.ended {
+                v["EndTime"] = json!(epoch(end));
+            }
+            if let Some(r) = &s.failure_reason {
+                v["FailureReason"] = json!(r);
+            }
+            v
+        })
+        .collect();
+    let mut out = json!({"PipelineExecutionSteps": page});
+    if offset + max < steps.len() {
+        out["NextToken"] = json!((offset + max).to_string());
+    }
+    Ok(out)
+}
+
+/// Why a step fails, from the run's parameters.
+fn step_failure(step: &str, parameters: &HashMap<String, String>) -> Option<String> {
+    match step {
+        "PreprocessData" => {
+            let uri = parameters
+                .get("InputDataUri")
+                .map(String::as_str)
+                .unwrap_or("s3://default/train");
+            (!uri.starts_with("s3://"))
+                .then(|| format!("ClientError: InputDataUri {uri:?} is not an s3:// URI"))
+        }
+        "EvaluateModel" => {
+            let epochs: f64 = parameters
+                .get("MaxEpochs")
+                .and_then(|v| v.parse().ok())
+                .unwrap_or(10.0);
+            let threshold: f64 = parameters
+                .get("AccuracyThreshold")
+                .and_then(|v| v.parse().ok())
+                .unwrap_or(0.9);
+            let accuracy = 0.80 + 0.015 * epochs.clamp(0.0, 12.0);
+            (accuracy < threshold).then(|| {
+                format!("accuracy {accuracy:.3} is below AccuracyThreshold {threshold:.3}")
+            })
+        }
+        _ => None,
+    }
+}
+
+async fn execute(state: AppState, arn: String) {
+    deliver(&state, &arn, None).await;
+    let parameters = state.runs.lock().unwrap()[&arn].parameters.clone();
+    let mut failure = None;
+    for name in STEPS {
+        update(&state, &arn, |run| {
+            run.steps.push(Step {
+                name,
+                status: "Executing",
+                started: Utc::now(),
+                ended: None,
+                failure_reason: None,
+            })
+        });
+        tokio::time::sleep(state.settings.step).await;
+        let step_failure = step_failure(name, &parameters);
+        update(&state, &arn, |run| {
+            let step = run.steps.last_mut().expect("step just pushed");
+            step.ended = Some(Utc::now());
+            step.status = if step_failure.is_some() {
+                "Failed"
+            } else {
+                "Succeeded"
+            };
+            step.failure_reason = step_failure.clone();
+        });
+        if let Some(reason) = step_failure {
+            failure = Some(format!("Step failure: {name} failed: {reason}"));
+            break;
+        }
+    }
+    update(&state, &arn, |run| {
+        run.status = if failure.is_some() {
+            "Failed"
+        } else {
+            "Succeeded"
+        };
+        run.failure_reason = failure.clone();
+    });
+    deliver(&state, &arn, Some("Executing")).await;
+}
+
+fn update(state: &AppState, arn: &str, change: impl FnOnce(&mut Run)) {
+    let mut runs = state.runs.lock().unwrap();
+    let run = runs.get_mut(arn).expect("run exists");
+    change(run);
+    run.modified = Utc::now();
+}
+
+/// Sends the run's current status as the EventBridge event to pipeline-router.
+async fn deliver(state: &AppState, arn: &str, previous: Option<&str>) {
+    let Some(base) = &state.settings.lambda_invoke_url else {
+        return;
+    };
+    let run = state.runs.lock().unwrap()[arn].clone();
+    let ended = (run.status != "Executing").then(|| run.modified.to_rfc3339());
+    let event = json!({
+        "version": "0",
+        "id": uuid::Uuid::new_v4().to_string(),
+        "detail-type": "SageMaker Model Building Pipeline Execution Status Change",
+        "source": "aws.sagemaker",
+        "account": ACCOUNT,
+        "time": Utc::now().to_rfc3339(),
+        "region": state.settings.region,
+        "resources": [run.pipeline_arn, run.arn],
+        "detail": {
+            "pipelineExecutionDisplayName": run.display_name,
+            "currentPipelineExecutionStatus": run.status,
+            "previousPipelineExecutionStatus": previous,
+            "executionStartTime": run.started.to_rfc3339(),
+            "executionEndTime": ended,
+            "pipelineExecutionDescription": run.description,
+            "pipelineArn": run.pipeline_arn,
+            "pipelineExecutionArn": run.arn,
+        }
+    });
+    let url = format!("{base}/2015-03-31/functions/pipeline-router/invocations");
+    // EventBridge retries failed asynchronous invocations; so does the stand-in, briefly.
+    for attempt in 1..=3 {
+        match state.http.post(&url).body(event.to_string()).send().await {
+            Ok(r) if r.status().is_success() => return,
+            Ok(r) => eprintln!(
+                "pipeline-router answered {} for {arn} (attempt {attempt})",
+                r.status()
+            ),
+            Err(e) => eprintln!("could not deliver the event for {arn} (attempt {attempt}): {e}"),
+        }
+        tokio::time::sleep(Duration::from_millis(500 * attempt)).await;
+    }
+}
+
+fn arg(args: &[String], name: &str) -> Option<String> {
+    args.iter()
+        .position(|a| a == name)
+        .and_then(|i| args.get(i + 1))
+        .cloned()
+}
+
+#[tokio::main]
+async fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    let port: u16 = arg(&args, "--port").map_or(0, |p| p.parse().expect("--port takes a number"));
+    let step_millis: u64 = arg(&args, "--step-millis")
+        .map_or(500, |p| p.parse().expect("--step-millis takes a number"));
+    let state = AppState {
+        settings: Settings {
+            region: arg(&args, "--region").unwrap_or_else(|| "us-east-1".into()),
+            step: Duration::from_millis(step_millis),
+            lambda_invoke_url: arg(&args, "--lambda-invoke-url"),
+        },
+        runs: Arc::default(),
+        tokens: Arc::default(),
+        http: reqwest::Client::new(),
+    };
+    let app = Router::new().route("/", post(dispatch)).with_state(state);
+    let listener = tokio::net::TcpListener::bind(("127.0.0.1", port))
+        .await
+        .expect("bind 127.0.0.1");
+    println!(
+        "listening on http://{}",
+        listener.local_addr().expect("local address")
+    );
+    axum::serve(listener, app).await.expect("serve");
+}

@@ -1,0 +1,538 @@
+//! The real handler with real SDK clients: DynamoDB and SQS on moto, DescribePipelineExecution
+//! on the SageMaker stand-in (moto's pipelines have no failure reasons). Started by `make test`.
+//! Each test has its own table and queue.
+
+use std::collections::HashMap;
+use std::path::Path;
+use std::time::Duration;
+
+use aws_sdk_dynamodb::types::{
+    AttributeDefinition, AttributeValue, BillingMode, KeySchemaElement, KeyType,
+    ScalarAttributeType,
+};
+use aws_sdk_sqs::types::{MessageSystemAttributeName, QueueAttributeName};
+use serde_json::{json, Value};
+
+use pipeline_router::Handler;
+use shared::aws::{dynamodb_client, sagemaker_client, sqs_client};
+use shared::pipeline_runs::{DynamoPipelineRunStore, SageMakerDescriber, SqsCompletionQueue};
+
+type Item = HashMap<String, AttributeValue>;
+const TTL_SECS: u64 = 3600;
+
+struct Stack {
+    sdk: aws_config::SdkConfig,
+}
+
+async fn stack() -> Stack {
+    if std::env::var("AWS_ENDPOINT_URL").is_err()
+        || std::env::var("AWS_ENDPOINT_URL_SAGEMAKER").is_err()
+    {
+        panic!("these tests need the local AWS stack and the SageMaker stand-in: run `make test`");
+    }
+    Stack {
+        sdk: aws_config::load_from_env().await,
+    }
+}
+
+struct Fixture {
+    table: String,
+    queue_url: String,
+    handler: Handler<DynamoPipelineRunStore, SageMakerDescriber, SqsCompletionQueue>,
+}
+
+impl Stack {
+    async fn fixture(&self, fifo: bool) -> Fixture {
+        let table = format!("pipeline-results-{}", uuid::Uuid::new_v4());
+        let key = |name: &str, kind| {
+            KeySchemaElement::builder()
+                .attribute_name(name)
+                .key_type(kind)
+                .build()
+                .unwrap()
+        };
+        let def = |name: &str| {
+            AttributeDefinition::builder()
+                .attribute_name(name)
+                .attribute_type(ScalarAttributeType::S)
+                .build()
+                .unwrap()
+        };
+        dynamodb_client(&self.sdk)
+            .create_table()
+            .table_name(&table)
+            .attribute_definitions(def("session_id"))
+            .attribute_definitions(def("execution_arn"))
+            .key_schema(key("session_id", KeyType::Hash))
+            .key_schema(key("execution_arn", KeyType::Range))
+            .billing_mode(BillingMode::PayPerRequest)
+            .send()
+            .await
+            .unwrap();
+        let mut create = sqs_client(&self.sdk).create_queue();
+        if fifo {
+            create = create
+                .queue_name(format!("completions-{}.fifo", uuid::Uuid::new_v4()))
+                .attributes(QueueAttributeName::FifoQueue, "true");
+        } else {
+            create = create.queue_name(format!("completions-{}", uuid::Uuid::new_v4()));
+        }
+        let queue_url = create.send().await.unwrap().queue_url.unwrap();
+        Fixture {
+            handler: self.handler(&table, &queue_url),
+            table,
+            queue_url,
+        }
+    }
+
+    fn handler(
+        &self,
+        table: &str,
+        queue_url: &str,
+    ) -> Handler<DynamoPipelineRunStore, SageMakerDescriber, SqsCompletionQueue> {
+        Handler {
+            store: DynamoPipelineRunStore::new(dynamodb_client(&self.sdk), table),
+            describer: SageMakerDescriber::new(sagemaker_client(&self.sdk)),
+            queue: SqsCompletionQueue::new(sqs_client(&self.sdk), queue_url),
+            result_ttl_secs: TTL_SECS,
+        }
+    }
+
+    async fn items(&self, table: &str) -> Vec<Item> {
+        dynamodb_client(&self.sdk)
+            .scan()
+            .table_name(table)
+            .send()
+            .await
+            .unwrap()
+            .items
+            .unwrap_or_default()
+    }
+
+    /// Every message on the queue: (body, message attributes, system attributes).
+    async fn drain(
+        &self,
+        queue_url: &str,
+    ) -> Vec<(Value, HashMap<String, String>, HashMap<String, String>)> {
+        let mut out = Vec::new();
+        loop {
+            let got = sqs_client(&self.sdk)
+                .receive_message()
+                .queue_url(queue_url)
+                .max_number_of_messages(10)
+                .message_attribute_names("All")
+                .message_system_attribute_names(MessageSystemAttributeName::All)
+                .send()
+                .await
+                .unwrap();
+            let messages = got.messages.unwrap_or_default();
+            if messages.is_empty() {
+                return out;
+            }
+            for m in messages {
+                let attributes = m
+                    .message_attributes()
+                    .map(|a| {
+                        a.iter()
+                            .map(|(k, v)| {
+                                (k.clone(), v.string_value().unwrap_or_default().to_owned())
+                            })
+                            .collect()
+                    })
+                    .unwrap_or_default();
+                let system = m
+                    .attributes()
+                    .map(|a| {
+                        a.iter()
+                            .map(|(k, v)| (k.as_str().to_owned(), v.clone()))
+                            .collect()
+                    })
+                    .unwrap_or_default();
+                out.push((
+                    serde_json::from_str(m.body().unwrap()).unwrap(),
+                    attributes,
+                    system,
+                ));
+            }
+        }
+    }
+}
+
+fn s(item: &Item, name: &str) -> Option<String> {
+    item.get(name).and_then(|v| v.as_s().ok()).cloned()
+}
+
+fn sample(name: &str) -> Value {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../events")
+        .join(name);
+    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+}
+
+/// A sample event given a fresh session id (so runs of parallel tests never meet).
+fn sample_for(name: &str, session_id: &str) -> Value {
+    let mut event = sample(name);
+    event["detail"]["pipelineExecutionDescription"] = json!(format!(
+        "session_id={session_id}; triggered at 2026-11-20T10:41:51.734Z"
+    ));
+    event
+}
+
+fn session() -> String {
+    format!("sess-{}", uuid::Uuid::new_v4())
+}
+
+#[tokio::test]
+async fn terminal_statuses_are_stored_and_sent() {
+    let st = stack().await;
+    for (file, status) in [
+        ("pipeline-succeeded.json", "Succeeded"),
+        ("pipeline-stopped.json", "Stopped"),
+        (
+            "pipeline-completed-with-failures.json",
+            "CompletedWithFailures",
+        ),
+    ] {
+        let f = st.fixture(false).await;
+        let sid = session();
+        let event = sample_for(file, &sid);
+        let before = chrono::Utc::now().timestamp();
+
+        let reply = f.handler.handle(event.clone()).await.expect("routed");
+
+        assert_eq!(
+            reply,
+            json!({"routed": true, "session_id": sid, "status": status, "sent": true})
+        );
+        let items = st.items(&f.table).await;
+        assert_eq!(items.len(), 1, "{file}");
+        let item = &items[0];
+        let execution_arn = event["detail"]["pipelineExecutionArn"].as_str().unwrap();
+        assert_eq!(s(item, "session_id"), Some(sid.clone()));
+        assert_eq!(s(item, "execution_arn").as_deref(), Some(execution_arn));
+        assert_eq!(
+            s(item, "pipeline_arn").as_deref(),
+            event["detail"]["pipelineArn"].as_str()
+        );
+        assert_eq!(s(item, "status").as_deref(), Some(status));
+        assert_eq!(
+            s(item, "started_at").as_deref(),
+            Some("2026-11-20T10:41:52.000Z")
+        );
+        assert_eq!(
+            s(item, "ended_at").as_deref(),
+            Some("2026-11-20T11:02:10.000Z")
+        );
+        assert!(s(item, "updated_at").is_some());
+        let ttl: i64 = item["ttl"].as_n().unwrap().parse().unwrap();
+        assert!((ttl - before - TTL_SECS as i64).abs() <= 5, "ttl {ttl}");
+
+        let messages = st.drain(&f.queue_url).await;
+        assert_eq!(messages.len(), 1, "{file}");
+        let (body, attributes, _) = &messages[0];
+        assert_eq!(
+            body,
+            &json!({
+                "session_id": sid, "execution_arn": execution_arn,
+                "pipeline_arn": event["detail"]["pipelineArn"], "status": status,
+                "previous_status": event["detail"]["previousPipelineExecutionStatus"],
+                "started_at": "2026-11-20T10:41:52.000Z", "ended_at": "2026-11-20T11:02:10.000Z",
+                "event_id": event["id"], "event_time": "2026-11-20T11:02:11.000Z"
+            })
+        );
+        assert_eq!(attributes.get("session_id"), Some(&sid));
+        assert_eq!(attributes.get("status").map(String::as_str), Some(status));
+    }
+}
+
+#[tokio::test]
+async fn a_failed_run_stores_and_sends_the_reason_sagemaker_gives() {
+    let st = stack().await;
+    let f = st.fixture(false).await;
+    let sid = session();
+    // A run the stand-in fails at its evaluation step.
+    let sm = sagemaker_client(&st.sdk);
+    let arn = sm
+        .start_pipeline_execution()
+        .pipeline_name("mcp-intent-classifier-pipeline")
+        .pipeline_execution_description(format!(
+            "session_id={sid}; triggered at 2026-11-20T10:41:51.734Z"
+        ))
+        .pipeline_parameters(
+            aws_sdk_sagemaker::types::Parameter::builder()
+                .name("AccuracyThreshold")
+                .value("0.99")
+                .build(),
+        )
+        .send()
+        .await
+        .unwrap()
+        .pipeline_execution_arn
+        .unwrap();
+    let mut reason = None;
+    for _ in 0..100 {
+        let d = sm
+            .describe_pipeline_execution()
+            .pipeline_execution_arn(&arn)
+            .send()
+            .await
+            .unwrap();
+        if d.pipeline_execution_status().map(|s| s.as_str()) == Some("Failed") {
+            reason = d.failure_reason;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let reason = reason.expect("the stand-in run fails with a reason");
+    assert!(
+        reason.contains("accuracy 0.950 is below AccuracyThreshold 0.990"),
+        "{reason}"
+    );
+    let mut event = sample_for("pipeline-failed.json", &sid);
+    event["detail"]["pipelineExecutionArn"] = json!(arn);
+
+    f.handler.handle(event).await.expect("routed");
+
+    let items = st.items(&f.table).await;
+    assert_eq!(s(&items[0], "status").as_deref(), Some("Failed"));
+    assert_eq!(s(&items[0], "failure_reason"), Some(reason.clone()));
+    let messages = st.drain(&f.queue_url).await;
+    assert_eq!(messages[0].0["failure_reason"], json!(reason));
+    assert_eq!(messages[0].0["status"], json!("Failed"));
+}
+
+#[tokio::test]
+async fn a_failed_run_sagemaker_does_not_know_is_recorded_with_why_there_is_no_reason() {
+    let st = stack().await;
+    let f = st.fixture(false).await;
+    let sid = session();
+
+    f.handler
+        .handle(sample_for("pipeline-failed.json", &sid))
+        .await
+        .expect("routed, not retried forever");
+
+    let reason = s(&st.items(&f.table).await[0], "failure_reason").unwrap();
+    assert!(
+        reason.starts_with("failure reason unavailable: ResourceNotFound"),
+        "{reason}"
+    );
+    assert_eq!(st.drain(&f.queue_url).await.len(), 1);
+}
+
+#[tokio::test]
+async fn fifo_queue_gets_group_and_deduplication_ids_and_drops_the_redelivery() {
+    let st = stack().await;
+    let f = st.fixture(true).await;
+    let sid = session();
+    let event = sample_for("pipeline-succeeded.json", &sid);
+
+    f.handler.handle(event.clone()).await.unwrap();
+    f.handler
+        .handle(event.clone())
+        .await
+        .expect("the redelivery succeeds too");
+
+    let messages = st.drain(&f.queue_url).await;
+    assert_eq!(
+        messages.len(),
+        1,
+        "SQS dropped the second send by its deduplication id"
+    );
+    let (_, _, system) = &messages[0];
+    assert_eq!(system.get("MessageGroupId"), Some(&sid));
+    assert_eq!(
+        system.get("MessageDeduplicationId").map(String::as_str),
+        event["id"].as_str()
+    );
+    assert_eq!(st.items(&f.table).await.len(), 1);
+}
+
+#[tokio::test]
+async fn the_same_event_twice_on_a_standard_queue_is_stored_once_and_sent_twice() {
+    let st = stack().await;
+    let f = st.fixture(false).await;
+    let sid = session();
+    let event = sample_for("pipeline-succeeded.json", &sid);
+
+    f.handler.handle(event.clone()).await.unwrap();
+    let stored = st.items(&f.table).await;
+    f.handler.handle(event).await.unwrap();
+
+    assert_eq!(
+        st.items(&f.table).await,
+        stored,
+        "the second delivery changes no item"
+    );
+    let messages = st.drain(&f.queue_url).await;
+    assert_eq!(
+        messages.len(),
+        2,
+        "at least once: the consumer deduplicates by event_id"
+    );
+    assert_eq!(messages[0].0, messages[1].0);
+}
+
+#[tokio::test]
+async fn a_late_executing_after_succeeded_changes_nothing_and_sends_nothing() {
+    let st = stack().await;
+    let f = st.fixture(false).await;
+    let sid = session();
+
+    f.handler
+        .handle(sample_for("pipeline-succeeded.json", &sid))
+        .await
+        .unwrap();
+    let stored = st.items(&f.table).await;
+    let reply = f
+        .handler
+        .handle(sample_for("pipeline-executing.json", &sid))
+        .await
+        .unwrap();
+
+    assert_eq!(reply["routed"], json!(false));
+    assert_eq!(st.items(&f.table).await, stored);
+    assert_eq!(s(&stored[0], "status").as_deref(), Some("Succeeded"));
+    assert_eq!(
+        st.drain(&f.queue_url).await.len(),
+        1,
+        "only the completion was sent"
+    );
+}
+
+#[tokio::test]
+async fn executing_then_succeeded_updates_in_place_and_sends_only_the_completion() {
+    let st = stack().await;
+    let f = st.fixture(false).await;
+    let sid = session();
+
+    f.handler
+        .handle(sample_for("pipeline-executing.json", &sid))
+        .await
+        .unwrap();
+    let items = st.items(&f.table).await;
+    assert_eq!(s(&items[0], "status").as_deref(), Some("Executing"));
+    assert!(!items[0].contains_key("ended_at"));
+    assert!(
+        st.drain(&f.queue_url).await.is_empty(),
+        "a non-terminal status is not a completion"
+    );
+
+    f.handler
+        .handle(sample_for("pipeline-succeeded.json", &sid))
+        .await
+        .unwrap();
+    let items = st.items(&f.table).await;
+    assert_eq!(items.len(), 1);
+    assert_eq!(s(&items[0], "status").as_deref(), Some("Succeeded"));
+    assert_eq!(st.drain(&f.queue_url).await.len(), 1);
+}
+
+#[tokio::test]
+async fn description_with_other_parts_and_spaces_finds_the_session() {
+    let st = stack().await;
+    let f = st.fixture(false).await;
+
+    f.handler
+        .handle(sample("pipeline-description-variants.json"))
+        .await
+        .unwrap();
+
+    let items = st.items(&f.table).await;
+    assert_eq!(s(&items[0], "session_id").as_deref(), Some("sess-43"));
+}
+
+#[tokio::test]
+async fn a_run_without_session_id_writes_and_sends_nothing() {
+    let st = stack().await;
+    let f = st.fixture(false).await;
+    let mut null_description = sample("pipeline-succeeded.json");
+    null_description["detail"]["pipelineExecutionDescription"] = Value::Null;
+    let mut empty_description = sample("pipeline-succeeded.json");
+    empty_description["detail"]["pipelineExecutionDescription"] = json!("");
+    let mut absent = sample("pipeline-succeeded.json");
+    absent["detail"]
+        .as_object_mut()
+        .unwrap()
+        .remove("pipelineExecutionDescription");
+
+    for event in [
+        sample("pipeline-no-session.json"),
+        null_description,
+        empty_description,
+        absent,
+    ] {
+        let reply = f
+            .handler
+            .handle(event)
+            .await
+            .expect("not ours is not an error");
+        assert_eq!(reply["routed"], json!(false));
+    }
+
+    assert!(st.items(&f.table).await.is_empty());
+    assert!(st.drain(&f.queue_url).await.is_empty());
+}
+
+#[tokio::test]
+async fn malformed_events_are_refused_naming_the_field() {
+    let st = stack().await;
+    let f = st.fixture(false).await;
+    for (file, expected) in [
+        ("pipeline-bad-no-detail.json", "event has no detail"),
+        (
+            "pipeline-bad-detail-type.json",
+            "detail-type is \"SageMaker Training Job State Change\"",
+        ),
+        (
+            "pipeline-bad-missing-arn.json",
+            "event has no detail.pipelineExecutionArn",
+        ),
+        (
+            "pipeline-bad-time.json",
+            "detail.executionEndTime is \"20/11/2026 11:02\", which is not an RFC 3339 time",
+        ),
+    ] {
+        let err = f.handler.handle(sample(file)).await.expect_err(file);
+        assert!(err.to_string().contains(expected), "{file}: {err}");
+        let diagnostic: lambda_runtime::Diagnostic = err.into();
+        assert_eq!(diagnostic.error_type, "BadPipelineEvent");
+    }
+    let mut wrong_source = sample("pipeline-succeeded.json");
+    wrong_source["source"] = json!("aws.events");
+    let err = f.handler.handle(wrong_source).await.unwrap_err();
+    assert!(
+        err.to_string().contains("source is \"aws.events\""),
+        "{err}"
+    );
+
+    assert!(st.items(&f.table).await.is_empty());
+    assert!(st.drain(&f.queue_url).await.is_empty());
+}
+
+#[tokio::test]
+async fn a_send_that_fails_after_the_write_is_made_on_the_retry() {
+    let st = stack().await;
+    let f = st.fixture(false).await;
+    let sid = session();
+    let event = sample_for("pipeline-succeeded.json", &sid);
+    let missing_queue = format!("{}-missing", f.queue_url);
+    let broken = st.handler(&f.table, &missing_queue);
+
+    let err = broken
+        .handle(event.clone())
+        .await
+        .expect_err("the send fails");
+    assert!(err.to_string().contains("SQS SendMessage"), "{err}");
+    assert_eq!(
+        st.items(&f.table).await.len(),
+        1,
+        "the table write happened first"
+    );
+
+    // EventBridge retries the same event; by then the queue is reachable.
+    f.handler.handle(event).await.expect("the retry succeeds");
+    let messages = st.drain(&f.queue_url).await;
+    assert_eq!(messages.len(), 1);
+    assert_eq!(messages[0].0["session_id"], json!(sid));
+}
