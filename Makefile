@@ -10,7 +10,7 @@ STACK := $(PY) scripts/local_stack.py --
 .PHONY: help venv test unit-test demo fmt lint release-size clean
 
 help:
-	@echo "make demo   run the notification path locally and show the stored results"
+	@echo "make demo   run the async loop locally (inference outcomes, pipeline runs) and show what is stored"
 	@echo "make test   run every test (unit tests, and integration tests against moto)"
 	@echo "make lint   rustfmt and clippy"
 
@@ -26,8 +26,8 @@ unit-test:
 	cargo test --workspace --lib
 
 demo: venv
-	cargo build --locked -p notification-handler
-	$(STACK) $(PY) scripts/demo.py
+	cargo build --locked -p notification-handler -p pipeline-router -p sagemaker-standin
+	$(PY) scripts/local_stack.py --sagemaker target/debug/sagemaker-standin --lambda -- $(PY) scripts/demo.py
 
 fmt:
 	cargo fmt --all

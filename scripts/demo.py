@@ -1,9 +1,14 @@
 #!/usr/bin/env python3
-"""The notification path, end to end, on the local stack (run by `make demo`).
+"""The async loop on the local stack (run by `make demo`).
 
-Runs notification-handler under `cargo lambda watch`, puts model outputs where SageMaker
-would, feeds the sample events of events/ through `cargo lambda invoke`, and prints what the
-results table holds afterwards. Expects the environment of scripts/local_stack.py.
+Runs the functions under `cargo lambda watch`, then
+1. inference outcomes: puts model outputs where SageMaker would, feeds the sample SNS/SQS
+   events of events/ to notification-handler through `cargo lambda invoke`, and prints what
+   the results table holds;
+2. pipeline runs: starts two runs on the SageMaker stand-in (one passes, one fails its
+   evaluation); the stand-in delivers their EventBridge events to pipeline-router, and the
+   demo prints the pipeline results table and the completion messages on the queue.
+Expects the environment of `scripts/local_stack.py --sagemaker ... --lambda`.
 """
 
 import json
@@ -20,15 +25,10 @@ ROOT = Path(__file__).resolve().parent.parent
 EVENTS = ROOT / "events"
 FUNCTION = "notification-handler"
 PASSED_ENV = (
-    "AWS_ENDPOINT_URL", "AWS_REGION", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY",
-    "AWS_EC2_METADATA_DISABLED", "RESULTS_TABLE",
+    "AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_SAGEMAKER", "AWS_REGION", "AWS_ACCESS_KEY_ID",
+    "AWS_SECRET_ACCESS_KEY", "AWS_EC2_METADATA_DISABLED", "RESULTS_TABLE", "PIPELINE_RESULTS_TABLE",
+    "PIPELINE_RESULTS_QUEUE_URL",
 )
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def wait_for_port(port: int, proc: subprocess.Popen, timeout: float) -> None:
@@ -102,6 +102,41 @@ def plain(value: dict):
     return v
 
 
+def pipeline_runs(ddb, sqs) -> bool:
+    sagemaker = boto3.client("sagemaker", endpoint_url=os.environ["AWS_ENDPOINT_URL_SAGEMAKER"],
+                             region_name=os.environ["AWS_REGION"])
+    table, queue_url = os.environ["PIPELINE_RESULTS_TABLE"], os.environ["PIPELINE_RESULTS_QUEUE_URL"]
+    runs = {"sess-demo-1": "0.90", "sess-demo-2": "0.99"}
+    print("\nStarting two pipeline runs on the SageMaker stand-in (AccuracyThreshold 0.90 and 0.99):")
+    for session_id, threshold in runs.items():
+        arn = sagemaker.start_pipeline_execution(
+            PipelineName="mcp-intent-classifier-pipeline",
+            PipelineExecutionDescription=f"session_id={session_id}; triggered at "
+                                         f"{time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())}",
+            PipelineParameters=[{"Name": "InputDataUri", "Value": "s3://mcp-sagemaker-async-io/train/"},
+                                {"Name": "AccuracyThreshold", "Value": threshold}],
+        )["PipelineExecutionArn"]
+        print(f"  {session_id}: {arn}")
+    deadline = time.time() + 300  # the first event also compiles pipeline-router
+    items = []
+    while time.time() < deadline:
+        items = ddb.scan(TableName=table)["Items"]
+        if len(items) == len(runs) and all(i["status"]["S"] != "Executing" for i in items):
+            break
+        time.sleep(1)
+    print(f"\nItems in {table} (written by pipeline-router from the stand-in's EventBridge events):")
+    for item in sorted(items, key=lambda i: i["session_id"]["S"]):
+        reason = item.get("failure_reason", {}).get("S", "")
+        print(f"  {item['session_id']['S']:<12} {item['status']['S']:<10} {reason}")
+    messages = sqs.receive_message(QueueUrl=queue_url, MaxNumberOfMessages=10).get("Messages", [])
+    print(f"\nCompletion messages on {queue_url.rsplit('/', 1)[-1]}:")
+    for m in messages:
+        body = json.loads(m["Body"])
+        print(f"  {body['session_id']:<12} {body['status']:<10} event {body['event_id']}")
+    statuses = sorted(i["status"]["S"] for i in items)
+    return statuses == ["Failed", "Succeeded"] and len(messages) == 2
+
+
 def main() -> int:
     region, endpoint = os.environ["AWS_REGION"], os.environ["AWS_ENDPOINT_URL"]
     s3 = boto3.client("s3", endpoint_url=endpoint, region_name=region)
@@ -119,12 +154,12 @@ def main() -> int:
     local.mkdir(exist_ok=True)
     env_file = local / "watch.env"
     env_file.write_text("".join(f"{k}={os.environ[k]}\n" for k in PASSED_ENV if k in os.environ))
-    port = free_port()
-    print(f"Starting {FUNCTION} under cargo lambda watch on 127.0.0.1:{port} (log: .local/watch.log)")
+    port = int(os.environ["LAMBDA_PORT"])
+    print(f"Starting the functions under cargo lambda watch on 127.0.0.1:{port} (log: .local/watch.log)")
     with open(local / "watch.log", "w") as log:
         watch = subprocess.Popen(
             ["cargo", "lambda", "watch", "--invoke-address", "127.0.0.1", "--invoke-port", str(port),
-             "--ignore-changes", "--env-file", str(env_file), "--package", FUNCTION],
+             "--ignore-changes", "--env-file", str(env_file)],
             cwd=ROOT, stdout=log, stderr=subprocess.STDOUT,
         )
     try:
@@ -140,11 +175,13 @@ def main() -> int:
         print(f"\nItems in {table}:")
         for item in sorted(ddb.scan(TableName=table)["Items"], key=lambda i: i["inference_id"]["S"]):
             print("  " + describe(item))
+        print("\nBad events were refused with the reason (Lambda would retry them, then send them to the\n"
+              "failure destination); the SQS batch reported only its bad message.")
+        if not pipeline_runs(ddb, boto3.client("sqs", endpoint_url=endpoint, region_name=region)):
+            unexpected += 1
         if unexpected:
-            print(f"\n{unexpected} event(s) did not behave as expected", file=sys.stderr)
+            print(f"\n{unexpected} step(s) did not behave as expected", file=sys.stderr)
             return 1
-        print("\nBad events were refused with the reason (Lambda would retry them, then send them to the"
-              " failure destination); the SQS batch reported only its bad message.")
         return 0
     finally:
         watch.terminate()
