@@ -110,3 +110,7 @@ pub fn sqs_client(sdk: &SdkConfig) -> aws_sdk_sqs::Client {
 pub fn sagemaker_client(sdk: &SdkConfig) -> aws_sdk_sagemaker::Client {
     aws_sdk_sagemaker::Client::new(sdk)
 }
+
+pub fn sagemaker_runtime_client(sdk: &SdkConfig) -> aws_sdk_sagemakerruntime::Client {
+    aws_sdk_sagemakerruntime::Client::new(sdk)
+}

@@ -131,6 +131,96 @@ impl PipelineRouterConfig {
     }
 }
 
+/// How mcp-tools authenticates callers.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum AuthMode {
+    /// The Function URL's AWS_IAM auth has already checked the SigV4 signature.
+    Iam,
+    /// `Authorization: Bearer <token>`, checked against the token's SHA-256.
+    Bearer { token_sha256: [u8; 32] },
+    /// No authentication: for local runs only.
+    None,
+}
+
+/// Configuration of `mcp-tools`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct McpToolsConfig {
+    pub results_table: String,
+    pub pipeline_results_table: String,
+    pub io_bucket: String,
+    pub async_endpoint_name: String,
+    pub pipeline_name: String,
+    pub result_ttl_secs: u64,
+    pub auth: AuthMode,
+    /// `Host` values served: exact names, or `*.suffix` patterns.
+    pub allowed_hosts: Vec<String>,
+    /// Browser origins allowed; a request with any other `Origin` gets 403.
+    pub allowed_origins: Vec<String>,
+}
+
+impl McpToolsConfig {
+    pub fn from_env<F: Fn(&str) -> Option<String>>(env: &Env<F>) -> Result<Self, ConfigError> {
+        const AUTH: &str = "iam (the Function URL checks SigV4), bearer (MCP_BEARER_TOKEN_SHA256) or none (local only)";
+        let auth = match env.required("AUTH_MODE", AUTH)?.to_ascii_lowercase().as_str() {
+            "iam" => AuthMode::Iam,
+            "none" => AuthMode::None,
+            "bearer" => {
+                const HASH: &str = "the hex SHA-256 of the bearer token (64 hex digits), e.g. from `printf %s \"$TOKEN\" | sha256sum`";
+                let hash = env.required("MCP_BEARER_TOKEN_SHA256", HASH)?;
+                let token_sha256 = parse_sha256(&hash).ok_or(ConfigError::Invalid {
+                    name: "MCP_BEARER_TOKEN_SHA256",
+                    value: hash,
+                    expected: HASH,
+                })?;
+                AuthMode::Bearer { token_sha256 }
+            }
+            _ => {
+                return Err(ConfigError::Invalid {
+                    name: "AUTH_MODE",
+                    value: env.required("AUTH_MODE", AUTH)?,
+                    expected: AUTH,
+                })
+            }
+        };
+        let list = |name: &'static str, default: String| -> Vec<String> {
+            (env.0)(name)
+                .filter(|v| !v.trim().is_empty())
+                .unwrap_or(default)
+                .split(',')
+                .map(|h| h.trim().to_owned())
+                .filter(|h| !h.is_empty())
+                .collect()
+        };
+        let region_hosts = match (env.0)("AWS_REGION").filter(|r| !r.is_empty()) {
+            Some(region) => format!("*.lambda-url.{region}.on.aws"),
+            None => "*.on.aws".to_owned(),
+        };
+        Ok(Self {
+            results_table: env.required("RESULTS_TABLE", "the name of the DynamoDB results table")?,
+            pipeline_results_table: env.required("PIPELINE_RESULTS_TABLE", "the name of the DynamoDB pipeline results table")?,
+            io_bucket: env.required("IO_BUCKET", "the S3 bucket for job inputs")?,
+            async_endpoint_name: env.required("ASYNC_ENDPOINT_NAME", "the name of the SageMaker async endpoint")?,
+            pipeline_name: env.required("PIPELINE_NAME", "the name of the SageMaker pipeline")?,
+            result_ttl_secs: result_ttl_secs(env)?,
+            auth,
+            allowed_hosts: list("MCP_ALLOWED_HOSTS", format!("{region_hosts},127.0.0.1,localhost")),
+            allowed_origins: list("MCP_ALLOWED_ORIGINS", String::new()),
+        })
+    }
+}
+
+fn parse_sha256(hex: &str) -> Option<[u8; 32]> {
+    let hex = hex.trim();
+    if hex.len() != 64 || !hex.is_ascii() {
+        return None;
+    }
+    let mut out = [0u8; 32];
+    for (i, byte) in out.iter_mut().enumerate() {
+        *byte = u8::from_str_radix(&hex[2 * i..2 * i + 2], 16).ok()?;
+    }
+    Some(out)
+}
+
 /// `RESULT_TTL_SECS`, shared by every writer.
 pub fn result_ttl_secs<F: Fn(&str) -> Option<String>>(env: &Env<F>) -> Result<u64, ConfigError> {
     env.number_in(
@@ -194,6 +284,46 @@ mod tests {
         ]))
         .unwrap();
         assert_eq!(cfg.result_ttl_secs, 3600);
+    }
+
+    fn mcp_env(extra: &[(&'static str, &'static str)]) -> Vec<(&'static str, &'static str)> {
+        let mut vars = vec![
+            ("RESULTS_TABLE", "r"),
+            ("PIPELINE_RESULTS_TABLE", "p"),
+            ("IO_BUCKET", "b"),
+            ("ASYNC_ENDPOINT_NAME", "e"),
+            ("PIPELINE_NAME", "pl"),
+            ("AWS_REGION", "eu-west-1"),
+        ];
+        vars.extend_from_slice(extra);
+        vars
+    }
+
+    #[test]
+    fn mcp_tools_refuses_to_start_without_auth_mode() {
+        let err = McpToolsConfig::from_env(&env(&mcp_env(&[]))).unwrap_err();
+        assert!(err.to_string().contains("AUTH_MODE is not set"), "{err}");
+        let err = McpToolsConfig::from_env(&env(&mcp_env(&[("AUTH_MODE", "open")]))).unwrap_err();
+        assert!(err.to_string().contains("AUTH_MODE=\"open\" is invalid"), "{err}");
+        let err = McpToolsConfig::from_env(&env(&mcp_env(&[("AUTH_MODE", "bearer")]))).unwrap_err();
+        assert!(err.to_string().contains("MCP_BEARER_TOKEN_SHA256"), "{err}");
+        let err = McpToolsConfig::from_env(&env(&mcp_env(&[("AUTH_MODE", "bearer"), ("MCP_BEARER_TOKEN_SHA256", "abc")])))
+            .unwrap_err();
+        assert!(err.to_string().contains("64 hex digits"), "{err}");
+    }
+
+    #[test]
+    fn mcp_tools_defaults() {
+        let hash = "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08";
+        let cfg = McpToolsConfig::from_env(&env(&mcp_env(&[("AUTH_MODE", "bearer"), ("MCP_BEARER_TOKEN_SHA256", hash)])))
+            .unwrap();
+        let AuthMode::Bearer { token_sha256 } = cfg.auth else { panic!() };
+        assert_eq!(token_sha256[0], 0x9f);
+        assert_eq!(cfg.allowed_hosts, ["*.lambda-url.eu-west-1.on.aws", "127.0.0.1", "localhost"]);
+        assert!(cfg.allowed_origins.is_empty());
+        let cfg = McpToolsConfig::from_env(&env(&mcp_env(&[("AUTH_MODE", "iam"), ("MCP_ALLOWED_HOSTS", "mcp.example.com, x.y")])))
+            .unwrap();
+        assert_eq!(cfg.allowed_hosts, ["mcp.example.com", "x.y"]);
     }
 
     #[test]

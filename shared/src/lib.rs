@@ -7,11 +7,14 @@
 
 pub mod aws;
 pub mod config;
+pub mod http_guard;
 pub mod jobs;
 pub mod notification;
 pub mod objects;
 pub mod pipeline;
 pub mod pipeline_runs;
 pub mod s3_location;
+pub mod sagemaker;
 pub mod store;
 pub mod time;
+pub mod tools;

@@ -142,3 +142,40 @@ impl ObjectReader for MemoryObjects {
         })
     }
 }
+
+/// Uploads of inputs and presigned downloads of outputs (mcp-tools).
+pub struct S3Io {
+    client: aws_sdk_s3::Client,
+}
+
+impl S3Io {
+    pub fn new(client: aws_sdk_s3::Client) -> Self {
+        Self { client }
+    }
+
+    pub async fn put_json(&self, location: &S3Location, body: Vec<u8>) -> Result<(), ObjectError> {
+        self.client
+            .put_object()
+            .bucket(&location.bucket)
+            .key(&location.key)
+            .content_type("application/json")
+            .body(body.into())
+            .send()
+            .await
+            .map(|_| ())
+            .map_err(|e| ObjectError::Aws { location: location.clone(), failure: classify(&e) })
+    }
+
+    /// A GET URL signed locally (no call to S3), valid for `expires_in`.
+    pub async fn presign_get(&self, location: &S3Location, expires_in: std::time::Duration) -> Result<String, String> {
+        let config = aws_sdk_s3::presigning::PresigningConfig::expires_in(expires_in).map_err(|e| e.to_string())?;
+        self.client
+            .get_object()
+            .bucket(&location.bucket)
+            .key(&location.key)
+            .presigned(config)
+            .await
+            .map(|p| p.uri().to_owned())
+            .map_err(|e| aws_smithy_types::error::display::DisplayErrorContext(e).to_string())
+    }
+}

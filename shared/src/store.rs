@@ -268,3 +268,136 @@ mod tests {
         assert_eq!(attribute_to_json(&json_to_attribute(&v)), v);
     }
 }
+
+// ------------------------------------------------------------ reads and submits (mcp-tools)
+
+/// What submit_job writes before it invokes the endpoint.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PendingJob {
+    pub inference_id: String,
+    pub submitted_at: String,
+    pub endpoint_name: String,
+    pub input_location: String,
+    pub request_ttl_secs: u32,
+    pub invocation_timeout_secs: u32,
+    pub input_sha256: String,
+    pub ttl: i64,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PutPending {
+    Created,
+    /// A live job with this id exists (an idempotent resubmit).
+    Exists,
+}
+
+pub const SUBMISSION_FAILED: &str = "submission_failed";
+const REQUEST_TTL_SECS: &str = "request_ttl_secs";
+const INVOCATION_TIMEOUT_SECS: &str = "invocation_timeout_secs";
+const INPUT_SHA256: &str = "input_sha256";
+
+impl DynamoResultsStore {
+    /// Creates the `pending` item unless a live job has the id. An expired item, or one whose
+    /// submission failed, may be replaced: retrying such a submit must start the job.
+    pub async fn put_pending(&self, job: &PendingJob, now_epoch: i64) -> Result<PutPending, StoreError> {
+        let s = |v: &str| AttributeValue::S(v.to_owned());
+        let n = |v: i64| AttributeValue::N(v.to_string());
+        let outcome = self
+            .client
+            .put_item()
+            .table_name(&self.table)
+            .item(attr::INFERENCE_ID, s(&job.inference_id))
+            .item(attr::STATUS, s(JobStatus::Pending.as_str()))
+            .item(attr::SUBMITTED_AT, s(&job.submitted_at))
+            .item(attr::ENDPOINT_NAME, s(&job.endpoint_name))
+            .item(attr::INPUT_LOCATION, s(&job.input_location))
+            .item(REQUEST_TTL_SECS, n(job.request_ttl_secs.into()))
+            .item(INVOCATION_TIMEOUT_SECS, n(job.invocation_timeout_secs.into()))
+            .item(INPUT_SHA256, s(&job.input_sha256))
+            .item(attr::TTL, n(job.ttl))
+            .condition_expression("attribute_not_exists(#id) OR #ttl <= :now OR #failed = :true")
+            .expression_attribute_names("#id", attr::INFERENCE_ID)
+            .expression_attribute_names("#ttl", attr::TTL)
+            .expression_attribute_names("#failed", SUBMISSION_FAILED)
+            .expression_attribute_values(":now", n(now_epoch))
+            .expression_attribute_values(":true", AttributeValue::Bool(true))
+            .send()
+            .await;
+        match outcome {
+            Ok(_) => Ok(PutPending::Created),
+            Err(e) => {
+                let failure = classify(&e);
+                if failure.code.as_deref() == Some("ConditionalCheckFailedException") {
+                    Ok(PutPending::Exists)
+                } else {
+                    Err(StoreError::Aws { operation: "PutItem", table: self.table.clone(), failure })
+                }
+            }
+        }
+    }
+
+    /// One strongly consistent read.
+    pub async fn get_job(&self, inference_id: &str) -> Result<Option<crate::tools::StoredJob>, StoreError> {
+        let got = self
+            .client
+            .get_item()
+            .table_name(&self.table)
+            .key(attr::INFERENCE_ID, AttributeValue::S(inference_id.to_owned()))
+            .consistent_read(true)
+            .send()
+            .await
+            .map_err(|e| StoreError::Aws { operation: "GetItem", table: self.table.clone(), failure: classify(&e) })?;
+        Ok(got.item.map(|item| stored_job(&item)))
+    }
+
+    /// Records that the job could not be submitted, so a status check says why and a retry
+    /// with the same idempotency key may start it again.
+    pub async fn mark_submission_failed(&self, inference_id: &str, reason: &str, completed_at: &str) -> Result<(), StoreError> {
+        let s = |v: &str| AttributeValue::S(v.to_owned());
+        let outcome = self
+            .client
+            .update_item()
+            .table_name(&self.table)
+            .key(attr::INFERENCE_ID, s(inference_id))
+            .update_expression("SET #status = :failed, #reason = :reason, #completed = :at, #sf = :true")
+            .condition_expression("#status = :pending")
+            .expression_attribute_names("#status", attr::STATUS)
+            .expression_attribute_names("#reason", attr::FAILURE_REASON)
+            .expression_attribute_names("#completed", attr::COMPLETED_AT)
+            .expression_attribute_names("#sf", SUBMISSION_FAILED)
+            .expression_attribute_values(":failed", s(JobStatus::Failed.as_str()))
+            .expression_attribute_values(":pending", s(JobStatus::Pending.as_str()))
+            .expression_attribute_values(":reason", s(reason))
+            .expression_attribute_values(":at", s(completed_at))
+            .expression_attribute_values(":true", AttributeValue::Bool(true))
+            .send()
+            .await;
+        match outcome {
+            Ok(_) => Ok(()),
+            Err(e) if classify(&e).code.as_deref() == Some("ConditionalCheckFailedException") => Ok(()),
+            Err(e) => Err(StoreError::Aws { operation: "UpdateItem", table: self.table.clone(), failure: classify(&e) }),
+        }
+    }
+}
+
+/// A results-table item as the tools read it.
+pub fn stored_job(item: &HashMap<String, AttributeValue>) -> crate::tools::StoredJob {
+    let s = |name: &str| item.get(name).and_then(|v| v.as_s().ok()).cloned();
+    let n = |name: &str| item.get(name).and_then(|v| v.as_n().ok()).and_then(|v| v.parse::<i64>().ok());
+    crate::tools::StoredJob {
+        inference_id: s(attr::INFERENCE_ID).unwrap_or_default(),
+        status: s(attr::STATUS).unwrap_or_default(),
+        submitted_at: s(attr::SUBMITTED_AT),
+        completed_at: s(attr::COMPLETED_AT),
+        output_location: s(attr::OUTPUT_LOCATION),
+        failure_location: s(attr::FAILURE_LOCATION),
+        failure_reason: s(attr::FAILURE_REASON),
+        failure_excerpt: s(attr::FAILURE_EXCERPT),
+        result: item.get(attr::RESULT).map(attribute_to_json),
+        ttl: n(attr::TTL),
+        request_ttl_secs: n(REQUEST_TTL_SECS).and_then(|v| u64::try_from(v).ok()),
+        invocation_timeout_secs: n(INVOCATION_TIMEOUT_SECS).and_then(|v| u64::try_from(v).ok()),
+        input_sha256: s(INPUT_SHA256),
+        submission_failed: item.get(SUBMISSION_FAILED).and_then(|v| v.as_bool().ok()).copied().unwrap_or(false),
+    }
+}
