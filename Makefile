@@ -18,9 +18,11 @@ venv:
 	@bash scripts/bootstrap.sh
 
 test: venv lint
-	cargo build --locked -p sagemaker-standin
+	cargo build --locked --workspace --bins
 	$(PY) scripts/local_stack.py --sagemaker target/debug/sagemaker-standin --step-millis 50 -- \
 		scripts/cargo_test_summary.sh --workspace --all-targets --locked
+	$(PY) scripts/local_stack.py --sagemaker target/debug/sagemaker-standin --step-millis 100 --lambda -- \
+		$(PY) -m pytest -q tests/mcp
 
 unit-test:
 	cargo test --workspace --lib

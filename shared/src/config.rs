@@ -161,7 +161,11 @@ pub struct McpToolsConfig {
 impl McpToolsConfig {
     pub fn from_env<F: Fn(&str) -> Option<String>>(env: &Env<F>) -> Result<Self, ConfigError> {
         const AUTH: &str = "iam (the Function URL checks SigV4), bearer (MCP_BEARER_TOKEN_SHA256) or none (local only)";
-        let auth = match env.required("AUTH_MODE", AUTH)?.to_ascii_lowercase().as_str() {
+        let auth = match env
+            .required("AUTH_MODE", AUTH)?
+            .to_ascii_lowercase()
+            .as_str()
+        {
             "iam" => AuthMode::Iam,
             "none" => AuthMode::None,
             "bearer" => {
@@ -196,14 +200,24 @@ impl McpToolsConfig {
             None => "*.on.aws".to_owned(),
         };
         Ok(Self {
-            results_table: env.required("RESULTS_TABLE", "the name of the DynamoDB results table")?,
-            pipeline_results_table: env.required("PIPELINE_RESULTS_TABLE", "the name of the DynamoDB pipeline results table")?,
+            results_table: env
+                .required("RESULTS_TABLE", "the name of the DynamoDB results table")?,
+            pipeline_results_table: env.required(
+                "PIPELINE_RESULTS_TABLE",
+                "the name of the DynamoDB pipeline results table",
+            )?,
             io_bucket: env.required("IO_BUCKET", "the S3 bucket for job inputs")?,
-            async_endpoint_name: env.required("ASYNC_ENDPOINT_NAME", "the name of the SageMaker async endpoint")?,
+            async_endpoint_name: env.required(
+                "ASYNC_ENDPOINT_NAME",
+                "the name of the SageMaker async endpoint",
+            )?,
             pipeline_name: env.required("PIPELINE_NAME", "the name of the SageMaker pipeline")?,
             result_ttl_secs: result_ttl_secs(env)?,
             auth,
-            allowed_hosts: list("MCP_ALLOWED_HOSTS", format!("{region_hosts},127.0.0.1,localhost")),
+            allowed_hosts: list(
+                "MCP_ALLOWED_HOSTS",
+                format!("{region_hosts},127.0.0.1,localhost"),
+            ),
             allowed_origins: list("MCP_ALLOWED_ORIGINS", String::new()),
         })
     }
@@ -304,25 +318,42 @@ mod tests {
         let err = McpToolsConfig::from_env(&env(&mcp_env(&[]))).unwrap_err();
         assert!(err.to_string().contains("AUTH_MODE is not set"), "{err}");
         let err = McpToolsConfig::from_env(&env(&mcp_env(&[("AUTH_MODE", "open")]))).unwrap_err();
-        assert!(err.to_string().contains("AUTH_MODE=\"open\" is invalid"), "{err}");
+        assert!(
+            err.to_string().contains("AUTH_MODE=\"open\" is invalid"),
+            "{err}"
+        );
         let err = McpToolsConfig::from_env(&env(&mcp_env(&[("AUTH_MODE", "bearer")]))).unwrap_err();
         assert!(err.to_string().contains("MCP_BEARER_TOKEN_SHA256"), "{err}");
-        let err = McpToolsConfig::from_env(&env(&mcp_env(&[("AUTH_MODE", "bearer"), ("MCP_BEARER_TOKEN_SHA256", "abc")])))
-            .unwrap_err();
+        let err = McpToolsConfig::from_env(&env(&mcp_env(&[
+            ("AUTH_MODE", "bearer"),
+            ("MCP_BEARER_TOKEN_SHA256", "abc"),
+        ])))
+        .unwrap_err();
         assert!(err.to_string().contains("64 hex digits"), "{err}");
     }
 
     #[test]
     fn mcp_tools_defaults() {
         let hash = "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08";
-        let cfg = McpToolsConfig::from_env(&env(&mcp_env(&[("AUTH_MODE", "bearer"), ("MCP_BEARER_TOKEN_SHA256", hash)])))
-            .unwrap();
-        let AuthMode::Bearer { token_sha256 } = cfg.auth else { panic!() };
+        let cfg = McpToolsConfig::from_env(&env(&mcp_env(&[
+            ("AUTH_MODE", "bearer"),
+            ("MCP_BEARER_TOKEN_SHA256", hash),
+        ])))
+        .unwrap();
+        let AuthMode::Bearer { token_sha256 } = cfg.auth else {
+            panic!()
+        };
         assert_eq!(token_sha256[0], 0x9f);
-        assert_eq!(cfg.allowed_hosts, ["*.lambda-url.eu-west-1.on.aws", "127.0.0.1", "localhost"]);
+        assert_eq!(
+            cfg.allowed_hosts,
+            ["*.lambda-url.eu-west-1.on.aws", "127.0.0.1", "localhost"]
+        );
         assert!(cfg.allowed_origins.is_empty());
-        let cfg = McpToolsConfig::from_env(&env(&mcp_env(&[("AUTH_MODE", "iam"), ("MCP_ALLOWED_HOSTS", "mcp.example.com, x.y")])))
-            .unwrap();
+        let cfg = McpToolsConfig::from_env(&env(&mcp_env(&[
+            ("AUTH_MODE", "iam"),
+            ("MCP_ALLOWED_HOSTS", "mcp.example.com, x.y"),
+        ])))
+        .unwrap();
         assert_eq!(cfg.allowed_hosts, ["mcp.example.com", "x.y"]);
     }
 

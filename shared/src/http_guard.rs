@@ -29,7 +29,10 @@ pub fn bearer_ok(authorization: Option<&str>, expected: &[u8; 32]) -> bool {
         return false;
     };
     let digest = Sha256::digest(token.as_bytes());
-    let diff = digest.iter().zip(expected).fold(0u8, |acc, (a, b)| acc | (a ^ b));
+    let diff = digest
+        .iter()
+        .zip(expected)
+        .fold(0u8, |acc, (a, b)| acc | (a ^ b));
     !token.is_empty() && diff == 0
 }
 
@@ -44,13 +47,22 @@ mod tests {
     #[test]
     fn hosts_match_exactly_or_by_subdomain_pattern() {
         let allowed = hosts(&["*.lambda-url.eu-west-1.on.aws", "127.0.0.1", "localhost"]);
-        assert!(host_allowed(Some("abc123.lambda-url.eu-west-1.on.aws"), &allowed));
+        assert!(host_allowed(
+            Some("abc123.lambda-url.eu-west-1.on.aws"),
+            &allowed
+        ));
         assert!(host_allowed(Some("127.0.0.1:9000"), &allowed));
         assert!(host_allowed(Some("LOCALHOST"), &allowed));
         assert!(!host_allowed(Some("lambda-url.eu-west-1.on.aws"), &allowed));
-        assert!(!host_allowed(Some("abc.lambda-url.us-east-1.on.aws"), &allowed));
+        assert!(!host_allowed(
+            Some("abc.lambda-url.us-east-1.on.aws"),
+            &allowed
+        ));
         assert!(!host_allowed(Some("evil.example"), &allowed));
-        assert!(!host_allowed(Some("evil-lambda-url.eu-west-1.on.aws"), &allowed));
+        assert!(!host_allowed(
+            Some("evil-lambda-url.eu-west-1.on.aws"),
+            &allowed
+        ));
         assert!(!host_allowed(None, &allowed));
     }
 

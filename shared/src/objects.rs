@@ -163,12 +163,20 @@ impl S3Io {
             .send()
             .await
             .map(|_| ())
-            .map_err(|e| ObjectError::Aws { location: location.clone(), failure: classify(&e) })
+            .map_err(|e| ObjectError::Aws {
+                location: location.clone(),
+                failure: classify(&e),
+            })
     }
 
     /// A GET URL signed locally (no call to S3), valid for `expires_in`.
-    pub async fn presign_get(&self, location: &S3Location, expires_in: std::time::Duration) -> Result<String, String> {
-        let config = aws_sdk_s3::presigning::PresigningConfig::expires_in(expires_in).map_err(|e| e.to_string())?;
+    pub async fn presign_get(
+        &self,
+        location: &S3Location,
+        expires_in: std::time::Duration,
+    ) -> Result<String, String> {
+        let config = aws_sdk_s3::presigning::PresigningConfig::expires_in(expires_in)
+            .map_err(|e| e.to_string())?;
         self.client
             .get_object()
             .bucket(&location.bucket)

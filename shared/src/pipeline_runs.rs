@@ -616,7 +616,13 @@ mod tests {
 
 impl DynamoPipelineRunStore {
     /// The `pending` item of a run just started, unless pipeline-router already wrote the run.
-    pub async fn put_pending_run(&self, session_id: &str, execution_arn: &str, updated_at: &str, ttl: i64) -> Result<(), StoreError> {
+    pub async fn put_pending_run(
+        &self,
+        session_id: &str,
+        execution_arn: &str,
+        updated_at: &str,
+        ttl: i64,
+    ) -> Result<(), StoreError> {
         let s = |v: &str| AttributeValue::S(v.to_owned());
         let outcome = self
             .client
@@ -633,13 +639,22 @@ impl DynamoPipelineRunStore {
             .await;
         match outcome {
             Ok(_) => Ok(()),
-            Err(e) if classify(&e).code.as_deref() == Some("ConditionalCheckFailedException") => Ok(()),
-            Err(e) => Err(StoreError::Aws { operation: "PutItem", table: self.table.clone(), failure: classify(&e) }),
+            Err(e) if classify(&e).code.as_deref() == Some("ConditionalCheckFailedException") => {
+                Ok(())
+            }
+            Err(e) => Err(StoreError::Aws {
+                operation: "PutItem",
+                table: self.table.clone(),
+                failure: classify(&e),
+            }),
         }
     }
 
     /// Every run of a session (all pages, strongly consistent).
-    pub async fn query_session(&self, session_id: &str) -> Result<Vec<crate::tools::RunView>, StoreError> {
+    pub async fn query_session(
+        &self,
+        session_id: &str,
+    ) -> Result<Vec<crate::tools::RunView>, StoreError> {
         let mut runs = Vec::new();
         let mut start_key = None;
         loop {
@@ -654,7 +669,11 @@ impl DynamoPipelineRunStore {
                 .set_exclusive_start_key(start_key)
                 .send()
                 .await
-                .map_err(|e| StoreError::Aws { operation: "Query", table: self.table.clone(), failure: classify(&e) })?;
+                .map_err(|e| StoreError::Aws {
+                    operation: "Query",
+                    table: self.table.clone(),
+                    failure: classify(&e),
+                })?;
             for item in page.items() {
                 let s = |name: &str| item.get(name).and_then(|v| v.as_s().ok()).cloned();
                 runs.push(crate::tools::RunView {
@@ -664,7 +683,10 @@ impl DynamoPipelineRunStore {
                     ended_at: s(attr::ENDED_AT),
                     failure_reason: s(attr::FAILURE_REASON),
                     updated_at: s(attr::UPDATED_AT),
-                    ttl: item.get(attr::TTL).and_then(|v| v.as_n().ok()).and_then(|v| v.parse().ok()),
+                    ttl: item
+                        .get(attr::TTL)
+                        .and_then(|v| v.as_n().ok())
+                        .and_then(|v| v.parse().ok()),
                 });
             }
             match page.last_evaluated_key {

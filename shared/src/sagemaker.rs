@@ -21,7 +21,10 @@ pub struct AsyncInvocation {
 
 impl AsyncEndpoint {
     pub fn new(client: aws_sdk_sagemakerruntime::Client, endpoint_name: impl Into<String>) -> Self {
-        Self { client, endpoint_name: endpoint_name.into() }
+        Self {
+            client,
+            endpoint_name: endpoint_name.into(),
+        }
     }
 
     pub fn endpoint_name(&self) -> &str {
@@ -48,7 +51,10 @@ impl AsyncEndpoint {
             .send()
             .await
             .map_err(|e| classify(&e))?;
-        Ok(AsyncInvocation { output_location: out.output_location, failure_location: out.failure_location })
+        Ok(AsyncInvocation {
+            output_location: out.output_location,
+            failure_location: out.failure_location,
+        })
     }
 }
 
@@ -66,7 +72,10 @@ pub struct ExecutionDescription {
 
 impl Pipeline {
     pub fn new(client: aws_sdk_sagemaker::Client, pipeline_name: impl Into<String>) -> Self {
-        Self { client, pipeline_name: pipeline_name.into() }
+        Self {
+            client,
+            pipeline_name: pipeline_name.into(),
+        }
     }
 
     pub async fn start(
@@ -82,10 +91,13 @@ impl Pipeline {
             .pipeline_execution_description(description)
             .client_request_token(client_request_token)
             .parallelism_configuration(
-                ParallelismConfiguration::builder().max_parallel_execution_steps(3).build(),
+                ParallelismConfiguration::builder()
+                    .max_parallel_execution_steps(3)
+                    .build(),
             );
         for (name, value) in parameters {
-            request = request.pipeline_parameters(Parameter::builder().name(*name).value(value).build());
+            request =
+                request.pipeline_parameters(Parameter::builder().name(*name).value(value).build());
         }
         let out = request.send().await.map_err(|e| classify(&e))?;
         out.pipeline_execution_arn.ok_or_else(|| AwsFailure {
@@ -104,7 +116,10 @@ impl Pipeline {
             .await
             .map_err(|e| classify(&e))?;
         Ok(ExecutionDescription {
-            status: out.pipeline_execution_status.map(|s| s.as_str().to_owned()).unwrap_or_default(),
+            status: out
+                .pipeline_execution_status
+                .map(|s| s.as_str().to_owned())
+                .unwrap_or_default(),
             failure_reason: out.failure_reason,
         })
     }
@@ -126,7 +141,10 @@ impl Pipeline {
             for step in page.pipeline_execution_steps() {
                 steps.push(StepView {
                     name: step.step_name().unwrap_or_default().to_owned(),
-                    status: step.step_status().map(|s| s.as_str().to_owned()).unwrap_or_default(),
+                    status: step
+                        .step_status()
+                        .map(|s| s.as_str().to_owned())
+                        .unwrap_or_default(),
                     failure_reason: step.failure_reason().map(str::to_owned),
                 });
             }

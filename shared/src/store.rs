@@ -299,7 +299,11 @@ const INPUT_SHA256: &str = "input_sha256";
 impl DynamoResultsStore {
     /// Creates the `pending` item unless a live job has the id. An expired item, or one whose
     /// submission failed, may be replaced: retrying such a submit must start the job.
-    pub async fn put_pending(&self, job: &PendingJob, now_epoch: i64) -> Result<PutPending, StoreError> {
+    pub async fn put_pending(
+        &self,
+        job: &PendingJob,
+        now_epoch: i64,
+    ) -> Result<PutPending, StoreError> {
         let s = |v: &str| AttributeValue::S(v.to_owned());
         let n = |v: i64| AttributeValue::N(v.to_string());
         let outcome = self
@@ -312,7 +316,10 @@ impl DynamoResultsStore {
             .item(attr::ENDPOINT_NAME, s(&job.endpoint_name))
             .item(attr::INPUT_LOCATION, s(&job.input_location))
             .item(REQUEST_TTL_SECS, n(job.request_ttl_secs.into()))
-            .item(INVOCATION_TIMEOUT_SECS, n(job.invocation_timeout_secs.into()))
+            .item(
+                INVOCATION_TIMEOUT_SECS,
+                n(job.invocation_timeout_secs.into()),
+            )
             .item(INPUT_SHA256, s(&job.input_sha256))
             .item(attr::TTL, n(job.ttl))
             .condition_expression("attribute_not_exists(#id) OR #ttl <= :now OR #failed = :true")
@@ -330,36 +337,57 @@ impl DynamoResultsStore {
                 if failure.code.as_deref() == Some("ConditionalCheckFailedException") {
                     Ok(PutPending::Exists)
                 } else {
-                    Err(StoreError::Aws { operation: "PutItem", table: self.table.clone(), failure })
+                    Err(StoreError::Aws {
+                        operation: "PutItem",
+                        table: self.table.clone(),
+                        failure,
+                    })
                 }
             }
         }
     }
 
     /// One strongly consistent read.
-    pub async fn get_job(&self, inference_id: &str) -> Result<Option<crate::tools::StoredJob>, StoreError> {
+    pub async fn get_job(
+        &self,
+        inference_id: &str,
+    ) -> Result<Option<crate::tools::StoredJob>, StoreError> {
         let got = self
             .client
             .get_item()
             .table_name(&self.table)
-            .key(attr::INFERENCE_ID, AttributeValue::S(inference_id.to_owned()))
+            .key(
+                attr::INFERENCE_ID,
+                AttributeValue::S(inference_id.to_owned()),
+            )
             .consistent_read(true)
             .send()
             .await
-            .map_err(|e| StoreError::Aws { operation: "GetItem", table: self.table.clone(), failure: classify(&e) })?;
+            .map_err(|e| StoreError::Aws {
+                operation: "GetItem",
+                table: self.table.clone(),
+                failure: classify(&e),
+            })?;
         Ok(got.item.map(|item| stored_job(&item)))
     }
 
     /// Records that the job could not be submitted, so a status check says why and a retry
     /// with the same idempotency key may start it again.
-    pub async fn mark_submission_failed(&self, inference_id: &str, reason: &str, completed_at: &str) -> Result<(), StoreError> {
+    pub async fn mark_submission_failed(
+        &self,
+        inference_id: &str,
+        reason: &str,
+        completed_at: &str,
+    ) -> Result<(), StoreError> {
         let s = |v: &str| AttributeValue::S(v.to_owned());
         let outcome = self
             .client
             .update_item()
             .table_name(&self.table)
             .key(attr::INFERENCE_ID, s(inference_id))
-            .update_expression("SET #status = :failed, #reason = :reason, #completed = :at, #sf = :true")
+            .update_expression(
+                "SET #status = :failed, #reason = :reason, #completed = :at, #sf = :true",
+            )
             .condition_expression("#status = :pending")
             .expression_attribute_names("#status", attr::STATUS)
             .expression_attribute_names("#reason", attr::FAILURE_REASON)
@@ -374,8 +402,14 @@ impl DynamoResultsStore {
             .await;
         match outcome {
             Ok(_) => Ok(()),
-            Err(e) if classify(&e).code.as_deref() == Some("ConditionalCheckFailedException") => Ok(()),
-            Err(e) => Err(StoreError::Aws { operation: "UpdateItem", table: self.table.clone(), failure: classify(&e) }),
+            Err(e) if classify(&e).code.as_deref() == Some("ConditionalCheckFailedException") => {
+                Ok(())
+            }
+            Err(e) => Err(StoreError::Aws {
+                operation: "UpdateItem",
+                table: self.table.clone(),
+                failure: classify(&e),
+            }),
         }
     }
 }
@@ -383,7 +417,11 @@ impl DynamoResultsStore {
 /// A results-table item as the tools read it.
 pub fn stored_job(item: &HashMap<String, AttributeValue>) -> crate::tools::StoredJob {
     let s = |name: &str| item.get(name).and_then(|v| v.as_s().ok()).cloned();
-    let n = |name: &str| item.get(name).and_then(|v| v.as_n().ok()).and_then(|v| v.parse::<i64>().ok());
+    let n = |name: &str| {
+        item.get(name)
+            .and_then(|v| v.as_n().ok())
+            .and_then(|v| v.parse::<i64>().ok())
+    };
     crate::tools::StoredJob {
         inference_id: s(attr::INFERENCE_ID).unwrap_or_default(),
         status: s(attr::STATUS).unwrap_or_default(),
@@ -398,6 +436,10 @@ pub fn stored_job(item: &HashMap<String, AttributeValue>) -> crate::tools::Store
         request_ttl_secs: n(REQUEST_TTL_SECS).and_then(|v| u64::try_from(v).ok()),
         invocation_timeout_secs: n(INVOCATION_TIMEOUT_SECS).and_then(|v| u64::try_from(v).ok()),
         input_sha256: s(INPUT_SHA256),
-        submission_failed: item.get(SUBMISSION_FAILED).and_then(|v| v.as_bool().ok()).copied().unwrap_or(false),
+        submission_failed: item
+            .get(SUBMISSION_FAILED)
+            .and_then(|v| v.as_bool().ok())
+            .copied()
+            .unwrap_or(false),
     }
 }

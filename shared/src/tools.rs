@@ -27,7 +27,9 @@ pub struct ToolError {
 
 impl ToolError {
     pub fn invalid(message: impl Into<String>) -> Self {
-        Self { message: message.into() }
+        Self {
+            message: message.into(),
+        }
     }
 
     /// An AWS call that failed, saying which one and whether retrying can help.
@@ -37,8 +39,14 @@ impl ToolError {
         } else {
             "Retrying the same call will not help."
         };
-        let code = failure.code.as_deref().map(|c| format!("{c}: ")).unwrap_or_default();
-        Self { message: format!("{operation} failed: {code}{}. {advice}", failure.message) }
+        let code = failure
+            .code
+            .as_deref()
+            .map(|c| format!("{c}: "))
+            .unwrap_or_default();
+        Self {
+            message: format!("{operation} failed: {code}{}. {advice}", failure.message),
+        }
     }
 }
 
@@ -104,9 +112,19 @@ pub struct ValidSubmission {
 impl SubmitJobArgs {
     pub fn validate(self, endpoint_name: &str) -> Result<ValidSubmission, ToolError> {
         let inputs = match (self.document, self.payload) {
-            (Some(_), Some(_)) => return Err(ToolError::invalid("give either `document` or `payload`, not both")),
-            (None, None) => return Err(ToolError::invalid("give one of `document` (text) or `payload` (a JSON object)")),
-            (Some(d), None) if d.trim().is_empty() => return Err(ToolError::invalid("`document` is empty")),
+            (Some(_), Some(_)) => {
+                return Err(ToolError::invalid(
+                    "give either `document` or `payload`, not both",
+                ))
+            }
+            (None, None) => {
+                return Err(ToolError::invalid(
+                    "give one of `document` (text) or `payload` (a JSON object)",
+                ))
+            }
+            (Some(d), None) if d.trim().is_empty() => {
+                return Err(ToolError::invalid("`document` is empty"))
+            }
             (Some(d), None) => Value::String(d),
             (None, Some(p)) => Value::Object(p),
         };
@@ -130,7 +148,9 @@ impl SubmitJobArgs {
         }
         let idempotency_key = match self.idempotency_key {
             Some(k) if k.is_empty() || k.len() > 256 => {
-                return Err(ToolError::invalid("`idempotency_key` must be 1 to 256 characters"))
+                return Err(ToolError::invalid(
+                    "`idempotency_key` must be 1 to 256 characters",
+                ))
             }
             other => other,
         };
@@ -152,7 +172,14 @@ impl SubmitJobArgs {
             Some(key) => inference_id_for_key(endpoint_name, key),
             None => uuid::Uuid::new_v4().to_string(),
         };
-        Ok(ValidSubmission { inference_id, input, input_sha256, invocation_timeout_secs, request_ttl_secs, idempotency_key })
+        Ok(ValidSubmission {
+            inference_id,
+            input,
+            input_sha256,
+            invocation_timeout_secs,
+            request_ttl_secs,
+            idempotency_key,
+        })
     }
 }
 
@@ -161,7 +188,9 @@ pub fn inference_id_for_key(endpoint_name: &str, key: &str) -> String {
     let digest = Sha256::digest(format!("submit_job\0{endpoint_name}\0{key}").as_bytes());
     let mut bytes = [0u8; 16];
     bytes.copy_from_slice(&digest[..16]);
-    uuid::Builder::from_sha1_bytes(bytes).into_uuid().to_string()
+    uuid::Builder::from_sha1_bytes(bytes)
+        .into_uuid()
+        .to_string()
 }
 
 pub fn hex(bytes: &[u8]) -> String {
@@ -171,7 +200,10 @@ pub fn hex(bytes: &[u8]) -> String {
 /// The `ttl` of a pending item: it must outlive the request's time in the queue and on the
 /// model, then keep the outcome for `result_ttl_secs`.
 pub fn pending_ttl(now: DateTime<Utc>, s: &ValidSubmission, result_ttl_secs: u64) -> i64 {
-    crate::time::ttl_after(now, u64::from(s.request_ttl_secs) + u64::from(s.invocation_timeout_secs) + result_ttl_secs)
+    crate::time::ttl_after(
+        now,
+        u64::from(s.request_ttl_secs) + u64::from(s.invocation_timeout_secs) + result_ttl_secs,
+    )
 }
 
 // ---------------------------------------------------------------- check_job_status
@@ -189,11 +221,15 @@ pub struct CheckJobStatusArgs {
 impl CheckJobStatusArgs {
     pub fn validate(&self) -> Result<u32, ToolError> {
         if self.inference_id.trim().is_empty() || self.inference_id.len() > 1024 {
-            return Err(ToolError::invalid("`inference_id` must be the non-empty id returned by submit_job"));
+            return Err(ToolError::invalid(
+                "`inference_id` must be the non-empty id returned by submit_job",
+            ));
         }
         let wait = self.wait_secs.unwrap_or(0);
         if wait > MAX_WAIT_SECS {
-            return Err(ToolError::invalid(format!("`wait_secs` is {wait}; it must be from 0 to {MAX_WAIT_SECS}")));
+            return Err(ToolError::invalid(format!(
+                "`wait_secs` is {wait}; it must be from 0 to {MAX_WAIT_SECS}"
+            )));
         }
         Ok(wait)
     }
@@ -254,11 +290,17 @@ impl StoredJob {
     /// SageMaker drops a request whose TTL passes in the queue, and without an error topic
     /// nobody hears of it: a pending job past TTL + timeout + grace is probably lost.
     pub fn probably_lost(&self, now: DateTime<Utc>) -> bool {
-        let Some(submitted) = self.submitted_at.as_deref().and_then(crate::time::parse_rfc3339) else {
+        let Some(submitted) = self
+            .submitted_at
+            .as_deref()
+            .and_then(crate::time::parse_rfc3339)
+        else {
             return false;
         };
-        let budget = self.request_ttl_secs.unwrap_or(600) + self.invocation_timeout_secs.unwrap_or(300);
-        self.status == "pending" && now > submitted + Duration::seconds(budget as i64 + LOST_GRACE_SECS)
+        let budget =
+            self.request_ttl_secs.unwrap_or(600) + self.invocation_timeout_secs.unwrap_or(300);
+        self.status == "pending"
+            && now > submitted + Duration::seconds(budget as i64 + LOST_GRACE_SECS)
     }
 
     pub fn view(&self, now: DateTime<Utc>, result_url: Option<String>) -> JobStatusOutput {
@@ -278,7 +320,11 @@ impl StoredJob {
             inference_id: self.inference_id.clone(),
             status: self.status.clone(),
             result: self.result.clone(),
-            result_url: if self.result.is_none() { result_url } else { None },
+            result_url: if self.result.is_none() {
+                result_url
+            } else {
+                None
+            },
             failure_reason: self.failure_reason.clone(),
             failure_excerpt: self.failure_excerpt.clone(),
             submitted_at: self.submitted_at.clone(),
@@ -324,12 +370,16 @@ pub struct TriggerTrainingOutput {
     pub execution_arn: String,
     pub status: String,
     pub session_id: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
 }
 
 pub fn validate_session_id(session_id: &str) -> Result<(), ToolError> {
     let ok = !session_id.is_empty()
         && session_id.len() <= 128
-        && session_id.chars().all(|c| c.is_ascii_alphanumeric() || "_.:-".contains(c));
+        && session_id
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "_.:-".contains(c));
     if ok {
         Ok(())
     } else {
@@ -347,12 +397,16 @@ impl TriggerTrainingArgs {
         if uri.parse::<crate::s3_location::S3Location>().is_err()
             && !(uri.starts_with("s3://") && uri.len() > 5 && !uri[5..].starts_with('/'))
         {
-            return Err(ToolError::invalid(format!("`input_data_uri` {uri:?} is not an s3://bucket/prefix URI")));
+            return Err(ToolError::invalid(format!(
+                "`input_data_uri` {uri:?} is not an s3://bucket/prefix URI"
+            )));
         }
         let mut params = vec![("InputDataUri", uri.to_owned())];
         if let Some(epochs) = self.max_epochs {
             if !(1..=1000).contains(&epochs) {
-                return Err(ToolError::invalid(format!("`max_epochs` is {epochs}; it must be from 1 to 1000")));
+                return Err(ToolError::invalid(format!(
+                    "`max_epochs` is {epochs}; it must be from 1 to 1000"
+                )));
             }
             params.push(("MaxEpochs", epochs.to_string()));
         }
@@ -367,7 +421,9 @@ impl TriggerTrainingArgs {
         if let Some(instance) = &self.training_instance_type {
             let ok = instance.starts_with("ml.")
                 && instance.len() <= 64
-                && instance.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '.');
+                && instance
+                    .chars()
+                    .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '.');
             if !ok {
                 return Err(ToolError::invalid(format!(
                     "`training_instance_type` {instance:?} is not a SageMaker instance type such as ml.m5.xlarge"
@@ -389,7 +445,11 @@ pub struct CheckTrainingStatusArgs {
 impl CheckTrainingStatusArgs {
     pub fn validate(&self) -> Result<(), ToolError> {
         let arn = &self.execution_arn;
-        if arn.starts_with("arn:") && arn.contains(":pipeline/") && arn.contains("/execution/") && arn.len() <= 2048 {
+        if arn.starts_with("arn:")
+            && arn.contains(":pipeline/")
+            && arn.contains("/execution/")
+            && arn.len() <= 2048
+        {
             Ok(())
         } else {
             Err(ToolError::invalid(format!(
@@ -452,7 +512,8 @@ pub struct RunView {
 pub fn newest_runs(mut runs: Vec<RunView>, now: DateTime<Utc>) -> Vec<RunView> {
     runs.retain(|r| r.ttl.is_none_or(|ttl| ttl > now.timestamp()));
     runs.sort_by(|a, b| {
-        (b.started_at.as_deref(), b.updated_at.as_deref()).cmp(&(a.started_at.as_deref(), a.updated_at.as_deref()))
+        (b.started_at.as_deref(), b.updated_at.as_deref())
+            .cmp(&(a.started_at.as_deref(), a.updated_at.as_deref()))
     });
     runs
 }
@@ -468,12 +529,20 @@ mod tests {
 
     #[test]
     fn a_document_becomes_the_inputs_of_the_uploaded_object() {
-        let s = args(json!({"document": "hello", "options": {"top_k": 3}})).validate("ep").unwrap();
-        assert_eq!(serde_json::from_slice::<Value>(&s.input).unwrap(), json!({"inputs": "hello", "parameters": {"top_k": 3}}));
+        let s = args(json!({"document": "hello", "options": {"top_k": 3}}))
+            .validate("ep")
+            .unwrap();
+        assert_eq!(
+            serde_json::from_slice::<Value>(&s.input).unwrap(),
+            json!({"inputs": "hello", "parameters": {"top_k": 3}})
+        );
         assert_eq!((s.invocation_timeout_secs, s.request_ttl_secs), (300, 600));
         assert_eq!(s.inference_id.len(), 36);
         let p = args(json!({"payload": {"a": 1}})).validate("ep").unwrap();
-        assert_eq!(serde_json::from_slice::<Value>(&p.input).unwrap(), json!({"inputs": {"a": 1}}));
+        assert_eq!(
+            serde_json::from_slice::<Value>(&p.input).unwrap(),
+            json!({"inputs": {"a": 1}})
+        );
     }
 
     #[test]
@@ -482,30 +551,63 @@ mod tests {
             (json!({}), "give one of `document`"),
             (json!({"document": "a", "payload": {}}), "not both"),
             (json!({"document": "  "}), "`document` is empty"),
-            (json!({"document": "a", "invocation_timeout_secs": 0}), "`invocation_timeout_secs` is 0"),
-            (json!({"document": "a", "invocation_timeout_secs": 3601}), "`invocation_timeout_secs` is 3601"),
-            (json!({"document": "a", "request_ttl_secs": 59}), "`request_ttl_secs` is 59"),
-            (json!({"document": "a", "request_ttl_secs": 21601}), "`request_ttl_secs` is 21601"),
-            (json!({"document": "a", "invocation_timeout_secs": 400, "request_ttl_secs": 600}), "at least twice"),
-            (json!({"document": "a", "idempotency_key": ""}), "`idempotency_key`"),
+            (
+                json!({"document": "a", "invocation_timeout_secs": 0}),
+                "`invocation_timeout_secs` is 0",
+            ),
+            (
+                json!({"document": "a", "invocation_timeout_secs": 3601}),
+                "`invocation_timeout_secs` is 3601",
+            ),
+            (
+                json!({"document": "a", "request_ttl_secs": 59}),
+                "`request_ttl_secs` is 59",
+            ),
+            (
+                json!({"document": "a", "request_ttl_secs": 21601}),
+                "`request_ttl_secs` is 21601",
+            ),
+            (
+                json!({"document": "a", "invocation_timeout_secs": 400, "request_ttl_secs": 600}),
+                "at least twice",
+            ),
+            (
+                json!({"document": "a", "idempotency_key": ""}),
+                "`idempotency_key`",
+            ),
         ];
         for (a, expected) in cases {
             let err = args(a.clone()).validate("ep").unwrap_err();
             assert!(err.message.contains(expected), "{a}: {err}");
         }
-        let big = args(json!({"document": "x".repeat(MAX_INPUT_BYTES)})).validate("ep").unwrap_err();
+        let big = args(json!({"document": "x".repeat(MAX_INPUT_BYTES)}))
+            .validate("ep")
+            .unwrap_err();
         assert!(big.message.contains("the limit is 4194304 bytes"), "{big}");
-        assert!(serde_json::from_value::<SubmitJobArgs>(json!({"document": "a", "endpoint": "x"})).is_err());
+        assert!(
+            serde_json::from_value::<SubmitJobArgs>(json!({"document": "a", "endpoint": "x"}))
+                .is_err()
+        );
     }
 
     #[test]
     fn the_same_key_gives_the_same_id_per_endpoint() {
-        let a = args(json!({"document": "a", "idempotency_key": "k1"})).validate("ep").unwrap();
-        let b = args(json!({"document": "b", "idempotency_key": "k1"})).validate("ep").unwrap();
+        let a = args(json!({"document": "a", "idempotency_key": "k1"}))
+            .validate("ep")
+            .unwrap();
+        let b = args(json!({"document": "b", "idempotency_key": "k1"}))
+            .validate("ep")
+            .unwrap();
         assert_eq!(a.inference_id, b.inference_id);
         assert_ne!(a.input_sha256, b.input_sha256);
-        assert_ne!(inference_id_for_key("ep", "k1"), inference_id_for_key("other", "k1"));
-        assert_ne!(inference_id_for_key("ep", "k1"), inference_id_for_key("ep", "k2"));
+        assert_ne!(
+            inference_id_for_key("ep", "k1"),
+            inference_id_for_key("other", "k1")
+        );
+        assert_ne!(
+            inference_id_for_key("ep", "k1"),
+            inference_id_for_key("ep", "k2")
+        );
     }
 
     #[test]
@@ -522,14 +624,20 @@ mod tests {
         assert!(!job.view(at("2026-11-20T10:17:00Z"), None).probably_lost);
         let late = job.view(at("2026-11-20T10:17:01Z"), None);
         assert!(late.probably_lost && late.message.unwrap().contains("submit the job again"));
-        let done = StoredJob { status: "completed".into(), ..job };
+        let done = StoredJob {
+            status: "completed".into(),
+            ..job
+        };
         assert!(!done.view(at("2026-11-21T00:00:00Z"), None).probably_lost);
     }
 
     #[test]
     fn expired_items_are_absent() {
         let now = crate::time::parse_rfc3339("2026-11-20T10:00:00Z").unwrap();
-        let job = |ttl| StoredJob { ttl, ..Default::default() };
+        let job = |ttl| StoredJob {
+            ttl,
+            ..Default::default()
+        };
         assert!(job(Some(now.timestamp())).is_expired(now));
         assert!(!job(Some(now.timestamp() + 1)).is_expired(now));
         assert!(!job(None).is_expired(now));
@@ -537,21 +645,49 @@ mod tests {
 
     #[test]
     fn training_parameters_are_only_those_given_and_checked() {
-        let t: TriggerTrainingArgs = serde_json::from_value(json!({"input_data_uri": "s3://b/train/", "session_id": "s-1"})).unwrap();
-        assert_eq!(t.parameters().unwrap(), vec![("InputDataUri", "s3://b/train/".to_owned())]);
-        let all: TriggerTrainingArgs = serde_json::from_value(json!({"input_data_uri": "s3://b/t", "session_id": "s-1",
-            "max_epochs": 5, "accuracy_threshold": 0.9, "training_instance_type": "ml.m5.xlarge"})).unwrap();
+        let t: TriggerTrainingArgs =
+            serde_json::from_value(json!({"input_data_uri": "s3://b/train/", "session_id": "s-1"}))
+                .unwrap();
+        assert_eq!(
+            t.parameters().unwrap(),
+            vec![("InputDataUri", "s3://b/train/".to_owned())]
+        );
+        let all: TriggerTrainingArgs =
+            serde_json::from_value(json!({"input_data_uri": "s3://b/t", "session_id": "s-1",
+            "max_epochs": 5, "accuracy_threshold": 0.9, "training_instance_type": "ml.m5.xlarge"}))
+            .unwrap();
         assert_eq!(all.parameters().unwrap().len(), 4);
         for (bad, expected) in [
-            (json!({"input_data_uri": "/tmp/x", "session_id": "s"}), "input_data_uri"),
-            (json!({"input_data_uri": "s3://b/t", "session_id": "a;session_id=b"}), "session_id"),
-            (json!({"input_data_uri": "s3://b/t", "session_id": ""}), "session_id"),
-            (json!({"input_data_uri": "s3://b/t", "session_id": "s", "max_epochs": 0}), "max_epochs"),
-            (json!({"input_data_uri": "s3://b/t", "session_id": "s", "accuracy_threshold": 1.5}), "accuracy_threshold"),
-            (json!({"input_data_uri": "s3://b/t", "session_id": "s", "training_instance_type": "m5.large"}), "training_instance_type"),
+            (
+                json!({"input_data_uri": "/tmp/x", "session_id": "s"}),
+                "input_data_uri",
+            ),
+            (
+                json!({"input_data_uri": "s3://b/t", "session_id": "a;session_id=b"}),
+                "session_id",
+            ),
+            (
+                json!({"input_data_uri": "s3://b/t", "session_id": ""}),
+                "session_id",
+            ),
+            (
+                json!({"input_data_uri": "s3://b/t", "session_id": "s", "max_epochs": 0}),
+                "max_epochs",
+            ),
+            (
+                json!({"input_data_uri": "s3://b/t", "session_id": "s", "accuracy_threshold": 1.5}),
+                "accuracy_threshold",
+            ),
+            (
+                json!({"input_data_uri": "s3://b/t", "session_id": "s", "training_instance_type": "m5.large"}),
+                "training_instance_type",
+            ),
         ] {
             let t: TriggerTrainingArgs = serde_json::from_value(bad.clone()).unwrap();
-            assert!(t.parameters().unwrap_err().message.contains(expected), "{bad}");
+            assert!(
+                t.parameters().unwrap_err().message.contains(expected),
+                "{bad}"
+            );
         }
     }
 
@@ -559,23 +695,72 @@ mod tests {
     fn runs_are_newest_first_without_expired_ones() {
         let now = crate::time::parse_rfc3339("2026-11-20T12:00:00Z").unwrap();
         let run = |arn: &str, started: Option<&str>, ttl: i64| RunView {
-            execution_arn: arn.into(), status: "Succeeded".into(), started_at: started.map(Into::into),
-            ended_at: None, failure_reason: None, updated_at: Some("2026-11-20T11:00:00Z".into()), ttl: Some(ttl),
+            execution_arn: arn.into(),
+            status: "Succeeded".into(),
+            started_at: started.map(Into::into),
+            ended_at: None,
+            failure_reason: None,
+            updated_at: Some("2026-11-20T11:00:00Z".into()),
+            ttl: Some(ttl),
         };
-        let runs = newest_runs(vec![
-            run("old", Some("2026-11-20T09:00:00Z"), now.timestamp() + 10),
-            run("new", Some("2026-11-20T10:00:00Z"), now.timestamp() + 10),
-            run("expired", Some("2026-11-20T11:00:00Z"), now.timestamp()),
-        ], now);
-        assert_eq!(runs.iter().map(|r| r.execution_arn.as_str()).collect::<Vec<_>>(), ["new", "old"]);
+        let runs = newest_runs(
+            vec![
+                run("old", Some("2026-11-20T09:00:00Z"), now.timestamp() + 10),
+                run("new", Some("2026-11-20T10:00:00Z"), now.timestamp() + 10),
+                run("expired", Some("2026-11-20T11:00:00Z"), now.timestamp()),
+            ],
+            now,
+        );
+        assert_eq!(
+            runs.iter()
+                .map(|r| r.execution_arn.as_str())
+                .collect::<Vec<_>>(),
+            ["new", "old"]
+        );
     }
 
     #[test]
     fn aws_errors_say_which_call_and_whether_to_retry() {
-        let throttled = AwsFailure { code: Some("ThrottlingException".into()), message: "Rate exceeded".into(), retryable: true };
+        let throttled = AwsFailure {
+            code: Some("ThrottlingException".into()),
+            message: "Rate exceeded".into(),
+            retryable: true,
+        };
         let e = ToolError::aws("SageMaker InvokeEndpointAsync", &throttled);
         assert_eq!(e.message, "SageMaker InvokeEndpointAsync failed: ThrottlingException: Rate exceeded. This is transient (throttling or a service error): retrying the same call may succeed.");
-        let missing = AwsFailure { code: Some("ValidationError".into()), message: "Endpoint x not found".into(), retryable: false };
-        assert!(ToolError::aws("SageMaker InvokeEndpointAsync", &missing).message.ends_with("Retrying the same call will not help."));
+        let missing = AwsFailure {
+            code: Some("ValidationError".into()),
+            message: "Endpoint x not found".into(),
+            retryable: false,
+        };
+        assert!(ToolError::aws("SageMaker InvokeEndpointAsync", &missing)
+            .message
+            .ends_with("Retrying the same call will not help."));
+    }
+}
+
+impl From<crate::store::StoreError> for ToolError {
+    fn from(e: crate::store::StoreError) -> Self {
+        match e {
+            crate::store::StoreError::Aws {
+                operation,
+                table,
+                failure,
+            } => ToolError::aws(&format!("DynamoDB {operation} on table {table}"), &failure),
+            rejected @ crate::store::StoreError::Rejected { .. } => {
+                ToolError::invalid(rejected.to_string())
+            }
+        }
+    }
+}
+
+impl From<crate::objects::ObjectError> for ToolError {
+    fn from(e: crate::objects::ObjectError) -> Self {
+        match e {
+            crate::objects::ObjectError::Aws { location, failure } => {
+                ToolError::aws(&format!("S3 request for {location}"), &failure)
+            }
+            body @ crate::objects::ObjectError::Body { .. } => ToolError::invalid(body.to_string()),
+        }
     }
 }
