@@ -430,6 +430,91 @@ pub mod memory {
     }
 }
 
+// ------------------------------------------------------------ reads and triggers (mcp-tools)
+
+impl DynamoPipelineRunStore {
+    /// The `pending` item of a run just started, unless pipeline-router already wrote the run.
+    pub async fn put_pending_run(
+        &self,
+        session_id: &str,
+        execution_arn: &str,
+        updated_at: &str,
+        ttl: i64,
+    ) -> Result<(), StoreError> {
+        let s = |v: &str| AttributeValue::S(v.to_owned());
+        let outcome = self
+            .client
+            .put_item()
+            .table_name(&self.table)
+            .item(attr::SESSION_ID, s(session_id))
+            .item(attr::EXECUTION_ARN, s(execution_arn))
+            .item(attr::STATUS, s(PipelineStatus::Pending.as_str()))
+            .item(attr::UPDATED_AT, s(updated_at))
+            .item(attr::TTL, AttributeValue::N(ttl.to_string()))
+            .condition_expression("attribute_not_exists(#session_id)")
+            .expression_attribute_names("#session_id", attr::SESSION_ID)
+            .send()
+            .await;
+        match outcome {
+            Ok(_) => Ok(()),
+            Err(e) if classify(&e).code.as_deref() == Some("ConditionalCheckFailedException") => {
+                Ok(())
+            }
+            Err(e) => Err(StoreError::Aws {
+                operation: "PutItem",
+                table: self.table.clone(),
+                failure: classify(&e),
+            }),
+        }
+    }
+
+    /// Every run of a session (all pages, strongly consistent).
+    pub async fn query_session(
+        &self,
+        session_id: &str,
+    ) -> Result<Vec<crate::tools::RunView>, StoreError> {
+        let mut runs = Vec::new();
+        let mut start_key = None;
+        loop {
+            let page = self
+                .client
+                .query()
+                .table_name(&self.table)
+                .key_condition_expression("#sid = :sid")
+                .expression_attribute_names("#sid", attr::SESSION_ID)
+                .expression_attribute_values(":sid", AttributeValue::S(session_id.to_owned()))
+                .consistent_read(true)
+                .set_exclusive_start_key(start_key)
+                .send()
+                .await
+                .map_err(|e| StoreError::Aws {
+                    operation: "Query",
+                    table: self.table.clone(),
+                    failure: classify(&e),
+                })?;
+            for item in page.items() {
+                let s = |name: &str| item.get(name).and_then(|v| v.as_s().ok()).cloned();
+                runs.push(crate::tools::RunView {
+                    execution_arn: s(attr::EXECUTION_ARN).unwrap_or_default(),
+                    status: s(attr::STATUS).unwrap_or_default(),
+                    started_at: s(attr::STARTED_AT),
+                    ended_at: s(attr::ENDED_AT),
+                    failure_reason: s(attr::FAILURE_REASON),
+                    updated_at: s(attr::UPDATED_AT),
+                    ttl: item
+                        .get(attr::TTL)
+                        .and_then(|v| v.as_n().ok())
+                        .and_then(|v| v.parse().ok()),
+                });
+            }
+            match page.last_evaluated_key {
+                Some(key) if !key.is_empty() => start_key = Some(key),
+                _ => return Ok(runs),
+            }
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::memory::*;
@@ -609,90 +694,5 @@ mod tests {
             PipelineStatus::Stopped
         );
         assert_eq!(queue.sent.lock().unwrap().len(), 1);
-    }
-}
-
-// ------------------------------------------------------------ reads and triggers (mcp-tools)
-
-impl DynamoPipelineRunStore {
-    /// The `pending` item of a run just started, unless pipeline-router already wrote the run.
-    pub async fn put_pending_run(
-        &self,
-        session_id: &str,
-        execution_arn: &str,
-        updated_at: &str,
-        ttl: i64,
-    ) -> Result<(), StoreError> {
-        let s = |v: &str| AttributeValue::S(v.to_owned());
-        let outcome = self
-            .client
-            .put_item()
-            .table_name(&self.table)
-            .item(attr::SESSION_ID, s(session_id))
-            .item(attr::EXECUTION_ARN, s(execution_arn))
-            .item(attr::STATUS, s(PipelineStatus::Pending.as_str()))
-            .item(attr::UPDATED_AT, s(updated_at))
-            .item(attr::TTL, AttributeValue::N(ttl.to_string()))
-            .condition_expression("attribute_not_exists(#session_id)")
-            .expression_attribute_names("#session_id", attr::SESSION_ID)
-            .send()
-            .await;
-        match outcome {
-            Ok(_) => Ok(()),
-            Err(e) if classify(&e).code.as_deref() == Some("ConditionalCheckFailedException") => {
-                Ok(())
-            }
-            Err(e) => Err(StoreError::Aws {
-                operation: "PutItem",
-                table: self.table.clone(),
-                failure: classify(&e),
-            }),
-        }
-    }
-
-    /// Every run of a session (all pages, strongly consistent).
-    pub async fn query_session(
-        &self,
-        session_id: &str,
-    ) -> Result<Vec<crate::tools::RunView>, StoreError> {
-        let mut runs = Vec::new();
-        let mut start_key = None;
-        loop {
-            let page = self
-                .client
-                .query()
-                .table_name(&self.table)
-                .key_condition_expression("#sid = :sid")
-                .expression_attribute_names("#sid", attr::SESSION_ID)
-                .expression_attribute_values(":sid", AttributeValue::S(session_id.to_owned()))
-                .consistent_read(true)
-                .set_exclusive_start_key(start_key)
-                .send()
-                .await
-                .map_err(|e| StoreError::Aws {
-                    operation: "Query",
-                    table: self.table.clone(),
-                    failure: classify(&e),
-                })?;
-            for item in page.items() {
-                let s = |name: &str| item.get(name).and_then(|v| v.as_s().ok()).cloned();
-                runs.push(crate::tools::RunView {
-                    execution_arn: s(attr::EXECUTION_ARN).unwrap_or_default(),
-                    status: s(attr::STATUS).unwrap_or_default(),
-                    started_at: s(attr::STARTED_AT),
-                    ended_at: s(attr::ENDED_AT),
-                    failure_reason: s(attr::FAILURE_REASON),
-                    updated_at: s(attr::UPDATED_AT),
-                    ttl: item
-                        .get(attr::TTL)
-                        .and_then(|v| v.as_n().ok())
-                        .and_then(|v| v.parse().ok()),
-                });
-            }
-            match page.last_evaluated_key {
-                Some(key) if !key.is_empty() => start_key = Some(key),
-                _ => return Ok(runs),
-            }
-        }
     }
 }

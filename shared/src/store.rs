@@ -257,18 +257,6 @@ impl ResultsStore for MemoryResultsStore {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use serde_json::json;
-
-    #[test]
-    fn json_round_trips_through_attributes() {
-        let v = json!({"label": "ok", "scores": [0.5, 1, -3], "nested": {"flag": true, "none": null}, "big": 18446744073709551615u64});
-        assert_eq!(attribute_to_json(&json_to_attribute(&v)), v);
-    }
-}
-
 // ------------------------------------------------------------ reads and submits (mcp-tools)
 
 /// What submit_job writes before it invokes the endpoint.
@@ -441,5 +429,17 @@ pub fn stored_job(item: &HashMap<String, AttributeValue>) -> crate::tools::Store
             .and_then(|v| v.as_bool().ok())
             .copied()
             .unwrap_or(false),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn json_round_trips_through_attributes() {
+        let v = json!({"label": "ok", "scores": [0.5, 1, -3], "nested": {"flag": true, "none": null}, "big": 18446744073709551615u64});
+        assert_eq!(attribute_to_json(&json_to_attribute(&v)), v);
     }
 }

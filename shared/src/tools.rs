@@ -518,6 +518,32 @@ pub fn newest_runs(mut runs: Vec<RunView>, now: DateTime<Utc>) -> Vec<RunView> {
     runs
 }
 
+impl From<crate::store::StoreError> for ToolError {
+    fn from(e: crate::store::StoreError) -> Self {
+        match e {
+            crate::store::StoreError::Aws {
+                operation,
+                table,
+                failure,
+            } => ToolError::aws(&format!("DynamoDB {operation} on table {table}"), &failure),
+            rejected @ crate::store::StoreError::Rejected { .. } => {
+                ToolError::invalid(rejected.to_string())
+            }
+        }
+    }
+}
+
+impl From<crate::objects::ObjectError> for ToolError {
+    fn from(e: crate::objects::ObjectError) -> Self {
+        match e {
+            crate::objects::ObjectError::Aws { location, failure } => {
+                ToolError::aws(&format!("S3 request for {location}"), &failure)
+            }
+            body @ crate::objects::ObjectError::Body { .. } => ToolError::invalid(body.to_string()),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -736,31 +762,5 @@ mod tests {
         assert!(ToolError::aws("SageMaker InvokeEndpointAsync", &missing)
             .message
             .ends_with("Retrying the same call will not help."));
-    }
-}
-
-impl From<crate::store::StoreError> for ToolError {
-    fn from(e: crate::store::StoreError) -> Self {
-        match e {
-            crate::store::StoreError::Aws {
-                operation,
-                table,
-                failure,
-            } => ToolError::aws(&format!("DynamoDB {operation} on table {table}"), &failure),
-            rejected @ crate::store::StoreError::Rejected { .. } => {
-                ToolError::invalid(rejected.to_string())
-            }
-        }
-    }
-}
-
-impl From<crate::objects::ObjectError> for ToolError {
-    fn from(e: crate::objects::ObjectError) -> Self {
-        match e {
-            crate::objects::ObjectError::Aws { location, failure } => {
-                ToolError::aws(&format!("S3 request for {location}"), &failure)
-            }
-            body @ crate::objects::ObjectError::Body { .. } => ToolError::invalid(body.to_string()),
-        }
     }
 }
