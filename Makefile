@@ -7,11 +7,12 @@ PY := $(VENV)/bin/python
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 STACK := $(PY) scripts/local_stack.py --
 
-.PHONY: help venv test unit-test demo fmt lint release-size clean
+.PHONY: help venv test unit-test demo serve fmt lint clean
 
 help:
 	@echo "make demo   run the async loop locally (inference outcomes, pipeline runs) and show what is stored"
 	@echo "make test   run every test (unit tests, and integration tests against moto)"
+	@echo "make serve  run everything locally and serve MCP at 127.0.0.1 until Ctrl-C"
 	@echo "make lint   rustfmt and clippy"
 
 venv:
@@ -28,8 +29,14 @@ unit-test:
 	cargo test --workspace --lib
 
 demo: venv
-	cargo build --locked -p notification-handler -p pipeline-router -p sagemaker-standin
-	$(PY) scripts/local_stack.py --sagemaker target/debug/sagemaker-standin --lambda -- $(PY) scripts/demo.py
+	cargo build --locked --workspace --bins
+	$(PY) scripts/local_stack.py --sagemaker target/debug/sagemaker-standin --standin-runtime --lambda -- \
+		$(PY) scripts/demo.py
+
+serve: venv
+	cargo build --locked --workspace --bins
+	$(PY) scripts/local_stack.py --sagemaker target/debug/sagemaker-standin --standin-runtime --lambda -- \
+		$(PY) scripts/serve.py
 
 fmt:
 	cargo fmt --all

@@ -18,11 +18,11 @@ import argparse
 import logging
 import os
 import signal
-import socket
 import subprocess
 import sys
 
 import boto3
+from lambda_watch import free_port
 from moto.server import ThreadedMotoServer
 
 REGION = "us-east-1"
@@ -89,12 +89,6 @@ def create_resources(endpoint: str) -> dict:
     }
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--env-file", help="also write the stack's environment to this file")
@@ -102,6 +96,9 @@ def main() -> int:
     parser.add_argument("--lambda", dest="with_lambda", action="store_true",
                         help="reserve a port for cargo lambda watch and deliver stand-in events to it")
     parser.add_argument("--step-millis", default="200", help="how long each stand-in pipeline step takes")
+    parser.add_argument("--standin-runtime", action="store_true",
+                        help="serve InvokeEndpointAsync from the stand-in (it runs a model and notifies) "
+                             "instead of moto (which accepts calls and never notifies)")
     parser.add_argument("command", nargs=argparse.REMAINDER)
     args = parser.parse_args()
     command = args.command[1:] if args.command[:1] == ["--"] else args.command
@@ -136,12 +133,14 @@ def main() -> int:
             standin_cmd = [args.sagemaker, "--port", "0", "--region", REGION, "--step-millis", args.step_millis]
             if args.with_lambda:
                 standin_cmd += ["--lambda-invoke-url", env["LAMBDA_INVOKE_URL"]]
-            standin = subprocess.Popen(standin_cmd, stdout=subprocess.PIPE, text=True)
+            standin = subprocess.Popen(standin_cmd, stdout=subprocess.PIPE, text=True, env={**os.environ, **env})
             children.append(standin)
             first = standin.stdout.readline().strip()
             if not first.startswith("listening on "):
                 sys.exit(f"the SageMaker stand-in did not start (it printed {first!r})")
             env["AWS_ENDPOINT_URL_SAGEMAKER"] = first.removeprefix("listening on ")
+            if args.standin_runtime:
+                env["AWS_ENDPOINT_URL_SAGEMAKER_RUNTIME"] = env["AWS_ENDPOINT_URL_SAGEMAKER"]
         if args.env_file:
             os.makedirs(os.path.dirname(os.path.abspath(args.env_file)), exist_ok=True)
             with open(args.env_file, "w") as f:

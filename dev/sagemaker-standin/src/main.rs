@@ -1,21 +1,29 @@
-//! A dev-only stand-in for SageMaker's pipeline control plane, spoken to by the real AWS SDK
-//! through `AWS_ENDPOINT_URL_SAGEMAKER`. moto's pipelines are born `Succeeded` and have no
-//! steps; this one runs them: Executing, then step by step to Succeeded or Failed, and (with
-//! `--lambda-invoke-url`) delivers each status change as the real EventBridge event to
-//! pipeline-router through the local Lambda invoke API.
+//! A dev-only stand-in for SageMaker, spoken to by the real AWS SDK through
+//! `AWS_ENDPOINT_URL_SAGEMAKER` and `AWS_ENDPOINT_URL_SAGEMAKER_RUNTIME`.
+//!
+//! Pipelines: moto's are born `Succeeded` and have no steps; these run: Executing, then step by
+//! step to Succeeded or Failed, and (with `--lambda-invoke-url`) each status change is delivered
+//! as the real EventBridge event to pipeline-router through the local Lambda invoke API.
+//!
+//! Async endpoint: `InvokeEndpointAsync` reads the input from S3 (moto), runs a small local model
+//! after `--inference-millis`, writes the output (or a failure) to S3 beside the input, and
+//! delivers the real-shaped SNS notification to notification-handler. The model labels a
+//! document `invoice`, `receipt`, `report` or `other` by its words; an input containing `FAIL`
+//! fails, as a model error would.
 //!
 //! The fake training: accuracy = 0.80 + 0.015 × min(MaxEpochs, 12) (MaxEpochs defaults to 10,
 //! so 0.95); the run fails at EvaluateModel when that is below AccuracyThreshold (default 0.9),
 //! and at PreprocessData when InputDataUri is not an s3:// URI.
 //!
-//! Usage: sagemaker-standin [--port N] [--region R] [--step-millis MS] [--lambda-invoke-url URL]
+//! Usage: sagemaker-standin [--port N] [--region R] [--step-millis MS] [--inference-millis MS]
+//!                          [--lambda-invoke-url URL]
 //! Prints `listening on http://127.0.0.1:PORT` once it accepts requests.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use axum::extract::State;
+use axum::extract::{Path, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
@@ -35,6 +43,7 @@ const STEPS: [&str; 4] = [
 struct Settings {
     region: String,
     step: Duration,
+    inference: Duration,
     lambda_invoke_url: Option<String>,
 }
 
@@ -68,6 +77,7 @@ struct AppState {
     /// ClientRequestToken → execution ARN: a retried start returns the first run.
     tokens: Arc<Mutex<HashMap<String, String>>>,
     http: reqwest::Client,
+    s3: aws_sdk_s3::Client,
 }
 
 struct AwsError(StatusCode, &'static str, String);
@@ -351,11 +361,164 @@ fn update(state: &AppState, arn: &str, change: impl FnOnce(&mut Run)) {
     run.modified = Utc::now();
 }
 
+// ------------------------------------------------------------------ async endpoint runtime
+
+async fn invoke_async(
+    State(state): State<AppState>,
+    Path(endpoint): Path<String>,
+    headers: HeaderMap,
+) -> Result<Response, AwsError> {
+    let header = |name: &str| {
+        headers
+            .get(name)
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned)
+    };
+    let input = header("x-amzn-sagemaker-inputlocation")
+        .ok_or_else(|| validation("InputLocation must not be null"))?;
+    let input: shared::s3_location::S3Location = input
+        .parse()
+        .map_err(|e: shared::s3_location::BadS3Location| validation(e.to_string()))?;
+    let inference_id =
+        header("x-amzn-sagemaker-inference-id").unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
+    let object = uuid::Uuid::new_v4();
+    let output = format!("s3://{}/outputs/{object}.out", input.bucket);
+    let failure = format!("s3://{}/failures/{object}-error.out", input.bucket);
+    let job = Job {
+        endpoint,
+        inference_id: inference_id.clone(),
+        input,
+        output: output.clone(),
+        failure: failure.clone(),
+        received: Utc::now(),
+    };
+    tokio::spawn(infer(state, job));
+    let body = json!({"InferenceId": inference_id}).to_string();
+    Ok((
+        StatusCode::ACCEPTED,
+        [
+            ("content-type", "application/json".to_owned()),
+            ("x-amzn-sagemaker-outputlocation", output),
+            ("x-amzn-sagemaker-failurelocation", failure),
+        ],
+        body,
+    )
+        .into_response())
+}
+
+struct Job {
+    endpoint: String,
+    inference_id: String,
+    input: shared::s3_location::S3Location,
+    output: String,
+    failure: String,
+    received: DateTime<Utc>,
+}
+
+/// The small local model: labels a document by its words.
+fn classify(input: &Value) -> Result<Value, String> {
+    let text = match input.get("inputs") {
+        Some(Value::String(s)) => s.clone(),
+        Some(other) => other.to_string(),
+        None => input.to_string(),
+    };
+    if text.contains("FAIL") {
+        return Err("ValueError: the model could not process this input".into());
+    }
+    let lower = text.to_lowercase();
+    let (label, confidence) = [("invoice", 0.97), ("receipt", 0.91), ("report", 0.88)]
+        .into_iter()
+        .find(|(word, _)| lower.contains(word))
+        .unwrap_or(("other", 0.55));
+    Ok(json!({"label": label, "confidence": confidence, "words": text.split_whitespace().count()}))
+}
+
+fn millis(t: DateTime<Utc>) -> String {
+    t.to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
+}
+
+async fn infer(state: AppState, job: Job) {
+    tokio::time::sleep(state.settings.inference).await;
+    let outcome = match state
+        .s3
+        .get_object()
+        .bucket(&job.input.bucket)
+        .key(&job.input.key)
+        .send()
+        .await
+    {
+        Ok(object) => match object.body.collect().await {
+            Ok(bytes) => serde_json::from_slice::<Value>(&bytes.into_bytes())
+                .map_err(|e| format!("the input is not JSON: {e}"))
+                .and_then(|v| classify(&v)),
+            Err(e) => Err(format!("reading the input failed: {e}")),
+        },
+        Err(e) => Err(format!("could not read {}: {e}", job.input)),
+    };
+    let (location, body) = match &outcome {
+        Ok(result) => (&job.output, result.to_string()),
+        Err(reason) => (&job.failure, reason.clone()),
+    };
+    let target: shared::s3_location::S3Location =
+        location.parse().expect("locations are built above");
+    if let Err(e) = state
+        .s3
+        .put_object()
+        .bucket(&target.bucket)
+        .key(&target.key)
+        .body(body.into_bytes().into())
+        .send()
+        .await
+    {
+        eprintln!("could not write {location}: {e}");
+    }
+    let mut message = json!({
+        "awsRegion": state.settings.region,
+        "eventTime": millis(Utc::now()),
+        "receivedTime": millis(job.received),
+        "invocationStatus": if outcome.is_ok() { "Completed" } else { "Failed" },
+        "requestParameters": {"contentType": "application/json", "endpointName": job.endpoint,
+                              "inputLocation": job.input.to_string()},
+        "inferenceId": job.inference_id,
+        "eventVersion": "1.0",
+        "eventSource": "aws:sagemaker",
+        "eventName": "InferenceResult",
+    });
+    let topic = match outcome {
+        Ok(_) => {
+            message["responseParameters"] =
+                json!({"contentType": "application/json", "outputLocation": job.output});
+            "mcp-inference-success"
+        }
+        Err(reason) => {
+            message["failureReason"] = json!(format!(
+                "ClientError: Received client error (400) from model: {reason}"
+            ));
+            message["responseParameters"] = json!({"failureLocation": job.failure});
+            "mcp-inference-error"
+        }
+    };
+    let region = &state.settings.region;
+    let event = json!({"Records": [{
+        "EventSource": "aws:sns", "EventVersion": "1.0",
+        "EventSubscriptionArn": format!("arn:aws:sns:{region}:{ACCOUNT}:{topic}:{}", uuid::Uuid::new_v4()),
+        "Sns": {
+            "Type": "Notification", "MessageId": uuid::Uuid::new_v4().to_string(),
+            "TopicArn": format!("arn:aws:sns:{region}:{ACCOUNT}:{topic}"),
+            "Subject": null, "Message": message.to_string(), "Timestamp": millis(Utc::now()),
+            "SignatureVersion": "1", "Signature": "EXAMPLE",
+            "SigningCertUrl": "https://sns.amazonaws.com/cert.pem",
+            "UnsubscribeUrl": "https://sns.amazonaws.com/unsubscribe", "MessageAttributes": {}
+        }
+    }]});
+    deliver_to(&state, "notification-handler", &event, &job.inference_id).await;
+}
+
 /// Sends the run's current status as the EventBridge event to pipeline-router.
 async fn deliver(state: &AppState, arn: &str, previous: Option<&str>) {
-    let Some(base) = &state.settings.lambda_invoke_url else {
+    if state.settings.lambda_invoke_url.is_none() {
         return;
-    };
+    }
     let run = state.runs.lock().unwrap()[arn].clone();
     let ended = (run.status != "Executing").then(|| run.modified.to_rfc3339());
     let event = json!({
@@ -378,16 +541,26 @@ async fn deliver(state: &AppState, arn: &str, previous: Option<&str>) {
             "pipelineExecutionArn": run.arn,
         }
     });
-    let url = format!("{base}/2015-03-31/functions/pipeline-router/invocations");
-    // EventBridge retries failed asynchronous invocations; so does the stand-in, briefly.
+    deliver_to(state, "pipeline-router", &event, arn).await;
+}
+
+/// An asynchronous invocation through the local Lambda invoke API. SNS and EventBridge retry
+/// failed deliveries; so does the stand-in, briefly.
+async fn deliver_to(state: &AppState, function: &str, event: &Value, about: &str) {
+    let Some(base) = &state.settings.lambda_invoke_url else {
+        return;
+    };
+    let url = format!("{base}/2015-03-31/functions/{function}/invocations");
     for attempt in 1..=3 {
         match state.http.post(&url).body(event.to_string()).send().await {
             Ok(r) if r.status().is_success() => return,
             Ok(r) => eprintln!(
-                "pipeline-router answered {} for {arn} (attempt {attempt})",
+                "{function} answered {} for {about} (attempt {attempt})",
                 r.status()
             ),
-            Err(e) => eprintln!("could not deliver the event for {arn} (attempt {attempt}): {e}"),
+            Err(e) => {
+                eprintln!("could not deliver to {function} for {about} (attempt {attempt}): {e}")
+            }
         }
         tokio::time::sleep(Duration::from_millis(500 * attempt)).await;
     }
@@ -410,13 +583,20 @@ async fn main() {
         settings: Settings {
             region: arg(&args, "--region").unwrap_or_else(|| "us-east-1".into()),
             step: Duration::from_millis(step_millis),
+            inference: Duration::from_millis(arg(&args, "--inference-millis").map_or(1500, |p| {
+                p.parse().expect("--inference-millis takes a number")
+            })),
             lambda_invoke_url: arg(&args, "--lambda-invoke-url"),
         },
         runs: Arc::default(),
         tokens: Arc::default(),
         http: reqwest::Client::new(),
+        s3: shared::aws::s3_client(&shared::aws::load_sdk_config().await),
     };
-    let app = Router::new().route("/", post(dispatch)).with_state(state);
+    let app = Router::new()
+        .route("/", post(dispatch))
+        .route("/endpoints/{name}/async-invocations", post(invoke_async))
+        .with_state(state);
     let listener = tokio::net::TcpListener::bind(("127.0.0.1", port))
         .await
         .expect("bind 127.0.0.1");

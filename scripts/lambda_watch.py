@@ -1,0 +1,71 @@
+"""Starting the functions under `cargo lambda watch` for the demo, `make serve` and the MCP
+tests, with the local stack's environment (see local_stack.py)."""
+
+import os
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+LOCAL = ROOT / ".local"
+STACK_ENV = (
+    "AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_SAGEMAKER", "AWS_ENDPOINT_URL_SAGEMAKER_RUNTIME", "AWS_REGION",
+    "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_EC2_METADATA_DISABLED", "RESULTS_TABLE",
+    "PIPELINE_RESULTS_TABLE", "PIPELINE_RESULTS_QUEUE_URL", "IO_BUCKET",
+)
+# What the functions are configured with locally (a deployment sets these in the template).
+FUNCTION_ENV = {
+    "ASYNC_ENDPOINT_NAME": "mcp-doc-processor-async",
+    "PIPELINE_NAME": "mcp-intent-classifier-pipeline",
+    "RUST_LOG": "info",
+}
+
+
+class WatchError(RuntimeError):
+    pass
+
+
+def start_watch(port: int, extra_env: dict, name: str, timeout: float = 300) -> subprocess.Popen:
+    """Runs `cargo lambda watch` on 127.0.0.1:port (log and env file in .local/NAME.*) and
+    returns once it listens. The functions are built on their first invocation."""
+    env = {k: os.environ[k] for k in STACK_ENV if k in os.environ}
+    env.update(FUNCTION_ENV)
+    env.update(extra_env)
+    LOCAL.mkdir(exist_ok=True)
+    env_file = LOCAL / f"{name}.env"
+    env_file.write_text("".join(f"{k}={v}\n" for k, v in env.items()))
+    # cargo-lambda lives in the venv beside this interpreter.
+    path = f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"
+    with open(LOCAL / f"{name}.log", "w") as log:
+        proc = subprocess.Popen(
+            ["cargo", "lambda", "watch", "--invoke-address", "127.0.0.1", "--invoke-port", str(port),
+             "--ignore-changes", "--disable-cors", "--env-file", str(env_file)],
+            cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, env={**os.environ, "PATH": path},
+        )
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        if proc.poll() is not None:
+            raise WatchError(f"cargo lambda watch exited with {proc.returncode}; see .local/{name}.log")
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            return proc
+        except OSError:
+            time.sleep(0.3)
+    stop(proc)
+    raise WatchError(f"cargo lambda watch did not listen on 127.0.0.1:{port} within {timeout:.0f} s")
+
+
+def stop(proc: subprocess.Popen) -> None:
+    proc.terminate()
+    try:
+        proc.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]

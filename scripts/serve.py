@@ -1,0 +1,25 @@
+#!/usr/bin/env python3
+"""`make serve`: the functions under `cargo lambda watch` on the local stack, with mcp-tools
+reachable by any MCP client until Ctrl-C. Expects the environment of scripts/local_stack.py."""
+
+import os
+import sys
+
+from lambda_watch import start_watch, stop
+
+
+def main() -> int:
+    port = int(os.environ["LAMBDA_PORT"])
+    watch = start_watch(port, {"AUTH_MODE": "none"}, "serve")
+    print(f"MCP server (no auth, local only): http://127.0.0.1:{port}/lambda-url/mcp-tools/mcp")
+    print("logs: .local/serve.log; Ctrl-C stops everything", flush=True)
+    try:
+        return watch.wait()
+    except KeyboardInterrupt:
+        return 0
+    finally:
+        stop(watch)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
