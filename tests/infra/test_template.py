@@ -1,0 +1,136 @@
+"""The SAM template against the code: each function's role grants exactly the IAM actions listed
+in infra/iam-actions.json, that list covers every AWS call the code makes, nothing is granted on
+`*`, and each function gets the environment its config reads."""
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+from cfnlint.decode import decode
+
+ROOT = Path(__file__).resolve().parents[2]
+TEMPLATE, MATCHES = decode(str(ROOT / "infra" / "template.yaml"))
+ACTIONS = json.loads((ROOT / "infra" / "iam-actions.json").read_text())["functions"]
+RESOURCES = TEMPLATE["Resources"]
+
+# SDK operation (as called in Rust) -> IAM action.
+OPERATIONS = {
+    "update_item": "dynamodb:UpdateItem", "put_item": "dynamodb:PutItem", "get_item": "dynamodb:GetItem",
+    "query": "dynamodb:Query", "get_object": "s3:GetObject", "put_object": "s3:PutObject",
+    "send_message": "sqs:SendMessage", "describe_pipeline_execution": "sagemaker:DescribePipelineExecution",
+    "start_pipeline_execution": "sagemaker:StartPipelineExecution",
+    "list_pipeline_execution_steps": "sagemaker:ListPipelineExecutionSteps",
+    "invoke_endpoint_async": "sagemaker:InvokeEndpointAsync",
+}
+
+
+def branches(node):
+    """Every value a node can take: both branches of each Fn::If, without AWS::NoValue."""
+    if isinstance(node, dict) and set(node) == {"Fn::If"}:
+        _, yes, no = node["Fn::If"]
+        return branches(yes) + branches(no)
+    if isinstance(node, dict) and node == {"Ref": "AWS::NoValue"}:
+        return []
+    return [node]
+
+
+def statements(role_name):
+    for policy in RESOURCES[role_name]["Properties"]["Policies"]:
+        for statement in policy["PolicyDocument"]["Statement"]:
+            yield from branches(statement)
+
+
+def listify(value):
+    return value if isinstance(value, list) else [value]
+
+
+def role_of(function):
+    return RESOURCES[function]["Properties"]["Role"]["Fn::GetAtt"][0]
+
+
+def test_the_template_decodes():
+    assert not MATCHES, MATCHES
+
+
+@pytest.mark.parametrize("function", sorted(ACTIONS))
+def test_each_role_grants_exactly_the_listed_actions(function):
+    granted = {a for s in statements(role_of(function)) for a in listify(s["Action"])}
+    expected = set(ACTIONS[function]["code"]) | set(ACTIONS[function]["platform"])
+    assert granted == expected, f"extra: {granted - expected}, missing: {expected - granted}"
+
+
+@pytest.mark.parametrize("function", sorted(ACTIONS))
+def test_no_wildcard_actions_or_resources(function):
+    for s in statements(role_of(function)):
+        assert s["Effect"] == "Allow"
+        for action in listify(s["Action"]):
+            assert "*" not in action, action
+        for resource in listify(s["Resource"]):
+            for value in branches(resource):
+                assert value != "*", s
+
+
+def test_the_list_covers_every_aws_call_in_the_code():
+    called = set()
+    for path in list((ROOT / "shared" / "src").glob("*.rs")) + list((ROOT / "functions").glob("*/src/*.rs")):
+        code = path.read_text().split("#[cfg(test)]")[0]
+        for op in re.findall(r"\.(\w+)\(\)\s*\n?\s*\.", code):
+            if op in OPERATIONS:
+                called.add(OPERATIONS[op])
+        if ".presigned(" in code:
+            called.add("s3:GetObject")
+    listed = {a for f in ACTIONS.values() for a in f["code"]}
+    assert called == listed, f"called but not listed: {called - listed}; listed but not called: {listed - called}"
+
+
+@pytest.mark.parametrize("function", sorted(ACTIONS))
+def test_functions_are_built_from_their_binaries(function):
+    resource = RESOURCES[function]
+    binary = ACTIONS[function]["binary"]
+    assert resource["Metadata"]["BuildMethod"] == "rust-cargolambda"
+    assert resource["Metadata"]["BuildProperties"]["Binary"] == binary
+    assert (ROOT / "functions" / binary / "src" / "main.rs").exists()
+    globals_ = TEMPLATE["Globals"]["Function"]
+    assert globals_["Runtime"] == "provided.al2023" and globals_["Architectures"] == ["arm64"]
+
+
+@pytest.mark.parametrize("function, variables", [
+    ("NotificationHandlerFunction", {"RESULTS_TABLE", "RESULT_TTL_SECS", "INLINE_RESULT_MAX_BYTES"}),
+    ("PipelineRouterFunction", {"PIPELINE_RESULTS_TABLE", "PIPELINE_RESULTS_QUEUE_URL", "RESULT_TTL_SECS"}),
+    ("McpToolsFunction", {"AUTH_MODE", "RESULTS_TABLE", "PIPELINE_RESULTS_TABLE", "IO_BUCKET", "ASYNC_ENDPOINT_NAME",
+                          "PIPELINE_NAME", "RESULT_TTL_SECS", "MCP_BEARER_TOKEN_SHA256", "MCP_ALLOWED_ORIGINS"}),
+])
+def test_each_function_gets_the_environment_its_config_reads(function, variables):
+    assert set(RESOURCES[function]["Properties"]["Environment"]["Variables"]) == variables
+    for name in variables:
+        assert name in (ROOT / "shared" / "src" / "config.rs").read_text(), name
+
+
+def test_the_mcp_timeout_outlasts_the_longest_wait():
+    assert RESOURCES["McpToolsFunction"]["Properties"]["Timeout"] >= 20 + 15
+
+
+def test_async_invocations_retry_then_go_to_a_dlq():
+    for name in ("NotificationHandlerInvokeConfig", "PipelineRouterInvokeConfig"):
+        props = RESOURCES[name]["Properties"]
+        assert props["MaximumRetryAttempts"] == 2
+        assert props["DestinationConfig"]["OnFailure"]["Destination"] == {"Fn::GetAtt": ["AsyncFailureDLQ", "Arn"]}
+    target = RESOURCES["PipelineStatusRule"]["Properties"]["Targets"][0]
+    assert target["DeadLetterConfig"]["Arn"] == {"Fn::GetAtt": ["AsyncFailureDLQ", "Arn"]}
+    pattern = RESOURCES["PipelineStatusRule"]["Properties"]["EventPattern"]
+    assert sorted(pattern["detail"]["currentPipelineExecutionStatus"]) == [
+        "CompletedWithFailures", "Failed", "Stopped", "Succeeded"]
+
+
+def test_tables_queues_and_topics_are_encrypted():
+    for name, resource in RESOURCES.items():
+        props = resource.get("Properties", {})
+        if resource["Type"] == "AWS::DynamoDB::Table":
+            assert props["SSESpecification"]["SSEEnabled"] is True, name
+            assert props["PointInTimeRecoverySpecification"]["PointInTimeRecoveryEnabled"] is True, name
+            assert props["TimeToLiveSpecification"] == {"AttributeName": "ttl", "Enabled": True}, name
+        if resource["Type"] == "AWS::SQS::Queue":
+            assert props["SqsManagedSseEnabled"] is True, name
+        if resource["Type"] == "AWS::SNS::Topic":
+            assert props["KmsMasterKeyId"], name
