@@ -351,29 +351,6 @@ impl CompletionQueue for SqsCompletionQueue {
     }
 }
 
-pub struct SageMakerDescriber {
-    client: aws_sdk_sagemaker::Client,
-}
-
-impl SageMakerDescriber {
-    pub fn new(client: aws_sdk_sagemaker::Client) -> Self {
-        Self { client }
-    }
-}
-
-impl ExecutionDescriber for SageMakerDescriber {
-    async fn failure_reason(&self, execution_arn: &str) -> Result<Option<String>, AwsFailure> {
-        let described = self
-            .client
-            .describe_pipeline_execution()
-            .pipeline_execution_arn(execution_arn)
-            .send()
-            .await
-            .map_err(|e| classify(&e))?;
-        Ok(described.failure_reason)
-    }
-}
-
 /// In-memory versions of the three, for tests of the route without AWS.
 pub mod memory {
     use super::*;
@@ -455,17 +432,8 @@ impl DynamoPipelineRunStore {
             .expression_attribute_names("#session_id", attr::SESSION_ID)
             .send()
             .await;
-        match outcome {
-            Ok(_) => Ok(()),
-            Err(e) if classify(&e).code.as_deref() == Some("ConditionalCheckFailedException") => {
-                Ok(())
-            }
-            Err(e) => Err(StoreError::Aws {
-                operation: "PutItem",
-                table: self.table.clone(),
-                failure: classify(&e),
-            }),
-        }
+        // Not written when pipeline-router recorded the run first.
+        crate::store::conditional_write("PutItem", &self.table, outcome).map(|_| ())
     }
 
     /// Every run of a session (all pages, strongly consistent).

@@ -58,6 +58,44 @@ impl AsyncEndpoint {
     }
 }
 
+async fn describe_execution(
+    client: &aws_sdk_sagemaker::Client,
+    execution_arn: &str,
+) -> Result<ExecutionDescription, AwsFailure> {
+    let out = client
+        .describe_pipeline_execution()
+        .pipeline_execution_arn(execution_arn)
+        .send()
+        .await
+        .map_err(|e| classify(&e))?;
+    Ok(ExecutionDescription {
+        status: out
+            .pipeline_execution_status
+            .map(|s| s.as_str().to_owned())
+            .unwrap_or_default(),
+        failure_reason: out.failure_reason,
+    })
+}
+
+/// pipeline-router's failure-reason lookup, for runs of any pipeline.
+pub struct SageMakerDescriber {
+    client: aws_sdk_sagemaker::Client,
+}
+
+impl SageMakerDescriber {
+    pub fn new(client: aws_sdk_sagemaker::Client) -> Self {
+        Self { client }
+    }
+}
+
+impl crate::pipeline_runs::ExecutionDescriber for SageMakerDescriber {
+    async fn failure_reason(&self, execution_arn: &str) -> Result<Option<String>, AwsFailure> {
+        Ok(describe_execution(&self.client, execution_arn)
+            .await?
+            .failure_reason)
+    }
+}
+
 pub struct Pipeline {
     client: aws_sdk_sagemaker::Client,
     pipeline_name: String,

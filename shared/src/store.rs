@@ -39,6 +39,39 @@ pub enum StoreError {
     },
 }
 
+/// The outcome of a conditional write: `Ok(true)` written, `Ok(false)` the condition did not
+/// hold; a refused item and every other failure become a [`StoreError`].
+pub(crate) fn conditional_write<T, E>(
+    operation: &'static str,
+    table: &str,
+    outcome: Result<
+        T,
+        aws_sdk_dynamodb::error::SdkError<
+            E,
+            aws_smithy_runtime_api::client::orchestrator::HttpResponse,
+        >,
+    >,
+) -> Result<bool, StoreError>
+where
+    E: aws_sdk_dynamodb::error::ProvideErrorMetadata + std::error::Error + 'static,
+{
+    let Err(e) = outcome else { return Ok(true) };
+    let failure = classify(&e);
+    match failure.code.as_deref() {
+        Some("ConditionalCheckFailedException") => Ok(false),
+        Some("ValidationException") => Err(StoreError::Rejected {
+            operation,
+            table: table.to_owned(),
+            message: failure.message,
+        }),
+        _ => Err(StoreError::Aws {
+            operation,
+            table: table.to_owned(),
+            failure,
+        }),
+    }
+}
+
 pub trait ResultsStore: Sync {
     /// Writes `record` under the rule above, in one conditional write.
     fn record_outcome(
@@ -144,25 +177,12 @@ impl ResultsStore for DynamoResultsStore {
             .return_values(ReturnValue::None)
             .send()
             .await;
-        match outcome {
-            Ok(_) => Ok(RecordResult::Written),
-            Err(e) => {
-                let failure = classify(&e);
-                match failure.code.as_deref() {
-                    Some("ConditionalCheckFailedException") => Ok(RecordResult::AlreadyFinal),
-                    Some("ValidationException") => Err(StoreError::Rejected {
-                        operation: "UpdateItem",
-                        table: self.table.clone(),
-                        message: failure.message,
-                    }),
-                    _ => Err(StoreError::Aws {
-                        operation: "UpdateItem",
-                        table: self.table.clone(),
-                        failure,
-                    }),
-                }
-            }
-        }
+        Ok(
+            match conditional_write("UpdateItem", &self.table, outcome)? {
+                true => RecordResult::Written,
+                false => RecordResult::AlreadyFinal,
+            },
+        )
     }
 }
 
@@ -318,21 +338,10 @@ impl DynamoResultsStore {
             .expression_attribute_values(":true", AttributeValue::Bool(true))
             .send()
             .await;
-        match outcome {
-            Ok(_) => Ok(PutPending::Created),
-            Err(e) => {
-                let failure = classify(&e);
-                if failure.code.as_deref() == Some("ConditionalCheckFailedException") {
-                    Ok(PutPending::Exists)
-                } else {
-                    Err(StoreError::Aws {
-                        operation: "PutItem",
-                        table: self.table.clone(),
-                        failure,
-                    })
-                }
-            }
-        }
+        Ok(match conditional_write("PutItem", &self.table, outcome)? {
+            true => PutPending::Created,
+            false => PutPending::Exists,
+        })
     }
 
     /// One strongly consistent read.
@@ -388,17 +397,8 @@ impl DynamoResultsStore {
             .expression_attribute_values(":true", AttributeValue::Bool(true))
             .send()
             .await;
-        match outcome {
-            Ok(_) => Ok(()),
-            Err(e) if classify(&e).code.as_deref() == Some("ConditionalCheckFailedException") => {
-                Ok(())
-            }
-            Err(e) => Err(StoreError::Aws {
-                operation: "UpdateItem",
-                table: self.table.clone(),
-                failure: classify(&e),
-            }),
-        }
+        // Not pending any more (the outcome arrived first): nothing to mark.
+        conditional_write("UpdateItem", &self.table, outcome).map(|_| ())
     }
 }
 

@@ -7,7 +7,8 @@ use serde_json::Value;
 use pipeline_router::Handler;
 use shared::aws::{dynamodb_client, load_sdk_config, sagemaker_client, sqs_client};
 use shared::config::{Env, PipelineRouterConfig};
-use shared::pipeline_runs::{DynamoPipelineRunStore, SageMakerDescriber, SqsCompletionQueue};
+use shared::pipeline_runs::{DynamoPipelineRunStore, SqsCompletionQueue};
+use shared::sagemaker::SageMakerDescriber;
 
 #[tokio::main]
 async fn main() -> Result<(), Error> {

@@ -15,7 +15,8 @@ use serde_json::{json, Value};
 
 use pipeline_router::Handler;
 use shared::aws::{dynamodb_client, sagemaker_client, sqs_client};
-use shared::pipeline_runs::{DynamoPipelineRunStore, SageMakerDescriber, SqsCompletionQueue};
+use shared::pipeline_runs::{DynamoPipelineRunStore, SqsCompletionQueue};
+use shared::sagemaker::SageMakerDescriber;
 
 type Item = HashMap<String, AttributeValue>;
 const TTL_SECS: u64 = 3600;
