@@ -103,14 +103,17 @@ where
     }
 }
 
+#[cfg(feature = "pipeline")]
 pub fn sqs_client(sdk: &SdkConfig) -> aws_sdk_sqs::Client {
     aws_sdk_sqs::Client::new(sdk)
 }
 
+#[cfg(feature = "sagemaker")]
 pub fn sagemaker_client(sdk: &SdkConfig) -> aws_sdk_sagemaker::Client {
     aws_sdk_sagemaker::Client::new(sdk)
 }
 
+#[cfg(feature = "sagemaker")]
 pub fn sagemaker_runtime_client(sdk: &SdkConfig) -> aws_sdk_sagemakerruntime::Client {
     aws_sdk_sagemakerruntime::Client::new(sdk)
 }

@@ -12,8 +12,12 @@ pub mod jobs;
 pub mod notification;
 pub mod objects;
 pub mod pipeline;
+/// Needs the `pipeline` feature (SQS).
+#[cfg(feature = "pipeline")]
 pub mod pipeline_runs;
 pub mod s3_location;
+/// Needs the `sagemaker` feature (the SageMaker SDKs, large to build).
+#[cfg(feature = "sagemaker")]
 pub mod sagemaker;
 pub mod store;
 pub mod time;
