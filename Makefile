@@ -27,7 +27,6 @@ test: venv lint lint-infra
 		scripts/cargo_test_summary.sh --workspace --all-targets --locked
 	$(PY) scripts/local_stack.py --sagemaker target/debug/sagemaker-standin --step-millis 100 --lambda -- \
 		$(PY) -m pytest -q tests/mcp tests/infra
-	$(MAKE) build-sam
 
 unit-test:
 	cargo test --workspace --lib
@@ -63,7 +62,8 @@ lint-infra: venv
 	$(VENV)/bin/cfn-lint infra/template.yaml
 	$(SAM) validate --lint --config-file samconfig.toml
 
-# sam build runs cargo lambda build --release --arm64 for each function, offline.
+# sam build runs cargo lambda build --release --arm64 for each function, offline. Not part of
+# `make test`: a cold release build of the SageMaker SDK alone takes longer than CI's budget.
 build-sam: venv rust-target
 	$(SAM) build --config-file samconfig.toml
 
