@@ -146,20 +146,7 @@ impl Pipeline {
     }
 
     pub async fn describe(&self, execution_arn: &str) -> Result<ExecutionDescription, AwsFailure> {
-        let out = self
-            .client
-            .describe_pipeline_execution()
-            .pipeline_execution_arn(execution_arn)
-            .send()
-            .await
-            .map_err(|e| classify(&e))?;
-        Ok(ExecutionDescription {
-            status: out
-                .pipeline_execution_status
-                .map(|s| s.as_str().to_owned())
-                .unwrap_or_default(),
-            failure_reason: out.failure_reason,
-        })
+        describe_execution(&self.client, execution_arn).await
     }
 
     /// Every step of the run, in the order they started (all pages).

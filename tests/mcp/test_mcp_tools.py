@@ -229,6 +229,16 @@ def test_an_oversize_document_is_refused_with_the_limit(servers):
 
 # ------------------------------------------------------------------ training
 
+def finished_training(servers, arn, timeout=120):
+    """check_training_status until the run is no longer Executing."""
+    deadline = time.time() + timeout
+    while True:
+        status = ok(call(servers, "check_training_status", {"execution_arn": arn}))
+        if status["status"] != "Executing" or time.time() > deadline:
+            return status
+        time.sleep(0.3)
+
+
 def test_training_runs_are_started_followed_and_recorded(servers):
     session = f"sess-{uuid.uuid4().hex[:12]}"
     started = ok(call(servers, "trigger_training", {"input_data_uri": "s3://mcp-sagemaker-async-io/train/",
@@ -240,17 +250,13 @@ def test_training_runs_are_started_followed_and_recorded(servers):
     assert listed["runs"][0]["execution_arn"] == arn
     assert listed["runs"][0]["status"] in ("pending", "Executing", "Succeeded")
 
-    deadline = time.time() + 120
-    while time.time() < deadline:
-        status = ok(call(servers, "check_training_status", {"execution_arn": arn}))
-        if status["status"] != "Executing":
-            break
-        time.sleep(0.3)
+    status = finished_training(servers, arn)
     assert status["status"] == "Succeeded"
     assert [s["name"] for s in status["steps"]] == ["PreprocessData", "TrainModel", "EvaluateModel", "RegisterModel"]
     assert all(s["status"] == "Succeeded" for s in status["steps"])
 
     # The stand-in delivers the completion to pipeline-router, which records it.
+    deadline = time.time() + 120
     while time.time() < deadline:
         runs = ok(call(servers, "check_training_result", {"session_id": session}))["runs"]
         if runs[0]["status"] == "Succeeded":
@@ -263,12 +269,7 @@ def test_a_failed_training_run_reports_the_failed_step(servers):
     session = f"sess-{uuid.uuid4().hex[:12]}"
     arn = ok(call(servers, "trigger_training", {"input_data_uri": "s3://b/train", "session_id": session,
                                                 "accuracy_threshold": 0.99}))["execution_arn"]
-    deadline = time.time() + 120
-    while time.time() < deadline:
-        status = ok(call(servers, "check_training_status", {"execution_arn": arn}))
-        if status["status"] != "Executing":
-            break
-        time.sleep(0.3)
+    status = finished_training(servers, arn)
     assert status["status"] == "Failed"
     assert "EvaluateModel" in status["failure_reason"]
     evaluate = [s for s in status["steps"] if s["name"] == "EvaluateModel"][0]
