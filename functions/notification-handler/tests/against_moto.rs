@@ -88,6 +88,13 @@ impl Stack {
             .expect("put object");
     }
 
+    /// An output object where SageMaker would write it; its s3:// location.
+    async fn put_output(&self, body: impl Into<Vec<u8>>) -> String {
+        let key = format!("outputs/{}.out", uuid::Uuid::new_v4());
+        self.put_object(&key, body).await;
+        format!("s3://{}/{key}", self.bucket)
+    }
+
     async fn item(&self, table: &str, id: &str) -> Option<Item> {
         dynamodb_client(&self.sdk)
             .get_item()
@@ -339,9 +346,7 @@ async fn a_failure_after_a_success_does_not_overwrite_it() {
     let st = stack().await;
     let table = st.new_table().await;
     let id = unique("late");
-    let key = format!("outputs/{}.out", uuid::Uuid::new_v4());
-    st.put_object(&key, r#"{"ok":true}"#).await;
-    let location = format!("s3://{}/{key}", st.bucket);
+    let location = st.put_output(r#"{"ok":true}"#).await;
     let handler = st.handler(&table);
 
     handler
@@ -389,9 +394,7 @@ async fn malformed_messages_fail_with_their_message_id_while_good_records_are_st
     let st = stack().await;
     let table = st.new_table().await;
     let good_id = unique("good");
-    let key = format!("outputs/{}.out", uuid::Uuid::new_v4());
-    st.put_object(&key, r#"{"fine":1}"#).await;
-    let location = format!("s3://{}/{key}", st.bucket);
+    let location = st.put_output(r#"{"fine":1}"#).await;
 
     let mut records = Vec::new();
     let mut expected = Vec::new();
@@ -497,9 +500,7 @@ async fn non_json_output_is_stored_as_a_pointer() {
     let st = stack().await;
     let table = st.new_table().await;
     let id = unique("csv");
-    let key = format!("outputs/{}.out", uuid::Uuid::new_v4());
-    st.put_object(&key, "label,score\ninvoice,0.97\n").await;
-    let location = format!("s3://{}/{key}", st.bucket);
+    let location = st.put_output("label,score\ninvoice,0.97\n").await;
 
     st.handler(&table)
         .handle(sample("sns-success.json", &id, |m| {
@@ -556,9 +557,7 @@ async fn sqs_batch_with_one_bad_message_reports_only_that_one() {
         .unwrap();
 
     let (ok_id, failed_id) = (unique("sqs-ok"), unique("sqs-failed"));
-    let key = format!("outputs/{}.out", uuid::Uuid::new_v4());
-    st.put_object(&key, r#"{"via":"sqs"}"#).await;
-    let location = format!("s3://{}/{key}", st.bucket);
+    let location = st.put_output(r#"{"via":"sqs"}"#).await;
     let message_of = |event: Value| {
         event["Records"][0]["Sns"]["Message"]
             .as_str()
