@@ -151,12 +151,11 @@ async fn success_with_small_json_output_stores_it_inline_and_keeps_submitted_at(
     let st = stack().await;
     let table = st.new_table().await;
     let id = unique("ok");
-    let key = format!("outputs/{}.out", uuid::Uuid::new_v4());
-    st.put_object(
-        &key,
-        r#"{"label":"invoice","confidence":0.97,"fields":{"total":"12.50"},"tags":["a","b"]}"#,
-    )
-    .await;
+    let location = st
+        .put_output(
+            r#"{"label":"invoice","confidence":0.97,"fields":{"total":"12.50"},"tags":["a","b"]}"#,
+        )
+        .await;
     // The pending item submit_job writes before invoking.
     dynamodb_client(&st.sdk)
         .put_item()
@@ -171,7 +170,6 @@ async fn success_with_small_json_output_stores_it_inline_and_keeps_submitted_at(
         .send()
         .await
         .unwrap();
-    let location = format!("s3://{}/{key}", st.bucket);
     let event = sample("sns-success.json", &id, |m| set_output(m, &location));
 
     let before = chrono::Utc::now().timestamp();
@@ -471,13 +469,11 @@ async fn an_output_over_400_kb_is_stored_as_a_pointer() {
     let st = stack().await;
     let table = st.new_table().await;
     let id = unique("big");
-    let key = format!("outputs/{}.out", uuid::Uuid::new_v4());
     let big =
         serde_json::to_vec(&json!({"pages": vec!["lorem ipsum dolor sit amet ".repeat(40); 450]}))
             .unwrap();
     assert!(big.len() > 400 * 1024);
-    st.put_object(&key, big).await;
-    let location = format!("s3://{}/{key}", st.bucket);
+    let location = st.put_output(big).await;
 
     st.handler(&table)
         .handle(sample("sns-success.json", &id, |m| {
