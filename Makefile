@@ -7,26 +7,33 @@ PY := $(VENV)/bin/python
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 STACK := $(PY) scripts/local_stack.py --
 
-.PHONY: help venv test unit-test demo serve fmt lint lint-infra build build-sam deploy clean
+.PHONY: help venv test compile unit-test demo serve fmt lint lint-infra build build-sam sam-build-debug deploy clean
 
 help:
 	@echo "make demo   run the async loop locally (inference outcomes, pipeline runs) and show what is stored"
-	@echo "make test   run every test (unit tests, and integration tests against moto)"
+	@echo "make test   lint, sam build (debug), then every test (unit, integration against moto, MCP, template)"
 	@echo "make serve  run everything locally and serve MCP at 127.0.0.1 until Ctrl-C"
 	@echo "make lint   rustfmt and clippy"
 	@echo "make build  release binaries for Lambda (arm64) in target/lambda/"
 	@echo "make lint-infra  cfn-lint and sam validate --lint on infra/template.yaml (offline)"
+	@echo "make build-sam  sam build (release, arm64) into .aws-sam/"
 	@echo "make deploy sam build + sam deploy --guided (needs AWS credentials)"
 
 venv:
 	@bash scripts/bootstrap.sh
 
-test: venv lint lint-infra
-	cargo build --locked --workspace --bins
+# Lint and build in two lanes at once (scripts/build_for_tests.sh): `compile` for this machine,
+# `sam-build-debug` through SAM for Lambda; then run the tests on an otherwise idle machine.
+test: venv rust-target
+	@scripts/build_for_tests.sh
 	$(PY) scripts/local_stack.py --sagemaker target/debug/sagemaker-standin --step-millis 50 -- \
 		scripts/cargo_test_summary.sh --workspace --all-targets --locked
 	$(PY) scripts/local_stack.py --sagemaker target/debug/sagemaker-standin --step-millis 100 --lambda -- \
 		$(PY) -m pytest -q tests/mcp tests/infra
+
+compile: lint
+	cargo build --locked --workspace --bins
+	cargo test --locked --workspace --all-targets --no-run
 
 unit-test:
 	cargo test --workspace --lib
@@ -62,10 +69,19 @@ lint-infra: venv
 	$(VENV)/bin/cfn-lint infra/template.yaml
 	$(SAM) validate --lint --config-file samconfig.toml
 
-# sam build runs cargo lambda build --release --arm64 for each function, offline. Not part of
-# `make test`: a cold release build of the SageMaker SDK alone takes longer than CI's budget.
+# sam build runs cargo lambda build --release --arm64 for each function, offline, into .aws-sam/.
 build-sam: venv rust-target
 	$(SAM) build --config-file samconfig.toml
+
+# The same sam build in SAM's debug mode (no --release), as `make test` runs it: the template,
+# the rust-cargolambda builder, the arm64 cross-build and each function's binary, in a fraction
+# of a cold release build's time. Its own target and build dirs keep it apart from what
+# `make build-sam` and `sam deploy` use.
+SAM_DEBUG := target/sam-debug
+sam-build-debug: venv rust-target lint-infra
+	SAM_BUILD_MODE=debug CARGO_TARGET_DIR=$(CURDIR)/$(SAM_DEBUG) $(SAM) build --config-file samconfig.toml \
+		--build-dir $(SAM_DEBUG)/build
+	$(PY) scripts/check_sam_build.py $(SAM_DEBUG)/build
 
 deploy: build-sam
 	$(SAM) deploy --guided --config-file samconfig.toml

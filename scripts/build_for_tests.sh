@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# Everything `make test` builds and lints, in two lanes run at once:
+#   host: rustfmt --check and clippy, then the workspace's binaries and test targets (debug);
+#   sam:  cfn-lint and sam validate --lint, then `sam build` of infra/template.yaml (SAM's debug
+#         mode, arm64, into target/sam-debug) and a check of the binaries it made.
+# Each lane spends minutes compiling aws-sdk-sagemaker, a single crate on one core; side by side
+# they keep both cores busy. The sam lane's output goes to a log, shown when it fails.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+make="${MAKE:-make} --no-print-directory"
+log=target/sam-debug/build.log
+mkdir -p target/sam-debug
+
+start=$SECONDS
+# The sam lane runs in its own process group, so that stopping this script stops all of it
+# (make, sam, cargo and rustc under it).
+setsid $make sam-build-debug >"$log" 2>&1 &
+sam_pid=$!
+trap 'kill -TERM -- "-$sam_pid" 2>/dev/null' INT TERM
+
+$make compile
+host=$?
+if kill -0 "$sam_pid" 2>/dev/null; then
+    echo "waiting for the sam build lane (log: $log)..."
+fi
+wait "$sam_pid"
+sam=$?
+
+if [ "$sam" -ne 0 ]; then
+    echo "---- $log (last 60 lines) ----"
+    tail -n 60 "$log"
+    echo "error: the sam lane failed (cfn-lint, sam validate, sam build or the artifact check); full log: $log" >&2
+else
+    grep -E '^  [A-Za-z]+Function: ' "$log"
+    echo "sam build (debug, arm64) and the infra lint passed in $((SECONDS - start)) s"
+fi
+[ "$host" -eq 0 ] && [ "$sam" -eq 0 ]
