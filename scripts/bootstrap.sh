@@ -26,5 +26,7 @@ if [ ! -x "$venv/bin/python" ]; then
     }
 fi
 echo "Installing local tooling into .venv (moto, boto3, cargo-lambda, zig)..."
-"$venv/bin/python" -m pip install --quiet --disable-pip-version-check -r "$req"
+# --no-compile: byte-compiling all of botocore and SAM CLI up front costs half a minute; Python
+# compiles what is actually imported, once, on first use.
+"$venv/bin/python" -m pip install --quiet --disable-pip-version-check --no-compile -r "$req"
 cp "$req" "$stamp"

@@ -20,6 +20,7 @@ trap 'kill -TERM -- "-$sam_pid" 2>/dev/null' INT TERM
 
 $make compile
 host=$?
+echo "host lane (lint, build, test targets) ended after $((SECONDS - start)) s"
 if kill -0 "$sam_pid" 2>/dev/null; then
     echo "waiting for the sam build lane (log: $log)..."
 fi
@@ -32,6 +33,6 @@ if [ "$sam" -ne 0 ]; then
     echo "error: the sam lane failed (cfn-lint, sam validate, sam build or the artifact check); full log: $log" >&2
 else
     grep -E '^  [A-Za-z]+Function: ' "$log"
-    echo "sam build (debug, arm64) and the infra lint passed in $((SECONDS - start)) s"
+    echo "sam lane (venv, infra lint, sam build debug arm64) passed; both lanes took $((SECONDS - start)) s"
 fi
 [ "$host" -eq 0 ] && [ "$sam" -eq 0 ]
