@@ -21,6 +21,13 @@ trap 'kill -TERM -- "-$sam_pid" 2>/dev/null' INT TERM
 $make compile
 host=$?
 echo "host lane (lint, build, test targets) ended after $((SECONDS - start)) s"
+if [ "$host" -ne 0 ]; then
+    # The run has failed already: say so now rather than after minutes of the sam build.
+    kill -TERM -- "-$sam_pid" 2>/dev/null
+    wait "$sam_pid"
+    echo "error: the host lane failed (see above); the sam lane was stopped" >&2
+    exit 1
+fi
 if kill -0 "$sam_pid" 2>/dev/null; then
     echo "waiting for the sam build lane (log: $log)..."
 fi
