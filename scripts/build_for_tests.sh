@@ -16,14 +16,15 @@ start=$SECONDS
 # (make, sam, cargo and rustc under it).
 setsid $make sam-build-debug >"$log" 2>&1 &
 sam_pid=$!
-trap 'kill -TERM -- "-$sam_pid" 2>/dev/null' INT TERM
+stop_sam_lane() { kill -TERM -- "-$sam_pid" 2>/dev/null; }
+trap stop_sam_lane INT TERM
 
 $make compile
 host=$?
 echo "host lane (lint, build, test targets) ended after $((SECONDS - start)) s"
 if [ "$host" -ne 0 ]; then
     # The run has failed already: say so now rather than after minutes of the sam build.
-    kill -TERM -- "-$sam_pid" 2>/dev/null
+    stop_sam_lane
     wait "$sam_pid"
     echo "error: the host lane failed (see above); the sam lane was stopped" >&2
     exit 1
@@ -38,8 +39,7 @@ if [ "$sam" -ne 0 ]; then
     echo "---- $log (last 60 lines) ----"
     tail -n 60 "$log"
     echo "error: the sam lane failed (cfn-lint, sam validate, sam build or the artifact check); full log: $log" >&2
-else
-    grep -E '^  [A-Za-z]+Function: ' "$log"
-    echo "sam lane (venv, infra lint, sam build debug arm64) passed; both lanes took $((SECONDS - start)) s"
+    exit 1
 fi
-[ "$host" -eq 0 ] && [ "$sam" -eq 0 ]
+grep -E '^  [A-Za-z]+Function: ' "$log"
+echo "sam lane (venv, infra lint, sam build debug arm64) passed; both lanes took $((SECONDS - start)) s"

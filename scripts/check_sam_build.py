@@ -16,8 +16,9 @@ MACHINES = {"arm64": 183, "x86_64": 62}
 
 
 def elf_machine(path: Path) -> int:
-    header = path.read_bytes()[:20]
-    if header[:4] != b"\x7fELF":
+    with path.open("rb") as f:  # the header only, not tens of MB of binary
+        header = f.read(20)
+    if len(header) < 20 or header[:4] != b"\x7fELF":
         raise ValueError("not an ELF file")
     if header[4] != 2 or header[5] != 1:
         raise ValueError("not a 64-bit little-endian ELF file")
