@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Creates (or refreshes) the project-local virtualenv with the pinned local tooling:
 # moto (the AWS emulator), boto3 (to set it up), cargo-lambda and zig (to run and build the
-# functions). Re-runs only when requirements-dev.txt changes.
+# functions). Re-runs only when requirements-dev.txt changes. With --check, only checks that what
+# it needs (cargo, Python 3.9+) is installed.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 venv="$root/.venv"
@@ -15,6 +16,8 @@ need cargo "Install Rust with rustup (https://rustup.rs), then run this again."
 need python3 "Install Python 3.9 or newer (with the venv module), then run this again."
 python3 -c 'import sys; sys.exit(0 if sys.version_info >= (3, 9) else 1)' \
     || { echo "error: Python 3.9 or newer is needed; found $(python3 --version 2>&1)." >&2; exit 1; }
+
+[ "${1:-}" = "--check" ] && exit 0
 
 if [ -f "$stamp" ] && cmp -s "$req" "$stamp"; then
     exit 0

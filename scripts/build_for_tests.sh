@@ -11,6 +11,9 @@ make="${MAKE:-make} --no-print-directory"
 log=target/sam-debug/build.log
 mkdir -p target/sam-debug
 
+# On a fresh machine, say what is missing before either lane trips over it.
+scripts/bootstrap.sh --check || exit 1
+
 start=$SECONDS
 # The sam lane runs in its own process group, so that stopping this script stops all of it
 # (make, sam, cargo and rustc under it).
