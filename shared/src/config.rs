@@ -90,12 +90,7 @@ impl NotificationHandlerConfig {
             results_table: env
                 .required("RESULTS_TABLE", "the name of the DynamoDB results table")?,
             result_ttl_secs: result_ttl_secs(env)?,
-            inline_result_max_bytes: env.number_in(
-                "INLINE_RESULT_MAX_BYTES",
-                DEFAULT_INLINE_RESULT_MAX_BYTES,
-                0..=INLINE_RESULT_HARD_MAX_BYTES,
-                "a byte count from 0 to 262144 (DynamoDB items are limited to 400 KB)",
-            )?,
+            inline_result_max_bytes: inline_result_max_bytes(env)?,
         })
     }
 }
@@ -156,6 +151,17 @@ pub struct McpToolsConfig {
     pub allowed_hosts: Vec<String>,
     /// Browser origins allowed; a request with any other `Origin` gets 403.
     pub allowed_origins: Vec<String>,
+    /// Largest output stored inline when a status check reads it from S3 itself.
+    pub inline_result_max_bytes: u64,
+    /// The function's own timeout: a reservation older than this (plus a margin) belongs to a
+    /// submission that crashed.
+    pub function_timeout_secs: u64,
+    /// A job pending this long with known output locations is looked for in S3.
+    pub reconcile_after_secs: u64,
+    /// How long one InvokeEndpointAsync attempt may take before its answer counts as lost.
+    pub invoke_attempt_timeout_secs: u64,
+    /// MaxParallelExecutionSteps for every run, when set; otherwise the pipeline's own.
+    pub pipeline_max_parallel_steps: Option<u32>,
 }
 
 impl McpToolsConfig {
@@ -219,6 +225,36 @@ impl McpToolsConfig {
                 format!("{region_hosts},127.0.0.1,localhost"),
             ),
             allowed_origins: list("MCP_ALLOWED_ORIGINS", String::new()),
+            inline_result_max_bytes: inline_result_max_bytes(env)?,
+            function_timeout_secs: env.number_in(
+                "FUNCTION_TIMEOUT_SECS",
+                45,
+                1..=900,
+                "the function's timeout in seconds, 1 to 900",
+            )?,
+            reconcile_after_secs: env.number_in(
+                "RECONCILE_AFTER_SECS",
+                60,
+                1..=86_400,
+                "a number of seconds from 1 to 86400",
+            )?,
+            invoke_attempt_timeout_secs: env.number_in(
+                "INVOKE_ATTEMPT_TIMEOUT_SECS",
+                5,
+                1..=30,
+                "a number of seconds from 1 to 30",
+            )?,
+            pipeline_max_parallel_steps: match (env.0)("PIPELINE_MAX_PARALLEL_STEPS")
+                .filter(|v| !v.trim().is_empty())
+            {
+                None => None,
+                Some(_) => Some(env.number_in(
+                    "PIPELINE_MAX_PARALLEL_STEPS",
+                    1,
+                    1..=256,
+                    "a number of steps from 1 to 256, or unset for the pipeline's own setting",
+                )?),
+            },
         })
     }
 }
@@ -233,6 +269,18 @@ fn parse_sha256(hex: &str) -> Option<[u8; 32]> {
         *byte = u8::from_str_radix(&hex[2 * i..2 * i + 2], 16).ok()?;
     }
     Some(out)
+}
+
+/// `INLINE_RESULT_MAX_BYTES`, for every writer of outcomes.
+pub fn inline_result_max_bytes<F: Fn(&str) -> Option<String>>(
+    env: &Env<F>,
+) -> Result<u64, ConfigError> {
+    env.number_in(
+        "INLINE_RESULT_MAX_BYTES",
+        DEFAULT_INLINE_RESULT_MAX_BYTES,
+        0..=INLINE_RESULT_HARD_MAX_BYTES,
+        "a byte count from 0 to 262144 (DynamoDB items are limited to 400 KB)",
+    )
 }
 
 /// `RESULT_TTL_SECS`, shared by every writer.

@@ -1,24 +1,20 @@
-//! What the functions have in common: configuration, the SageMaker notification format,
-//! the rules for recording job outcomes, and thin adapters over the AWS SDK.
+//! What the functions have in common, in layers:
+//! - [`domain`]: pure. Statuses, records, the state transitions as conditional writes, and the
+//!   parsing of SageMaker's notifications and EventBridge's events.
+//! - [`ports`]: the small traits the use cases need, with their errors.
+//! - [`usecases`]: record an outcome, route a run, submit, check, trigger and read runs;
+//!   generic over the ports.
+//! - [`adapters`]: the ports over the AWS SDK (DynamoDB, S3; SageMaker and SQS behind features,
+//!   so each function links only the SDKs it calls).
+//! - [`fakes`] and [`contract`]: in-memory ports, and the one behaviour both they and the
+//!   adapters must show.
 //!
-//! Everything here that decides something (parsing, state rules, what is stored inline) is a
-//! plain function or works through the [`store::ResultsStore`] and [`objects::ObjectReader`]
-//! traits, so it can be tested without AWS.
+//! Imports go one way: adapters and use cases → ports → domain.
 
-pub mod aws;
+pub mod adapters;
 pub mod config;
-pub mod http_guard;
-pub mod jobs;
-pub mod notification;
-pub mod objects;
-pub mod pipeline;
-/// Needs the `pipeline` feature (SQS).
-#[cfg(feature = "pipeline")]
-pub mod pipeline_runs;
-pub mod s3_location;
-/// Needs the `sagemaker` feature (the SageMaker SDKs, large to build).
-#[cfg(feature = "sagemaker")]
-pub mod sagemaker;
-pub mod store;
-pub mod time;
-pub mod tools;
+pub mod contract;
+pub mod domain;
+pub mod fakes;
+pub mod ports;
+pub mod usecases;

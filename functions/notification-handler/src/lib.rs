@@ -5,10 +5,11 @@ use aws_lambda_events::sns::SnsRecord;
 use aws_lambda_events::sqs::{SqsBatchResponse, SqsMessage};
 use serde_json::{json, Value};
 
-use shared::jobs::{record_outcome, RecordSettings, Recorded};
-use shared::notification::{parse_notification, unwrap_sqs_body, Notification, NotificationError};
-use shared::objects::ObjectReader;
-use shared::store::{ResultsStore, StoreError};
+use shared::domain::notification::{
+    parse_notification, unwrap_sqs_body, Notification, NotificationError,
+};
+use shared::ports::{JobStore, ObjectStore, StoreError};
+use shared::usecases::outcome::{record_notification, RecordSettings, Recorded};
 
 #[derive(Debug, thiserror::Error)]
 pub enum HandlerError {
@@ -36,7 +37,7 @@ pub struct Handler<S, R> {
     pub settings: RecordSettings,
 }
 
-impl<S: ResultsStore, R: ObjectReader> Handler<S, R> {
+impl<S: JobStore, R: ObjectStore> Handler<S, R> {
     /// One invocation. SNS: every record is processed; if any failed, the invocation fails
     /// (naming each MessageId) so Lambda retries it and then sends it to the failure
     /// destination; the records that succeeded are harmless to replay. SQS: failures are
@@ -83,7 +84,7 @@ impl<S: ResultsStore, R: ObjectReader> Handler<S, R> {
         }
     }
 
-    async fn handle_sns_record(&self, raw: &Value) -> Result<Recorded, HandlerError> {
+    async fn handle_sns_record(&self, raw: &Value) -> Result<Option<Recorded>, HandlerError> {
         let record: SnsRecord =
             serde_json::from_value(raw.clone()).map_err(HandlerError::BadSnsRecord)?;
         if record.event_source != "aws:sns" {
@@ -121,20 +122,20 @@ impl<S: ResultsStore, R: ObjectReader> Handler<S, R> {
         &self,
         message_id: &str,
         message: &str,
-    ) -> Result<Recorded, HandlerError> {
+    ) -> Result<Option<Recorded>, HandlerError> {
         let outcome = match parse_notification(message)? {
             Notification::Test => {
                 tracing::info!(sns_message_id = %message_id, "SageMaker test notification acknowledged");
-                return Ok(Recorded::TestNotification);
+                return Ok(None);
             }
             Notification::Outcome(o) => o,
         };
-        let recorded = record_outcome(
+        let recorded = record_notification(
             &self.store,
             &self.objects,
             self.settings,
             outcome,
-            shared::time::now(),
+            shared::domain::time::now(),
         )
         .await?;
         match &recorded {
@@ -148,9 +149,8 @@ impl<S: ResultsStore, R: ObjectReader> Handler<S, R> {
             Recorded::AlreadyFinal { inference_id } => tracing::info!(
                 sns_message_id = %message_id, %inference_id, "outcome already recorded; delivery ignored"
             ),
-            Recorded::TestNotification => {}
         }
-        Ok(recorded)
+        Ok(Some(recorded))
     }
 }
 

@@ -5,11 +5,11 @@ use lambda_runtime::{run, service_fn, tracing, Error, LambdaEvent};
 use serde_json::Value;
 
 use notification_handler::Handler;
-use shared::aws::{dynamodb_client, load_sdk_config, s3_client};
+use shared::adapters::aws::{dynamodb_client, load_sdk_config, s3_client};
+use shared::adapters::dynamodb::DynamoJobs;
+use shared::adapters::s3::S3Objects;
 use shared::config::{Env, NotificationHandlerConfig};
-use shared::jobs::RecordSettings;
-use shared::objects::S3ObjectReader;
-use shared::store::DynamoResultsStore;
+use shared::usecases::outcome::RecordSettings;
 
 #[tokio::main]
 async fn main() -> Result<(), Error> {
@@ -17,8 +17,8 @@ async fn main() -> Result<(), Error> {
     let config = NotificationHandlerConfig::from_env(&Env::process())?;
     let sdk = load_sdk_config().await;
     let handler = Handler {
-        store: DynamoResultsStore::new(dynamodb_client(&sdk), &config.results_table),
-        objects: S3ObjectReader::new(s3_client(&sdk)),
+        store: DynamoJobs::new(dynamodb_client(&sdk), &config.results_table),
+        objects: S3Objects::new(s3_client(&sdk)),
         settings: RecordSettings {
             result_ttl_secs: config.result_ttl_secs,
             inline_result_max_bytes: config.inline_result_max_bytes,

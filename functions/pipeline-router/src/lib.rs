@@ -1,12 +1,11 @@
 //! pipeline-router: the EventBridge target for "SageMaker Model Building Pipeline Execution
-//! Status Change". It only translates the event; the rules are in `shared::pipeline_runs`.
+//! Status Change". It only translates the event; the rules are in `shared::usecases::route`.
 
 use serde_json::{json, Value};
 
-use shared::pipeline::{parse_status_change, PipelineEventError};
-use shared::pipeline_runs::{
-    route_status_change, CompletionQueue, ExecutionDescriber, PipelineRunStore, RouteError, Routed,
-};
+use shared::domain::pipeline_event::{parse_status_change, PipelineEventError};
+use shared::ports::{CompletionQueue, PipelineControl, RunStore};
+use shared::usecases::route::{route_status_change, RouteError, Routed};
 
 #[derive(Debug, thiserror::Error)]
 pub enum HandlerError {
@@ -32,14 +31,15 @@ impl From<HandlerError> for lambda_runtime::Diagnostic {
     }
 }
 
-pub struct Handler<S, D, Q> {
+pub struct Handler<S, P, Q> {
     pub store: S,
-    pub describer: D,
+    /// Only DescribePipelineExecution is called, for a failed run's reason.
+    pub pipeline: P,
     pub queue: Q,
     pub result_ttl_secs: u64,
 }
 
-impl<S: PipelineRunStore, D: ExecutionDescriber, Q: CompletionQueue> Handler<S, D, Q> {
+impl<S: RunStore, P: PipelineControl, Q: CompletionQueue> Handler<S, P, Q> {
     /// An error makes EventBridge retry the event, then send it to the failure destination.
     pub async fn handle(&self, event: Value) -> Result<Value, HandlerError> {
         let event_id = event
@@ -54,11 +54,11 @@ impl<S: PipelineRunStore, D: ExecutionDescriber, Q: CompletionQueue> Handler<S, 
         let status = change.status.as_str();
         let routed = route_status_change(
             &self.store,
-            &self.describer,
+            &self.pipeline,
             &self.queue,
             self.result_ttl_secs,
             change,
-            shared::time::now(),
+            shared::domain::time::now(),
         )
         .await
         .inspect_err(

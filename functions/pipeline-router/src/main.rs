@@ -5,10 +5,11 @@ use lambda_runtime::{run, service_fn, tracing, Error, LambdaEvent};
 use serde_json::Value;
 
 use pipeline_router::Handler;
-use shared::aws::{dynamodb_client, load_sdk_config, sagemaker_client, sqs_client};
+use shared::adapters::aws::{dynamodb_client, load_sdk_config};
+use shared::adapters::dynamodb::DynamoRuns;
+use shared::adapters::sagemaker::{sagemaker_client, SageMakerPipeline};
+use shared::adapters::sqs::{sqs_client, SqsCompletionQueue};
 use shared::config::{Env, PipelineRouterConfig};
-use shared::pipeline_runs::{DynamoPipelineRunStore, SqsCompletionQueue};
-use shared::sagemaker::SageMakerDescriber;
 
 #[tokio::main]
 async fn main() -> Result<(), Error> {
@@ -16,8 +17,9 @@ async fn main() -> Result<(), Error> {
     let config = PipelineRouterConfig::from_env(&Env::process())?;
     let sdk = load_sdk_config().await;
     let handler = Handler {
-        store: DynamoPipelineRunStore::new(dynamodb_client(&sdk), &config.pipeline_results_table),
-        describer: SageMakerDescriber::new(sagemaker_client(&sdk)),
+        store: DynamoRuns::new(dynamodb_client(&sdk), &config.pipeline_results_table),
+        // Describes any run; the pipeline name is only used to start runs, which this never does.
+        pipeline: SageMakerPipeline::new(sagemaker_client(&sdk), ""),
         queue: SqsCompletionQueue::new(sqs_client(&sdk), &config.pipeline_results_queue_url),
         result_ttl_secs: config.result_ttl_secs,
     };

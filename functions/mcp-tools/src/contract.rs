@@ -1,22 +1,22 @@
-//! The MCP tools' contract and pure logic: typed arguments (their JSON Schema is derived),
-//! typed results (the `outputSchema`), validation, job ids, and the views of stored items.
-//! The AWS calls are made by mcp-tools through the adapters; nothing here touches AWS.
+//! The MCP tools' contract: typed arguments (their JSON Schema is derived), typed results
+//! (the `outputSchema`), validation, and the translation of use-case answers and errors into
+//! tool results. Nothing here touches AWS.
 
-use chrono::{DateTime, Duration, Utc};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
-use sha2::{Digest, Sha256};
 
-use crate::aws::AwsFailure;
+use shared::domain::job::{Job, Submission};
+use shared::domain::run::Run;
+use shared::domain::s3_location::S3Location;
+use shared::ports::{AwsFailure, StepStatus, StoreError};
+use shared::usecases::check::{CheckError, JobReport};
+use shared::usecases::submit::{SubmitError, Submitted};
+use shared::usecases::training::{StatusError, TriggerError};
 
 /// Largest input `submit_job` accepts. A Function URL request is at most 6 MB, and the input
 /// travels inside a JSON-RPC envelope with escaping.
 pub const MAX_INPUT_BYTES: usize = 4 * 1024 * 1024;
-/// How long a presigned result URL stays valid.
-pub const RESULT_URL_EXPIRY_SECS: u64 = 900;
-/// Grace after a request's TTL and invocation timeout before a pending job is called lost.
-pub const LOST_GRACE_SECS: i64 = 120;
 pub const MAX_WAIT_SECS: u32 = 20;
 
 /// A failure the model can act on, returned as a tool result with `isError: true`.
@@ -82,7 +82,8 @@ pub struct SubmitJobArgs {
 pub struct SubmitJobOutput {
     /// The handle to pass to `check_job_status`.
     pub inference_id: String,
-    /// `pending` for a new job; a replayed `idempotency_key` returns the job's current status.
+    /// `pending` for a new job; a replayed `idempotency_key` returns the job's current status
+    /// beside exactly what the first call returned.
     pub status: String,
     /// Where SageMaker will write the output.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -94,23 +95,14 @@ pub struct SubmitJobOutput {
     /// True when this call returned an earlier job submitted with the same `idempotency_key`.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub idempotent_replay: bool,
-}
-
-/// A validated submission, ready to be stored and invoked.
-#[derive(Debug, Clone, PartialEq)]
-pub struct ValidSubmission {
-    pub inference_id: String,
-    /// The input object as uploaded: `{"inputs": <document or payload>, "parameters": <options>}`,
-    /// the request shape of SageMaker's Hugging Face and most JSON model containers.
-    pub input: Vec<u8>,
-    pub input_sha256: String,
-    pub invocation_timeout_secs: u32,
-    pub request_ttl_secs: u32,
-    pub idempotency_key: Option<String>,
+    /// Said when whether SageMaker queued the request is not known yet (the job stays pending).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
 }
 
 impl SubmitJobArgs {
-    pub fn validate(self, endpoint_name: &str) -> Result<ValidSubmission, ToolError> {
+    /// The submission to make, or what is wrong with the arguments.
+    pub fn validate(self, endpoint_name: &str, io_bucket: &str) -> Result<Submission, ToolError> {
         let inputs = match (self.document, self.payload) {
             (Some(_), Some(_)) => {
                 return Err(ToolError::invalid(
@@ -167,43 +159,41 @@ impl SubmitJobArgs {
                 input.len()
             )));
         }
-        let input_sha256 = hex(&Sha256::digest(&input));
-        let inference_id = match &idempotency_key {
-            Some(key) => inference_id_for_key(endpoint_name, key),
-            None => uuid::Uuid::new_v4().to_string(),
-        };
-        Ok(ValidSubmission {
-            inference_id,
+        Ok(Submission::new(
+            endpoint_name,
+            io_bucket,
             input,
-            input_sha256,
+            idempotency_key.as_deref(),
             invocation_timeout_secs,
             request_ttl_secs,
-            idempotency_key,
-        })
+        ))
     }
 }
 
-/// The same key (for the same endpoint) always gives the same id, shaped like a UUID.
-pub fn inference_id_for_key(endpoint_name: &str, key: &str) -> String {
-    let digest = Sha256::digest(format!("submit_job\0{endpoint_name}\0{key}").as_bytes());
-    let mut bytes = [0u8; 16];
-    bytes.copy_from_slice(&digest[..16]);
-    uuid::Builder::from_sha1_bytes(bytes)
-        .into_uuid()
-        .to_string()
+impl From<Submitted> for SubmitJobOutput {
+    fn from(s: Submitted) -> Self {
+        SubmitJobOutput {
+            inference_id: s.inference_id,
+            status: s.status.as_str().to_owned(),
+            output_location: s.output_location,
+            failure_location: s.failure_location,
+            submitted_at: s.submitted_at,
+            idempotent_replay: s.replay,
+            message: s.message,
+        }
+    }
 }
 
-pub fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
-}
-
-/// The `ttl` of a pending item: it must outlive the request's time in the queue and on the
-/// model, then keep the outcome for `result_ttl_secs`.
-pub fn pending_ttl(now: DateTime<Utc>, s: &ValidSubmission, result_ttl_secs: u64) -> i64 {
-    crate::time::ttl_after(
-        now,
-        u64::from(s.request_ttl_secs) + u64::from(s.invocation_timeout_secs) + result_ttl_secs,
-    )
+impl From<SubmitError> for ToolError {
+    fn from(e: SubmitError) -> Self {
+        match e {
+            SubmitError::Store(e) => e.into(),
+            SubmitError::Refused { ref failure, .. } if failure.retryable => ToolError {
+                message: format!("{e} The cause looks transient."),
+            },
+            other => ToolError::invalid(other.to_string()),
+        }
+    }
 }
 
 // ---------------------------------------------------------------- check_job_status
@@ -238,7 +228,7 @@ impl CheckJobStatusArgs {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct JobStatusOutput {
     pub inference_id: String,
-    /// `pending`, `completed` or `failed`.
+    /// `pending`, `completed`, `failed` or `cancelled`.
     pub status: String,
     /// The output, when it is JSON and small enough to be stored inline.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -262,87 +252,40 @@ pub struct JobStatusOutput {
     pub message: Option<String>,
 }
 
-/// A results-table item as mcp-tools reads it.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct StoredJob {
-    pub inference_id: String,
-    pub status: String,
-    pub submitted_at: Option<String>,
-    pub completed_at: Option<String>,
-    pub output_location: Option<String>,
-    pub failure_location: Option<String>,
-    pub failure_reason: Option<String>,
-    pub failure_excerpt: Option<String>,
-    pub result: Option<Value>,
-    pub ttl: Option<i64>,
-    pub request_ttl_secs: Option<u64>,
-    pub invocation_timeout_secs: Option<u64>,
-    pub input_sha256: Option<String>,
-    pub submission_failed: bool,
-}
-
-impl StoredJob {
-    /// DynamoDB deletes expired items only eventually: an item past its `ttl` is absent.
-    pub fn is_expired(&self, now: DateTime<Utc>) -> bool {
-        self.ttl.is_some_and(|ttl| ttl <= now.timestamp())
-    }
-
-    /// SageMaker drops a request whose TTL passes in the queue, and without an error topic
-    /// nobody hears of it: a pending job past TTL + timeout + grace is probably lost.
-    pub fn probably_lost(&self, now: DateTime<Utc>) -> bool {
-        let Some(submitted) = self
-            .submitted_at
-            .as_deref()
-            .and_then(crate::time::parse_rfc3339)
-        else {
-            return false;
-        };
-        let budget =
-            self.request_ttl_secs.unwrap_or(600) + self.invocation_timeout_secs.unwrap_or(300);
-        self.status == "pending"
-            && now > submitted + Duration::seconds(budget as i64 + LOST_GRACE_SECS)
-    }
-
-    pub fn view(&self, now: DateTime<Utc>, result_url: Option<String>) -> JobStatusOutput {
-        let probably_lost = self.probably_lost(now);
-        let message = if probably_lost {
-            Some(
-                "No outcome has arrived long after the request's TTL and invocation timeout. SageMaker drops \
-                 requests that expire in its queue, and without an error topic nobody is told: submit the job again."
-                    .to_owned(),
-            )
-        } else if self.status == "completed" && self.result.is_none() && result_url.is_none() {
-            Some("The output is not inline and no download URL could be made for it.".to_owned())
-        } else {
-            None
-        };
+impl From<JobReport> for JobStatusOutput {
+    fn from(r: JobReport) -> Self {
+        let Job {
+            inference_id,
+            status,
+            result,
+            failure_reason,
+            failure_excerpt,
+            submitted_at,
+            completed_at,
+            ..
+        } = r.job;
         JobStatusOutput {
-            inference_id: self.inference_id.clone(),
-            status: self.status.clone(),
-            result: self.result.clone(),
-            result_url: if self.result.is_none() {
-                result_url
-            } else {
-                None
-            },
-            failure_reason: self.failure_reason.clone(),
-            failure_excerpt: self.failure_excerpt.clone(),
-            submitted_at: self.submitted_at.clone(),
-            completed_at: self.completed_at.clone(),
-            probably_lost,
-            message,
+            inference_id,
+            status: status.as_str().to_owned(),
+            result_url: if result.is_none() { r.result_url } else { None },
+            result,
+            failure_reason,
+            failure_excerpt,
+            submitted_at,
+            completed_at,
+            probably_lost: r.probably_lost,
+            message: r.message,
         }
     }
 }
 
-/// Delays between reads while long-polling: gentle at first, then every 2 s.
-pub fn poll_delay(attempt: u32) -> std::time::Duration {
-    std::time::Duration::from_millis(match attempt {
-        0 => 250,
-        1 => 500,
-        2 => 1000,
-        _ => 2000,
-    })
+impl From<CheckError> for ToolError {
+    fn from(e: CheckError) -> Self {
+        match e {
+            CheckError::Store(e) => e.into(),
+            not_found => ToolError::invalid(not_found.to_string()),
+        }
+    }
 }
 
 // ---------------------------------------------------------------- training
@@ -363,6 +306,11 @@ pub struct TriggerTrainingArgs {
     pub accuracy_threshold: Option<f64>,
     /// Pipeline parameter TrainingInstanceType, e.g. `ml.m5.xlarge`.
     pub training_instance_type: Option<String>,
+    /// Retrying with the same key (and session) returns the first run instead of starting another.
+    pub idempotency_key: Option<String>,
+    /// MaxParallelExecutionSteps for this run (1 to 256); by default the pipeline's own setting.
+    #[schemars(range(min = 1, max = 256))]
+    pub max_parallel_steps: Option<u32>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -394,7 +342,7 @@ impl TriggerTrainingArgs {
     pub fn parameters(&self) -> Result<Vec<(&'static str, String)>, ToolError> {
         validate_session_id(&self.session_id)?;
         let uri = self.input_data_uri.trim();
-        if uri.parse::<crate::s3_location::S3Location>().is_err()
+        if uri.parse::<S3Location>().is_err()
             && !(uri.starts_with("s3://") && uri.len() > 5 && !uri[5..].starts_with('/'))
         {
             return Err(ToolError::invalid(format!(
@@ -417,6 +365,20 @@ impl TriggerTrainingArgs {
                 )));
             }
             params.push(("AccuracyThreshold", threshold.to_string()));
+        }
+        if let Some(key) = &self.idempotency_key {
+            if key.is_empty() || key.len() > 256 {
+                return Err(ToolError::invalid(
+                    "`idempotency_key` must be 1 to 256 characters",
+                ));
+            }
+        }
+        if let Some(steps) = self.max_parallel_steps {
+            if !(1..=256).contains(&steps) {
+                return Err(ToolError::invalid(format!(
+                    "`max_parallel_steps` is {steps}; it must be from 1 to 256"
+                )));
+            }
         }
         if let Some(instance) = &self.training_instance_type {
             let ok = instance.starts_with("ml.")
@@ -504,42 +466,55 @@ pub struct RunView {
     pub failure_reason: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub updated_at: Option<String>,
-    #[serde(skip)]
-    pub ttl: Option<i64>,
 }
 
-/// Unexpired runs, newest first (by start, then by last update).
-pub fn newest_runs(mut runs: Vec<RunView>, now: DateTime<Utc>) -> Vec<RunView> {
-    runs.retain(|r| r.ttl.is_none_or(|ttl| ttl > now.timestamp()));
-    runs.sort_by(|a, b| {
-        (b.started_at.as_deref(), b.updated_at.as_deref())
-            .cmp(&(a.started_at.as_deref(), a.updated_at.as_deref()))
-    });
-    runs
-}
-
-impl From<crate::store::StoreError> for ToolError {
-    fn from(e: crate::store::StoreError) -> Self {
-        match e {
-            crate::store::StoreError::Aws {
-                operation,
-                table,
-                failure,
-            } => ToolError::aws(&format!("DynamoDB {operation} on table {table}"), &failure),
-            rejected @ crate::store::StoreError::Rejected { .. } => {
-                ToolError::invalid(rejected.to_string())
-            }
+impl From<Run> for RunView {
+    fn from(r: Run) -> Self {
+        RunView {
+            execution_arn: r.execution_arn,
+            status: r.status,
+            started_at: r.started_at,
+            ended_at: r.ended_at,
+            failure_reason: r.failure_reason,
+            updated_at: r.updated_at,
         }
     }
 }
 
-impl From<crate::objects::ObjectError> for ToolError {
-    fn from(e: crate::objects::ObjectError) -> Self {
+impl From<StepStatus> for StepView {
+    fn from(s: StepStatus) -> Self {
+        StepView {
+            name: s.name,
+            status: s.status,
+            failure_reason: s.failure_reason,
+        }
+    }
+}
+
+impl From<TriggerError> for ToolError {
+    fn from(e: TriggerError) -> Self {
+        ToolError::aws("SageMaker StartPipelineExecution", &e.0)
+    }
+}
+
+impl From<StatusError> for ToolError {
+    fn from(e: StatusError) -> Self {
         match e {
-            crate::objects::ObjectError::Aws { location, failure } => {
-                ToolError::aws(&format!("S3 request for {location}"), &failure)
-            }
-            body @ crate::objects::ObjectError::Body { .. } => ToolError::invalid(body.to_string()),
+            StatusError::Describe(f) => ToolError::aws("SageMaker DescribePipelineExecution", &f),
+            StatusError::Steps(f) => ToolError::aws("SageMaker ListPipelineExecutionSteps", &f),
+        }
+    }
+}
+
+impl From<StoreError> for ToolError {
+    fn from(e: StoreError) -> Self {
+        match e {
+            StoreError::Aws {
+                operation,
+                table,
+                failure,
+            } => ToolError::aws(&format!("DynamoDB {operation} on table {table}"), &failure),
+            other => ToolError::invalid(other.to_string()),
         }
     }
 }
@@ -556,7 +531,7 @@ mod tests {
     #[test]
     fn a_document_becomes_the_inputs_of_the_uploaded_object() {
         let s = args(json!({"document": "hello", "options": {"top_k": 3}}))
-            .validate("ep")
+            .validate("ep", "b")
             .unwrap();
         assert_eq!(
             serde_json::from_slice::<Value>(&s.input).unwrap(),
@@ -564,7 +539,15 @@ mod tests {
         );
         assert_eq!((s.invocation_timeout_secs, s.request_ttl_secs), (300, 600));
         assert_eq!(s.inference_id.len(), 36);
-        let p = args(json!({"payload": {"a": 1}})).validate("ep").unwrap();
+        assert_eq!(
+            s.input_location.to_string(),
+            format!("s3://b/inputs/{}.json", s.inference_id)
+        );
+        let keyed = args(json!({"document": "hello", "idempotency_key": "k"}))
+            .validate("ep", "b")
+            .unwrap();
+        assert_eq!(keyed.inference_id, shared::domain::job::inference_id_for_key("ep", "k"));
+        let p = args(json!({"payload": {"a": 1}})).validate("ep", "b").unwrap();
         assert_eq!(
             serde_json::from_slice::<Value>(&p.input).unwrap(),
             json!({"inputs": {"a": 1}})
@@ -603,70 +586,17 @@ mod tests {
             ),
         ];
         for (a, expected) in cases {
-            let err = args(a.clone()).validate("ep").unwrap_err();
+            let err = args(a.clone()).validate("ep", "b").unwrap_err();
             assert!(err.message.contains(expected), "{a}: {err}");
         }
         let big = args(json!({"document": "x".repeat(MAX_INPUT_BYTES)}))
-            .validate("ep")
+            .validate("ep", "b")
             .unwrap_err();
         assert!(big.message.contains("the limit is 4194304 bytes"), "{big}");
         assert!(
             serde_json::from_value::<SubmitJobArgs>(json!({"document": "a", "endpoint": "x"}))
                 .is_err()
         );
-    }
-
-    #[test]
-    fn the_same_key_gives_the_same_id_per_endpoint() {
-        let a = args(json!({"document": "a", "idempotency_key": "k1"}))
-            .validate("ep")
-            .unwrap();
-        let b = args(json!({"document": "b", "idempotency_key": "k1"}))
-            .validate("ep")
-            .unwrap();
-        assert_eq!(a.inference_id, b.inference_id);
-        assert_ne!(a.input_sha256, b.input_sha256);
-        assert_ne!(
-            inference_id_for_key("ep", "k1"),
-            inference_id_for_key("other", "k1")
-        );
-        assert_ne!(
-            inference_id_for_key("ep", "k1"),
-            inference_id_for_key("ep", "k2")
-        );
-    }
-
-    #[test]
-    fn pending_jobs_become_probably_lost_after_ttl_timeout_and_grace() {
-        let job = StoredJob {
-            inference_id: "j".into(),
-            status: "pending".into(),
-            submitted_at: Some("2026-11-20T10:00:00.000Z".into()),
-            request_ttl_secs: Some(600),
-            invocation_timeout_secs: Some(300),
-            ..Default::default()
-        };
-        let at = |s: &str| crate::time::parse_rfc3339(s).unwrap();
-        assert!(!job.view(at("2026-11-20T10:17:00Z"), None).probably_lost);
-        let late = job.view(at("2026-11-20T10:17:01Z"), None);
-        assert!(late.probably_lost && late.message.unwrap().contains("submit the job again"));
-        let done = StoredJob {
-            status: "completed".into(),
-            ..job
-        };
-        assert!(!done.view(at("2026-11-21T00:00:00Z"), None).probably_lost);
-    }
-
-    #[test]
-    fn expired_items_are_absent() {
-        let now = crate::time::parse_rfc3339("2026-11-20T10:00:00Z").unwrap();
-        let job = |ttl| StoredJob {
-            ttl,
-            ..Default::default()
-        };
-        assert!(job(Some(now.timestamp())).is_expired(now));
-        assert!(!job(Some(now.timestamp() + 1)).is_expired(now));
-        assert!(!job(None).is_expired(now));
     }
 
     #[test]
@@ -708,6 +638,14 @@ mod tests {
                 json!({"input_data_uri": "s3://b/t", "session_id": "s", "training_instance_type": "m5.large"}),
                 "training_instance_type",
             ),
+            (
+                json!({"input_data_uri": "s3://b/t", "session_id": "s", "max_parallel_steps": 0}),
+                "max_parallel_steps",
+            ),
+            (
+                json!({"input_data_uri": "s3://b/t", "session_id": "s", "idempotency_key": ""}),
+                "idempotency_key",
+            ),
         ] {
             let t: TriggerTrainingArgs = serde_json::from_value(bad.clone()).unwrap();
             assert!(
@@ -718,39 +656,12 @@ mod tests {
     }
 
     #[test]
-    fn runs_are_newest_first_without_expired_ones() {
-        let now = crate::time::parse_rfc3339("2026-11-20T12:00:00Z").unwrap();
-        let run = |arn: &str, started: Option<&str>, ttl: i64| RunView {
-            execution_arn: arn.into(),
-            status: "Succeeded".into(),
-            started_at: started.map(Into::into),
-            ended_at: None,
-            failure_reason: None,
-            updated_at: Some("2026-11-20T11:00:00Z".into()),
-            ttl: Some(ttl),
-        };
-        let runs = newest_runs(
-            vec![
-                run("old", Some("2026-11-20T09:00:00Z"), now.timestamp() + 10),
-                run("new", Some("2026-11-20T10:00:00Z"), now.timestamp() + 10),
-                run("expired", Some("2026-11-20T11:00:00Z"), now.timestamp()),
-            ],
-            now,
-        );
-        assert_eq!(
-            runs.iter()
-                .map(|r| r.execution_arn.as_str())
-                .collect::<Vec<_>>(),
-            ["new", "old"]
-        );
-    }
-
-    #[test]
     fn aws_errors_say_which_call_and_whether_to_retry() {
         let throttled = AwsFailure {
             code: Some("ThrottlingException".into()),
             message: "Rate exceeded".into(),
             retryable: true,
+            ambiguous: false,
         };
         let e = ToolError::aws("SageMaker InvokeEndpointAsync", &throttled);
         assert_eq!(e.message, "SageMaker InvokeEndpointAsync failed: ThrottlingException: Rate exceeded. This is transient (throttling or a service error): retrying the same call may succeed.");
@@ -758,6 +669,7 @@ mod tests {
             code: Some("ValidationError".into()),
             message: "Endpoint x not found".into(),
             retryable: false,
+            ambiguous: false,
         };
         assert!(ToolError::aws("SageMaker InvokeEndpointAsync", &missing)
             .message

@@ -5,6 +5,8 @@ use aws_config::SdkConfig;
 use aws_sdk_s3::error::{ProvideErrorMetadata, SdkError};
 use aws_smithy_runtime_api::client::orchestrator::HttpResponse;
 
+use crate::ports::AwsFailure;
+
 pub async fn load_sdk_config() -> SdkConfig {
     aws_config::load_from_env().await
 }
@@ -22,29 +24,6 @@ pub fn s3_client(sdk: &SdkConfig) -> aws_sdk_s3::Client {
 
 pub fn dynamodb_client(sdk: &SdkConfig) -> aws_sdk_dynamodb::Client {
     aws_sdk_dynamodb::Client::new(sdk)
-}
-
-/// What an AWS call's failure means to a caller: its error code, its message, and whether
-/// the same call may succeed if retried (throttling, 5xx, timeouts and network failures).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct AwsFailure {
-    pub code: Option<String>,
-    pub message: String,
-    pub retryable: bool,
-}
-
-impl std::fmt::Display for AwsFailure {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        if let Some(code) = &self.code {
-            write!(f, "{code}: ")?;
-        }
-        write!(f, "{}", self.message)?;
-        f.write_str(if self.retryable {
-            " (transient; retrying may succeed)"
-        } else {
-            " (retrying will not help)"
-        })
-    }
 }
 
 const RETRYABLE_CODES: &[&str] = &[
@@ -86,34 +65,24 @@ where
                     .unwrap_or_else(|| format!("HTTP {status}")),
                 code,
                 retryable,
+                // A 5xx may come after the service acted on the request.
+                ambiguous: status >= 500,
             }
         }
+        // The request may have been sent and acted on before the answer was lost.
         SdkError::TimeoutError(_) | SdkError::DispatchFailure(_) | SdkError::ResponseError(_) => {
             AwsFailure {
                 code: None,
                 message: aws_smithy_types::error::display::DisplayErrorContext(err).to_string(),
                 retryable: true,
+                ambiguous: true,
             }
         }
         _ => AwsFailure {
             code: None,
             message: aws_smithy_types::error::display::DisplayErrorContext(err).to_string(),
             retryable: false,
+            ambiguous: false,
         },
     }
-}
-
-#[cfg(feature = "pipeline")]
-pub fn sqs_client(sdk: &SdkConfig) -> aws_sdk_sqs::Client {
-    aws_sdk_sqs::Client::new(sdk)
-}
-
-#[cfg(feature = "sagemaker")]
-pub fn sagemaker_client(sdk: &SdkConfig) -> aws_sdk_sagemaker::Client {
-    aws_sdk_sagemaker::Client::new(sdk)
-}
-
-#[cfg(feature = "sagemaker")]
-pub fn sagemaker_runtime_client(sdk: &SdkConfig) -> aws_sdk_sagemakerruntime::Client {
-    aws_sdk_sagemakerruntime::Client::new(sdk)
 }

@@ -4,7 +4,7 @@
 use chrono::{DateTime, Utc};
 use serde_json::Value;
 
-use crate::time::parse_rfc3339;
+use crate::domain::time::parse_rfc3339;
 
 pub const DETAIL_TYPE: &str = "SageMaker Model Building Pipeline Execution Status Change";
 pub const SOURCE: &str = "aws.sagemaker";
@@ -171,7 +171,7 @@ pub fn session_id_from_description(description: &str) -> Option<String> {
 pub fn execution_description(session_id: &str, triggered_at: DateTime<Utc>) -> String {
     format!(
         "session_id={session_id}; triggered at {}",
-        crate::time::rfc3339(triggered_at)
+        crate::domain::time::rfc3339(triggered_at)
     )
 }
 

@@ -9,8 +9,8 @@ use chrono::{DateTime, Utc};
 use serde::Deserialize;
 use serde_json::Value;
 
-use crate::s3_location::{BadS3Location, S3Location};
-use crate::time::parse_rfc3339;
+use crate::domain::s3_location::{BadS3Location, S3Location};
+use crate::domain::time::parse_rfc3339;
 
 /// SageMaker inference ids are at most 64 characters; anything far past that is not one, and
 /// a DynamoDB partition key is limited to 2048 bytes.

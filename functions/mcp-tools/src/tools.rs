@@ -1,0 +1,237 @@
+//! The tools, declared once: each validates its typed arguments, calls one use case, and
+//! turns the answer into its typed result (or a tool error the model can act on).
+
+use std::sync::Arc;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use lambda_http::RequestExt;
+use rmcp::handler::server::{router::tool::ToolRouter, tool::Extension, wrapper::Parameters};
+use rmcp::model::{Implementation, ProtocolVersion, ServerCapabilities, ServerConfig};
+use rmcp::{tool, tool_handler, tool_router, Json, ServerHandler};
+
+use shared::domain::time::now;
+use shared::usecases::{check, submit, training};
+
+use crate::contract::*;
+use crate::Deps;
+
+/// Kept free of a long poll so the reply leaves before the Lambda times out.
+const WAIT_MARGIN: Duration = Duration::from_secs(3);
+/// How long a call with an idempotency key waits for a concurrent first call to get its answer.
+const IN_PROGRESS_WAIT: Duration = Duration::from_secs(5);
+
+#[derive(Clone)]
+pub struct Tools {
+    deps: Arc<Deps>,
+    router: Arc<ToolRouter<Tools>>,
+}
+
+/// The macro reads `Result<Json<T>, _>` in a tool's signature to derive its `outputSchema`,
+/// so tool signatures spell it out; helpers use this alias.
+type ToolResult<T> = Result<Json<T>, String>;
+
+fn answer<T, U: From<T>, E: Into<ToolError>>(result: Result<T, E>) -> ToolResult<U> {
+    result.map(|v| Json(v.into())).map_err(|e| e.into().message)
+}
+
+#[tool_router]
+impl Tools {
+    /// Starts an asynchronous inference on the configured SageMaker endpoint and returns at once.
+    #[tool(
+        description = "Submit a document or JSON payload to the asynchronous ML endpoint. Returns an inference_id at \
+                       once; the job takes from seconds to minutes. Call check_job_status with the id (wait_secs lets \
+                       it wait up to 20 s). Pass idempotency_key to make retries safe: the same key returns the same \
+                       job, and re-submits it only when it never reached SageMaker or was lost.",
+        annotations(
+            title = "Submit job",
+            read_only_hint = false,
+            destructive_hint = false,
+            idempotent_hint = false,
+            open_world_hint = true
+        )
+    )]
+    async fn submit_job(
+        &self,
+        Parameters(args): Parameters<SubmitJobArgs>,
+    ) -> Result<Json<SubmitJobOutput>, String> {
+        let d = &self.deps;
+        let submission = match args.validate(&d.config.async_endpoint_name, &d.config.io_bucket) {
+            Ok(s) => s,
+            Err(e) => return Err(e.message),
+        };
+        let settings = submit::SubmitSettings {
+            policy: d.policy(),
+            in_progress_wait: IN_PROGRESS_WAIT,
+        };
+        answer(submit::submit_job(&d.jobs, &d.objects, &d.endpoint, settings, &submission, now()).await)
+    }
+
+    /// Reads a job's status and, once it is done, its result.
+    #[tool(
+        description = "Get the status of a job started with submit_job: pending, completed (with the result inline, or \
+                       a short-lived result_url for large outputs) or failed (with the reason). wait_secs (0-20) waits \
+                       for a pending job to finish.",
+        annotations(
+            title = "Check job status",
+            read_only_hint = true,
+            idempotent_hint = true,
+            open_world_hint = false
+        )
+    )]
+    async fn check_job_status(
+        &self,
+        Parameters(args): Parameters<CheckJobStatusArgs>,
+        Extension(parts): Extension<http::request::Parts>,
+    ) -> Result<Json<JobStatusOutput>, String> {
+        let wait = match args.validate() {
+            Ok(wait) => Duration::from_secs(wait.into()),
+            Err(e) => return Err(e.message),
+        };
+        let wait =
+            remaining_time(&parts).map_or(wait, |left| wait.min(left.saturating_sub(WAIT_MARGIN)));
+        let d = &self.deps;
+        let settings = check::CheckSettings {
+            policy: d.policy(),
+            record: d.record_settings(),
+        };
+        answer(check::check_job(&d.jobs, &d.objects, settings, &args.inference_id, wait, now).await)
+    }
+
+    /// Starts a run of the configured training pipeline for a session.
+    #[tool(
+        description = "Start a run of the training pipeline for session_id, with only the parameters given. Returns the \
+                       execution_arn at once; follow it with check_training_status, or list the session's runs with \
+                       check_training_result. Pass idempotency_key to make retries safe: the same key returns the \
+                       same run.",
+        annotations(
+            title = "Trigger training",
+            read_only_hint = false,
+            destructive_hint = false,
+            idempotent_hint = false,
+            open_world_hint = true
+        )
+    )]
+    async fn trigger_training(
+        &self,
+        Parameters(args): Parameters<TriggerTrainingArgs>,
+    ) -> Result<Json<TriggerTrainingOutput>, String> {
+        let parameters = match args.parameters() {
+            Ok(p) => p,
+            Err(e) => return Err(e.message),
+        };
+        let d = &self.deps;
+        let request = training::TriggerRequest {
+            pipeline_name: d.config.pipeline_name.clone(),
+            session_id: args.session_id.clone(),
+            parameters,
+            idempotency_key: args.idempotency_key,
+            max_parallel_steps: args.max_parallel_steps.or(d.config.pipeline_max_parallel_steps),
+            result_ttl_secs: d.config.result_ttl_secs,
+        };
+        let triggered = training::trigger_training(&d.pipeline, &d.runs, &request, now()).await;
+        answer(triggered.map(|t| TriggerTrainingOutput {
+            execution_arn: t.execution_arn,
+            status: "Executing".into(),
+            session_id: args.session_id,
+            message: t.message,
+        }))
+    }
+
+    /// The live status of one pipeline run and its steps.
+    #[tool(
+        description = "Get the status of a training run (execution_arn from trigger_training), with its failure reason \
+                       and the status of each step.",
+        annotations(
+            title = "Check training status",
+            read_only_hint = true,
+            idempotent_hint = true,
+            open_world_hint = true
+        )
+    )]
+    async fn check_training_status(
+        &self,
+        Parameters(args): Parameters<CheckTrainingStatusArgs>,
+    ) -> Result<Json<TrainingStatusOutput>, String> {
+        if let Err(e) = args.validate() {
+            return Err(e.message);
+        }
+        let status = training::training_status(&self.deps.pipeline, &args.execution_arn).await;
+        answer(status.map(|(described, steps)| TrainingStatusOutput {
+            execution_arn: args.execution_arn,
+            status: described.status,
+            failure_reason: described.failure_reason,
+            steps: steps.into_iter().map(StepView::from).collect(),
+        }))
+    }
+
+    /// The recorded outcomes of a session's runs.
+    #[tool(
+        description = "List the training runs of a session, newest first, with their outcome as recorded when they \
+                       finished (status pending: triggered, not finished yet).",
+        annotations(
+            title = "Check training result",
+            read_only_hint = true,
+            idempotent_hint = true,
+            open_world_hint = false
+        )
+    )]
+    async fn check_training_result(
+        &self,
+        Parameters(args): Parameters<CheckTrainingResultArgs>,
+    ) -> Result<Json<TrainingResultOutput>, String> {
+        if let Err(e) = validate_session_id(&args.session_id) {
+            return Err(e.message);
+        }
+        let runs = training::session_runs(&self.deps.runs, &args.session_id, now()).await;
+        answer(runs.map(|runs| TrainingResultOutput {
+            session_id: args.session_id,
+            runs: runs.into_iter().map(RunView::from).collect(),
+        }))
+    }
+}
+
+impl Tools {
+    pub fn new(deps: Arc<Deps>) -> Self {
+        Self {
+            deps,
+            router: Arc::new(Self::tool_router()),
+        }
+    }
+}
+
+/// Time left in this invocation, when the runtime gives a real deadline (epoch milliseconds).
+fn remaining_time(parts: &http::request::Parts) -> Option<Duration> {
+    let deadline_ms = parts.extensions.lambda_context_ref()?.deadline;
+    // Local emulators pass a duration here, not an epoch time: ignore it.
+    if deadline_ms < 1_000_000_000_000 {
+        return None;
+    }
+    let now_ms = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .ok()?
+        .as_millis() as u64;
+    Some(Duration::from_millis(deadline_ms.saturating_sub(now_ms)))
+}
+
+#[tool_handler(router = self.router)]
+impl ServerHandler for Tools {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+            .with_server_info(Implementation::new("mcp-tools", env!("CARGO_PKG_VERSION")))
+            .with_instructions(
+                "Long-running ML work. submit_job returns an inference_id at once; poll check_job_status (wait_secs up to \
+                 20) until it is completed or failed. trigger_training starts a pipeline run for a session; follow it with \
+                 check_training_status, and list a session's finished runs with check_training_result. Pass an \
+                 idempotency_key to submit_job and trigger_training so a retried call never starts work twice.",
+            )
+    }
+
+    fn supported_protocol_versions(&self) -> std::borrow::Cow<'static, [ProtocolVersion]> {
+        std::borrow::Cow::Borrowed(&[
+            ProtocolVersion::V_2025_03_26,
+            ProtocolVersion::V_2025_06_18,
+            ProtocolVersion::V_2025_11_25,
+            ProtocolVersion::V_2026_07_28,
+        ])
+    }
+}

@@ -1,0 +1,12 @@
+//! The AWS side of the ports: each adapter turns one port into SDK calls and SDK errors into
+//! the ports' errors, so no SDK type reaches the domain or the use cases.
+
+pub mod aws;
+pub mod dynamodb;
+pub mod s3;
+#[cfg(feature = "sagemaker")]
+pub mod sagemaker;
+#[cfg(feature = "sagemaker-runtime")]
+pub mod sagemaker_runtime;
+#[cfg(feature = "sqs")]
+pub mod sqs;

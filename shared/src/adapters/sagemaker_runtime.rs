@@ -1,0 +1,66 @@
+//! The configured SageMaker async endpoint (sagemaker-runtime InvokeEndpointAsync).
+
+use std::time::Duration;
+
+use aws_config::SdkConfig;
+
+use crate::adapters::aws::classify;
+use crate::domain::job::Locations;
+use crate::ports::{AsyncInvoker, AwsFailure, InvokeRequest};
+
+/// A client whose every attempt gives up after `attempt_timeout`: InvokeEndpointAsync only
+/// queues the request, so an answer that takes longer is treated as lost (the job is then
+/// `uncertain`, never failed) rather than holding the tool call until the Lambda times out.
+pub fn sagemaker_runtime_client(
+    sdk: &SdkConfig,
+    attempt_timeout: Duration,
+) -> aws_sdk_sagemakerruntime::Client {
+    let timeouts = aws_config::timeout::TimeoutConfig::builder()
+        .operation_attempt_timeout(attempt_timeout)
+        .build();
+    let conf = aws_sdk_sagemakerruntime::config::Builder::from(sdk)
+        .timeout_config(timeouts)
+        .build();
+    aws_sdk_sagemakerruntime::Client::from_conf(conf)
+}
+
+#[derive(Clone)]
+pub struct SageMakerEndpoint {
+    client: aws_sdk_sagemakerruntime::Client,
+    endpoint_name: String,
+}
+
+impl SageMakerEndpoint {
+    pub fn new(client: aws_sdk_sagemakerruntime::Client, endpoint_name: impl Into<String>) -> Self {
+        Self {
+            client,
+            endpoint_name: endpoint_name.into(),
+        }
+    }
+}
+
+impl AsyncInvoker for SageMakerEndpoint {
+    fn endpoint_name(&self) -> &str {
+        &self.endpoint_name
+    }
+
+    async fn invoke(&self, r: &InvokeRequest) -> Result<Locations, AwsFailure> {
+        let out = self
+            .client
+            .invoke_endpoint_async()
+            .endpoint_name(&self.endpoint_name)
+            .inference_id(&r.inference_id)
+            .input_location(&r.input_location)
+            .content_type("application/json")
+            .accept("application/json")
+            .invocation_timeout_seconds(r.invocation_timeout_secs as i32)
+            .request_ttl_seconds(r.request_ttl_secs as i32)
+            .send()
+            .await
+            .map_err(|e| classify(&e))?;
+        Ok(Locations {
+            output_location: out.output_location,
+            failure_location: out.failure_location,
+        })
+    }
+}

@@ -1,0 +1,10 @@
+//! Pure domain: no AWS types, no I/O. Statuses, records, the state transitions as conditional
+//! writes, and the parsing of what SageMaker and EventBridge deliver.
+
+pub mod item;
+pub mod job;
+pub mod notification;
+pub mod pipeline_event;
+pub mod run;
+pub mod s3_location;
+pub mod time;

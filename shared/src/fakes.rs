@@ -1,0 +1,425 @@
+//! In-memory implementations of the ports, for fast tests of the use cases. The stores apply
+//! the very same [`Write`]s the DynamoDB adapter sends, through [`Write::apply_to`], so they
+//! cannot drift from the conditions; `contract` checks both against the same expectations.
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::Mutex;
+
+use chrono::{DateTime, Utc};
+
+use crate::domain::item::{Applied, Attr, Change, Item, Write, WriteOp};
+use crate::domain::job::{attr, Job, Locations};
+use crate::domain::run::{self, CompletionMessage, Run};
+use crate::domain::s3_location::S3Location;
+use crate::ports::*;
+
+fn key_of(write: &Write, name: &str) -> String {
+    write
+        .key
+        .get(name)
+        .and_then(Attr::as_s)
+        .unwrap_or_default()
+        .to_owned()
+}
+
+#[derive(Default)]
+pub struct MemoryJobs {
+    items: Mutex<HashMap<String, Item>>,
+    reject_inline: Mutex<bool>,
+}
+
+impl MemoryJobs {
+    /// The job as stored, expired or not.
+    pub fn job(&self, inference_id: &str) -> Option<Job> {
+        let items = self.items.lock().unwrap();
+        items.get(inference_id).map(|i| Job::from_item(i).unwrap())
+    }
+
+    /// A `pending` item as submit_job writes it, with its submit time.
+    pub fn insert_pending(&self, inference_id: &str, submitted_at: &str) {
+        self.insert(
+            inference_id,
+            &[
+                (attr::STATUS, Attr::s("pending")),
+                (attr::STAGE, Attr::s("invoked")),
+                (attr::SUBMITTED_AT, Attr::s(submitted_at)),
+            ],
+        );
+    }
+
+    /// A completed job whose output is stored as a pointer only.
+    pub fn insert_completed_pointer(&self, inference_id: &str, output_location: &str) {
+        self.insert(
+            inference_id,
+            &[
+                (attr::STATUS, Attr::s("completed")),
+                (attr::OUTPUT_LOCATION, Attr::s(output_location)),
+            ],
+        );
+    }
+
+    fn insert(&self, inference_id: &str, attrs: &[(&str, Attr)]) {
+        let mut item: Item = attrs
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), v.clone()))
+            .collect();
+        item.insert(attr::INFERENCE_ID.into(), Attr::s(inference_id));
+        self.items.lock().unwrap().insert(inference_id.into(), item);
+    }
+
+    /// Every write with an inline result fails from now on, as DynamoDB's ValidationException would.
+    pub fn reject_inline_results(&self) {
+        *self.reject_inline.lock().unwrap() = true;
+    }
+}
+
+impl JobStore for MemoryJobs {
+    async fn get(&self, inference_id: &str, now: DateTime<Utc>) -> Result<Option<Job>, StoreError> {
+        tokio::task::yield_now().await;
+        let item = self.items.lock().unwrap().get(inference_id).cloned();
+        let job =
+            item.map(|i| Job::from_item(&i))
+                .transpose()
+                .map_err(|e| StoreError::Corrupt {
+                    table: "memory".into(),
+                    message: e.to_string(),
+                })?;
+        Ok(job.filter(|j| !j.is_expired(now)))
+    }
+
+    async fn write(&self, write: &Write) -> Result<Applied, StoreError> {
+        tokio::task::yield_now().await;
+        let has_result = matches!(&write.op, WriteOp::Update(changes)
+            if changes.iter().any(|c| matches!(c, Change::Set(attr::RESULT, _))));
+        if has_result && *self.reject_inline.lock().unwrap() {
+            return Err(StoreError::Rejected {
+                operation: "UpdateItem",
+                table: "memory".into(),
+                message: "inline result rejected".into(),
+            });
+        }
+        let id = key_of(write, attr::INFERENCE_ID);
+        let mut items = self.items.lock().unwrap();
+        let stored = items.get(&id);
+        Ok(match write.apply_to(stored) {
+            Some(item) => {
+                items.insert(id, item);
+                Applied::Written
+            }
+            None => Applied::Refused(stored.cloned()),
+        })
+    }
+}
+
+#[derive(Default)]
+pub struct MemoryRuns {
+    items: Mutex<HashMap<(String, String), Item>>,
+}
+
+impl MemoryRuns {
+    pub fn all(&self) -> Vec<Run> {
+        self.items
+            .lock()
+            .unwrap()
+            .values()
+            .map(Run::from_item)
+            .collect()
+    }
+}
+
+impl RunStore for MemoryRuns {
+    async fn write(&self, write: &Write) -> Result<Applied, StoreError> {
+        tokio::task::yield_now().await;
+        let key = (
+            key_of(write, run::attr::SESSION_ID),
+            key_of(write, run::attr::EXECUTION_ARN),
+        );
+        let mut items = self.items.lock().unwrap();
+        let stored = items.get(&key);
+        Ok(match write.apply_to(stored) {
+            Some(item) => {
+                items.insert(key, item);
+                Applied::Written
+            }
+            None => Applied::Refused(stored.cloned()),
+        })
+    }
+
+    async fn query_session(&self, session_id: &str) -> Result<Vec<Run>, StoreError> {
+        let items = self.items.lock().unwrap();
+        Ok(items
+            .iter()
+            .filter(|((s, _), _)| s == session_id)
+            .map(|(_, i)| Run::from_item(i))
+            .collect())
+    }
+}
+
+#[derive(Default)]
+pub struct MemoryObjects {
+    objects: Mutex<HashMap<String, Vec<u8>>>,
+    reads: Mutex<usize>,
+}
+
+impl MemoryObjects {
+    pub fn with(self, location: &str, bytes: impl Into<Vec<u8>>) -> Self {
+        self.objects
+            .lock()
+            .unwrap()
+            .insert(location.to_owned(), bytes.into());
+        self
+    }
+
+    pub fn has(&self, location: &str) -> bool {
+        self.objects.lock().unwrap().contains_key(location)
+    }
+
+    /// How many reads were made (S3 probes and output reads).
+    pub fn reads(&self) -> usize {
+        *self.reads.lock().unwrap()
+    }
+}
+
+impl ObjectStore for MemoryObjects {
+    async fn read_prefix(
+        &self,
+        location: &S3Location,
+        max: u64,
+    ) -> Result<ObjectPrefix, ObjectError> {
+        *self.reads.lock().unwrap() += 1;
+        let objects = self.objects.lock().unwrap();
+        let bytes = objects
+            .get(&location.to_string())
+            .ok_or_else(|| ObjectError::NotFound {
+                location: location.clone(),
+            })?;
+        let take = bytes
+            .len()
+            .min(usize::try_from(max.saturating_add(1)).unwrap_or(usize::MAX));
+        Ok(ObjectPrefix {
+            bytes: bytes[..take].to_vec(),
+            total_len: bytes.len() as u64,
+        })
+    }
+
+    async fn put_json(&self, location: &S3Location, body: Vec<u8>) -> Result<(), ObjectError> {
+        self.objects
+            .lock()
+            .unwrap()
+            .insert(location.to_string(), body);
+        Ok(())
+    }
+
+    async fn presign_get(
+        &self,
+        location: &S3Location,
+        _expires_in: std::time::Duration,
+    ) -> Result<String, ObjectError> {
+        Ok(format!(
+            "https://presigned.example/{}/{}",
+            location.bucket, location.key
+        ))
+    }
+}
+
+/// How the fake endpoint fails the next invoke.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum InvokeFault {
+    /// A 500 after the request may have been queued.
+    Ambiguous,
+    /// A 400: the endpoint does not exist.
+    Refused,
+}
+
+pub struct FakeInvoker {
+    endpoint_name: String,
+    faults: Mutex<VecDeque<InvokeFault>>,
+    calls: Mutex<Vec<String>>,
+}
+
+impl FakeInvoker {
+    pub fn new(endpoint_name: &str) -> Self {
+        Self {
+            endpoint_name: endpoint_name.into(),
+            faults: Mutex::default(),
+            calls: Mutex::default(),
+        }
+    }
+
+    pub fn fail_next(&self, fault: InvokeFault) {
+        self.faults.lock().unwrap().push_back(fault);
+    }
+
+    /// How many times this inference id was invoked.
+    pub fn calls(&self, inference_id: &str) -> usize {
+        self.calls
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|c| *c == inference_id)
+            .count()
+    }
+}
+
+impl AsyncInvoker for FakeInvoker {
+    fn endpoint_name(&self) -> &str {
+        &self.endpoint_name
+    }
+
+    async fn invoke(&self, request: &InvokeRequest) -> Result<Locations, AwsFailure> {
+        tokio::task::yield_now().await;
+        self.calls
+            .lock()
+            .unwrap()
+            .push(request.inference_id.clone());
+        let fault = self.faults.lock().unwrap().pop_front();
+        match fault {
+            None => Ok(Locations {
+                output_location: Some(format!("s3://b/outputs/{}.out", request.inference_id)),
+                failure_location: Some(format!("s3://b/failures/{}.out", request.inference_id)),
+            }),
+            Some(InvokeFault::Ambiguous) => Err(AwsFailure {
+                code: Some("InternalFailure".into()),
+                message: "An internal error occurred".into(),
+                retryable: true,
+                ambiguous: true,
+            }),
+            Some(InvokeFault::Refused) => Err(AwsFailure {
+                code: Some("ValidationError".into()),
+                message: format!("Endpoint {} not found.", self.endpoint_name),
+                retryable: false,
+                ambiguous: false,
+            }),
+        }
+    }
+}
+
+/// SageMaker pipeline runs as the contract tests expect them: a token returns its first run.
+#[derive(Default)]
+pub struct FakePipeline {
+    tokens: Mutex<HashMap<String, String>>,
+    started: Mutex<Vec<StartRequest>>,
+    failure_reasons: Mutex<HashMap<String, String>>,
+    describe_fault: Mutex<Option<AwsFailure>>,
+}
+
+impl FakePipeline {
+    pub fn started(&self) -> Vec<StartRequest> {
+        self.started.lock().unwrap().clone()
+    }
+
+    pub fn set_failure_reason(&self, execution_arn: &str, reason: &str) {
+        self.failure_reasons
+            .lock()
+            .unwrap()
+            .insert(execution_arn.into(), reason.into());
+    }
+
+    pub fn fail_describe(&self, failure: AwsFailure) {
+        *self.describe_fault.lock().unwrap() = Some(failure);
+    }
+
+    fn known(&self, execution_arn: &str) -> bool {
+        self.tokens
+            .lock()
+            .unwrap()
+            .values()
+            .any(|a| a == execution_arn)
+            || self
+                .failure_reasons
+                .lock()
+                .unwrap()
+                .contains_key(execution_arn)
+    }
+}
+
+fn not_found(execution_arn: &str) -> AwsFailure {
+    AwsFailure {
+        code: Some("ResourceNotFound".into()),
+        message: format!("Pipeline execution {execution_arn} does not exist"),
+        retryable: false,
+        ambiguous: false,
+    }
+}
+
+impl PipelineControl for FakePipeline {
+    async fn start(&self, request: &StartRequest) -> Result<String, AwsFailure> {
+        let mut tokens = self.tokens.lock().unwrap();
+        if let Some(arn) = tokens.get(&request.client_request_token) {
+            return Ok(arn.clone());
+        }
+        let arn = format!(
+            "arn:aws:sagemaker:us-east-1:123456789012:pipeline/p/execution/{}",
+            tokens.len() + 1
+        );
+        tokens.insert(request.client_request_token.clone(), arn.clone());
+        self.started.lock().unwrap().push(request.clone());
+        Ok(arn)
+    }
+
+    async fn describe(&self, execution_arn: &str) -> Result<ExecutionDescription, AwsFailure> {
+        if let Some(failure) = self.describe_fault.lock().unwrap().clone() {
+            return Err(failure);
+        }
+        let reason = self
+            .failure_reasons
+            .lock()
+            .unwrap()
+            .get(execution_arn)
+            .cloned();
+        if !self.known(execution_arn) {
+            return Err(not_found(execution_arn));
+        }
+        Ok(ExecutionDescription {
+            status: if reason.is_some() {
+                "Failed"
+            } else {
+                "Executing"
+            }
+            .into(),
+            failure_reason: reason,
+        })
+    }
+
+    async fn steps(&self, execution_arn: &str) -> Result<Vec<StepStatus>, AwsFailure> {
+        if !self.known(execution_arn) {
+            return Err(not_found(execution_arn));
+        }
+        Ok(Vec::new())
+    }
+}
+
+#[derive(Default)]
+pub struct MemoryQueue {
+    sent: Mutex<Vec<CompletionMessage>>,
+    failing: Mutex<bool>,
+}
+
+impl MemoryQueue {
+    pub fn sent(&self) -> Vec<CompletionMessage> {
+        self.sent.lock().unwrap().clone()
+    }
+
+    /// Sends fail while this is set, as an unreachable queue would.
+    pub fn set_failing(&self, failing: bool) {
+        *self.failing.lock().unwrap() = failing;
+    }
+}
+
+impl CompletionQueue for MemoryQueue {
+    async fn send(&self, message: &CompletionMessage) -> Result<(), QueueError> {
+        if *self.failing.lock().unwrap() {
+            return Err(QueueError {
+                queue_url: "memory".into(),
+                failure: AwsFailure {
+                    code: Some("ServiceUnavailable".into()),
+                    message: "down".into(),
+                    retryable: true,
+                    ambiguous: true,
+                },
+            });
+        }
+        self.sent.lock().unwrap().push(message.clone());
+        Ok(())
+    }
+}

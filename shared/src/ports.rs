@@ -1,0 +1,208 @@
+//! The small traits the use cases need, with their errors. Adapters implement them over the
+//! AWS SDK; `fakes` implements them in memory; `contract` holds both to the same behaviour.
+
+use std::future::Future;
+
+use crate::domain::item::{Applied, Write};
+use crate::domain::job::{Job, Locations};
+use crate::domain::run::{CompletionMessage, Run};
+use crate::domain::s3_location::S3Location;
+
+/// What an AWS call's failure means to a caller.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AwsFailure {
+    pub code: Option<String>,
+    pub message: String,
+    /// The same call may succeed if retried (throttling, 5xx, timeouts, network failures).
+    pub retryable: bool,
+    /// The request may have taken effect although the call failed (a 5xx answer, a timeout, a
+    /// connection lost after sending): the caller cannot tell.
+    pub ambiguous: bool,
+}
+
+impl std::fmt::Display for AwsFailure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if let Some(code) = &self.code {
+            write!(f, "{code}: ")?;
+        }
+        write!(f, "{}", self.message)?;
+        f.write_str(if self.retryable {
+            " (transient; retrying may succeed)"
+        } else {
+            " (retrying will not help)"
+        })
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    /// DynamoDB refused the item itself (ValidationException): retrying the same write cannot help.
+    #[error("DynamoDB {operation} on table {table} rejected the item: {message}")]
+    Rejected {
+        operation: &'static str,
+        table: String,
+        message: String,
+    },
+    #[error("DynamoDB {operation} on table {table} failed: {failure}")]
+    Aws {
+        operation: &'static str,
+        table: String,
+        failure: AwsFailure,
+    },
+    #[error("table {table} holds an item this code cannot read: {message}")]
+    Corrupt { table: String, message: String },
+}
+
+/// The results table. Every change is one conditional write built by `domain::job`.
+pub trait JobStore: Sync {
+    /// One strongly consistent read; an item past its `ttl` is absent.
+    fn get(
+        &self,
+        inference_id: &str,
+        now: chrono::DateTime<chrono::Utc>,
+    ) -> impl Future<Output = Result<Option<Job>, StoreError>> + Send;
+
+    fn write(&self, write: &Write) -> impl Future<Output = Result<Applied, StoreError>> + Send;
+}
+
+/// The pipeline results table.
+pub trait RunStore: Sync {
+    fn write(&self, write: &Write) -> impl Future<Output = Result<Applied, StoreError>> + Send;
+
+    /// Every stored run of a session (expired ones too: the domain filters), all pages.
+    fn query_session(
+        &self,
+        session_id: &str,
+    ) -> impl Future<Output = Result<Vec<Run>, StoreError>> + Send;
+}
+
+/// The first bytes of an object, and how long the whole object is.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ObjectPrefix {
+    pub bytes: Vec<u8>,
+    pub total_len: u64,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ObjectError {
+    #[error("S3 object {location} does not exist")]
+    NotFound { location: S3Location },
+    #[error("S3 {operation} of {location} failed: {failure}")]
+    Aws {
+        operation: &'static str,
+        location: S3Location,
+        failure: AwsFailure,
+    },
+    #[error("reading the body of {location} failed: {message}")]
+    Body {
+        location: S3Location,
+        message: String,
+    },
+    #[error("presigning a GET of {location} failed: {message}")]
+    Presign {
+        location: S3Location,
+        message: String,
+    },
+}
+
+/// Job inputs, outputs and failure objects in S3.
+pub trait ObjectStore: Sync {
+    /// At most `max + 1` bytes from the start of the object, so callers can tell "exactly
+    /// `max`" from "larger", and the object's full length. A huge output is never downloaded.
+    fn read_prefix(
+        &self,
+        location: &S3Location,
+        max: u64,
+    ) -> impl Future<Output = Result<ObjectPrefix, ObjectError>> + Send;
+
+    fn put_json(
+        &self,
+        location: &S3Location,
+        body: Vec<u8>,
+    ) -> impl Future<Output = Result<(), ObjectError>> + Send;
+
+    /// A GET URL signed locally (no call to S3), valid for `expires_in`.
+    fn presign_get(
+        &self,
+        location: &S3Location,
+        expires_in: std::time::Duration,
+    ) -> impl Future<Output = Result<String, ObjectError>> + Send;
+}
+
+/// One asynchronous inference request.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct InvokeRequest {
+    pub inference_id: String,
+    pub input_location: String,
+    pub invocation_timeout_secs: u32,
+    pub request_ttl_secs: u32,
+}
+
+/// The configured SageMaker async endpoint.
+pub trait AsyncInvoker: Sync {
+    fn endpoint_name(&self) -> &str;
+
+    fn invoke(
+        &self,
+        request: &InvokeRequest,
+    ) -> impl Future<Output = Result<Locations, AwsFailure>> + Send;
+}
+
+/// What DescribePipelineExecution says of a run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ExecutionDescription {
+    pub status: String,
+    pub failure_reason: Option<String>,
+}
+
+/// One step of a run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StepStatus {
+    pub name: String,
+    pub status: String,
+    pub failure_reason: Option<String>,
+}
+
+/// A StartPipelineExecution request.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StartRequest {
+    pub description: String,
+    pub parameters: Vec<(&'static str, String)>,
+    pub client_request_token: String,
+    /// Passed only when the caller or configuration asks: otherwise the pipeline's own setting.
+    pub max_parallel_steps: Option<u32>,
+}
+
+/// SageMaker pipeline runs (the configured pipeline for starts; any run for describes).
+pub trait PipelineControl: Sync {
+    fn start(
+        &self,
+        request: &StartRequest,
+    ) -> impl Future<Output = Result<String, AwsFailure>> + Send;
+
+    fn describe(
+        &self,
+        execution_arn: &str,
+    ) -> impl Future<Output = Result<ExecutionDescription, AwsFailure>> + Send;
+
+    /// Every step, in the order they started (all pages).
+    fn steps(
+        &self,
+        execution_arn: &str,
+    ) -> impl Future<Output = Result<Vec<StepStatus>, AwsFailure>> + Send;
+}
+
+#[derive(Debug, thiserror::Error)]
+#[error("SQS SendMessage to {queue_url} failed: {failure}")]
+pub struct QueueError {
+    pub queue_url: String,
+    pub failure: AwsFailure,
+}
+
+/// Where completed runs are announced.
+pub trait CompletionQueue: Sync {
+    fn send(
+        &self,
+        message: &CompletionMessage,
+    ) -> impl Future<Output = Result<(), QueueError>> + Send;
+}

@@ -1,0 +1,283 @@
+//! Check a job: read it (long-polling while it is pending), heal it from S3 when its
+//! notification seems lost, and say what the agent needs to know.
+
+use std::time::{Duration, Instant};
+
+use chrono::{DateTime, Utc};
+
+use crate::domain::job::{reconcile_probe, Job, JobPolicy, JobStatus};
+use crate::domain::s3_location::S3Location;
+use crate::ports::{JobStore, ObjectStore, StoreError};
+use crate::usecases::outcome::{reconcile, RecordSettings};
+
+/// How long a presigned result URL stays valid.
+pub const RESULT_URL_EXPIRY: Duration = Duration::from_secs(900);
+
+#[derive(Debug, Clone, Copy)]
+pub struct CheckSettings {
+    pub policy: JobPolicy,
+    pub record: RecordSettings,
+}
+
+/// A job as a status check reports it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct JobReport {
+    pub job: Job,
+    /// A presigned URL of an output that is not inline.
+    pub result_url: Option<String>,
+    pub probably_lost: bool,
+    pub message: Option<String>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum CheckError {
+    #[error("no job with inference_id {inference_id:?}: it was not submitted here, or its record expired ({result_ttl_secs} s after completion)")]
+    NotFound {
+        inference_id: String,
+        result_ttl_secs: u64,
+    },
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+/// Delays between reads while long-polling: gentle at first, then every 2 s.
+pub fn poll_delay(attempt: u32) -> Duration {
+    Duration::from_millis(match attempt {
+        0 => 250,
+        1 => 500,
+        2 => 1000,
+        _ => 2000,
+    })
+}
+
+/// Reads the job until it is no longer pending or `wait` has passed. At most one S3 probe per
+/// call, through the same conditional write a notification uses.
+pub async fn check_job<S, O>(
+    store: &S,
+    objects: &O,
+    settings: CheckSettings,
+    inference_id: &str,
+    wait: Duration,
+    clock: impl Fn() -> DateTime<Utc>,
+) -> Result<JobReport, CheckError>
+where
+    S: JobStore,
+    O: ObjectStore,
+{
+    let deadline = Instant::now() + wait;
+    let mut probed = false;
+    let mut attempt = 0;
+    loop {
+        let now = clock();
+        let job = store
+            .get(inference_id, now)
+            .await?
+            .ok_or_else(|| CheckError::NotFound {
+                inference_id: inference_id.to_owned(),
+                result_ttl_secs: settings.policy.result_ttl_secs,
+            })?;
+        if !probed {
+            if let Some(probe) = reconcile_probe(&job, &settings.policy, now) {
+                probed = true;
+                match reconcile(store, objects, settings.record, inference_id, probe, now).await {
+                    Ok(Some(recorded)) => {
+                        tracing::info!(%inference_id, ?recorded, "outcome reconciled from S3");
+                        continue;
+                    }
+                    Ok(None) => {}
+                    Err(e) => {
+                        tracing::warn!(%inference_id, error = %e, "S3 probe for the outcome failed")
+                    }
+                }
+            }
+        }
+        let left = deadline.saturating_duration_since(Instant::now());
+        if job.status != JobStatus::Pending || left.is_zero() {
+            return Ok(report(objects, job, now).await);
+        }
+        tokio::time::sleep(poll_delay(attempt).min(left)).await;
+        attempt += 1;
+    }
+}
+
+async fn report<O: ObjectStore>(objects: &O, job: Job, now: DateTime<Utc>) -> JobReport {
+    let result_url = match (&job.status, &job.result, job.output_location.as_deref()) {
+        (JobStatus::Completed, None, Some(location)) => match location.parse::<S3Location>() {
+            Ok(location) => match objects.presign_get(&location, RESULT_URL_EXPIRY).await {
+                Ok(url) => Some(url),
+                Err(e) => {
+                    tracing::warn!(%location, error = %e, "could not presign the output");
+                    None
+                }
+            },
+            Err(_) => None,
+        },
+        _ => None,
+    };
+    let message = job.status_message(now).or_else(|| {
+        (job.status == JobStatus::Completed && job.result.is_none() && result_url.is_none()).then(
+            || "The output is not inline and no download URL could be made for it.".to_owned(),
+        )
+    });
+    JobReport {
+        probably_lost: job.probably_lost(now),
+        job,
+        result_url,
+        message,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::domain::job::{self, Locations, Stage, Submission};
+    use crate::domain::time::parse_rfc3339;
+    use crate::fakes::{MemoryJobs, MemoryObjects};
+    use serde_json::json;
+
+    const SETTINGS: CheckSettings = CheckSettings {
+        policy: JobPolicy {
+            result_ttl_secs: 3600,
+            submit_crash_after_secs: 60,
+            lost_grace_secs: 120,
+            reconcile_after_secs: 30,
+        },
+        record: RecordSettings {
+            result_ttl_secs: 3600,
+            inline_result_max_bytes: 1024,
+        },
+    };
+
+    fn t0() -> DateTime<Utc> {
+        parse_rfc3339("2026-11-20T10:00:00Z").unwrap()
+    }
+
+    async fn invoked(jobs: &MemoryJobs) -> Submission {
+        let s = Submission::new("ep", "b", b"{}".to_vec(), None, 300, 600);
+        jobs.write(&job::reserve(&s, &SETTINGS.policy, t0()))
+            .await
+            .unwrap();
+        let at = Locations {
+            output_location: Some("s3://b/out/1".into()),
+            failure_location: Some("s3://b/fail/1".into()),
+        };
+        jobs.write(&job::mark_invoked(
+            &s.inference_id,
+            1,
+            &at,
+            s.lost_after(t0(), &SETTINGS.policy),
+        ))
+        .await
+        .unwrap();
+        s
+    }
+
+    #[tokio::test]
+    async fn an_unknown_or_expired_id_is_not_found() {
+        let jobs = MemoryJobs::default();
+        let objects = MemoryObjects::default();
+        let err = check_job(&jobs, &objects, SETTINGS, "nope", Duration::ZERO, t0)
+            .await
+            .unwrap_err();
+        assert!(
+            err.to_string()
+                .contains("no job with inference_id \"nope\""),
+            "{err}"
+        );
+        let s = invoked(&jobs).await;
+        let much_later = || t0() + chrono::Duration::days(1);
+        assert!(matches!(
+            check_job(
+                &jobs,
+                &objects,
+                SETTINGS,
+                &s.inference_id,
+                Duration::ZERO,
+                much_later
+            )
+            .await,
+            Err(CheckError::NotFound { .. })
+        ));
+    }
+
+    #[tokio::test]
+    async fn a_lost_notification_is_healed_from_s3_after_the_threshold() {
+        let jobs = MemoryJobs::default();
+        let objects = MemoryObjects::default().with("s3://b/out/1", r#"{"label":"ok"}"#);
+        let s = invoked(&jobs).await;
+        let early = check_job(
+            &jobs,
+            &objects,
+            SETTINGS,
+            &s.inference_id,
+            Duration::ZERO,
+            || t0() + chrono::Duration::seconds(10),
+        )
+        .await
+        .unwrap();
+        assert_eq!(early.job.status, JobStatus::Pending);
+        assert_eq!(objects.reads(), 0, "no probe before the threshold");
+        let healed = check_job(
+            &jobs,
+            &objects,
+            SETTINGS,
+            &s.inference_id,
+            Duration::ZERO,
+            || t0() + chrono::Duration::seconds(31),
+        )
+        .await
+        .unwrap();
+        assert_eq!(healed.job.status, JobStatus::Completed);
+        assert_eq!(healed.job.result, Some(json!({"label": "ok"})));
+        assert!(healed.job.reconciled_at.is_some());
+        assert_eq!(objects.reads(), 1);
+    }
+
+    #[tokio::test]
+    async fn at_most_one_probe_per_call_even_while_waiting() {
+        let jobs = MemoryJobs::default();
+        let objects = MemoryObjects::default();
+        let s = invoked(&jobs).await;
+        let report = check_job(
+            &jobs,
+            &objects,
+            SETTINGS,
+            &s.inference_id,
+            Duration::from_millis(800),
+            || t0() + chrono::Duration::seconds(31),
+        )
+        .await
+        .unwrap();
+        assert_eq!(report.job.status, JobStatus::Pending);
+        assert_eq!(objects.reads(), 1);
+    }
+
+    #[tokio::test]
+    async fn a_large_output_gets_a_presigned_url_and_a_lost_job_says_so() {
+        let jobs = MemoryJobs::default();
+        let objects = MemoryObjects::default();
+        let s = invoked(&jobs).await;
+        let lost = check_job(
+            &jobs,
+            &objects,
+            SETTINGS,
+            &s.inference_id,
+            Duration::ZERO,
+            || t0() + chrono::Duration::seconds(1021),
+        )
+        .await;
+        // The probe at this age looks for the failure object, finds none, and the job is lost.
+        let lost = lost.unwrap();
+        assert!(lost.probably_lost && lost.message.unwrap().contains("same idempotency_key"));
+        assert_eq!(lost.job.stage, Some(Stage::Invoked));
+
+        jobs.insert_completed_pointer("big", "s3://b/out/big");
+        let done = check_job(&jobs, &objects, SETTINGS, "big", Duration::ZERO, t0)
+            .await
+            .unwrap();
+        assert_eq!(
+            done.result_url.as_deref(),
+            Some("https://presigned.example/b/out/big")
+        );
+    }
+}

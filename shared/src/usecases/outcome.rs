@@ -1,0 +1,387 @@
+//! Record an outcome: from a SageMaker notification, or from what S3 shows when the
+//! notification did not arrive. Both end in the same conditional write (`domain::job::record_outcome`).
+
+use chrono::{DateTime, Utc};
+use serde_json::Value;
+
+use crate::domain::item::Applied;
+use crate::domain::job::{
+    self, failure_excerpt, inline_result, truncate_utf8, JobStatus, OutcomeRecord, Probe,
+    MAX_FAILURE_EXCERPT_BYTES, MAX_FAILURE_REASON_BYTES, MAX_LOCATION_BYTES,
+};
+use crate::domain::notification::{InferenceOutcome, OutcomeKind};
+use crate::domain::s3_location::S3Location;
+use crate::domain::time::{rfc3339, ttl_after};
+use crate::ports::{JobStore, ObjectError, ObjectPrefix, ObjectStore, StoreError};
+
+#[derive(Debug, Clone, Copy)]
+pub struct RecordSettings {
+    pub result_ttl_secs: u64,
+    pub inline_result_max_bytes: u64,
+}
+
+/// How one outcome was handled.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Recorded {
+    /// The outcome was written (a new item, or a `pending` one completed in place).
+    Written {
+        inference_id: String,
+        status: JobStatus,
+        result_inline: bool,
+    },
+    /// The item already holds a terminal state; nothing changed.
+    AlreadyFinal { inference_id: String },
+}
+
+/// One notification: reads the output (from the body when SageMaker included it, else one
+/// bounded S3 read), decides inline or pointer, and writes.
+pub async fn record_notification<S: JobStore, O: ObjectStore>(
+    store: &S,
+    objects: &O,
+    settings: RecordSettings,
+    outcome: InferenceOutcome,
+    now: DateTime<Utc>,
+) -> Result<Recorded, StoreError> {
+    let mut record = base_record(&outcome.inference_id, settings, now);
+    record.completed_at = rfc3339(outcome.event_time.unwrap_or(now));
+    record.submitted_at = outcome.received_time.map(rfc3339);
+    record.endpoint_name = outcome
+        .endpoint_name
+        .map(|s| truncate_utf8(s, MAX_LOCATION_BYTES));
+    record.input_location = outcome
+        .input_location
+        .map(|s| truncate_utf8(s, MAX_LOCATION_BYTES));
+    match outcome.kind {
+        OutcomeKind::Completed {
+            output_location,
+            response_body,
+            ..
+        } => {
+            let max = settings.inline_result_max_bytes;
+            record.result = match (response_body, &output_location) {
+                (Some(body), _) => inline_result(&body, max),
+                (None, Some(location)) => read_inline_result(objects, location, max).await,
+                (None, None) => None,
+            };
+            record.output_location = output_location.map(|l| l.to_string());
+        }
+        OutcomeKind::Failed {
+            failure_reason,
+            failure_location,
+        } => {
+            record.status = JobStatus::Failed;
+            record.failure_reason = Some(truncate_utf8(failure_reason, MAX_FAILURE_REASON_BYTES));
+            if let Some(location) = failure_location
+                .as_deref()
+                .and_then(|l| l.parse::<S3Location>().ok())
+            {
+                let max = MAX_FAILURE_EXCERPT_BYTES as u64;
+                record.failure_excerpt = match objects.read_prefix(&location, max).await {
+                    Ok(p) => Some(failure_excerpt(&p.bytes, p.total_len)),
+                    Err(e) => {
+                        tracing::warn!(%location, error = %e, "could not read the failure object; storing its location only");
+                        None
+                    }
+                };
+            }
+            record.failure_location =
+                failure_location.map(|s| truncate_utf8(s, MAX_LOCATION_BYTES));
+        }
+    }
+    write_outcome(store, record).await
+}
+
+fn base_record(inference_id: &str, settings: RecordSettings, now: DateTime<Utc>) -> OutcomeRecord {
+    OutcomeRecord {
+        inference_id: inference_id.to_owned(),
+        status: JobStatus::Completed,
+        completed_at: rfc3339(now),
+        submitted_at: None,
+        endpoint_name: None,
+        input_location: None,
+        output_location: None,
+        result: None,
+        failure_reason: None,
+        failure_location: None,
+        failure_excerpt: None,
+        ttl: ttl_after(now, settings.result_ttl_secs),
+        reconciled_at: None,
+    }
+}
+
+/// The write, with one retry as a pointer: a result DynamoDB refuses (a shape the size
+/// estimate did not foresee) must not lose the outcome.
+async fn write_outcome<S: JobStore>(
+    store: &S,
+    mut record: OutcomeRecord,
+) -> Result<Recorded, StoreError> {
+    let applied = match store.write(&job::record_outcome(&record)).await {
+        Err(StoreError::Rejected { .. }) if record.result.is_some() => {
+            tracing::warn!(inference_id = %record.inference_id, "DynamoDB rejected the inline result; storing a pointer only");
+            record.result = None;
+            store.write(&job::record_outcome(&record)).await?
+        }
+        other => other?,
+    };
+    Ok(match applied {
+        Applied::Written => Recorded::Written {
+            result_inline: record.result.is_some(),
+            inference_id: record.inference_id,
+            status: record.status,
+        },
+        Applied::Refused(_) => Recorded::AlreadyFinal {
+            inference_id: record.inference_id,
+        },
+    })
+}
+
+async fn read_inline_result<O: ObjectStore>(
+    objects: &O,
+    location: &S3Location,
+    max: u64,
+) -> Option<Value> {
+    match objects.read_prefix(location, max).await {
+        Ok(ObjectPrefix { bytes, total_len }) if total_len <= max => inline_result(&bytes, max),
+        Ok(ObjectPrefix { total_len, .. }) => {
+            tracing::info!(%location, total_len, max, "output larger than the inline limit; storing a pointer");
+            None
+        }
+        Err(e) => {
+            // The pointer is still stored, and the output can be fetched from it later.
+            tracing::warn!(%location, error = %e, "could not read the output; storing a pointer");
+            None
+        }
+    }
+}
+
+/// One S3 probe for a pending job's outcome; records it when the object is there.
+/// `Ok(None)`: nothing there yet.
+pub async fn reconcile<S: JobStore, O: ObjectStore>(
+    store: &S,
+    objects: &O,
+    settings: RecordSettings,
+    inference_id: &str,
+    probe: Probe,
+    now: DateTime<Utc>,
+) -> Result<Option<Recorded>, ReconcileError> {
+    let mut record = base_record(inference_id, settings, now);
+    record.reconciled_at = Some(rfc3339(now));
+    match probe {
+        Probe::Output(location) => {
+            let max = settings.inline_result_max_bytes;
+            let prefix = match objects.read_prefix(&location, max).await {
+                Err(ObjectError::NotFound { .. }) => return Ok(None),
+                other => other?,
+            };
+            if prefix.total_len <= max {
+                record.result = inline_result(&prefix.bytes, max);
+            }
+            record.output_location = Some(location.to_string());
+        }
+        Probe::Failure(location) => {
+            let prefix = match objects
+                .read_prefix(&location, MAX_FAILURE_EXCERPT_BYTES as u64)
+                .await
+            {
+                Err(ObjectError::NotFound { .. }) => return Ok(None),
+                other => other?,
+            };
+            record.status = JobStatus::Failed;
+            record.failure_reason = Some(format!(
+                "SageMaker wrote a failure object at {location}; its error notification did not arrive"
+            ));
+            record.failure_excerpt = Some(failure_excerpt(&prefix.bytes, prefix.total_len));
+            record.failure_location = Some(location.to_string());
+        }
+    }
+    Ok(Some(write_outcome(store, record).await?))
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ReconcileError {
+    #[error(transparent)]
+    Object(#[from] ObjectError),
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::domain::notification::{parse_notification, Notification};
+    use crate::fakes::{MemoryJobs, MemoryObjects};
+    use chrono::TimeZone;
+    use serde_json::json;
+
+    const SETTINGS: RecordSettings = RecordSettings {
+        result_ttl_secs: 3600,
+        inline_result_max_bytes: 1024,
+    };
+
+    fn now() -> DateTime<Utc> {
+        Utc.with_ymd_and_hms(2026, 11, 20, 10, 16, 0).unwrap()
+    }
+
+    fn outcome(message: Value) -> InferenceOutcome {
+        match parse_notification(&message.to_string()).unwrap() {
+            Notification::Outcome(o) => o,
+            Notification::Test => unreachable!(),
+        }
+    }
+
+    fn success(id: &str) -> InferenceOutcome {
+        outcome(json!({"invocationStatus": "Completed", "inferenceId": id,
+            "eventTime": "2026-11-20T10:15:01.902Z", "receivedTime": "2026-11-20T10:14:12.455Z",
+            "responseParameters": {"outputLocation": "s3://b/out/1"}}))
+    }
+
+    #[tokio::test]
+    async fn completes_a_pending_item_in_place() {
+        let store = MemoryJobs::default();
+        store.insert_pending("j1", "2026-11-20T10:14:00.000Z");
+        let objects = MemoryObjects::default().with("s3://b/out/1", r#"{"a":1}"#);
+
+        let recorded = record_notification(&store, &objects, SETTINGS, success("j1"), now())
+            .await
+            .unwrap();
+
+        assert_eq!(
+            recorded,
+            Recorded::Written {
+                inference_id: "j1".into(),
+                status: JobStatus::Completed,
+                result_inline: true
+            }
+        );
+        let item = store.job("j1").unwrap();
+        assert_eq!(
+            item.submitted_at.as_deref(),
+            Some("2026-11-20T10:14:00.000Z")
+        );
+        assert_eq!(
+            item.completed_at.as_deref(),
+            Some("2026-11-20T10:15:01.902Z")
+        );
+        assert_eq!(item.ttl, Some(now().timestamp() + 3600));
+        assert_eq!(item.result, Some(json!({"a": 1})));
+    }
+
+    #[tokio::test]
+    async fn a_second_outcome_for_the_same_job_is_ignored() {
+        let store = MemoryJobs::default();
+        let objects = MemoryObjects::default().with("s3://b/out/1", "{}");
+        record_notification(&store, &objects, SETTINGS, success("j2"), now())
+            .await
+            .unwrap();
+        let late_failure = outcome(
+            json!({"invocationStatus": "Failed", "inferenceId": "j2", "failureReason": "boom"}),
+        );
+        let recorded = record_notification(&store, &objects, SETTINGS, late_failure, now())
+            .await
+            .unwrap();
+        assert_eq!(
+            recorded,
+            Recorded::AlreadyFinal {
+                inference_id: "j2".into()
+            }
+        );
+        assert_eq!(store.job("j2").unwrap().status, JobStatus::Completed);
+    }
+
+    #[tokio::test]
+    async fn a_missing_output_object_still_records_the_outcome_as_a_pointer() {
+        let store = MemoryJobs::default();
+        let recorded = record_notification(
+            &store,
+            &MemoryObjects::default(),
+            SETTINGS,
+            success("j3"),
+            now(),
+        )
+        .await
+        .unwrap();
+        assert!(matches!(
+            recorded,
+            Recorded::Written {
+                result_inline: false,
+                ..
+            }
+        ));
+        assert_eq!(
+            store.job("j3").unwrap().output_location.as_deref(),
+            Some("s3://b/out/1")
+        );
+    }
+
+    #[tokio::test]
+    async fn a_rejected_inline_result_is_retried_as_a_pointer() {
+        let store = MemoryJobs::default();
+        store.reject_inline_results();
+        let objects = MemoryObjects::default().with("s3://b/out/1", r#"{"a":1}"#);
+        let recorded = record_notification(&store, &objects, SETTINGS, success("j4"), now())
+            .await
+            .unwrap();
+        assert!(matches!(
+            recorded,
+            Recorded::Written {
+                result_inline: false,
+                ..
+            }
+        ));
+        assert_eq!(store.job("j4").unwrap().result, None);
+    }
+
+    #[tokio::test]
+    async fn failure_reason_and_excerpt_are_bounded() {
+        let store = MemoryJobs::default();
+        let objects = MemoryObjects::default().with("s3://b/fail/1", "é".repeat(5000));
+        let failed = outcome(json!({"invocationStatus": "Failed", "inferenceId": "j5",
+            "failureReason": "x".repeat(10_000), "responseParameters": {"failureLocation": "s3://b/fail/1"}}));
+        record_notification(&store, &objects, SETTINGS, failed, now())
+            .await
+            .unwrap();
+        let item = store.job("j5").unwrap();
+        assert_eq!(item.failure_reason.unwrap().len(), MAX_FAILURE_REASON_BYTES);
+        let excerpt = item.failure_excerpt.unwrap();
+        assert!(
+            excerpt.starts_with("éé") && excerpt.ends_with("[... 10000 bytes in all]"),
+            "{excerpt}"
+        );
+        assert!(excerpt.len() < MAX_FAILURE_EXCERPT_BYTES + 64);
+    }
+
+    #[tokio::test]
+    async fn a_probe_records_what_s3_holds_and_nothing_when_it_is_empty() {
+        let store = MemoryJobs::default();
+        store.insert_pending("j6", "2026-11-20T10:14:00.000Z");
+        let objects = MemoryObjects::default().with("s3://b/fail/6", "CUDA out of memory");
+        let out: S3Location = "s3://b/out/6".parse().unwrap();
+        let fail: S3Location = "s3://b/fail/6".parse().unwrap();
+        let nothing = reconcile(&store, &objects, SETTINGS, "j6", Probe::Output(out), now())
+            .await
+            .unwrap();
+        assert_eq!(nothing, None);
+        assert_eq!(store.job("j6").unwrap().status, JobStatus::Pending);
+        let found = reconcile(
+            &store,
+            &objects,
+            SETTINGS,
+            "j6",
+            Probe::Failure(fail),
+            now(),
+        )
+        .await
+        .unwrap();
+        assert!(matches!(
+            found,
+            Some(Recorded::Written {
+                status: JobStatus::Failed,
+                ..
+            })
+        ));
+        let job = store.job("j6").unwrap();
+        assert_eq!(job.failure_excerpt.as_deref(), Some("CUDA out of memory"));
+        assert!(job.failure_reason.unwrap().contains("did not arrive"));
+        assert!(job.reconciled_at.is_some());
+    }
+}

@@ -1,0 +1,295 @@
+//! Route a run: one EventBridge status change to the pipeline results table and, when the run
+//! ended, to the completion queue.
+//!
+//! A terminal event is sent when it was written, and again when the same terminal status is
+//! already stored, because that is how a retry after a failed send looks. So a completion is
+//! never lost, and a consumer may see one twice.
+
+use chrono::{DateTime, Utc};
+
+use crate::domain::item::Applied;
+use crate::domain::job::truncate_utf8;
+use crate::domain::pipeline_event::{PipelineStatus, PipelineStatusChange};
+use crate::domain::run::{self, CompletionMessage, Run, RunRecord, MAX_FAILURE_REASON_BYTES};
+use crate::domain::time::{rfc3339, ttl_after};
+use crate::ports::{
+    AwsFailure, CompletionQueue, PipelineControl, QueueError, RunStore, StoreError,
+};
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Routed {
+    /// The description carries no session id: not a run this project started.
+    NotOurs,
+    Recorded {
+        session_id: String,
+        status: PipelineStatus,
+        sent: bool,
+    },
+    /// A terminal status is stored; this (late or contradictory) event changed nothing.
+    Ignored {
+        session_id: String,
+        stored_status: String,
+    },
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum RouteError {
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error(transparent)]
+    Queue(#[from] QueueError),
+    #[error("SageMaker DescribePipelineExecution of {execution_arn} failed: {failure}")]
+    Describe {
+        execution_arn: String,
+        failure: AwsFailure,
+    },
+}
+
+pub async fn route_status_change<S, P, Q>(
+    store: &S,
+    pipeline: &P,
+    queue: &Q,
+    result_ttl_secs: u64,
+    change: PipelineStatusChange,
+    now: DateTime<Utc>,
+) -> Result<Routed, RouteError>
+where
+    S: RunStore,
+    P: PipelineControl,
+    Q: CompletionQueue,
+{
+    let Some(session_id) = change.session_id.clone() else {
+        return Ok(Routed::NotOurs);
+    };
+    // The event carries no reason; only a retryable lookup failure is worth a retry, the
+    // outcome itself must not wait on a reason that cannot be had.
+    let failure_reason = if change.status == PipelineStatus::Failed {
+        match pipeline.describe(&change.execution_arn).await {
+            Ok(described) => described.failure_reason,
+            Err(failure) if failure.retryable => {
+                return Err(RouteError::Describe {
+                    execution_arn: change.execution_arn,
+                    failure,
+                })
+            }
+            Err(failure) => Some(format!("failure reason unavailable: {failure}")),
+        }
+        .map(|r| truncate_utf8(r, MAX_FAILURE_REASON_BYTES))
+    } else {
+        None
+    };
+    let record = RunRecord {
+        session_id: session_id.clone(),
+        execution_arn: change.execution_arn.clone(),
+        pipeline_arn: change.pipeline_arn.clone(),
+        status: change.status,
+        started_at: change.started_at.map(rfc3339),
+        ended_at: change.ended_at.map(rfc3339),
+        failure_reason,
+        updated_at: rfc3339(now),
+        ttl: ttl_after(now, result_ttl_secs),
+    };
+    let written = match store.write(&run::record_status_change(&record)).await? {
+        Applied::Written => true,
+        Applied::Refused(stored) => {
+            let stored_status = stored
+                .map(|i| Run::from_item(&i).status)
+                .unwrap_or_default();
+            if stored_status != change.status.as_str() {
+                return Ok(Routed::Ignored {
+                    session_id,
+                    stored_status,
+                });
+            }
+            false
+        }
+    };
+    if !change.status.is_terminal() {
+        return Ok(Routed::Recorded {
+            session_id,
+            status: change.status,
+            sent: false,
+        });
+    }
+    if !written {
+        tracing::info!(%session_id, execution_arn = %change.execution_arn, "terminal status already stored; sending the completion again");
+    }
+    queue
+        .send(&CompletionMessage {
+            session_id: session_id.clone(),
+            execution_arn: record.execution_arn,
+            pipeline_arn: record.pipeline_arn,
+            status: change.status.as_str().to_owned(),
+            previous_status: change.previous_status,
+            started_at: record.started_at,
+            ended_at: record.ended_at,
+            failure_reason: record.failure_reason,
+            event_id: change.event_id,
+            event_time: rfc3339(change.event_time),
+        })
+        .await?;
+    Ok(Routed::Recorded {
+        session_id,
+        status: change.status,
+        sent: true,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::domain::pipeline_event::{parse_status_change, DETAIL_TYPE};
+    use crate::fakes::{FakePipeline, MemoryQueue, MemoryRuns};
+    use serde_json::json;
+
+    fn change(status: &str, description: Option<&str>) -> PipelineStatusChange {
+        parse_status_change(&json!({
+            "id": format!("ev-{status}"), "detail-type": DETAIL_TYPE, "source": "aws.sagemaker",
+            "time": "2026-11-20T11:02:11Z",
+            "detail": {"currentPipelineExecutionStatus": status, "previousPipelineExecutionStatus": "Executing",
+                "executionStartTime": "2026-11-20T10:41:52Z", "pipelineExecutionDescription": description,
+                "pipelineArn": "arn:p", "pipelineExecutionArn": "arn:p/execution/1"}
+        }))
+        .unwrap()
+    }
+
+    const OURS: Option<&str> = Some("session_id=s-1; triggered at 2026-11-20T10:41:51Z");
+
+    fn now() -> DateTime<Utc> {
+        crate::domain::time::parse_rfc3339("2026-11-20T11:02:12Z").unwrap()
+    }
+
+    fn failure(code: &str, retryable: bool) -> AwsFailure {
+        AwsFailure {
+            code: Some(code.into()),
+            message: "no".into(),
+            retryable,
+            ambiguous: false,
+        }
+    }
+
+    async fn route(
+        runs: &MemoryRuns,
+        pipeline: &FakePipeline,
+        queue: &MemoryQueue,
+        status: &str,
+        description: Option<&str>,
+    ) -> Result<Routed, RouteError> {
+        route_status_change(
+            runs,
+            pipeline,
+            queue,
+            3600,
+            change(status, description),
+            now(),
+        )
+        .await
+    }
+
+    #[tokio::test]
+    async fn a_run_without_session_id_writes_and_sends_nothing() {
+        let (runs, queue, pipeline) = (
+            MemoryRuns::default(),
+            MemoryQueue::default(),
+            FakePipeline::default(),
+        );
+        let routed = route(&runs, &pipeline, &queue, "Succeeded", Some("by hand"))
+            .await
+            .unwrap();
+        assert_eq!(routed, Routed::NotOurs);
+        assert!(runs.all().is_empty() && queue.sent().is_empty());
+    }
+
+    #[tokio::test]
+    async fn failed_runs_carry_the_described_reason() {
+        let (runs, queue) = (MemoryRuns::default(), MemoryQueue::default());
+        let pipeline = FakePipeline::default();
+        pipeline.set_failure_reason("arn:p/execution/1", "Step failure: Evaluate");
+        route(&runs, &pipeline, &queue, "Failed", OURS)
+            .await
+            .unwrap();
+        let sent = queue.sent();
+        assert_eq!(
+            sent[0].failure_reason.as_deref(),
+            Some("Step failure: Evaluate")
+        );
+        assert_eq!(sent[0].status, "Failed");
+    }
+
+    #[tokio::test]
+    async fn a_retryable_describe_failure_is_retried_a_permanent_one_is_recorded() {
+        let (runs, queue) = (MemoryRuns::default(), MemoryQueue::default());
+        let pipeline = FakePipeline::default();
+        pipeline.fail_describe(failure("ThrottlingException", true));
+        let err = route(&runs, &pipeline, &queue, "Failed", OURS)
+            .await
+            .unwrap_err();
+        assert!(
+            err.to_string().contains("DescribePipelineExecution"),
+            "{err}"
+        );
+        assert!(runs.all().is_empty());
+
+        pipeline.fail_describe(failure("AccessDeniedException", false));
+        route(&runs, &pipeline, &queue, "Failed", OURS)
+            .await
+            .unwrap();
+        assert!(queue.sent()[0]
+            .failure_reason
+            .as_deref()
+            .unwrap()
+            .starts_with("failure reason unavailable: AccessDeniedException"));
+    }
+
+    #[tokio::test]
+    async fn a_send_that_failed_after_the_write_is_sent_on_retry() {
+        let (runs, queue, pipeline) = (
+            MemoryRuns::default(),
+            MemoryQueue::default(),
+            FakePipeline::default(),
+        );
+        queue.set_failing(true);
+        assert!(route(&runs, &pipeline, &queue, "Succeeded", OURS)
+            .await
+            .is_err());
+        assert_eq!(runs.all().len(), 1, "the write happened");
+
+        queue.set_failing(false);
+        let routed = route(&runs, &pipeline, &queue, "Succeeded", OURS)
+            .await
+            .unwrap();
+        assert_eq!(
+            routed,
+            Routed::Recorded {
+                session_id: "s-1".into(),
+                status: PipelineStatus::Succeeded,
+                sent: true
+            }
+        );
+        assert_eq!(queue.sent().len(), 1);
+    }
+
+    #[tokio::test]
+    async fn a_late_executing_never_overwrites_a_terminal_status() {
+        let (runs, queue, pipeline) = (
+            MemoryRuns::default(),
+            MemoryQueue::default(),
+            FakePipeline::default(),
+        );
+        route(&runs, &pipeline, &queue, "Stopped", OURS)
+            .await
+            .unwrap();
+        let routed = route(&runs, &pipeline, &queue, "Executing", OURS)
+            .await
+            .unwrap();
+        assert_eq!(
+            routed,
+            Routed::Ignored {
+                session_id: "s-1".into(),
+                stored_status: "Stopped".into()
+            }
+        );
+        assert_eq!(runs.all()[0].status, "Stopped");
+        assert_eq!(queue.sent().len(), 1);
+    }
+}

@@ -1,0 +1,479 @@
+//! Submit a job: reserve its id, upload the input, invoke the endpoint, and record how far it
+//! got, each step one conditional write. The same idempotency key replays the first answer,
+//! or re-drives a job the state machine says may be submitted again.
+
+use std::time::{Duration, Instant};
+
+use chrono::{DateTime, Utc};
+
+use crate::domain::item::Applied;
+use crate::domain::job::{
+    self, plan_submit, uncertain_message, Job, JobPolicy, JobStatus, Stage, Submission, SubmitPlan,
+};
+use crate::domain::time::rfc3339;
+use crate::ports::{AsyncInvoker, AwsFailure, InvokeRequest, JobStore, ObjectStore, StoreError};
+
+/// What submit_job answers.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Submitted {
+    pub inference_id: String,
+    pub status: JobStatus,
+    pub output_location: Option<String>,
+    pub failure_location: Option<String>,
+    pub submitted_at: String,
+    /// An earlier call with the same idempotency key submitted this job.
+    pub replay: bool,
+    /// Said when the outcome of the submission is not known yet.
+    pub message: Option<String>,
+}
+
+impl Submitted {
+    /// The stored job as the first call answered it.
+    fn replay_of(job: &Job) -> Self {
+        Submitted {
+            inference_id: job.inference_id.clone(),
+            status: job.status,
+            output_location: job.output_location.clone(),
+            failure_location: job.failure_location.clone(),
+            submitted_at: job.submitted_at.clone().unwrap_or_default(),
+            replay: true,
+            message: match job.stage {
+                Some(Stage::Uncertain) => Some(uncertain_message(job.invoke_error.as_deref())),
+                Some(Stage::Reserved) if job.status == JobStatus::Pending => Some(
+                    "The first submission with this idempotency_key is still in progress; \
+                     check_job_status shows when it is queued."
+                        .to_owned(),
+                ),
+                _ => None,
+            },
+        }
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum SubmitError {
+    #[error(
+        "this idempotency_key was already used with a different input; use a new key for a new job"
+    )]
+    InputConflict,
+    /// SageMaker (or S3, for the input) definitely did not take the request.
+    #[error("job {inference_id} was not submitted: {reason}. Nothing was queued; submitting again (with the same idempotency_key, if one was given) may succeed once the cause is fixed.")]
+    Refused {
+        inference_id: String,
+        reason: String,
+        failure: AwsFailure,
+    },
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+#[derive(Debug, Clone, Copy)]
+pub struct SubmitSettings {
+    pub policy: JobPolicy,
+    /// How long a concurrent call with the same key waits for the first one to get an answer.
+    pub in_progress_wait: Duration,
+}
+
+/// Conditional writes lost to concurrent calls are re-planned a few times, then replayed.
+const MAX_ROUNDS: usize = 4;
+
+pub async fn submit_job<S, O, I>(
+    store: &S,
+    objects: &O,
+    invoker: &I,
+    settings: SubmitSettings,
+    submission: &Submission,
+    now: DateTime<Utc>,
+) -> Result<Submitted, SubmitError>
+where
+    S: JobStore,
+    O: ObjectStore,
+    I: AsyncInvoker,
+{
+    let started = Instant::now();
+    let at = |extra: Duration| now + chrono::Duration::from_std(extra).unwrap_or_default();
+    let id = &submission.inference_id;
+    let mut last_seen = None;
+    for _ in 0..MAX_ROUNDS {
+        let t = at(started.elapsed());
+        let stored = store.get(id, t).await?;
+        let plan = plan_submit(stored.as_ref(), &submission.input_sha256, t);
+        let attempt = match plan {
+            SubmitPlan::Reserve => {
+                match store
+                    .write(&job::reserve(submission, &settings.policy, t))
+                    .await?
+                {
+                    Applied::Written => 1,
+                    Applied::Refused(_) => continue,
+                }
+            }
+            SubmitPlan::Redrive { seen_attempt } => {
+                let write = job::redrive(submission, seen_attempt, &settings.policy, t);
+                match store.write(&write).await? {
+                    Applied::Written => {
+                        tracing::info!(inference_id = %id, attempt = seen_attempt + 1, "re-driving the job");
+                        seen_attempt + 1
+                    }
+                    Applied::Refused(_) => continue,
+                }
+            }
+            SubmitPlan::InputConflict => return Err(SubmitError::InputConflict),
+            SubmitPlan::Replay => {
+                return Ok(Submitted::replay_of(
+                    &stored.expect("replay of a stored job"),
+                ))
+            }
+            SubmitPlan::InProgress => {
+                let job = stored.expect("a stored reservation");
+                match wait_while_reserved(store, id, job, settings, started, at).await? {
+                    Waited::Moved => continue,
+                    Waited::StillReserved(job) => {
+                        last_seen = Some(job);
+                        break;
+                    }
+                }
+            }
+        };
+        return invoke(store, objects, invoker, settings, submission, attempt, t).await;
+    }
+    match last_seen {
+        Some(job) => Ok(Submitted::replay_of(&job)),
+        None => match store.get(id, at(started.elapsed())).await? {
+            Some(job) => Ok(Submitted::replay_of(&job)),
+            None => Err(SubmitError::Store(StoreError::Corrupt {
+                table: "results".into(),
+                message: format!("job {id} kept changing under concurrent submissions"),
+            })),
+        },
+    }
+}
+
+enum Waited {
+    Moved,
+    StillReserved(Job),
+}
+
+async fn wait_while_reserved<S: JobStore>(
+    store: &S,
+    id: &str,
+    mut job: Job,
+    settings: SubmitSettings,
+    started: Instant,
+    at: impl Fn(Duration) -> DateTime<Utc>,
+) -> Result<Waited, StoreError> {
+    while started.elapsed() < settings.in_progress_wait {
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        match store.get(id, at(started.elapsed())).await? {
+            Some(j) if j.attempt == job.attempt && j.stage == Some(Stage::Reserved) => job = j,
+            _ => return Ok(Waited::Moved),
+        }
+    }
+    Ok(Waited::StillReserved(job))
+}
+
+async fn invoke<S, O, I>(
+    store: &S,
+    objects: &O,
+    invoker: &I,
+    settings: SubmitSettings,
+    s: &Submission,
+    attempt: i64,
+    submitted: DateTime<Utc>,
+) -> Result<Submitted, SubmitError>
+where
+    S: JobStore,
+    O: ObjectStore,
+    I: AsyncInvoker,
+{
+    let id = &s.inference_id;
+    let lost_after = s.lost_after(submitted, &settings.policy);
+    let mut answer = Submitted {
+        inference_id: id.clone(),
+        status: JobStatus::Pending,
+        output_location: None,
+        failure_location: None,
+        submitted_at: rfc3339(submitted),
+        replay: false,
+        message: None,
+    };
+    if let Err(e) = objects.put_json(&s.input_location, s.input.clone()).await {
+        let failure = match &e {
+            crate::ports::ObjectError::Aws { failure, .. } => failure.clone(),
+            other => AwsFailure {
+                code: None,
+                message: other.to_string(),
+                retryable: true,
+                ambiguous: false,
+            },
+        };
+        return refuse(
+            store,
+            settings,
+            id,
+            attempt,
+            e.to_string(),
+            failure,
+            submitted,
+        )
+        .await;
+    }
+    let request = InvokeRequest {
+        inference_id: id.clone(),
+        input_location: s.input_location.to_string(),
+        invocation_timeout_secs: s.invocation_timeout_secs,
+        request_ttl_secs: s.request_ttl_secs,
+    };
+    match invoker.invoke(&request).await {
+        Ok(locations) => {
+            let write = job::mark_invoked(id, attempt, &locations, lost_after);
+            if let Applied::Refused(_) = store.write(&write).await? {
+                tracing::warn!(inference_id = %id, attempt, "the job moved on before its invoke was recorded");
+            }
+            tracing::info!(inference_id = %id, attempt, "job submitted");
+            answer.output_location = locations.output_location;
+            answer.failure_location = locations.failure_location;
+            Ok(answer)
+        }
+        Err(failure) if failure.ambiguous => {
+            let error = format!("SageMaker InvokeEndpointAsync: {failure}");
+            let write = job::mark_uncertain(id, attempt, &error, lost_after);
+            if let Applied::Refused(_) = store.write(&write).await? {
+                tracing::warn!(inference_id = %id, attempt, "the job moved on before its uncertain invoke was recorded");
+            }
+            tracing::warn!(inference_id = %id, attempt, %error, "invoke outcome unknown; the job stays pending");
+            answer.message = Some(uncertain_message(Some(&error)));
+            Ok(answer)
+        }
+        Err(failure) => {
+            let reason = format!("SageMaker InvokeEndpointAsync refused it: {failure}");
+            refuse(store, settings, id, attempt, reason, failure, submitted).await
+        }
+    }
+}
+
+async fn refuse<S: JobStore>(
+    store: &S,
+    settings: SubmitSettings,
+    id: &str,
+    attempt: i64,
+    reason: String,
+    failure: AwsFailure,
+    now: DateTime<Utc>,
+) -> Result<Submitted, SubmitError> {
+    let write = job::mark_refused(id, attempt, &reason, &settings.policy, now);
+    if let Applied::Refused(_) = store.write(&write).await? {
+        tracing::warn!(inference_id = %id, attempt, "the job moved on before its refusal was recorded");
+    }
+    tracing::warn!(inference_id = %id, attempt, %reason, "submission refused");
+    Err(SubmitError::Refused {
+        inference_id: id.to_owned(),
+        reason,
+        failure,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::domain::job::Submission;
+    use crate::domain::time::parse_rfc3339;
+    use crate::fakes::{FakeInvoker, InvokeFault, MemoryJobs, MemoryObjects};
+
+    const SETTINGS: SubmitSettings = SubmitSettings {
+        policy: JobPolicy {
+            result_ttl_secs: 3600,
+            submit_crash_after_secs: 60,
+            lost_grace_secs: 120,
+            reconcile_after_secs: 30,
+        },
+        in_progress_wait: Duration::from_millis(600),
+    };
+
+    fn t0() -> DateTime<Utc> {
+        parse_rfc3339("2026-11-20T10:00:00Z").unwrap()
+    }
+
+    fn submission(key: Option<&str>) -> Submission {
+        Submission::new("ep", "b", br#"{"inputs":"x"}"#.to_vec(), key, 300, 600)
+    }
+
+    struct World {
+        jobs: MemoryJobs,
+        objects: MemoryObjects,
+        invoker: FakeInvoker,
+    }
+
+    impl World {
+        fn new() -> Self {
+            World {
+                jobs: MemoryJobs::default(),
+                objects: MemoryObjects::default(),
+                invoker: FakeInvoker::new("ep"),
+            }
+        }
+
+        async fn submit(
+            &self,
+            s: &Submission,
+            now: DateTime<Utc>,
+        ) -> Result<Submitted, SubmitError> {
+            submit_job(&self.jobs, &self.objects, &self.invoker, SETTINGS, s, now).await
+        }
+    }
+
+    #[tokio::test]
+    async fn a_submission_uploads_invokes_and_stores_both_locations() {
+        let w = World::new();
+        let s = submission(None);
+        let answer = w.submit(&s, t0()).await.unwrap();
+        assert_eq!(answer.status, JobStatus::Pending);
+        assert!(answer.output_location.is_some() && answer.failure_location.is_some());
+        let job = w.jobs.job(&s.inference_id).unwrap();
+        assert_eq!(job.stage, Some(Stage::Invoked));
+        assert_eq!(job.output_location, answer.output_location);
+        assert!(w.objects.has(&s.input_location.to_string()));
+        assert_eq!(w.invoker.calls(&s.inference_id), 1);
+    }
+
+    #[tokio::test]
+    async fn a_replay_answers_exactly_as_the_first_call_did() {
+        let w = World::new();
+        let s = submission(Some("k"));
+        let first = w.submit(&s, t0()).await.unwrap();
+        let again = w
+            .submit(&s, t0() + chrono::Duration::seconds(5))
+            .await
+            .unwrap();
+        assert_eq!(
+            Submitted {
+                replay: false,
+                ..again.clone()
+            },
+            first
+        );
+        assert!(again.replay);
+        assert_eq!(w.invoker.calls(&s.inference_id), 1);
+        let other = Submission::new("ep", "b", b"{}".to_vec(), Some("k"), 300, 600);
+        assert!(matches!(
+            w.submit(&other, t0()).await,
+            Err(SubmitError::InputConflict)
+        ));
+    }
+
+    #[tokio::test]
+    async fn an_ambiguous_invoke_leaves_the_job_pending_and_says_so() {
+        let w = World::new();
+        w.invoker.fail_next(InvokeFault::Ambiguous);
+        let s = submission(Some("k"));
+        let answer = w.submit(&s, t0()).await.unwrap();
+        assert_eq!(answer.status, JobStatus::Pending);
+        assert!(answer.message.as_deref().unwrap().contains("not known yet"));
+        let job = w.jobs.job(&s.inference_id).unwrap();
+        assert_eq!(job.stage, Some(Stage::Uncertain));
+        // Replayed before it is lost: the same answer, no second invoke.
+        let again = w
+            .submit(&s, t0() + chrono::Duration::seconds(60))
+            .await
+            .unwrap();
+        assert_eq!(again.message, answer.message);
+        assert_eq!(w.invoker.calls(&s.inference_id), 1);
+        // Once probably lost, the same key re-drives it.
+        let lost = t0() + chrono::Duration::seconds(600 + 300 + 120);
+        let redriven = w.submit(&s, lost).await.unwrap();
+        assert!(!redriven.replay && redriven.output_location.is_some());
+        assert_eq!(w.jobs.job(&s.inference_id).unwrap().attempt, 2);
+        assert_eq!(w.invoker.calls(&s.inference_id), 2);
+    }
+
+    #[tokio::test]
+    async fn a_refusal_fails_the_job_with_the_reason_and_the_key_redrives_it() {
+        let w = World::new();
+        w.invoker.fail_next(InvokeFault::Refused);
+        let s = submission(Some("k"));
+        let err = w.submit(&s, t0()).await.unwrap_err();
+        assert!(err.to_string().contains("ValidationError"), "{err}");
+        let job = w.jobs.job(&s.inference_id).unwrap();
+        assert_eq!(
+            (job.status, job.stage),
+            (JobStatus::Failed, Some(Stage::Refused))
+        );
+        assert!(job.failure_reason.unwrap().contains("ValidationError"));
+        let again = w.submit(&s, t0()).await.unwrap();
+        assert_eq!(again.status, JobStatus::Pending);
+        assert_eq!(w.jobs.job(&s.inference_id).unwrap().attempt, 2);
+    }
+
+    #[tokio::test]
+    async fn a_crashed_reservation_is_redriven_after_the_crash_window() {
+        let w = World::new();
+        let s = submission(Some("k"));
+        // A submission that reserved the id and then stopped.
+        w.jobs
+            .write(&job::reserve(&s, &SETTINGS.policy, t0()))
+            .await
+            .unwrap();
+        let early = w
+            .submit(&s, t0() + chrono::Duration::seconds(1))
+            .await
+            .unwrap();
+        assert!(early.replay && early.message.unwrap().contains("in progress"));
+        assert_eq!(w.invoker.calls(&s.inference_id), 0);
+        let late = w
+            .submit(&s, t0() + chrono::Duration::seconds(61))
+            .await
+            .unwrap();
+        assert!(!late.replay && late.output_location.is_some());
+        assert_eq!(w.invoker.calls(&s.inference_id), 1);
+    }
+
+    #[tokio::test]
+    async fn concurrent_calls_with_one_key_make_one_job() {
+        let w = World::new();
+        let s = submission(Some("k"));
+        let calls = (0..20).map(|_| w.submit(&s, t0()));
+        let answers = futures_join_all(calls).await;
+        let ids: std::collections::HashSet<_> = answers
+            .iter()
+            .map(|a| a.as_ref().unwrap().inference_id.clone())
+            .collect();
+        assert_eq!(ids.len(), 1);
+        assert_eq!(w.invoker.calls(&s.inference_id), 1);
+        assert_eq!(
+            answers
+                .iter()
+                .filter(|a| !a.as_ref().unwrap().replay)
+                .count(),
+            1
+        );
+    }
+
+    /// Runs the futures concurrently on this task (no extra dependency for join_all).
+    async fn futures_join_all<F: std::future::Future>(
+        futures: impl Iterator<Item = F>,
+    ) -> Vec<F::Output> {
+        let mut set = Vec::new();
+        for f in futures {
+            set.push(Box::pin(f));
+        }
+        let mut out: Vec<Option<F::Output>> = (0..set.len()).map(|_| None).collect();
+        std::future::poll_fn(|cx| {
+            let mut pending = false;
+            for (i, f) in set.iter_mut().enumerate() {
+                if out[i].is_none() {
+                    match f.as_mut().poll(cx) {
+                        std::task::Poll::Ready(v) => out[i] = Some(v),
+                        std::task::Poll::Pending => pending = true,
+                    }
+                }
+            }
+            if pending {
+                std::task::Poll::Pending
+            } else {
+                std::task::Poll::Ready(())
+            }
+        })
+        .await;
+        out.into_iter().map(Option::unwrap).collect()
+    }
+}

@@ -1,0 +1,183 @@
+//! Training runs: trigger one (idempotently, by the caller's key), follow one, and list a
+//! session's runs.
+
+use chrono::{DateTime, Utc};
+
+use crate::domain::item::Applied;
+use crate::domain::pipeline_event::execution_description;
+use crate::domain::run::{self, client_request_token, newest_runs, Run};
+use crate::domain::time::{rfc3339, ttl_after};
+use crate::ports::{
+    AwsFailure, ExecutionDescription, PipelineControl, RunStore, StartRequest, StepStatus,
+    StoreError,
+};
+
+/// A triggered run's `pending` item outlives a day-long run before its TTL.
+pub const PENDING_RUN_GRACE_SECS: u64 = 86_400;
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct TriggerRequest {
+    pub pipeline_name: String,
+    pub session_id: String,
+    pub parameters: Vec<(&'static str, String)>,
+    /// The same key returns the same run (it derives the ClientRequestToken).
+    pub idempotency_key: Option<String>,
+    pub max_parallel_steps: Option<u32>,
+    pub result_ttl_secs: u64,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Triggered {
+    pub execution_arn: String,
+    /// The run was already recorded: a retried trigger (or pipeline-router was first).
+    pub already_recorded: bool,
+    pub message: Option<String>,
+}
+
+#[derive(Debug, thiserror::Error)]
+#[error("SageMaker StartPipelineExecution failed: {0}")]
+pub struct TriggerError(pub AwsFailure);
+
+pub async fn trigger_training<P: PipelineControl, R: RunStore>(
+    pipeline: &P,
+    runs: &R,
+    request: &TriggerRequest,
+    now: DateTime<Utc>,
+) -> Result<Triggered, TriggerError> {
+    let token = match &request.idempotency_key {
+        Some(key) => client_request_token(&request.pipeline_name, &request.session_id, key),
+        None => uuid::Uuid::new_v4().simple().to_string(),
+    };
+    let execution_arn = pipeline
+        .start(&StartRequest {
+            description: execution_description(&request.session_id, now),
+            parameters: request.parameters.clone(),
+            client_request_token: token,
+            max_parallel_steps: request.max_parallel_steps,
+        })
+        .await
+        .map_err(TriggerError)?;
+    let ttl = ttl_after(now, request.result_ttl_secs + PENDING_RUN_GRACE_SECS);
+    let write = run::record_triggered(&request.session_id, &execution_arn, &rfc3339(now), ttl);
+    // The run has started: a failed bookkeeping write must not make the agent start another.
+    let (already_recorded, message) = match runs.write(&write).await {
+        Ok(Applied::Written) => (false, None),
+        Ok(Applied::Refused(_)) => (true, None),
+        Err(e) => {
+            tracing::error!(%execution_arn, error = %e, "run started but its pending item was not written");
+            (
+                false,
+                Some(format!(
+                    "The run started, but recording it failed ({e}); check_training_result will list it once it finishes."
+                )),
+            )
+        }
+    };
+    Ok(Triggered {
+        execution_arn,
+        already_recorded,
+        message,
+    })
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum StatusError {
+    #[error("SageMaker DescribePipelineExecution failed: {0}")]
+    Describe(AwsFailure),
+    #[error("SageMaker ListPipelineExecutionSteps failed: {0}")]
+    Steps(AwsFailure),
+}
+
+pub async fn training_status<P: PipelineControl>(
+    pipeline: &P,
+    execution_arn: &str,
+) -> Result<(ExecutionDescription, Vec<StepStatus>), StatusError> {
+    let described = pipeline
+        .describe(execution_arn)
+        .await
+        .map_err(StatusError::Describe)?;
+    let steps = pipeline
+        .steps(execution_arn)
+        .await
+        .map_err(StatusError::Steps)?;
+    Ok((described, steps))
+}
+
+/// The session's unexpired runs, newest first.
+pub async fn session_runs<R: RunStore>(
+    runs: &R,
+    session_id: &str,
+    now: DateTime<Utc>,
+) -> Result<Vec<Run>, StoreError> {
+    Ok(newest_runs(runs.query_session(session_id).await?, now))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::domain::time::parse_rfc3339;
+    use crate::fakes::{FakePipeline, MemoryRuns};
+
+    fn request(key: Option<&str>) -> TriggerRequest {
+        TriggerRequest {
+            pipeline_name: "p".into(),
+            session_id: "s".into(),
+            parameters: vec![("InputDataUri", "s3://b/t".into())],
+            idempotency_key: key.map(Into::into),
+            max_parallel_steps: None,
+            result_ttl_secs: 3600,
+        }
+    }
+
+    #[tokio::test]
+    async fn the_same_key_returns_the_same_run_and_records_it_once() {
+        let (pipeline, runs) = (FakePipeline::default(), MemoryRuns::default());
+        let t = parse_rfc3339("2026-11-20T10:00:00Z").unwrap();
+        let first = trigger_training(&pipeline, &runs, &request(Some("k")), t)
+            .await
+            .unwrap();
+        let again = trigger_training(
+            &pipeline,
+            &runs,
+            &request(Some("k")),
+            t + chrono::Duration::seconds(9),
+        )
+        .await
+        .unwrap();
+        assert_eq!(first.execution_arn, again.execution_arn);
+        assert!(!first.already_recorded && again.already_recorded);
+        assert_eq!(pipeline.started().len(), 1);
+        let stored = session_runs(&runs, "s", t).await.unwrap();
+        assert_eq!(stored.len(), 1);
+        assert_eq!(
+            stored[0].started_at.as_deref(),
+            Some("2026-11-20T10:00:00.000Z")
+        );
+        let other = trigger_training(&pipeline, &runs, &request(None), t)
+            .await
+            .unwrap();
+        assert_ne!(other.execution_arn, first.execution_arn);
+        assert_eq!(pipeline.started()[0].max_parallel_steps, None);
+    }
+
+    #[tokio::test]
+    async fn pending_runs_are_listed_newest_first() {
+        let (pipeline, runs) = (FakePipeline::default(), MemoryRuns::default());
+        let t = parse_rfc3339("2026-11-20T10:00:00Z").unwrap();
+        let older = trigger_training(&pipeline, &runs, &request(None), t)
+            .await
+            .unwrap();
+        let newer = trigger_training(
+            &pipeline,
+            &runs,
+            &request(None),
+            t + chrono::Duration::seconds(1),
+        )
+        .await
+        .unwrap();
+        let listed = session_runs(&runs, "s", t).await.unwrap();
+        let arns: Vec<_> = listed.iter().map(|r| r.execution_arn.clone()).collect();
+        assert_eq!(arns, [newer.execution_arn, older.execution_arn]);
+        assert!(listed.iter().all(|r| r.status == "pending"));
+    }
+}
