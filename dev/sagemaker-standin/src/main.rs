@@ -20,6 +20,8 @@
 //! Prints `listening on http://127.0.0.1:PORT` once it accepts requests.
 
 use std::collections::HashMap;
+use std::fmt;
+use std::str::FromStr;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -100,6 +102,47 @@ fn validation(message: impl Into<String>) -> AwsError {
         "ValidationException",
         message.into(),
     )
+}
+
+/// `s3://bucket/key`. The stand-in's own, so it builds without the product crate.
+#[derive(Debug, Clone)]
+struct S3Location {
+    bucket: String,
+    key: String,
+}
+
+impl FromStr for S3Location {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, String> {
+        s.strip_prefix("s3://")
+            .and_then(|rest| rest.split_once('/'))
+            .filter(|(bucket, key)| !bucket.is_empty() && !key.is_empty())
+            .map(|(bucket, key)| S3Location {
+                bucket: bucket.to_owned(),
+                key: key.to_owned(),
+            })
+            .ok_or_else(|| format!("{s:?} is not an S3 location of the form s3://bucket/key"))
+    }
+}
+
+impl fmt::Display for S3Location {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "s3://{}/{}", self.bucket, self.key)
+    }
+}
+
+/// From the standard AWS configuration, as the functions build theirs: with an endpoint
+/// override (moto on 127.0.0.1) path-style addressing, since an emulator cannot serve
+/// virtual-hosted bucket names.
+async fn s3_client() -> aws_sdk_s3::Client {
+    let sdk = aws_config::load_from_env().await;
+    let overridden =
+        sdk.endpoint_url().is_some() || std::env::var_os("AWS_ENDPOINT_URL_S3").is_some();
+    let conf = aws_sdk_s3::config::Builder::from(&sdk)
+        .force_path_style(overridden)
+        .build();
+    aws_sdk_s3::Client::from_conf(conf)
 }
 
 fn epoch(t: DateTime<Utc>) -> f64 {
@@ -376,9 +419,7 @@ async fn invoke_async(
     };
     let input = header("x-amzn-sagemaker-inputlocation")
         .ok_or_else(|| validation("InputLocation must not be null"))?;
-    let input: shared::s3_location::S3Location = input
-        .parse()
-        .map_err(|e: shared::s3_location::BadS3Location| validation(e.to_string()))?;
+    let input: S3Location = input.parse().map_err(validation)?;
     let inference_id =
         header("x-amzn-sagemaker-inference-id").unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
     let object = uuid::Uuid::new_v4();
@@ -409,7 +450,7 @@ async fn invoke_async(
 struct Job {
     endpoint: String,
     inference_id: String,
-    input: shared::s3_location::S3Location,
+    input: S3Location,
     output: String,
     failure: String,
     received: DateTime<Utc>,
@@ -459,8 +500,7 @@ async fn infer(state: AppState, job: Job) {
         Ok(result) => (&job.output, result.to_string()),
         Err(reason) => (&job.failure, reason.clone()),
     };
-    let target: shared::s3_location::S3Location =
-        location.parse().expect("locations are built above");
+    let target: S3Location = location.parse().expect("locations are built above");
     if let Err(e) = state
         .s3
         .put_object()
@@ -591,7 +631,7 @@ async fn main() {
         runs: Arc::default(),
         tokens: Arc::default(),
         http: reqwest::Client::new(),
-        s3: shared::aws::s3_client(&shared::aws::load_sdk_config().await),
+        s3: s3_client().await,
     };
     let app = Router::new()
         .route("/", post(dispatch))
