@@ -16,10 +16,46 @@
 //! and at PreprocessData when InputDataUri is not an s3:// URI.
 //!
 //! Usage: sagemaker-standin [--port N] [--region R] [--step-millis MS] [--inference-millis MS]
-//!                          [--lambda-invoke-url URL]
+//!                          [--hang-millis MS] [--lambda-invoke-url URL]
+//! - `--port`: 0 (the default) picks a free port; it binds 127.0.0.1 only.
+//! - `--region`: used in ARNs and events (us-east-1).
+//! - `--step-millis`: how long each pipeline step runs (500).
+//! - `--inference-millis`: how long the model takes per async request (1500).
+//! - `--hang-millis`: how long an `accept-then-hang` call goes unanswered (5000).
+//! - `--lambda-invoke-url`: the local Lambda invoke API (`cargo lambda watch`) to deliver
+//!   notifications and pipeline events to; without it nothing is delivered.
+//!
 //! Prints `listening on http://127.0.0.1:PORT` once it accepts requests.
+//!
+//! Fault injection, for tests of what a caller does when SageMaker misbehaves. A control API on
+//! the same port arms faults for the next InvokeEndpointAsync calls, one consumed per call, in
+//! order (a call without a valid InputLocation is refused before any fault and consumes none):
+//! - `POST /_standin/faults` `{"fault": F, "times": N}` (N defaults to 1): arms F for the next N
+//!   calls, after those already armed; answers `{"faults": [...]}`, all that are armed. An
+//!   unknown F or a bad N is a 400 whose message names the field.
+//! - `GET /_standin/faults` lists what is armed; `DELETE /_standin/faults` disarms everything.
+//! - `GET /_standin/invocations`: `{"invocations": [{"endpoint", "inference_id",
+//!   "input_location", "output_location", "failure_location", "fault"}, ...]}`, every call
+//!   received, refused ones too (their locations are null), in order, with the fault it got or
+//!   null; `DELETE /_standin/invocations` empties it.
+//!
+//! The faults, as the SDK sees them:
+//! - `accept-then-500`: the job is queued and runs as normal (output or failure in S3,
+//!   notification delivered), but the answer is HTTP 500 `InternalFailure`.
+//! - `accept-then-hang`: queued and run as normal, then no answer for `--hang-millis`, then 500
+//!   `InternalFailure`; a client with a shorter timeout sees a timeout.
+//! - `refuse-400`: nothing is queued; HTTP 400 `ValidationError`, "Endpoint NAME of account
+//!   123456789012 not found." (what SageMaker says for an unknown endpoint).
+//! - `accept-silently`: a normal 202, the job runs and its output or failure lands in S3, but no
+//!   notification is delivered (a lost SNS delivery).
+//!
+//! AWS SDKs retry 5xx answers and timeouts, and each retry is a new call that consumes the next
+//! fault (and, when accepted, queues the job again). The standard retry mode (the Rust SDK,
+//! boto3 with `retries={"mode": "standard"}`) makes up to 3 attempts, boto3's default legacy
+//! mode up to 5: to make every attempt fail, arm the fault `times` >= the attempts; with fewer,
+//! the SDK's retry succeeds and the caller never sees the fault.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::fmt;
 use std::str::FromStr;
 use std::sync::{Arc, Mutex};
@@ -28,7 +64,7 @@ use std::time::Duration;
 use axum::extract::{Path, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
-use axum::routing::post;
+use axum::routing::{get, post};
 use axum::Router;
 use chrono::{DateTime, Utc};
 use serde_json::{json, Value};
@@ -46,6 +82,7 @@ struct Settings {
     region: String,
     step: Duration,
     inference: Duration,
+    hang: Duration,
     lambda_invoke_url: Option<String>,
 }
 
@@ -80,6 +117,9 @@ struct AppState {
     tokens: Arc<Mutex<HashMap<String, String>>>,
     http: reqwest::Client,
     s3: aws_sdk_s3::Client,
+    /// Faults waiting for the next InvokeEndpointAsync calls, and every call received. One
+    /// lock for both, so the recorded order is the order in which faults were consumed.
+    control: Arc<Mutex<Control>>,
 }
 
 struct AwsError(StatusCode, &'static str, String);
@@ -406,25 +446,215 @@ fn update(state: &AppState, arn: &str, change: impl FnOnce(&mut Run)) {
 
 // ------------------------------------------------------------------ async endpoint runtime
 
+/// A fault the control API arms for the next InvokeEndpointAsync calls.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Fault {
+    /// Queued and run as normal, but answered 500 InternalFailure: the caller cannot tell
+    /// whether SageMaker took the request.
+    AcceptThen500,
+    /// Queued and run as normal, then no answer for `--hang-millis`, then 500 InternalFailure:
+    /// a client with a shorter timeout sees a timeout.
+    AcceptThenHang,
+    /// Not queued: 400 ValidationError, as SageMaker answers for an unknown endpoint.
+    Refuse400,
+    /// Queued and run, the output or failure written to S3, but no notification delivered: a
+    /// lost SNS delivery.
+    AcceptSilently,
+}
+
+impl Fault {
+    const ALL: [Fault; 4] = [
+        Fault::AcceptThen500,
+        Fault::AcceptThenHang,
+        Fault::Refuse400,
+        Fault::AcceptSilently,
+    ];
+
+    fn name(self) -> &'static str {
+        match self {
+            Fault::AcceptThen500 => "accept-then-500",
+            Fault::AcceptThenHang => "accept-then-hang",
+            Fault::Refuse400 => "refuse-400",
+            Fault::AcceptSilently => "accept-silently",
+        }
+    }
+
+    fn parse(name: &str) -> Option<Fault> {
+        Fault::ALL.into_iter().find(|f| f.name() == name)
+    }
+}
+
+/// One InvokeEndpointAsync call as received, for `GET /_standin/invocations`.
+#[derive(serde::Serialize)]
+struct Invocation {
+    endpoint: String,
+    inference_id: Option<String>,
+    input_location: Option<String>,
+    output_location: Option<String>,
+    failure_location: Option<String>,
+    fault: Option<&'static str>,
+}
+
+#[derive(Default)]
+struct Control {
+    faults: VecDeque<Fault>,
+    invocations: Vec<Invocation>,
+}
+
+/// At most this many faults wait at once: a typo in `times` should not eat the memory.
+const MAX_PENDING_FAULTS: usize = 10_000;
+
+fn json_response(status: StatusCode, body: Value) -> Response {
+    (
+        status,
+        [("content-type", "application/json")],
+        body.to_string(),
+    )
+        .into_response()
+}
+
+fn control_error(message: String) -> Response {
+    json_response(StatusCode::BAD_REQUEST, json!({ "message": message }))
+}
+
+fn pending_faults(control: &Control) -> Value {
+    json!({"faults": control.faults.iter().map(|f| f.name()).collect::<Vec<_>>()})
+}
+
+/// `POST /_standin/faults {"fault": F, "times": N}`: the next N calls (after those already
+/// armed) get F.
+async fn arm_faults(State(state): State<AppState>, body: String) -> Response {
+    let request: Value = match serde_json::from_str(&body) {
+        Ok(v @ Value::Object(_)) => v,
+        _ => {
+            return control_error(
+                r#"the body must be a JSON object {"fault": ..., "times": ...}"#.into(),
+            )
+        }
+    };
+    let names = Fault::ALL.map(Fault::name).join(", ");
+    let Some(fault) = request
+        .get("fault")
+        .and_then(Value::as_str)
+        .and_then(Fault::parse)
+    else {
+        let got = request
+            .get("fault")
+            .map_or("nothing".into(), Value::to_string);
+        return control_error(format!("fault must be one of {names}; got {got}"));
+    };
+    let times = match request.get("times") {
+        None | Some(Value::Null) => 1,
+        Some(v) => match v.as_u64() {
+            Some(n @ 1..) => n as usize,
+            _ => return control_error(format!("times must be a positive integer; got {v}")),
+        },
+    };
+    let mut control = state.control.lock().unwrap();
+    if control.faults.len() + times > MAX_PENDING_FAULTS {
+        return control_error(format!(
+            "times: at most {MAX_PENDING_FAULTS} faults may wait at once ({} already do)",
+            control.faults.len()
+        ));
+    }
+    control.faults.extend(std::iter::repeat_n(fault, times));
+    json_response(StatusCode::OK, pending_faults(&control))
+}
+
+async fn list_faults(State(state): State<AppState>) -> Response {
+    json_response(
+        StatusCode::OK,
+        pending_faults(&state.control.lock().unwrap()),
+    )
+}
+
+async fn clear_faults(State(state): State<AppState>) -> Response {
+    let mut control = state.control.lock().unwrap();
+    control.faults.clear();
+    json_response(StatusCode::OK, pending_faults(&control))
+}
+
+async fn list_invocations(State(state): State<AppState>) -> Response {
+    let control = state.control.lock().unwrap();
+    json_response(StatusCode::OK, json!({"invocations": control.invocations}))
+}
+
+async fn clear_invocations(State(state): State<AppState>) -> Response {
+    state.control.lock().unwrap().invocations.clear();
+    json_response(StatusCode::OK, json!({"invocations": []}))
+}
+
+/// An error as SageMaker Runtime (restJson) sends it: the SDK takes the code from
+/// `x-amzn-errortype` and the message from the body.
+fn runtime_error(status: StatusCode, code: &str, message: String) -> Response {
+    (
+        status,
+        [
+            ("content-type", "application/json".to_owned()),
+            ("x-amzn-errortype", code.to_owned()),
+            ("x-amzn-requestid", uuid::Uuid::new_v4().to_string()),
+        ],
+        json!({ "message": message }).to_string(),
+    )
+        .into_response()
+}
+
 async fn invoke_async(
     State(state): State<AppState>,
     Path(endpoint): Path<String>,
     headers: HeaderMap,
-) -> Result<Response, AwsError> {
+) -> Response {
     let header = |name: &str| {
         headers
             .get(name)
             .and_then(|v| v.to_str().ok())
             .map(str::to_owned)
     };
-    let input = header("x-amzn-sagemaker-inputlocation")
-        .ok_or_else(|| validation("InputLocation must not be null"))?;
-    let input: S3Location = input.parse().map_err(validation)?;
-    let inference_id =
-        header("x-amzn-sagemaker-inference-id").unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
+    let caller_id = header("x-amzn-sagemaker-inference-id");
+    let input_location = header("x-amzn-sagemaker-inputlocation");
+    let mut invocation = Invocation {
+        endpoint: endpoint.clone(),
+        inference_id: caller_id.clone(),
+        input_location: input_location.clone(),
+        output_location: None,
+        failure_location: None,
+        fault: None,
+    };
+    // A malformed call is refused before any fault applies: it consumes none.
+    let input: S3Location = match input_location.as_deref().map(str::parse) {
+        Some(Ok(input)) => input,
+        problem => {
+            state.control.lock().unwrap().invocations.push(invocation);
+            let message = match problem {
+                Some(Err(e)) => e,
+                _ => "1 validation error detected: InputLocation must not be null".into(),
+            };
+            return runtime_error(StatusCode::BAD_REQUEST, "ValidationError", message);
+        }
+    };
+    let inference_id = caller_id.unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
     let object = uuid::Uuid::new_v4();
     let output = format!("s3://{}/outputs/{object}.out", input.bucket);
     let failure = format!("s3://{}/failures/{object}-error.out", input.bucket);
+    let fault = {
+        let mut control = state.control.lock().unwrap();
+        let fault = control.faults.pop_front();
+        invocation.fault = fault.map(Fault::name);
+        if fault != Some(Fault::Refuse400) {
+            invocation.inference_id = Some(inference_id.clone());
+            invocation.output_location = Some(output.clone());
+            invocation.failure_location = Some(failure.clone());
+        }
+        control.invocations.push(invocation);
+        fault
+    };
+    if fault == Some(Fault::Refuse400) {
+        return runtime_error(
+            StatusCode::BAD_REQUEST,
+            "ValidationError",
+            format!("Endpoint {endpoint} of account {ACCOUNT} not found."),
+        );
+    }
     let job = Job {
         endpoint,
         inference_id: inference_id.clone(),
@@ -432,19 +662,38 @@ async fn invoke_async(
         output: output.clone(),
         failure: failure.clone(),
         received: Utc::now(),
+        notify: fault != Some(Fault::AcceptSilently),
     };
-    tokio::spawn(infer(state, job));
-    let body = json!({"InferenceId": inference_id}).to_string();
-    Ok((
-        StatusCode::ACCEPTED,
-        [
-            ("content-type", "application/json".to_owned()),
-            ("x-amzn-sagemaker-outputlocation", output),
-            ("x-amzn-sagemaker-failurelocation", failure),
-        ],
-        body,
-    )
-        .into_response())
+    // Queued before any answer, so a failed answer never means the job did not start.
+    tokio::spawn(infer(state.clone(), job));
+    let internal_failure = |fault: Fault| {
+        runtime_error(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "InternalFailure",
+            format!(
+                "An internal error occurred. (stand-in fault {}: the request was queued)",
+                fault.name()
+            ),
+        )
+    };
+    match fault {
+        Some(f @ Fault::AcceptThen500) => internal_failure(f),
+        Some(f @ Fault::AcceptThenHang) => {
+            tokio::time::sleep(state.settings.hang).await;
+            internal_failure(f)
+        }
+        _ => (
+            StatusCode::ACCEPTED,
+            [
+                ("content-type", "application/json".to_owned()),
+                ("x-amzn-requestid", uuid::Uuid::new_v4().to_string()),
+                ("x-amzn-sagemaker-outputlocation", output),
+                ("x-amzn-sagemaker-failurelocation", failure),
+            ],
+            json!({"InferenceId": inference_id}).to_string(),
+        )
+            .into_response(),
+    }
 }
 
 struct Job {
@@ -454,6 +703,8 @@ struct Job {
     output: String,
     failure: String,
     received: DateTime<Utc>,
+    /// False for `accept-silently`: the outcome lands in S3 and nobody hears of it.
+    notify: bool,
 }
 
 /// The small local model: labels a document by its words.
@@ -511,6 +762,9 @@ async fn infer(state: AppState, job: Job) {
         .await
     {
         eprintln!("could not write {location}: {e}");
+    }
+    if !job.notify {
+        return;
     }
     let mut message = json!({
         "awsRegion": state.settings.region,
@@ -626,16 +880,29 @@ async fn main() {
             inference: Duration::from_millis(arg(&args, "--inference-millis").map_or(1500, |p| {
                 p.parse().expect("--inference-millis takes a number")
             })),
+            hang: Duration::from_millis(
+                arg(&args, "--hang-millis")
+                    .map_or(5000, |p| p.parse().expect("--hang-millis takes a number")),
+            ),
             lambda_invoke_url: arg(&args, "--lambda-invoke-url"),
         },
         runs: Arc::default(),
         tokens: Arc::default(),
         http: reqwest::Client::new(),
         s3: s3_client().await,
+        control: Arc::default(),
     };
     let app = Router::new()
         .route("/", post(dispatch))
         .route("/endpoints/{name}/async-invocations", post(invoke_async))
+        .route(
+            "/_standin/faults",
+            get(list_faults).post(arm_faults).delete(clear_faults),
+        )
+        .route(
+            "/_standin/invocations",
+            get(list_invocations).delete(clear_invocations),
+        )
         .with_state(state);
     let listener = tokio::net::TcpListener::bind(("127.0.0.1", port))
         .await
