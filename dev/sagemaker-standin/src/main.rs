@@ -4,6 +4,10 @@
 //! Pipelines: moto's are born `Succeeded` and have no steps; these run: Executing, then step by
 //! step to Succeeded or Failed, and (with `--lambda-invoke-url`) each status change is delivered
 //! as the real EventBridge event to pipeline-router through the local Lambda invoke API.
+//! StartPipelineExecution checks what SageMaker checks and a product could get wrong: a
+//! `ClientRequestToken` must have 32 to 128 characters (else 400 ValidationException), and a
+//! repeated token returns the first run's ARN; `ParallelismConfiguration` is kept and shown by
+//! DescribePipelineExecution only when the start gave it.
 //!
 //! Async endpoint: `InvokeEndpointAsync` reads the input from S3 (moto), runs a small local model
 //! after `--inference-millis`, writes the output (or a failure) to S3 beside the input, and
@@ -102,6 +106,8 @@ struct Run {
     display_name: String,
     description: Option<String>,
     parameters: HashMap<String, String>,
+    /// `ParallelismConfiguration.MaxParallelExecutionSteps`, when the start gave it.
+    max_parallel_steps: Option<u64>,
     status: &'static str,
     failure_reason: Option<String>,
     started: DateTime<Utc>,
@@ -237,9 +243,57 @@ fn str_field<'a>(input: &'a Value, name: &str) -> Result<&'a str, AwsError> {
         })
 }
 
+/// SageMaker's idempotency tokens are 32 to 128 characters; a product that derives shorter
+/// ones must fail here as it would against AWS.
+fn client_request_token(input: &Value) -> Result<Option<&str>, AwsError> {
+    let Some(token) = input.get("ClientRequestToken").filter(|v| !v.is_null()) else {
+        return Ok(None);
+    };
+    let token = token
+        .as_str()
+        .ok_or_else(|| validation("ClientRequestToken must be a string"))?;
+    let rule = match token.chars().count() {
+        0..32 => "greater than or equal to 32",
+        129.. => "less than or equal to 128",
+        _ => return Ok(Some(token)),
+    };
+    Err(validation(format!(
+        "1 validation error detected: Value '{token}' at 'ClientRequestToken' failed to \
+         satisfy constraint: Member must have length {rule}"
+    )))
+}
+
+fn max_parallel_steps(input: &Value) -> Result<Option<u64>, AwsError> {
+    let Some(config) = input
+        .get("ParallelismConfiguration")
+        .filter(|v| !v.is_null())
+    else {
+        return Ok(None);
+    };
+    let steps = config
+        .get("MaxParallelExecutionSteps")
+        .filter(|v| !v.is_null())
+        .ok_or_else(|| {
+            validation(
+                "1 validation error detected: ParallelismConfiguration.MaxParallelExecutionSteps \
+                 must not be null",
+            )
+        })?;
+    match steps.as_u64() {
+        Some(n @ 1..) => Ok(Some(n)),
+        _ => Err(validation(format!(
+            "1 validation error detected: Value '{steps}' at \
+             'ParallelismConfiguration.MaxParallelExecutionSteps' failed to satisfy \
+             constraint: Member must have value greater than or equal to 1"
+        ))),
+    }
+}
+
 fn start(state: &AppState, input: &Value) -> Result<Value, AwsError> {
     let name = str_field(input, "PipelineName")?;
-    if let Some(token) = input.get("ClientRequestToken").and_then(Value::as_str) {
+    let token = client_request_token(input)?;
+    let max_parallel_steps = max_parallel_steps(input)?;
+    if let Some(token) = token {
         if let Some(arn) = state.tokens.lock().unwrap().get(token) {
             return Ok(json!({"PipelineExecutionArn": arn}));
         }
@@ -276,6 +330,7 @@ fn start(state: &AppState, input: &Value) -> Result<Value, AwsError> {
             .and_then(Value::as_str)
             .map(str::to_owned),
         parameters,
+        max_parallel_steps,
         status: "Executing",
         failure_reason: None,
         started: now,
@@ -283,7 +338,7 @@ fn start(state: &AppState, input: &Value) -> Result<Value, AwsError> {
         steps: Vec::new(),
     };
     let arn = run.arn.clone();
-    if let Some(token) = input.get("ClientRequestToken").and_then(Value::as_str) {
+    if let Some(token) = token {
         state
             .tokens
             .lock()
@@ -321,6 +376,9 @@ fn describe(state: &AppState, input: &Value) -> Result<Value, AwsError> {
     }
     if let Some(r) = &run.failure_reason {
         out["FailureReason"] = json!(r);
+    }
+    if let Some(n) = run.max_parallel_steps {
+        out["ParallelismConfiguration"] = json!({"MaxParallelExecutionSteps": n});
     }
     Ok(out)
 }
