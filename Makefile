@@ -7,7 +7,7 @@ PY := $(VENV)/bin/python
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 STACK := $(PY) scripts/local_stack.py --
 
-.PHONY: help venv test compile unit-test demo serve fmt lint lint-infra build build-sam sam-build-debug deploy clean
+.PHONY: help venv test compile unit-test demo serve fmt lint lint-infra build build-sam sam-build-debug deploy redrive clean
 
 help:
 	@echo "make demo   run the async loop locally (inference outcomes, pipeline runs) and show what is stored"
@@ -18,6 +18,8 @@ help:
 	@echo "make lint-infra  cfn-lint and sam validate --lint on infra/template.yaml (offline)"
 	@echo "make build-sam  sam build (release, arm64) into .aws-sam/"
 	@echo "make deploy sam build + sam deploy --guided (needs AWS credentials)"
+	@echo "make redrive STACK=<name>  replay a deployed stack's dead-lettered notifications and pipeline events"
+	@echo "             (or QUEUE_URL=... NOTIFICATION_HANDLER=... PIPELINE_ROUTER=...; ARGS=\"--dry-run --max N\")"
 
 venv:
 	@bash scripts/bootstrap.sh
@@ -93,6 +95,18 @@ sam-build-debug: venv rust-target lint-infra
 
 deploy: build-sam
 	$(SAM) deploy --guided --config-file samconfig.toml
+
+# Replays a deployed stack's failure DLQ through its functions (scripts/redrive.py): STACK=<name>,
+# or QUEUE_URL, NOTIFICATION_HANDLER and PIPELINE_ROUTER (e.g. for the SQS buffer's DLQ); ARGS
+# passes more options. STACK counts only from the command line: above, it is the local stack.
+REDRIVE_FLAGS = $(strip $(if $(filter command line,$(origin STACK)),--stack-name '$(STACK)') \
+	$(if $(QUEUE_URL),--queue-url '$(QUEUE_URL)') \
+	$(if $(NOTIFICATION_HANDLER),--notification-handler '$(NOTIFICATION_HANDLER)') \
+	$(if $(PIPELINE_ROUTER),--pipeline-router '$(PIPELINE_ROUTER)'))
+redrive: venv
+	@test -n "$(REDRIVE_FLAGS)" || { echo "usage: make redrive STACK=<name> | QUEUE_URL=<url>" \
+		"NOTIFICATION_HANDLER=<name> PIPELINE_ROUTER=<name> [ARGS=\"--dry-run --max N\"]" >&2; exit 2; }
+	$(PY) scripts/redrive.py $(REDRIVE_FLAGS) $(ARGS)
 
 clean:
 	cargo clean

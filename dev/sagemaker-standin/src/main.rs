@@ -4,6 +4,10 @@
 //! Pipelines: moto's are born `Succeeded` and have no steps; these run: Executing, then step by
 //! step to Succeeded or Failed, and (with `--lambda-invoke-url`) each status change is delivered
 //! as the real EventBridge event to pipeline-router through the local Lambda invoke API.
+//! StartPipelineExecution checks what SageMaker checks and a product could get wrong: a
+//! `ClientRequestToken` must have 32 to 128 characters (else 400 ValidationException), and a
+//! repeated token returns the first run's ARN; `ParallelismConfiguration` is kept and shown by
+//! DescribePipelineExecution only when the start gave it.
 //!
 //! Async endpoint: `InvokeEndpointAsync` reads the input from S3 (moto), runs a small local model
 //! after `--inference-millis`, writes the output (or a failure) to S3 beside the input, and
@@ -16,17 +20,55 @@
 //! and at PreprocessData when InputDataUri is not an s3:// URI.
 //!
 //! Usage: sagemaker-standin [--port N] [--region R] [--step-millis MS] [--inference-millis MS]
-//!                          [--lambda-invoke-url URL]
+//!                          [--hang-millis MS] [--lambda-invoke-url URL]
+//! - `--port`: 0 (the default) picks a free port; it binds 127.0.0.1 only.
+//! - `--region`: used in ARNs and events (us-east-1).
+//! - `--step-millis`: how long each pipeline step runs (500).
+//! - `--inference-millis`: how long the model takes per async request (1500).
+//! - `--hang-millis`: how long an `accept-then-hang` call goes unanswered (5000).
+//! - `--lambda-invoke-url`: the local Lambda invoke API (`cargo lambda watch`) to deliver
+//!   notifications and pipeline events to; without it nothing is delivered.
+//!
 //! Prints `listening on http://127.0.0.1:PORT` once it accepts requests.
+//!
+//! Fault injection, for tests of what a caller does when SageMaker misbehaves. A control API on
+//! the same port arms faults for the next InvokeEndpointAsync calls, one consumed per call, in
+//! order (a call without a valid InputLocation is refused before any fault and consumes none):
+//! - `POST /_standin/faults` `{"fault": F, "times": N}` (N defaults to 1): arms F for the next N
+//!   calls, after those already armed; answers `{"faults": [...]}`, all that are armed. An
+//!   unknown F or a bad N is a 400 whose message names the field.
+//! - `GET /_standin/faults` lists what is armed; `DELETE /_standin/faults` disarms everything.
+//! - `GET /_standin/invocations`: `{"invocations": [{"endpoint", "inference_id",
+//!   "input_location", "output_location", "failure_location", "fault"}, ...]}`, every call
+//!   received, refused ones too (their locations are null), in order, with the fault it got or
+//!   null; `DELETE /_standin/invocations` empties it.
+//!
+//! The faults, as the SDK sees them:
+//! - `accept-then-500`: the job is queued and runs as normal (output or failure in S3,
+//!   notification delivered), but the answer is HTTP 500 `InternalFailure`.
+//! - `accept-then-hang`: queued and run as normal, then no answer for `--hang-millis`, then 500
+//!   `InternalFailure`; a client with a shorter timeout sees a timeout.
+//! - `refuse-400`: nothing is queued; HTTP 400 `ValidationError`, "Endpoint NAME of account
+//!   123456789012 not found." (what SageMaker says for an unknown endpoint).
+//! - `accept-silently`: a normal 202, the job runs and its output or failure lands in S3, but no
+//!   notification is delivered (a lost SNS delivery).
+//!
+//! AWS SDKs retry 5xx answers and timeouts, and each retry is a new call that consumes the next
+//! fault (and, when accepted, queues the job again). The standard retry mode (the Rust SDK,
+//! boto3 with `retries={"mode": "standard"}`) makes up to 3 attempts, boto3's default legacy
+//! mode up to 5: to make every attempt fail, arm the fault `times` >= the attempts; with fewer,
+//! the SDK's retry succeeds and the caller never sees the fault.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
+use std::fmt;
+use std::str::FromStr;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use axum::extract::{Path, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
-use axum::routing::post;
+use axum::routing::{get, post};
 use axum::Router;
 use chrono::{DateTime, Utc};
 use serde_json::{json, Value};
@@ -44,6 +86,7 @@ struct Settings {
     region: String,
     step: Duration,
     inference: Duration,
+    hang: Duration,
     lambda_invoke_url: Option<String>,
 }
 
@@ -63,6 +106,8 @@ struct Run {
     display_name: String,
     description: Option<String>,
     parameters: HashMap<String, String>,
+    /// `ParallelismConfiguration.MaxParallelExecutionSteps`, when the start gave it.
+    max_parallel_steps: Option<u64>,
     status: &'static str,
     failure_reason: Option<String>,
     started: DateTime<Utc>,
@@ -78,6 +123,9 @@ struct AppState {
     tokens: Arc<Mutex<HashMap<String, String>>>,
     http: reqwest::Client,
     s3: aws_sdk_s3::Client,
+    /// Faults waiting for the next InvokeEndpointAsync calls, and every call received. One
+    /// lock for both, so the recorded order is the order in which faults were consumed.
+    control: Arc<Mutex<Control>>,
 }
 
 struct AwsError(StatusCode, &'static str, String);
@@ -100,6 +148,47 @@ fn validation(message: impl Into<String>) -> AwsError {
         "ValidationException",
         message.into(),
     )
+}
+
+/// `s3://bucket/key`. The stand-in's own, so it builds without the product crate.
+#[derive(Debug, Clone)]
+struct S3Location {
+    bucket: String,
+    key: String,
+}
+
+impl FromStr for S3Location {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, String> {
+        s.strip_prefix("s3://")
+            .and_then(|rest| rest.split_once('/'))
+            .filter(|(bucket, key)| !bucket.is_empty() && !key.is_empty())
+            .map(|(bucket, key)| S3Location {
+                bucket: bucket.to_owned(),
+                key: key.to_owned(),
+            })
+            .ok_or_else(|| format!("{s:?} is not an S3 location of the form s3://bucket/key"))
+    }
+}
+
+impl fmt::Display for S3Location {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "s3://{}/{}", self.bucket, self.key)
+    }
+}
+
+/// From the standard AWS configuration, as the functions build theirs: with an endpoint
+/// override (moto on 127.0.0.1) path-style addressing, since an emulator cannot serve
+/// virtual-hosted bucket names.
+async fn s3_client() -> aws_sdk_s3::Client {
+    let sdk = aws_config::load_from_env().await;
+    let overridden =
+        sdk.endpoint_url().is_some() || std::env::var_os("AWS_ENDPOINT_URL_S3").is_some();
+    let conf = aws_sdk_s3::config::Builder::from(&sdk)
+        .force_path_style(overridden)
+        .build();
+    aws_sdk_s3::Client::from_conf(conf)
 }
 
 fn epoch(t: DateTime<Utc>) -> f64 {
@@ -154,9 +243,57 @@ fn str_field<'a>(input: &'a Value, name: &str) -> Result<&'a str, AwsError> {
         })
 }
 
+/// SageMaker's idempotency tokens are 32 to 128 characters; a product that derives shorter
+/// ones must fail here as it would against AWS.
+fn client_request_token(input: &Value) -> Result<Option<&str>, AwsError> {
+    let Some(token) = input.get("ClientRequestToken").filter(|v| !v.is_null()) else {
+        return Ok(None);
+    };
+    let token = token
+        .as_str()
+        .ok_or_else(|| validation("ClientRequestToken must be a string"))?;
+    let rule = match token.chars().count() {
+        0..32 => "greater than or equal to 32",
+        129.. => "less than or equal to 128",
+        _ => return Ok(Some(token)),
+    };
+    Err(validation(format!(
+        "1 validation error detected: Value '{token}' at 'ClientRequestToken' failed to \
+         satisfy constraint: Member must have length {rule}"
+    )))
+}
+
+fn max_parallel_steps(input: &Value) -> Result<Option<u64>, AwsError> {
+    let Some(config) = input
+        .get("ParallelismConfiguration")
+        .filter(|v| !v.is_null())
+    else {
+        return Ok(None);
+    };
+    let steps = config
+        .get("MaxParallelExecutionSteps")
+        .filter(|v| !v.is_null())
+        .ok_or_else(|| {
+            validation(
+                "1 validation error detected: ParallelismConfiguration.MaxParallelExecutionSteps \
+                 must not be null",
+            )
+        })?;
+    match steps.as_u64() {
+        Some(n @ 1..) => Ok(Some(n)),
+        _ => Err(validation(format!(
+            "1 validation error detected: Value '{steps}' at \
+             'ParallelismConfiguration.MaxParallelExecutionSteps' failed to satisfy \
+             constraint: Member must have value greater than or equal to 1"
+        ))),
+    }
+}
+
 fn start(state: &AppState, input: &Value) -> Result<Value, AwsError> {
     let name = str_field(input, "PipelineName")?;
-    if let Some(token) = input.get("ClientRequestToken").and_then(Value::as_str) {
+    let token = client_request_token(input)?;
+    let max_parallel_steps = max_parallel_steps(input)?;
+    if let Some(token) = token {
         if let Some(arn) = state.tokens.lock().unwrap().get(token) {
             return Ok(json!({"PipelineExecutionArn": arn}));
         }
@@ -193,6 +330,7 @@ fn start(state: &AppState, input: &Value) -> Result<Value, AwsError> {
             .and_then(Value::as_str)
             .map(str::to_owned),
         parameters,
+        max_parallel_steps,
         status: "Executing",
         failure_reason: None,
         started: now,
@@ -200,7 +338,7 @@ fn start(state: &AppState, input: &Value) -> Result<Value, AwsError> {
         steps: Vec::new(),
     };
     let arn = run.arn.clone();
-    if let Some(token) = input.get("ClientRequestToken").and_then(Value::as_str) {
+    if let Some(token) = token {
         state
             .tokens
             .lock()
@@ -238,6 +376,9 @@ fn describe(state: &AppState, input: &Value) -> Result<Value, AwsError> {
     }
     if let Some(r) = &run.failure_reason {
         out["FailureReason"] = json!(r);
+    }
+    if let Some(n) = run.max_parallel_steps {
+        out["ParallelismConfiguration"] = json!({"MaxParallelExecutionSteps": n});
     }
     Ok(out)
 }
@@ -363,27 +504,215 @@ fn update(state: &AppState, arn: &str, change: impl FnOnce(&mut Run)) {
 
 // ------------------------------------------------------------------ async endpoint runtime
 
+/// A fault the control API arms for the next InvokeEndpointAsync calls.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Fault {
+    /// Queued and run as normal, but answered 500 InternalFailure: the caller cannot tell
+    /// whether SageMaker took the request.
+    AcceptThen500,
+    /// Queued and run as normal, then no answer for `--hang-millis`, then 500 InternalFailure:
+    /// a client with a shorter timeout sees a timeout.
+    AcceptThenHang,
+    /// Not queued: 400 ValidationError, as SageMaker answers for an unknown endpoint.
+    Refuse400,
+    /// Queued and run, the output or failure written to S3, but no notification delivered: a
+    /// lost SNS delivery.
+    AcceptSilently,
+}
+
+impl Fault {
+    const ALL: [Fault; 4] = [
+        Fault::AcceptThen500,
+        Fault::AcceptThenHang,
+        Fault::Refuse400,
+        Fault::AcceptSilently,
+    ];
+
+    fn name(self) -> &'static str {
+        match self {
+            Fault::AcceptThen500 => "accept-then-500",
+            Fault::AcceptThenHang => "accept-then-hang",
+            Fault::Refuse400 => "refuse-400",
+            Fault::AcceptSilently => "accept-silently",
+        }
+    }
+
+    fn parse(name: &str) -> Option<Fault> {
+        Fault::ALL.into_iter().find(|f| f.name() == name)
+    }
+}
+
+/// One InvokeEndpointAsync call as received, for `GET /_standin/invocations`.
+#[derive(serde::Serialize)]
+struct Invocation {
+    endpoint: String,
+    inference_id: Option<String>,
+    input_location: Option<String>,
+    output_location: Option<String>,
+    failure_location: Option<String>,
+    fault: Option<&'static str>,
+}
+
+#[derive(Default)]
+struct Control {
+    faults: VecDeque<Fault>,
+    invocations: Vec<Invocation>,
+}
+
+/// At most this many faults wait at once: a typo in `times` should not eat the memory.
+const MAX_PENDING_FAULTS: usize = 10_000;
+
+fn json_response(status: StatusCode, body: Value) -> Response {
+    (
+        status,
+        [("content-type", "application/json")],
+        body.to_string(),
+    )
+        .into_response()
+}
+
+fn control_error(message: String) -> Response {
+    json_response(StatusCode::BAD_REQUEST, json!({ "message": message }))
+}
+
+fn pending_faults(control: &Control) -> Value {
+    json!({"faults": control.faults.iter().map(|f| f.name()).collect::<Vec<_>>()})
+}
+
+/// `POST /_standin/faults {"fault": F, "times": N}`: the next N calls (after those already
+/// armed) get F.
+async fn arm_faults(State(state): State<AppState>, body: String) -> Response {
+    let request: Value = match serde_json::from_str(&body) {
+        Ok(v @ Value::Object(_)) => v,
+        _ => {
+            return control_error(
+                r#"the body must be a JSON object {"fault": ..., "times": ...}"#.into(),
+            )
+        }
+    };
+    let names = Fault::ALL.map(Fault::name).join(", ");
+    let Some(fault) = request
+        .get("fault")
+        .and_then(Value::as_str)
+        .and_then(Fault::parse)
+    else {
+        let got = request
+            .get("fault")
+            .map_or("nothing".into(), Value::to_string);
+        return control_error(format!("fault must be one of {names}; got {got}"));
+    };
+    let times = match request.get("times") {
+        None | Some(Value::Null) => 1,
+        Some(v) => match v.as_u64() {
+            Some(n @ 1..) => n as usize,
+            _ => return control_error(format!("times must be a positive integer; got {v}")),
+        },
+    };
+    let mut control = state.control.lock().unwrap();
+    if control.faults.len() + times > MAX_PENDING_FAULTS {
+        return control_error(format!(
+            "times: at most {MAX_PENDING_FAULTS} faults may wait at once ({} already do)",
+            control.faults.len()
+        ));
+    }
+    control.faults.extend(std::iter::repeat_n(fault, times));
+    json_response(StatusCode::OK, pending_faults(&control))
+}
+
+async fn list_faults(State(state): State<AppState>) -> Response {
+    json_response(
+        StatusCode::OK,
+        pending_faults(&state.control.lock().unwrap()),
+    )
+}
+
+async fn clear_faults(State(state): State<AppState>) -> Response {
+    let mut control = state.control.lock().unwrap();
+    control.faults.clear();
+    json_response(StatusCode::OK, pending_faults(&control))
+}
+
+async fn list_invocations(State(state): State<AppState>) -> Response {
+    let control = state.control.lock().unwrap();
+    json_response(StatusCode::OK, json!({"invocations": control.invocations}))
+}
+
+async fn clear_invocations(State(state): State<AppState>) -> Response {
+    state.control.lock().unwrap().invocations.clear();
+    json_response(StatusCode::OK, json!({"invocations": []}))
+}
+
+/// An error as SageMaker Runtime (restJson) sends it: the SDK takes the code from
+/// `x-amzn-errortype` and the message from the body.
+fn runtime_error(status: StatusCode, code: &str, message: String) -> Response {
+    (
+        status,
+        [
+            ("content-type", "application/json".to_owned()),
+            ("x-amzn-errortype", code.to_owned()),
+            ("x-amzn-requestid", uuid::Uuid::new_v4().to_string()),
+        ],
+        json!({ "message": message }).to_string(),
+    )
+        .into_response()
+}
+
 async fn invoke_async(
     State(state): State<AppState>,
     Path(endpoint): Path<String>,
     headers: HeaderMap,
-) -> Result<Response, AwsError> {
+) -> Response {
     let header = |name: &str| {
         headers
             .get(name)
             .and_then(|v| v.to_str().ok())
             .map(str::to_owned)
     };
-    let input = header("x-amzn-sagemaker-inputlocation")
-        .ok_or_else(|| validation("InputLocation must not be null"))?;
-    let input: shared::s3_location::S3Location = input
-        .parse()
-        .map_err(|e: shared::s3_location::BadS3Location| validation(e.to_string()))?;
-    let inference_id =
-        header("x-amzn-sagemaker-inference-id").unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
+    let caller_id = header("x-amzn-sagemaker-inference-id");
+    let input_location = header("x-amzn-sagemaker-inputlocation");
+    let mut invocation = Invocation {
+        endpoint: endpoint.clone(),
+        inference_id: caller_id.clone(),
+        input_location: input_location.clone(),
+        output_location: None,
+        failure_location: None,
+        fault: None,
+    };
+    // A malformed call is refused before any fault applies: it consumes none.
+    let input: S3Location = match input_location.as_deref().map(str::parse) {
+        Some(Ok(input)) => input,
+        problem => {
+            state.control.lock().unwrap().invocations.push(invocation);
+            let message = match problem {
+                Some(Err(e)) => e,
+                _ => "1 validation error detected: InputLocation must not be null".into(),
+            };
+            return runtime_error(StatusCode::BAD_REQUEST, "ValidationError", message);
+        }
+    };
+    let inference_id = caller_id.unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
     let object = uuid::Uuid::new_v4();
     let output = format!("s3://{}/outputs/{object}.out", input.bucket);
     let failure = format!("s3://{}/failures/{object}-error.out", input.bucket);
+    let fault = {
+        let mut control = state.control.lock().unwrap();
+        let fault = control.faults.pop_front();
+        invocation.fault = fault.map(Fault::name);
+        if fault != Some(Fault::Refuse400) {
+            invocation.inference_id = Some(inference_id.clone());
+            invocation.output_location = Some(output.clone());
+            invocation.failure_location = Some(failure.clone());
+        }
+        control.invocations.push(invocation);
+        fault
+    };
+    if fault == Some(Fault::Refuse400) {
+        return runtime_error(
+            StatusCode::BAD_REQUEST,
+            "ValidationError",
+            format!("Endpoint {endpoint} of account {ACCOUNT} not found."),
+        );
+    }
     let job = Job {
         endpoint,
         inference_id: inference_id.clone(),
@@ -391,28 +720,49 @@ async fn invoke_async(
         output: output.clone(),
         failure: failure.clone(),
         received: Utc::now(),
+        notify: fault != Some(Fault::AcceptSilently),
     };
-    tokio::spawn(infer(state, job));
-    let body = json!({"InferenceId": inference_id}).to_string();
-    Ok((
-        StatusCode::ACCEPTED,
-        [
-            ("content-type", "application/json".to_owned()),
-            ("x-amzn-sagemaker-outputlocation", output),
-            ("x-amzn-sagemaker-failurelocation", failure),
-        ],
-        body,
-    )
-        .into_response())
+    // Queued before any answer, so a failed answer never means the job did not start.
+    tokio::spawn(infer(state.clone(), job));
+    let internal_failure = |fault: Fault| {
+        runtime_error(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "InternalFailure",
+            format!(
+                "An internal error occurred. (stand-in fault {}: the request was queued)",
+                fault.name()
+            ),
+        )
+    };
+    match fault {
+        Some(f @ Fault::AcceptThen500) => internal_failure(f),
+        Some(f @ Fault::AcceptThenHang) => {
+            tokio::time::sleep(state.settings.hang).await;
+            internal_failure(f)
+        }
+        _ => (
+            StatusCode::ACCEPTED,
+            [
+                ("content-type", "application/json".to_owned()),
+                ("x-amzn-requestid", uuid::Uuid::new_v4().to_string()),
+                ("x-amzn-sagemaker-outputlocation", output),
+                ("x-amzn-sagemaker-failurelocation", failure),
+            ],
+            json!({"InferenceId": inference_id}).to_string(),
+        )
+            .into_response(),
+    }
 }
 
 struct Job {
     endpoint: String,
     inference_id: String,
-    input: shared::s3_location::S3Location,
+    input: S3Location,
     output: String,
     failure: String,
     received: DateTime<Utc>,
+    /// False for `accept-silently`: the outcome lands in S3 and nobody hears of it.
+    notify: bool,
 }
 
 /// The small local model: labels a document by its words.
@@ -459,8 +809,7 @@ async fn infer(state: AppState, job: Job) {
         Ok(result) => (&job.output, result.to_string()),
         Err(reason) => (&job.failure, reason.clone()),
     };
-    let target: shared::s3_location::S3Location =
-        location.parse().expect("locations are built above");
+    let target: S3Location = location.parse().expect("locations are built above");
     if let Err(e) = state
         .s3
         .put_object()
@@ -471,6 +820,9 @@ async fn infer(state: AppState, job: Job) {
         .await
     {
         eprintln!("could not write {location}: {e}");
+    }
+    if !job.notify {
+        return;
     }
     let mut message = json!({
         "awsRegion": state.settings.region,
@@ -586,16 +938,29 @@ async fn main() {
             inference: Duration::from_millis(arg(&args, "--inference-millis").map_or(1500, |p| {
                 p.parse().expect("--inference-millis takes a number")
             })),
+            hang: Duration::from_millis(
+                arg(&args, "--hang-millis")
+                    .map_or(5000, |p| p.parse().expect("--hang-millis takes a number")),
+            ),
             lambda_invoke_url: arg(&args, "--lambda-invoke-url"),
         },
         runs: Arc::default(),
         tokens: Arc::default(),
         http: reqwest::Client::new(),
-        s3: shared::aws::s3_client(&shared::aws::load_sdk_config().await),
+        s3: s3_client().await,
+        control: Arc::default(),
     };
     let app = Router::new()
         .route("/", post(dispatch))
         .route("/endpoints/{name}/async-invocations", post(invoke_async))
+        .route(
+            "/_standin/faults",
+            get(list_faults).post(arm_faults).delete(clear_faults),
+        )
+        .route(
+            "/_standin/invocations",
+            get(list_invocations).delete(clear_invocations),
+        )
         .with_state(state);
     let listener = tokio::net::TcpListener::bind(("127.0.0.1", port))
         .await

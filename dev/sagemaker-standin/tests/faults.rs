@@ -1,0 +1,277 @@
+//! The injected InvokeEndpointAsync faults as the real Rust SDK sees them. Each test starts its
+//! own stand-in, so armed faults and recorded calls never leak between tests. Only what the
+//! caller sees is checked here; S3 (moto) may be absent.
+
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use aws_sdk_sagemakerruntime::config::retry::RetryConfig;
+use aws_sdk_sagemakerruntime::config::timeout::TimeoutConfig;
+use aws_sdk_sagemakerruntime::config::{BehaviorVersion, Credentials, Region};
+use aws_sdk_sagemakerruntime::error::{ProvideErrorMetadata, SdkError};
+use aws_sdk_sagemakerruntime::operation::invoke_endpoint_async::InvokeEndpointAsyncError;
+use serde_json::{json, Value};
+
+struct Standin {
+    url: String,
+    child: Child,
+    http: reqwest::Client,
+}
+
+impl Drop for Standin {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn start(hang_millis: u64) -> Standin {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_sagemaker-standin"));
+    command
+        .args(["--port", "0", "--inference-millis", "10"])
+        .args(["--hang-millis", &hang_millis.to_string()])
+        .env("AWS_REGION", "us-east-1")
+        .env("AWS_EC2_METADATA_DISABLED", "true")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null());
+    // The jobs the stand-in runs read and write S3: moto when the local stack is up, else a
+    // closed local port, never a real account.
+    if std::env::var_os("AWS_ENDPOINT_URL").is_none() {
+        command
+            .env("AWS_ENDPOINT_URL_S3", "http://127.0.0.1:9")
+            .env("AWS_ACCESS_KEY_ID", "testing")
+            .env("AWS_SECRET_ACCESS_KEY", "testing");
+    }
+    let mut child = command.spawn().expect("start the stand-in");
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().expect("piped stdout"))
+        .read_line(&mut line)
+        .expect("read the stand-in's first line");
+    let url = line
+        .trim()
+        .strip_prefix("listening on ")
+        .unwrap_or_else(|| panic!("the stand-in printed {line:?}"))
+        .to_owned();
+    Standin {
+        url,
+        child,
+        http: reqwest::Client::new(),
+    }
+}
+
+impl Standin {
+    /// The SDK as a product would configure it: standard retries (3 attempts), only with a
+    /// short backoff so the tests are quick.
+    fn client(&self, attempt_timeout: Option<Duration>) -> aws_sdk_sagemakerruntime::Client {
+        let mut timeouts = TimeoutConfig::builder();
+        if let Some(t) = attempt_timeout {
+            timeouts = timeouts.operation_attempt_timeout(t);
+        }
+        let conf = aws_sdk_sagemakerruntime::Config::builder()
+            .behavior_version(BehaviorVersion::latest())
+            .region(Region::new("us-east-1"))
+            .credentials_provider(Credentials::new("testing", "testing", None, None, "test"))
+            .endpoint_url(&self.url)
+            .retry_config(RetryConfig::standard().with_initial_backoff(Duration::from_millis(10)))
+            .timeout_config(timeouts.build())
+            .build();
+        aws_sdk_sagemakerruntime::Client::from_conf(conf)
+    }
+
+    async fn control(&self, method: reqwest::Method, path: &str, body: Value) -> (u16, Value) {
+        let response = self
+            .http
+            .request(method, format!("{}{path}", self.url))
+            .body(body.to_string())
+            .send()
+            .await
+            .expect("control API call");
+        let status = response.status().as_u16();
+        let text = response.text().await.expect("control API body");
+        (
+            status,
+            serde_json::from_str(&text).expect("control API answers JSON"),
+        )
+    }
+
+    async fn arm(&self, fault: &str, times: u64) {
+        let (status, body) = self
+            .control(
+                reqwest::Method::POST,
+                "/_standin/faults",
+                json!({"fault": fault, "times": times}),
+            )
+            .await;
+        assert_eq!(status, 200, "{body}");
+    }
+
+    /// The recorded calls' faults, for one inference id.
+    async fn calls(&self, inference_id: &str) -> Vec<Value> {
+        let (_, body) = self
+            .control(reqwest::Method::GET, "/_standin/invocations", Value::Null)
+            .await;
+        body["invocations"]
+            .as_array()
+            .expect("invocations list")
+            .iter()
+            .filter(|i| i["inference_id"] == inference_id)
+            .map(|i| i["fault"].clone())
+            .collect()
+    }
+}
+
+async fn invoke(
+    client: &aws_sdk_sagemakerruntime::Client,
+    inference_id: &str,
+) -> Result<
+    aws_sdk_sagemakerruntime::operation::invoke_endpoint_async::InvokeEndpointAsyncOutput,
+    SdkError<InvokeEndpointAsyncError>,
+> {
+    client
+        .invoke_endpoint_async()
+        .endpoint_name("mcp-doc-processor-async")
+        .input_location("s3://io-bucket/inputs/doc.json")
+        .inference_id(inference_id)
+        .send()
+        .await
+}
+
+fn status(err: &SdkError<InvokeEndpointAsyncError>) -> Option<u16> {
+    err.raw_response().map(|r| r.status().as_u16())
+}
+
+#[tokio::test]
+async fn accept_then_500_is_an_internal_failure_on_every_attempt_when_armed_three_times() {
+    let standin = start(5000);
+    standin.arm("accept-then-500", 3).await;
+    let err = invoke(&standin.client(None), "job-500").await.unwrap_err();
+    assert_eq!(err.code(), Some("InternalFailure"), "{err:?}");
+    assert_eq!(status(&err), Some(500));
+    assert!(matches!(
+        err.as_service_error(),
+        Some(InvokeEndpointAsyncError::InternalFailure(_))
+    ));
+    // The SDK tried three times, and each attempt was queued.
+    assert_eq!(
+        standin.calls("job-500").await,
+        vec![json!("accept-then-500"); 3]
+    );
+}
+
+#[tokio::test]
+async fn accept_then_500_once_is_hidden_by_the_sdk_retry() {
+    let standin = start(5000);
+    standin.arm("accept-then-500", 1).await;
+    let out = invoke(&standin.client(None), "job-retried").await.unwrap();
+    assert_eq!(out.inference_id(), Some("job-retried"));
+    assert!(out
+        .output_location()
+        .unwrap()
+        .starts_with("s3://io-bucket/outputs/"));
+    // Two calls, so the job runs twice: what a caller's retry does to SageMaker too.
+    assert_eq!(
+        standin.calls("job-retried").await,
+        vec![json!("accept-then-500"), Value::Null]
+    );
+}
+
+#[tokio::test]
+async fn accept_then_hang_is_a_timeout_for_a_client_that_waits_less() {
+    let standin = start(3000);
+    standin.arm("accept-then-hang", 3).await;
+    let client = standin.client(Some(Duration::from_millis(300)));
+    let started = std::time::Instant::now();
+    let err = invoke(&client, "job-hang").await.unwrap_err();
+    assert!(matches!(err, SdkError::TimeoutError(_)), "{err:?}");
+    assert!(started.elapsed() < Duration::from_millis(2500));
+    assert_eq!(
+        standin.calls("job-hang").await,
+        vec![json!("accept-then-hang"); 3]
+    );
+}
+
+#[tokio::test]
+async fn accept_then_hang_ends_in_an_internal_failure_for_a_patient_client() {
+    let standin = start(200);
+    standin.arm("accept-then-hang", 3).await;
+    let err = invoke(&standin.client(None), "job-slow").await.unwrap_err();
+    assert_eq!(err.code(), Some("InternalFailure"), "{err:?}");
+    assert_eq!(status(&err), Some(500));
+}
+
+#[tokio::test]
+async fn refuse_400_is_a_validation_error_and_not_retried() {
+    let standin = start(5000);
+    standin.arm("refuse-400", 1).await;
+    let err = invoke(&standin.client(None), "job-refused")
+        .await
+        .unwrap_err();
+    assert_eq!(err.code(), Some("ValidationError"), "{err:?}");
+    assert_eq!(status(&err), Some(400));
+    assert_eq!(
+        err.message(),
+        Some("Endpoint mcp-doc-processor-async of account 123456789012 not found.")
+    );
+    assert_eq!(
+        standin.calls("job-refused").await,
+        vec![json!("refuse-400")]
+    );
+}
+
+#[tokio::test]
+async fn accept_silently_answers_as_a_normal_call() {
+    let standin = start(5000);
+    standin.arm("accept-silently", 1).await;
+    let out = invoke(&standin.client(None), "job-silent").await.unwrap();
+    assert_eq!(out.inference_id(), Some("job-silent"));
+    assert!(out.failure_location().is_some());
+    assert_eq!(
+        standin.calls("job-silent").await,
+        vec![json!("accept-silently")]
+    );
+    // The next call has no fault left.
+    invoke(&standin.client(None), "job-after").await.unwrap();
+    assert_eq!(standin.calls("job-after").await, vec![Value::Null]);
+}
+
+#[tokio::test]
+async fn the_control_api_names_the_bad_field_and_clears() {
+    let standin = start(5000);
+    let post = |body| standin.control(reqwest::Method::POST, "/_standin/faults", body);
+    let (status, body) = post(json!({"fault": "explode"})).await;
+    assert_eq!(status, 400);
+    assert!(body["message"]
+        .as_str()
+        .unwrap()
+        .starts_with("fault must be one of"));
+    let (status, body) = post(json!({"fault": "refuse-400", "times": 0})).await;
+    assert_eq!(status, 400);
+    assert!(body["message"].as_str().unwrap().starts_with("times "));
+
+    let (status, body) = post(json!({"fault": "refuse-400", "times": 2})).await;
+    assert_eq!(
+        (status, body),
+        (200, json!({"faults": ["refuse-400", "refuse-400"]}))
+    );
+    let (_, body) = post(json!({"fault": "accept-silently"})).await;
+    assert_eq!(
+        body,
+        json!({"faults": ["refuse-400", "refuse-400", "accept-silently"]})
+    );
+    let (status, body) = standin
+        .control(reqwest::Method::DELETE, "/_standin/faults", Value::Null)
+        .await;
+    assert_eq!((status, body), (200, json!({"faults": []})));
+
+    invoke(&standin.client(None), "job-plain").await.unwrap();
+    assert_eq!(standin.calls("job-plain").await, vec![Value::Null]);
+    standin
+        .control(
+            reqwest::Method::DELETE,
+            "/_standin/invocations",
+            Value::Null,
+        )
+        .await;
+    assert!(standin.calls("job-plain").await.is_empty());
+}

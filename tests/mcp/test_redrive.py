@@ -1,0 +1,245 @@
+"""scripts/redrive.py against the functions under `cargo lambda watch`: dead-lettered messages
+on a queue of each test's own (moto), replayed through Lambda's invoke API."""
+
+import asyncio
+import base64
+import io
+import json
+import os
+import subprocess
+import sys
+import urllib.request
+import uuid
+from pathlib import Path
+
+import boto3
+import pytest
+from mcp import Client
+
+ROOT = Path(__file__).resolve().parents[2]
+ACCOUNT = "123456789012"
+
+
+@pytest.fixture
+def queue():
+    sqs = boto3.client("sqs", endpoint_url=os.environ["AWS_ENDPOINT_URL"], region_name=os.environ["AWS_REGION"])
+    url = sqs.create_queue(QueueName=f"redrive-test-{uuid.uuid4().hex[:12]}")["QueueUrl"]
+    yield sqs, url
+    sqs.delete_queue(QueueUrl=url)
+
+
+def invoke(servers, function, event):
+    """Invokes a function directly, as the Lambda API would; builds it on first use."""
+    url = f"http://127.0.0.1:{servers['port']}/2015-03-31/functions/{function}/invocations"
+    req = urllib.request.Request(url, data=json.dumps(event).encode(), method="POST")
+    with urllib.request.urlopen(req, timeout=600) as resp:
+        return json.loads(resp.read())
+
+
+@pytest.fixture(scope="module")
+def built(servers):
+    """cargo lambda watch builds a function on its first invocation (minutes on a cold target/):
+    here, rather than inside the script's run."""
+    assert invoke(servers, "notification-handler", {"Records": []}) == {"processed": 0}
+    invoke(servers, "pipeline-router", json.loads((ROOT / "events" / "pipeline-no-session.json").read_text()))
+    return servers
+
+
+def redrive(servers, queue_url, *extra):
+    """Runs the script; its report is printed (pytest shows it when a test fails)."""
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "scripts" / "redrive.py"), "--queue-url", queue_url,
+         "--notification-handler", "notification-handler", "--pipeline-router", "pipeline-router",
+         "--wait-secs", "1", *extra],
+        env={**os.environ, "AWS_ENDPOINT_URL_LAMBDA": f"http://127.0.0.1:{servers['port']}"},
+        capture_output=True, text=True, timeout=900,
+    )
+    print(done.stdout, done.stderr, sep="\n")
+    return done
+
+
+def sns_event(message: dict) -> dict:
+    topic = f"arn:aws:sns:us-east-1:{ACCOUNT}:mcp-inference-success"
+    return {"Records": [{"EventSource": "aws:sns", "EventVersion": "1.0", "EventSubscriptionArn": f"{topic}:1",
+                         "Sns": {"Type": "Notification", "MessageId": str(uuid.uuid4()), "TopicArn": topic,
+                                 "Subject": None, "Message": json.dumps(message),
+                                 "Timestamp": "2026-11-20T10:15:02.118Z", "SignatureVersion": "1",
+                                 "Signature": "x", "SigningCertUrl": "https://x", "UnsubscribeUrl": "https://x",
+                                 "MessageAttributes": {}}}]}
+
+
+def failure_record(function: str, payload: dict, error_type: str) -> dict:
+    """What Lambda sends to an on-failure destination after the last retry."""
+    return {
+        "version": "1.0", "timestamp": "2026-11-20T10:16:09.411Z",
+        "requestContext": {"requestId": str(uuid.uuid4()),
+                           "functionArn": f"arn:aws:lambda:us-east-1:{ACCOUNT}:function:{function}:$LATEST",
+                           "condition": "RetriesExhausted", "approximateInvokeCount": 3},
+        "requestPayload": payload,
+        "responseContext": {"statusCode": 200, "executedVersion": "$LATEST", "functionError": "Unhandled"},
+        "responsePayload": {"errorType": error_type, "errorMessage": "it failed three times"},
+    }
+
+
+def notification(inference_id: str, status: str, **fields) -> dict:
+    return {"awsRegion": "us-east-1", "eventTime": "2026-11-20T10:15:01.902Z",
+            "receivedTime": "2026-11-20T10:14:12.455Z", "invocationStatus": status,
+            "requestParameters": {"endpointName": "mcp-doc-processor-async",
+                                  "inputLocation": f"s3://x/inputs/{inference_id}.json"},
+            "inferenceId": inference_id, "eventVersion": "1.0", "eventSource": "aws:sagemaker",
+            "eventName": "InferenceResult", **fields}
+
+
+def item(aws, inference_id: str) -> dict:
+    return aws["ddb"].get_item(TableName=aws["table"], Key={"inference_id": {"S": inference_id}},
+                               ConsistentRead=True)["Item"]
+
+
+def line_for(report: str, message_id: str) -> str:
+    lines = [line for line in report.splitlines() if line.startswith(message_id)]
+    assert len(lines) == 1, report
+    return lines[0]
+
+
+def left_on(sqs, url) -> list:
+    """The ids of the messages on the queue; a look that leaves them visible."""
+    messages = sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10, WaitTimeSeconds=1,
+                                   VisibilityTimeout=0).get("Messages", [])
+    return sorted(m["MessageId"] for m in messages)
+
+
+def test_redrive_replays_a_failure_record_and_an_eventbridge_dead_letter_and_keeps_garbage(built, aws, queue):
+    servers = built
+    sqs, url = queue
+
+    # (a) a job whose success notification notification-handler failed on three times
+    async def submit():
+        async with Client(servers["url"], mode="2026-07-28") as client:
+            return await client.call_tool("submit_job", {"document": "Receipt 77: coffee 3.20 EUR"})
+    inference_id = asyncio.run(submit()).structured_content["inference_id"]
+    key = f"outputs/{uuid.uuid4()}.out"
+    aws["s3"].put_object(Bucket=aws["bucket"], Key=key, Body=b'{"label": "receipt", "confidence": 0.91}')
+    success = notification(inference_id, "Completed", responseParameters={
+        "contentType": "application/json", "outputLocation": f"s3://{aws['bucket']}/{key}"})
+    record = failure_record("notification-handler", sns_event(success), "StoreFailed")
+    a = sqs.send_message(QueueUrl=url, MessageBody=json.dumps(record))["MessageId"]
+
+    # (b) a finished run the EventBridge rule could not deliver to pipeline-router
+    session_id = f"redrive-{uuid.uuid4().hex[:8]}"
+    execution_arn = (f"arn:aws:sagemaker:us-east-1:{ACCOUNT}:pipeline/mcp-intent-classifier-pipeline/"
+                     f"execution/{uuid.uuid4().hex[:12]}")
+    event = json.loads((ROOT / "events" / "pipeline-succeeded.json").read_text())
+    event["id"] = str(uuid.uuid4())
+    event["resources"][1] = event["detail"]["pipelineExecutionArn"] = execution_arn
+    event["detail"]["pipelineExecutionDescription"] = f"session_id={session_id}; triggered at 2026-11-20T10:41:51.734Z"
+    attributes = {  # what EventBridge adds to a dead letter
+        "RULE_ARN": f"arn:aws:events:us-east-1:{ACCOUNT}:rule/stack-PipelineStatusRule-1A2B3C",
+        "TARGET_ARN": f"arn:aws:lambda:us-east-1:{ACCOUNT}:function:pipeline-router",
+        "ERROR_CODE": "SDK_CLIENT_ERROR",
+        "ERROR_MESSAGE": "Unable to invoke Lambda function",
+    }
+    b = sqs.send_message(QueueUrl=url, MessageBody=json.dumps(event), MessageAttributes={
+        k: {"DataType": "String", "StringValue": v} for k, v in attributes.items()})["MessageId"]
+
+    # (c) something nobody can replay
+    c = sqs.send_message(QueueUrl=url, MessageBody="not an event {")["MessageId"]
+
+    # A dry run changes nothing and leaves every message visible.
+    dry = redrive(servers, url, "--dry-run")
+    assert dry.returncode == 1, dry.stdout + dry.stderr
+    assert "would replay" in line_for(dry.stdout, a) and "would replay" in line_for(dry.stdout, b)
+    assert left_on(sqs, url) == sorted([a, b, c])
+    assert item(aws, inference_id)["status"]["S"] == "pending"
+
+    done = redrive(servers, url)
+    report = done.stdout
+    assert done.returncode == 1, report + done.stderr
+    assert "lambda-failure-record  notification-handler  replayed" in line_for(report, a)
+    assert "RetriesExhausted" in line_for(report, a)
+    assert "eventbridge-dead-letter  pipeline-router  replayed" in line_for(report, b)
+    assert "SDK_CLIENT_ERROR" in line_for(report, b)
+    assert "unknown" in line_for(report, c) and "skipped: the body is not JSON" in line_for(report, c)
+    assert "3 messages: 2 replayed, 0 failed, 1 skipped" in report
+
+    job = item(aws, inference_id)
+    assert job["status"]["S"] == "completed"
+    assert job["result"]["M"]["label"] == {"S": "receipt"}
+    assert job["output_location"]["S"] == f"s3://{aws['bucket']}/{key}"
+
+    run = aws["ddb"].get_item(TableName=aws["runs_table"], ConsistentRead=True, Key={
+        "session_id": {"S": session_id}, "execution_arn": {"S": execution_arn}})["Item"]
+    assert run["status"]["S"] == "Succeeded"
+
+    assert left_on(sqs, url) == [c]
+
+
+def test_redrive_keeps_a_message_whose_replay_fails_again(built, queue):
+    servers = built
+    sqs, url = queue
+    bad = notification(f"redrive-bad-{uuid.uuid4().hex[:8]}", "Exploded")
+    record = failure_record("notification-handler", sns_event(bad), "NotificationsNotRecorded")
+    failing = sqs.send_message(QueueUrl=url, MessageBody=json.dumps(record))["MessageId"]
+    stranger = sqs.send_message(QueueUrl=url, MessageBody=json.dumps(
+        failure_record("someone-elses-function", {"Records": []}, "Boom")))["MessageId"]
+
+    done = redrive(servers, url)
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "notification-handler  failed: " in line_for(done.stdout, failing)
+    assert "skipped: it belongs to function someone-elses-function" in line_for(done.stdout, stranger)
+    assert left_on(sqs, url) == sorted([failing, stranger])
+
+
+def test_redrive_replays_the_sqs_buffers_dead_letters(built, aws, queue):
+    """NotificationBufferDLQ holds what SNS put on the buffer queue: the SNS envelope, or the
+    notification itself with raw message delivery. Each is replayed as an SNS event."""
+    servers = built
+    sqs, url = queue
+    done_id, failed_id = (f"redrive-{kind}-{uuid.uuid4().hex[:8]}" for kind in ("envelope", "raw"))
+    body = base64.b64encode(b'{"label": "invoice", "confidence": 0.97}').decode()
+    success = notification(done_id, "Completed", responseParameters={
+        "contentType": "application/json", "outputLocation": f"s3://{aws['bucket']}/outputs/{done_id}.out"},
+        responseBody={"content": body, "message": "", "encoding": "BASE64"})
+    envelope = {"Type": "Notification", "MessageId": str(uuid.uuid4()),
+                "TopicArn": f"arn:aws:sns:us-east-1:{ACCOUNT}:mcp-inference-success",
+                "Message": json.dumps(success), "Timestamp": "2026-11-20T10:15:02.118Z",
+                "SignatureVersion": "1", "Signature": "EXAMPLE",
+                "SigningCertURL": "https://sns.us-east-1.amazonaws.com/x.pem",
+                "UnsubscribeURL": "https://sns.us-east-1.amazonaws.com/?Action=Unsubscribe"}
+    e = sqs.send_message(QueueUrl=url, MessageBody=json.dumps(envelope))["MessageId"]
+    failure = notification(failed_id, "Failed", failureReason="ClientError: Received server error (500) from model.")
+    r = sqs.send_message(QueueUrl=url, MessageBody=json.dumps(failure))["MessageId"]
+
+    done = redrive(servers, url)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "sns-envelope  notification-handler  replayed" in line_for(done.stdout, e)
+    assert "raw-notification  notification-handler  replayed" in line_for(done.stdout, r)
+    completed, failed = (item(aws, i) for i in (done_id, failed_id))
+    assert completed["status"]["S"] == "completed"
+    assert completed["result"]["M"]["label"] == {"S": "invoice"}
+    assert failed["status"]["S"] == "failed"
+    assert "server error (500)" in failed["failure_reason"]["S"]
+    assert left_on(sqs, url) == []
+
+
+class FakeLambda:
+    """Answers Invoke as the Lambda API does: a function error is HTTP 200 with FunctionError."""
+
+    def __init__(self, payload: dict, function_error=None):
+        self.response = {"StatusCode": 200, "Payload": io.BytesIO(json.dumps(payload).encode())}
+        if function_error:
+            self.response["FunctionError"] = function_error
+
+    def invoke(self, **_):
+        return self.response
+
+
+def test_a_function_error_or_a_failed_batch_item_is_a_failed_replay():
+    import redrive  # scripts/ is on sys.path (conftest)
+
+    error = {"errorType": "NotificationsNotRecorded", "errorMessage": "1 of 1 notifications failed"}
+    assert redrive.invoke(FakeLambda(error, "Unhandled"), "f", {}) == \
+        "NotificationsNotRecorded: 1 of 1 notifications failed"
+    partial = {"batchItemFailures": [{"itemIdentifier": "m-2"}]}
+    assert redrive.invoke(FakeLambda(partial), "f", {}) == "batchItemFailures for m-2"
+    assert redrive.invoke(FakeLambda({"batchItemFailures": []}), "f", {}) is None
+    assert redrive.invoke(FakeLambda({"processed": 1}), "f", {}) is None
