@@ -546,8 +546,13 @@ mod tests {
         let keyed = args(json!({"document": "hello", "idempotency_key": "k"}))
             .validate("ep", "b")
             .unwrap();
-        assert_eq!(keyed.inference_id, shared::domain::job::inference_id_for_key("ep", "k"));
-        let p = args(json!({"payload": {"a": 1}})).validate("ep", "b").unwrap();
+        assert_eq!(
+            keyed.inference_id,
+            shared::domain::job::inference_id_for_key("ep", "k")
+        );
+        let p = args(json!({"payload": {"a": 1}}))
+            .validate("ep", "b")
+            .unwrap();
         assert_eq!(
             serde_json::from_slice::<Value>(&p.input).unwrap(),
             json!({"inputs": {"a": 1}})

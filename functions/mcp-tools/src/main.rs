@@ -24,7 +24,10 @@ async fn main() -> Result<(), Error> {
         runs: DynamoRuns::new(dynamodb_client(&sdk), &config.pipeline_results_table),
         objects: S3Objects::new(s3_client(&sdk)),
         endpoint: SageMakerEndpoint::new(
-            sagemaker_runtime_client(&sdk, Duration::from_secs(config.invoke_attempt_timeout_secs)),
+            sagemaker_runtime_client(
+                &sdk,
+                Duration::from_secs(config.invoke_attempt_timeout_secs),
+            ),
             &config.async_endpoint_name,
         ),
         pipeline: SageMakerPipeline::new(sagemaker_client(&sdk), &config.pipeline_name),

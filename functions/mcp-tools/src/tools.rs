@@ -63,7 +63,17 @@ impl Tools {
             policy: d.policy(),
             in_progress_wait: IN_PROGRESS_WAIT,
         };
-        answer(submit::submit_job(&d.jobs, &d.objects, &d.endpoint, settings, &submission, now()).await)
+        answer(
+            submit::submit_job(
+                &d.jobs,
+                &d.objects,
+                &d.endpoint,
+                settings,
+                &submission,
+                now(),
+            )
+            .await,
+        )
     }
 
     /// Reads a job's status and, once it is done, its result.
@@ -125,7 +135,9 @@ impl Tools {
             session_id: args.session_id.clone(),
             parameters,
             idempotency_key: args.idempotency_key,
-            max_parallel_steps: args.max_parallel_steps.or(d.config.pipeline_max_parallel_steps),
+            max_parallel_steps: args
+                .max_parallel_steps
+                .or(d.config.pipeline_max_parallel_steps),
             result_ttl_secs: d.config.result_ttl_secs,
         };
         let triggered = training::trigger_training(&d.pipeline, &d.runs, &request, now()).await;

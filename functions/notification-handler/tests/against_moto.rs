@@ -12,10 +12,10 @@ use aws_sdk_dynamodb::types::{
 use serde_json::{json, Value};
 
 use notification_handler::Handler;
-use shared::aws::{dynamodb_client, s3_client};
-use shared::jobs::RecordSettings;
-use shared::objects::S3ObjectReader;
-use shared::store::{attribute_to_json, DynamoResultsStore};
+use shared::adapters::aws::{dynamodb_client, s3_client};
+use shared::adapters::dynamodb::{attribute_to_json, DynamoJobs};
+use shared::adapters::s3::S3Objects;
+use shared::usecases::outcome::RecordSettings;
 
 type Item = HashMap<String, AttributeValue>;
 
@@ -66,10 +66,10 @@ impl Stack {
         name
     }
 
-    fn handler(&self, table: &str) -> Handler<DynamoResultsStore, S3ObjectReader> {
+    fn handler(&self, table: &str) -> Handler<DynamoJobs, S3Objects> {
         Handler {
-            store: DynamoResultsStore::new(dynamodb_client(&self.sdk), table),
-            objects: S3ObjectReader::new(s3_client(&self.sdk)),
+            store: DynamoJobs::new(dynamodb_client(&self.sdk), table),
+            objects: S3Objects::new(s3_client(&self.sdk)),
             settings: RecordSettings {
                 result_ttl_secs: TTL_SECS,
                 inline_result_max_bytes: INLINE_MAX,

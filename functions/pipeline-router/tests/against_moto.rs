@@ -14,9 +14,10 @@ use aws_sdk_sqs::types::{MessageSystemAttributeName, QueueAttributeName};
 use serde_json::{json, Value};
 
 use pipeline_router::Handler;
-use shared::aws::{dynamodb_client, sagemaker_client, sqs_client};
-use shared::pipeline_runs::{DynamoPipelineRunStore, SqsCompletionQueue};
-use shared::sagemaker::SageMakerDescriber;
+use shared::adapters::aws::dynamodb_client;
+use shared::adapters::dynamodb::DynamoRuns;
+use shared::adapters::sagemaker::{sagemaker_client, SageMakerPipeline};
+use shared::adapters::sqs::{sqs_client, SqsCompletionQueue};
 
 type Item = HashMap<String, AttributeValue>;
 const TTL_SECS: u64 = 3600;
@@ -39,7 +40,7 @@ async fn stack() -> Stack {
 struct Fixture {
     table: String,
     queue_url: String,
-    handler: Handler<DynamoPipelineRunStore, SageMakerDescriber, SqsCompletionQueue>,
+    handler: Handler<DynamoRuns, SageMakerPipeline, SqsCompletionQueue>,
 }
 
 impl Stack {
@@ -90,10 +91,10 @@ impl Stack {
         &self,
         table: &str,
         queue_url: &str,
-    ) -> Handler<DynamoPipelineRunStore, SageMakerDescriber, SqsCompletionQueue> {
+    ) -> Handler<DynamoRuns, SageMakerPipeline, SqsCompletionQueue> {
         Handler {
-            store: DynamoPipelineRunStore::new(dynamodb_client(&self.sdk), table),
-            describer: SageMakerDescriber::new(sagemaker_client(&self.sdk)),
+            store: DynamoRuns::new(dynamodb_client(&self.sdk), table),
+            pipeline: SageMakerPipeline::new(sagemaker_client(&self.sdk), ""),
             queue: SqsCompletionQueue::new(sqs_client(&self.sdk), queue_url),
             result_ttl_secs: TTL_SECS,
         }
