@@ -74,3 +74,44 @@ def notify(servers):
         with urllib.request.urlopen(req, timeout=600) as resp:
             return json.loads(resp.read())
     return deliver
+
+
+@pytest.fixture(scope="session")
+def faulty(servers):
+    """mcp-tools whose InvokeEndpointAsync goes to the SageMaker stand-in's async runtime (which
+    runs the model, writes S3 and notifies notification-handler) with faults armed on demand.
+    Short thresholds, so a lost notification is looked for in S3 after 2 s and a lost invoke
+    answer is given up after 1 s."""
+    standin = need("AWS_ENDPOINT_URL_SAGEMAKER")
+    port = free_port()
+    try:
+        proc = start_watch(port, {"AUTH_MODE": "none", "AWS_ENDPOINT_URL_SAGEMAKER_RUNTIME": standin,
+                                  "RECONCILE_AFTER_SECS": "2", "INVOKE_ATTEMPT_TIMEOUT_SECS": "1"},
+                           "watch-faulty")
+    except WatchError as e:
+        pytest.exit(str(e), 2)
+
+    def control(method: str, path: str, body=None) -> dict:
+        data = json.dumps(body).encode() if body is not None else None
+        req = urllib.request.Request(f"{standin}/_standin/{path}", data=data, method=method,
+                                     headers={"Content-Type": "application/json"})
+        with urllib.request.urlopen(req, timeout=30) as resp:
+            text = resp.read()
+            return json.loads(text) if text else {}
+
+    class Standin:
+        url = f"http://127.0.0.1:{port}/lambda-url/mcp-tools/mcp"
+
+        @staticmethod
+        def arm(fault: str, times: int = 1):
+            control("POST", "faults", {"fault": fault, "times": times})
+
+        @staticmethod
+        def invocations(inference_id: str) -> list:
+            calls = control("GET", "invocations")["invocations"]
+            return [c for c in calls if c["inference_id"] == inference_id]
+
+    control("DELETE", "faults")
+    yield Standin
+    control("DELETE", "faults")
+    stop(proc)

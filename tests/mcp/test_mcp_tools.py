@@ -199,7 +199,7 @@ def test_a_pending_job_long_past_its_deadline_is_probably_lost(servers, aws):
         "invocation_timeout_secs": {"N": "300"}, "ttl": {"N": str(int(time.time()) + 3600)}})
     view = ok(call(servers, "check_job_status", {"inference_id": inference_id}))
     assert view["status"] == "pending" and view["probably_lost"] is True
-    assert "submit the job again" in view["message"]
+    assert "Submit it again with the same idempotency_key" in view["message"]
 
 
 @pytest.mark.parametrize("args, expected", [

@@ -200,8 +200,9 @@ impl Job {
         let request_ttl_secs = f.n(attr::REQUEST_TTL_SECS);
         let invocation_timeout_secs = f.n(attr::INVOCATION_TIMEOUT_SECS);
         let mut redrive_after = f.n(attr::REDRIVE_AFTER);
-        // Items written before stages existed were written once the invoke had answered.
-        if stage.is_none() && status == JobStatus::Pending && f.s(attr::INPUT_SHA256).is_some() {
+        // Items written before stages existed were written once the invoke had answered (no
+        // other writer leaves a job pending).
+        if stage.is_none() && status == JobStatus::Pending {
             stage = Some(Stage::Invoked);
             redrive_after = redrive_after.or_else(|| {
                 let submitted = submitted_at.as_deref().and_then(parse_rfc3339)?;
@@ -1068,7 +1069,6 @@ mod tests {
         let item: Item = [
             ("inference_id", Attr::s("old")),
             ("status", Attr::s("pending")),
-            ("input_sha256", Attr::s("x")),
             ("submitted_at", Attr::s("2026-11-20T10:00:00.000Z")),
             ("request_ttl_secs", Attr::N(600)),
             ("invocation_timeout_secs", Attr::N(300)),
