@@ -73,7 +73,7 @@ def test_no_wildcard_actions_or_resources(function):
 
 def test_the_list_covers_every_aws_call_in_the_code():
     called = set()
-    for path in list((ROOT / "shared" / "src").glob("*.rs")) + list((ROOT / "functions").glob("*/src/*.rs")):
+    for path in list((ROOT / "shared" / "src").rglob("*.rs")) + list((ROOT / "functions").glob("*/src/**/*.rs")):
         code = path.read_text().split("#[cfg(test)]")[0]
         for op in re.findall(r"\.(\w+)\(\)\s*\n?\s*\.", code):
             if op in OPERATIONS:
@@ -99,7 +99,8 @@ def test_functions_are_built_from_their_binaries(function):
     ("NotificationHandlerFunction", {"RESULTS_TABLE", "RESULT_TTL_SECS", "INLINE_RESULT_MAX_BYTES"}),
     ("PipelineRouterFunction", {"PIPELINE_RESULTS_TABLE", "PIPELINE_RESULTS_QUEUE_URL", "RESULT_TTL_SECS"}),
     ("McpToolsFunction", {"AUTH_MODE", "RESULTS_TABLE", "PIPELINE_RESULTS_TABLE", "IO_BUCKET", "ASYNC_ENDPOINT_NAME",
-                          "PIPELINE_NAME", "RESULT_TTL_SECS", "MCP_BEARER_TOKEN_SHA256", "MCP_ALLOWED_ORIGINS"}),
+                          "PIPELINE_NAME", "RESULT_TTL_SECS", "MCP_BEARER_TOKEN_SHA256", "MCP_ALLOWED_ORIGINS",
+                          "INLINE_RESULT_MAX_BYTES", "FUNCTION_TIMEOUT_SECS"}),
 ])
 def test_each_function_gets_the_environment_its_config_reads(function, variables):
     assert set(RESOURCES[function]["Properties"]["Environment"]["Variables"]) == variables
@@ -134,3 +135,9 @@ def test_tables_queues_and_topics_are_encrypted():
             assert props["SqsManagedSseEnabled"] is True, name
         if resource["Type"] == "AWS::SNS::Topic":
             assert props["KmsMasterKeyId"], name
+
+
+def test_mcp_tools_knows_its_own_timeout():
+    """A reservation older than the function's timeout belongs to a crashed submission."""
+    function = RESOURCES["McpToolsFunction"]["Properties"]
+    assert int(function["Environment"]["Variables"]["FUNCTION_TIMEOUT_SECS"]) == function["Timeout"]

@@ -918,6 +918,14 @@ mod tests {
         let j = job(&item);
         assert_eq!(j.status, JobStatus::Completed);
         assert_eq!(j.failure_location.as_deref(), Some("s3://b/fail"));
+        // Nor does a refusal of the reserving attempt touch an outcome that arrived first.
+        let (item, applied) = run(&[
+            reserve(&s, &POLICY, now),
+            record_outcome(&outcome(&s.inference_id, JobStatus::Completed)),
+            mark_refused(&s.inference_id, 1, "PutObject failed", &POLICY, now),
+        ]);
+        assert_eq!(applied, [true, true, false]);
+        assert_eq!(job(&item).status, JobStatus::Completed);
     }
 
     #[test]
@@ -990,6 +998,16 @@ mod tests {
         assert_eq!(applied, [true, false, true, false]);
         let j = job(&item);
         assert_eq!((j.attempt, j.stage), (2, Some(Stage::Reserved)));
+        // A caller that read attempt 1 long ago must not undo a later re-drive.
+        let much_later = later + Duration::seconds(61);
+        let (item, applied) = run(&[
+            reserve(&s, &POLICY, t0),
+            redrive(&s, 1, &POLICY, later),
+            redrive(&s, 1, &POLICY, much_later),
+            redrive(&s, 2, &POLICY, much_later),
+        ]);
+        assert_eq!(applied, [true, true, false, true]);
+        assert_eq!(job(&item).attempt, 3);
         // A completed job is never re-driven.
         let (_, applied) = run(&[
             reserve(&s, &POLICY, t0),
