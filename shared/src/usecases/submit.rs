@@ -129,7 +129,7 @@ where
                 match wait_while_reserved(store, id, job, settings, started, at).await? {
                     Waited::Moved => continue,
                     Waited::StillReserved(job) => {
-                        last_seen = Some(job);
+                        last_seen = Some(*job);
                         break;
                     }
                 }
@@ -151,7 +151,7 @@ where
 
 enum Waited {
     Moved,
-    StillReserved(Job),
+    StillReserved(Box<Job>),
 }
 
 async fn wait_while_reserved<S: JobStore>(
@@ -169,7 +169,7 @@ async fn wait_while_reserved<S: JobStore>(
             _ => return Ok(Waited::Moved),
         }
     }
-    Ok(Waited::StillReserved(job))
+    Ok(Waited::StillReserved(Box::new(job)))
 }
 
 async fn invoke<S, O, I>(
