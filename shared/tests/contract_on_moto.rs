@@ -6,9 +6,8 @@ use aws_sdk_dynamodb::types::{
     AttributeDefinition, BillingMode, KeySchemaElement, KeyType, ScalarAttributeType,
 };
 
-use shared::adapters::aws::{dynamodb_client, load_sdk_config, s3_client};
+use shared::adapters::aws::{dynamodb_client, load_sdk_config};
 use shared::adapters::dynamodb::{DynamoJobs, DynamoRuns};
-use shared::adapters::s3::S3Objects;
 use shared::contract;
 
 fn need(name: &str) -> String {
@@ -64,8 +63,11 @@ async fn the_dynamodb_run_store_keeps_the_contract() {
     contract::run_store(&DynamoRuns::new(dynamodb_client(&sdk), name)).await;
 }
 
+#[cfg(feature = "s3")]
 #[tokio::test]
 async fn the_s3_object_store_keeps_the_contract() {
+    use shared::adapters::aws::s3_client;
+    use shared::adapters::s3::S3Objects;
     let sdk = load_sdk_config().await;
     let bucket = need("IO_BUCKET");
     contract::object_store(&S3Objects::new(s3_client(&sdk)), &bucket).await;

@@ -2,8 +2,9 @@
 //! credentials and `AWS_ENDPOINT_URL[_<SERVICE>]` behave as in every AWS SDK.
 
 use aws_config::SdkConfig;
-use aws_sdk_s3::error::{ProvideErrorMetadata, SdkError};
 use aws_smithy_runtime_api::client::orchestrator::HttpResponse;
+use aws_smithy_runtime_api::client::result::SdkError;
+use aws_smithy_types::error::metadata::ProvideErrorMetadata;
 
 use crate::ports::AwsFailure;
 
@@ -13,6 +14,7 @@ pub async fn load_sdk_config() -> SdkConfig {
 
 /// An S3 client. With an endpoint override (an emulator), path-style addressing is used,
 /// since emulators on 127.0.0.1 cannot serve virtual-hosted bucket names.
+#[cfg(feature = "s3")]
 pub fn s3_client(sdk: &SdkConfig) -> aws_sdk_s3::Client {
     let overridden =
         sdk.endpoint_url().is_some() || std::env::var_os("AWS_ENDPOINT_URL_S3").is_some();

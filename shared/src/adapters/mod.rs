@@ -1,8 +1,10 @@
 //! The AWS side of the ports: each adapter turns one port into SDK calls and SDK errors into
-//! the ports' errors, so no SDK type reaches the domain or the use cases.
+//! the ports' errors, so no SDK type reaches the domain or the use cases. Each SDK but
+//! DynamoDB's sits behind a feature, so a function links only the SDKs it calls.
 
 pub mod aws;
 pub mod dynamodb;
+#[cfg(feature = "s3")]
 pub mod s3;
 #[cfg(feature = "sagemaker")]
 pub mod sagemaker;
