@@ -5,7 +5,6 @@ SHELL := /bin/bash
 VENV := .venv
 PY := $(VENV)/bin/python
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
-STACK := $(PY) scripts/local_stack.py --
 
 .PHONY: help venv test compile unit-test demo serve fmt lint lint-infra build build-sam sam-build-debug deploy redrive clean
 
@@ -98,8 +97,8 @@ deploy: build-sam
 
 # Replays a deployed stack's failure DLQ through its functions (scripts/redrive.py): STACK=<name>,
 # or QUEUE_URL, NOTIFICATION_HANDLER and PIPELINE_ROUTER (e.g. for the SQS buffer's DLQ); ARGS
-# passes more options. STACK counts only from the command line: above, it is the local stack.
-REDRIVE_FLAGS = $(strip $(if $(filter command line,$(origin STACK)),--stack-name '$(STACK)') \
+# passes more options.
+REDRIVE_FLAGS = $(strip $(if $(STACK),--stack-name '$(STACK)') \
 	$(if $(QUEUE_URL),--queue-url '$(QUEUE_URL)') \
 	$(if $(NOTIFICATION_HANDLER),--notification-handler '$(NOTIFICATION_HANDLER)') \
 	$(if $(PIPELINE_ROUTER),--pipeline-router '$(PIPELINE_ROUTER)'))
