@@ -22,6 +22,23 @@ fn key_of(write: &Write, name: &str) -> String {
         .to_owned()
 }
 
+/// Applies `write` to the item under `key` as DynamoDB would, returning the stored item on refusal.
+fn apply<K: std::hash::Hash + Eq>(
+    items: &Mutex<HashMap<K, Item>>,
+    key: K,
+    write: &Write,
+) -> Applied {
+    let mut items = items.lock().unwrap();
+    let stored = items.get(&key);
+    match write.apply_to(stored) {
+        Some(item) => {
+            items.insert(key, item);
+            Applied::Written
+        }
+        None => Applied::Refused(stored.cloned()),
+    }
+}
+
 #[derive(Default)]
 pub struct MemoryJobs {
     items: Mutex<HashMap<String, Item>>,
@@ -98,16 +115,7 @@ impl JobStore for MemoryJobs {
                 message: "inline result rejected".into(),
             });
         }
-        let id = key_of(write, attr::INFERENCE_ID);
-        let mut items = self.items.lock().unwrap();
-        let stored = items.get(&id);
-        Ok(match write.apply_to(stored) {
-            Some(item) => {
-                items.insert(id, item);
-                Applied::Written
-            }
-            None => Applied::Refused(stored.cloned()),
-        })
+        Ok(apply(&self.items, key_of(write, attr::INFERENCE_ID), write))
     }
 }
 
@@ -134,15 +142,7 @@ impl RunStore for MemoryRuns {
             key_of(write, run::attr::SESSION_ID),
             key_of(write, run::attr::EXECUTION_ARN),
         );
-        let mut items = self.items.lock().unwrap();
-        let stored = items.get(&key);
-        Ok(match write.apply_to(stored) {
-            Some(item) => {
-                items.insert(key, item);
-                Applied::Written
-            }
-            None => Applied::Refused(stored.cloned()),
-        })
+        Ok(apply(&self.items, key, write))
     }
 
     async fn query_session(&self, session_id: &str) -> Result<Vec<Run>, StoreError> {

@@ -20,6 +20,18 @@ ENDPOINT_NAME = FUNCTION_ENV["ASYNC_ENDPOINT_NAME"]
 ALLOWED_ORIGIN = "https://console.example.com:443"
 
 
+def ok(result):
+    """The structured result of a successful tool call; the same JSON travels as text beside it."""
+    assert not result.is_error, result.content
+    assert json.loads(result.content[0].text) == result.structured_content
+    return result.structured_content
+
+
+def error_text(result):
+    assert result.is_error, result.structured_content
+    return " ".join(c.text for c in result.content)
+
+
 def need(name: str) -> str:
     value = os.environ.get(name)
     if not value:

@@ -14,7 +14,7 @@ import boto3
 import pytest
 from mcp import Client
 
-from conftest import ENDPOINT_NAME
+from conftest import error_text, ok, ENDPOINT_NAME
 
 # The Rust SDK makes up to 3 attempts; arm a fault for each.
 ATTEMPTS = 3
@@ -29,15 +29,6 @@ def call(url, name, args):
     return asyncio.run(_call(url, name, args))
 
 
-def ok(result):
-    assert not result.is_error, result.content
-    assert json.loads(result.content[0].text) == result.structured_content
-    return result.structured_content
-
-
-def error_text(result):
-    assert result.is_error, result.structured_content
-    return " ".join(c.text for c in result.content)
 
 
 def stored(aws, inference_id):

@@ -15,7 +15,7 @@ from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 
-from conftest import ALLOWED_ORIGIN, BEARER_TOKEN, ENDPOINT_NAME
+from conftest import error_text, ok, ALLOWED_ORIGIN, BEARER_TOKEN, ENDPOINT_NAME
 
 MODES = ["2026-07-28", "legacy"]
 TOOLS = {"submit_job", "check_job_status", "trigger_training", "check_training_status", "check_training_result"}
@@ -33,16 +33,6 @@ def call(servers, name, args, mode="2026-07-28"):
     return asyncio.run(_call(servers["url"], mode, name, args))
 
 
-def ok(result):
-    assert not result.is_error, result.content
-    # The same JSON travels as text beside structuredContent.
-    assert json.loads(result.content[0].text) == result.structured_content
-    return result.structured_content
-
-
-def error_text(result):
-    assert result.is_error, result.structured_content
-    return " ".join(c.text for c in result.content)
 
 
 def success_message(inference_id, output_location, response_body=None):
