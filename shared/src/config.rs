@@ -140,17 +140,24 @@ pub enum AuthMode {
 /// Configuration of `mcp-tools`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct McpToolsConfig {
+    /// What the tools need: the same for every front door.
+    pub tools: ToolsConfig,
+    pub auth: AuthMode,
+    /// `Host` values served: exact names, or `*.suffix` patterns.
+    pub allowed_hosts: Vec<String>,
+    /// Browser origins allowed; a request with any other `Origin` gets 403.
+    pub allowed_origins: Vec<String>,
+}
+
+/// The tools' own settings, shared by the Function URL server and the AgentCore Gateway target.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ToolsConfig {
     pub results_table: String,
     pub pipeline_results_table: String,
     pub io_bucket: String,
     pub async_endpoint_name: String,
     pub pipeline_name: String,
     pub result_ttl_secs: u64,
-    pub auth: AuthMode,
-    /// `Host` values served: exact names, or `*.suffix` patterns.
-    pub allowed_hosts: Vec<String>,
-    /// Browser origins allowed; a request with any other `Origin` gets 403.
-    pub allowed_origins: Vec<String>,
     /// Largest output stored inline when a status check reads it from S3 itself.
     pub inline_result_max_bytes: u64,
     /// The function's own timeout: a reservation older than this (plus a margin) belongs to a
@@ -206,6 +213,20 @@ impl McpToolsConfig {
             None => "*.on.aws".to_owned(),
         };
         Ok(Self {
+            tools: ToolsConfig::from_env(env)?,
+            auth,
+            allowed_hosts: list(
+                "MCP_ALLOWED_HOSTS",
+                format!("{region_hosts},127.0.0.1,localhost"),
+            ),
+            allowed_origins: list("MCP_ALLOWED_ORIGINS", String::new()),
+        })
+    }
+}
+
+impl ToolsConfig {
+    pub fn from_env<F: Fn(&str) -> Option<String>>(env: &Env<F>) -> Result<Self, ConfigError> {
+        Ok(Self {
             results_table: env
                 .required("RESULTS_TABLE", "the name of the DynamoDB results table")?,
             pipeline_results_table: env.required(
@@ -219,12 +240,6 @@ impl McpToolsConfig {
             )?,
             pipeline_name: env.required("PIPELINE_NAME", "the name of the SageMaker pipeline")?,
             result_ttl_secs: result_ttl_secs(env)?,
-            auth,
-            allowed_hosts: list(
-                "MCP_ALLOWED_HOSTS",
-                format!("{region_hosts},127.0.0.1,localhost"),
-            ),
-            allowed_origins: list("MCP_ALLOWED_ORIGINS", String::new()),
             inline_result_max_bytes: inline_result_max_bytes(env)?,
             function_timeout_secs: env.number_in(
                 "FUNCTION_TIMEOUT_SECS",

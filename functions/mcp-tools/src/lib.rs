@@ -1,14 +1,17 @@
 //! mcp-tools: the MCP server an agent reaches at the Function URL. Stateless: every request
 //! may land on a fresh instance, so nothing but the SDK clients lives in the process.
 //! `contract` holds the tools' argument and result types, `tools` the tools themselves (each
-//! one use case of `shared`), and this module the HTTP front door.
+//! one use case of `shared`), `direct` a tool call without HTTP (for other front doors, such as
+//! an AgentCore Gateway target), and this module the HTTP front door.
 
 pub mod contract;
+pub mod direct;
 pub mod http_guard;
 pub mod tools;
 
 use std::convert::Infallible;
 use std::sync::Arc;
+use std::time::Duration;
 
 use bytes::Bytes;
 use http_body_util::{combinators::BoxBody, BodyExt, Full};
@@ -17,11 +20,12 @@ use rmcp::transport::streamable_http_server::{
     session::never::NeverSessionManager, StreamableHttpServerConfig, StreamableHttpService,
 };
 
+use shared::adapters::aws::{dynamodb_client, load_sdk_config, s3_client};
 use shared::adapters::dynamodb::{DynamoJobs, DynamoRuns};
 use shared::adapters::s3::S3Objects;
-use shared::adapters::sagemaker::SageMakerPipeline;
-use shared::adapters::sagemaker_runtime::SageMakerEndpoint;
-use shared::config::{AuthMode, McpToolsConfig};
+use shared::adapters::sagemaker::{sagemaker_client, SageMakerPipeline};
+use shared::adapters::sagemaker_runtime::{sagemaker_runtime_client, SageMakerEndpoint};
+use shared::config::{AuthMode, McpToolsConfig, ToolsConfig};
 use shared::domain::job::JobPolicy;
 use shared::usecases::outcome::RecordSettings;
 
@@ -34,7 +38,7 @@ const CRASH_MARGIN_SECS: u64 = 15;
 
 /// Everything a tool call needs, built once at cold start.
 pub struct Deps {
-    pub config: McpToolsConfig,
+    pub config: ToolsConfig,
     pub jobs: DynamoJobs,
     pub runs: DynamoRuns,
     pub objects: S3Objects,
@@ -43,6 +47,23 @@ pub struct Deps {
 }
 
 impl Deps {
+    /// The SDK clients, from the standard AWS configuration (region, credentials, endpoints).
+    pub async fn connect(config: ToolsConfig) -> Self {
+        let sdk = load_sdk_config().await;
+        let invoke_attempt_timeout = Duration::from_secs(config.invoke_attempt_timeout_secs);
+        Self {
+            jobs: DynamoJobs::new(dynamodb_client(&sdk), &config.results_table),
+            runs: DynamoRuns::new(dynamodb_client(&sdk), &config.pipeline_results_table),
+            objects: S3Objects::new(s3_client(&sdk)),
+            endpoint: SageMakerEndpoint::new(
+                sagemaker_runtime_client(&sdk, invoke_attempt_timeout),
+                &config.async_endpoint_name,
+            ),
+            pipeline: SageMakerPipeline::new(sagemaker_client(&sdk), &config.pipeline_name),
+            config,
+        }
+    }
+
     pub fn policy(&self) -> JobPolicy {
         JobPolicy {
             result_ttl_secs: self.config.result_ttl_secs,
@@ -128,13 +149,16 @@ pub fn refuse(
 /// rmcp's defaults are for a local server: set each for Lambda. Hosts are checked by
 /// [`refuse`] (it understands `*.lambda-url.<region>.on.aws`); Origin by rmcp, 403 for any
 /// present Origin not listed.
-pub fn mcp_service(deps: Arc<Deps>) -> StreamableHttpService<Tools, NeverSessionManager> {
+pub fn mcp_service(
+    deps: Arc<Deps>,
+    allowed_origins: &[String],
+) -> StreamableHttpService<Tools, NeverSessionManager> {
     let config = StreamableHttpServerConfig::default()
         .with_legacy_session_mode(false)
         .with_json_response(true)
         .with_sse_keep_alive(None)
         .disable_allowed_hosts()
-        .with_allowed_origins(deps.config.allowed_origins.clone())
+        .with_allowed_origins(allowed_origins.to_vec())
         .enforce_origin_validation()
         .with_max_request_body_bytes(MAX_REQUEST_BODY_BYTES);
     let tools = Tools::new(deps);

@@ -5,8 +5,8 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use lambda_http::RequestExt;
-use rmcp::handler::server::{router::tool::ToolRouter, tool::Extension, wrapper::Parameters};
-use rmcp::model::{Implementation, ProtocolVersion, ServerCapabilities, ServerConfig};
+use rmcp::handler::server::{router::tool::ToolRouter, wrapper::Parameters};
+use rmcp::model::{Extensions, Implementation, ProtocolVersion, ServerCapabilities, ServerConfig};
 use rmcp::{tool, tool_handler, tool_router, Json, ServerHandler};
 
 use shared::domain::time::now;
@@ -91,14 +91,14 @@ impl Tools {
     async fn check_job_status(
         &self,
         Parameters(args): Parameters<CheckJobStatusArgs>,
-        Extension(parts): Extension<http::request::Parts>,
+        extensions: Extensions,
     ) -> Result<Json<JobStatusOutput>, String> {
         let wait = match args.validate() {
             Ok(wait) => Duration::from_secs(wait.into()),
             Err(e) => return Err(e.message),
         };
-        let wait =
-            remaining_time(&parts).map_or(wait, |left| wait.min(left.saturating_sub(WAIT_MARGIN)));
+        let wait = remaining_time(&extensions)
+            .map_or(wait, |left| wait.min(left.saturating_sub(WAIT_MARGIN)));
         let d = &self.deps;
         let settings = check::CheckSettings {
             policy: d.policy(),
@@ -209,11 +209,22 @@ impl Tools {
             router: Arc::new(Self::tool_router()),
         }
     }
+
+    /// Every tool as `tools/list` declares it (name, description, schemas, annotations).
+    pub fn definitions() -> Vec<rmcp::model::Tool> {
+        Self::tool_router().list_all()
+    }
 }
 
 /// Time left in this invocation, when the runtime gives a real deadline (epoch milliseconds).
-fn remaining_time(parts: &http::request::Parts) -> Option<Duration> {
-    let deadline_ms = parts.extensions.lambda_context_ref()?.deadline;
+/// The Lambda context comes inside the HTTP request (Function URL), or on its own (other front
+/// doors, see [`crate::direct`]).
+fn remaining_time(extensions: &Extensions) -> Option<Duration> {
+    let context = match extensions.get::<http::request::Parts>() {
+        Some(parts) => parts.extensions.lambda_context_ref(),
+        None => extensions.get::<lambda_http::Context>(),
+    };
+    let deadline_ms = context?.deadline;
     // Local emulators pass a duration here, not an epoch time: ignore it.
     if deadline_ms < 1_000_000_000_000 {
         return None;
