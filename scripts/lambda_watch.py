@@ -27,6 +27,18 @@ class WatchError(RuntimeError):
     pass
 
 
+def host_triple() -> str:
+    out = subprocess.run(["rustc", "-vV"], capture_output=True, text=True, check=True).stdout
+    return next(line.split(": ", 1)[1] for line in out.splitlines() if line.startswith("host: "))
+
+
+def relay_runner_env() -> dict:
+    """cargo's runner for the watched functions: runtime_relay.py, which passes the client
+    context to them as JSON, as Lambda does (cargo lambda watch base64-encodes it)."""
+    var = "CARGO_TARGET_" + host_triple().upper().replace("-", "_") + "_RUNNER"
+    return {var: f"{sys.executable} {ROOT / 'scripts' / 'runtime_relay.py'}"}
+
+
 def start_watch(port: int, extra_env: dict, name: str, timeout: float = 300) -> subprocess.Popen:
     """Runs `cargo lambda watch` on 127.0.0.1:port (log and env file in .local/NAME.*) and
     returns once it listens. The functions are built on their first invocation."""
@@ -42,7 +54,7 @@ def start_watch(port: int, extra_env: dict, name: str, timeout: float = 300) -> 
         proc = subprocess.Popen(
             ["cargo", "lambda", "watch", "--invoke-address", "127.0.0.1", "--invoke-port", str(port),
              "--ignore-changes", "--disable-cors", "--env-file", str(env_file)],
-            cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, env={**os.environ, "PATH": path},
+            cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, env={**os.environ, "PATH": path, **relay_runner_env()},
         )
     deadline = time.time() + timeout
     while time.time() < deadline:

@@ -83,13 +83,17 @@ pub fn arguments(event: Value) -> Result<Option<JsonObject>, GatewayError> {
     Err(GatewayError::ArgumentsNotAnObject { found })
 }
 
-/// The `CallToolResult` as the Gateway reads it: `content`, `structuredContent`, `isError`.
+/// The `CallToolResult` as the Gateway reads it: `content`, `structuredContent` (when the tool
+/// gave one), `isError`.
 pub fn gateway_result(result: CallToolResult) -> Value {
-    json!({
+    let mut answer = json!({
         "content": result.content,
-        "structuredContent": result.structured_content,
         "isError": result.is_error.unwrap_or(false),
-    })
+    });
+    if let Some(structured) = result.structured_content {
+        answer["structuredContent"] = structured;
+    }
+    answer
 }
 
 /// One Gateway invocation: one tool call.

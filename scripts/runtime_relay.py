@@ -1,0 +1,93 @@
+"""Runs a function under `cargo lambda watch` as Lambda would, where the emulator differs in
+one respect: Lambda hands the runtime the invocation's client context as JSON in the
+`Lambda-Runtime-Client-Context` header, and cargo lambda watch hands it base64-encoded, which
+lambda_runtime cannot parse (the function process exits). An AgentCore Gateway target reads its
+tool name from the client context, so lambda_watch.py sets this script as cargo's runner for the
+watched functions: it relays the Runtime API for the one function it starts, decoding that header,
+and passes everything else through unchanged.
+
+Usage (by cargo): runtime_relay.py BINARY [ARGS...]
+"""
+
+import base64
+import binascii
+import http.client
+import os
+import signal
+import subprocess
+import sys
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+CLIENT_CONTEXT = "lambda-runtime-client-context"
+HOP_BY_HOP = {"connection", "transfer-encoding", "keep-alive", "content-length"}
+
+
+def decoded(value: str) -> str:
+    """The client context as Lambda passes it: JSON. A value that is not base64 passes as is."""
+    try:
+        return base64.b64decode(value, validate=True).decode()
+    except (binascii.Error, UnicodeDecodeError):
+        return value
+
+
+def relay(upstream: str) -> ThreadingHTTPServer:
+    host, _, port = upstream.partition(":")
+
+    class Relay(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def forward(self):
+            length = int(self.headers.get("Content-Length") or 0)
+            body = self.rfile.read(length) if length else None
+            headers = {k: v for k, v in self.headers.items() if k.lower() not in HOP_BY_HOP}
+            # The `next` call long-polls: no timeout.
+            conn = http.client.HTTPConnection(host, int(port or 80), timeout=None)
+            try:
+                conn.request(self.command, self.path, body=body, headers=headers)
+                resp = conn.getresponse()
+                payload = resp.read()
+                self.send_response(resp.status, resp.reason)
+                for name, value in resp.getheaders():
+                    if name.lower() == CLIENT_CONTEXT:
+                        value = decoded(value)
+                    if name.lower() not in HOP_BY_HOP:
+                        self.send_header(name, value)
+                self.send_header("Content-Length", str(len(payload)))
+                self.end_headers()
+                self.wfile.write(payload)
+            finally:
+                conn.close()
+
+        do_GET = do_POST = forward
+
+        def log_message(self, *args):
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Relay)
+    server.daemon_threads = True
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server
+
+
+def main() -> int:
+    if len(sys.argv) < 2:
+        print("usage: runtime_relay.py BINARY [ARGS...]", file=sys.stderr)
+        return 2
+    env = dict(os.environ)
+    api = env.get("AWS_LAMBDA_RUNTIME_API")
+    if api:
+        # host:port as Lambda sets it, or a URL with a path as cargo lambda watch does: only the
+        # address changes.
+        scheme, sep, rest = api.rpartition("://")
+        hostport, slash, path = rest.partition("/")
+        server = relay(hostport)
+        env["AWS_LAMBDA_RUNTIME_API"] = f"{scheme}{sep}127.0.0.1:{server.server_address[1]}{slash}{path}"
+    child = subprocess.Popen(sys.argv[1:], env=env)
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda s, _f: child.send_signal(s))
+    return child.wait()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
