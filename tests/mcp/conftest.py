@@ -7,6 +7,7 @@ import json
 import os
 import sys
 import time
+import urllib.error
 import urllib.request
 from pathlib import Path
 
@@ -127,3 +128,22 @@ def faulty(servers):
     yield Standin
     control("DELETE", "faults")
     stop(proc)
+
+
+@pytest.fixture(scope="session")
+def gateway(servers):
+    """Invokes gateway-target as AgentCore Gateway does: the tool's arguments as the event, the
+    qualified tool name in the client context. Returns (HTTP status, answer)."""
+    def invoke(tool, arguments, port=None, context=None):
+        if context is None:
+            context = {"custom": {"bedrockAgentCoreToolName": f"mcp-tools___{tool}"}}
+        url = f"http://127.0.0.1:{port or servers['port']}/2015-03-31/functions/gateway-target/invocations"
+        # As `cargo lambda invoke --client-context-file` sends it.
+        headers = {"lambda-runtime-client-context": json.dumps(context)} if context else {}
+        req = urllib.request.Request(url, data=json.dumps(arguments).encode(), method="POST", headers=headers)
+        try:
+            with urllib.request.urlopen(req, timeout=600) as resp:
+                return resp.status, json.loads(resp.read())
+        except urllib.error.HTTPError as e:
+            return e.code, json.loads(e.read())
+    return invoke
