@@ -33,31 +33,57 @@ def decoded(value: str) -> str:
 
 def relay(upstream: str) -> ThreadingHTTPServer:
     host, _, port = upstream.partition(":")
+    # One connection, as the runtime keeps: the emulator tells function instances apart by their
+    # connection. The runtime makes one call at a time, so one connection serves them all.
+    upstream_lock = threading.Lock()
+    upstream_conn = [None]
+
+    def exchange(method, path, body, headers):
+        with upstream_lock:
+            for attempt in (1, 2):
+                if upstream_conn[0] is None:
+                    # The `next` call long-polls: no timeout.
+                    upstream_conn[0] = http.client.HTTPConnection(host, int(port or 80), timeout=None)
+                try:
+                    upstream_conn[0].request(method, path, body=body, headers=headers)
+                    resp = upstream_conn[0].getresponse()
+                    return resp.status, resp.reason, resp.getheaders(), resp.read()
+                except (http.client.HTTPException, OSError):
+                    upstream_conn[0].close()
+                    upstream_conn[0] = None
+                    if attempt == 2:
+                        raise
 
     class Relay(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
 
-        def forward(self):
+        def body(self):
+            if "chunked" in self.headers.get("Transfer-Encoding", "").lower():
+                chunks = []
+                while True:
+                    size = int(self.rfile.readline().split(b";")[0].strip() or b"0", 16)
+                    if size == 0:
+                        while self.rfile.readline().strip():  # trailers, then the blank line
+                            pass
+                        return b"".join(chunks)
+                    chunks.append(self.rfile.read(size))
+                    self.rfile.readline()
             length = int(self.headers.get("Content-Length") or 0)
-            body = self.rfile.read(length) if length else None
+            return self.rfile.read(length) if length else None
+
+        def forward(self):
+            body = self.body()
             headers = {k: v for k, v in self.headers.items() if k.lower() not in HOP_BY_HOP}
-            # The `next` call long-polls: no timeout.
-            conn = http.client.HTTPConnection(host, int(port or 80), timeout=None)
-            try:
-                conn.request(self.command, self.path, body=body, headers=headers)
-                resp = conn.getresponse()
-                payload = resp.read()
-                self.send_response(resp.status, resp.reason)
-                for name, value in resp.getheaders():
-                    if name.lower() == CLIENT_CONTEXT:
-                        value = decoded(value)
-                    if name.lower() not in HOP_BY_HOP:
-                        self.send_header(name, value)
-                self.send_header("Content-Length", str(len(payload)))
-                self.end_headers()
-                self.wfile.write(payload)
-            finally:
-                conn.close()
+            status, reason, response_headers, payload = exchange(self.command, self.path, body, headers)
+            self.send_response(status, reason)
+            for name, value in response_headers:
+                if name.lower() == CLIENT_CONTEXT:
+                    value = decoded(value)
+                if name.lower() not in HOP_BY_HOP:
+                    self.send_header(name, value)
+            self.send_header("Content-Length", str(len(payload)))
+            self.end_headers()
+            self.wfile.write(payload)
 
         do_GET = do_POST = forward
 
