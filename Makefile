@@ -6,7 +6,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 
-.PHONY: help venv test compile unit-test demo serve fmt lint lint-infra build build-sam sam-build-debug deploy redrive clean
+.PHONY: help venv test compile unit-test demo serve fmt lint lint-infra build build-sam sam-build-debug deploy redrive tool-schema clean
 
 help:
 	@echo "make demo   run the async loop locally (inference outcomes, pipeline runs) and show what is stored"
@@ -14,6 +14,7 @@ help:
 	@echo "make serve  run everything locally and serve MCP at 127.0.0.1 until Ctrl-C"
 	@echo "make lint   rustfmt and clippy"
 	@echo "make build  release binaries for Lambda (arm64) in target/lambda/"
+	@echo "make tool-schema  write the AgentCore Gateway target's tool schema (infra/gateway-tool-schema.json, template)"
 	@echo "make lint-infra  cfn-lint and sam validate --lint on infra/template.yaml (offline)"
 	@echo "make build-sam  sam build (release, arm64) into .aws-sam/"
 	@echo "make deploy sam build + sam deploy --guided (needs AWS credentials)"
@@ -72,7 +73,13 @@ rust-target:
 		echo "error: the Rust target $(ARM64) is missing and could not be added; run: rustup target add $(ARM64)" >&2; exit 1; }
 
 build: venv rust-target
-	cargo lambda build --release --arm64 --locked -p notification-handler -p pipeline-router -p mcp-tools
+	cargo lambda build --release --arm64 --locked \
+		--bin notification-handler --bin pipeline-router --bin mcp-tools --bin gateway-target
+
+# The AgentCore Gateway target's inline tool schema, from the tools' own schemas: into
+# infra/gateway-tool-schema.json and the template. A test fails when either is out of date.
+tool-schema:
+	cargo run --locked -q -p gateway-target --bin export-tool-schema
 
 lint-infra: venv
 	$(VENV)/bin/cfn-lint infra/template.yaml

@@ -101,6 +101,8 @@ def test_functions_are_built_from_their_binaries(function):
     ("McpToolsFunction", {"AUTH_MODE", "RESULTS_TABLE", "PIPELINE_RESULTS_TABLE", "IO_BUCKET", "ASYNC_ENDPOINT_NAME",
                           "PIPELINE_NAME", "RESULT_TTL_SECS", "MCP_BEARER_TOKEN_SHA256", "MCP_ALLOWED_ORIGINS",
                           "INLINE_RESULT_MAX_BYTES", "FUNCTION_TIMEOUT_SECS"}),
+    ("GatewayTargetFunction", {"RESULTS_TABLE", "PIPELINE_RESULTS_TABLE", "IO_BUCKET", "ASYNC_ENDPOINT_NAME",
+                               "PIPELINE_NAME", "RESULT_TTL_SECS", "INLINE_RESULT_MAX_BYTES", "FUNCTION_TIMEOUT_SECS"}),
 ])
 def test_each_function_gets_the_environment_its_config_reads(function, variables):
     assert set(RESOURCES[function]["Properties"]["Environment"]["Variables"]) == variables
@@ -108,8 +110,9 @@ def test_each_function_gets_the_environment_its_config_reads(function, variables
         assert name in (ROOT / "shared" / "src" / "config.rs").read_text(), name
 
 
-def test_the_mcp_timeout_outlasts_the_longest_wait():
-    assert RESOURCES["McpToolsFunction"]["Properties"]["Timeout"] >= 20 + 15
+@pytest.mark.parametrize("function", ["McpToolsFunction", "GatewayTargetFunction"])
+def test_the_tools_timeout_outlasts_the_longest_wait(function):
+    assert RESOURCES[function]["Properties"]["Timeout"] >= 20 + 15
 
 
 def test_async_invocations_retry_then_go_to_a_dlq():
@@ -137,7 +140,28 @@ def test_tables_queues_and_topics_are_encrypted():
             assert props["KmsMasterKeyId"], name
 
 
-def test_mcp_tools_knows_its_own_timeout():
+@pytest.mark.parametrize("function", ["McpToolsFunction", "GatewayTargetFunction"])
+def test_the_tools_know_their_own_timeout(function):
     """A reservation older than the function's timeout belongs to a crashed submission."""
-    function = RESOURCES["McpToolsFunction"]["Properties"]
+    function = RESOURCES[function]["Properties"]
     assert int(function["Environment"]["Variables"]["FUNCTION_TIMEOUT_SECS"]) == function["Timeout"]
+
+
+def test_the_gateway_target_is_optional_and_carries_the_exported_schema():
+    gateway_resources = [n for n, r in RESOURCES.items() if r.get("Condition") == "AgentCoreGateway"]
+    assert sorted(gateway_resources) == ["GatewayTarget", "GatewayTargetFunction", "GatewayTargetInvokePermission",
+                                         "GatewayTargetLogGroup"]
+    assert TEMPLATE["Parameters"]["AgentCoreGatewayId"]["Default"] == ""
+    target = RESOURCES["GatewayTarget"]["Properties"]
+    lambda_target = target["TargetConfiguration"]["Mcp"]["Lambda"]
+    assert lambda_target["LambdaArn"] == {"Fn::GetAtt": ["GatewayTargetFunction", "Arn"]}
+    assert target["CredentialProviderConfigurations"] == [{"CredentialProviderType": "GATEWAY_IAM_ROLE"}]
+    exported = json.loads((ROOT / "infra" / "gateway-tool-schema.json").read_text())
+    inline = lambda_target["ToolSchema"]["InlinePayload"]
+    assert [t["Name"] for t in inline] == [t["name"] for t in exported]
+    for in_template, in_file in zip(inline, exported):
+        assert in_template["Description"] == in_file["description"]
+        assert set(in_template["InputSchema"]["Properties"]) == set(in_file["inputSchema"]["properties"])
+    permission = RESOURCES["GatewayTargetInvokePermission"]["Properties"]
+    assert permission["Principal"] == {"Ref": "AgentCoreGatewayRoleArn"}
+    assert permission["FunctionName"] == {"Fn::GetAtt": ["GatewayTargetFunction", "Arn"]}
