@@ -74,8 +74,7 @@ fn dialect(
     if let Some(reference) = object.get("$ref").and_then(Value::as_str) {
         let target = reference
             .strip_prefix("#/")
-            .map(|p| p.split('/').fold(Some(root), |v, key| v?.get(key)))
-            .and_then(|v| v)
+            .and_then(|p| p.split('/').try_fold(root, |v, key| v.get(key)))
             .ok_or_else(|| fail(path, &format!("unresolved reference {reference}")))?;
         let resolved = dialect(target, root, path, fail)?;
         return Ok(resolved.map(|mut r| {
