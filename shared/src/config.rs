@@ -308,6 +308,15 @@ pub fn result_ttl_secs<F: Fn(&str) -> Option<String>>(env: &Env<F>) -> Result<u6
     )
 }
 
+/// `METRICS_NAMESPACE`: the CloudWatch namespace every function's metrics go to (the template
+/// sets the stack's); default `McpAsyncJobs`.
+pub fn metrics_namespace<F: Fn(&str) -> Option<String>>(env: &Env<F>) -> String {
+    (env.0)("METRICS_NAMESPACE")
+        .map(|n| n.trim().to_owned())
+        .filter(|n| !n.is_empty())
+        .unwrap_or_else(|| "McpAsyncJobs".to_owned())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

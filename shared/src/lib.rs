@@ -17,4 +17,5 @@ pub mod contract;
 pub mod domain;
 pub mod fakes;
 pub mod ports;
+pub mod telemetry;
 pub mod usecases;

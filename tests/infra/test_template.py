@@ -60,15 +60,31 @@ def test_each_role_grants_exactly_the_listed_actions(function):
     assert granted == expected, f"extra: {granted - expected}, missing: {expected - granted}"
 
 
+# X-Ray takes no resource-level permissions: its two actions are granted on "*", nothing else is.
+XRAY = {"xray:PutTraceSegments", "xray:PutTelemetryRecords"}
+
+
 @pytest.mark.parametrize("function", sorted(ACTIONS))
 def test_no_wildcard_actions_or_resources(function):
     for s in statements(role_of(function)):
         assert s["Effect"] == "Allow"
         for action in listify(s["Action"]):
             assert "*" not in action, action
+        if set(listify(s["Action"])) <= XRAY:
+            continue
         for resource in listify(s["Resource"]):
             for value in branches(resource):
                 assert value != "*", s
+
+
+@pytest.mark.parametrize("function", sorted(ACTIONS))
+def test_xray_is_granted_only_with_active_tracing(function):
+    for policy in RESOURCES[role_of(function)]["Properties"]["Policies"]:
+        for statement in policy["PolicyDocument"]["Statement"]:
+            for granted in branches(statement):
+                if set(listify(granted["Action"])) & XRAY:
+                    assert set(granted["Action"]) == XRAY
+                    assert statement["Fn::If"][0] == "ActiveTracing"
 
 
 def test_the_list_covers_every_aws_call_in_the_code():
@@ -96,12 +112,12 @@ def test_functions_are_built_from_their_binaries(function):
 
 
 @pytest.mark.parametrize("function, variables", [
-    ("NotificationHandlerFunction", {"RESULTS_TABLE", "RESULT_TTL_SECS", "INLINE_RESULT_MAX_BYTES"}),
-    ("PipelineRouterFunction", {"PIPELINE_RESULTS_TABLE", "PIPELINE_RESULTS_QUEUE_URL", "RESULT_TTL_SECS"}),
-    ("McpToolsFunction", {"AUTH_MODE", "RESULTS_TABLE", "PIPELINE_RESULTS_TABLE", "IO_BUCKET", "ASYNC_ENDPOINT_NAME",
+    ("NotificationHandlerFunction", {"METRICS_NAMESPACE", "RESULTS_TABLE", "RESULT_TTL_SECS", "INLINE_RESULT_MAX_BYTES"}),
+    ("PipelineRouterFunction", {"METRICS_NAMESPACE", "PIPELINE_RESULTS_TABLE", "PIPELINE_RESULTS_QUEUE_URL", "RESULT_TTL_SECS"}),
+    ("McpToolsFunction", {"METRICS_NAMESPACE", "AUTH_MODE", "RESULTS_TABLE", "PIPELINE_RESULTS_TABLE", "IO_BUCKET", "ASYNC_ENDPOINT_NAME",
                           "PIPELINE_NAME", "RESULT_TTL_SECS", "MCP_BEARER_TOKEN_SHA256", "MCP_ALLOWED_ORIGINS",
                           "INLINE_RESULT_MAX_BYTES", "FUNCTION_TIMEOUT_SECS"}),
-    ("GatewayTargetFunction", {"RESULTS_TABLE", "PIPELINE_RESULTS_TABLE", "IO_BUCKET", "ASYNC_ENDPOINT_NAME",
+    ("GatewayTargetFunction", {"METRICS_NAMESPACE", "RESULTS_TABLE", "PIPELINE_RESULTS_TABLE", "IO_BUCKET", "ASYNC_ENDPOINT_NAME",
                                "PIPELINE_NAME", "RESULT_TTL_SECS", "INLINE_RESULT_MAX_BYTES", "FUNCTION_TIMEOUT_SECS"}),
 ])
 def test_each_function_gets_the_environment_its_config_reads(function, variables):
@@ -165,3 +181,55 @@ def test_the_gateway_target_is_optional_and_carries_the_exported_schema():
     permission = RESOURCES["GatewayTargetInvokePermission"]["Properties"]
     assert permission["Principal"] == {"Ref": "AgentCoreGatewayRoleArn"}
     assert permission["FunctionName"] == {"Fn::GetAtt": ["GatewayTargetFunction", "Arn"]}
+
+
+FUNCTIONS = ["NotificationHandlerFunction", "PipelineRouterFunction", "McpToolsFunction", "GatewayTargetFunction"]
+
+
+@pytest.mark.parametrize("function", FUNCTIONS)
+def test_functions_log_json_at_the_levels_the_parameters_set(function):
+    logging = RESOURCES[function]["Properties"]["LoggingConfig"]
+    assert logging["LogFormat"] == "JSON"
+    assert logging["ApplicationLogLevel"] == {"Ref": "ApplicationLogLevel"}
+    assert logging["SystemLogLevel"] == {"Ref": "SystemLogLevel"}
+    variables = RESOURCES[function]["Properties"]["Environment"]["Variables"]
+    assert variables["METRICS_NAMESPACE"] == {"Fn::Sub": "McpAsyncJobs/${AWS::StackName}"}
+    assert TEMPLATE["Globals"]["Function"]["Tracing"] == {"Ref": "TracingMode"}
+    assert TEMPLATE["Parameters"]["TracingMode"]["Default"] == "PassThrough"
+
+
+def metric_names(code):
+    return set(re.findall(r'pub const \w+: &str = "(\w+)";', code))
+
+
+def test_the_dashboard_shows_every_metric_the_code_emits():
+    code = (ROOT / "shared" / "src" / "telemetry.rs").read_text()
+    emitted = metric_names(code.split("pub mod metric {")[1].split("}")[0])
+    assert {"JobsSubmitted", "JobsCompleted", "JobsFailed", "JobsCancelled", "JobDuration", "ToolCalls",
+            "ColdStart"} <= emitted
+    body = RESOURCES["Dashboard"]["Properties"]["DashboardBody"]["Fn::Sub"]
+    dashboard = json.loads(body[0])
+    shown = {m[1] for w in dashboard["widgets"] for m in w["properties"]["metrics"] if m[0] == "${Ns}"}
+    assert shown == emitted, f"not shown: {emitted - shown}; unknown: {shown - emitted}"
+    assert body[1]["Ns"] == {"Fn::Sub": "McpAsyncJobs/${AWS::StackName}"}
+    lambda_metrics = {m[1] for w in dashboard["widgets"] for m in w["properties"]["metrics"] if m[0] == "AWS/Lambda"}
+    assert {"Errors", "Throttles", "Duration"} <= lambda_metrics
+
+
+def alarm_metrics(name):
+    return {(m["MetricStat"]["Metric"]["MetricName"], m["MetricStat"]["Metric"]["Dimensions"][0]["Value"])
+            for m in RESOURCES[name]["Properties"]["Metrics"] if "MetricStat" in m}
+
+
+def test_alarms_on_outcomes_not_arriving_and_on_the_failure_rate():
+    assert alarm_metrics("OutcomesNotArrivingAlarm") == {
+        ("JobsProbablyLost", "mcp-tools"), ("JobsProbablyLost", "gateway-target"),
+        ("OutcomesReconciled", "mcp-tools"), ("OutcomesReconciled", "gateway-target")}
+    assert alarm_metrics("JobFailureRateAlarm") == {
+        ("JobsCompleted", "notification-handler"), ("JobsFailed", "notification-handler"),
+        ("JobsFailed", "mcp-tools"), ("JobsFailed", "gateway-target")}
+    assert RESOURCES["JobFailureRateAlarm"]["Properties"]["Threshold"] == {"Ref": "FailureRateThreshold"}
+    for name in ("OutcomesNotArrivingAlarm", "JobFailureRateAlarm"):
+        props = RESOURCES[name]["Properties"]
+        assert props["AlarmActions"] == {"Fn::If": ["HasAlarmTopic", [{"Ref": "AlarmTopicArn"}], {"Ref": "AWS::NoValue"}]}
+        assert sum(1 for m in props["Metrics"] if m.get("ReturnData")) == 1

@@ -3,20 +3,23 @@
 
 use std::sync::Arc;
 
-use lambda_runtime::{run, service_fn, tracing, Error, LambdaEvent};
+use lambda_runtime::{service_fn, Error, LambdaEvent};
 use serde_json::Value;
 
 use gateway_target::handle;
 use mcp_tools::{Deps, Tools};
-use shared::config::{Env, ToolsConfig};
+use shared::config::{metrics_namespace, Env, ToolsConfig};
+use shared::telemetry;
 
 #[tokio::main]
 async fn main() -> Result<(), Error> {
-    tracing::init_default_subscriber();
+    telemetry::init_logging();
+    let metrics = telemetry::init_metrics("gateway-target", &metrics_namespace(&Env::process()))?;
     let config = ToolsConfig::from_env(&Env::process())?;
     let tools = Tools::new(Arc::new(Deps::connect(config).await));
-    run(service_fn(move |event: LambdaEvent<Value>| {
-        handle(tools.clone(), event)
-    }))
+    telemetry::run(
+        metrics,
+        service_fn(move |event: LambdaEvent<Value>| handle(tools.clone(), event)),
+    )
     .await
 }

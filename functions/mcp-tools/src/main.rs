@@ -3,20 +3,25 @@
 
 use std::sync::Arc;
 
-use lambda_http::{service_fn, tracing, Error, Request};
+use lambda_http::{service_fn, Error, Request};
 
 use mcp_tools::{handle, mcp_service, Deps};
-use shared::config::{Env, McpToolsConfig};
+use shared::config::{metrics_namespace, Env, McpToolsConfig};
+use shared::telemetry;
 
 #[tokio::main]
 async fn main() -> Result<(), Error> {
-    tracing::init_default_subscriber();
+    telemetry::init_logging();
+    let metrics = telemetry::init_metrics("mcp-tools", &metrics_namespace(&Env::process()))?;
     let config = Arc::new(McpToolsConfig::from_env(&Env::process())?);
     let deps = Arc::new(Deps::connect(config.tools.clone()).await);
     let mcp = Arc::new(mcp_service(deps, &config.allowed_origins));
-    lambda_http::run(service_fn(move |request: Request| {
-        let (config, mcp) = (config.clone(), mcp.clone());
-        async move { Ok::<_, std::convert::Infallible>(handle(&config, &mcp, request).await) }
-    }))
+    telemetry::run_http(
+        metrics,
+        service_fn(move |request: Request| {
+            let (config, mcp) = (config.clone(), mcp.clone());
+            async move { Ok::<_, std::convert::Infallible>(handle(&config, &mcp, request).await) }
+        }),
+    )
     .await
 }

@@ -1,6 +1,7 @@
 //! The tools, declared once: each validates its typed arguments, calls one use case, and
 //! turns the answer into its typed result (or a tool error the model can act on).
 
+use std::future::Future;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -9,8 +10,11 @@ use rmcp::handler::server::{router::tool::ToolRouter, wrapper::Parameters};
 use rmcp::model::{Extensions, Implementation, ProtocolVersion, ServerCapabilities, ServerConfig};
 use rmcp::{tool, tool_handler, tool_router, Json, ServerHandler};
 
+use shared::domain::job::JobStatus;
 use shared::domain::time::now;
+use shared::telemetry::{self, OutcomeSource};
 use shared::usecases::{check, submit, training};
+use tracing::{field::Empty, info_span, Instrument, Span};
 
 use crate::contract::*;
 use crate::Deps;
@@ -34,6 +38,21 @@ fn answer<T, U: From<T>, E: Into<ToolError>>(result: Result<T, E>) -> ToolResult
     result.map(|v| Json(v.into())).map_err(|e| e.into().message)
 }
 
+/// Runs a tool inside its span (the tool's name and the job's ids, on every line it logs) and
+/// counts the call. Arguments are never put on the span: they may hold a job's input.
+async fn observed<T>(
+    tool: &'static str,
+    span: Span,
+    work: impl Future<Output = ToolResult<T>>,
+) -> ToolResult<T> {
+    let result = work.instrument(span.clone()).await;
+    if let Err(message) = &result {
+        span.in_scope(|| tracing::info!(error = %message, "tool error"));
+    }
+    telemetry::tool_call(tool, result.is_err());
+    result
+}
+
 #[tool_router]
 impl Tools {
     /// Starts an asynchronous inference on the configured SageMaker endpoint and returns at once.
@@ -54,17 +73,20 @@ impl Tools {
         &self,
         Parameters(args): Parameters<SubmitJobArgs>,
     ) -> Result<Json<SubmitJobOutput>, String> {
-        let d = &self.deps;
-        let submission = match args.validate(&d.config.async_endpoint_name, &d.config.io_bucket) {
-            Ok(s) => s,
-            Err(e) => return Err(e.message),
-        };
-        let settings = submit::SubmitSettings {
-            policy: d.policy(),
-            in_progress_wait: IN_PROGRESS_WAIT,
-        };
-        answer(
-            submit::submit_job(
+        let span = info_span!("tool_call", tool = "submit_job", inference_id = Empty);
+        observed("submit_job", span, async move {
+            let d = &self.deps;
+            let submission = match args.validate(&d.config.async_endpoint_name, &d.config.io_bucket)
+            {
+                Ok(s) => s,
+                Err(e) => return Err(e.message),
+            };
+            Span::current().record("inference_id", submission.inference_id.as_str());
+            let settings = submit::SubmitSettings {
+                policy: d.policy(),
+                in_progress_wait: IN_PROGRESS_WAIT,
+            };
+            let submitted = submit::submit_job(
                 &d.jobs,
                 &d.objects,
                 &d.endpoint,
@@ -72,8 +94,15 @@ impl Tools {
                 &submission,
                 now(),
             )
-            .await,
-        )
+            .await;
+            match &submitted {
+                Ok(s) if !s.replay => telemetry::job_submitted(),
+                Err(submit::SubmitError::Refused { .. }) => telemetry::job_refused(),
+                _ => {}
+            }
+            answer(submitted)
+        })
+        .await
     }
 
     /// Reads a job's status and, once it is done, its result.
@@ -93,18 +122,34 @@ impl Tools {
         Parameters(args): Parameters<CheckJobStatusArgs>,
         extensions: Extensions,
     ) -> Result<Json<JobStatusOutput>, String> {
-        let wait = match args.validate() {
-            Ok(wait) => Duration::from_secs(wait.into()),
-            Err(e) => return Err(e.message),
-        };
-        let wait = remaining_time(&extensions)
-            .map_or(wait, |left| wait.min(left.saturating_sub(WAIT_MARGIN)));
-        let d = &self.deps;
-        let settings = check::CheckSettings {
-            policy: d.policy(),
-            record: d.record_settings(),
-        };
-        answer(check::check_job(&d.jobs, &d.objects, settings, &args.inference_id, wait, now).await)
+        let span = info_span!("tool_call", tool = "check_job_status", inference_id = Empty);
+        observed("check_job_status", span, async move {
+            let wait = match args.validate() {
+                Ok(wait) => Duration::from_secs(wait.into()),
+                Err(e) => return Err(e.message),
+            };
+            Span::current().record("inference_id", args.inference_id.as_str());
+            let wait = remaining_time(&extensions)
+                .map_or(wait, |left| wait.min(left.saturating_sub(WAIT_MARGIN)));
+            let d = &self.deps;
+            let settings = check::CheckSettings {
+                policy: d.policy(),
+                record: d.record_settings(),
+            };
+            let checked =
+                check::check_job(&d.jobs, &d.objects, settings, &args.inference_id, wait, now)
+                    .await;
+            if let Ok(report) = &checked {
+                if let Some(recorded) = &report.reconciled {
+                    telemetry::outcome(recorded, OutcomeSource::Reconciliation);
+                }
+                if report.probably_lost && report.job.status == JobStatus::Pending {
+                    telemetry::job_probably_lost();
+                }
+            }
+            answer(checked)
+        })
+        .await
     }
 
     /// Starts a run of the configured training pipeline for a session.
@@ -125,28 +170,42 @@ impl Tools {
         &self,
         Parameters(args): Parameters<TriggerTrainingArgs>,
     ) -> Result<Json<TriggerTrainingOutput>, String> {
-        let parameters = match args.parameters() {
-            Ok(p) => p,
-            Err(e) => return Err(e.message),
-        };
-        let d = &self.deps;
-        let request = training::TriggerRequest {
-            pipeline_name: d.config.pipeline_name.clone(),
-            session_id: args.session_id.clone(),
-            parameters,
-            idempotency_key: args.idempotency_key,
-            max_parallel_steps: args
-                .max_parallel_steps
-                .or(d.config.pipeline_max_parallel_steps),
-            result_ttl_secs: d.config.result_ttl_secs,
-        };
-        let triggered = training::trigger_training(&d.pipeline, &d.runs, &request, now()).await;
-        answer(triggered.map(|t| TriggerTrainingOutput {
-            execution_arn: t.execution_arn,
-            status: "Executing".into(),
-            session_id: args.session_id,
-            message: t.message,
-        }))
+        let span = info_span!(
+            "tool_call",
+            tool = "trigger_training",
+            session_id = Empty,
+            execution_arn = Empty
+        );
+        observed("trigger_training", span, async move {
+            let parameters = match args.parameters() {
+                Ok(p) => p,
+                Err(e) => return Err(e.message),
+            };
+            Span::current().record("session_id", args.session_id.as_str());
+            let d = &self.deps;
+            let request = training::TriggerRequest {
+                pipeline_name: d.config.pipeline_name.clone(),
+                session_id: args.session_id.clone(),
+                parameters,
+                idempotency_key: args.idempotency_key,
+                max_parallel_steps: args
+                    .max_parallel_steps
+                    .or(d.config.pipeline_max_parallel_steps),
+                result_ttl_secs: d.config.result_ttl_secs,
+            };
+            let triggered = training::trigger_training(&d.pipeline, &d.runs, &request, now()).await;
+            if let Ok(t) = &triggered {
+                Span::current().record("execution_arn", t.execution_arn.as_str());
+                tracing::info!("run started");
+            }
+            answer(triggered.map(|t| TriggerTrainingOutput {
+                execution_arn: t.execution_arn,
+                status: "Executing".into(),
+                session_id: args.session_id,
+                message: t.message,
+            }))
+        })
+        .await
     }
 
     /// The live status of one pipeline run and its steps.
@@ -164,16 +223,25 @@ impl Tools {
         &self,
         Parameters(args): Parameters<CheckTrainingStatusArgs>,
     ) -> Result<Json<TrainingStatusOutput>, String> {
-        if let Err(e) = args.validate() {
-            return Err(e.message);
-        }
-        let status = training::training_status(&self.deps.pipeline, &args.execution_arn).await;
-        answer(status.map(|(described, steps)| TrainingStatusOutput {
-            execution_arn: args.execution_arn,
-            status: described.status,
-            failure_reason: described.failure_reason,
-            steps: steps.into_iter().map(StepView::from).collect(),
-        }))
+        let span = info_span!(
+            "tool_call",
+            tool = "check_training_status",
+            execution_arn = Empty
+        );
+        observed("check_training_status", span, async move {
+            if let Err(e) = args.validate() {
+                return Err(e.message);
+            }
+            Span::current().record("execution_arn", args.execution_arn.as_str());
+            let status = training::training_status(&self.deps.pipeline, &args.execution_arn).await;
+            answer(status.map(|(described, steps)| TrainingStatusOutput {
+                execution_arn: args.execution_arn,
+                status: described.status,
+                failure_reason: described.failure_reason,
+                steps: steps.into_iter().map(StepView::from).collect(),
+            }))
+        })
+        .await
     }
 
     /// The recorded outcomes of a session's runs.
@@ -191,14 +259,23 @@ impl Tools {
         &self,
         Parameters(args): Parameters<CheckTrainingResultArgs>,
     ) -> Result<Json<TrainingResultOutput>, String> {
-        if let Err(e) = validate_session_id(&args.session_id) {
-            return Err(e.message);
-        }
-        let runs = training::session_runs(&self.deps.runs, &args.session_id, now()).await;
-        answer(runs.map(|runs| TrainingResultOutput {
-            session_id: args.session_id,
-            runs: runs.into_iter().map(RunView::from).collect(),
-        }))
+        let span = info_span!(
+            "tool_call",
+            tool = "check_training_result",
+            session_id = Empty
+        );
+        observed("check_training_result", span, async move {
+            if let Err(e) = validate_session_id(&args.session_id) {
+                return Err(e.message);
+            }
+            Span::current().record("session_id", args.session_id.as_str());
+            let runs = training::session_runs(&self.deps.runs, &args.session_id, now()).await;
+            answer(runs.map(|runs| TrainingResultOutput {
+                session_id: args.session_id,
+                runs: runs.into_iter().map(RunView::from).collect(),
+            }))
+        })
+        .await
     }
 }
 

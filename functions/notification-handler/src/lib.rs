@@ -4,11 +4,13 @@
 use aws_lambda_events::sns::SnsRecord;
 use aws_lambda_events::sqs::{SqsBatchResponse, SqsMessage};
 use serde_json::{json, Value};
+use tracing::{field::Empty, info_span, Instrument};
 
 use shared::domain::notification::{
     parse_notification, unwrap_sqs_body, Notification, NotificationError,
 };
 use shared::ports::{JobStore, ObjectStore, StoreError};
+use shared::telemetry::{self, OutcomeSource};
 use shared::usecases::outcome::{record_notification, RecordSettings, Recorded};
 
 #[derive(Debug, thiserror::Error)]
@@ -68,8 +70,11 @@ impl<S: JobStore, R: ObjectStore> Handler<S, R> {
                 .and_then(Value::as_str)
                 .map(str::to_owned)
                 .unwrap_or_else(|| format!("record {index}"));
-            if let Err(e) = self.handle_sns_record(raw).await {
-                tracing::error!(sns_message_id = %message_id, error = %e, "notification not recorded");
+            // The ids go on a span, so every line of this record carries them.
+            let span =
+                info_span!("notification", sns_message_id = %message_id, inference_id = Empty);
+            if let Err(e) = self.handle_sns_record(raw).instrument(span.clone()).await {
+                span.in_scope(|| tracing::error!(error = %e, "notification not recorded"));
                 failures.push(format!("{message_id}: {e}"));
             }
         }
@@ -90,8 +95,7 @@ impl<S: JobStore, R: ObjectStore> Handler<S, R> {
         if record.event_source != "aws:sns" {
             return Err(HandlerError::WrongRecordSource(record.event_source));
         }
-        self.handle_message(&record.sns.message_id, &record.sns.message)
-            .await
+        self.handle_message(&record.sns.message).await
     }
 
     async fn handle_sqs(&self, records: &[Value]) -> SqsBatchResponse {
@@ -110,26 +114,28 @@ impl<S: JobStore, R: ObjectStore> Handler<S, R> {
             let sqs_id = message.message_id.clone().unwrap_or_default();
             let delivery = unwrap_sqs_body(message.body.as_deref().unwrap_or_default());
             let id = delivery.sns_message_id.as_deref().unwrap_or(&sqs_id);
-            if let Err(e) = self.handle_message(id, &delivery.message).await {
-                tracing::error!(sqs_message_id = %sqs_id, sns_message_id = %id, error = %e, "notification not recorded");
+            let span = info_span!("notification", sqs_message_id = %sqs_id, sns_message_id = %id, inference_id = Empty);
+            if let Err(e) = self
+                .handle_message(&delivery.message)
+                .instrument(span.clone())
+                .await
+            {
+                span.in_scope(|| tracing::error!(error = %e, "notification not recorded"));
                 response.add_failure(sqs_id);
             }
         }
         response
     }
 
-    async fn handle_message(
-        &self,
-        message_id: &str,
-        message: &str,
-    ) -> Result<Option<Recorded>, HandlerError> {
+    async fn handle_message(&self, message: &str) -> Result<Option<Recorded>, HandlerError> {
         let outcome = match parse_notification(message)? {
             Notification::Test => {
-                tracing::info!(sns_message_id = %message_id, "SageMaker test notification acknowledged");
+                tracing::info!("SageMaker test notification acknowledged");
                 return Ok(None);
             }
             Notification::Outcome(o) => o,
         };
+        tracing::Span::current().record("inference_id", outcome.inference_id.as_str());
         let recorded = record_notification(
             &self.store,
             &self.objects,
@@ -140,16 +146,23 @@ impl<S: JobStore, R: ObjectStore> Handler<S, R> {
         .await?;
         match &recorded {
             Recorded::Written {
-                inference_id,
                 status,
                 result_inline,
+                known_job,
+                took_ms,
+                ..
             } => tracing::info!(
-                sns_message_id = %message_id, %inference_id, status = status.as_str(), result_inline, "outcome recorded"
+                status = status.as_str(),
+                result_inline,
+                known_job,
+                took_ms,
+                "outcome recorded"
             ),
-            Recorded::AlreadyFinal { inference_id } => tracing::info!(
-                sns_message_id = %message_id, %inference_id, "outcome already recorded; delivery ignored"
-            ),
+            Recorded::AlreadyFinal { .. } => {
+                tracing::info!("outcome already recorded; delivery ignored")
+            }
         }
+        telemetry::outcome(&recorded, OutcomeSource::Notification);
         Ok(Some(recorded))
     }
 }

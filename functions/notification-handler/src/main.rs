@@ -1,19 +1,22 @@
 // The SDK futures nested in the handler are deeper than the default limit allows.
 #![recursion_limit = "256"]
 
-use lambda_runtime::{run, service_fn, tracing, Error, LambdaEvent};
+use lambda_runtime::{service_fn, Error, LambdaEvent};
 use serde_json::Value;
 
 use notification_handler::Handler;
 use shared::adapters::aws::{dynamodb_client, load_sdk_config, s3_client};
 use shared::adapters::dynamodb::DynamoJobs;
 use shared::adapters::s3::S3Objects;
-use shared::config::{Env, NotificationHandlerConfig};
+use shared::config::{metrics_namespace, Env, NotificationHandlerConfig};
+use shared::telemetry;
 use shared::usecases::outcome::RecordSettings;
 
 #[tokio::main]
 async fn main() -> Result<(), Error> {
-    tracing::init_default_subscriber();
+    telemetry::init_logging();
+    let metrics =
+        telemetry::init_metrics("notification-handler", &metrics_namespace(&Env::process()))?;
     let config = NotificationHandlerConfig::from_env(&Env::process())?;
     let sdk = load_sdk_config().await;
     let handler = Handler {
@@ -25,8 +28,11 @@ async fn main() -> Result<(), Error> {
         },
     };
     let handler = &handler;
-    run(service_fn(move |event: LambdaEvent<Value>| async move {
-        handler.handle(event.payload).await
-    }))
+    telemetry::run(
+        metrics,
+        service_fn(
+            move |event: LambdaEvent<Value>| async move { handler.handle(event.payload).await },
+        ),
+    )
     .await
 }

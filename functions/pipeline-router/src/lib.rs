@@ -2,9 +2,11 @@
 //! Status Change". It only translates the event; the rules are in `shared::usecases::route`.
 
 use serde_json::{json, Value};
+use tracing::{field::Empty, info_span, Instrument, Span};
 
 use shared::domain::pipeline_event::{parse_status_change, PipelineEventError};
 use shared::ports::{CompletionQueue, PipelineControl, RunStore};
+use shared::telemetry;
 use shared::usecases::route::{route_status_change, RouteError, Routed};
 
 #[derive(Debug, thiserror::Error)]
@@ -42,15 +44,22 @@ pub struct Handler<S, P, Q> {
 impl<S: RunStore, P: PipelineControl, Q: CompletionQueue> Handler<S, P, Q> {
     /// An error makes EventBridge retry the event, then send it to the failure destination.
     pub async fn handle(&self, event: Value) -> Result<Value, HandlerError> {
-        let event_id = event
-            .get("id")
-            .and_then(Value::as_str)
-            .unwrap_or("?")
-            .to_owned();
-        let change = parse_status_change(&event).inspect_err(|e| {
-            tracing::error!(%event_id, error = %e, "pipeline event refused");
+        let event_id = event.get("id").and_then(Value::as_str).unwrap_or("?");
+        // The ids go on a span, so every line of this event carries them.
+        let span = info_span!(
+            "pipeline_event",
+            event_id,
+            execution_arn = Empty,
+            session_id = Empty
+        );
+        self.route(&event).instrument(span).await
+    }
+
+    async fn route(&self, event: &Value) -> Result<Value, HandlerError> {
+        let change = parse_status_change(event).inspect_err(|e| {
+            tracing::error!(error = %e, "pipeline event refused");
         })?;
-        let execution_arn = change.execution_arn.clone();
+        Span::current().record("execution_arn", change.execution_arn.as_str());
         let status = change.status.as_str();
         let routed = route_status_change(
             &self.store,
@@ -61,12 +70,10 @@ impl<S: RunStore, P: PipelineControl, Q: CompletionQueue> Handler<S, P, Q> {
             shared::domain::time::now(),
         )
         .await
-        .inspect_err(
-            |e| tracing::error!(%event_id, %execution_arn, error = %e, "pipeline event not routed"),
-        )?;
+        .inspect_err(|e| tracing::error!(error = %e, "pipeline event not routed"))?;
         Ok(match routed {
             Routed::NotOurs => {
-                tracing::info!(%event_id, %execution_arn, "no session_id in the execution description; not a run of ours");
+                tracing::info!("no session_id in the execution description; not a run of ours");
                 json!({"routed": false, "reason": "no session_id in the execution description"})
             }
             Routed::Recorded {
@@ -74,14 +81,17 @@ impl<S: RunStore, P: PipelineControl, Q: CompletionQueue> Handler<S, P, Q> {
                 status,
                 sent,
             } => {
-                tracing::info!(%event_id, %execution_arn, %session_id, status = status.as_str(), sent, "pipeline status recorded");
+                Span::current().record("session_id", session_id.as_str());
+                tracing::info!(status = status.as_str(), sent, "pipeline status recorded");
+                telemetry::run_routed(status.as_str(), sent);
                 json!({"routed": true, "session_id": session_id, "status": status.as_str(), "sent": sent})
             }
             Routed::Ignored {
                 session_id,
                 stored_status,
             } => {
-                tracing::info!(%event_id, %execution_arn, %session_id, %stored_status, incoming = status, "terminal status already stored; event ignored");
+                Span::current().record("session_id", session_id.as_str());
+                tracing::info!(%stored_status, incoming = status, "terminal status already stored; event ignored");
                 json!({"routed": false, "session_id": session_id, "reason": format!("status {stored_status} already stored")})
             }
         })

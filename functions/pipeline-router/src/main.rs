@@ -1,7 +1,7 @@
 // The SDK futures nested in the handler are deeper than the default limit allows.
 #![recursion_limit = "256"]
 
-use lambda_runtime::{run, service_fn, tracing, Error, LambdaEvent};
+use lambda_runtime::{service_fn, Error, LambdaEvent};
 use serde_json::Value;
 
 use pipeline_router::Handler;
@@ -9,11 +9,13 @@ use shared::adapters::aws::{dynamodb_client, load_sdk_config};
 use shared::adapters::dynamodb::DynamoRuns;
 use shared::adapters::sagemaker::{sagemaker_client, SageMakerPipeline};
 use shared::adapters::sqs::{sqs_client, SqsCompletionQueue};
-use shared::config::{Env, PipelineRouterConfig};
+use shared::config::{metrics_namespace, Env, PipelineRouterConfig};
+use shared::telemetry;
 
 #[tokio::main]
 async fn main() -> Result<(), Error> {
-    tracing::init_default_subscriber();
+    telemetry::init_logging();
+    let metrics = telemetry::init_metrics("pipeline-router", &metrics_namespace(&Env::process()))?;
     let config = PipelineRouterConfig::from_env(&Env::process())?;
     let sdk = load_sdk_config().await;
     let handler = Handler {
@@ -24,8 +26,11 @@ async fn main() -> Result<(), Error> {
         result_ttl_secs: config.result_ttl_secs,
     };
     let handler = &handler;
-    run(service_fn(move |event: LambdaEvent<Value>| async move {
-        handler.handle(event.payload).await
-    }))
+    telemetry::run(
+        metrics,
+        service_fn(
+            move |event: LambdaEvent<Value>| async move { handler.handle(event.payload).await },
+        ),
+    )
     .await
 }

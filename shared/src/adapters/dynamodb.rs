@@ -6,7 +6,7 @@ use std::collections::HashMap;
 
 use aws_sdk_dynamodb::operation::put_item::PutItemError;
 use aws_sdk_dynamodb::operation::update_item::UpdateItemError;
-use aws_sdk_dynamodb::types::{AttributeValue, ReturnValuesOnConditionCheckFailure};
+use aws_sdk_dynamodb::types::{AttributeValue, ReturnValue, ReturnValuesOnConditionCheckFailure};
 use chrono::{DateTime, Utc};
 use serde_json::Value;
 
@@ -213,13 +213,16 @@ impl Table {
                     .set_expression_attribute_values(
                         (!expr.values.is_empty()).then_some(expr.values),
                     )
+                    .return_values(ReturnValue::AllOld)
                     .return_values_on_condition_check_failure(
                         ReturnValuesOnConditionCheckFailure::AllOld,
                     )
                     .send()
                     .await;
                 match outcome {
-                    Ok(_) => Ok(Applied::Written),
+                    Ok(o) => Ok(Applied::Written {
+                        existed: o.attributes().is_some_and(|a| !a.is_empty()),
+                    }),
                     Err(e) => match e.as_service_error() {
                         Some(PutItemError::ConditionalCheckFailedException(c)) => {
                             Ok(Applied::Refused(c.item().map(from_item)))
@@ -239,13 +242,16 @@ impl Table {
                     .condition_expression(condition)
                     .set_expression_attribute_names(Some(expr.names))
                     .set_expression_attribute_values(Some(expr.values))
+                    .return_values(ReturnValue::AllOld)
                     .return_values_on_condition_check_failure(
                         ReturnValuesOnConditionCheckFailure::AllOld,
                     )
                     .send()
                     .await;
                 match outcome {
-                    Ok(_) => Ok(Applied::Written),
+                    Ok(o) => Ok(Applied::Written {
+                        existed: o.attributes().is_some_and(|a| !a.is_empty()),
+                    }),
                     Err(e) => match e.as_service_error() {
                         Some(UpdateItemError::ConditionalCheckFailedException(c)) => {
                             Ok(Applied::Refused(c.item().map(from_item)))

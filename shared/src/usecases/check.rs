@@ -8,7 +8,7 @@ use chrono::{DateTime, Utc};
 use crate::domain::job::{reconcile_probe, Job, JobPolicy, JobStatus};
 use crate::domain::s3_location::S3Location;
 use crate::ports::{JobStore, ObjectStore, StoreError};
-use crate::usecases::outcome::{reconcile, RecordSettings};
+use crate::usecases::outcome::{reconcile, RecordSettings, Recorded};
 
 /// How long a presigned result URL stays valid.
 pub const RESULT_URL_EXPIRY: Duration = Duration::from_secs(900);
@@ -27,6 +27,8 @@ pub struct JobReport {
     pub result_url: Option<String>,
     pub probably_lost: bool,
     pub message: Option<String>,
+    /// What this call found in S3 and recorded, when its notification had not arrived.
+    pub reconciled: Option<Recorded>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -66,6 +68,7 @@ where
 {
     let deadline = Instant::now() + wait;
     let mut probed = false;
+    let mut reconciled = None;
     let mut attempt = 0;
     loop {
         let now = clock();
@@ -81,19 +84,20 @@ where
                 probed = true;
                 match reconcile(store, objects, settings.record, inference_id, probe, now).await {
                     Ok(Some(recorded)) => {
-                        tracing::info!(%inference_id, ?recorded, "outcome reconciled from S3");
+                        tracing::info!(?recorded, "outcome reconciled from S3");
+                        reconciled = Some(recorded);
                         continue;
                     }
                     Ok(None) => {}
-                    Err(e) => {
-                        tracing::warn!(%inference_id, error = %e, "S3 probe for the outcome failed")
-                    }
+                    Err(e) => tracing::warn!(error = %e, "S3 probe for the outcome failed"),
                 }
             }
         }
         let left = deadline.saturating_duration_since(Instant::now());
         if job.status != JobStatus::Pending || left.is_zero() {
-            return Ok(report(objects, job, now).await);
+            let mut report = report(objects, job, now).await;
+            report.reconciled = reconciled;
+            return Ok(report);
         }
         tokio::time::sleep(poll_delay(attempt).min(left)).await;
         attempt += 1;
@@ -124,6 +128,7 @@ async fn report<O: ObjectStore>(objects: &O, job: Job, now: DateTime<Utc>) -> Jo
         job,
         result_url,
         message,
+        reconciled: None,
     }
 }
 

@@ -11,7 +11,7 @@ use crate::domain::job::{
 };
 use crate::domain::notification::{InferenceOutcome, OutcomeKind};
 use crate::domain::s3_location::S3Location;
-use crate::domain::time::{rfc3339, ttl_after};
+use crate::domain::time::{parse_rfc3339, rfc3339, ttl_after};
 use crate::ports::{JobStore, ObjectError, ObjectPrefix, ObjectStore, StoreError};
 
 #[derive(Debug, Clone, Copy)]
@@ -28,6 +28,11 @@ pub enum Recorded {
         inference_id: String,
         status: JobStatus,
         result_inline: bool,
+        /// A record of the job was there (this server submitted it, or an earlier outcome
+        /// arrived); false for an outcome of a job never seen here.
+        known_job: bool,
+        /// From the request's receipt (or submission) to its outcome, by the recorded times.
+        took_ms: Option<u64>,
     },
     /// The item already holds a terminal state; nothing changed.
     AlreadyFinal { inference_id: String },
@@ -124,8 +129,10 @@ async fn write_outcome<S: JobStore>(
         other => other?,
     };
     Ok(match applied {
-        Applied::Written => Recorded::Written {
+        Applied::Written { existed } => Recorded::Written {
             result_inline: record.result.is_some(),
+            known_job: existed,
+            took_ms: elapsed_ms(record.submitted_at.as_deref(), &record.completed_at),
             inference_id: record.inference_id,
             status: record.status,
         },
@@ -133,6 +140,11 @@ async fn write_outcome<S: JobStore>(
             inference_id: record.inference_id,
         },
     })
+}
+
+fn elapsed_ms(from: Option<&str>, to: &str) -> Option<u64> {
+    let ms = (parse_rfc3339(to)? - parse_rfc3339(from?)?).num_milliseconds();
+    u64::try_from(ms).ok()
 }
 
 async fn read_inline_result<O: ObjectStore>(
@@ -250,7 +262,10 @@ mod tests {
             Recorded::Written {
                 inference_id: "j1".into(),
                 status: JobStatus::Completed,
-                result_inline: true
+                result_inline: true,
+                known_job: true,
+                // SageMaker's receive time (10:14:12.455) to its event time (10:15:01.902).
+                took_ms: Some(49_447),
             }
         );
         let item = store.job("j1").unwrap();

@@ -90,7 +90,7 @@ where
         ttl: ttl_after(now, result_ttl_secs),
     };
     let written = match store.write(&run::record_status_change(&record)).await? {
-        Applied::Written => true,
+        Applied::Written { .. } => true,
         Applied::Refused(stored) => {
             let stored_status = stored
                 .map(|i| Run::from_item(&i).status)

@@ -104,15 +104,15 @@ where
                     .write(&job::reserve(submission, &settings.policy, t))
                     .await?
                 {
-                    Applied::Written => 1,
+                    Applied::Written { .. } => 1,
                     Applied::Refused(_) => continue,
                 }
             }
             SubmitPlan::Redrive { seen_attempt } => {
                 let write = job::redrive(submission, seen_attempt, &settings.policy, t);
                 match store.write(&write).await? {
-                    Applied::Written => {
-                        tracing::info!(inference_id = %id, attempt = seen_attempt + 1, "re-driving the job");
+                    Applied::Written { .. } => {
+                        tracing::info!(attempt = seen_attempt + 1, "re-driving the job");
                         seen_attempt + 1
                     }
                     Applied::Refused(_) => continue,
@@ -228,9 +228,9 @@ where
         Ok(locations) => {
             let write = job::mark_invoked(id, attempt, &locations, lost_after);
             if let Applied::Refused(_) = store.write(&write).await? {
-                tracing::warn!(inference_id = %id, attempt, "the job moved on before its invoke was recorded");
+                tracing::warn!(attempt, "the job moved on before its invoke was recorded");
             }
-            tracing::info!(inference_id = %id, attempt, "job submitted");
+            tracing::info!(attempt, "job submitted");
             answer.output_location = locations.output_location;
             answer.failure_location = locations.failure_location;
             Ok(answer)
@@ -239,9 +239,12 @@ where
             let error = format!("SageMaker InvokeEndpointAsync: {failure}");
             let write = job::mark_uncertain(id, attempt, &error, lost_after);
             if let Applied::Refused(_) = store.write(&write).await? {
-                tracing::warn!(inference_id = %id, attempt, "the job moved on before its uncertain invoke was recorded");
+                tracing::warn!(
+                    attempt,
+                    "the job moved on before its uncertain invoke was recorded"
+                );
             }
-            tracing::warn!(inference_id = %id, attempt, %error, "invoke outcome unknown; the job stays pending");
+            tracing::warn!(attempt, %error, "invoke outcome unknown; the job stays pending");
             answer.message = Some(uncertain_message(Some(&error)));
             Ok(answer)
         }
@@ -263,9 +266,9 @@ async fn refuse<S: JobStore>(
 ) -> Result<Submitted, SubmitError> {
     let write = job::mark_refused(id, attempt, &reason, &settings.policy, now);
     if let Applied::Refused(_) = store.write(&write).await? {
-        tracing::warn!(inference_id = %id, attempt, "the job moved on before its refusal was recorded");
+        tracing::warn!(attempt, "the job moved on before its refusal was recorded");
     }
-    tracing::warn!(inference_id = %id, attempt, %reason, "submission refused");
+    tracing::warn!(attempt, %reason, "submission refused");
     Err(SubmitError::Refused {
         inference_id: id.to_owned(),
         reason,

@@ -61,7 +61,7 @@ pub async fn trigger_training<P: PipelineControl, R: RunStore>(
     let write = run::record_triggered(&request.session_id, &execution_arn, &rfc3339(now), ttl);
     // The run has started: a failed bookkeeping write must not make the agent start another.
     let (already_recorded, message) = match runs.write(&write).await {
-        Ok(Applied::Written) => (false, None),
+        Ok(Applied::Written { .. }) => (false, None),
         Ok(Applied::Refused(_)) => (true, None),
         Err(e) => {
             tracing::error!(%execution_arn, error = %e, "run started but its pending item was not written");

@@ -1,0 +1,240 @@
+//! Logs and metrics as CloudWatch reads them.
+//!
+//! Logs: `tracing`, as JSON lines when the function's `LoggingConfig` says JSON (Lambda sets
+//! `AWS_LAMBDA_LOG_FORMAT`), with every open span's fields on each line, so the request id and
+//! the job's own ids (set once on a span) are on every line below it. This project's crates log
+//! at `AWS_LAMBDA_LOG_LEVEL` (default INFO), dependencies at WARN; `RUST_LOG`, when set, decides
+//! everything instead.
+//!
+//! Metrics: CloudWatch Embedded Metric Format documents on stdout (`metrics_cloudwatch_embedded`),
+//! flushed after each invocation, in one namespace with the function as the only fixed
+//! dimension. Entry points count what the use cases report; the domain knows nothing of this.
+
+use metrics::{counter, describe_counter, describe_histogram, histogram, Unit};
+use tracing_subscriber::EnvFilter;
+
+use crate::domain::job::JobStatus;
+use crate::usecases::outcome::Recorded;
+
+pub use metrics_cloudwatch_embedded::lambda::service::{run, run_http};
+pub use metrics_cloudwatch_embedded::Collector;
+
+/// The crates whose INFO lines are ours to keep. lambda_runtime's invocation span carries the
+/// request id, so it stays at INFO too.
+const OUR_CRATES: [&str; 6] = [
+    "shared",
+    "notification_handler",
+    "pipeline_router",
+    "mcp_tools",
+    "gateway_target",
+    "lambda_runtime",
+];
+
+/// Metric names, in one place.
+pub mod metric {
+    pub const JOBS_SUBMITTED: &str = "JobsSubmitted";
+    pub const JOBS_COMPLETED: &str = "JobsCompleted";
+    pub const JOBS_FAILED: &str = "JobsFailed";
+    pub const JOBS_CANCELLED: &str = "JobsCancelled";
+    pub const JOB_DURATION: &str = "JobDuration";
+    pub const JOBS_PROBABLY_LOST: &str = "JobsProbablyLost";
+    pub const DUPLICATE_NOTIFICATIONS: &str = "DuplicateNotifications";
+    pub const NOTIFICATIONS_FOR_UNKNOWN_JOBS: &str = "NotificationsForUnknownJobs";
+    pub const OUTCOMES_RECONCILED: &str = "OutcomesReconciled";
+    pub const RUNS_ROUTED: &str = "RunsRouted";
+    pub const COMPLETION_MESSAGES_SENT: &str = "CompletionMessagesSent";
+    pub const TOOL_CALLS: &str = "ToolCalls";
+    pub const TOOL_ERRORS: &str = "ToolErrors";
+    pub const COLD_START: &str = "ColdStart";
+}
+
+/// The only fixed dimension's name; its value is the function (`mcp-tools`, ...).
+pub const FUNCTION_DIMENSION: &str = "Function";
+
+#[derive(Debug, thiserror::Error)]
+#[error("metrics: {0}")]
+pub struct TelemetryError(String);
+
+/// The `tracing` filter: `RUST_LOG` when set, else this project's crates at the Lambda level
+/// (or INFO) and the rest at WARN.
+pub fn log_filter(rust_log: Option<&str>, lambda_level: Option<&str>) -> String {
+    if let Some(asked) = rust_log.filter(|s| !s.trim().is_empty()) {
+        return asked.to_owned();
+    }
+    let level = match lambda_level
+        .map(|l| l.trim().to_ascii_lowercase())
+        .as_deref()
+    {
+        Some(l @ ("trace" | "debug" | "info" | "warn" | "error")) => l.to_owned(),
+        Some("fatal") => "error".to_owned(),
+        _ => "info".to_owned(),
+    };
+    let mut filter = String::from("warn");
+    for krate in OUR_CRATES {
+        let krate_level = if krate == "lambda_runtime" && level != "trace" && level != "debug" {
+            "info"
+        } else {
+            &level
+        };
+        filter.push_str(&format!(",{krate}={krate_level}"));
+    }
+    filter
+}
+
+/// Logging for a function, from the environment Lambda sets.
+pub fn init_logging() {
+    let var = |name| std::env::var(name).ok();
+    let filter = EnvFilter::new(log_filter(
+        var("RUST_LOG").as_deref(),
+        var("AWS_LAMBDA_LOG_LEVEL").as_deref(),
+    ));
+    let json = var("AWS_LAMBDA_LOG_FORMAT").is_some_and(|f| f.eq_ignore_ascii_case("json"));
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_target(false);
+    // `try_init`: a second call (tests) keeps the first subscriber.
+    let _ = if json {
+        builder
+            .json()
+            .flatten_event(true)
+            .with_current_span(false)
+            .with_span_list(true)
+            .try_init()
+    } else {
+        builder.without_time().try_init()
+    };
+}
+
+/// The EMF collector for `function`, in `namespace`; cold starts are counted once.
+pub fn init_metrics(
+    function: &'static str,
+    namespace: &str,
+) -> Result<&'static Collector, TelemetryError> {
+    let collector = metrics_cloudwatch_embedded::Builder::new()
+        .cloudwatch_namespace(namespace.to_owned())
+        .with_dimension(FUNCTION_DIMENSION, function)
+        .lambda_cold_start_metric(metric::COLD_START)
+        .with_lambda_request_id("RequestId")
+        .init()
+        .map_err(|e| TelemetryError(e.to_string()))?;
+    describe();
+    Ok(collector)
+}
+
+fn describe() {
+    use metric::*;
+    for name in [
+        JOBS_SUBMITTED,
+        JOBS_COMPLETED,
+        JOBS_FAILED,
+        JOBS_CANCELLED,
+        JOBS_PROBABLY_LOST,
+        DUPLICATE_NOTIFICATIONS,
+        NOTIFICATIONS_FOR_UNKNOWN_JOBS,
+        OUTCOMES_RECONCILED,
+        RUNS_ROUTED,
+        COMPLETION_MESSAGES_SENT,
+        TOOL_CALLS,
+        TOOL_ERRORS,
+    ] {
+        describe_counter!(name, Unit::Count, "");
+    }
+    describe_histogram!(JOB_DURATION, Unit::Milliseconds, "");
+}
+
+/// How an outcome reached the results table.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OutcomeSource {
+    Notification,
+    Reconciliation,
+}
+
+/// Counts a recorded (or ignored) outcome: by status, its duration, duplicates, unknown jobs.
+pub fn outcome(recorded: &Recorded, source: OutcomeSource) {
+    match recorded {
+        Recorded::Written {
+            status,
+            known_job,
+            took_ms,
+            ..
+        } => {
+            if let Some(name) = terminal_metric(*status) {
+                counter!(name).increment(1);
+            }
+            if let Some(ms) = took_ms {
+                histogram!(metric::JOB_DURATION).record(*ms as f64);
+            }
+            if !known_job {
+                counter!(metric::NOTIFICATIONS_FOR_UNKNOWN_JOBS).increment(1);
+            }
+            if source == OutcomeSource::Reconciliation {
+                counter!(metric::OUTCOMES_RECONCILED).increment(1);
+            }
+        }
+        Recorded::AlreadyFinal { .. } => {
+            if source == OutcomeSource::Notification {
+                counter!(metric::DUPLICATE_NOTIFICATIONS).increment(1);
+            }
+        }
+    }
+}
+
+fn terminal_metric(status: JobStatus) -> Option<&'static str> {
+    match status {
+        JobStatus::Completed => Some(metric::JOBS_COMPLETED),
+        JobStatus::Failed => Some(metric::JOBS_FAILED),
+        JobStatus::Cancelled => Some(metric::JOBS_CANCELLED),
+        JobStatus::Pending => None,
+    }
+}
+
+/// A new job reached SageMaker (or may have: an uncertain invoke counts too); replays do not.
+pub fn job_submitted() {
+    counter!(metric::JOBS_SUBMITTED).increment(1);
+}
+
+/// A submission SageMaker refused: the job ended `failed` without an outcome notification.
+pub fn job_refused() {
+    counter!(metric::JOBS_FAILED).increment(1);
+}
+
+/// A status check found a job pending past its deadline: its outcome is not arriving.
+pub fn job_probably_lost() {
+    counter!(metric::JOBS_PROBABLY_LOST).increment(1);
+}
+
+/// A pipeline status change recorded for a session (`status` is SageMaker's word).
+pub fn run_routed(status: &'static str, completion_sent: bool) {
+    counter!(metric::RUNS_ROUTED, "Status" => status).increment(1);
+    if completion_sent {
+        counter!(metric::COMPLETION_MESSAGES_SENT).increment(1);
+    }
+}
+
+/// One tool call, and whether it ended as a tool error.
+pub fn tool_call(tool: &'static str, is_error: bool) {
+    counter!(metric::TOOL_CALLS, "Tool" => tool).increment(1);
+    if is_error {
+        counter!(metric::TOOL_ERRORS, "Tool" => tool).increment(1);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dependencies_log_at_warn_unless_asked() {
+        let filter = log_filter(None, None);
+        assert!(filter.starts_with("warn,"), "{filter}");
+        assert!(filter.contains("mcp_tools=info") && filter.contains("shared=info"));
+        assert!(!filter.contains("rmcp"));
+        let filter = log_filter(None, Some("DEBUG"));
+        assert!(filter.contains("mcp_tools=debug") && filter.contains("lambda_runtime=debug"));
+        let filter = log_filter(None, Some("WARN"));
+        // The invocation span (and so the request id) stays.
+        assert!(filter.contains("shared=warn") && filter.contains("lambda_runtime=info"));
+        assert_eq!(log_filter(Some("rmcp=debug"), Some("WARN")), "rmcp=debug");
+        assert!(log_filter(Some(" "), None).starts_with("warn,"));
+    }
+}
