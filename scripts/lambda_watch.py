@@ -16,11 +16,14 @@ STACK_ENV = (
     "PIPELINE_RESULTS_TABLE", "PIPELINE_RESULTS_QUEUE_URL", "IO_BUCKET",
 )
 # What the functions are configured with locally (a deployment sets these in the template).
+# Logging is left to the functions' defaults (this project at INFO, dependencies at WARN).
 FUNCTION_ENV = {
     "ASYNC_ENDPOINT_NAME": "mcp-doc-processor-async",
     "PIPELINE_NAME": "mcp-intent-classifier-pipeline",
-    "RUST_LOG": "info",
 }
+# `make serve` is local and unauthenticated: a browser tool on this machine may call it (any
+# port of localhost), no other origin may (DNS-rebinding protection).
+LOCAL_ORIGINS = "http://localhost:*,http://127.0.0.1:*"
 
 
 class WatchError(RuntimeError):

@@ -5,13 +5,14 @@ reachable by any MCP client until Ctrl-C. Expects the environment of scripts/loc
 import os
 import sys
 
-from lambda_watch import start_watch, stop
+from lambda_watch import LOCAL_ORIGINS, start_watch, stop
 
 
 def main() -> int:
     port = int(os.environ["LAMBDA_PORT"])
-    watch = start_watch(port, {"AUTH_MODE": "none"}, "serve")
+    watch = start_watch(port, {"AUTH_MODE": "none", "MCP_ALLOWED_ORIGINS": LOCAL_ORIGINS}, "serve")
     print(f"MCP server (no auth, local only): http://127.0.0.1:{port}/lambda-url/mcp-tools/mcp")
+    print(f"browser origins allowed: {LOCAL_ORIGINS}")
     print("logs: .local/serve.log; Ctrl-C stops everything", flush=True)
     try:
         return watch.wait()

@@ -45,10 +45,14 @@ async fn observed<T>(
     span: Span,
     work: impl Future<Output = ToolResult<T>>,
 ) -> ToolResult<T> {
+    let started = std::time::Instant::now();
     let result = work.instrument(span.clone()).await;
-    if let Err(message) = &result {
-        span.in_scope(|| tracing::info!(error = %message, "tool error"));
-    }
+    let elapsed_ms = started.elapsed().as_millis() as u64;
+    // One line per call: its outcome and time, an access log for the tools.
+    span.in_scope(|| match &result {
+        Ok(_) => tracing::info!(elapsed_ms, "tool call"),
+        Err(message) => tracing::info!(elapsed_ms, error = %message, "tool call failed"),
+    });
     telemetry::tool_call(tool, result.is_err());
     result
 }
