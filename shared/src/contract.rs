@@ -63,7 +63,7 @@ pub async fn job_store<S: JobStore>(store: &S) {
 
     assert_eq!(
         store.write(&job::reserve(&s, &POLICY, t0)).await.unwrap(),
-        Applied::Written { existed: false },
+        Applied::Written { previous: None },
         "first reservation: a new item"
     );
     let again = store.write(&job::reserve(&s, &POLICY, t0)).await.unwrap();
@@ -105,14 +105,20 @@ pub async fn job_store<S: JobStore>(store: &S) {
         "re-drive of a fresh reservation",
     );
     let later = t0 + Duration::seconds(61);
-    assert_eq!(
-        store
-            .write(&job::redrive(&s, 1, &POLICY, later))
-            .await
-            .unwrap(),
-        Applied::Written { existed: true },
-        "re-drive of a crashed reservation: the item was there"
-    );
+    match store
+        .write(&job::redrive(&s, 1, &POLICY, later))
+        .await
+        .unwrap()
+    {
+        Applied::Written {
+            previous: Some(item),
+        } => assert_eq!(
+            job::Job::from_item(&item).unwrap().stage,
+            Some(Stage::Reserved),
+            "re-drive of a crashed reservation: the write returns the item it replaced"
+        ),
+        other => panic!("re-drive of a crashed reservation: expected a write, got {other:?}"),
+    }
     refused(
         &store
             .write(&job::redrive(&s, 1, &POLICY, later))

@@ -32,8 +32,8 @@ fn apply<K: std::hash::Hash + Eq>(
     let stored = items.get(&key);
     match write.apply_to(stored) {
         Some(item) => {
-            let existed = items.insert(key, item).is_some();
-            Applied::Written { existed }
+            let previous = items.insert(key, item);
+            Applied::Written { previous }
         }
         None => Applied::Refused(stored.cloned()),
     }

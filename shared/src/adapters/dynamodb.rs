@@ -221,7 +221,7 @@ impl Table {
                     .await;
                 match outcome {
                     Ok(o) => Ok(Applied::Written {
-                        existed: o.attributes().is_some_and(|a| !a.is_empty()),
+                        previous: o.attributes().filter(|a| !a.is_empty()).map(from_item),
                     }),
                     Err(e) => match e.as_service_error() {
                         Some(PutItemError::ConditionalCheckFailedException(c)) => {
@@ -250,7 +250,7 @@ impl Table {
                     .await;
                 match outcome {
                     Ok(o) => Ok(Applied::Written {
-                        existed: o.attributes().is_some_and(|a| !a.is_empty()),
+                        previous: o.attributes().filter(|a| !a.is_empty()).map(from_item),
                     }),
                     Err(e) => match e.as_service_error() {
                         Some(UpdateItemError::ConditionalCheckFailedException(c)) => {

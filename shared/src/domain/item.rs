@@ -111,9 +111,9 @@ pub struct Write {
 /// What a conditional write did.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Applied {
-    /// `existed`: an item was stored under the key before this write (expired or not), so a
-    /// caller can tell a new record from one it changed.
-    Written { existed: bool },
+    /// `previous`: the item stored under the key before this write (expired or not), so a caller
+    /// can tell a new record from one it changed, and read what it held.
+    Written { previous: Option<Item> },
     /// The guard did not hold; the item as it was stored, when there was one.
     Refused(Option<Item>),
 }

@@ -4,7 +4,7 @@
 use chrono::{DateTime, Utc};
 use serde_json::Value;
 
-use crate::domain::item::Applied;
+use crate::domain::item::{Applied, Attr};
 use crate::domain::job::{
     self, failure_excerpt, inline_result, truncate_utf8, JobStatus, OutcomeRecord, Probe,
     MAX_FAILURE_EXCERPT_BYTES, MAX_FAILURE_REASON_BYTES, MAX_LOCATION_BYTES,
@@ -129,13 +129,22 @@ async fn write_outcome<S: JobStore>(
         other => other?,
     };
     Ok(match applied {
-        Applied::Written { existed } => Recorded::Written {
-            result_inline: record.result.is_some(),
-            known_job: existed,
-            took_ms: elapsed_ms(record.submitted_at.as_deref(), &record.completed_at),
-            inference_id: record.inference_id,
-            status: record.status,
-        },
+        Applied::Written { previous } => {
+            // The stored submit time when the job was submitted here, else SageMaker's receipt.
+            let submitted_at = previous
+                .as_ref()
+                .and_then(|item| item.get(job::attr::SUBMITTED_AT))
+                .and_then(Attr::as_s)
+                .map(str::to_owned)
+                .or(record.submitted_at);
+            Recorded::Written {
+                result_inline: record.result.is_some(),
+                known_job: previous.is_some(),
+                took_ms: elapsed_ms(submitted_at.as_deref(), &record.completed_at),
+                inference_id: record.inference_id,
+                status: record.status,
+            }
+        }
         Applied::Refused(_) => Recorded::AlreadyFinal {
             inference_id: record.inference_id,
         },
@@ -264,8 +273,8 @@ mod tests {
                 status: JobStatus::Completed,
                 result_inline: true,
                 known_job: true,
-                // SageMaker's receive time (10:14:12.455) to its event time (10:15:01.902).
-                took_ms: Some(49_447),
+                // The stored submit time (10:14:00.000) to SageMaker's event time (10:15:01.902).
+                took_ms: Some(61_902),
             }
         );
         let item = store.job("j1").unwrap();
@@ -285,9 +294,19 @@ mod tests {
     async fn a_second_outcome_for_the_same_job_is_ignored() {
         let store = MemoryJobs::default();
         let objects = MemoryObjects::default().with("s3://b/out/1", "{}");
-        record_notification(&store, &objects, SETTINGS, success("j2"), now())
+        let first = record_notification(&store, &objects, SETTINGS, success("j2"), now())
             .await
             .unwrap();
+        // No job j2 was submitted here: the outcome is stored, and said to be of an unknown job,
+        // timed from SageMaker's receipt of the request.
+        assert!(matches!(
+            first,
+            Recorded::Written {
+                known_job: false,
+                took_ms: Some(49_447),
+                ..
+            }
+        ));
         let late_failure = outcome(
             json!({"invocationStatus": "Failed", "inferenceId": "j2", "failureReason": "boom"}),
         );
