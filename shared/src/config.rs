@@ -169,6 +169,8 @@ pub struct ToolsConfig {
     pub invoke_attempt_timeout_secs: u64,
     /// MaxParallelExecutionSteps for every run, when set; otherwise the pipeline's own.
     pub pipeline_max_parallel_steps: Option<u32>,
+    /// How often a tasks client should poll `tasks/get`.
+    pub task_poll_interval_ms: u64,
 }
 
 impl McpToolsConfig {
@@ -258,6 +260,12 @@ impl ToolsConfig {
                 5,
                 1..=30,
                 "a number of seconds from 1 to 30",
+            )?,
+            task_poll_interval_ms: env.number_in(
+                "TASK_POLL_INTERVAL_MS",
+                5000,
+                100..=60_000,
+                "milliseconds from 100 to 60000",
             )?,
             pipeline_max_parallel_steps: match (env.0)("PIPELINE_MAX_PARALLEL_STEPS")
                 .filter(|v| !v.trim().is_empty())

@@ -46,7 +46,7 @@ def servers():
     need("AWS_ENDPOINT_URL_SAGEMAKER")
     port = int(need("LAMBDA_PORT"))
     bearer_port = free_port()
-    common = {"MCP_ALLOWED_ORIGINS": ALLOWED_ORIGIN}
+    common = {"MCP_ALLOWED_ORIGINS": ALLOWED_ORIGIN, "TASK_POLL_INTERVAL_MS": "200"}
     try:
         procs = [
             start_watch(port, {**common, "AUTH_MODE": "none"}, "watch-none"),

@@ -20,6 +20,23 @@ pub fn host_allowed(host: Option<&str>, allowed: &[String]) -> bool {
     })
 }
 
+/// The `Mcp-Name` a `tasks/*` request should carry (its `taskId`), when it carries none.
+/// rmcp 3.11 requires the header on `tasks/get`, `tasks/update` and `tasks/cancel`, while the
+/// Python SDK 2.3 under FastMCP's tasks client sends it only for tools, prompts and resources; the
+/// body holds the same value, so a missing header is filled from it. A header that is present
+/// is left for rmcp to check against the body.
+pub fn missing_task_name(headers: &http::HeaderMap, body: &[u8]) -> Option<http::HeaderValue> {
+    let method = headers.get("mcp-method")?.to_str().ok()?;
+    if !matches!(method, "tasks/get" | "tasks/update" | "tasks/cancel")
+        || headers.contains_key("mcp-name")
+    {
+        return None;
+    }
+    let request: serde_json::Value = serde_json::from_slice(body).ok()?;
+    let task_id = request.pointer("/params/taskId")?.as_str()?;
+    http::HeaderValue::from_str(task_id).ok()
+}
+
 /// `Authorization: Bearer <token>` whose SHA-256 is `expected`, compared in constant time.
 pub fn bearer_ok(authorization: Option<&str>, expected: &[u8; 32]) -> bool {
     let Some(token) = authorization.and_then(|h| {
@@ -39,6 +56,30 @@ pub fn bearer_ok(authorization: Option<&str>, expected: &[u8; 32]) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_task_request_without_mcp_name_gets_it_from_the_body() {
+        let headers = |pairs: &[(&'static str, &str)]| -> http::HeaderMap {
+            pairs
+                .iter()
+                .map(|(k, v)| (http::HeaderName::from_static(k), v.parse().unwrap()))
+                .collect()
+        };
+        let body =
+            br#"{"jsonrpc":"2.0","id":1,"method":"tasks/get","params":{"taskId":"abc.123"}}"#;
+        assert_eq!(
+            missing_task_name(&headers(&[("mcp-method", "tasks/get")]), body).unwrap(),
+            "abc.123"
+        );
+        assert!(missing_task_name(
+            &headers(&[("mcp-method", "tasks/get"), ("mcp-name", "other")]),
+            body
+        )
+        .is_none());
+        assert!(missing_task_name(&headers(&[("mcp-method", "tools/call")]), body).is_none());
+        assert!(missing_task_name(&headers(&[]), body).is_none());
+        assert!(missing_task_name(&headers(&[("mcp-method", "tasks/get")]), b"not json").is_none());
+    }
 
     fn hosts(v: &[&str]) -> Vec<String> {
         v.iter().map(|s| s.to_string()).collect()

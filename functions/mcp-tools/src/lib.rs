@@ -172,10 +172,13 @@ pub fn mcp_service(
 pub async fn handle(
     config: &McpToolsConfig,
     mcp: &StreamableHttpService<Tools, NeverSessionManager>,
-    request: lambda_http::Request,
+    mut request: lambda_http::Request,
 ) -> HttpResponse {
     if let Some(refusal) = refuse(config, request.raw_http_path(), request.headers()) {
         return refusal;
+    }
+    if let Some(name) = http_guard::missing_task_name(request.headers(), request.body().as_ref()) {
+        request.headers_mut().insert("mcp-name", name);
     }
     mcp.handle(request).await
 }

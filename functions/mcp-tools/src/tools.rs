@@ -6,13 +6,22 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use lambda_http::RequestExt;
+use rmcp::handler::server::tool::ToolCallContext;
 use rmcp::handler::server::{router::tool::ToolRouter, wrapper::Parameters};
-use rmcp::model::{Extensions, Implementation, ProtocolVersion, ServerCapabilities, ServerConfig};
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, CancelTaskParams, ContentBlock,
+    CreateTaskResult, DetailedTask, ErrorData, Extensions, GetTaskParams, GetTaskResult,
+    Implementation, ProtocolVersion, ServerCapabilities, ServerConfig, Task, TaskPayload,
+    TaskStatus,
+};
+use rmcp::service::RequestContext;
+use rmcp::RoleServer;
 use rmcp::{tool, tool_handler, tool_router, Json, ServerHandler};
 
-use shared::domain::job::JobStatus;
+use shared::domain::job::{self, JobStatus};
 use shared::domain::time::now;
 use shared::telemetry::{self, OutcomeSource};
+use shared::usecases::task::{self, TaskError, TaskState};
 use shared::usecases::{check, submit, training};
 use tracing::{field::Empty, info_span, Instrument, Span};
 
@@ -43,8 +52,8 @@ fn answer<T, U: From<T>, E: Into<ToolError>>(result: Result<T, E>) -> ToolResult
 async fn observed<T>(
     tool: &'static str,
     span: Span,
-    work: impl Future<Output = ToolResult<T>>,
-) -> ToolResult<T> {
+    work: impl Future<Output = Result<T, String>>,
+) -> Result<T, String> {
     let started = std::time::Instant::now();
     let result = work.instrument(span.clone()).await;
     let elapsed_ms = started.elapsed().as_millis() as u64;
@@ -78,35 +87,8 @@ impl Tools {
         Parameters(args): Parameters<SubmitJobArgs>,
     ) -> Result<Json<SubmitJobOutput>, String> {
         let span = info_span!("tool_call", tool = "submit_job", inference_id = Empty);
-        observed("submit_job", span, async move {
-            let d = &self.deps;
-            let submission = match args.validate(&d.config.async_endpoint_name, &d.config.io_bucket)
-            {
-                Ok(s) => s,
-                Err(e) => return Err(e.message),
-            };
-            Span::current().record("inference_id", submission.inference_id.as_str());
-            let settings = submit::SubmitSettings {
-                policy: d.policy(),
-                in_progress_wait: IN_PROGRESS_WAIT,
-            };
-            let submitted = submit::submit_job(
-                &d.jobs,
-                &d.objects,
-                &d.endpoint,
-                settings,
-                &submission,
-                now(),
-            )
-            .await;
-            match &submitted {
-                Ok(s) if !s.replay => telemetry::job_submitted(),
-                Err(submit::SubmitError::Refused { .. }) => telemetry::job_refused(),
-                _ => {}
-            }
-            answer(submitted)
-        })
-        .await
+        let submitted = observed("submit_job", span, self.submit(args)).await;
+        submitted.map(|(s, _)| Json(s.into()))
     }
 
     /// Reads a job's status and, once it is done, its result.
@@ -284,6 +266,93 @@ impl Tools {
 }
 
 impl Tools {
+    /// submit_job's work, shared by the tool and its task form: the submission, and how long
+    /// its record lives (seconds).
+    async fn submit(&self, args: SubmitJobArgs) -> Result<(submit::Submitted, u64), String> {
+        let d = &self.deps;
+        let submission = args
+            .validate(&d.config.async_endpoint_name, &d.config.io_bucket)
+            .map_err(|e| e.message)?;
+        Span::current().record("inference_id", submission.inference_id.as_str());
+        let policy = d.policy();
+        let lives_secs = u64::from(submission.request_ttl_secs)
+            + u64::from(submission.invocation_timeout_secs)
+            + policy.result_ttl_secs;
+        let settings = submit::SubmitSettings {
+            policy,
+            in_progress_wait: IN_PROGRESS_WAIT,
+        };
+        let submitted = submit::submit_job(
+            &d.jobs,
+            &d.objects,
+            &d.endpoint,
+            settings,
+            &submission,
+            now(),
+        )
+        .await;
+        match &submitted {
+            Ok(s) if !s.replay => telemetry::job_submitted(),
+            Err(submit::SubmitError::Refused { .. }) => telemetry::job_refused(),
+            _ => {}
+        }
+        submitted
+            .map(|s| (s, lives_secs))
+            .map_err(|e| ToolError::from(e).message)
+    }
+
+    /// submit_job for a client that declared the tasks extension: the job as a task, or the
+    /// tool error a plain call would get.
+    async fn submit_as_task(&self, arguments: Option<rmcp::model::JsonObject>) -> CallToolResponse {
+        let args: SubmitJobArgs = match serde_json::from_value(serde_json::Value::Object(
+            arguments.unwrap_or_default(),
+        )) {
+            Ok(args) => args,
+            Err(e) => {
+                return CallToolResult::error(vec![ContentBlock::text(format!(
+                    "failed to deserialize parameters: {e}"
+                ))])
+                .into()
+            }
+        };
+        let span = info_span!(
+            "tool_call",
+            tool = "submit_job",
+            inference_id = Empty,
+            task = true
+        );
+        let (submitted, lives_secs) = match observed("submit_job", span, self.submit(args)).await {
+            Ok(answer) => answer,
+            Err(message) => return CallToolResult::error(vec![ContentBlock::text(message)]).into(),
+        };
+        let Some(secret) = submitted.task_secret.clone() else {
+            // A job recorded before tasks existed: answer as a plain call does.
+            let output = SubmitJobOutput::from(submitted);
+            return CallToolResult::structured(serde_json::to_value(output).unwrap_or_default())
+                .into();
+        };
+        let status = match submitted.status {
+            JobStatus::Pending => TaskStatus::Working,
+            JobStatus::Cancelled => TaskStatus::Cancelled,
+            JobStatus::Completed | JobStatus::Failed => TaskStatus::Completed,
+        };
+        let task = Task::new(
+            job::task_id(&submitted.inference_id, &secret),
+            status,
+            submitted.submitted_at.clone(),
+            submitted.submitted_at.clone(),
+        )
+        .with_ttl_ms(lives_secs * 1000)
+        .with_poll_interval_ms(self.deps.config.task_poll_interval_ms)
+        .with_status_message(
+            submitted
+                .message
+                .clone()
+                .unwrap_or_else(|| "invoked: SageMaker has queued the request".to_owned()),
+        );
+        CallToolResponse::Task(CreateTaskResult::new(task))
+    }
+
     pub fn new(deps: Arc<Deps>) -> Self {
         Self {
             deps,
@@ -319,8 +388,106 @@ fn remaining_time(extensions: &Extensions) -> Option<Duration> {
 
 #[tool_handler(router = self.router)]
 impl ServerHandler for Tools {
+    /// As the router would, except that submit_job becomes a task for a client that declared
+    /// the tasks extension.
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let wants_task = context
+            .client_capabilities()
+            .is_some_and(|c| c.supports_tasks());
+        if wants_task && request.name == "submit_job" {
+            return Ok(self.submit_as_task(request.arguments).await);
+        }
+        self.router
+            .call(ToolCallContext::new(self, request, context))
+            .await
+    }
+
+    /// `tasks/get`, from the results table: any instance answers for any task.
+    async fn get_task(
+        &self,
+        request: GetTaskParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<GetTaskResult, ErrorData> {
+        // The task id is a bearer handle: only its inference_id half goes on the span.
+        let span = info_span!("task", method = "tasks/get", inference_id = Empty);
+        let d = &self.deps;
+        let settings = check::CheckSettings {
+            policy: d.policy(),
+            record: d.record_settings(),
+        };
+        let view = task::get_task(&d.jobs, &d.objects, settings, &request.task_id, now())
+            .instrument(span.clone())
+            .await
+            .map_err(task_error)?;
+        span.record("inference_id", view.inference_id.as_str());
+        let (payload, message) = match view.state {
+            TaskState::Working { message } => (TaskPayload::Working, Some(message)),
+            TaskState::Cancelled { message } => (TaskPayload::Cancelled, Some(message)),
+            TaskState::Done(report) => {
+                if let Some(recorded) = &report.reconciled {
+                    telemetry::outcome(recorded, OutcomeSource::Reconciliation);
+                }
+                let failed = report.job.status == JobStatus::Failed;
+                let output = serde_json::to_value(JobStatusOutput::from(*report))
+                    .map_err(|e| ErrorData::internal_error(e.to_string(), None))?;
+                // A SageMaker failure is the tool's error, not the protocol's.
+                let result = if failed {
+                    CallToolResult::structured_error(output)
+                } else {
+                    CallToolResult::structured(output)
+                };
+                let result = match serde_json::to_value(result) {
+                    Ok(serde_json::Value::Object(result)) => result,
+                    _ => return Err(ErrorData::internal_error("tool result", None)),
+                };
+                (TaskPayload::Completed { result }, None)
+            }
+        };
+        let mut task = Task::new(
+            request.task_id,
+            TaskStatus::Working,
+            view.created_at,
+            view.last_updated_at,
+        )
+        .with_poll_interval_ms(d.config.task_poll_interval_ms);
+        if let Some(ttl_ms) = view.ttl_ms {
+            task = task.with_ttl_ms(ttl_ms);
+        }
+        if let Some(message) = message {
+            task = task.with_status_message(message);
+        }
+        Ok(GetTaskResult::new(DetailedTask::new(task, payload)))
+    }
+
+    /// `tasks/cancel`: the job becomes `cancelled` unless it already finished.
+    async fn cancel_task(
+        &self,
+        request: CancelTaskParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        let span = info_span!("task", method = "tasks/cancel");
+        task::cancel_task(
+            &self.deps.jobs,
+            self.deps.config.result_ttl_secs,
+            &request.task_id,
+            now(),
+        )
+        .instrument(span)
+        .await
+        .map_err(task_error)
+    }
+
     fn get_info(&self) -> ServerConfig {
-        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+        ServerConfig::new(
+            ServerCapabilities::builder()
+                .enable_tools()
+                .enable_tasks()
+                .build(),
+        )
             .with_server_info(Implementation::new("mcp-tools", env!("CARGO_PKG_VERSION")))
             .with_instructions(
                 "Long-running ML work. submit_job returns an inference_id at once; poll check_job_status (wait_secs up to \
@@ -337,5 +504,12 @@ impl ServerHandler for Tools {
             ProtocolVersion::V_2025_11_25,
             ProtocolVersion::V_2026_07_28,
         ])
+    }
+}
+
+fn task_error(e: TaskError) -> ErrorData {
+    match e {
+        TaskError::NotFound => ErrorData::invalid_params(e.to_string(), None),
+        TaskError::Store(e) => ErrorData::internal_error(e.to_string(), None),
     }
 }

@@ -46,6 +46,8 @@ pub mod attr {
     pub const INPUT_SHA256: &str = "input_sha256";
     /// Set when the outcome was read from S3 because no notification arrived.
     pub const RECONCILED_AT: &str = "reconciled_at";
+    /// The random half of the job's MCP task id (see [`super::task_id`]).
+    pub const TASK_SECRET: &str = "task_secret";
 }
 
 /// Bounds that keep an item far below DynamoDB's 400 KB whatever a notification carries.
@@ -177,6 +179,8 @@ pub struct Job {
     pub redrive_after: Option<i64>,
     pub invoke_error: Option<String>,
     pub reconciled_at: Option<String>,
+    /// `None` for items written before tasks existed, or by an outcome alone.
+    pub task_secret: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -235,6 +239,7 @@ impl Job {
             redrive_after,
             invoke_error: f.s(attr::INVOKE_ERROR),
             reconciled_at: f.s(attr::RECONCILED_AT),
+            task_secret: f.s(attr::TASK_SECRET),
         })
     }
 
@@ -314,6 +319,8 @@ pub struct Submission {
     pub input_sha256: String,
     pub invocation_timeout_secs: u32,
     pub request_ttl_secs: u32,
+    /// Random, stored with the job: with the inference_id it makes the job's task id.
+    pub task_secret: String,
 }
 
 impl Submission {
@@ -341,6 +348,7 @@ impl Submission {
             input,
             invocation_timeout_secs,
             request_ttl_secs,
+            task_secret: uuid::Uuid::new_v4().simple().to_string(),
         }
     }
 
@@ -436,6 +444,7 @@ fn reserved_item(s: &Submission, attempt: i64, policy: &JobPolicy, now: DateTime
             Attr::N(s.invocation_timeout_secs.into()),
         ),
         (attr::INPUT_SHA256, Attr::s(&s.input_sha256)),
+        (attr::TASK_SECRET, Attr::s(&s.task_secret)),
         (
             attr::REDRIVE_AFTER,
             Attr::N(ttl_after(now, policy.submit_crash_after_secs)),
@@ -586,6 +595,51 @@ pub struct OutcomeRecord {
     /// When the outcome was read from S3 instead of a notification.
     pub reconciled_at: Option<String>,
 }
+
+/// A job's MCP task id: its inference_id and its random secret. A task id is a bearer handle:
+/// whoever holds it may read and cancel the job, so it is unguessable and never logged whole.
+pub fn task_id(inference_id: &str, secret: &str) -> String {
+    format!("{inference_id}.{secret}")
+}
+
+/// The inference_id and secret of a task id (inference ids hold no `.`).
+pub fn parse_task_id(task_id: &str) -> Option<(&str, &str)> {
+    task_id
+        .rsplit_once('.')
+        .filter(|(id, secret)| !id.is_empty() && secret.len() >= 32)
+}
+
+/// Whether `secret` is the job's, compared in constant time.
+pub fn task_secret_matches(job: &Job, secret: &str) -> bool {
+    let Some(stored) = job.task_secret.as_deref() else {
+        return false;
+    };
+    stored.len() == secret.len()
+        && stored
+            .bytes()
+            .zip(secret.bytes())
+            .fold(0u8, |diff, (a, b)| diff | (a ^ b))
+            == 0
+}
+
+/// The client cancelled a pending job. SageMaker cannot stop an async request, so it may still
+/// run; being terminal, `cancelled` keeps its later outcome out (record_outcome refuses).
+pub fn cancel(inference_id: &str, result_ttl_secs: u64, now: DateTime<Utc>) -> Write {
+    Write {
+        key: key(inference_id),
+        op: WriteOp::Update(vec![
+            Change::Set(attr::STATUS, Attr::s(JobStatus::Cancelled.as_str())),
+            Change::Set(attr::COMPLETED_AT, Attr::s(rfc3339(now))),
+            Change::Set(attr::FAILURE_REASON, Attr::s(CANCELLED_REASON)),
+            Change::Set(attr::TTL, Attr::N(ttl_after(now, result_ttl_secs))),
+        ]),
+        guard: Guard::Eq(attr::STATUS, pending()),
+    }
+}
+
+pub const CANCELLED_REASON: &str =
+    "Cancelled by the client. SageMaker cannot stop an asynchronous \
+    request once queued: it may still run, and what it reports is not recorded for this job.";
 
 /// An outcome is written only when no item exists or the item is `pending`: a duplicate, a
 /// replay or a late contradictory delivery changes nothing; submit-time fields are kept.

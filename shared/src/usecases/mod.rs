@@ -5,4 +5,5 @@ pub mod check;
 pub mod outcome;
 pub mod route;
 pub mod submit;
+pub mod task;
 pub mod training;

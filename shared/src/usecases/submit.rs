@@ -25,6 +25,8 @@ pub struct Submitted {
     pub replay: bool,
     /// Said when the outcome of the submission is not known yet.
     pub message: Option<String>,
+    /// The stored secret of the job's task id (none for items from before tasks).
+    pub task_secret: Option<String>,
 }
 
 impl Submitted {
@@ -37,6 +39,7 @@ impl Submitted {
             failure_location: job.failure_location.clone(),
             submitted_at: job.submitted_at.clone().unwrap_or_default(),
             replay: true,
+            task_secret: job.task_secret.clone(),
             message: match job.stage {
                 Some(Stage::Uncertain) => Some(uncertain_message(job.invoke_error.as_deref())),
                 Some(Stage::Reserved) if job.status == JobStatus::Pending => Some(
@@ -196,6 +199,7 @@ where
         submitted_at: rfc3339(submitted),
         replay: false,
         message: None,
+        task_secret: Some(s.task_secret.clone()),
     };
     if let Err(e) = objects.put_json(&s.input_location, s.input.clone()).await {
         let failure = match &e {
