@@ -294,6 +294,7 @@ pub async fn run_store<S: RunStore>(store: &S) {
                 &arn(1),
                 &rfc3339(t),
                 9_999_999_999,
+                "secret",
             ))
             .await
             .unwrap(),
@@ -306,6 +307,7 @@ pub async fn run_store<S: RunStore>(store: &S) {
                 &arn(1),
                 &rfc3339(t),
                 9_999_999_999,
+                "secret",
             ))
             .await
             .unwrap(),
@@ -365,7 +367,13 @@ pub async fn run_store<S: RunStore>(store: &S) {
     );
     refused(
         &store
-            .write(&run::record_triggered(&session, &arn(2), &rfc3339(t), 1))
+            .write(&run::record_triggered(
+                &session,
+                &arn(2),
+                &rfc3339(t),
+                1,
+                "secret",
+            ))
             .await
             .unwrap(),
         "triggered after the router recorded it",
@@ -457,6 +465,12 @@ pub async fn pipeline_control<P: PipelineControl>(pipeline: &P) {
     assert_ne!(other, first);
     pipeline.describe(&first).await.unwrap();
     pipeline.steps(&first).await.unwrap();
+    pipeline.stop(&other).await.unwrap();
+    let stopping = pipeline.describe(&other).await.unwrap().status;
+    assert!(
+        ["Stopping", "Stopped"].contains(&stopping.as_str()),
+        "a stopped run is Stopping or Stopped, not {stopping}"
+    );
     let unknown = "arn:aws:sagemaker:us-east-1:123456789012:pipeline/p/execution/doesnotexist";
     let failure = pipeline.describe(unknown).await.unwrap_err();
     assert!(!failure.retryable && !failure.ambiguous, "{failure}");

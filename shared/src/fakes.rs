@@ -301,6 +301,7 @@ pub struct FakePipeline {
     started: Mutex<Vec<StartRequest>>,
     failure_reasons: Mutex<HashMap<String, String>>,
     describe_fault: Mutex<Option<AwsFailure>>,
+    stopped: Mutex<Vec<String>>,
 }
 
 impl FakePipeline {
@@ -370,8 +371,16 @@ impl PipelineControl for FakePipeline {
         if !self.known(execution_arn) {
             return Err(not_found(execution_arn));
         }
+        let stopped = self
+            .stopped
+            .lock()
+            .unwrap()
+            .iter()
+            .any(|a| a == execution_arn);
         Ok(ExecutionDescription {
-            status: if reason.is_some() {
+            status: if stopped {
+                "Stopped"
+            } else if reason.is_some() {
                 "Failed"
             } else {
                 "Executing"
@@ -386,6 +395,14 @@ impl PipelineControl for FakePipeline {
             return Err(not_found(execution_arn));
         }
         Ok(Vec::new())
+    }
+
+    async fn stop(&self, execution_arn: &str) -> Result<(), AwsFailure> {
+        if !self.known(execution_arn) {
+            return Err(not_found(execution_arn));
+        }
+        self.stopped.lock().unwrap().push(execution_arn.to_owned());
+        Ok(())
     }
 }
 

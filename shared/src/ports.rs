@@ -190,6 +190,9 @@ pub trait PipelineControl: Sync {
         &self,
         execution_arn: &str,
     ) -> impl Future<Output = Result<Vec<StepStatus>, AwsFailure>> + Send;
+
+    /// Asks SageMaker to stop a run (it goes Stopping, then Stopped).
+    fn stop(&self, execution_arn: &str) -> impl Future<Output = Result<(), AwsFailure>> + Send;
 }
 
 #[derive(Debug, thiserror::Error)]

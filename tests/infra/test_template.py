@@ -22,6 +22,7 @@ OPERATIONS = {
     "start_pipeline_execution": "sagemaker:StartPipelineExecution",
     "list_pipeline_execution_steps": "sagemaker:ListPipelineExecutionSteps",
     "invoke_endpoint_async": "sagemaker:InvokeEndpointAsync",
+    "stop_pipeline_execution": "sagemaker:StopPipelineExecution",
 }
 
 

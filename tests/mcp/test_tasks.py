@@ -132,3 +132,67 @@ def test_a_task_created_on_one_instance_is_read_on_another(servers, faulty, aws,
     assert run(get(faulty.url, task_id)).status == "working"
     notify(success_message(inference_id_of(task_id), put_output(aws, b'{"b": 2}')))
     assert run(get(faulty.url, task_id)).result["structuredContent"]["result"] == {"b": 2}
+
+
+# ------------------------------------------------------------------ training runs as tasks
+
+def standin_control(method, path, body=None):
+    import json
+    import os
+    import urllib.request
+    data = json.dumps(body).encode() if body is not None else None
+    req = urllib.request.Request(f"{os.environ['AWS_ENDPOINT_URL_SAGEMAKER']}/_standin/{path}", data=data,
+                                 method=method, headers={"Content-Type": "application/json"})
+    with urllib.request.urlopen(req, timeout=30) as resp:
+        return json.loads(resp.read() or b"{}")
+
+
+async def triggered_task(url, args):
+    async with FastClient(url) as client:
+        task = await call_tool_task(client, "trigger_training", args, raise_on_error=False)
+        return task.task_id, task.create_result
+
+
+def training_args(**extra):
+    return {"input_data_uri": "s3://mcp-sagemaker-async-io/train/", "session_id": f"task-{uuid.uuid4().hex[:10]}",
+            **extra}
+
+
+def test_a_training_task_follows_the_run_to_its_outcome(servers):
+    args = training_args(idempotency_key="once")
+    task_id, created = run(triggered_task(servers["url"], args))
+    assert created.status == "working" and task_id.startswith("run.")
+    # The same key is the same run, and so the same task.
+    assert run(triggered_task(servers["url"], args))[0] == task_id
+    done = run(until_terminal(servers["url"], task_id))
+    assert done.status == "completed" and not done.result.get("isError")
+    status = done.result["structuredContent"]
+    assert status["status"] == "Succeeded" and [s["name"] for s in status["steps"]] == [
+        "PreprocessData", "TrainModel", "EvaluateModel", "RegisterModel"]
+    assert status == ok(call(servers, "check_training_status", {"execution_arn": status["execution_arn"]}))
+
+
+def test_a_training_task_that_fails_at_a_step_completes_with_a_tool_error(servers):
+    task_id, _ = run(triggered_task(servers["url"], training_args(accuracy_threshold=0.99)))
+    done = run(until_terminal(servers["url"], task_id))
+    assert done.status == "completed" and done.result["isError"] is True
+    assert done.result["structuredContent"]["status"] == "Failed"
+    assert "EvaluateModel" in done.result["structuredContent"]["failure_reason"]
+
+
+def test_cancelling_a_training_task_stops_the_run(servers):
+    standin_control("POST", "pipeline", {"step_millis": 1500})
+    try:
+        task_id, _ = run(triggered_task(servers["url"], training_args()))
+        working = run(get(servers["url"], task_id))
+        assert working.status == "working" and "step" in working.status_message, working
+        run(cancel(servers["url"], task_id))
+        done = run(until_terminal(servers["url"], task_id, timeout=30))
+        assert done.status == "cancelled", done
+        # The run itself reports Stopped (its ARN is the task id's second part).
+        from base64 import urlsafe_b64decode
+        encoded = task_id.split(".")[2]
+        execution_arn = urlsafe_b64decode(encoded + "=" * (-len(encoded) % 4)).decode()
+        assert ok(call(servers, "check_training_status", {"execution_arn": execution_arn}))["status"] == "Stopped"
+    finally:
+        standin_control("DELETE", "pipeline")

@@ -38,6 +38,8 @@
 //!   calls, after those already armed; answers `{"faults": [...]}`, all that are armed. An
 //!   unknown F or a bad N is a 400 whose message names the field.
 //! - `GET /_standin/faults` lists what is armed; `DELETE /_standin/faults` disarms everything.
+//! - `POST /_standin/pipeline` `{"step_millis": N}`: pipeline steps that start from then on take
+//!   N ms (to act on a run while it executes); `DELETE /_standin/pipeline` restores the default.
 //! - `GET /_standin/invocations`: `{"invocations": [{"endpoint", "inference_id",
 //!   "input_location", "output_location", "failure_location", "fault"}, ...]}`, every call
 //!   received, refused ones too (their locations are null), in order, with the fault it got or
@@ -216,6 +218,7 @@ async fn dispatch(
         Some("StartPipelineExecution") => start(&state, &input)?,
         Some("DescribePipelineExecution") => describe(&state, &input)?,
         Some("ListPipelineExecutionSteps") => list_steps(&state, &input)?,
+        Some("StopPipelineExecution") => stop(&state, &input)?,
         _ => {
             return Err(AwsError(
                 StatusCode::BAD_REQUEST,
@@ -383,6 +386,28 @@ fn describe(state: &AppState, input: &Value) -> Result<Value, AwsError> {
     Ok(out)
 }
 
+/// SageMaker requires a token and stops only a running execution: it goes Stopping, then
+/// Stopped once the current step ends (see `execute`).
+fn stop(state: &AppState, input: &Value) -> Result<Value, AwsError> {
+    let run = find(state, input)?;
+    if client_request_token(input)?.is_none() {
+        return Err(validation(
+            "1 validation error detected: ClientRequestToken must not be null",
+        ));
+    }
+    match run.status {
+        "Executing" => update(state, &run.arn, |r| r.status = "Stopping"),
+        "Stopping" | "Stopped" => {}
+        other => {
+            return Err(validation(format!(
+                "Pipeline execution {} is {other} and cannot be stopped",
+                run.arn
+            )))
+        }
+    }
+    Ok(json!({"PipelineExecutionArn": run.arn}))
+}
+
 fn list_steps(state: &AppState, input: &Value) -> Result<Value, AwsError> {
     let run = find(state, input)?;
     let max = input
@@ -467,7 +492,23 @@ async fn execute(state: AppState, arn: String) {
                 failure_reason: None,
             })
         });
-        tokio::time::sleep(state.settings.step).await;
+        let step = state
+            .control
+            .lock()
+            .unwrap()
+            .step_millis
+            .map_or(state.settings.step, Duration::from_millis);
+        tokio::time::sleep(step).await;
+        if state.runs.lock().unwrap()[&arn].status == "Stopping" {
+            update(&state, &arn, |run| {
+                let step = run.steps.last_mut().expect("step just pushed");
+                step.ended = Some(Utc::now());
+                step.status = "Stopped";
+                run.status = "Stopped";
+            });
+            deliver(&state, &arn, Some("Stopping")).await;
+            return;
+        }
         let step_failure = step_failure(name, &parameters);
         update(&state, &arn, |run| {
             let step = run.steps.last_mut().expect("step just pushed");
@@ -557,6 +598,8 @@ struct Invocation {
 struct Control {
     faults: VecDeque<Fault>,
     invocations: Vec<Invocation>,
+    /// Overrides `--step-millis` for steps that start from now on.
+    step_millis: Option<u64>,
 }
 
 /// At most this many faults wait at once: a typo in `times` should not eat the memory.
@@ -623,6 +666,29 @@ async fn list_faults(State(state): State<AppState>) -> Response {
     json_response(
         StatusCode::OK,
         pending_faults(&state.control.lock().unwrap()),
+    )
+}
+
+/// `POST /_standin/pipeline {"step_millis": N}`: steps that start from now on take N ms
+/// (a test that must act while a run executes slows it down); `DELETE` restores
+/// `--step-millis`.
+async fn set_pipeline(State(state): State<AppState>, body: String) -> Response {
+    let millis = serde_json::from_str::<Value>(&body)
+        .ok()
+        .and_then(|v| v.get("step_millis").and_then(Value::as_u64))
+        .filter(|n| (1..=600_000).contains(n));
+    let Some(millis) = millis else {
+        return control_error(r#"the body must be {"step_millis": 1 to 600000}"#.into());
+    };
+    state.control.lock().unwrap().step_millis = Some(millis);
+    json_response(StatusCode::OK, json!({"step_millis": millis}))
+}
+
+async fn reset_pipeline(State(state): State<AppState>) -> Response {
+    state.control.lock().unwrap().step_millis = None;
+    json_response(
+        StatusCode::OK,
+        json!({"step_millis": state.settings.step.as_millis() as u64}),
     )
 }
 
@@ -960,6 +1026,10 @@ async fn main() {
         .route(
             "/_standin/invocations",
             get(list_invocations).delete(clear_invocations),
+        )
+        .route(
+            "/_standin/pipeline",
+            post(set_pipeline).delete(reset_pipeline),
         )
         .with_state(state);
     let listener = tokio::net::TcpListener::bind(("127.0.0.1", port))

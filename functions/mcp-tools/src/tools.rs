@@ -19,9 +19,10 @@ use rmcp::RoleServer;
 use rmcp::{tool, tool_handler, tool_router, Json, ServerHandler};
 
 use shared::domain::job::{self, JobStatus};
+use shared::domain::run;
 use shared::domain::time::now;
 use shared::telemetry::{self, OutcomeSource};
-use shared::usecases::task::{self, TaskError, TaskState};
+use shared::usecases::task::{self, RunTaskState, TaskError, TaskState};
 use shared::usecases::{check, submit, training};
 use tracing::{field::Empty, info_span, Instrument, Span};
 
@@ -162,36 +163,8 @@ impl Tools {
             session_id = Empty,
             execution_arn = Empty
         );
-        observed("trigger_training", span, async move {
-            let parameters = match args.parameters() {
-                Ok(p) => p,
-                Err(e) => return Err(e.message),
-            };
-            Span::current().record("session_id", args.session_id.as_str());
-            let d = &self.deps;
-            let request = training::TriggerRequest {
-                pipeline_name: d.config.pipeline_name.clone(),
-                session_id: args.session_id.clone(),
-                parameters,
-                idempotency_key: args.idempotency_key,
-                max_parallel_steps: args
-                    .max_parallel_steps
-                    .or(d.config.pipeline_max_parallel_steps),
-                result_ttl_secs: d.config.result_ttl_secs,
-            };
-            let triggered = training::trigger_training(&d.pipeline, &d.runs, &request, now()).await;
-            if let Ok(t) = &triggered {
-                Span::current().record("execution_arn", t.execution_arn.as_str());
-                tracing::info!("run started");
-            }
-            answer(triggered.map(|t| TriggerTrainingOutput {
-                execution_arn: t.execution_arn,
-                status: "Executing".into(),
-                session_id: args.session_id,
-                message: t.message,
-            }))
-        })
-        .await
+        let triggered = observed("trigger_training", span, self.trigger(args)).await;
+        triggered.map(|(output, _)| Json(output))
     }
 
     /// The live status of one pipeline run and its steps.
@@ -266,6 +239,79 @@ impl Tools {
 }
 
 impl Tools {
+    /// trigger_training's work, shared by the tool and its task form: the answer, and the
+    /// run's task secret when it was recorded.
+    async fn trigger(
+        &self,
+        args: TriggerTrainingArgs,
+    ) -> Result<(TriggerTrainingOutput, Option<String>), String> {
+        let parameters = args.parameters().map_err(|e| e.message)?;
+        Span::current().record("session_id", args.session_id.as_str());
+        let d = &self.deps;
+        let request = training::TriggerRequest {
+            pipeline_name: d.config.pipeline_name.clone(),
+            session_id: args.session_id.clone(),
+            parameters,
+            idempotency_key: args.idempotency_key,
+            max_parallel_steps: args
+                .max_parallel_steps
+                .or(d.config.pipeline_max_parallel_steps),
+            result_ttl_secs: d.config.result_ttl_secs,
+        };
+        let t = training::trigger_training(&d.pipeline, &d.runs, &request, now())
+            .await
+            .map_err(|e| ToolError::from(e).message)?;
+        Span::current().record("execution_arn", t.execution_arn.as_str());
+        tracing::info!("run started");
+        let output = TriggerTrainingOutput {
+            execution_arn: t.execution_arn,
+            status: "Executing".into(),
+            session_id: args.session_id,
+            message: t.message,
+        };
+        Ok((output, t.task_secret))
+    }
+
+    /// trigger_training for a client that declared the tasks extension.
+    async fn trigger_as_task(
+        &self,
+        arguments: Option<rmcp::model::JsonObject>,
+    ) -> CallToolResponse {
+        let args: TriggerTrainingArgs = match serde_json::from_value(serde_json::Value::Object(
+            arguments.unwrap_or_default(),
+        )) {
+            Ok(args) => args,
+            Err(e) => return deserialize_error(e),
+        };
+        let span = info_span!(
+            "tool_call",
+            tool = "trigger_training",
+            session_id = Empty,
+            execution_arn = Empty,
+            task = true
+        );
+        let (output, secret) = match observed("trigger_training", span, self.trigger(args)).await {
+            Ok(answer) => answer,
+            Err(message) => return CallToolResult::error(vec![ContentBlock::text(message)]).into(),
+        };
+        let Some(secret) = secret else {
+            // The run could not be recorded: answer as a plain call does.
+            return CallToolResult::structured(serde_json::to_value(output).unwrap_or_default())
+                .into();
+        };
+        let started = shared::domain::time::rfc3339(now());
+        let task = Task::new(
+            run::task_id(&output.session_id, &output.execution_arn, &secret),
+            TaskStatus::Working,
+            started.clone(),
+            started,
+        )
+        .with_ttl_ms((self.deps.config.result_ttl_secs + training::PENDING_RUN_GRACE_SECS) * 1000)
+        .with_poll_interval_ms(self.deps.config.task_poll_interval_ms)
+        .with_status_message("Executing: the run has started");
+        CallToolResponse::Task(CreateTaskResult::new(task))
+    }
+
     /// submit_job's work, shared by the tool and its task form: the submission, and how long
     /// its record lives (seconds).
     async fn submit(&self, args: SubmitJobArgs) -> Result<(submit::Submitted, u64), String> {
@@ -401,6 +447,9 @@ impl ServerHandler for Tools {
         if wants_task && request.name == "submit_job" {
             return Ok(self.submit_as_task(request.arguments).await);
         }
+        if wants_task && request.name == "trigger_training" {
+            return Ok(self.trigger_as_task(request.arguments).await);
+        }
         self.router
             .call(ToolCallContext::new(self, request, context))
             .await
@@ -412,6 +461,9 @@ impl ServerHandler for Tools {
         request: GetTaskParams,
         _context: RequestContext<RoleServer>,
     ) -> Result<GetTaskResult, ErrorData> {
+        if run::is_run_task(&request.task_id) {
+            return self.get_run_task(request).await;
+        }
         // The task id is a bearer handle: only its inference_id half goes on the span.
         let span = info_span!("task", method = "tasks/get", inference_id = Empty);
         let d = &self.deps;
@@ -470,6 +522,13 @@ impl ServerHandler for Tools {
         _context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
         let span = info_span!("task", method = "tasks/cancel");
+        if run::is_run_task(&request.task_id) {
+            let d = &self.deps;
+            return task::cancel_run_task(&d.runs, &d.pipeline, &request.task_id, now())
+                .instrument(span)
+                .await
+                .map_err(task_error);
+        }
         task::cancel_task(
             &self.deps.jobs,
             self.deps.config.result_ttl_secs,
@@ -510,6 +569,79 @@ impl ServerHandler for Tools {
 fn task_error(e: TaskError) -> ErrorData {
     match e {
         TaskError::NotFound => ErrorData::invalid_params(e.to_string(), None),
-        TaskError::Store(e) => ErrorData::internal_error(e.to_string(), None),
+        TaskError::Store(_) | TaskError::Pipeline { .. } => {
+            ErrorData::internal_error(e.to_string(), None)
+        }
+    }
+}
+
+/// What rmcp answers when a tool's arguments do not parse, for the task forms that parse
+/// their own.
+fn deserialize_error(e: serde_json::Error) -> CallToolResponse {
+    CallToolResult::error(vec![ContentBlock::text(format!(
+        "failed to deserialize parameters: {e}"
+    ))])
+    .into()
+}
+
+/// A tool result as a task's `result` object.
+fn result_object(result: CallToolResult) -> Result<rmcp::model::JsonObject, ErrorData> {
+    match serde_json::to_value(result) {
+        Ok(serde_json::Value::Object(result)) => Ok(result),
+        _ => Err(ErrorData::internal_error("tool result", None)),
+    }
+}
+
+impl Tools {
+    /// `tasks/get` for a training run: working with its current step, completed with what
+    /// check_training_status reports (a tool error when the run failed), cancelled once stopped.
+    async fn get_run_task(&self, request: GetTaskParams) -> Result<GetTaskResult, ErrorData> {
+        let span = info_span!("task", method = "tasks/get", execution_arn = Empty);
+        let d = &self.deps;
+        let view = task::get_run_task(&d.runs, &d.pipeline, &request.task_id, now())
+            .instrument(span.clone())
+            .await
+            .map_err(task_error)?;
+        span.record("execution_arn", view.execution_arn.as_str());
+        let (payload, message) = match view.state {
+            RunTaskState::Working { message } => (TaskPayload::Working, Some(message)),
+            RunTaskState::Cancelled { message } => (TaskPayload::Cancelled, Some(message)),
+            RunTaskState::Done { described, steps } => {
+                let failed = described.status != "Succeeded";
+                let output = TrainingStatusOutput {
+                    execution_arn: view.execution_arn.clone(),
+                    status: described.status,
+                    failure_reason: described.failure_reason,
+                    steps: steps.into_iter().map(StepView::from).collect(),
+                };
+                let output = serde_json::to_value(output)
+                    .map_err(|e| ErrorData::internal_error(e.to_string(), None))?;
+                let result = if failed {
+                    CallToolResult::structured_error(output)
+                } else {
+                    CallToolResult::structured(output)
+                };
+                (
+                    TaskPayload::Completed {
+                        result: result_object(result)?,
+                    },
+                    None,
+                )
+            }
+        };
+        let mut task = Task::new(
+            request.task_id,
+            TaskStatus::Working,
+            view.created_at,
+            view.last_updated_at,
+        )
+        .with_poll_interval_ms(d.config.task_poll_interval_ms);
+        if let Some(ttl_ms) = view.ttl_ms {
+            task = task.with_ttl_ms(ttl_ms);
+        }
+        if let Some(message) = message {
+            task = task.with_status_message(message);
+        }
+        Ok(GetTaskResult::new(DetailedTask::new(task, payload)))
     }
 }

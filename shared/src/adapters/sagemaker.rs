@@ -73,6 +73,19 @@ impl PipelineControl for SageMakerPipeline {
         })
     }
 
+    async fn stop(&self, execution_arn: &str) -> Result<(), AwsFailure> {
+        // One token per run: a retried stop is the same request to SageMaker.
+        let token = crate::domain::run::stop_request_token(execution_arn);
+        self.client
+            .stop_pipeline_execution()
+            .pipeline_execution_arn(execution_arn)
+            .client_request_token(token)
+            .send()
+            .await
+            .map_err(|e| classify(&e))?;
+        Ok(())
+    }
+
     async fn steps(&self, execution_arn: &str) -> Result<Vec<StepStatus>, AwsFailure> {
         let mut pages = self
             .client

@@ -611,7 +611,12 @@ pub fn parse_task_id(task_id: &str) -> Option<(&str, &str)> {
 
 /// Whether `secret` is the job's, compared in constant time.
 pub fn task_secret_matches(job: &Job, secret: &str) -> bool {
-    let Some(stored) = job.task_secret.as_deref() else {
+    secrets_match(job.task_secret.as_deref(), secret)
+}
+
+/// A stored task secret against a given one, in constant time; no stored secret matches nothing.
+pub fn secrets_match(stored: Option<&str>, secret: &str) -> bool {
+    let Some(stored) = stored else {
         return false;
     };
     stored.len() == secret.len()

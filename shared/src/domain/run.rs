@@ -6,7 +6,7 @@ use chrono::{DateTime, Utc};
 use serde::Serialize;
 use sha2::{Digest, Sha256};
 
-use super::item::{Attr, Fields, Guard, Item, Write, WriteOp};
+use super::item::{Attr, Change, Fields, Guard, Item, Write, WriteOp};
 use super::job::hex;
 use super::pipeline_event::PipelineStatus;
 
@@ -21,6 +21,8 @@ pub mod attr {
     pub const FAILURE_REASON: &str = "failure_reason";
     pub const UPDATED_AT: &str = "updated_at";
     pub const TTL: &str = "ttl";
+    /// The random part of the run's MCP task id (see [`super::task_id`]).
+    pub const TASK_SECRET: &str = "task_secret";
 }
 
 pub const MAX_FAILURE_REASON_BYTES: usize = 4096;
@@ -51,6 +53,7 @@ pub struct Run {
     pub failure_reason: Option<String>,
     pub updated_at: Option<String>,
     pub ttl: Option<i64>,
+    pub task_secret: Option<String>,
 }
 
 impl Run {
@@ -65,6 +68,7 @@ impl Run {
             failure_reason: f.s(attr::FAILURE_REASON),
             updated_at: f.s(attr::UPDATED_AT),
             ttl: f.n(attr::TTL),
+            task_secret: f.s(attr::TASK_SECRET),
         }
     }
 
@@ -120,8 +124,10 @@ pub fn record_triggered(
     execution_arn: &str,
     triggered_at: &str,
     ttl: i64,
+    task_secret: &str,
 ) -> Write {
     let item = Item::from([
+        (attr::TASK_SECRET.to_owned(), Attr::s(task_secret)),
         (
             attr::STATUS.to_owned(),
             Attr::s(PipelineStatus::Pending.as_str()),
@@ -135,6 +141,49 @@ pub fn record_triggered(
         op: WriteOp::Put(item),
         guard: Guard::Absent(attr::SESSION_ID),
     }
+}
+
+/// Gives a run recorded without one (pipeline-router heard of it first) its task secret; an
+/// existing secret is kept.
+pub fn attach_task_secret(session_id: &str, execution_arn: &str, secret: &str) -> Write {
+    Write {
+        key: key(session_id, execution_arn),
+        op: WriteOp::Update(vec![Change::SetIfAbsent(
+            attr::TASK_SECRET,
+            Attr::s(secret),
+        )]),
+        guard: Guard::Not(Box::new(Guard::Absent(attr::SESSION_ID))),
+    }
+}
+
+const RUN_TASK_PREFIX: &str = "run.";
+
+/// A run's MCP task id: the session and execution (base64url, so any characters survive) and
+/// the random secret. A bearer handle, like a job's.
+pub fn task_id(session_id: &str, execution_arn: &str, secret: &str) -> String {
+    use base64::Engine;
+    let b64 = base64::engine::general_purpose::URL_SAFE_NO_PAD;
+    format!(
+        "{RUN_TASK_PREFIX}{}.{}.{secret}",
+        b64.encode(session_id),
+        b64.encode(execution_arn)
+    )
+}
+
+/// The session, execution and secret of a run's task id; `None` for anything else.
+pub fn parse_task_id(task_id: &str) -> Option<(String, String, &str)> {
+    use base64::Engine;
+    let b64 = base64::engine::general_purpose::URL_SAFE_NO_PAD;
+    let mut parts = task_id.strip_prefix(RUN_TASK_PREFIX)?.splitn(3, '.');
+    let session = String::from_utf8(b64.decode(parts.next()?).ok()?).ok()?;
+    let arn = String::from_utf8(b64.decode(parts.next()?).ok()?).ok()?;
+    let secret = parts.next().filter(|s| s.len() >= 32)?;
+    Some((session, arn, secret))
+}
+
+/// Whether a task id names a run (rather than a job).
+pub fn is_run_task(task_id: &str) -> bool {
+    task_id.starts_with(RUN_TASK_PREFIX)
 }
 
 /// Unexpired runs, newest first (by start, then by last update).
@@ -156,6 +205,13 @@ pub fn client_request_token(
 ) -> String {
     hex(&Sha256::digest(
         format!("trigger_training\0{pipeline_name}\0{session_id}\0{idempotency_key}").as_bytes(),
+    ))
+}
+
+/// StopPipelineExecution's token for a run: a retried stop is the same request.
+pub fn stop_request_token(execution_arn: &str) -> String {
+    hex(&Sha256::digest(
+        format!("stop_pipeline_execution\0{execution_arn}").as_bytes(),
     ))
 }
 
@@ -196,7 +252,7 @@ mod tests {
 
     #[test]
     fn a_terminal_status_is_kept_and_pending_is_overwritten() {
-        let triggered = record_triggered("s", "arn:e", "2026-11-20T09:59:59.000Z", 10);
+        let triggered = record_triggered("s", "arn:e", "2026-11-20T09:59:59.000Z", 10, "secret");
         let item = triggered.apply_to(None).unwrap();
         assert_eq!(Run::from_item(&item).status, "pending");
         assert_eq!(
@@ -240,6 +296,7 @@ mod tests {
             failure_reason: None,
             updated_at: Some("2026-11-20T11:00:00Z".into()),
             ttl: Some(ttl),
+            task_secret: None,
         };
         let runs = newest_runs(
             vec![
@@ -251,5 +308,17 @@ mod tests {
         );
         let arns: Vec<_> = runs.iter().map(|r| r.execution_arn.as_str()).collect();
         assert_eq!(arns, ["new", "old"]);
+    }
+
+    #[test]
+    fn a_run_task_id_carries_its_session_and_execution() {
+        let arn = "arn:aws:sagemaker:us-east-1:123456789012:pipeline/p/execution/abc";
+        let id = task_id("sess.1", arn, &"s".repeat(32));
+        assert!(is_run_task(&id) && !id[4..].contains(':'));
+        let (session, execution, secret) = parse_task_id(&id).unwrap();
+        assert_eq!((session.as_str(), execution.as_str()), ("sess.1", arn));
+        assert_eq!(secret, "s".repeat(32));
+        assert!(parse_task_id("run.x.y.short").is_none());
+        assert!(parse_task_id("not-a-run").is_none());
     }
 }

@@ -4,8 +4,14 @@
 
 use chrono::{DateTime, Utc};
 
-use crate::domain::job::{self, parse_task_id, task_secret_matches, Job, JobStatus, Stage};
-use crate::ports::{JobStore, ObjectStore, StoreError};
+use crate::domain::job::{
+    self, parse_task_id, secrets_match, task_secret_matches, Job, JobStatus, Stage,
+};
+use crate::domain::run::{self, Run};
+use crate::ports::{
+    AwsFailure, ExecutionDescription, JobStore, ObjectStore, PipelineControl, RunStore, StepStatus,
+    StoreError,
+};
 use crate::usecases::check::{check_job, CheckError, CheckSettings, JobReport};
 
 /// A task as the extension shows it.
@@ -40,6 +46,11 @@ pub enum TaskError {
     NotFound,
     #[error(transparent)]
     Store(#[from] StoreError),
+    #[error("SageMaker {operation} failed: {failure}")]
+    Pipeline {
+        operation: &'static str,
+        failure: AwsFailure,
+    },
 }
 
 async fn authorized<S: JobStore>(
@@ -143,6 +154,130 @@ fn view(report: JobReport, now: DateTime<Utc>) -> TaskView {
     }
 }
 
+// ------------------------------------------------------------------ runs
+
+/// A training run as a task: its live state from SageMaker.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RunTaskView {
+    pub session_id: String,
+    pub execution_arn: String,
+    pub created_at: String,
+    pub last_updated_at: String,
+    pub ttl_ms: Option<u64>,
+    pub state: RunTaskState,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum RunTaskState {
+    /// Executing (with the step it is on) or Stopping.
+    Working { message: String },
+    /// Succeeded, Failed or CompletedWithFailures: what `check_training_status` reports.
+    Done {
+        described: ExecutionDescription,
+        steps: Vec<StepStatus>,
+    },
+    /// Stopped (by `tasks/cancel`, or by anyone else).
+    Cancelled { message: String },
+}
+
+async fn authorized_run<R: RunStore>(
+    runs: &R,
+    task_id: &str,
+    now: DateTime<Utc>,
+) -> Result<Run, TaskError> {
+    let (session_id, execution_arn, secret) =
+        run::parse_task_id(task_id).ok_or(TaskError::NotFound)?;
+    let found = runs
+        .query_session(&session_id)
+        .await?
+        .into_iter()
+        .find(|r| r.execution_arn == execution_arn && !r.is_expired(now))
+        .ok_or(TaskError::NotFound)?;
+    if secrets_match(found.task_secret.as_deref(), secret) {
+        Ok(found)
+    } else {
+        Err(TaskError::NotFound)
+    }
+}
+
+fn pipeline_error(operation: &'static str) -> impl Fn(AwsFailure) -> TaskError {
+    move |failure| TaskError::Pipeline { operation, failure }
+}
+
+/// `tasks/get` for a run: its live status and steps from SageMaker.
+pub async fn get_run_task<R: RunStore, P: PipelineControl>(
+    runs: &R,
+    pipeline: &P,
+    task_id: &str,
+    now: DateTime<Utc>,
+) -> Result<RunTaskView, TaskError> {
+    let found = authorized_run(runs, task_id, now).await?;
+    let described = pipeline
+        .describe(&found.execution_arn)
+        .await
+        .map_err(pipeline_error("DescribePipelineExecution"))?;
+    let steps = pipeline
+        .steps(&found.execution_arn)
+        .await
+        .map_err(pipeline_error("ListPipelineExecutionSteps"))?;
+    let state = match described.status.as_str() {
+        "Succeeded" | "Failed" | "CompletedWithFailures" => RunTaskState::Done { described, steps },
+        "Stopped" => RunTaskState::Cancelled {
+            message: "the run was stopped".to_owned(),
+        },
+        "Stopping" => RunTaskState::Working {
+            message: "stopping: SageMaker is stopping the run".to_owned(),
+        },
+        status => RunTaskState::Working {
+            message: match steps.last() {
+                Some(step) => format!(
+                    "{status}: step {} is {} ({} of the run's steps so far)",
+                    step.name,
+                    step.status,
+                    steps.len()
+                ),
+                None => format!("{status}: no step has started yet"),
+            },
+        },
+    };
+    let created_at = found.started_at.clone().unwrap_or_default();
+    Ok(RunTaskView {
+        last_updated_at: found
+            .updated_at
+            .clone()
+            .unwrap_or_else(|| created_at.clone()),
+        created_at,
+        ttl_ms: found
+            .ttl
+            .map(|ttl| u64::try_from((ttl - now.timestamp()).max(0) * 1000).unwrap_or(0)),
+        session_id: found.session_id,
+        execution_arn: found.execution_arn,
+        state,
+    })
+}
+
+/// `tasks/cancel` for a run: StopPipelineExecution while it runs; a finished run stays as it is.
+pub async fn cancel_run_task<R: RunStore, P: PipelineControl>(
+    runs: &R,
+    pipeline: &P,
+    task_id: &str,
+    now: DateTime<Utc>,
+) -> Result<(), TaskError> {
+    let found = authorized_run(runs, task_id, now).await?;
+    let described = pipeline
+        .describe(&found.execution_arn)
+        .await
+        .map_err(pipeline_error("DescribePipelineExecution"))?;
+    if described.status == "Executing" {
+        pipeline
+            .stop(&found.execution_arn)
+            .await
+            .map_err(pipeline_error("StopPipelineExecution"))?;
+        tracing::info!("run stop requested");
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -203,5 +338,53 @@ mod tests {
         );
         // Cancelling again changes nothing.
         cancel_task(&jobs, 3600, &id, Utc::now()).await.unwrap();
+    }
+
+    #[tokio::test]
+    async fn a_run_task_follows_the_run_and_cancel_stops_it() {
+        use crate::fakes::{FakePipeline, MemoryRuns};
+        use crate::usecases::training::{trigger_training, TriggerRequest};
+        let (runs, pipeline) = (MemoryRuns::default(), FakePipeline::default());
+        let request = TriggerRequest {
+            pipeline_name: "p".into(),
+            session_id: "s1".into(),
+            parameters: vec![],
+            idempotency_key: Some("k".into()),
+            max_parallel_steps: None,
+            result_ttl_secs: 3600,
+        };
+        let triggered = trigger_training(&pipeline, &runs, &request, Utc::now())
+            .await
+            .unwrap();
+        let secret = triggered.task_secret.clone().unwrap();
+        // A retried trigger returns the same run, and so the same task.
+        let again = trigger_training(&pipeline, &runs, &request, Utc::now())
+            .await
+            .unwrap();
+        assert_eq!(again.task_secret.as_deref(), Some(secret.as_str()));
+
+        let id = run::task_id("s1", &triggered.execution_arn, &secret);
+        let view = get_run_task(&runs, &pipeline, &id, Utc::now())
+            .await
+            .unwrap();
+        assert!(
+            matches!(view.state, RunTaskState::Working { .. }),
+            "{view:?}"
+        );
+        let wrong = run::task_id("s1", &triggered.execution_arn, &"0".repeat(32));
+        assert!(matches!(
+            cancel_run_task(&runs, &pipeline, &wrong, Utc::now()).await,
+            Err(TaskError::NotFound)
+        ));
+        cancel_run_task(&runs, &pipeline, &id, Utc::now())
+            .await
+            .unwrap();
+        let view = get_run_task(&runs, &pipeline, &id, Utc::now())
+            .await
+            .unwrap();
+        assert!(
+            matches!(view.state, RunTaskState::Cancelled { .. }),
+            "{view:?}"
+        );
     }
 }

@@ -32,6 +32,8 @@ pub struct Triggered {
     /// The run was already recorded: a retried trigger (or pipeline-router was first).
     pub already_recorded: bool,
     pub message: Option<String>,
+    /// The stored secret of the run's task id, when it could be recorded.
+    pub task_secret: Option<String>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -58,11 +60,36 @@ pub async fn trigger_training<P: PipelineControl, R: RunStore>(
         .await
         .map_err(TriggerError)?;
     let ttl = ttl_after(now, request.result_ttl_secs + PENDING_RUN_GRACE_SECS);
-    let write = run::record_triggered(&request.session_id, &execution_arn, &rfc3339(now), ttl);
+    let secret = uuid::Uuid::new_v4().simple().to_string();
+    let write = run::record_triggered(
+        &request.session_id,
+        &execution_arn,
+        &rfc3339(now),
+        ttl,
+        &secret,
+    );
     // The run has started: a failed bookkeeping write must not make the agent start another.
-    let (already_recorded, message) = match runs.write(&write).await {
-        Ok(Applied::Written { .. }) => (false, None),
-        Ok(Applied::Refused(_)) => (true, None),
+    let (already_recorded, message, task_secret) = match runs.write(&write).await {
+        Ok(Applied::Written { .. }) => (false, None, Some(secret)),
+        Ok(Applied::Refused(stored)) => {
+            let stored = stored.as_ref().and_then(|i| Run::from_item(i).task_secret);
+            let task_secret = match stored {
+                Some(stored) => Some(stored),
+                // pipeline-router recorded the run first, without a secret: attach ours.
+                None => {
+                    let attach =
+                        run::attach_task_secret(&request.session_id, &execution_arn, &secret);
+                    match runs.write(&attach).await {
+                        Ok(Applied::Written { previous }) => previous
+                            .as_ref()
+                            .and_then(|i| Run::from_item(i).task_secret)
+                            .or(Some(secret)),
+                        _ => None,
+                    }
+                }
+            };
+            (true, None, task_secret)
+        }
         Err(e) => {
             tracing::error!(%execution_arn, error = %e, "run started but its pending item was not written");
             (
@@ -70,6 +97,7 @@ pub async fn trigger_training<P: PipelineControl, R: RunStore>(
                 Some(format!(
                     "The run started, but recording it failed ({e}); check_training_result will list it once it finishes."
                 )),
+                None,
             )
         }
     };
@@ -77,6 +105,7 @@ pub async fn trigger_training<P: PipelineControl, R: RunStore>(
         execution_arn,
         already_recorded,
         message,
+        task_secret,
     })
 }
 
