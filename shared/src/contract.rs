@@ -463,9 +463,10 @@ pub async fn pipeline_control<P: PipelineControl>(pipeline: &P) {
         .await
         .unwrap();
     assert_ne!(other, first);
+    // Stopped at once, while it certainly still runs.
+    pipeline.stop(&other).await.unwrap();
     pipeline.describe(&first).await.unwrap();
     pipeline.steps(&first).await.unwrap();
-    pipeline.stop(&other).await.unwrap();
     let stopping = pipeline.describe(&other).await.unwrap().status;
     assert!(
         ["Stopping", "Stopped"].contains(&stopping.as_str()),
