@@ -483,36 +483,24 @@ impl ServerHandler for Tools {
                 if let Some(recorded) = &report.reconciled {
                     telemetry::outcome(recorded, OutcomeSource::Reconciliation);
                 }
-                let failed = report.job.status == JobStatus::Failed;
-                let output = serde_json::to_value(JobStatusOutput::from(*report))
-                    .map_err(|e| ErrorData::internal_error(e.to_string(), None))?;
                 // A SageMaker failure is the tool's error, not the protocol's.
-                let result = if failed {
-                    CallToolResult::structured_error(output)
-                } else {
-                    CallToolResult::structured(output)
-                };
-                let result = match serde_json::to_value(result) {
-                    Ok(serde_json::Value::Object(result)) => result,
-                    _ => return Err(ErrorData::internal_error("tool result", None)),
-                };
-                (TaskPayload::Completed { result }, None)
+                let failed = report.job.status == JobStatus::Failed;
+                (completed(JobStatusOutput::from(*report), failed)?, None)
             }
         };
-        let mut task = Task::new(
+        let task = Task::new(
             request.task_id,
             TaskStatus::Working,
             view.created_at,
             view.last_updated_at,
-        )
-        .with_poll_interval_ms(d.config.task_poll_interval_ms);
-        if let Some(ttl_ms) = view.ttl_ms {
-            task = task.with_ttl_ms(ttl_ms);
-        }
-        if let Some(message) = message {
-            task = task.with_status_message(message);
-        }
-        Ok(GetTaskResult::new(DetailedTask::new(task, payload)))
+        );
+        Ok(task_result(
+            task,
+            view.ttl_ms,
+            d.config.task_poll_interval_ms,
+            payload,
+            message,
+        ))
     }
 
     /// `tasks/cancel`: the job becomes `cancelled` unless it already finished.
@@ -584,12 +572,38 @@ fn deserialize_error(e: serde_json::Error) -> CallToolResponse {
     .into()
 }
 
-/// A tool result as a task's `result` object.
-fn result_object(result: CallToolResult) -> Result<rmcp::model::JsonObject, ErrorData> {
+/// A finished task's payload: the tool's structured result, marked `isError` when the work
+/// itself failed.
+fn completed(output: impl serde::Serialize, failed: bool) -> Result<TaskPayload, ErrorData> {
+    let output =
+        serde_json::to_value(output).map_err(|e| ErrorData::internal_error(e.to_string(), None))?;
+    let result = if failed {
+        CallToolResult::structured_error(output)
+    } else {
+        CallToolResult::structured(output)
+    };
     match serde_json::to_value(result) {
-        Ok(serde_json::Value::Object(result)) => Ok(result),
+        Ok(serde_json::Value::Object(result)) => Ok(TaskPayload::Completed { result }),
         _ => Err(ErrorData::internal_error("tool result", None)),
     }
+}
+
+/// `tasks/get`'s answer: the task with its TTL, polling interval and status message.
+fn task_result(
+    mut task: Task,
+    ttl_ms: Option<u64>,
+    poll_interval_ms: u64,
+    payload: TaskPayload,
+    message: Option<String>,
+) -> GetTaskResult {
+    task = task.with_poll_interval_ms(poll_interval_ms);
+    if let Some(ttl_ms) = ttl_ms {
+        task = task.with_ttl_ms(ttl_ms);
+    }
+    if let Some(message) = message {
+        task = task.with_status_message(message);
+    }
+    GetTaskResult::new(DetailedTask::new(task, payload))
 }
 
 impl Tools {
@@ -614,34 +628,21 @@ impl Tools {
                     failure_reason: described.failure_reason,
                     steps: steps.into_iter().map(StepView::from).collect(),
                 };
-                let output = serde_json::to_value(output)
-                    .map_err(|e| ErrorData::internal_error(e.to_string(), None))?;
-                let result = if failed {
-                    CallToolResult::structured_error(output)
-                } else {
-                    CallToolResult::structured(output)
-                };
-                (
-                    TaskPayload::Completed {
-                        result: result_object(result)?,
-                    },
-                    None,
-                )
+                (completed(output, failed)?, None)
             }
         };
-        let mut task = Task::new(
+        let task = Task::new(
             request.task_id,
             TaskStatus::Working,
             view.created_at,
             view.last_updated_at,
-        )
-        .with_poll_interval_ms(d.config.task_poll_interval_ms);
-        if let Some(ttl_ms) = view.ttl_ms {
-            task = task.with_ttl_ms(ttl_ms);
-        }
-        if let Some(message) = message {
-            task = task.with_status_message(message);
-        }
-        Ok(GetTaskResult::new(DetailedTask::new(task, payload)))
+        );
+        Ok(task_result(
+            task,
+            view.ttl_ms,
+            d.config.task_poll_interval_ms,
+            payload,
+            message,
+        ))
     }
 }
