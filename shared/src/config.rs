@@ -82,6 +82,8 @@ pub struct NotificationHandlerConfig {
     pub results_table: String,
     pub result_ttl_secs: u64,
     pub inline_result_max_bytes: u64,
+    /// How many messages of an SQS batch are recorded at once.
+    pub batch_concurrency: usize,
 }
 
 impl NotificationHandlerConfig {
@@ -91,6 +93,12 @@ impl NotificationHandlerConfig {
                 .required("RESULTS_TABLE", "the name of the DynamoDB results table")?,
             result_ttl_secs: result_ttl_secs(env)?,
             inline_result_max_bytes: inline_result_max_bytes(env)?,
+            batch_concurrency: env.number_in(
+                "BATCH_CONCURRENCY",
+                16,
+                1..=256,
+                "how many messages of a batch to record at once, 1 to 256",
+            )?,
         })
     }
 }

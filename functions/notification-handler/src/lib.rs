@@ -3,6 +3,7 @@
 
 use aws_lambda_events::sns::SnsRecord;
 use aws_lambda_events::sqs::{SqsBatchResponse, SqsMessage};
+use futures::stream::{self, StreamExt};
 use serde_json::{json, Value};
 use tracing::{field::Empty, info_span, Instrument};
 
@@ -37,6 +38,8 @@ pub struct Handler<S, R> {
     pub store: S,
     pub objects: R,
     pub settings: RecordSettings,
+    /// How many messages of an SQS batch are recorded at once (each is a few AWS calls).
+    pub batch_concurrency: usize,
 }
 
 impl<S: JobStore, R: ObjectStore> Handler<S, R> {
@@ -98,33 +101,50 @@ impl<S: JobStore, R: ObjectStore> Handler<S, R> {
         self.handle_message(&record.sns.message).await
     }
 
+    /// The batch's messages are recorded `batch_concurrency` at a time; each failed one is
+    /// reported by id, and only those that were written are acknowledged.
     async fn handle_sqs(&self, records: &[Value]) -> SqsBatchResponse {
+        let failed: Vec<String> = stream::iter(records.iter().enumerate())
+            .map(|(index, raw)| self.handle_sqs_record(index, raw))
+            .buffer_unordered(self.batch_concurrency.max(1))
+            .filter_map(|failure| async move { failure })
+            .collect()
+            .await;
         let mut response = SqsBatchResponse::default();
-        for (index, raw) in records.iter().enumerate() {
-            let message: SqsMessage = match serde_json::from_value(raw.clone()) {
-                Ok(m) => m,
-                Err(e) => {
-                    tracing::error!(record = index, error = %e, "SQS record does not parse");
-                    if let Some(id) = raw.get("messageId").and_then(Value::as_str) {
-                        response.add_failure(id.to_owned());
-                    }
-                    continue;
-                }
-            };
-            let sqs_id = message.message_id.clone().unwrap_or_default();
-            let delivery = unwrap_sqs_body(message.body.as_deref().unwrap_or_default());
-            let id = delivery.sns_message_id.as_deref().unwrap_or(&sqs_id);
-            let span = info_span!("notification", sqs_message_id = %sqs_id, sns_message_id = %id, inference_id = Empty);
-            if let Err(e) = self
-                .handle_message(&delivery.message)
-                .instrument(span.clone())
-                .await
-            {
-                span.in_scope(|| tracing::error!(error = %e, "notification not recorded"));
-                response.add_failure(sqs_id);
-            }
+        for id in failed {
+            response.add_failure(id);
         }
         response
+    }
+
+    /// One SQS record: `None` when recorded, the messageId to report when it failed (a record
+    /// without one, which SQS never sends, can only be logged).
+    async fn handle_sqs_record(&self, index: usize, raw: &Value) -> Option<String> {
+        let message: SqsMessage = match serde_json::from_value(raw.clone()) {
+            Ok(m) => m,
+            Err(e) => {
+                tracing::error!(record = index, error = %e, "SQS record does not parse");
+                return raw
+                    .get("messageId")
+                    .and_then(Value::as_str)
+                    .map(str::to_owned);
+            }
+        };
+        let sqs_id = message.message_id.clone().unwrap_or_default();
+        let delivery = unwrap_sqs_body(message.body.as_deref().unwrap_or_default());
+        let id = delivery.sns_message_id.as_deref().unwrap_or(&sqs_id);
+        let span = info_span!("notification", sqs_message_id = %sqs_id, sns_message_id = %id, inference_id = Empty);
+        match self
+            .handle_message(&delivery.message)
+            .instrument(span.clone())
+            .await
+        {
+            Ok(_) => None,
+            Err(e) => {
+                span.in_scope(|| tracing::error!(error = %e, "notification not recorded"));
+                Some(sqs_id)
+            }
+        }
     }
 
     async fn handle_message(&self, message: &str) -> Result<Option<Recorded>, HandlerError> {

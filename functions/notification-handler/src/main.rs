@@ -26,6 +26,7 @@ async fn main() -> Result<(), Error> {
             result_ttl_secs: config.result_ttl_secs,
             inline_result_max_bytes: config.inline_result_max_bytes,
         },
+        batch_concurrency: config.batch_concurrency,
     };
     let handler = &handler;
     telemetry::run(

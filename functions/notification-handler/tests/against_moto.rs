@@ -74,6 +74,7 @@ impl Stack {
                 result_ttl_secs: TTL_SECS,
                 inline_result_max_bytes: INLINE_MAX,
             },
+            batch_concurrency: 8,
         }
     }
 
@@ -658,4 +659,60 @@ async fn the_sample_sqs_batch_reports_its_bad_message() {
         .as_deref(),
         Some("failed")
     );
+}
+
+/// A large batch is recorded concurrently: every good message is written, and exactly the bad
+/// ones (wherever they stand in the batch) are reported.
+#[tokio::test]
+async fn a_100_message_batch_reports_exactly_its_bad_messages() {
+    let st = stack().await;
+    let table = st.new_table().await;
+    let location = st.put_output(r#"{"batch":true}"#).await;
+    let mut records = Vec::new();
+    let mut good = Vec::new();
+    let mut bad = Vec::new();
+    for n in 0..100 {
+        let sqs_id = format!("sqs-{n}");
+        let body = if n % 33 == 5 {
+            bad.push(sqs_id.clone());
+            "{\"inferenceId\": \"x\", \"invocationStatus\": \"Exploded\"}".to_owned()
+        } else {
+            let id = unique("batch");
+            good.push(id.clone());
+            sample("sns-success.json", &id, |m| set_output(m, &location))["Records"][0]["Sns"]
+                ["Message"]
+                .as_str()
+                .unwrap()
+                .to_owned()
+        };
+        records.push(json!({
+            "messageId": sqs_id, "receiptHandle": "r", "body": body, "attributes": {},
+            "messageAttributes": {}, "md5OfBody": "x", "eventSource": "aws:sqs",
+            "eventSourceARN": "arn:aws:sqs:us-east-1:123456789012:q", "awsRegion": "us-east-1"
+        }));
+    }
+
+    let reply = st
+        .handler(&table)
+        .handle(json!({"Records": records}))
+        .await
+        .expect("batch response");
+
+    let mut reported: Vec<String> = reply["batchItemFailures"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["itemIdentifier"].as_str().unwrap().to_owned())
+        .collect();
+    reported.sort();
+    bad.sort();
+    assert_eq!(reported, bad);
+    assert_eq!(st.all_items(&table).await.len(), good.len());
+    for id in &good {
+        assert_eq!(
+            s(&st.item(&table, id).await.unwrap(), "status").as_deref(),
+            Some("completed"),
+            "{id}"
+        );
+    }
 }
