@@ -16,10 +16,9 @@ const SETTINGS: RecordSettings = RecordSettings {
 
 /// The SNS message of the sample success with `responseBody` (the output inline: no S3 read).
 fn message() -> String {
-    let event: Value = serde_json::from_str(include_str!(
-        "../../events/sns-success-response-body.json"
-    ))
-    .expect("sample event parses");
+    let event: Value =
+        serde_json::from_str(include_str!("../../events/sns-success-response-body.json"))
+            .expect("sample event parses");
     event["Records"][0]["Sns"]["Message"]
         .as_str()
         .expect("an SNS message")
@@ -36,32 +35,35 @@ fn benches(c: &mut Criterion) {
         b.iter(|| parse_notification(std::hint::black_box(&message)).expect("parses"))
     });
 
-    c.bench_function("parse, decide and write one notification (in memory)", |b| {
-        b.iter_batched(
-            || {
-                let jobs = MemoryJobs::default();
-                jobs.insert_pending("demo-response-body-0002", "2026-11-20T10:14:00.000Z");
-                jobs
-            },
-            |jobs| {
-                let Notification::Outcome(outcome) =
-                    parse_notification(std::hint::black_box(&message)).expect("parses")
-                else {
-                    unreachable!("the sample is an outcome")
-                };
-                runtime
-                    .block_on(record_notification(
-                        &jobs,
-                        &MemoryObjects::default(),
-                        SETTINGS,
-                        outcome,
-                        chrono::Utc::now(),
-                    ))
-                    .expect("recorded")
-            },
-            BatchSize::SmallInput,
-        )
-    });
+    c.bench_function(
+        "parse, decide and write one notification (in memory)",
+        |b| {
+            b.iter_batched(
+                || {
+                    let jobs = MemoryJobs::default();
+                    jobs.insert_pending("demo-response-body-0002", "2026-11-20T10:14:00.000Z");
+                    jobs
+                },
+                |jobs| {
+                    let Notification::Outcome(outcome) =
+                        parse_notification(std::hint::black_box(&message)).expect("parses")
+                    else {
+                        unreachable!("the sample is an outcome")
+                    };
+                    runtime
+                        .block_on(record_notification(
+                            &jobs,
+                            &MemoryObjects::default(),
+                            SETTINGS,
+                            outcome,
+                            chrono::Utc::now(),
+                        ))
+                        .expect("recorded")
+                },
+                BatchSize::SmallInput,
+            )
+        },
+    );
 }
 
 criterion_group!(notification, benches);
