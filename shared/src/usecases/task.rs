@@ -70,7 +70,9 @@ async fn authorized<S: JobStore>(
     }
 }
 
-/// `tasks/get`: the job's state, after the same reconciliation a status check makes.
+/// `tasks/get`: the job's state, after the same reconciliation a status check makes. One
+/// read: the status check's own, whose job then proves the secret. (A wrong secret may so
+/// cause a reconciliation probe, which check_job_status makes for the inference_id alone.)
 pub async fn get_task<S: JobStore, O: ObjectStore>(
     store: &S,
     objects: &O,
@@ -78,12 +80,12 @@ pub async fn get_task<S: JobStore, O: ObjectStore>(
     task_id: &str,
     now: DateTime<Utc>,
 ) -> Result<TaskView, TaskError> {
-    let job = authorized(store, task_id, now).await?;
+    let (inference_id, secret) = parse_task_id(task_id).ok_or(TaskError::NotFound)?;
     let report = check_job(
         store,
         objects,
         settings,
-        &job.inference_id,
+        inference_id,
         std::time::Duration::ZERO,
         || now,
     )
@@ -92,6 +94,9 @@ pub async fn get_task<S: JobStore, O: ObjectStore>(
         CheckError::NotFound { .. } => TaskError::NotFound,
         CheckError::Store(e) => TaskError::Store(e),
     })?;
+    if !task_secret_matches(&report.job, secret) {
+        return Err(TaskError::NotFound);
+    }
     Ok(view(report, now))
 }
 
@@ -115,6 +120,7 @@ pub async fn cancel_task<S: JobStore>(
 
 fn view(report: JobReport, now: DateTime<Utc>) -> TaskView {
     let job = &report.job;
+    let inference_id = job.inference_id.clone();
     let created_at = job.submitted_at.clone().unwrap_or_default();
     let last_updated_at = job
         .completed_at
@@ -143,10 +149,10 @@ fn view(report: JobReport, now: DateTime<Utc>) -> TaskView {
                 .clone()
                 .unwrap_or_else(|| job::CANCELLED_REASON.to_owned()),
         },
-        JobStatus::Completed | JobStatus::Failed => TaskState::Done(Box::new(report.clone())),
+        JobStatus::Completed | JobStatus::Failed => TaskState::Done(Box::new(report)),
     };
     TaskView {
-        inference_id: report.job.inference_id.clone(),
+        inference_id,
         created_at,
         last_updated_at,
         ttl_ms,
