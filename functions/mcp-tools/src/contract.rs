@@ -9,7 +9,7 @@ use serde_json::{Map, Value};
 use shared::domain::job::{Job, Submission};
 use shared::domain::run::Run;
 use shared::domain::s3_location::S3Location;
-use shared::ports::{AwsFailure, StepStatus, StoreError};
+use shared::ports::{AwsFailure, ExecutionDescription, StepStatus, StoreError};
 use shared::usecases::check::{CheckError, JobReport};
 use shared::usecases::submit::{SubmitError, Submitted};
 use shared::usecases::training::{StatusError, TriggerError};
@@ -430,6 +430,22 @@ pub struct TrainingStatusOutput {
     pub failure_reason: Option<String>,
     /// The run's steps, in the order they started.
     pub steps: Vec<StepView>,
+}
+
+impl TrainingStatusOutput {
+    /// What check_training_status (and a finished run's task) reports for a run.
+    pub fn new(
+        execution_arn: String,
+        described: ExecutionDescription,
+        steps: Vec<StepStatus>,
+    ) -> Self {
+        Self {
+            execution_arn,
+            status: described.status,
+            failure_reason: described.failure_reason,
+            steps: steps.into_iter().map(StepView::from).collect(),
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]

@@ -193,11 +193,8 @@ impl Tools {
             }
             Span::current().record("execution_arn", args.execution_arn.as_str());
             let status = training::training_status(&self.deps.pipeline, &args.execution_arn).await;
-            answer(status.map(|(described, steps)| TrainingStatusOutput {
-                execution_arn: args.execution_arn,
-                status: described.status,
-                failure_reason: described.failure_reason,
-                steps: steps.into_iter().map(StepView::from).collect(),
+            answer(status.map(|(described, steps)| {
+                TrainingStatusOutput::new(args.execution_arn, described, steps)
             }))
         })
         .await
@@ -277,11 +274,9 @@ impl Tools {
         &self,
         arguments: Option<rmcp::model::JsonObject>,
     ) -> CallToolResponse {
-        let args: TriggerTrainingArgs = match serde_json::from_value(serde_json::Value::Object(
-            arguments.unwrap_or_default(),
-        )) {
+        let args: TriggerTrainingArgs = match task_arguments(arguments) {
             Ok(args) => args,
-            Err(e) => return deserialize_error(e),
+            Err(message) => return tool_error(message),
         };
         let span = info_span!(
             "tool_call",
@@ -292,7 +287,7 @@ impl Tools {
         );
         let (output, secret) = match observed("trigger_training", span, self.trigger(args)).await {
             Ok(answer) => answer,
-            Err(message) => return CallToolResult::error(vec![ContentBlock::text(message)]).into(),
+            Err(message) => return tool_error(message),
         };
         let Some(secret) = secret else {
             // The run could not be recorded: answer as a plain call does.
@@ -350,16 +345,9 @@ impl Tools {
     /// submit_job for a client that declared the tasks extension: the job as a task, or the
     /// tool error a plain call would get.
     async fn submit_as_task(&self, arguments: Option<rmcp::model::JsonObject>) -> CallToolResponse {
-        let args: SubmitJobArgs = match serde_json::from_value(serde_json::Value::Object(
-            arguments.unwrap_or_default(),
-        )) {
+        let args: SubmitJobArgs = match task_arguments(arguments) {
             Ok(args) => args,
-            Err(e) => {
-                return CallToolResult::error(vec![ContentBlock::text(format!(
-                    "failed to deserialize parameters: {e}"
-                ))])
-                .into()
-            }
+            Err(message) => return tool_error(message),
         };
         let span = info_span!(
             "tool_call",
@@ -369,7 +357,7 @@ impl Tools {
         );
         let (submitted, lives_secs) = match observed("submit_job", span, self.submit(args)).await {
             Ok(answer) => answer,
-            Err(message) => return CallToolResult::error(vec![ContentBlock::text(message)]).into(),
+            Err(message) => return tool_error(message),
         };
         let Some(secret) = submitted.task_secret.clone() else {
             // A job recorded before tasks existed: answer as a plain call does.
@@ -563,13 +551,18 @@ fn task_error(e: TaskError) -> ErrorData {
     }
 }
 
-/// What rmcp answers when a tool's arguments do not parse, for the task forms that parse
-/// their own.
-fn deserialize_error(e: serde_json::Error) -> CallToolResponse {
-    CallToolResult::error(vec![ContentBlock::text(format!(
-        "failed to deserialize parameters: {e}"
-    ))])
-    .into()
+/// A task form's typed arguments, or the message rmcp's router gives (as a tool error) when
+/// they do not parse.
+fn task_arguments<T: serde::de::DeserializeOwned>(
+    arguments: Option<rmcp::model::JsonObject>,
+) -> Result<T, String> {
+    serde_json::from_value(serde_json::Value::Object(arguments.unwrap_or_default()))
+        .map_err(|e| format!("failed to deserialize parameters: {e}"))
+}
+
+/// A tool error as a `tools/call` answer.
+fn tool_error(message: String) -> CallToolResponse {
+    CallToolResult::error(vec![ContentBlock::text(message)]).into()
 }
 
 /// A finished task's payload: the tool's structured result, marked `isError` when the work
@@ -622,12 +615,8 @@ impl Tools {
             RunTaskState::Cancelled { message } => (TaskPayload::Cancelled, Some(message)),
             RunTaskState::Done { described, steps } => {
                 let failed = described.status != "Succeeded";
-                let output = TrainingStatusOutput {
-                    execution_arn: view.execution_arn.clone(),
-                    status: described.status,
-                    failure_reason: described.failure_reason,
-                    steps: steps.into_iter().map(StepView::from).collect(),
-                };
+                let output =
+                    TrainingStatusOutput::new(view.execution_arn.clone(), described, steps);
                 (completed(output, failed)?, None)
             }
         };
