@@ -6,12 +6,13 @@ VENV := .venv
 PY := $(VENV)/bin/python
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 
-.PHONY: help venv test compile unit-test demo serve fmt lint lint-infra build build-sam sam-build-debug deploy redrive tool-schema clean
+.PHONY: help venv test compile unit-test demo serve bench fmt lint lint-infra build build-sam sam-build-debug deploy redrive tool-schema clean
 
 help:
 	@echo "make demo   run the async loop locally (inference outcomes, pipeline runs) and show what is stored"
 	@echo "make test   lint, sam build (debug), then every test (unit, integration against moto, MCP, template)"
 	@echo "make serve  run everything locally and serve MCP at 127.0.0.1 until Ctrl-C"
+	@echo "make bench  release builds against a Python/boto3 reference on the local stack; writes BENCHMARKS.md"
 	@echo "make lint   rustfmt and clippy"
 	@echo "make build  release binaries for Lambda (arm64) in target/lambda/"
 	@echo "make tool-schema  write the AgentCore Gateway target's tool schema (infra/gateway-tool-schema.json, template)"
@@ -51,6 +52,16 @@ serve: venv
 	$(PY) scripts/local_stack.py --sagemaker target/debug/sagemaker-standin --standin-runtime --lambda -- \
 		$(PY) scripts/serve.py
 
+# Release builds for this machine (what runs) and zipped for arm64 (what Lambda takes), the
+# Python reference's runtime, then bench/run.py: cold starts, warm latency against the floor, AWS
+# calls per operation, SQS batches, criterion, sizes. Writes BENCHMARKS.md.
+FUNCTION_BINS := --bin notification-handler --bin pipeline-router --bin mcp-tools --bin gateway-target
+bench: venv rust-target
+	$(PY) -m pip install --quiet --disable-pip-version-check -r bench/requirements.txt
+	cargo build --release --locked $(FUNCTION_BINS)
+	cargo lambda build --release --arm64 --locked --output-format zip $(FUNCTION_BINS)
+	$(PY) bench/run.py
+
 fmt:
 	cargo fmt --all
 
@@ -73,8 +84,7 @@ rust-target:
 		echo "error: the Rust target $(ARM64) is missing and could not be added; run: rustup target add $(ARM64)" >&2; exit 1; }
 
 build: venv rust-target
-	cargo lambda build --release --arm64 --locked \
-		--bin notification-handler --bin pipeline-router --bin mcp-tools --bin gateway-target
+	cargo lambda build --release --arm64 --locked $(FUNCTION_BINS)
 
 # The AgentCore Gateway target's inline tool schema, from the tools' own schemas: into
 # infra/gateway-tool-schema.json and the template. A test fails when either is out of date.
