@@ -33,7 +33,7 @@ test:
 	$(PY) scripts/local_stack.py --sagemaker target/debug/sagemaker-standin --step-millis 50 -- \
 		scripts/cargo_test_summary.sh --workspace --all-targets --locked
 	$(PY) scripts/local_stack.py --sagemaker target/debug/sagemaker-standin --step-millis 100 --lambda -- \
-		$(PY) -m pytest -q tests/mcp tests/infra
+		$(PY) -m pytest -q tests/mcp tests/infra tests/bench
 
 compile: lint
 	cargo build --locked --workspace --bins
@@ -60,6 +60,10 @@ bench: venv rust-target
 	$(PY) -m pip install --quiet --disable-pip-version-check -r bench/requirements.txt
 	cargo build --release --locked $(FUNCTION_BINS)
 	cargo lambda build --release --arm64 --locked --output-format zip $(FUNCTION_BINS)
+	AWS_LC_SYS_NO_JITTER_ENTROPY=0 cargo build --release --locked -q --manifest-path bench/entropy/Cargo.toml \
+		--target-dir target/entropy-jitter
+	AWS_LC_SYS_NO_JITTER_ENTROPY=1 cargo build --release --locked -q --manifest-path bench/entropy/Cargo.toml \
+		--target-dir target/entropy-no-jitter
 	$(PY) bench/run.py
 
 fmt:

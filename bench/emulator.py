@@ -13,20 +13,21 @@ import io
 import ipaddress
 import logging
 import re
+import socket
 import ssl
+import sys
 import threading
 import time
+import urllib.parse
+import zlib
 from dataclasses import dataclass
 from pathlib import Path
 
-from moto.moto_server.werkzeug_app import (
-    DomainDispatcherApplication,
-    MotoRequestHandler,
-    create_backend_app,
-)
-from werkzeug.serving import make_server
+from moto.moto_server.werkzeug_app import DomainDispatcherApplication, create_backend_app
 
 SYSTEM_CA_FILES = ("/etc/ssl/certs/ca-certificates.crt", "/etc/pki/tls/certs/ca-bundle.crt")
+# This machine's CA bundle, as one file.
+SYSTEM_ROOTS = next((p for p in SYSTEM_CA_FILES if Path(p).exists()), None)
 
 
 @dataclass
@@ -37,6 +38,8 @@ class Call:
     headers: list[tuple[str, str]]
     body: bytes
     server_ms: float
+    arrived_ns: int  # when the request had been read (perf_counter_ns)
+    answered_ns: int
 
 
 def operation_of(environ: dict, body: bytes) -> str:
@@ -82,21 +85,166 @@ class Recorder:
         length = int(environ.get("CONTENT_LENGTH") or 0)
         body = environ["wsgi.input"].read(length) if length else b""
         environ["wsgi.input"] = io.BytesIO(body)
+        arrived = time.perf_counter_ns()
         if self.delay_s:
             time.sleep(self.delay_s)
-        started = time.perf_counter()
+        started = time.perf_counter_ns()
         answer = b"".join(self.app(environ, start_response))
-        server_ms = (time.perf_counter() - started) * 1000
+        answered = time.perf_counter_ns()
+        server_ms = (answered - started) / 1e6
         headers = [(k[5:].replace("_", "-").title(), v) for k, v in environ.items() if k.startswith("HTTP_")]
         if environ.get("CONTENT_TYPE"):
             headers.append(("Content-Type", environ["CONTENT_TYPE"]))
         target = environ.get("RAW_URI") or environ.get("PATH_INFO", "")
         if not environ.get("RAW_URI") and environ.get("QUERY_STRING"):
             target += "?" + environ["QUERY_STRING"]
-        call = Call(operation_of(environ, body), environ["REQUEST_METHOD"], target, headers, body, server_ms)
+        call = Call(operation_of(environ, body), environ["REQUEST_METHOD"], target, headers, body, server_ms,
+                    arrived, answered)
         with self._lock:
             self.calls.append(call)
         return [answer]
+
+
+class KeepAliveServer:
+    """Serves a WSGI app on 127.0.0.1 with HTTP/1.1 keep-alive, a thread per connection,
+    TCP_NODELAY and one write per response. werkzeug's server, moto's usual one, closes every
+    connection after one response, so each AWS call would pay a new connection (and over
+    HTTPS a new handshake) that a client of the real services does not."""
+
+    def __init__(self, app, ssl_context: ssl.SSLContext | None = None):
+        self.app, self.ssl_context = app, ssl_context
+        self._listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        self._listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self._listener.bind(("127.0.0.1", 0))
+        self._listener.listen(64)
+        self.port = self._listener.getsockname()[1]
+        self._closed = False
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        while not self._closed:
+            try:
+                conn, peer = self._listener.accept()
+            except OSError:
+                return
+            threading.Thread(target=self._serve, args=(conn, peer), daemon=True).start()
+
+    def _serve(self, conn: socket.socket, peer) -> None:
+        conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        try:
+            if self.ssl_context:
+                conn = self.ssl_context.wrap_socket(conn, server_side=True)
+            reader = conn.makefile("rb")
+            while True:
+                request = read_head(reader)
+                if request is None:
+                    return
+                method, target, headers = request
+                if headers.get("expect", "").lower() == "100-continue":
+                    conn.sendall(b"HTTP/1.1 100 Continue\r\n\r\n")
+                body = read_body(reader, headers)
+                conn.sendall(self._respond(method, target, headers, body, peer))
+        except (OSError, ValueError, ssl.SSLError):
+            return
+        finally:
+            conn.close()
+
+    def _respond(self, method, target, headers, body, peer) -> bytes:
+        path, _, query = target.partition("?")
+        environ = {
+            "REQUEST_METHOD": method, "SCRIPT_NAME": "", "QUERY_STRING": query, "RAW_URI": target,
+            "REQUEST_URI": target,
+            "PATH_INFO": urllib.parse.unquote_to_bytes(path).decode("latin-1"),
+            "SERVER_NAME": "127.0.0.1", "SERVER_PORT": str(self.port), "SERVER_PROTOCOL": "HTTP/1.1",
+            "REMOTE_ADDR": peer[0], "CONTENT_LENGTH": str(len(body)),
+            "wsgi.version": (1, 0), "wsgi.url_scheme": "https" if self.ssl_context else "http",
+            "wsgi.input": io.BytesIO(body), "wsgi.errors": sys.stderr, "wsgi.multithread": True,
+            "wsgi.multiprocess": False, "wsgi.run_once": False,
+        }
+        for name, value in headers.items():
+            key = name.upper().replace("-", "_")
+            if key == "CONTENT_TYPE":
+                environ["CONTENT_TYPE"] = value
+            elif key != "CONTENT_LENGTH":
+                environ["HTTP_" + key] = value
+        answer: dict = {}
+
+        def start_response(status, response_headers, exc_info=None):
+            answer["status"], answer["headers"] = status, response_headers
+
+        out = b"".join(self.app(environ, start_response))
+        head = [f"HTTP/1.1 {answer['status']}"]
+        head += [f"{k}: {v}" for k, v in answer["headers"] if k.lower() not in ("content-length", "connection",
+                                                                                "transfer-encoding")]
+        head.append(f"Content-Length: {len(out)}")
+        return ("\r\n".join(head) + "\r\n\r\n").encode("latin-1") + (b"" if method == "HEAD" else out)
+
+    def stop(self) -> None:
+        self._closed = True
+        self._listener.close()
+
+
+def read_head(reader) -> tuple[str, str, dict] | None:
+    line = reader.readline()
+    if not line:
+        return None
+    method, target, _ = line.decode("latin-1").split(" ", 2)
+    headers = {}
+    while (header := reader.readline()) not in (b"\r\n", b"\n", b""):
+        name, _, value = header.decode("latin-1").partition(":")
+        headers[name.strip().lower()] = value.strip()
+    return method, target, headers
+
+
+def read_body(reader, headers: dict) -> bytes:
+    if headers.get("transfer-encoding", "").lower() == "chunked":
+        chunks = []
+        while (size := int(reader.readline().split(b";")[0], 16)) != 0:
+            chunks.append(reader.read(size))
+            reader.readline()
+        while reader.readline() not in (b"\r\n", b"\n", b""):
+            pass
+        return b"".join(chunks)
+    return reader.read(int(headers.get("content-length") or 0))
+
+
+class FixedLatencyAws:
+    """Answers S3 GetObject (with `object_body`) and DynamoDB UpdateItem (no previous item)
+    with a canned success after a fixed delay, many at once. It measures what a function's
+    concurrency buys against services that, unlike moto, serve calls in parallel."""
+
+    def __init__(self, object_body: bytes, delay_s: float):
+        self.object_body, self.delay_s, self.calls = object_body, delay_s, 0
+        self._lock = threading.Lock()
+        self._server = KeepAliveServer(self)
+        self.endpoint = f"http://127.0.0.1:{self._server.port}"
+
+    def __call__(self, environ, start_response):
+        length = int(environ.get("CONTENT_LENGTH") or 0)
+        if length:
+            environ["wsgi.input"].read(length)
+        with self._lock:
+            self.calls += 1
+        time.sleep(self.delay_s)
+        target = environ.get("HTTP_X_AMZ_TARGET", "")
+        if target.endswith(".UpdateItem"):
+            body = b"{}"
+            start_response("200 OK", [("Content-Type", "application/x-amz-json-1.0"),
+                                      ("x-amz-crc32", str(zlib.crc32(body))), ("Content-Length", str(len(body)))])
+        elif environ["REQUEST_METHOD"] == "GET":
+            body = self.object_body
+            start_response("206 Partial Content", [
+                ("Content-Type", "application/json"), ("Content-Length", str(len(body))),
+                ("Content-Range", f"bytes 0-{len(body) - 1}/{len(body)}"), ("ETag", '"bench"'),
+                ("Last-Modified", "Mon, 30 Nov 2026 00:00:00 GMT")])
+        else:
+            body = b'{"__type": "ValidationException", "message": "not served here"}'
+            start_response("400 Bad Request", [("Content-Type", "application/x-amz-json-1.0"),
+                                               ("Content-Length", str(len(body)))])
+        return [body]
+
+    def stop(self) -> None:
+        self._server.stop()
 
 
 class Emulator:
@@ -113,15 +261,13 @@ class Emulator:
         self.https_endpoint = self._serve(context).replace("http://", "https://")
 
     def _serve(self, ssl_context) -> str:
-        server = make_server("127.0.0.1", 0, self.recorder, threaded=True,
-                             request_handler=MotoRequestHandler, ssl_context=ssl_context)
-        threading.Thread(target=server.serve_forever, daemon=True).start()
+        server = KeepAliveServer(self.recorder, ssl_context)
         self._servers.append(server)
-        return f"http://127.0.0.1:{server.server_address[1]}"
+        return f"http://127.0.0.1:{server.port}"
 
     def stop(self) -> None:
         for server in self._servers:
-            server.shutdown()
+            server.stop()
 
 
 def make_certificates(directory: Path) -> tuple[str, str, str]:
@@ -160,6 +306,6 @@ def make_certificates(directory: Path) -> tuple[str, str, str]:
     (directory / "server.pem").write_bytes(cert.public_bytes(pem))
     (directory / "server.key").write_bytes(key.private_bytes(pem, serialization.PrivateFormat.PKCS8,
                                                              serialization.NoEncryption()))
-    system = next((Path(p).read_bytes() for p in SYSTEM_CA_FILES if Path(p).exists()), b"")
+    system = Path(SYSTEM_ROOTS).read_bytes() if SYSTEM_ROOTS else b""
     (directory / "bundle.pem").write_bytes(system + b"\n" + ca.public_bytes(pem))
     return str(directory / "bundle.pem"), str(directory / "server.pem"), str(directory / "server.key")

@@ -54,6 +54,7 @@ class FunctionUrl:
     def __init__(self, runtime: RuntimeApi):
         self.runtime = runtime
         self.invocations: list[Invocation] = []
+        self.first_request = threading.Event()
         front = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -71,6 +72,7 @@ class FunctionUrl:
                 body = self.rfile.read(length) if length else b""
                 path, _, query = self.path.partition("?")
                 headers = {k.lower(): v for k, v in self.headers.items()}
+                front.first_request.set()
                 inv = front.runtime.invoke(function_url_event(self.command, path, query, headers, body))
                 front.invocations.append(inv)
                 if inv.response is None:

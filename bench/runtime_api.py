@@ -142,18 +142,18 @@ class RuntimeApi:
             return
 
 
-def read_request(reader) -> tuple[str, str, bytes] | None:
-    """Reads one HTTP/1.1 request (Content-Length or chunked body); None at end of stream."""
+def read_message(reader) -> tuple[str, dict, bytes] | None:
+    """Reads one HTTP/1.1 message: start line, lower-cased headers, body (Content-Length or
+    chunked). None at end of stream."""
     line = reader.readline()
     if not line:
         return None
-    method, path, _ = line.decode("latin-1").split(" ", 2)
     headers = {}
     while True:
-        line = reader.readline()
-        if line in (b"\r\n", b"\n", b""):
+        header = reader.readline()
+        if header in (b"\r\n", b"\n", b""):
             break
-        name, _, value = line.decode("latin-1").partition(":")
+        name, _, value = header.decode("latin-1").partition(":")
         headers[name.strip().lower()] = value.strip()
     if headers.get("transfer-encoding", "").lower() == "chunked":
         chunks = []
@@ -168,6 +168,15 @@ def read_request(reader) -> tuple[str, str, bytes] | None:
         body = b"".join(chunks)
     else:
         body = reader.read(int(headers.get("content-length", "0")))
+    return line.decode("latin-1").rstrip("\r\n"), headers, body
+
+
+def read_request(reader) -> tuple[str, str, bytes] | None:
+    message = read_message(reader)
+    if message is None:
+        return None
+    start, _, body = message
+    method, path, _ = start.split(" ", 2)
     return method, path, body
 
 
