@@ -43,9 +43,16 @@ fn apply<K: std::hash::Hash + Eq>(
 pub struct MemoryJobs {
     items: Mutex<HashMap<String, Item>>,
     reject_inline: Mutex<bool>,
+    calls: Mutex<(usize, usize)>,
 }
 
 impl MemoryJobs {
+    /// How many reads and writes were made, as DynamoDB would count GetItem and the
+    /// conditional writes.
+    pub fn calls(&self) -> (usize, usize) {
+        *self.calls.lock().unwrap()
+    }
+
     /// The job as stored, expired or not.
     pub fn job(&self, inference_id: &str) -> Option<Job> {
         let items = self.items.lock().unwrap();
@@ -93,6 +100,7 @@ impl MemoryJobs {
 impl JobStore for MemoryJobs {
     async fn get(&self, inference_id: &str, now: DateTime<Utc>) -> Result<Option<Job>, StoreError> {
         tokio::task::yield_now().await;
+        self.calls.lock().unwrap().0 += 1;
         let item = self.items.lock().unwrap().get(inference_id).cloned();
         let job =
             item.map(|i| Job::from_item(&i))
@@ -106,6 +114,7 @@ impl JobStore for MemoryJobs {
 
     async fn write(&self, write: &Write) -> Result<Applied, StoreError> {
         tokio::task::yield_now().await;
+        self.calls.lock().unwrap().1 += 1;
         let has_result = matches!(&write.op, WriteOp::Update(changes)
             if changes.iter().any(|c| matches!(c, Change::Set(attr::RESULT, _))));
         if has_result && *self.reject_inline.lock().unwrap() {
