@@ -11,7 +11,9 @@ use mcp_tools::{Deps, Tools};
 use shared::config::{metrics_namespace, Env, ToolsConfig};
 use shared::telemetry;
 
-#[tokio::main]
+// One thread: Lambda hands a process one event at a time and the work waits on AWS, so worker
+// threads only add start-up time and cross-thread wake-ups (BENCHMARKS.md).
+#[tokio::main(flavor = "current_thread")]
 async fn main() -> Result<(), Error> {
     telemetry::init_logging();
     let metrics = telemetry::init_metrics("gateway-target", &metrics_namespace(&Env::process()))?;

@@ -9,7 +9,9 @@ use mcp_tools::{handle, mcp_service, Deps};
 use shared::config::{metrics_namespace, Env, McpToolsConfig};
 use shared::telemetry;
 
-#[tokio::main]
+// One thread: Lambda hands a process one event at a time and the work waits on AWS, so worker
+// threads only add start-up time and cross-thread wake-ups (BENCHMARKS.md).
+#[tokio::main(flavor = "current_thread")]
 async fn main() -> Result<(), Error> {
     telemetry::init_logging();
     let metrics = telemetry::init_metrics("mcp-tools", &metrics_namespace(&Env::process()))?;

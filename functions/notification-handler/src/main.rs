@@ -12,7 +12,9 @@ use shared::config::{metrics_namespace, Env, NotificationHandlerConfig};
 use shared::telemetry;
 use shared::usecases::outcome::RecordSettings;
 
-#[tokio::main]
+// One thread: Lambda hands a process one event at a time and the work waits on AWS, so worker
+// threads only add start-up time and cross-thread wake-ups (BENCHMARKS.md).
+#[tokio::main(flavor = "current_thread")]
 async fn main() -> Result<(), Error> {
     telemetry::init_logging();
     let metrics =
