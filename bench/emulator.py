@@ -1,9 +1,8 @@
 """moto in this process, behind a recorder, over HTTP and over HTTPS.
 
 The recorder names every AWS call (service and operation), keeps its request so a minimal client
-can replay it for the floor, times the emulator's own handling of it, and can add a fixed delay
-per call to stand in for the network round trip to a regional service that a local emulator
-does not have.
+can replay it for the floor, and times the emulator's own handling of it. FixedLatencyAws stands
+in for services that answer many calls at once, each after a network round trip.
 """
 
 from __future__ import annotations
@@ -11,7 +10,6 @@ from __future__ import annotations
 import datetime
 import io
 import ipaddress
-import logging
 import re
 import socket
 import ssl
@@ -24,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from moto.moto_server.werkzeug_app import DomainDispatcherApplication, create_backend_app
+from runtime_api import read_body, read_head
 
 SYSTEM_CA_FILES = ("/etc/ssl/certs/ca-certificates.crt", "/etc/pki/tls/certs/ca-bundle.crt")
 # This machine's CA bundle, as one file.
@@ -38,8 +37,6 @@ class Call:
     headers: list[tuple[str, str]]
     body: bytes
     server_ms: float
-    arrived_ns: int  # when the request had been read (perf_counter_ns)
-    answered_ns: int
 
 
 def operation_of(environ: dict, body: bytes) -> str:
@@ -71,7 +68,6 @@ class Recorder:
     def __init__(self, app):
         self.app = app
         self.calls: list[Call] = []
-        self.delay_s = 0.0
         self._lock = threading.Lock()
 
     def mark(self) -> int:
@@ -85,21 +81,14 @@ class Recorder:
         length = int(environ.get("CONTENT_LENGTH") or 0)
         body = environ["wsgi.input"].read(length) if length else b""
         environ["wsgi.input"] = io.BytesIO(body)
-        arrived = time.perf_counter_ns()
-        if self.delay_s:
-            time.sleep(self.delay_s)
-        started = time.perf_counter_ns()
+        started = time.perf_counter()
         answer = b"".join(self.app(environ, start_response))
-        answered = time.perf_counter_ns()
-        server_ms = (answered - started) / 1e6
+        server_ms = (time.perf_counter() - started) * 1000
         headers = [(k[5:].replace("_", "-").title(), v) for k, v in environ.items() if k.startswith("HTTP_")]
         if environ.get("CONTENT_TYPE"):
             headers.append(("Content-Type", environ["CONTENT_TYPE"]))
-        target = environ.get("RAW_URI") or environ.get("PATH_INFO", "")
-        if not environ.get("RAW_URI") and environ.get("QUERY_STRING"):
-            target += "?" + environ["QUERY_STRING"]
-        call = Call(operation_of(environ, body), environ["REQUEST_METHOD"], target, headers, body, server_ms,
-                    arrived, answered)
+        call = Call(operation_of(environ, body), environ["REQUEST_METHOD"], environ["RAW_URI"], headers, body,
+                    server_ms)
         with self._lock:
             self.calls.append(call)
         return [answer]
@@ -136,10 +125,11 @@ class KeepAliveServer:
                 conn = self.ssl_context.wrap_socket(conn, server_side=True)
             reader = conn.makefile("rb")
             while True:
-                request = read_head(reader)
-                if request is None:
+                head = read_head(reader)
+                if head is None:
                     return
-                method, target, headers = request
+                start, headers = head
+                method, target, _ = start.split(" ", 2)
                 if headers.get("expect", "").lower() == "100-continue":
                     conn.sendall(b"HTTP/1.1 100 Continue\r\n\r\n")
                 body = read_body(reader, headers)
@@ -182,30 +172,6 @@ class KeepAliveServer:
     def stop(self) -> None:
         self._closed = True
         self._listener.close()
-
-
-def read_head(reader) -> tuple[str, str, dict] | None:
-    line = reader.readline()
-    if not line:
-        return None
-    method, target, _ = line.decode("latin-1").split(" ", 2)
-    headers = {}
-    while (header := reader.readline()) not in (b"\r\n", b"\n", b""):
-        name, _, value = header.decode("latin-1").partition(":")
-        headers[name.strip().lower()] = value.strip()
-    return method, target, headers
-
-
-def read_body(reader, headers: dict) -> bytes:
-    if headers.get("transfer-encoding", "").lower() == "chunked":
-        chunks = []
-        while (size := int(reader.readline().split(b";")[0], 16)) != 0:
-            chunks.append(reader.read(size))
-            reader.readline()
-        while reader.readline() not in (b"\r\n", b"\n", b""):
-            pass
-        return b"".join(chunks)
-    return reader.read(int(headers.get("content-length") or 0))
 
 
 class FixedLatencyAws:
@@ -251,7 +217,6 @@ class Emulator:
     """moto on 127.0.0.1 over `http_endpoint` and `https_endpoint` (a CA of its own), one state."""
 
     def __init__(self, tls_dir: Path):
-        logging.getLogger("werkzeug").setLevel(logging.ERROR)
         self.recorder = Recorder(DomainDispatcherApplication(create_backend_app))
         self._servers = []
         self.http_endpoint = self._serve(None)

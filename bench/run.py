@@ -202,6 +202,12 @@ class Warm:
     cpu_ms: float = float("nan")  # the process's CPU time per measured event
     runtime_ms: float = 0.0  # the Runtime API exchange alone (null_function.py)
 
+    def add(self, duration_ms: float, calls: list[Call], floor_ms: float) -> None:
+        self.durations.append(duration_ms)
+        self.calls.append([c.operation for c in calls])
+        self.server.append(sum(c.server_ms for c in calls))
+        self.floors.append(floor_ms)
+
     @property
     def median(self) -> float:
         return statistics.median(self.durations)
@@ -235,10 +241,10 @@ def cold_runs(fn: Function, emulator: Emulator, n: int, first_event, tls: bool, 
     return runs
 
 
-def warm_runs(emulator: Emulator, runs: list[tuple[Function, list]], warmup: int = 5) -> list[Warm]:
+def warm_runs(emulator: Emulator, runs: list[tuple[Function, list]], runtime_ms: float, warmup: int = 5) -> list[Warm]:
     """One process per function, all alive at once and fed in turn (so drift in the emulator's
     speed hits them alike): `warmup` events each, then every event timed, its calls recorded
-    and replayed by the floor client straight after."""
+    and replayed by the floor client straight after. `runtime_ms`: the Runtime API's share."""
     started = []
     gc.disable()  # moto's garbage, collected mid-call, would land on whichever call it hit
     try:
@@ -247,7 +253,7 @@ def warm_runs(emulator: Emulator, runs: list[tuple[Function, list]], warmup: int
             proc, _ = fn.spawn(runtime, emulator.http_endpoint)
             started.append((runtime, proc))
         floor = Floor(emulator.http_endpoint)
-        outs = [Warm() for _ in runs]
+        outs = [Warm(runtime_ms=runtime_ms) for _ in runs]
         cpu_at = {}
         for i in range(max(len(events) for _, events in runs)):
             for (fn, events), (runtime, proc), out in zip(runs, started, outs):
@@ -262,22 +268,15 @@ def warm_runs(emulator: Emulator, runs: list[tuple[Function, list]], warmup: int
                 calls = emulator.recorder.since(mark)
                 if i < warmup:
                     continue
-                out.durations.append(inv.duration_ms)
-                out.calls.append([c.operation for c in calls])
-                out.server.append(sum(c.server_ms for c in calls))
-                out.floors.append(floor.replay(calls, subs))
+                out.add(inv.duration_ms, calls, floor.replay(calls, subs))
         for (runtime, proc), out in zip(started, outs):
             out.rss_mb = peak_rss_mb(proc)
             out.cpu_ms = (cpu_ns(proc) - cpu_at[proc.pid]) / 1e6 / len(out.durations)
-            out.runtime_ms = RUNTIME_MS
         return outs
     finally:
         gc.enable()
         for runtime, proc in started:
             stop(proc, runtime)
-
-
-RUNTIME_MS = 0.0
 
 
 def runtime_exchange(events: int, work: Path) -> float:
@@ -368,8 +367,7 @@ def main() -> int:
     def notification(i, body=False):
         return sns_event(fresh("cold"), output, body), None
 
-    global RUNTIME_MS
-    RUNTIME_MS = report["runtime_ms"] = runtime_exchange(args.events, work)
+    runtime_ms = report["runtime_ms"] = runtime_exchange(args.events, work)
 
     print("cold starts ...", file=sys.stderr, flush=True)
     for tls in (False, True):
@@ -395,7 +393,7 @@ def main() -> int:
     for body in (False, True):
         label = "responseBody" if body else "output in S3"
         ours, ref = warm_runs(emulator, [(rust["notification-handler"], notifications(body)),
-                                         (python_ref, notifications(body))])
+                                         (python_ref, notifications(body))], runtime_ms)
         report["warm"][("notification-handler", label)] = ours
         report["warm"][("python-reference", label)] = ref
     router_events = []
@@ -408,12 +406,12 @@ def main() -> int:
                                        "result": {"S": OUTPUT_BODY.decode()}, "ttl": {"N": str(int(time.time()) + 3600)}})
     gateway_events = [(*gateway_event(known), {}) for _ in range(n)]
     router, gateway = warm_runs(emulator, [(rust["pipeline-router"], router_events),
-                                           (rust["gateway-target"], gateway_events)])
+                                           (rust["gateway-target"], gateway_events)], runtime_ms)
     report["warm"][("pipeline-router", "Succeeded event")] = router
     report["warm"][("gateway-target", "check_job_status")] = gateway
 
     print("mcp-tools through an MCP client ...", file=sys.stderr, flush=True)
-    report["mcp"] = bench_mcp(rust["mcp-tools"], emulator, args, known, fresh)
+    report["mcp"] = bench_mcp(rust["mcp-tools"], emulator, args, known, fresh, runtime_ms)
 
     print("SQS batches of 100, sequential and concurrent ...", file=sys.stderr, flush=True)
     fixed = FixedLatencyAws(OUTPUT_BODY, args.delay_ms / 1000)
@@ -483,7 +481,7 @@ def prewarm(emulator: Emulator, stack: dict, output: str) -> None:
                  aws_access_key_id="testing", aws_secret_access_key="testing").list_tables()
 
 
-def bench_mcp(fn: Function, emulator: Emulator, args, known: str, fresh) -> dict:
+def bench_mcp(fn: Function, emulator: Emulator, args, known: str, fresh, runtime_ms: float) -> dict:
     """Cold start to the first answer, then each operation warm, through the official Python
     MCP client over Streamable HTTP, through a Function URL, to the function."""
     from mcp import Client
@@ -530,7 +528,7 @@ def bench_mcp(fn: Function, emulator: Emulator, args, known: str, fresh) -> dict
                     "submit_job", {"document": f"Invoice {i}: total 12.50 EUR", "idempotency_key": fresh("key")}),
             }
             for name, op in ops.items():
-                warm = Warm()
+                warm = Warm(runtime_ms=runtime_ms)
                 client_ms = []
                 for i in range(args.events + 5):
                     mark, before = emulator.recorder.mark(), len(front.invocations)
@@ -548,11 +546,8 @@ def bench_mcp(fn: Function, emulator: Emulator, args, known: str, fresh) -> dict
                         inference_id = result.structured_content["inference_id"]
                         subs = {inference_id: inference_id[::-1]}
                     client_ms.append(elapsed)
-                    warm.durations.append(sum(inv.duration_ms for inv in invocations))
-                    warm.calls.append([c.operation for c in calls])
-                    warm.server.append(sum(c.server_ms for c in calls))
-                    warm.floors.append(floor.replay(calls, subs) if calls else 0.0)
-                warm.runtime_ms = RUNTIME_MS
+                    warm.add(sum(inv.duration_ms for inv in invocations), calls,
+                             floor.replay(calls, subs) if calls else 0.0)
                 out["ops"][name] = (warm, statistics.median(client_ms))
             # With wait_secs: on a finished job it answers at once; on a pending one it polls.
             for label, job, wait in (("check_job_status wait_secs=5, finished job", known, 5),

@@ -142,33 +142,38 @@ class RuntimeApi:
             return
 
 
-def read_message(reader) -> tuple[str, dict, bytes] | None:
-    """Reads one HTTP/1.1 message: start line, lower-cased headers, body (Content-Length or
-    chunked). None at end of stream."""
+def read_head(reader) -> tuple[str, dict] | None:
+    """Reads an HTTP/1.1 message's start line and lower-cased headers; None at end of stream."""
     line = reader.readline()
     if not line:
         return None
     headers = {}
-    while True:
-        header = reader.readline()
-        if header in (b"\r\n", b"\n", b""):
-            break
+    while (header := reader.readline()) not in (b"\r\n", b"\n", b""):
         name, _, value = header.decode("latin-1").partition(":")
         headers[name.strip().lower()] = value.strip()
+    return line.decode("latin-1").rstrip("\r\n"), headers
+
+
+def read_body(reader, headers: dict) -> bytes:
+    """The body after `read_head`: Content-Length or chunked."""
     if headers.get("transfer-encoding", "").lower() == "chunked":
         chunks = []
-        while True:
-            size = int(reader.readline().split(b";")[0], 16)
-            if size == 0:
-                while reader.readline() not in (b"\r\n", b"\n", b""):
-                    pass
-                break
+        while (size := int(reader.readline().split(b";")[0], 16)) != 0:
             chunks.append(reader.read(size))
             reader.readline()
-        body = b"".join(chunks)
-    else:
-        body = reader.read(int(headers.get("content-length", "0")))
-    return line.decode("latin-1").rstrip("\r\n"), headers, body
+        while reader.readline() not in (b"\r\n", b"\n", b""):
+            pass
+        return b"".join(chunks)
+    return reader.read(int(headers.get("content-length") or 0))
+
+
+def read_message(reader) -> tuple[str, dict, bytes] | None:
+    """Reads one HTTP/1.1 message: start line, lower-cased headers, body. None at end of stream."""
+    head = read_head(reader)
+    if head is None:
+        return None
+    start, headers = head
+    return start, headers, read_body(reader, headers)
 
 
 def read_request(reader) -> tuple[str, str, bytes] | None:
