@@ -10,6 +10,17 @@ pub const INLINE_RESULT_HARD_MAX_BYTES: u64 = 256 * 1024;
 pub const DEFAULT_RESULT_TTL_SECS: u64 = 3600;
 pub const DEFAULT_INLINE_RESULT_MAX_BYTES: u64 = 64 * 1024;
 
+/// The trigger_training arguments that become pipeline parameters.
+pub const TRAINING_ARGUMENTS: [&str; 4] = [
+    "input_data_uri",
+    "max_epochs",
+    "accuracy_threshold",
+    "training_instance_type",
+];
+/// The parameter names of the reference pipeline.
+pub const DEFAULT_PIPELINE_PARAMETERS: &str = "input_data_uri=InputDataUri,max_epochs=MaxEpochs,\
+    accuracy_threshold=AccuracyThreshold,training_instance_type=TrainingInstanceType";
+
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ConfigError {
     #[error("environment variable {name} is not set (expected {expected})")]
@@ -179,6 +190,67 @@ pub struct ToolsConfig {
     pub pipeline_max_parallel_steps: Option<u32>,
     /// How often a tasks client should poll `tasks/get`.
     pub task_poll_interval_ms: u64,
+    /// The pipeline's own name for each trigger_training argument it takes.
+    pub pipeline_parameters: PipelineParameters,
+}
+
+/// `PIPELINE_PARAMETERS`: `argument=ParameterName,…`. A real pipeline names its parameters
+/// itself; an argument left out is one the pipeline does not take.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PipelineParameters(Vec<(String, String)>);
+
+impl PipelineParameters {
+    const EXPECTED: &'static str = "comma-separated argument=ParameterName pairs, e.g. \
+        input_data_uri=InputDataUri,max_epochs=MaxEpochs; arguments: input_data_uri (required), \
+        max_epochs, accuracy_threshold, training_instance_type; names: letters, digits, - and _";
+
+    pub fn parse(text: &str) -> Result<Self, ConfigError> {
+        let invalid = || ConfigError::Invalid {
+            name: "PIPELINE_PARAMETERS",
+            value: text.to_owned(),
+            expected: Self::EXPECTED,
+        };
+        let mut pairs: Vec<(String, String)> = Vec::new();
+        for entry in text.split(',').map(str::trim).filter(|e| !e.is_empty()) {
+            let (argument, name) = entry.split_once('=').ok_or_else(invalid)?;
+            let (argument, name) = (argument.trim(), name.trim());
+            // SageMaker's pattern for a parameter name: [A-Za-z0-9\-_]*, at most 256.
+            let name_ok = !name.is_empty()
+                && name.len() <= 256
+                && name
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
+            let repeated = pairs.iter().any(|(a, n)| a == argument || n == name);
+            if !TRAINING_ARGUMENTS.contains(&argument) || !name_ok || repeated {
+                return Err(invalid());
+            }
+            pairs.push((argument.to_owned(), name.to_owned()));
+        }
+        // The one required argument must reach the pipeline, or every run would be refused.
+        if !pairs.iter().any(|(a, _)| a == "input_data_uri") {
+            return Err(invalid());
+        }
+        Ok(Self(pairs))
+    }
+
+    /// The pipeline's parameter name for a trigger_training argument, if it takes one.
+    pub fn name_for(&self, argument: &str) -> Option<&str> {
+        self.0
+            .iter()
+            .find(|(a, _)| a == argument)
+            .map(|(_, n)| n.as_str())
+    }
+
+    /// The arguments the pipeline takes, in the configured order.
+    pub fn arguments(&self) -> impl Iterator<Item = &str> {
+        self.0.iter().map(|(a, _)| a.as_str())
+    }
+}
+
+impl Default for PipelineParameters {
+    fn default() -> Self {
+        Self::parse(DEFAULT_PIPELINE_PARAMETERS).expect("the default mapping parses")
+    }
 }
 
 impl McpToolsConfig {
@@ -275,6 +347,12 @@ impl ToolsConfig {
                 100..=60_000,
                 "milliseconds from 100 to 60000",
             )?,
+            pipeline_parameters: match (env.0)("PIPELINE_PARAMETERS")
+                .filter(|v| !v.trim().is_empty())
+            {
+                Some(text) => PipelineParameters::parse(&text)?,
+                None => PipelineParameters::default(),
+            },
             pipeline_max_parallel_steps: match (env.0)("PIPELINE_MAX_PARALLEL_STEPS")
                 .filter(|v| !v.trim().is_empty())
             {
@@ -443,6 +521,55 @@ mod tests {
         ])))
         .unwrap();
         assert_eq!(cfg.allowed_hosts, ["mcp.example.com", "x.y"]);
+    }
+
+    #[test]
+    fn pipeline_parameters_map_arguments_to_the_pipelines_names() {
+        let cfg = McpToolsConfig::from_env(&env(&mcp_env(&[("AUTH_MODE", "iam")]))).unwrap();
+        let p = &cfg.tools.pipeline_parameters;
+        assert_eq!(p.name_for("input_data_uri"), Some("InputDataUri"));
+        assert_eq!(p.name_for("max_epochs"), Some("MaxEpochs"));
+        assert_eq!(p.name_for("accuracy_threshold"), Some("AccuracyThreshold"));
+        assert_eq!(
+            p.name_for("training_instance_type"),
+            Some("TrainingInstanceType")
+        );
+        let cfg = McpToolsConfig::from_env(&env(&mcp_env(&[
+            ("AUTH_MODE", "iam"),
+            (
+                "PIPELINE_PARAMETERS",
+                " input_data_uri = TrainData , max_epochs=Epochs-N ",
+            ),
+        ])))
+        .unwrap();
+        let p = &cfg.tools.pipeline_parameters;
+        assert_eq!(p.name_for("input_data_uri"), Some("TrainData"));
+        assert_eq!(p.name_for("max_epochs"), Some("Epochs-N"));
+        assert_eq!(p.name_for("accuracy_threshold"), None);
+        assert_eq!(
+            p.arguments().collect::<Vec<_>>(),
+            ["input_data_uri", "max_epochs"]
+        );
+        for bad in [
+            "max_epochs=MaxEpochs",
+            "input_data_uri",
+            "input_data_uri=",
+            "input_data_uri=Has Space",
+            "input_data_uri=A,input_data_uri=B",
+            "input_data_uri=A,max_epochs=A",
+            "input_data_uri=A,learning_rate=LR",
+        ] {
+            let err = McpToolsConfig::from_env(&env(&mcp_env(&[
+                ("AUTH_MODE", "iam"),
+                ("PIPELINE_PARAMETERS", bad),
+            ])))
+            .unwrap_err();
+            let text = err.to_string();
+            assert!(
+                text.contains("PIPELINE_PARAMETERS") && text.contains(bad),
+                "{bad}: {text}"
+            );
+        }
     }
 
     #[test]

@@ -445,7 +445,7 @@ pub async fn pipeline_control<P: PipelineControl>(pipeline: &P) {
         crate::domain::run::client_request_token("p", "s", &uuid::Uuid::new_v4().to_string());
     let request = StartRequest {
         description: "session_id=contract; triggered at 2026-11-20T10:00:00.000Z".into(),
-        parameters: vec![("InputDataUri", "s3://bucket/train/".into())],
+        parameters: vec![("InputDataUri".into(), "s3://bucket/train/".into())],
         client_request_token: token,
         max_parallel_steps: None,
     };

@@ -167,7 +167,8 @@ pub struct StepStatus {
 #[derive(Debug, Clone, PartialEq)]
 pub struct StartRequest {
     pub description: String,
-    pub parameters: Vec<(&'static str, String)>,
+    /// (pipeline parameter name, value), only those the caller gave.
+    pub parameters: Vec<(String, String)>,
     pub client_request_token: String,
     /// Passed only when the caller or configuration asks: otherwise the pipeline's own setting.
     pub max_parallel_steps: Option<u32>,

@@ -13,7 +13,7 @@ use rmcp::model::{CallToolResult, ErrorData, JsonObject};
 use serde_json::{json, Value};
 
 use mcp_tools::direct::call_tool;
-use mcp_tools::Tools;
+use mcp_tools::{Backend, Tools};
 
 /// The client-context key that carries the tool's qualified name.
 pub const TOOL_NAME_KEY: &str = "bedrockAgentCoreToolName";
@@ -97,7 +97,10 @@ pub fn gateway_result(result: CallToolResult) -> Value {
 }
 
 /// One Gateway invocation: one tool call.
-pub async fn handle(tools: Tools, event: LambdaEvent<Value>) -> Result<Value, GatewayError> {
+pub async fn handle<B: Backend>(
+    tools: Tools<B>,
+    event: LambdaEvent<Value>,
+) -> Result<Value, GatewayError> {
     let (event, context) = event.into_parts();
     let custom = context.client_context.as_ref().map(|c| &c.custom);
     let tool = tool_name(custom)?.to_owned();

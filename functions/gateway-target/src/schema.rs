@@ -240,7 +240,7 @@ mod tests {
     }
 
     fn payload() -> Value {
-        inline_payload(&mcp_tools::Tools::definitions()).unwrap()
+        inline_payload(&mcp_tools::tool_definitions()).unwrap()
     }
 
     /// Every schema in the payload uses only the Gateway's keywords and types.
@@ -290,7 +290,7 @@ mod tests {
             .iter()
             .map(|t| t["name"].as_str().unwrap())
             .collect();
-        let mut expected: Vec<String> = mcp_tools::Tools::definitions()
+        let mut expected: Vec<String> = mcp_tools::tool_definitions()
             .iter()
             .map(|t| t.name.to_string())
             .collect();

@@ -6,18 +6,121 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
+use shared::config::{PipelineParameters, ToolsConfig};
 use shared::domain::job::{Job, Submission};
 use shared::domain::run::Run;
 use shared::domain::s3_location::S3Location;
 use shared::ports::{AwsFailure, ExecutionDescription, StepStatus, StoreError};
 use shared::usecases::check::{CheckError, JobReport};
 use shared::usecases::submit::{SubmitError, Submitted};
-use shared::usecases::training::{StatusError, TriggerError};
+use shared::usecases::training::{StatusError, TriggerError, TriggerRequest};
+
+/// The tools' names, as `tools/list` declares them (each is its method's name in `tools`).
+pub mod names {
+    pub const SUBMIT_JOB: &str = "submit_job";
+    pub const CHECK_JOB_STATUS: &str = "check_job_status";
+    pub const TRIGGER_TRAINING: &str = "trigger_training";
+    pub const CHECK_TRAINING_STATUS: &str = "check_training_status";
+    pub const CHECK_TRAINING_RESULT: &str = "check_training_result";
+    pub const ALL: [&str; 5] = [
+        SUBMIT_JOB,
+        CHECK_JOB_STATUS,
+        TRIGGER_TRAINING,
+        CHECK_TRAINING_STATUS,
+        CHECK_TRAINING_RESULT,
+    ];
+}
 
 /// Largest input `submit_job` accepts. A Function URL request is at most 6 MB, and the input
 /// travels inside a JSON-RPC envelope with escaping.
 pub const MAX_INPUT_BYTES: usize = 4 * 1024 * 1024;
-pub const MAX_WAIT_SECS: u32 = 20;
+
+/// A numeric argument's range and default: the one source of its schema (`minimum`,
+/// `maximum`), its check, and the range its description states.
+#[derive(Debug, Clone, Copy)]
+pub struct Bounds<T> {
+    pub name: &'static str,
+    pub min: T,
+    pub max: T,
+    pub default: Option<T>,
+}
+
+impl<T: Copy + PartialOrd + std::fmt::Display> Bounds<T> {
+    /// The value given (or the default), when within the range.
+    pub fn check(&self, value: Option<T>) -> Result<Option<T>, ToolError> {
+        match value.or(self.default) {
+            Some(v) if !(self.min..=self.max).contains(&v) => Err(ToolError::invalid(format!(
+                "`{}` is {v}; it must be from {} to {}",
+                self.name, self.min, self.max
+            ))),
+            checked => Ok(checked),
+        }
+    }
+
+    /// `text` with `{range}` replaced by the range and default, e.g. `1 to 3600, default 300`.
+    pub fn describe(&self, text: &str) -> String {
+        let default = self
+            .default
+            .map(|d| format!(", default {d}"))
+            .unwrap_or_default();
+        text.replace("{range}", &format!("{} to {}{default}", self.min, self.max))
+    }
+}
+
+impl<T: Copy + PartialOrd + std::fmt::Display> Bounds<T> {
+    /// For an argument that has a default: the value to use.
+    pub fn value(&self, value: Option<T>) -> Result<T, ToolError> {
+        self.check(value).map(|v| v.unwrap_or(self.min))
+    }
+}
+
+pub const INVOCATION_TIMEOUT_SECS: Bounds<u32> = Bounds {
+    name: "invocation_timeout_secs",
+    min: 1,
+    max: 3600,
+    default: Some(300),
+};
+pub const REQUEST_TTL_SECS: Bounds<u32> = Bounds {
+    name: "request_ttl_secs",
+    min: 60,
+    max: 21600,
+    default: Some(600),
+};
+pub const WAIT_SECS: Bounds<u32> = Bounds {
+    name: "wait_secs",
+    min: 0,
+    max: 20,
+    default: Some(0),
+};
+pub const MAX_EPOCHS: Bounds<u32> = Bounds {
+    name: "max_epochs",
+    min: 1,
+    max: 1000,
+    default: None,
+};
+pub const ACCURACY_THRESHOLD: Bounds<f64> = Bounds {
+    name: "accuracy_threshold",
+    min: 0.0,
+    max: 1.0,
+    default: None,
+};
+pub const MAX_PARALLEL_STEPS: Bounds<u32> = Bounds {
+    name: "max_parallel_steps",
+    min: 1,
+    max: 256,
+    default: None,
+};
+
+/// A tool's arguments, checked once into what its use case takes.
+pub trait ToolArgs {
+    type Valid;
+
+    fn validate(self, config: &ToolsConfig) -> Result<Self::Valid, ToolError>;
+
+    /// Puts the ids the call concerns on its span (never the arguments themselves, which may
+    /// hold a job's input).
+    fn trace(_valid: &Self::Valid, _span: &tracing::Span) {}
+}
 
 /// A failure the model can act on, returned as a tool result with `isError: true`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -69,12 +172,19 @@ pub struct SubmitJobArgs {
     pub options: Option<Map<String, Value>>,
     /// Retrying with the same key returns the first job instead of starting another.
     pub idempotency_key: Option<String>,
-    /// Seconds the model may take once it starts on the request (1 to 3600, default 300).
-    #[schemars(range(min = 1, max = 3600))]
+    #[schemars(
+        range(min = INVOCATION_TIMEOUT_SECS.min, max = INVOCATION_TIMEOUT_SECS.max),
+        description = INVOCATION_TIMEOUT_SECS
+            .describe("Seconds the model may take once it starts on the request ({range}).")
+    )]
     pub invocation_timeout_secs: Option<u32>,
-    /// Seconds the request may wait in the endpoint's queue before SageMaker drops it
-    /// (60 to 21600, default 600; at least twice `invocation_timeout_secs`).
-    #[schemars(range(min = 60, max = 21600))]
+    #[schemars(
+        range(min = REQUEST_TTL_SECS.min, max = REQUEST_TTL_SECS.max),
+        description = REQUEST_TTL_SECS.describe(
+            "Seconds the request may wait in the endpoint's queue before SageMaker drops it \
+             ({range}; at least twice `invocation_timeout_secs`)."
+        )
+    )]
     pub request_ttl_secs: Option<u32>,
 }
 
@@ -100,9 +210,21 @@ pub struct SubmitJobOutput {
     pub message: Option<String>,
 }
 
+impl ToolArgs for SubmitJobArgs {
+    type Valid = Submission;
+
+    fn validate(self, config: &ToolsConfig) -> Result<Submission, ToolError> {
+        self.submission(&config.async_endpoint_name, &config.io_bucket)
+    }
+
+    fn trace(valid: &Submission, span: &tracing::Span) {
+        span.record("inference_id", valid.inference_id.as_str());
+    }
+}
+
 impl SubmitJobArgs {
     /// The submission to make, or what is wrong with the arguments.
-    pub fn validate(self, endpoint_name: &str, io_bucket: &str) -> Result<Submission, ToolError> {
+    pub fn submission(self, endpoint_name: &str, io_bucket: &str) -> Result<Submission, ToolError> {
         let inputs = match (self.document, self.payload) {
             (Some(_), Some(_)) => {
                 return Err(ToolError::invalid(
@@ -120,32 +242,16 @@ impl SubmitJobArgs {
             (Some(d), None) => Value::String(d),
             (None, Some(p)) => Value::Object(p),
         };
-        let invocation_timeout_secs = self.invocation_timeout_secs.unwrap_or(300);
-        if !(1..=3600).contains(&invocation_timeout_secs) {
-            return Err(ToolError::invalid(format!(
-                "`invocation_timeout_secs` is {invocation_timeout_secs}; it must be from 1 to 3600"
-            )));
-        }
-        let request_ttl_secs = self.request_ttl_secs.unwrap_or(600);
-        if !(60..=21600).contains(&request_ttl_secs) {
-            return Err(ToolError::invalid(format!(
-                "`request_ttl_secs` is {request_ttl_secs}; it must be from 60 to 21600"
-            )));
-        }
+        let invocation_timeout_secs =
+            INVOCATION_TIMEOUT_SECS.value(self.invocation_timeout_secs)?;
+        let request_ttl_secs = REQUEST_TTL_SECS.value(self.request_ttl_secs)?;
         if u64::from(request_ttl_secs) < 2 * u64::from(invocation_timeout_secs) {
             return Err(ToolError::invalid(format!(
                 "`request_ttl_secs` ({request_ttl_secs}) must be at least twice `invocation_timeout_secs` \
                  ({invocation_timeout_secs}), or the request can expire from the queue while the model runs"
             )));
         }
-        let idempotency_key = match self.idempotency_key {
-            Some(k) if k.is_empty() || k.len() > 256 => {
-                return Err(ToolError::invalid(
-                    "`idempotency_key` must be 1 to 256 characters",
-                ))
-            }
-            other => other,
-        };
+        let idempotency_key = checked_idempotency_key(self.idempotency_key)?;
         let mut input = Map::new();
         input.insert("inputs".into(), inputs);
         if let Some(options) = self.options {
@@ -203,25 +309,39 @@ impl From<SubmitError> for ToolError {
 pub struct CheckJobStatusArgs {
     /// The `inference_id` returned by `submit_job`.
     pub inference_id: String,
-    /// Wait up to this many seconds for a pending job to finish (0 to 20, default 0).
-    #[schemars(range(min = 0, max = 20))]
+    #[schemars(
+        range(min = WAIT_SECS.min, max = WAIT_SECS.max),
+        description = WAIT_SECS
+            .describe("Wait up to this many seconds for a pending job to finish ({range}).")
+    )]
     pub wait_secs: Option<u32>,
 }
 
-impl CheckJobStatusArgs {
-    pub fn validate(&self) -> Result<u32, ToolError> {
+/// A status check to make: the job, and how long it may wait for the job to finish.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CheckJob {
+    pub inference_id: String,
+    pub wait: std::time::Duration,
+}
+
+impl ToolArgs for CheckJobStatusArgs {
+    type Valid = CheckJob;
+
+    fn validate(self, _config: &ToolsConfig) -> Result<CheckJob, ToolError> {
         if self.inference_id.trim().is_empty() || self.inference_id.len() > 1024 {
             return Err(ToolError::invalid(
                 "`inference_id` must be the non-empty id returned by submit_job",
             ));
         }
-        let wait = self.wait_secs.unwrap_or(0);
-        if wait > MAX_WAIT_SECS {
-            return Err(ToolError::invalid(format!(
-                "`wait_secs` is {wait}; it must be from 0 to {MAX_WAIT_SECS}"
-            )));
-        }
-        Ok(wait)
+        let wait = WAIT_SECS.value(self.wait_secs)?;
+        Ok(CheckJob {
+            inference_id: self.inference_id,
+            wait: std::time::Duration::from_secs(wait.into()),
+        })
+    }
+
+    fn trace(valid: &CheckJob, span: &tracing::Span) {
+        span.record("inference_id", valid.inference_id.as_str());
     }
 }
 
@@ -298,18 +418,31 @@ pub struct TriggerTrainingArgs {
     /// The caller's session; `check_training_result` lists the runs it triggered.
     /// Letters, digits and `_ . : -`, at most 128 characters.
     pub session_id: String,
-    /// Pipeline parameter MaxEpochs (1 to 1000).
-    #[schemars(range(min = 1, max = 1000))]
+    #[schemars(
+        range(min = MAX_EPOCHS.min, max = MAX_EPOCHS.max),
+        description = MAX_EPOCHS.describe(
+            "Training epochs ({range}), for pipelines that take them (MaxEpochs by default)."
+        )
+    )]
     pub max_epochs: Option<u32>,
-    /// Pipeline parameter AccuracyThreshold (0 to 1).
-    #[schemars(range(min = 0.0, max = 1.0))]
+    #[schemars(
+        range(min = ACCURACY_THRESHOLD.min, max = ACCURACY_THRESHOLD.max),
+        description = ACCURACY_THRESHOLD.describe(
+            "Accuracy a model must reach to be registered ({range}), for pipelines that take it \
+             (AccuracyThreshold by default)."
+        )
+    )]
     pub accuracy_threshold: Option<f64>,
-    /// Pipeline parameter TrainingInstanceType, e.g. `ml.m5.xlarge`.
+    /// Training instance type such as `ml.m5.xlarge` (TrainingInstanceType by default).
     pub training_instance_type: Option<String>,
     /// Retrying with the same key (and session) returns the first run instead of starting another.
     pub idempotency_key: Option<String>,
-    /// MaxParallelExecutionSteps for this run (1 to 256); by default the pipeline's own setting.
-    #[schemars(range(min = 1, max = 256))]
+    #[schemars(
+        range(min = MAX_PARALLEL_STEPS.min, max = MAX_PARALLEL_STEPS.max),
+        description = MAX_PARALLEL_STEPS.describe(
+            "MaxParallelExecutionSteps for this run ({range}); by default the pipeline's own setting."
+        )
+    )]
     pub max_parallel_steps: Option<u32>,
 }
 
@@ -337,9 +470,44 @@ pub fn validate_session_id(session_id: &str) -> Result<(), ToolError> {
     }
 }
 
+/// An `idempotency_key` as given, when it is 1 to 256 characters.
+fn checked_idempotency_key(key: Option<String>) -> Result<Option<String>, ToolError> {
+    match key {
+        Some(k) if k.is_empty() || k.len() > 256 => Err(ToolError::invalid(
+            "`idempotency_key` must be 1 to 256 characters",
+        )),
+        other => Ok(other),
+    }
+}
+
+impl ToolArgs for TriggerTrainingArgs {
+    type Valid = TriggerRequest;
+
+    fn validate(self, config: &ToolsConfig) -> Result<TriggerRequest, ToolError> {
+        let parameters = self.parameters(&config.pipeline_parameters)?;
+        let max_parallel_steps = MAX_PARALLEL_STEPS.check(self.max_parallel_steps)?;
+        Ok(TriggerRequest {
+            pipeline_name: config.pipeline_name.clone(),
+            session_id: self.session_id,
+            parameters,
+            idempotency_key: checked_idempotency_key(self.idempotency_key)?,
+            max_parallel_steps: max_parallel_steps.or(config.pipeline_max_parallel_steps),
+            result_ttl_secs: config.result_ttl_secs,
+        })
+    }
+
+    fn trace(valid: &TriggerRequest, span: &tracing::Span) {
+        span.record("session_id", valid.session_id.as_str());
+    }
+}
+
 impl TriggerTrainingArgs {
-    /// The pipeline parameters to pass: only those given.
-    pub fn parameters(&self) -> Result<Vec<(&'static str, String)>, ToolError> {
+    /// The pipeline parameters to pass, under the pipeline's own names: only those given. An
+    /// argument the pipeline takes no parameter for is refused rather than dropped.
+    pub fn parameters(
+        &self,
+        names: &PipelineParameters,
+    ) -> Result<Vec<(String, String)>, ToolError> {
         validate_session_id(&self.session_id)?;
         let uri = self.input_data_uri.trim();
         if uri.parse::<S3Location>().is_err()
@@ -349,37 +517,8 @@ impl TriggerTrainingArgs {
                 "`input_data_uri` {uri:?} is not an s3://bucket/prefix URI"
             )));
         }
-        let mut params = vec![("InputDataUri", uri.to_owned())];
-        if let Some(epochs) = self.max_epochs {
-            if !(1..=1000).contains(&epochs) {
-                return Err(ToolError::invalid(format!(
-                    "`max_epochs` is {epochs}; it must be from 1 to 1000"
-                )));
-            }
-            params.push(("MaxEpochs", epochs.to_string()));
-        }
-        if let Some(threshold) = self.accuracy_threshold {
-            if !(0.0..=1.0).contains(&threshold) {
-                return Err(ToolError::invalid(format!(
-                    "`accuracy_threshold` is {threshold}; it must be from 0 to 1"
-                )));
-            }
-            params.push(("AccuracyThreshold", threshold.to_string()));
-        }
-        if let Some(key) = &self.idempotency_key {
-            if key.is_empty() || key.len() > 256 {
-                return Err(ToolError::invalid(
-                    "`idempotency_key` must be 1 to 256 characters",
-                ));
-            }
-        }
-        if let Some(steps) = self.max_parallel_steps {
-            if !(1..=256).contains(&steps) {
-                return Err(ToolError::invalid(format!(
-                    "`max_parallel_steps` is {steps}; it must be from 1 to 256"
-                )));
-            }
-        }
+        let epochs = MAX_EPOCHS.check(self.max_epochs)?;
+        let threshold = ACCURACY_THRESHOLD.check(self.accuracy_threshold)?;
         if let Some(instance) = &self.training_instance_type {
             let ok = instance.starts_with("ml.")
                 && instance.len() <= 64
@@ -391,9 +530,30 @@ impl TriggerTrainingArgs {
                     "`training_instance_type` {instance:?} is not a SageMaker instance type such as ml.m5.xlarge"
                 )));
             }
-            params.push(("TrainingInstanceType", instance.clone()));
         }
-        Ok(params)
+        let given = [
+            ("input_data_uri", Some(uri.to_owned())),
+            ("max_epochs", epochs.map(|e| e.to_string())),
+            ("accuracy_threshold", threshold.map(|t| t.to_string())),
+            (
+                "training_instance_type",
+                self.training_instance_type.clone(),
+            ),
+        ];
+        let mut parameters = Vec::new();
+        for (argument, value) in given {
+            let Some(value) = value else { continue };
+            let Some(name) = names.name_for(argument) else {
+                let taken: Vec<&str> = names.arguments().collect();
+                return Err(ToolError::invalid(format!(
+                    "`{argument}` was given, but this pipeline takes no parameter for it: \
+                     PIPELINE_PARAMETERS maps only {}. Call again without `{argument}`.",
+                    taken.join(", ")
+                )));
+            };
+            parameters.push((name.to_owned(), value));
+        }
+        Ok(parameters)
     }
 }
 
@@ -404,20 +564,27 @@ pub struct CheckTrainingStatusArgs {
     pub execution_arn: String,
 }
 
-impl CheckTrainingStatusArgs {
-    pub fn validate(&self) -> Result<(), ToolError> {
-        let arn = &self.execution_arn;
+impl ToolArgs for CheckTrainingStatusArgs {
+    /// The execution ARN.
+    type Valid = String;
+
+    fn validate(self, _config: &ToolsConfig) -> Result<String, ToolError> {
+        let arn = self.execution_arn;
         if arn.starts_with("arn:")
             && arn.contains(":pipeline/")
             && arn.contains("/execution/")
             && arn.len() <= 2048
         {
-            Ok(())
+            Ok(arn)
         } else {
             Err(ToolError::invalid(format!(
                 "`execution_arn` {arn:?} is not a pipeline execution ARN (arn:aws:sagemaker:<region>:<account>:pipeline/<name>/execution/<id>)"
             )))
         }
+    }
+
+    fn trace(execution_arn: &String, span: &tracing::Span) {
+        span.record("execution_arn", execution_arn.as_str());
     }
 }
 
@@ -461,6 +628,20 @@ pub struct StepView {
 pub struct CheckTrainingResultArgs {
     /// The `session_id` given to `trigger_training`.
     pub session_id: String,
+}
+
+impl ToolArgs for CheckTrainingResultArgs {
+    /// The session id.
+    type Valid = String;
+
+    fn validate(self, _config: &ToolsConfig) -> Result<String, ToolError> {
+        validate_session_id(&self.session_id)?;
+        Ok(self.session_id)
+    }
+
+    fn trace(session_id: &String, span: &tracing::Span) {
+        span.record("session_id", session_id.as_str());
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -540,6 +721,22 @@ mod tests {
     use super::*;
     use serde_json::json;
 
+    fn test_config() -> ToolsConfig {
+        let vars = [
+            ("RESULTS_TABLE", "r"),
+            ("PIPELINE_RESULTS_TABLE", "p"),
+            ("IO_BUCKET", "b"),
+            ("ASYNC_ENDPOINT_NAME", "ep"),
+            ("PIPELINE_NAME", "pl"),
+        ];
+        ToolsConfig::from_env(&shared::config::Env::from_lookup(move |k| {
+            vars.iter()
+                .find(|(n, _)| *n == k)
+                .map(|(_, v)| v.to_string())
+        }))
+        .unwrap()
+    }
+
     fn args(v: Value) -> SubmitJobArgs {
         serde_json::from_value(v).unwrap()
     }
@@ -547,7 +744,7 @@ mod tests {
     #[test]
     fn a_document_becomes_the_inputs_of_the_uploaded_object() {
         let s = args(json!({"document": "hello", "options": {"top_k": 3}}))
-            .validate("ep", "b")
+            .submission("ep", "b")
             .unwrap();
         assert_eq!(
             serde_json::from_slice::<Value>(&s.input).unwrap(),
@@ -560,14 +757,14 @@ mod tests {
             format!("s3://b/inputs/{}.json", s.inference_id)
         );
         let keyed = args(json!({"document": "hello", "idempotency_key": "k"}))
-            .validate("ep", "b")
+            .submission("ep", "b")
             .unwrap();
         assert_eq!(
             keyed.inference_id,
             shared::domain::job::inference_id_for_key("ep", "k")
         );
         let p = args(json!({"payload": {"a": 1}}))
-            .validate("ep", "b")
+            .submission("ep", "b")
             .unwrap();
         assert_eq!(
             serde_json::from_slice::<Value>(&p.input).unwrap(),
@@ -607,11 +804,11 @@ mod tests {
             ),
         ];
         for (a, expected) in cases {
-            let err = args(a.clone()).validate("ep", "b").unwrap_err();
+            let err = args(a.clone()).submission("ep", "b").unwrap_err();
             assert!(err.message.contains(expected), "{a}: {err}");
         }
         let big = args(json!({"document": "x".repeat(MAX_INPUT_BYTES)}))
-            .validate("ep", "b")
+            .submission("ep", "b")
             .unwrap_err();
         assert!(big.message.contains("the limit is 4194304 bytes"), "{big}");
         assert!(
@@ -625,15 +822,16 @@ mod tests {
         let t: TriggerTrainingArgs =
             serde_json::from_value(json!({"input_data_uri": "s3://b/train/", "session_id": "s-1"}))
                 .unwrap();
+        let names = PipelineParameters::default();
         assert_eq!(
-            t.parameters().unwrap(),
-            vec![("InputDataUri", "s3://b/train/".to_owned())]
+            t.parameters(&names).unwrap(),
+            vec![("InputDataUri".to_owned(), "s3://b/train/".to_owned())]
         );
         let all: TriggerTrainingArgs =
             serde_json::from_value(json!({"input_data_uri": "s3://b/t", "session_id": "s-1",
             "max_epochs": 5, "accuracy_threshold": 0.9, "training_instance_type": "ml.m5.xlarge"}))
             .unwrap();
-        assert_eq!(all.parameters().unwrap().len(), 4);
+        assert_eq!(all.parameters(&names).unwrap().len(), 4);
         for (bad, expected) in [
             (
                 json!({"input_data_uri": "/tmp/x", "session_id": "s"}),
@@ -669,8 +867,9 @@ mod tests {
             ),
         ] {
             let t: TriggerTrainingArgs = serde_json::from_value(bad.clone()).unwrap();
+            let config = test_config();
             assert!(
-                t.parameters().unwrap_err().message.contains(expected),
+                t.validate(&config).unwrap_err().message.contains(expected),
                 "{bad}"
             );
         }

@@ -9,12 +9,12 @@ use rmcp::transport::OneshotTransport;
 use rmcp::RoleServer;
 use serde_json::{json, Value};
 
-use crate::Tools;
+use crate::{Backend, Tools};
 
 /// Calls `name` with `arguments`. `lambda` carries the invocation's deadline, which bounds how
 /// long `check_job_status` may wait.
-pub async fn call_tool(
-    tools: Tools,
+pub async fn call_tool<B: Backend>(
+    tools: Tools<B>,
     name: &str,
     arguments: Option<JsonObject>,
     lambda: Option<lambda_http::Context>,
@@ -23,9 +23,21 @@ pub async fn call_tool(
     if let Some(arguments) = arguments {
         params["arguments"] = Value::Object(arguments);
     }
-    let request = json!({ "jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params });
+    let result = request(tools, "tools/call", params, lambda).await?;
+    serde_json::from_value(result)
+        .map_err(|e| ErrorData::internal_error(format!("tool result: {e}"), None))
+}
+
+/// One JSON-RPC request through the server, without HTTP: its result, or its error.
+pub async fn request<B: Backend>(
+    tools: Tools<B>,
+    method: &str,
+    params: Value,
+    lambda: Option<lambda_http::Context>,
+) -> Result<Value, ErrorData> {
+    let request = json!({ "jsonrpc": "2.0", "id": 1, "method": method, "params": params });
     let mut message: ClientJsonRpcMessage = serde_json::from_value(request)
-        .map_err(|e| ErrorData::internal_error(format!("tools/call request: {e}"), None))?;
+        .map_err(|e| ErrorData::internal_error(format!("{method} request: {e}"), None))?;
     if let (ClientJsonRpcMessage::Request(request), Some(lambda)) = (&mut message, lambda) {
         request.request.extensions_mut().insert(lambda);
     }
@@ -43,42 +55,19 @@ pub async fn call_tool(
         return Err(serde_json::from_value(error)
             .unwrap_or_else(|e| ErrorData::internal_error(format!("tool error: {e}"), None)));
     }
-    let result = reply
+    Ok(reply
         .get_mut("result")
         .map(Value::take)
-        .unwrap_or(Value::Null);
-    serde_json::from_value(result)
-        .map_err(|e| ErrorData::internal_error(format!("tool result: {e}"), None))
+        .unwrap_or(Value::Null))
 }
 
 #[cfg(test)]
 mod tests {
-    use std::sync::Arc;
-
     use rmcp::model::ErrorCode;
     use serde_json::json;
-    use shared::config::{Env, ToolsConfig};
 
     use super::*;
-    use crate::Deps;
-
-    /// Tools whose AWS calls would fail: these cases are all answered before any is made.
-    async fn tools() -> Tools {
-        let vars = [
-            ("RESULTS_TABLE", "r"),
-            ("PIPELINE_RESULTS_TABLE", "p"),
-            ("IO_BUCKET", "b"),
-            ("ASYNC_ENDPOINT_NAME", "e"),
-            ("PIPELINE_NAME", "pl"),
-        ];
-        let config = ToolsConfig::from_env(&Env::from_lookup(move |k| {
-            vars.iter()
-                .find(|(n, _)| *n == k)
-                .map(|(_, v)| v.to_string())
-        }))
-        .unwrap();
-        Tools::new(Arc::new(Deps::connect(config).await))
-    }
+    use crate::tools_tests::world;
 
     fn object(value: Value) -> Option<JsonObject> {
         value.as_object().cloned()
@@ -90,42 +79,55 @@ mod tests {
 
     #[tokio::test]
     async fn a_tool_error_is_a_result_with_is_error() {
-        let result = call_tool(
-            tools().await,
-            "check_training_result",
-            object(json!({"session_id": "no spaces allowed"})),
-            None,
-        )
-        .await
-        .unwrap();
+        let w = world(&[]);
+        let args = object(json!({"session_id": "no spaces allowed"}));
+        let result = call_tool(w.tools.clone(), "check_training_result", args, None)
+            .await
+            .unwrap();
         assert_eq!(result.is_error, Some(true));
-        assert!(text(&result).contains("session_id"), "{}", text(&result));
-    }
-
-    #[tokio::test]
-    async fn arguments_that_do_not_parse_are_a_tool_error_naming_the_field() {
-        let result = call_tool(
-            tools().await,
-            "check_job_status",
-            object(json!({"inference_id": "x", "wait": 3})),
-            None,
-        )
-        .await
-        .unwrap();
-        assert_eq!(result.is_error, Some(true));
-        let text = text(&result);
-        assert!(
-            text.contains("failed to deserialize parameters") && text.contains("wait"),
-            "{text}"
+        assert_eq!(
+            text(&result),
+            "`session_id` \"no spaces allowed\" must be 1 to 128 letters, digits or `_ . : -`"
         );
     }
 
     #[tokio::test]
+    async fn arguments_that_do_not_parse_are_a_tool_error_naming_the_field() {
+        let w = world(&[]);
+        let args = object(json!({"inference_id": "x", "wait": 3}));
+        let result = call_tool(w.tools.clone(), "check_job_status", args, None)
+            .await
+            .unwrap();
+        assert_eq!(result.is_error, Some(true));
+        let text = text(&result);
+        assert!(
+            text.starts_with("failed to deserialize parameters: unknown field `wait`"),
+            "{text}"
+        );
+        assert_eq!(w.deps.ports.jobs.calls(), (0, 0));
+    }
+
+    #[tokio::test]
     async fn an_unknown_tool_is_a_protocol_error() {
-        let error = call_tool(tools().await, "delete_everything", None, None)
+        let w = world(&[]);
+        let error = call_tool(w.tools.clone(), "delete_everything", None, None)
             .await
             .unwrap_err();
         assert_eq!(error.code, ErrorCode::INVALID_PARAMS);
-        assert!(error.message.contains("delete_everything") || error.message.contains("tool"));
+        assert_eq!(error.message, "tool not found");
+    }
+
+    #[tokio::test]
+    async fn a_tool_result_comes_back_structured() {
+        let w = world(&[]);
+        let args = object(json!({"session_id": "s"}));
+        let result = call_tool(w.tools.clone(), "check_training_result", args, None)
+            .await
+            .unwrap();
+        assert_eq!(result.is_error, Some(false));
+        assert_eq!(
+            result.structured_content,
+            Some(json!({"session_id": "s", "runs": []}))
+        );
     }
 }

@@ -1,17 +1,20 @@
 //! mcp-tools: the MCP server an agent reaches at the Function URL. Stateless: every request
 //! may land on a fresh instance, so nothing but the SDK clients lives in the process.
 //! `contract` holds the tools' argument and result types, `tools` the tools themselves (each
-//! one use case of `shared`), `direct` a tool call without HTTP (for other front doors, such as
-//! an AgentCore Gateway target), and this module the HTTP front door.
+//! one use case of `shared`), `deps` what they run on (settings, ports, clock), `direct` a tool
+//! call without HTTP (for other front doors, such as an AgentCore Gateway target), and this
+//! module the HTTP front door.
 
 pub mod contract;
+pub mod deps;
 pub mod direct;
 pub mod http_guard;
 pub mod tools;
+#[cfg(test)]
+mod tools_tests;
 
 use std::convert::Infallible;
 use std::sync::Arc;
-use std::time::Duration;
 
 use bytes::Bytes;
 use http_body_util::{combinators::BoxBody, BodyExt, Full};
@@ -20,66 +23,18 @@ use rmcp::transport::streamable_http_server::{
     session::never::NeverSessionManager, StreamableHttpServerConfig, StreamableHttpService,
 };
 
-use shared::adapters::aws::{dynamodb_client, load_sdk_config, s3_client};
-use shared::adapters::dynamodb::{DynamoJobs, DynamoRuns};
-use shared::adapters::s3::S3Objects;
-use shared::adapters::sagemaker::{sagemaker_client, SageMakerPipeline};
-use shared::adapters::sagemaker_runtime::{sagemaker_runtime_client, SageMakerEndpoint};
-use shared::config::{AuthMode, McpToolsConfig, ToolsConfig};
-use shared::domain::job::JobPolicy;
-use shared::usecases::outcome::RecordSettings;
+use shared::config::{AuthMode, McpToolsConfig};
 
+pub use deps::{AwsPorts, Backend, Deps, Ports};
 pub use tools::Tools;
+
+/// Every tool as `tools/list` declares it, whatever ports the tools run on.
+pub fn tool_definitions() -> Vec<rmcp::model::Tool> {
+    Tools::<AwsPorts>::definitions()
+}
 
 /// A Function URL request is at most 6 MB.
 pub const MAX_REQUEST_BODY_BYTES: usize = 6_000_000;
-/// Added to the function's timeout before a reservation counts as a crashed submission.
-const CRASH_MARGIN_SECS: u64 = 15;
-
-/// Everything a tool call needs, built once at cold start.
-pub struct Deps {
-    pub config: ToolsConfig,
-    pub jobs: DynamoJobs,
-    pub runs: DynamoRuns,
-    pub objects: S3Objects,
-    pub endpoint: SageMakerEndpoint,
-    pub pipeline: SageMakerPipeline,
-}
-
-impl Deps {
-    /// The SDK clients, from the standard AWS configuration (region, credentials, endpoints).
-    pub async fn connect(config: ToolsConfig) -> Self {
-        let sdk = load_sdk_config().await;
-        let invoke_attempt_timeout = Duration::from_secs(config.invoke_attempt_timeout_secs);
-        Self {
-            jobs: DynamoJobs::new(dynamodb_client(&sdk), &config.results_table),
-            runs: DynamoRuns::new(dynamodb_client(&sdk), &config.pipeline_results_table),
-            objects: S3Objects::new(s3_client(&sdk)),
-            endpoint: SageMakerEndpoint::new(
-                sagemaker_runtime_client(&sdk, invoke_attempt_timeout),
-                &config.async_endpoint_name,
-            ),
-            pipeline: SageMakerPipeline::new(sagemaker_client(&sdk), &config.pipeline_name),
-            config,
-        }
-    }
-
-    pub fn policy(&self) -> JobPolicy {
-        JobPolicy {
-            result_ttl_secs: self.config.result_ttl_secs,
-            submit_crash_after_secs: self.config.function_timeout_secs + CRASH_MARGIN_SECS,
-            reconcile_after_secs: self.config.reconcile_after_secs,
-            ..JobPolicy::default()
-        }
-    }
-
-    pub fn record_settings(&self) -> RecordSettings {
-        RecordSettings {
-            result_ttl_secs: self.config.result_ttl_secs,
-            inline_result_max_bytes: self.config.inline_result_max_bytes,
-        }
-    }
-}
 
 // ------------------------------------------------------------------ HTTP
 
@@ -149,10 +104,10 @@ pub fn refuse(
 /// rmcp's defaults are for a local server: set each for Lambda. Hosts are checked by
 /// [`refuse`] (it understands `*.lambda-url.<region>.on.aws`); Origin by rmcp, 403 for any
 /// present Origin not listed.
-pub fn mcp_service(
-    deps: Arc<Deps>,
+pub fn mcp_service<B: Backend>(
+    deps: Arc<Deps<B>>,
     allowed_origins: &[String],
-) -> StreamableHttpService<Tools, NeverSessionManager> {
+) -> StreamableHttpService<Tools<B>, NeverSessionManager> {
     let config = StreamableHttpServerConfig::default()
         .with_legacy_session_mode(false)
         .with_json_response(true)
@@ -169,9 +124,9 @@ pub fn mcp_service(
     )
 }
 
-pub async fn handle(
+pub async fn handle<B: Backend>(
     config: &McpToolsConfig,
-    mcp: &StreamableHttpService<Tools, NeverSessionManager>,
+    mcp: &StreamableHttpService<Tools<B>, NeverSessionManager>,
     mut request: lambda_http::Request,
 ) -> HttpResponse {
     if let Some(refusal) = refuse(config, request.raw_http_path(), request.headers()) {

@@ -1,5 +1,8 @@
-//! The tools, declared once: each validates its typed arguments, calls one use case, and
-//! turns the answer into its typed result (or a tool error the model can act on).
+//! The tools, declared once: each checks its typed arguments, calls one use case, and turns
+//! the answer into its typed result (or a tool error the model can act on). Every call goes
+//! through [`Tools::call`]: its span, its checked arguments, one access-log line, its metric.
+//! `submit_job` and `trigger_training` also have a task form, for clients that declared the
+//! tasks extension; `tasks/get` and `tasks/cancel` read and cancel those tasks.
 
 use std::future::Future;
 use std::sync::Arc;
@@ -18,57 +21,50 @@ use rmcp::service::RequestContext;
 use rmcp::RoleServer;
 use rmcp::{tool, tool_handler, tool_router, Json, ServerHandler};
 
-use shared::domain::job::{self, JobStatus};
+use shared::domain::job::{self, JobStatus, Submission};
+use shared::domain::pipeline_event::PipelineStatus;
 use shared::domain::run;
-use shared::domain::time::now;
+use shared::domain::time::rfc3339;
 use shared::telemetry::{self, OutcomeSource};
 use shared::usecases::task::{self, RunTaskState, TaskError, TaskState};
-use shared::usecases::{check, submit, training};
+use shared::usecases::training::{self, TriggerRequest};
+use shared::usecases::{check, submit};
 use tracing::{field::Empty, info_span, Instrument, Span};
 
 use crate::contract::*;
-use crate::Deps;
+use crate::deps::{Backend, Deps};
 
 /// Kept free of a long poll so the reply leaves before the Lambda times out.
 const WAIT_MARGIN: Duration = Duration::from_secs(3);
-/// How long a call with an idempotency key waits for a concurrent first call to get its answer.
-const IN_PROGRESS_WAIT: Duration = Duration::from_secs(5);
 
-#[derive(Clone)]
-pub struct Tools {
-    deps: Arc<Deps>,
-    router: Arc<ToolRouter<Tools>>,
+pub struct Tools<B> {
+    deps: Arc<Deps<B>>,
+    router: Arc<ToolRouter<Tools<B>>>,
 }
 
-/// The macro reads `Result<Json<T>, _>` in a tool's signature to derive its `outputSchema`,
-/// so tool signatures spell it out; helpers use this alias.
-type ToolResult<T> = Result<Json<T>, String>;
-
-fn answer<T, U: From<T>, E: Into<ToolError>>(result: Result<T, E>) -> ToolResult<U> {
-    result.map(|v| Json(v.into())).map_err(|e| e.into().message)
-}
-
-/// Runs a tool inside its span (the tool's name and the job's ids, on every line it logs) and
-/// counts the call. Arguments are never put on the span: they may hold a job's input.
-async fn observed<T>(
-    tool: &'static str,
-    span: Span,
-    work: impl Future<Output = Result<T, String>>,
-) -> Result<T, String> {
-    let started = std::time::Instant::now();
-    let result = work.instrument(span.clone()).await;
-    let elapsed_ms = started.elapsed().as_millis() as u64;
-    // One line per call: its outcome and time, an access log for the tools.
-    span.in_scope(|| match &result {
-        Ok(_) => tracing::info!(elapsed_ms, "tool call"),
-        Err(message) => tracing::info!(elapsed_ms, error = %message, "tool call failed"),
-    });
-    telemetry::tool_call(tool, result.is_err());
-    result
+impl<B> Clone for Tools<B> {
+    fn clone(&self) -> Self {
+        Self {
+            deps: self.deps.clone(),
+            router: self.router.clone(),
+        }
+    }
 }
 
 #[tool_router]
-impl Tools {
+impl<B: Backend> Tools<B> {
+    pub fn new(deps: Arc<Deps<B>>) -> Self {
+        Self {
+            deps,
+            router: Arc::new(Self::tool_router()),
+        }
+    }
+
+    /// Every tool as `tools/list` declares it (name, description, schemas, annotations).
+    pub fn definitions() -> Vec<rmcp::model::Tool> {
+        Self::tool_router().list_all()
+    }
+
     /// Starts an asynchronous inference on the configured SageMaker endpoint and returns at once.
     #[tool(
         description = "Submit a document or JSON payload to the asynchronous ML endpoint. Returns an inference_id at \
@@ -87,9 +83,10 @@ impl Tools {
         &self,
         Parameters(args): Parameters<SubmitJobArgs>,
     ) -> Result<Json<SubmitJobOutput>, String> {
-        let span = info_span!("tool_call", tool = "submit_job", inference_id = Empty);
-        let submitted = observed("submit_job", span, self.submit(args)).await;
-        submitted.map(|(s, _)| Json(s.into()))
+        let submitted = self
+            .call(names::SUBMIT_JOB, false, args, |s| self.submit(s))
+            .await;
+        submitted.map(|s| Json(s.into()))
     }
 
     /// Reads a job's status and, once it is done, its result.
@@ -109,32 +106,22 @@ impl Tools {
         Parameters(args): Parameters<CheckJobStatusArgs>,
         extensions: Extensions,
     ) -> Result<Json<JobStatusOutput>, String> {
-        let span = info_span!("tool_call", tool = "check_job_status", inference_id = Empty);
-        observed("check_job_status", span, async move {
-            let wait = match args.validate() {
-                Ok(wait) => Duration::from_secs(wait.into()),
-                Err(e) => return Err(e.message),
-            };
-            Span::current().record("inference_id", args.inference_id.as_str());
-            let wait = remaining_time(&extensions)
-                .map_or(wait, |left| wait.min(left.saturating_sub(WAIT_MARGIN)));
+        let left = remaining_time(&extensions);
+        self.call(names::CHECK_JOB_STATUS, false, args, |c| async move {
             let d = &self.deps;
-            let settings = check::CheckSettings {
-                policy: d.policy(),
-                record: d.record_settings(),
-            };
-            let checked =
-                check::check_job(&d.jobs, &d.objects, settings, &args.inference_id, wait, now)
-                    .await;
-            if let Ok(report) = &checked {
-                if let Some(recorded) = &report.reconciled {
-                    telemetry::outcome(recorded, OutcomeSource::Reconciliation);
-                }
-                if report.probably_lost && report.job.status == JobStatus::Pending {
-                    telemetry::job_probably_lost();
-                }
+            let clock = || d.clock.now();
+            let wait = wait_within(c.wait, left);
+            let (jobs, objects) = (d.ports.jobs(), d.ports.objects());
+            let report = check::check_job(jobs, objects, d.check, &c.inference_id, wait, clock)
+                .await
+                .map_err(ToolError::from)?;
+            if let Some(recorded) = &report.reconciled {
+                telemetry::outcome(recorded, OutcomeSource::Reconciliation);
             }
-            answer(checked)
+            if report.probably_lost && report.job.status == JobStatus::Pending {
+                telemetry::job_probably_lost();
+            }
+            Ok(Json(JobStatusOutput::from(report)))
         })
         .await
     }
@@ -157,13 +144,9 @@ impl Tools {
         &self,
         Parameters(args): Parameters<TriggerTrainingArgs>,
     ) -> Result<Json<TriggerTrainingOutput>, String> {
-        let span = info_span!(
-            "tool_call",
-            tool = "trigger_training",
-            session_id = Empty,
-            execution_arn = Empty
-        );
-        let triggered = observed("trigger_training", span, self.trigger(args)).await;
+        let triggered = self
+            .call(names::TRIGGER_TRAINING, false, args, |r| self.trigger(r))
+            .await;
         triggered.map(|(output, _)| Json(output))
     }
 
@@ -182,20 +165,12 @@ impl Tools {
         &self,
         Parameters(args): Parameters<CheckTrainingStatusArgs>,
     ) -> Result<Json<TrainingStatusOutput>, String> {
-        let span = info_span!(
-            "tool_call",
-            tool = "check_training_status",
-            execution_arn = Empty
-        );
-        observed("check_training_status", span, async move {
-            if let Err(e) = args.validate() {
-                return Err(e.message);
-            }
-            Span::current().record("execution_arn", args.execution_arn.as_str());
-            let status = training::training_status(&self.deps.pipeline, &args.execution_arn).await;
-            answer(status.map(|(described, steps)| {
-                TrainingStatusOutput::new(args.execution_arn, described, steps)
-            }))
+        self.call(names::CHECK_TRAINING_STATUS, false, args, |arn| async {
+            let pipeline = self.deps.ports.pipeline();
+            let (described, steps) = training::training_status(pipeline, &arn)
+                .await
+                .map_err(ToolError::from)?;
+            Ok(Json(TrainingStatusOutput::new(arn, described, steps)))
         })
         .await
     }
@@ -215,121 +190,76 @@ impl Tools {
         &self,
         Parameters(args): Parameters<CheckTrainingResultArgs>,
     ) -> Result<Json<TrainingResultOutput>, String> {
-        let span = info_span!(
-            "tool_call",
-            tool = "check_training_result",
-            session_id = Empty
-        );
-        observed("check_training_result", span, async move {
-            if let Err(e) = validate_session_id(&args.session_id) {
-                return Err(e.message);
-            }
-            Span::current().record("session_id", args.session_id.as_str());
-            let runs = training::session_runs(&self.deps.runs, &args.session_id, now()).await;
-            answer(runs.map(|runs| TrainingResultOutput {
-                session_id: args.session_id,
-                runs: runs.into_iter().map(RunView::from).collect(),
-            }))
-        })
+        self.call(
+            names::CHECK_TRAINING_RESULT,
+            false,
+            args,
+            |session_id| async {
+                let d = &self.deps;
+                let runs = training::session_runs(d.ports.runs(), &session_id, d.clock.now())
+                    .await
+                    .map_err(ToolError::from)?;
+                Ok(Json(TrainingResultOutput {
+                    session_id,
+                    runs: runs.into_iter().map(RunView::from).collect(),
+                }))
+            },
+        )
         .await
     }
-}
 
-impl Tools {
-    /// trigger_training's work, shared by the tool and its task form: the answer, and the
-    /// run's task secret when it was recorded.
-    async fn trigger(
+    /// One tool call: its span (the tool and the ids it concerns; never its arguments, which
+    /// may hold a job's input), its arguments checked, its work, one line for the access log,
+    /// and its metric.
+    async fn call<A, T, F, Fut>(
         &self,
-        args: TriggerTrainingArgs,
-    ) -> Result<(TriggerTrainingOutput, Option<String>), String> {
-        let parameters = args.parameters().map_err(|e| e.message)?;
-        Span::current().record("session_id", args.session_id.as_str());
-        let d = &self.deps;
-        let request = training::TriggerRequest {
-            pipeline_name: d.config.pipeline_name.clone(),
-            session_id: args.session_id.clone(),
-            parameters,
-            idempotency_key: args.idempotency_key,
-            max_parallel_steps: args
-                .max_parallel_steps
-                .or(d.config.pipeline_max_parallel_steps),
-            result_ttl_secs: d.config.result_ttl_secs,
-        };
-        let t = training::trigger_training(&d.pipeline, &d.runs, &request, now())
-            .await
-            .map_err(|e| ToolError::from(e).message)?;
-        Span::current().record("execution_arn", t.execution_arn.as_str());
-        tracing::info!("run started");
-        let output = TriggerTrainingOutput {
-            execution_arn: t.execution_arn,
-            status: "Executing".into(),
-            session_id: args.session_id,
-            message: t.message,
-        };
-        Ok((output, t.task_secret))
-    }
-
-    /// trigger_training for a client that declared the tasks extension.
-    async fn trigger_as_task(
-        &self,
-        arguments: Option<rmcp::model::JsonObject>,
-    ) -> CallToolResponse {
-        let args: TriggerTrainingArgs = match task_arguments(arguments) {
-            Ok(args) => args,
-            Err(message) => return tool_error(message),
-        };
+        tool: &'static str,
+        task: bool,
+        args: A,
+        work: F,
+    ) -> Result<T, String>
+    where
+        A: ToolArgs,
+        F: FnOnce(A::Valid) -> Fut,
+        Fut: Future<Output = Result<T, ToolError>>,
+    {
         let span = info_span!(
             "tool_call",
-            tool = "trigger_training",
+            tool,
+            task,
+            inference_id = Empty,
             session_id = Empty,
-            execution_arn = Empty,
-            task = true
+            execution_arn = Empty
         );
-        let (output, secret) = match observed("trigger_training", span, self.trigger(args)).await {
-            Ok(answer) => answer,
-            Err(message) => return tool_error(message),
-        };
-        let Some(secret) = secret else {
-            // The run could not be recorded: answer as a plain call does.
-            return CallToolResult::structured(serde_json::to_value(output).unwrap_or_default())
-                .into();
-        };
-        let started = shared::domain::time::rfc3339(now());
-        let task = Task::new(
-            run::task_id(&output.session_id, &output.execution_arn, &secret),
-            TaskStatus::Working,
-            started.clone(),
-            started,
-        )
-        .with_ttl_ms((self.deps.config.result_ttl_secs + training::PENDING_RUN_GRACE_SECS) * 1000)
-        .with_poll_interval_ms(self.deps.config.task_poll_interval_ms)
-        .with_status_message("Executing: the run has started");
-        CallToolResponse::Task(CreateTaskResult::new(task))
+        let started = tokio::time::Instant::now();
+        let result = async {
+            let valid = args.validate(&self.deps.config)?;
+            A::trace(&valid, &Span::current());
+            work(valid).await
+        }
+        .instrument(span.clone())
+        .await
+        .map_err(|e| e.message);
+        let elapsed_ms = started.elapsed().as_millis() as u64;
+        span.in_scope(|| match &result {
+            Ok(_) => tracing::info!(elapsed_ms, "tool call"),
+            Err(message) => tracing::info!(elapsed_ms, error = %message, "tool call failed"),
+        });
+        telemetry::tool_call(tool, result.is_err());
+        result
     }
 
-    /// submit_job's work, shared by the tool and its task form: the submission, and how long
-    /// its record lives (seconds).
-    async fn submit(&self, args: SubmitJobArgs) -> Result<(submit::Submitted, u64), String> {
+    /// submit_job's work, for the tool and its task form.
+    async fn submit(&self, submission: Submission) -> Result<submit::Submitted, ToolError> {
         let d = &self.deps;
-        let submission = args
-            .validate(&d.config.async_endpoint_name, &d.config.io_bucket)
-            .map_err(|e| e.message)?;
-        Span::current().record("inference_id", submission.inference_id.as_str());
-        let policy = d.policy();
-        let lives_secs = u64::from(submission.request_ttl_secs)
-            + u64::from(submission.invocation_timeout_secs)
-            + policy.result_ttl_secs;
-        let settings = submit::SubmitSettings {
-            policy,
-            in_progress_wait: IN_PROGRESS_WAIT,
-        };
+        let (jobs, objects, endpoint) = (d.ports.jobs(), d.ports.objects(), d.ports.endpoint());
         let submitted = submit::submit_job(
-            &d.jobs,
-            &d.objects,
-            &d.endpoint,
-            settings,
+            jobs,
+            objects,
+            endpoint,
+            d.submit,
             &submission,
-            now(),
+            d.clock.now(),
         )
         .await;
         match &submitted {
@@ -337,9 +267,27 @@ impl Tools {
             Err(submit::SubmitError::Refused { .. }) => telemetry::job_refused(),
             _ => {}
         }
-        submitted
-            .map(|s| (s, lives_secs))
-            .map_err(|e| ToolError::from(e).message)
+        Ok(submitted?)
+    }
+
+    /// trigger_training's work, for the tool and its task form: the answer, and the run's task
+    /// secret when the run was recorded.
+    async fn trigger(
+        &self,
+        request: TriggerRequest,
+    ) -> Result<(TriggerTrainingOutput, Option<String>), ToolError> {
+        let d = &self.deps;
+        let (pipeline, runs) = (d.ports.pipeline(), d.ports.runs());
+        let t = training::trigger_training(pipeline, runs, &request, d.clock.now()).await?;
+        Span::current().record("execution_arn", t.execution_arn.as_str());
+        tracing::info!("run started");
+        let output = TriggerTrainingOutput {
+            execution_arn: t.execution_arn,
+            status: PipelineStatus::Executing.as_str().into(),
+            session_id: request.session_id,
+            message: t.message,
+        };
+        Ok((output, t.task_secret))
     }
 
     /// submit_job for a client that declared the tasks extension: the job as a task, or the
@@ -349,30 +297,26 @@ impl Tools {
             Ok(args) => args,
             Err(message) => return tool_error(message),
         };
-        let span = info_span!(
-            "tool_call",
-            tool = "submit_job",
-            inference_id = Empty,
-            task = true
-        );
-        let (submitted, lives_secs) = match observed("submit_job", span, self.submit(args)).await {
+        let lives_secs = |s: &Submission| {
+            u64::from(s.request_ttl_secs)
+                + u64::from(s.invocation_timeout_secs)
+                + self.deps.config.result_ttl_secs
+        };
+        let call = self.call(names::SUBMIT_JOB, true, args, |s| async move {
+            let lives_secs = lives_secs(&s);
+            Ok((self.submit(s).await?, lives_secs))
+        });
+        let (submitted, lives_secs) = match call.await {
             Ok(answer) => answer,
             Err(message) => return tool_error(message),
         };
         let Some(secret) = submitted.task_secret.clone() else {
             // A job recorded before tasks existed: answer as a plain call does.
-            let output = SubmitJobOutput::from(submitted);
-            return CallToolResult::structured(serde_json::to_value(output).unwrap_or_default())
-                .into();
-        };
-        let status = match submitted.status {
-            JobStatus::Pending => TaskStatus::Working,
-            JobStatus::Cancelled => TaskStatus::Cancelled,
-            JobStatus::Completed | JobStatus::Failed => TaskStatus::Completed,
+            return structured(SubmitJobOutput::from(submitted));
         };
         let task = Task::new(
             job::task_id(&submitted.inference_id, &secret),
-            status,
+            task_status(submitted.status),
             submitted.submitted_at.clone(),
             submitted.submitted_at.clone(),
         )
@@ -387,79 +331,45 @@ impl Tools {
         CallToolResponse::Task(CreateTaskResult::new(task))
     }
 
-    pub fn new(deps: Arc<Deps>) -> Self {
-        Self {
-            deps,
-            router: Arc::new(Self::tool_router()),
-        }
-    }
-
-    /// Every tool as `tools/list` declares it (name, description, schemas, annotations).
-    pub fn definitions() -> Vec<rmcp::model::Tool> {
-        Self::tool_router().list_all()
-    }
-}
-
-/// Time left in this invocation, when the runtime gives a real deadline (epoch milliseconds).
-/// The Lambda context comes inside the HTTP request (Function URL), or on its own (other front
-/// doors, see [`crate::direct`]).
-fn remaining_time(extensions: &Extensions) -> Option<Duration> {
-    let context = match extensions.get::<http::request::Parts>() {
-        Some(parts) => parts.extensions.lambda_context_ref(),
-        None => extensions.get::<lambda_http::Context>(),
-    };
-    let deadline_ms = context?.deadline;
-    // Local emulators pass a duration here, not an epoch time: ignore it.
-    if deadline_ms < 1_000_000_000_000 {
-        return None;
-    }
-    let now_ms = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .ok()?
-        .as_millis() as u64;
-    Some(Duration::from_millis(deadline_ms.saturating_sub(now_ms)))
-}
-
-#[tool_handler(router = self.router)]
-impl ServerHandler for Tools {
-    /// As the router would, except that submit_job becomes a task for a client that declared
-    /// the tasks extension.
-    async fn call_tool(
+    /// trigger_training for a client that declared the tasks extension.
+    async fn trigger_as_task(
         &self,
-        request: CallToolRequestParams,
-        context: RequestContext<RoleServer>,
-    ) -> Result<CallToolResponse, ErrorData> {
-        let wants_task = context
-            .client_capabilities()
-            .is_some_and(|c| c.supports_tasks());
-        if wants_task && request.name == "submit_job" {
-            return Ok(self.submit_as_task(request.arguments).await);
-        }
-        if wants_task && request.name == "trigger_training" {
-            return Ok(self.trigger_as_task(request.arguments).await);
-        }
-        self.router
-            .call(ToolCallContext::new(self, request, context))
-            .await
+        arguments: Option<rmcp::model::JsonObject>,
+    ) -> CallToolResponse {
+        let args: TriggerTrainingArgs = match task_arguments(arguments) {
+            Ok(args) => args,
+            Err(message) => return tool_error(message),
+        };
+        let call = self.call(names::TRIGGER_TRAINING, true, args, |r| self.trigger(r));
+        let (output, secret) = match call.await {
+            Ok(answer) => answer,
+            Err(message) => return tool_error(message),
+        };
+        let Some(secret) = secret else {
+            // The run could not be recorded: answer as a plain call does.
+            return structured(output);
+        };
+        let started = rfc3339(self.deps.clock.now());
+        let config = &self.deps.config;
+        let task = Task::new(
+            run::task_id(&output.session_id, &output.execution_arn, &secret),
+            TaskStatus::Working,
+            started.clone(),
+            started,
+        )
+        .with_ttl_ms((config.result_ttl_secs + training::PENDING_RUN_GRACE_SECS) * 1000)
+        .with_poll_interval_ms(config.task_poll_interval_ms)
+        .with_status_message("Executing: the run has started");
+        CallToolResponse::Task(CreateTaskResult::new(task))
     }
 
-    /// `tasks/get`, from the results table: any instance answers for any task.
-    async fn get_task(
-        &self,
-        request: GetTaskParams,
-        _context: RequestContext<RoleServer>,
-    ) -> Result<GetTaskResult, ErrorData> {
-        if run::is_run_task(&request.task_id) {
-            return self.get_run_task(request).await;
-        }
+    /// `tasks/get` for a job, from the results table: any instance answers for any task.
+    async fn get_job_task(&self, task_id: String) -> Result<GetTaskResult, ErrorData> {
         // The task id is a bearer handle: only its inference_id half goes on the span.
         let span = info_span!("task", method = "tasks/get", inference_id = Empty);
         let d = &self.deps;
-        let settings = check::CheckSettings {
-            policy: d.policy(),
-            record: d.record_settings(),
-        };
-        let view = task::get_task(&d.jobs, &d.objects, settings, &request.task_id, now())
+        let (jobs, objects) = (d.ports.jobs(), d.ports.objects());
+        let view = task::get_task(jobs, objects, d.check, &task_id, d.clock.now())
             .instrument(span.clone())
             .await
             .map_err(task_error)?;
@@ -477,43 +387,119 @@ impl ServerHandler for Tools {
             }
         };
         let task = Task::new(
-            request.task_id,
+            task_id,
             TaskStatus::Working,
             view.created_at,
             view.last_updated_at,
         );
+        let poll_interval_ms = d.config.task_poll_interval_ms;
         Ok(task_result(
             task,
             view.ttl_ms,
-            d.config.task_poll_interval_ms,
+            poll_interval_ms,
             payload,
             message,
         ))
     }
 
-    /// `tasks/cancel`: the job becomes `cancelled` unless it already finished.
+    /// `tasks/get` for a training run: working with its current step, completed with what
+    /// check_training_status reports (a tool error when the run failed), cancelled once stopped.
+    async fn get_run_task(&self, task_id: String) -> Result<GetTaskResult, ErrorData> {
+        let span = info_span!("task", method = "tasks/get", execution_arn = Empty);
+        let d = &self.deps;
+        let (runs, pipeline) = (d.ports.runs(), d.ports.pipeline());
+        let view = task::get_run_task(runs, pipeline, &task_id, d.clock.now())
+            .instrument(span.clone())
+            .await
+            .map_err(task_error)?;
+        span.record("execution_arn", view.execution_arn.as_str());
+        let (payload, message) = match view.state {
+            RunTaskState::Working { message } => (TaskPayload::Working, Some(message)),
+            RunTaskState::Cancelled { message } => (TaskPayload::Cancelled, Some(message)),
+            RunTaskState::Done { described, steps } => {
+                let failed = described.status != PipelineStatus::Succeeded.as_str();
+                let output =
+                    TrainingStatusOutput::new(view.execution_arn.clone(), described, steps);
+                (completed(output, failed)?, None)
+            }
+        };
+        let task = Task::new(
+            task_id,
+            TaskStatus::Working,
+            view.created_at,
+            view.last_updated_at,
+        );
+        let poll_interval_ms = d.config.task_poll_interval_ms;
+        Ok(task_result(
+            task,
+            view.ttl_ms,
+            poll_interval_ms,
+            payload,
+            message,
+        ))
+    }
+}
+
+#[tool_handler(router = self.router)]
+impl<B: Backend> ServerHandler for Tools<B> {
+    /// As the router would, except that submit_job and trigger_training become tasks for a
+    /// client that declared the tasks extension.
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let wants_task = context
+            .client_capabilities()
+            .is_some_and(|c| c.supports_tasks());
+        match request.name.as_ref() {
+            names::SUBMIT_JOB if wants_task => Ok(self.submit_as_task(request.arguments).await),
+            names::TRIGGER_TRAINING if wants_task => {
+                Ok(self.trigger_as_task(request.arguments).await)
+            }
+            _ => {
+                self.router
+                    .call(ToolCallContext::new(self, request, context))
+                    .await
+            }
+        }
+    }
+
+    /// `tasks/get`, for a job's task or a run's.
+    async fn get_task(
+        &self,
+        request: GetTaskParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<GetTaskResult, ErrorData> {
+        if run::is_run_task(&request.task_id) {
+            self.get_run_task(request.task_id).await
+        } else {
+            self.get_job_task(request.task_id).await
+        }
+    }
+
+    /// `tasks/cancel`: a pending job becomes `cancelled`, a running run is stopped; a finished
+    /// one stays as it is.
     async fn cancel_task(
         &self,
         request: CancelTaskParams,
         _context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
         let span = info_span!("task", method = "tasks/cancel");
-        if run::is_run_task(&request.task_id) {
-            let d = &self.deps;
-            return task::cancel_run_task(&d.runs, &d.pipeline, &request.task_id, now())
+        let d = &self.deps;
+        let now = d.clock.now();
+        let cancelled = if run::is_run_task(&request.task_id) {
+            let (runs, pipeline) = (d.ports.runs(), d.ports.pipeline());
+            task::cancel_run_task(runs, pipeline, &request.task_id, now)
                 .instrument(span)
                 .await
-                .map_err(task_error);
-        }
-        task::cancel_task(
-            &self.deps.jobs,
-            self.deps.config.result_ttl_secs,
-            &request.task_id,
-            now(),
-        )
-        .instrument(span)
-        .await
-        .map_err(task_error)
+        } else {
+            let ttl = d.config.result_ttl_secs;
+            task::cancel_task(d.ports.jobs(), ttl, &request.task_id, now)
+                .instrument(span)
+                .await
+        };
+        cancelled.map_err(task_error)
     }
 
     fn get_info(&self) -> ServerConfig {
@@ -542,6 +528,43 @@ impl ServerHandler for Tools {
     }
 }
 
+/// Time left in this invocation, when the runtime gives a real deadline. The Lambda context
+/// comes inside the HTTP request (Function URL), or on its own (other front doors, see
+/// [`crate::direct`]).
+fn remaining_time(extensions: &Extensions) -> Option<Duration> {
+    let context = match extensions.get::<http::request::Parts>() {
+        Some(parts) => parts.extensions.lambda_context_ref(),
+        None => extensions.get::<lambda_http::Context>(),
+    };
+    let now_ms = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .ok()?
+        .as_millis() as u64;
+    time_left(context?.deadline, now_ms)
+}
+
+/// From a deadline in epoch milliseconds. Local emulators pass a duration there instead, far
+/// below any epoch time of this century: no deadline is known then.
+fn time_left(deadline_ms: u64, now_ms: u64) -> Option<Duration> {
+    (deadline_ms >= 1_000_000_000_000)
+        .then(|| Duration::from_millis(deadline_ms.saturating_sub(now_ms)))
+}
+
+/// The wait asked for, cut so the reply leaves [`WAIT_MARGIN`] before the invocation ends.
+fn wait_within(asked: Duration, left: Option<Duration>) -> Duration {
+    left.map_or(asked, |left| asked.min(left.saturating_sub(WAIT_MARGIN)))
+}
+
+/// The task status of a job in a given state: only a pending job is still working; a failed
+/// job's task is completed, carrying a tool error (tasks fail for protocol errors only).
+fn task_status(status: JobStatus) -> TaskStatus {
+    match status {
+        JobStatus::Pending => TaskStatus::Working,
+        JobStatus::Cancelled => TaskStatus::Cancelled,
+        JobStatus::Completed | JobStatus::Failed => TaskStatus::Completed,
+    }
+}
+
 fn task_error(e: TaskError) -> ErrorData {
     match e {
         TaskError::NotFound => ErrorData::invalid_params(e.to_string(), None),
@@ -563,6 +586,11 @@ fn task_arguments<T: serde::de::DeserializeOwned>(
 /// A tool error as a `tools/call` answer.
 fn tool_error(message: String) -> CallToolResponse {
     CallToolResult::error(vec![ContentBlock::text(message)]).into()
+}
+
+/// A tool result as a `tools/call` answer.
+fn structured(output: impl serde::Serialize) -> CallToolResponse {
+    CallToolResult::structured(serde_json::to_value(output).unwrap_or_default()).into()
 }
 
 /// A finished task's payload: the tool's structured result, marked `isError` when the work
@@ -599,39 +627,58 @@ fn task_result(
     GetTaskResult::new(DetailedTask::new(task, payload))
 }
 
-impl Tools {
-    /// `tasks/get` for a training run: working with its current step, completed with what
-    /// check_training_status reports (a tool error when the run failed), cancelled once stopped.
-    async fn get_run_task(&self, request: GetTaskParams) -> Result<GetTaskResult, ErrorData> {
-        let span = info_span!("task", method = "tasks/get", execution_arn = Empty);
-        let d = &self.deps;
-        let view = task::get_run_task(&d.runs, &d.pipeline, &request.task_id, now())
-            .instrument(span.clone())
-            .await
-            .map_err(task_error)?;
-        span.record("execution_arn", view.execution_arn.as_str());
-        let (payload, message) = match view.state {
-            RunTaskState::Working { message } => (TaskPayload::Working, Some(message)),
-            RunTaskState::Cancelled { message } => (TaskPayload::Cancelled, Some(message)),
-            RunTaskState::Done { described, steps } => {
-                let failed = described.status != "Succeeded";
-                let output =
-                    TrainingStatusOutput::new(view.execution_arn.clone(), described, steps);
-                (completed(output, failed)?, None)
-            }
-        };
-        let task = Task::new(
-            request.task_id,
-            TaskStatus::Working,
-            view.created_at,
-            view.last_updated_at,
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_real_deadline_bounds_the_wait_and_an_emulators_duration_does_not() {
+        let now_ms = 1_780_000_000_000;
+        assert_eq!(
+            time_left(now_ms + 10_000, now_ms),
+            Some(Duration::from_secs(10))
         );
-        Ok(task_result(
-            task,
-            view.ttl_ms,
-            d.config.task_poll_interval_ms,
-            payload,
-            message,
-        ))
+        assert_eq!(time_left(now_ms - 1, now_ms), Some(Duration::ZERO));
+        // cargo lambda watch passes the function's timeout as a duration.
+        assert_eq!(time_left(30_000, now_ms), None);
+        let asked = Duration::from_secs(20);
+        assert_eq!(wait_within(asked, None), asked);
+        assert_eq!(
+            wait_within(asked, Some(Duration::from_secs(10))),
+            Duration::from_secs(7)
+        );
+        assert_eq!(
+            wait_within(asked, Some(Duration::from_secs(60))),
+            asked,
+            "time to spare"
+        );
+        assert_eq!(
+            wait_within(asked, Some(Duration::from_secs(2))),
+            Duration::ZERO
+        );
+    }
+
+    #[test]
+    fn only_a_pending_job_is_a_working_task() {
+        assert_eq!(task_status(JobStatus::Pending), TaskStatus::Working);
+        assert_eq!(task_status(JobStatus::Completed), TaskStatus::Completed);
+        assert_eq!(task_status(JobStatus::Failed), TaskStatus::Completed);
+        assert_eq!(task_status(JobStatus::Cancelled), TaskStatus::Cancelled);
+    }
+
+    #[test]
+    fn a_failed_jobs_payload_is_a_tool_error_a_completed_ones_is_not() {
+        let output = serde_json::json!({"inference_id": "j", "status": "failed"});
+        for failed in [true, false] {
+            let TaskPayload::Completed { result } = completed(&output, failed).unwrap() else {
+                panic!("not a completed payload");
+            };
+            assert_eq!(result["structuredContent"], output);
+            assert_eq!(
+                result.get("isError") == Some(&serde_json::Value::Bool(true)),
+                failed,
+                "{result:?}"
+            );
+        }
     }
 }

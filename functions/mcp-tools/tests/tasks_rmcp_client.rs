@@ -1,3 +1,6 @@
+// The SDK futures nested in the tools are deeper than the default limit allows.
+#![recursion_limit = "256"]
+
 //! The tasks extension through rmcp's own client, which declares the extension: the tools
 //! served in process with real SDK clients against the local stack (moto, started by
 //! `make test` through scripts/local_stack.py). A job's outcome is recorded as

@@ -208,3 +208,213 @@ impl From<HandlerError> for lambda_runtime::Diagnostic {
         }
     }
 }
+
+/// The handler on the in-memory ports, fed the sample events `cargo lambda invoke` uses.
+#[cfg(test)]
+mod tests {
+    use serde_json::{json, Value};
+    use shared::domain::job::JobStatus;
+    use shared::fakes::{MemoryJobs, MemoryObjects};
+
+    use super::*;
+
+    fn handler() -> Handler<MemoryJobs, MemoryObjects> {
+        Handler {
+            store: MemoryJobs::default(),
+            objects: MemoryObjects::default(),
+            settings: RecordSettings {
+                result_ttl_secs: 3600,
+                inline_result_max_bytes: 65536,
+            },
+            batch_concurrency: 4,
+        }
+    }
+
+    fn event(name: &str) -> Value {
+        let path = format!("{}/../../events/{name}", env!("CARGO_MANIFEST_DIR"));
+        serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap()
+    }
+
+    /// The SNS message of a sample event's first record.
+    fn message(name: &str) -> String {
+        event(name)["Records"][0]["Sns"]["Message"]
+            .as_str()
+            .unwrap()
+            .to_owned()
+    }
+
+    fn sns(messages: &[(&str, &str)]) -> Value {
+        let records: Vec<Value> = messages
+            .iter()
+            .map(|(id, message)| {
+                json!({"EventSource": "aws:sns", "EventVersion": "1.0", "EventSubscriptionArn": "arn:aws:sns:us-east-1:1:t:s",
+                       "Sns": {"Type": "Notification", "MessageId": id, "TopicArn": "arn:aws:sns:us-east-1:1:t",
+                               "Message": message, "Timestamp": "2026-11-20T10:15:02.118Z", "SignatureVersion": "1",
+                               "Signature": "x", "SigningCertUrl": "https://x", "UnsubscribeUrl": "https://x",
+                               "MessageAttributes": {}}})
+            })
+            .collect();
+        json!({ "Records": records })
+    }
+
+    fn sqs(bodies: &[(&str, &str)]) -> Value {
+        let records: Vec<Value> = bodies
+            .iter()
+            .map(|(id, body)| {
+                json!({"messageId": id, "receiptHandle": "r", "body": body, "attributes": {}, "messageAttributes": {},
+                       "md5OfBody": "", "eventSource": "aws:sqs", "eventSourceARN": "arn:aws:sqs:us-east-1:1:q",
+                       "awsRegion": "us-east-1"})
+            })
+            .collect();
+        json!({ "Records": records })
+    }
+
+    #[tokio::test]
+    async fn a_success_with_its_response_body_is_recorded_without_reading_s3() {
+        let h = handler();
+        let answer = h
+            .handle(event("sns-success-response-body.json"))
+            .await
+            .unwrap();
+        assert_eq!(answer, json!({"processed": 1}));
+        let job = h.store.job("demo-response-body-0002").unwrap();
+        assert_eq!(job.status, JobStatus::Completed);
+        assert_eq!(
+            job.result,
+            Some(json!({"label": "invoice", "confidence": 0.97}))
+        );
+        assert_eq!(
+            job.output_location.as_deref(),
+            Some("s3://mcp-sagemaker-async-io/outputs/6c1f5d0e-demo-0002.out")
+        );
+        assert_eq!(h.objects.reads(), 0);
+    }
+
+    #[tokio::test]
+    async fn a_success_without_a_body_reads_its_output_from_s3() {
+        let message: Value = serde_json::from_str(&message("sns-success.json")).unwrap();
+        let id = message["inferenceId"].as_str().unwrap().to_owned();
+        let location = message["responseParameters"]["outputLocation"]
+            .as_str()
+            .unwrap()
+            .to_owned();
+        let mut h = handler();
+        h.objects = MemoryObjects::default().with(&location, br#"{"label":"ok"}"#.to_vec());
+        h.handle(event("sns-success.json")).await.unwrap();
+        let job = h.store.job(&id).unwrap();
+        assert_eq!(job.status, JobStatus::Completed);
+        assert_eq!(job.result, Some(json!({"label": "ok"})));
+        assert_eq!(h.objects.reads(), 1);
+    }
+
+    #[tokio::test]
+    async fn a_failure_is_recorded_with_its_reason() {
+        let h = handler();
+        h.handle(event("sns-failure.json")).await.unwrap();
+        let message: Value = serde_json::from_str(&message("sns-failure.json")).unwrap();
+        let job = h
+            .store
+            .job(message["inferenceId"].as_str().unwrap())
+            .unwrap();
+        assert_eq!(job.status, JobStatus::Failed);
+        assert_eq!(
+            job.failure_reason.as_deref(),
+            message["failureReason"].as_str()
+        );
+    }
+
+    #[tokio::test]
+    async fn a_duplicate_delivery_writes_nothing_new_and_a_test_notification_nothing_at_all() {
+        let h = handler();
+        h.handle(event("sns-success-response-body.json"))
+            .await
+            .unwrap();
+        let first = h.store.job("demo-response-body-0002").unwrap();
+        h.handle(event("sns-success-response-body.json"))
+            .await
+            .unwrap();
+        assert_eq!(h.store.job("demo-response-body-0002").unwrap(), first);
+        let (_, writes) = h.store.calls();
+        assert_eq!(
+            writes, 2,
+            "the duplicate's write was refused by its condition"
+        );
+
+        let h = handler();
+        let answer = h.handle(event("sns-test-notification.json")).await.unwrap();
+        assert_eq!(answer, json!({"processed": 1}));
+        assert_eq!(h.store.calls(), (0, 0));
+    }
+
+    #[tokio::test]
+    async fn one_bad_sns_record_fails_the_invocation_by_name_after_the_others_are_recorded() {
+        let h = handler();
+        let good = message("sns-success-response-body.json");
+        let event = sns(&[("good-1", &good), ("bad-1", "not json")]);
+        let err = h.handle(event).await.unwrap_err();
+        let text = err.to_string();
+        assert!(
+            text.starts_with("1 of 2 SNS records failed: bad-1: message is not JSON"),
+            "{text}"
+        );
+        assert_eq!(
+            lambda_runtime::Diagnostic::from(err).error_type,
+            "NotificationsNotRecorded"
+        );
+        assert_eq!(
+            h.store.job("demo-response-body-0002").unwrap().status,
+            JobStatus::Completed
+        );
+    }
+
+    #[tokio::test]
+    async fn an_sqs_batch_reports_exactly_the_messages_that_failed() {
+        let h = handler();
+        let good = message("sns-success-response-body.json");
+        // Raw message delivery off: the SQS body is SNS's JSON envelope.
+        let enveloped =
+            json!({"Type": "Notification", "MessageId": "sns-9", "Message": good}).to_string();
+        let event = sqs(&[("m-1", &enveloped), ("m-2", "{\"broken\":"), ("m-3", &good)]);
+        let answer = h.handle(event).await.unwrap();
+        assert_eq!(
+            answer,
+            json!({"batchItemFailures": [{"itemIdentifier": "m-2"}]})
+        );
+        assert_eq!(
+            h.store.job("demo-response-body-0002").unwrap().status,
+            JobStatus::Completed
+        );
+    }
+
+    #[tokio::test]
+    async fn a_result_dynamodb_refuses_inline_is_recorded_as_a_pointer() {
+        let h = handler();
+        h.store.reject_inline_results();
+        let good = message("sns-success-response-body.json");
+        let answer = h.handle(sqs(&[("m-1", &good)])).await.unwrap();
+        assert_eq!(answer, json!({"batchItemFailures": []}));
+        let job = h.store.job("demo-response-body-0002").unwrap();
+        assert_eq!(job.status, JobStatus::Completed);
+        assert_eq!(job.result, None);
+        assert_eq!(
+            job.output_location.as_deref(),
+            Some("s3://mcp-sagemaker-async-io/outputs/6c1f5d0e-demo-0002.out")
+        );
+    }
+
+    #[tokio::test]
+    async fn an_event_that_is_neither_sns_nor_sqs_is_refused_by_what_it_lacks() {
+        let h = handler();
+        let err = h.handle(json!({"detail": {}})).await.unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "event is neither an SNS nor an SQS event: no Records array"
+        );
+        assert_eq!(
+            lambda_runtime::Diagnostic::from(err).error_type,
+            "UnknownEvent"
+        );
+        let answer = h.handle(json!({"Records": []})).await.unwrap();
+        assert_eq!(answer, json!({"processed": 0}));
+    }
+}

@@ -97,3 +97,143 @@ impl<S: RunStore, P: PipelineControl, Q: CompletionQueue> Handler<S, P, Q> {
         })
     }
 }
+
+/// The handler on the in-memory ports, fed the sample events `cargo lambda invoke` uses.
+#[cfg(test)]
+mod tests {
+    use serde_json::{json, Value};
+    use shared::fakes::{FakePipeline, MemoryQueue, MemoryRuns};
+
+    use super::*;
+
+    const ARN: &str = "arn:aws:sagemaker:us-east-1:123456789012:pipeline/mcp-intent-classifier-pipeline/execution/k2p9x7q1m4z8";
+
+    fn handler() -> Handler<MemoryRuns, FakePipeline, MemoryQueue> {
+        Handler {
+            store: MemoryRuns::default(),
+            pipeline: FakePipeline::default(),
+            queue: MemoryQueue::default(),
+            result_ttl_secs: 3600,
+        }
+    }
+
+    fn event(name: &str) -> Value {
+        let path = format!("{}/../../events/{name}", env!("CARGO_MANIFEST_DIR"));
+        serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap()
+    }
+
+    fn with_status(status: &str) -> Value {
+        let mut e = event("pipeline-succeeded.json");
+        e["detail"]["currentPipelineExecutionStatus"] = json!(status);
+        e
+    }
+
+    #[tokio::test]
+    async fn a_finished_run_is_recorded_and_announced_once_per_delivery() {
+        let h = handler();
+        let answer = h.handle(event("pipeline-succeeded.json")).await.unwrap();
+        assert_eq!(
+            answer,
+            json!({"routed": true, "session_id": "sess-42", "status": "Succeeded", "sent": true})
+        );
+        let runs = h.store.all();
+        assert_eq!(runs.len(), 1);
+        assert_eq!(
+            (runs[0].session_id.as_str(), runs[0].execution_arn.as_str()),
+            ("sess-42", ARN)
+        );
+        assert_eq!(runs[0].status, "Succeeded");
+        let sent = h.queue.sent();
+        assert_eq!(sent.len(), 1);
+        assert_eq!(sent[0].session_id, "sess-42");
+        assert_eq!(sent[0].execution_arn, ARN);
+    }
+
+    #[tokio::test]
+    async fn a_late_executing_event_never_overwrites_a_terminal_status() {
+        let h = handler();
+        h.handle(event("pipeline-succeeded.json")).await.unwrap();
+        let answer = h.handle(with_status("Executing")).await.unwrap();
+        assert_eq!(answer["routed"], false);
+        assert_eq!(answer["reason"], "status Succeeded already stored");
+        assert_eq!(h.store.all()[0].status, "Succeeded");
+        assert_eq!(h.queue.sent().len(), 1);
+    }
+
+    #[tokio::test]
+    async fn a_failed_run_gets_its_reason_from_sagemaker() {
+        let h = handler();
+        let arn = "arn:aws:sagemaker:us-east-1:123456789012:pipeline/mcp-intent-classifier-pipeline/execution/f4i1ed000001";
+        h.pipeline
+            .set_failure_reason(arn, "AlgorithmError: loss is NaN");
+        h.handle(event("pipeline-failed.json")).await.unwrap();
+        let runs = h.store.all();
+        assert_eq!(runs[0].status, "Failed");
+        assert_eq!(
+            runs[0].failure_reason.as_deref(),
+            Some("AlgorithmError: loss is NaN")
+        );
+        assert_eq!(
+            h.queue.sent()[0].failure_reason.as_deref(),
+            Some("AlgorithmError: loss is NaN")
+        );
+    }
+
+    #[tokio::test]
+    async fn a_run_without_a_session_is_not_ours_and_writes_nothing() {
+        let h = handler();
+        let answer = h.handle(event("pipeline-no-session.json")).await.unwrap();
+        assert_eq!(answer["routed"], false);
+        assert!(h.store.all().is_empty());
+        assert!(h.queue.sent().is_empty());
+    }
+
+    #[tokio::test]
+    async fn a_failed_send_fails_the_invocation_and_its_retry_sends() {
+        let h = handler();
+        h.queue.set_failing(true);
+        let err = h
+            .handle(event("pipeline-succeeded.json"))
+            .await
+            .unwrap_err();
+        assert_eq!(
+            lambda_runtime::Diagnostic::from(err).error_type,
+            "QueueSendFailed"
+        );
+        assert_eq!(
+            h.store.all()[0].status,
+            "Succeeded",
+            "written before the send"
+        );
+        h.queue.set_failing(false);
+        let answer = h.handle(event("pipeline-succeeded.json")).await.unwrap();
+        assert_eq!(answer["sent"], true);
+        assert_eq!(h.queue.sent().len(), 1);
+    }
+
+    #[tokio::test]
+    async fn a_malformed_event_is_refused_naming_what_is_wrong() {
+        let h = handler();
+        for name in [
+            "pipeline-bad-detail-type.json",
+            "pipeline-bad-missing-arn.json",
+            "pipeline-bad-no-detail.json",
+        ] {
+            let err = h.handle(event(name)).await.unwrap_err();
+            assert!(
+                err.to_string().starts_with("bad pipeline event: "),
+                "{name}: {err}"
+            );
+            assert_eq!(
+                lambda_runtime::Diagnostic::from(err).error_type,
+                "BadPipelineEvent"
+            );
+        }
+        let err = h
+            .handle(event("pipeline-bad-missing-arn.json"))
+            .await
+            .unwrap_err();
+        assert!(err.to_string().contains("pipelineExecutionArn"), "{err}");
+        assert!(h.store.all().is_empty());
+    }
+}

@@ -37,7 +37,7 @@ impl PipelineControl for SageMakerPipeline {
             .set_pipeline_parameters(Some(
                 r.parameters
                     .iter()
-                    .map(|(name, value)| Parameter::builder().name(*name).value(value).build())
+                    .map(|(name, value)| Parameter::builder().name(name).value(value).build())
                     .collect(),
             ));
         if let Some(steps) = r.max_parallel_steps {

@@ -19,7 +19,8 @@ pub const PENDING_RUN_GRACE_SECS: u64 = 86_400;
 pub struct TriggerRequest {
     pub pipeline_name: String,
     pub session_id: String,
-    pub parameters: Vec<(&'static str, String)>,
+    /// (pipeline parameter name, value).
+    pub parameters: Vec<(String, String)>,
     /// The same key returns the same run (it derives the ClientRequestToken).
     pub idempotency_key: Option<String>,
     pub max_parallel_steps: Option<u32>,
@@ -151,7 +152,7 @@ mod tests {
         TriggerRequest {
             pipeline_name: "p".into(),
             session_id: "s".into(),
-            parameters: vec![("InputDataUri", "s3://b/t".into())],
+            parameters: vec![("InputDataUri".into(), "s3://b/t".into())],
             idempotency_key: key.map(Into::into),
             max_parallel_steps: None,
             result_ttl_secs: 3600,

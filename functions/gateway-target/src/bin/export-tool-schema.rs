@@ -19,7 +19,7 @@ fn main() -> ExitCode {
 }
 
 fn export() -> Result<(), Box<dyn std::error::Error>> {
-    let payload = inline_payload(&mcp_tools::Tools::definitions())?;
+    let payload = inline_payload(&mcp_tools::tool_definitions())?;
     std::fs::write(JSON_PATH, render_json(&payload))
         .map_err(|e| format!("writing {JSON_PATH} (run from the workspace root): {e}"))?;
     let template = std::fs::read_to_string(TEMPLATE_PATH)

@@ -1,0 +1,140 @@
+//! What a tool call needs, built once at cold start: the settings, the ports, the clock. The
+//! ports are a type parameter, so the tools run on the AWS adapters in production and on the
+//! in-memory fakes in unit tests.
+
+use std::time::Duration;
+
+use shared::config::ToolsConfig;
+use shared::domain::job::JobPolicy;
+use shared::domain::time::Clock;
+use shared::ports::{AsyncInvoker, JobStore, ObjectStore, PipelineControl, RunStore};
+use shared::usecases::check::CheckSettings;
+use shared::usecases::outcome::RecordSettings;
+use shared::usecases::submit::SubmitSettings;
+
+/// Added to the function's timeout before a reservation counts as a crashed submission.
+const CRASH_MARGIN_SECS: u64 = 15;
+/// How long a call with an idempotency key waits for a concurrent first call to get its answer.
+const IN_PROGRESS_WAIT: Duration = Duration::from_secs(5);
+
+/// The ports the tools call, as one bundle.
+pub trait Backend: Send + Sync + 'static {
+    type Jobs: JobStore + Send + 'static;
+    type Runs: RunStore + Send + 'static;
+    type Objects: ObjectStore + Send + 'static;
+    type Endpoint: AsyncInvoker + Send + 'static;
+    type Pipeline: PipelineControl + Send + 'static;
+
+    fn jobs(&self) -> &Self::Jobs;
+    fn runs(&self) -> &Self::Runs;
+    fn objects(&self) -> &Self::Objects;
+    fn endpoint(&self) -> &Self::Endpoint;
+    fn pipeline(&self) -> &Self::Pipeline;
+}
+
+/// One implementation of each port.
+pub struct Ports<J, R, O, E, P> {
+    pub jobs: J,
+    pub runs: R,
+    pub objects: O,
+    pub endpoint: E,
+    pub pipeline: P,
+}
+
+impl<J, R, O, E, P> Backend for Ports<J, R, O, E, P>
+where
+    J: JobStore + Send + 'static,
+    R: RunStore + Send + 'static,
+    O: ObjectStore + Send + 'static,
+    E: AsyncInvoker + Send + 'static,
+    P: PipelineControl + Send + 'static,
+{
+    type Jobs = J;
+    type Runs = R;
+    type Objects = O;
+    type Endpoint = E;
+    type Pipeline = P;
+
+    fn jobs(&self) -> &J {
+        &self.jobs
+    }
+    fn runs(&self) -> &R {
+        &self.runs
+    }
+    fn objects(&self) -> &O {
+        &self.objects
+    }
+    fn endpoint(&self) -> &E {
+        &self.endpoint
+    }
+    fn pipeline(&self) -> &P {
+        &self.pipeline
+    }
+}
+
+/// Settings, ports and clock; the use cases' settings derived from the configuration once.
+pub struct Deps<B> {
+    pub config: ToolsConfig,
+    pub check: CheckSettings,
+    pub submit: SubmitSettings,
+    pub ports: B,
+    pub clock: Clock,
+}
+
+impl<B: Backend> Deps<B> {
+    pub fn new(config: ToolsConfig, ports: B, clock: Clock) -> Self {
+        let policy = JobPolicy {
+            result_ttl_secs: config.result_ttl_secs,
+            submit_crash_after_secs: config.function_timeout_secs + CRASH_MARGIN_SECS,
+            reconcile_after_secs: config.reconcile_after_secs,
+            ..JobPolicy::default()
+        };
+        let record = RecordSettings {
+            result_ttl_secs: config.result_ttl_secs,
+            inline_result_max_bytes: config.inline_result_max_bytes,
+        };
+        Self {
+            check: CheckSettings { policy, record },
+            submit: SubmitSettings {
+                policy,
+                in_progress_wait: IN_PROGRESS_WAIT,
+            },
+            config,
+            ports,
+            clock,
+        }
+    }
+}
+
+/// The production ports: DynamoDB, S3, SageMaker Runtime and SageMaker.
+mod aws {
+    use super::*;
+    use shared::adapters::aws::{dynamodb_client, load_sdk_config, s3_client};
+    use shared::adapters::dynamodb::{DynamoJobs, DynamoRuns};
+    use shared::adapters::s3::S3Objects;
+    use shared::adapters::sagemaker::{sagemaker_client, SageMakerPipeline};
+    use shared::adapters::sagemaker_runtime::{sagemaker_runtime_client, SageMakerEndpoint};
+
+    pub type AwsPorts =
+        Ports<DynamoJobs, DynamoRuns, S3Objects, SageMakerEndpoint, SageMakerPipeline>;
+
+    impl Deps<AwsPorts> {
+        /// The SDK clients, from the standard AWS configuration (region, credentials, endpoints).
+        pub async fn connect(config: ToolsConfig) -> Self {
+            let sdk = load_sdk_config().await;
+            let invoke_attempt_timeout = Duration::from_secs(config.invoke_attempt_timeout_secs);
+            let ports = Ports {
+                jobs: DynamoJobs::new(dynamodb_client(&sdk), &config.results_table),
+                runs: DynamoRuns::new(dynamodb_client(&sdk), &config.pipeline_results_table),
+                objects: S3Objects::new(s3_client(&sdk)),
+                endpoint: SageMakerEndpoint::new(
+                    sagemaker_runtime_client(&sdk, invoke_attempt_timeout),
+                    &config.async_endpoint_name,
+                ),
+                pipeline: SageMakerPipeline::new(sagemaker_client(&sdk), &config.pipeline_name),
+            };
+            Deps::new(config, ports, Clock::system())
+        }
+    }
+}
+pub use aws::AwsPorts;

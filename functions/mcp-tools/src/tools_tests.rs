@@ -1,0 +1,734 @@
+//! Every tool, its task form and `tasks/get` / `tasks/cancel`, through the same rmcp router an
+//! MCP client reaches, on the in-memory ports: no emulator. The results asserted are what a
+//! client sees (`structuredContent`, `isError`, the text), beside what the ports were asked.
+
+use std::sync::Arc;
+
+use chrono::{DateTime, Utc};
+use rmcp::model::{CallToolResult, ErrorCode, JsonObject};
+use serde_json::{json, Value};
+
+use shared::config::{Env, ToolsConfig};
+use shared::domain::job::{JobStatus, Stage};
+use shared::domain::notification::{parse_notification, Notification};
+use shared::domain::time::{rfc3339, Clock};
+use shared::fakes::{
+    FakeInvoker, FakePipeline, InvokeFault, MemoryJobs, MemoryObjects, MemoryRuns,
+};
+use shared::ports::ObjectStore;
+use shared::usecases::outcome::record_notification;
+
+use crate::contract::names;
+use crate::direct::{call_tool, request};
+use crate::{Deps, Ports, Tools};
+
+pub(crate) type FakePorts = Ports<MemoryJobs, MemoryRuns, MemoryObjects, FakeInvoker, FakePipeline>;
+
+pub(crate) struct World {
+    pub deps: Arc<Deps<FakePorts>>,
+    pub tools: Tools<FakePorts>,
+}
+
+const ENDPOINT: &str = "ep";
+
+/// The tools on fresh fakes, with the settings of `extra` over the required ones, and a clock
+/// that follows tokio's (so a paused test moves it).
+pub(crate) fn world(extra: &[(&'static str, &'static str)]) -> World {
+    let mut vars = vec![
+        ("RESULTS_TABLE", "r"),
+        ("PIPELINE_RESULTS_TABLE", "p"),
+        ("IO_BUCKET", "b"),
+        ("ASYNC_ENDPOINT_NAME", ENDPOINT),
+        ("PIPELINE_NAME", "pl"),
+    ];
+    vars.extend_from_slice(extra);
+    let config = ToolsConfig::from_env(&Env::from_lookup(move |k| {
+        vars.iter()
+            .rev()
+            .find(|(n, _)| *n == k)
+            .map(|(_, v)| v.to_string())
+    }))
+    .unwrap();
+    let ports = Ports {
+        jobs: MemoryJobs::default(),
+        runs: MemoryRuns::default(),
+        objects: MemoryObjects::default(),
+        endpoint: FakeInvoker::new(ENDPOINT),
+        pipeline: FakePipeline::default(),
+    };
+    let (t0, start) = (Utc::now(), tokio::time::Instant::now());
+    let clock = Clock::from_fn(move || {
+        t0 + chrono::Duration::from_std(start.elapsed()).unwrap_or_default()
+    });
+    let deps = Arc::new(Deps::new(config, ports, clock));
+    World {
+        tools: Tools::new(deps.clone()),
+        deps,
+    }
+}
+
+impl World {
+    fn ports(&self) -> &FakePorts {
+        &self.deps.ports
+    }
+
+    pub async fn call(&self, tool: &str, arguments: Value) -> CallToolResult {
+        call_tool(self.tools.clone(), tool, object(arguments), None)
+            .await
+            .unwrap()
+    }
+
+    /// A call that must succeed: its structured content.
+    pub async fn ok(&self, tool: &str, arguments: Value) -> Value {
+        let result = self.call(tool, arguments.clone()).await;
+        assert_ne!(
+            result.is_error,
+            Some(true),
+            "{tool} {arguments}: {result:?}"
+        );
+        let structured = result.structured_content.clone().unwrap();
+        // The same JSON as text, for clients that read only the text.
+        assert_eq!(
+            serde_json::from_str::<Value>(&text(&result)).unwrap(),
+            structured
+        );
+        structured
+    }
+
+    /// A call that must be a tool error: its text.
+    pub async fn tool_error(&self, tool: &str, arguments: Value) -> String {
+        let result = self.call(tool, arguments.clone()).await;
+        assert_eq!(
+            result.is_error,
+            Some(true),
+            "{tool} {arguments}: {result:?}"
+        );
+        text(&result)
+    }
+
+    /// A request from a client that declared the tasks extension.
+    async fn task_request(
+        &self,
+        method: &str,
+        mut params: Value,
+    ) -> Result<Value, rmcp::ErrorData> {
+        params["_meta"] = json!({
+            "io.modelcontextprotocol/clientCapabilities": {
+                "extensions": {"io.modelcontextprotocol/tasks": {}}
+            }
+        });
+        request(self.tools.clone(), method, params, None).await
+    }
+
+    async fn call_as_task(&self, tool: &str, arguments: Value) -> Value {
+        self.task_request("tools/call", json!({"name": tool, "arguments": arguments}))
+            .await
+            .unwrap()
+    }
+
+    async fn get_task(&self, task_id: &str) -> Result<Value, rmcp::ErrorData> {
+        self.task_request("tasks/get", json!({"taskId": task_id}))
+            .await
+    }
+
+    async fn cancel_task(&self, task_id: &str) -> Result<Value, rmcp::ErrorData> {
+        self.task_request("tasks/cancel", json!({"taskId": task_id}))
+            .await
+    }
+
+    /// SageMaker's notification of the job's outcome, recorded as notification-handler does.
+    async fn notify(&self, inference_id: &str, status: &str, output: Option<Value>) {
+        let mut message = json!({
+            "awsRegion": "us-east-1",
+            "eventTime": rfc3339(self.now()),
+            "receivedTime": rfc3339(self.now()),
+            "invocationStatus": status,
+            "requestParameters": {"endpointName": ENDPOINT, "inputLocation": format!("s3://b/inputs/{inference_id}.json")},
+            "responseParameters": {},
+            "inferenceId": inference_id,
+            "eventVersion": "1.0",
+            "eventSource": "aws:sagemaker",
+            "eventName": "InferenceResult",
+        });
+        let output_location = format!("s3://b/outputs/{inference_id}.out");
+        match output {
+            Some(output) => {
+                let location = output_location.parse().unwrap();
+                let body = output.to_string().into_bytes();
+                self.ports()
+                    .objects
+                    .put_json(&location, body)
+                    .await
+                    .unwrap();
+                message["responseParameters"] =
+                    json!({"contentType": "application/json", "outputLocation": output_location});
+            }
+            None => message["failureReason"] = json!("ClientError: the model raised an error"),
+        }
+        let Notification::Outcome(outcome) = parse_notification(&message.to_string()).unwrap()
+        else {
+            panic!("not an outcome");
+        };
+        let d = &self.deps;
+        let settings = d.check.record;
+        record_notification(
+            &d.ports.jobs,
+            &d.ports.objects,
+            settings,
+            outcome,
+            self.now(),
+        )
+        .await
+        .unwrap();
+    }
+
+    fn now(&self) -> DateTime<Utc> {
+        self.deps.clock.now()
+    }
+}
+
+fn object(value: Value) -> Option<JsonObject> {
+    value.as_object().cloned()
+}
+
+fn text(result: &CallToolResult) -> String {
+    result.content[0].as_text().unwrap().text.clone()
+}
+
+// ------------------------------------------------------------------ tools/list
+
+#[test]
+fn the_router_serves_exactly_the_named_tools_with_their_schemas() {
+    let tools = Tools::<FakePorts>::definitions();
+    let mut listed: Vec<&str> = tools.iter().map(|t| t.name.as_ref()).collect();
+    listed.sort_unstable();
+    let mut named = names::ALL.to_vec();
+    named.sort_unstable();
+    assert_eq!(listed, named);
+    for tool in &tools {
+        assert!(
+            tool.output_schema.is_some(),
+            "{} has no outputSchema",
+            tool.name
+        );
+    }
+    // Ranges come from the bounds the checks use.
+    let check = tools
+        .iter()
+        .find(|t| t.name == names::CHECK_JOB_STATUS)
+        .unwrap();
+    let wait = &check.input_schema["properties"]["wait_secs"];
+    assert_eq!(
+        (wait["minimum"].clone(), wait["maximum"].clone()),
+        (json!(0), json!(20))
+    );
+    assert_eq!(
+        wait["description"],
+        "Wait up to this many seconds for a pending job to finish (0 to 20, default 0)."
+    );
+    let trigger = tools
+        .iter()
+        .find(|t| t.name == names::TRIGGER_TRAINING)
+        .unwrap();
+    let properties = trigger.input_schema["properties"].as_object().unwrap();
+    for argument in shared::config::TRAINING_ARGUMENTS {
+        assert!(properties.contains_key(argument), "{argument}");
+    }
+    assert_eq!(properties["accuracy_threshold"]["maximum"], json!(1.0));
+}
+
+// ------------------------------------------------------------------ submit_job
+
+#[tokio::test]
+async fn submit_job_stores_the_job_before_it_invokes_and_answers_pending() {
+    let w = world(&[]);
+    let out = w.ok(names::SUBMIT_JOB, json!({"document": "hello"})).await;
+    let id = out["inference_id"].as_str().unwrap();
+    assert_eq!(out["status"], "pending");
+    assert_eq!(out["output_location"], format!("s3://b/outputs/{id}.out"));
+    assert_eq!(out["failure_location"], format!("s3://b/failures/{id}.out"));
+    assert!(out.get("idempotent_replay").is_none());
+    let job = w.ports().jobs.job(id).unwrap();
+    assert_eq!(
+        (job.status, job.stage),
+        (JobStatus::Pending, Some(Stage::Invoked))
+    );
+    assert_eq!(
+        job.output_location.as_deref(),
+        out["output_location"].as_str()
+    );
+    assert!(w.ports().objects.has(&format!("s3://b/inputs/{id}.json")));
+    assert_eq!(w.ports().endpoint.calls(id), 1);
+}
+
+#[tokio::test]
+async fn the_same_idempotency_key_returns_the_first_job_and_never_invokes_twice() {
+    let w = world(&[]);
+    let args = json!({"document": "hello", "idempotency_key": "order-7"});
+    let first = w.ok(names::SUBMIT_JOB, args.clone()).await;
+    let again = w.ok(names::SUBMIT_JOB, args).await;
+    let id = first["inference_id"].as_str().unwrap();
+    assert_eq!(again["inference_id"], id);
+    assert_eq!(again["output_location"], first["output_location"]);
+    assert_eq!(again["submitted_at"], first["submitted_at"]);
+    assert_eq!(again["idempotent_replay"], true);
+    assert_eq!(w.ports().endpoint.calls(id), 1);
+    let conflict = w
+        .tool_error(
+            names::SUBMIT_JOB,
+            json!({"document": "other", "idempotency_key": "order-7"}),
+        )
+        .await;
+    assert!(
+        conflict.contains("already used with a different input"),
+        "{conflict}"
+    );
+    assert_eq!(w.ports().endpoint.calls(id), 1);
+}
+
+#[tokio::test]
+async fn bad_submit_arguments_are_tool_errors_and_touch_nothing() {
+    let w = world(&[]);
+    for (args, expected) in [
+        (json!({}), "give one of `document`"),
+        (
+            json!({"document": "a", "request_ttl_secs": 59}),
+            "`request_ttl_secs` is 59; it must be from 60 to 21600",
+        ),
+        (
+            json!({"document": "a", "invocation_timeout_secs": 400}),
+            "at least twice",
+        ),
+        (
+            json!({"document": "a", "endpoint": "other"}),
+            "unknown field `endpoint`",
+        ),
+    ] {
+        let message = w.tool_error(names::SUBMIT_JOB, args.clone()).await;
+        assert!(message.contains(expected), "{args}: {message}");
+    }
+    assert_eq!(w.ports().jobs.calls(), (0, 0));
+}
+
+#[tokio::test]
+async fn a_refused_invoke_is_a_tool_error_and_the_job_is_failed() {
+    let w = world(&[]);
+    w.ports().endpoint.fail_next(InvokeFault::Refused);
+    let args = json!({"document": "a", "idempotency_key": "k-refused"});
+    let message = w.tool_error(names::SUBMIT_JOB, args).await;
+    assert!(
+        message.contains("was not submitted") && message.contains("ValidationError"),
+        "{message}"
+    );
+    let id = shared::domain::job::inference_id_for_key(ENDPOINT, "k-refused");
+    let job = w.ports().jobs.job(&id).unwrap();
+    assert_eq!(
+        (job.status, job.stage),
+        (JobStatus::Failed, Some(Stage::Refused))
+    );
+}
+
+#[tokio::test]
+async fn an_ambiguous_invoke_answers_pending_and_says_the_outcome_is_unknown() {
+    let w = world(&[]);
+    w.ports().endpoint.fail_next(InvokeFault::Ambiguous);
+    let out = w.ok(names::SUBMIT_JOB, json!({"document": "a"})).await;
+    assert_eq!(out["status"], "pending");
+    let message = out["message"].as_str().unwrap();
+    assert!(message.contains("not known"), "{message}");
+    let job = w
+        .ports()
+        .jobs
+        .job(out["inference_id"].as_str().unwrap())
+        .unwrap();
+    assert_eq!(
+        (job.status, job.stage),
+        (JobStatus::Pending, Some(Stage::Uncertain))
+    );
+}
+
+// ------------------------------------------------------------------ check_job_status
+
+#[tokio::test]
+async fn check_job_status_reports_the_result_inline_or_as_a_url() {
+    let w = world(&[]);
+    let submitted = w.ok(names::SUBMIT_JOB, json!({"document": "a"})).await;
+    let id = submitted["inference_id"].as_str().unwrap();
+    let pending = w
+        .ok(names::CHECK_JOB_STATUS, json!({"inference_id": id}))
+        .await;
+    assert_eq!(pending["status"], "pending");
+    assert!(pending.get("result").is_none());
+    w.notify(id, "Completed", Some(json!({"label": "ok", "score": 0.93})))
+        .await;
+    let done = w
+        .ok(names::CHECK_JOB_STATUS, json!({"inference_id": id}))
+        .await;
+    assert_eq!(done["status"], "completed");
+    assert_eq!(done["result"], json!({"label": "ok", "score": 0.93}));
+    assert!(done.get("result_url").is_none());
+
+    w.ports()
+        .jobs
+        .insert_completed_pointer("big", "s3://b/outputs/big.out");
+    let pointer = w
+        .ok(names::CHECK_JOB_STATUS, json!({"inference_id": "big"}))
+        .await;
+    assert_eq!(
+        pointer["result_url"],
+        "https://presigned.example/b/outputs/big.out"
+    );
+    assert!(pointer.get("result").is_none());
+}
+
+#[tokio::test]
+async fn a_failed_job_reports_its_reason() {
+    let w = world(&[]);
+    let submitted = w.ok(names::SUBMIT_JOB, json!({"document": "a"})).await;
+    let id = submitted["inference_id"].as_str().unwrap();
+    w.notify(id, "Failed", None).await;
+    let failed = w
+        .ok(names::CHECK_JOB_STATUS, json!({"inference_id": id}))
+        .await;
+    assert_eq!(failed["status"], "failed");
+    assert_eq!(
+        failed["failure_reason"],
+        "ClientError: the model raised an error"
+    );
+}
+
+#[tokio::test]
+async fn an_unknown_id_or_a_bad_wait_is_a_tool_error_that_says_so() {
+    let w = world(&[]);
+    let message = w
+        .tool_error(names::CHECK_JOB_STATUS, json!({"inference_id": "nope"}))
+        .await;
+    assert!(
+        message.starts_with("no job with inference_id \"nope\""),
+        "{message}"
+    );
+    let message = w
+        .tool_error(
+            names::CHECK_JOB_STATUS,
+            json!({"inference_id": "x", "wait_secs": 21}),
+        )
+        .await;
+    assert_eq!(message, "`wait_secs` is 21; it must be from 0 to 20");
+    let message = w
+        .tool_error(names::CHECK_JOB_STATUS, json!({"inference_id": " "}))
+        .await;
+    assert!(message.contains("`inference_id`"), "{message}");
+}
+
+#[tokio::test(start_paused = true)]
+async fn wait_secs_returns_as_soon_as_the_outcome_is_recorded() {
+    let w = Arc::new(world(&[]));
+    let submitted = w.ok(names::SUBMIT_JOB, json!({"document": "a"})).await;
+    let id = submitted["inference_id"].as_str().unwrap().to_owned();
+    let (reads_before, _) = w.ports().jobs.calls();
+    let notifier = {
+        let (w, id) = (w.clone(), id.clone());
+        tokio::spawn(async move {
+            tokio::time::sleep(std::time::Duration::from_millis(1600)).await;
+            w.notify(&id, "Completed", Some(json!({"n": 1}))).await;
+        })
+    };
+    let started = tokio::time::Instant::now();
+    let done = w
+        .ok(
+            names::CHECK_JOB_STATUS,
+            json!({"inference_id": id, "wait_secs": 20}),
+        )
+        .await;
+    notifier.await.unwrap();
+    assert_eq!(done["status"], "completed");
+    assert_eq!(done["result"], json!({"n": 1}));
+    // Reads after 0, 0.25, 0.75 and 1.75 s: the fourth sees the outcome recorded at 1.6 s.
+    let (reads_after, _) = w.ports().jobs.calls();
+    assert_eq!(reads_after - reads_before, 4);
+    assert!(started.elapsed() < std::time::Duration::from_secs(20));
+}
+
+// ------------------------------------------------------------------ training
+
+#[tokio::test]
+async fn trigger_training_passes_only_the_given_parameters_under_the_pipelines_names() {
+    let w = world(&[]);
+    let out = w
+        .ok(
+            names::TRIGGER_TRAINING,
+            json!({"input_data_uri": "s3://b/train/", "session_id": "s-1", "max_epochs": 15}),
+        )
+        .await;
+    assert_eq!(out["status"], "Executing");
+    assert_eq!(out["session_id"], "s-1");
+    let started = w.ports().pipeline.started();
+    assert_eq!(started.len(), 1);
+    assert_eq!(
+        started[0].parameters,
+        [
+            ("InputDataUri".to_owned(), "s3://b/train/".to_owned()),
+            ("MaxEpochs".to_owned(), "15".to_owned())
+        ]
+    );
+    assert!(started[0]
+        .description
+        .starts_with("session_id=s-1; triggered at "));
+    let runs = w
+        .ok(names::CHECK_TRAINING_RESULT, json!({"session_id": "s-1"}))
+        .await;
+    assert_eq!(runs["runs"][0]["execution_arn"], out["execution_arn"]);
+    assert_eq!(runs["runs"][0]["status"], "pending");
+}
+
+#[tokio::test]
+async fn a_pipeline_with_its_own_parameter_names_gets_them_and_refuses_what_it_lacks() {
+    let w = world(&[(
+        "PIPELINE_PARAMETERS",
+        "input_data_uri=TrainingData,accuracy_threshold=MinAccuracy",
+    )]);
+    w.ok(
+        names::TRIGGER_TRAINING,
+        json!({"input_data_uri": "s3://b/t", "session_id": "s", "accuracy_threshold": 0.9}),
+    )
+    .await;
+    assert_eq!(
+        w.ports().pipeline.started()[0].parameters,
+        [
+            ("TrainingData".to_owned(), "s3://b/t".to_owned()),
+            ("MinAccuracy".to_owned(), "0.9".to_owned())
+        ]
+    );
+    let message = w
+        .tool_error(
+            names::TRIGGER_TRAINING,
+            json!({"input_data_uri": "s3://b/t", "session_id": "s", "max_epochs": 15}),
+        )
+        .await;
+    assert_eq!(
+        message,
+        "`max_epochs` was given, but this pipeline takes no parameter for it: PIPELINE_PARAMETERS \
+         maps only input_data_uri, accuracy_threshold. Call again without `max_epochs`."
+    );
+    assert_eq!(w.ports().pipeline.started().len(), 1, "nothing started");
+}
+
+#[tokio::test]
+async fn the_same_training_key_returns_the_same_run() {
+    let w = world(&[]);
+    let args = json!({"input_data_uri": "s3://b/t", "session_id": "s", "idempotency_key": "run-1"});
+    let first = w.ok(names::TRIGGER_TRAINING, args.clone()).await;
+    let again = w.ok(names::TRIGGER_TRAINING, args).await;
+    assert_eq!(first["execution_arn"], again["execution_arn"]);
+    assert_eq!(w.ports().pipeline.started().len(), 1);
+}
+
+#[tokio::test]
+async fn check_training_status_reports_the_run_or_says_which_call_failed() {
+    let w = world(&[]);
+    let out = w
+        .ok(
+            names::TRIGGER_TRAINING,
+            json!({"input_data_uri": "s3://b/t", "session_id": "s"}),
+        )
+        .await;
+    let arn = out["execution_arn"].as_str().unwrap();
+    let status = w
+        .ok(names::CHECK_TRAINING_STATUS, json!({"execution_arn": arn}))
+        .await;
+    assert_eq!(
+        status,
+        json!({"execution_arn": arn, "status": "Executing", "steps": []})
+    );
+    w.ports()
+        .pipeline
+        .set_failure_reason(arn, "AlgorithmError: loss is NaN");
+    let failed = w
+        .ok(names::CHECK_TRAINING_STATUS, json!({"execution_arn": arn}))
+        .await;
+    assert_eq!(failed["status"], "Failed");
+    assert_eq!(failed["failure_reason"], "AlgorithmError: loss is NaN");
+
+    let unknown = "arn:aws:sagemaker:us-east-1:123456789012:pipeline/p/execution/none";
+    let message = w
+        .tool_error(
+            names::CHECK_TRAINING_STATUS,
+            json!({"execution_arn": unknown}),
+        )
+        .await;
+    assert!(
+        message.starts_with("SageMaker DescribePipelineExecution failed: ResourceNotFound"),
+        "{message}"
+    );
+    assert!(
+        message.ends_with("Retrying the same call will not help."),
+        "{message}"
+    );
+    let message = w
+        .tool_error(
+            names::CHECK_TRAINING_STATUS,
+            json!({"execution_arn": "run-1"}),
+        )
+        .await;
+    assert!(
+        message.contains("is not a pipeline execution ARN"),
+        "{message}"
+    );
+}
+
+#[tokio::test]
+async fn check_training_result_lists_nothing_for_a_new_session_and_refuses_a_bad_id() {
+    let w = world(&[]);
+    let empty = w
+        .ok(names::CHECK_TRAINING_RESULT, json!({"session_id": "fresh"}))
+        .await;
+    assert_eq!(empty, json!({"session_id": "fresh", "runs": []}));
+    let message = w
+        .tool_error(
+            names::CHECK_TRAINING_RESULT,
+            json!({"session_id": "no spaces"}),
+        )
+        .await;
+    assert_eq!(
+        message,
+        "`session_id` \"no spaces\" must be 1 to 128 letters, digits or `_ . : -`"
+    );
+}
+
+// ------------------------------------------------------------------ tasks
+
+#[tokio::test]
+async fn a_job_task_is_working_then_completed_with_the_result() {
+    let w = world(&[]);
+    let created = w
+        .call_as_task(names::SUBMIT_JOB, json!({"document": "a"}))
+        .await;
+    assert_eq!(created["resultType"], "task", "{created}");
+    assert_eq!(created["status"], "working");
+    assert_eq!(
+        created["statusMessage"],
+        "invoked: SageMaker has queued the request"
+    );
+    // request 600 + timeout 300 + result TTL 3600 seconds.
+    assert_eq!(created["ttlMs"], 4_500_000);
+    assert_eq!(created["pollIntervalMs"], 5000);
+    let task_id = created["taskId"].as_str().unwrap();
+    let (inference_id, secret) = task_id.rsplit_once('.').unwrap();
+    assert!(secret.len() >= 32);
+
+    let working = w.get_task(task_id).await.unwrap();
+    assert_eq!(working["status"], "working", "{working}");
+    w.notify(inference_id, "Completed", Some(json!({"label": "ok"})))
+        .await;
+    let done = w.get_task(task_id).await.unwrap();
+    assert_eq!(done["status"], "completed", "{done}");
+    assert_eq!(
+        done["result"]["structuredContent"]["result"],
+        json!({"label": "ok"})
+    );
+    assert_ne!(done["result"]["isError"], true);
+}
+
+#[tokio::test]
+async fn a_failed_jobs_task_completes_with_a_tool_error() {
+    let w = world(&[]);
+    let created = w
+        .call_as_task(names::SUBMIT_JOB, json!({"document": "a"}))
+        .await;
+    let task_id = created["taskId"].as_str().unwrap();
+    let inference_id = task_id.rsplit_once('.').unwrap().0;
+    w.notify(inference_id, "Failed", None).await;
+    let done = w.get_task(task_id).await.unwrap();
+    assert_eq!(done["status"], "completed", "{done}");
+    assert_eq!(done["result"]["isError"], true);
+    assert_eq!(done["result"]["structuredContent"]["status"], "failed");
+}
+
+#[tokio::test]
+async fn a_cancelled_job_task_stays_cancelled_when_its_outcome_arrives() {
+    let w = world(&[]);
+    let created = w
+        .call_as_task(names::SUBMIT_JOB, json!({"document": "a"}))
+        .await;
+    let task_id = created["taskId"].as_str().unwrap();
+    let inference_id = task_id.rsplit_once('.').unwrap().0;
+    w.cancel_task(task_id).await.unwrap();
+    w.notify(inference_id, "Completed", Some(json!({"late": true})))
+        .await;
+    let cancelled = w.get_task(task_id).await.unwrap();
+    assert_eq!(cancelled["status"], "cancelled", "{cancelled}");
+    let job = w.ports().jobs.job(inference_id).unwrap();
+    assert_eq!(job.status, JobStatus::Cancelled);
+    assert_eq!(job.result, None);
+}
+
+#[tokio::test]
+async fn an_unknown_or_forged_task_is_invalid_params_with_one_answer() {
+    let w = world(&[]);
+    let created = w
+        .call_as_task(names::SUBMIT_JOB, json!({"document": "a"}))
+        .await;
+    let task_id = created["taskId"].as_str().unwrap();
+    let inference_id = task_id.rsplit_once('.').unwrap().0;
+    let forged = format!("{inference_id}.{}", "0".repeat(32));
+    let unknown = format!("nope.{}", "0".repeat(32));
+    let mut messages = Vec::new();
+    for id in [forged.as_str(), unknown.as_str(), "malformed"] {
+        let error = w.get_task(id).await.unwrap_err();
+        assert_eq!(error.code, ErrorCode::INVALID_PARAMS, "{id}");
+        messages.push(error.message.to_string());
+        let error = w.cancel_task(id).await.unwrap_err();
+        assert_eq!(error.code, ErrorCode::INVALID_PARAMS, "{id}");
+    }
+    assert!(messages.iter().all(|m| m == &messages[0]), "{messages:?}");
+    assert_eq!(
+        w.ports().jobs.job(inference_id).unwrap().status,
+        JobStatus::Pending
+    );
+}
+
+#[tokio::test]
+async fn a_bad_argument_to_a_task_form_is_the_same_tool_error_as_a_plain_call() {
+    let w = world(&[]);
+    let plain = w
+        .tool_error(names::SUBMIT_JOB, json!({"document": ""}))
+        .await;
+    let task = w
+        .call_as_task(names::SUBMIT_JOB, json!({"document": ""}))
+        .await;
+    assert_eq!(task["isError"], true, "{task}");
+    assert_eq!(task["content"][0]["text"], plain);
+}
+
+#[tokio::test]
+async fn a_run_task_follows_the_run_and_cancel_stops_it() {
+    let w = world(&[]);
+    let args = json!({"input_data_uri": "s3://b/t", "session_id": "s"});
+    let created = w.call_as_task(names::TRIGGER_TRAINING, args.clone()).await;
+    assert_eq!(created["status"], "working", "{created}");
+    let task_id = created["taskId"].as_str().unwrap();
+    let working = w.get_task(task_id).await.unwrap();
+    assert_eq!(working["status"], "working", "{working}");
+    assert_eq!(
+        working["statusMessage"],
+        "Executing: no step has started yet"
+    );
+    w.cancel_task(task_id).await.unwrap();
+    let stopped = w.get_task(task_id).await.unwrap();
+    assert_eq!(stopped["status"], "cancelled", "{stopped}");
+
+    let failing = w.call_as_task(names::TRIGGER_TRAINING, args).await;
+    let failing_id = failing["taskId"].as_str().unwrap();
+    let arn = w.ports().pipeline.started().len();
+    let arn = format!("arn:aws:sagemaker:us-east-1:123456789012:pipeline/p/execution/{arn}");
+    w.ports()
+        .pipeline
+        .set_failure_reason(&arn, "AlgorithmError");
+    let done = w.get_task(failing_id).await.unwrap();
+    assert_eq!(done["status"], "completed", "{done}");
+    assert_eq!(done["result"]["isError"], true);
+    assert_eq!(
+        done["result"]["structuredContent"]["failure_reason"],
+        "AlgorithmError"
+    );
+}
