@@ -7,6 +7,9 @@ Every function runs as Lambda runs it: its own process, fed by a Lambda Runtime 
 (runtime_api.py), with the environment Lambda gives it. AWS is moto in this process
 (emulator.py), over HTTP, or over HTTPS for the TLS columns. It expects the release builds
 (`make bench` makes them) and prints the table it writes to --out.
+
+This file measures: it collects the samples, then `summarize` reduces them to the figures of a
+results.Results (plain data). render.py turns that into BENCHMARKS.md.
 """
 
 from __future__ import annotations
@@ -39,7 +42,10 @@ import boto3  # noqa: E402
 from emulator import SYSTEM_ROOTS, Call, Emulator, FixedLatencyAws  # noqa: E402
 from function_url import FunctionUrl  # noqa: E402
 from local_stack import IO_BUCKET, REGION, RESULTS_TABLE, create_resources  # noqa: E402
+from render import render  # noqa: E402
 from runtime_api import RuntimeApi, read_message  # noqa: E402
+
+import results  # noqa: E402
 
 RELEASE = ROOT / "target" / "release"
 LAMBDA_ZIPS = ROOT / "target" / "lambda"
@@ -193,7 +199,8 @@ class Floor:
 
 
 @dataclass
-class Warm:
+class WarmSamples:
+    """One function's warm events: each one's time, floor, emulator time and AWS calls."""
     durations: list[float] = field(default_factory=list)
     floors: list[float] = field(default_factory=list)
     server: list[float] = field(default_factory=list)
@@ -241,7 +248,7 @@ def cold_runs(fn: Function, emulator: Emulator, n: int, first_event, tls: bool, 
     return runs
 
 
-def warm_runs(emulator: Emulator, runs: list[tuple[Function, list]], runtime_ms: float, warmup: int = 5) -> list[Warm]:
+def warm_runs(emulator: Emulator, runs: list[tuple[Function, list]], runtime_ms: float, warmup: int = 5) -> list[WarmSamples]:
     """One process per function, all alive at once and fed in turn (so drift in the emulator's
     speed hits them alike): `warmup` events each, then every event timed, its calls recorded
     and replayed by the floor client straight after. `runtime_ms`: the Runtime API's share."""
@@ -253,7 +260,7 @@ def warm_runs(emulator: Emulator, runs: list[tuple[Function, list]], runtime_ms:
             proc, _ = fn.spawn(runtime, emulator.http_endpoint)
             started.append((runtime, proc))
         floor = Floor(emulator.http_endpoint)
-        outs = [Warm(runtime_ms=runtime_ms) for _ in runs]
+        outs = [WarmSamples(runtime_ms=runtime_ms) for _ in runs]
         cpu_at = {}
         for i in range(max(len(events) for _, events in runs)):
             for (fn, events), (runtime, proc), out in zip(runs, started, outs):
@@ -300,21 +307,10 @@ def median_of(runs: list[dict], key: str) -> float:
     return statistics.median(r[key] for r in runs)
 
 
-# ------------------------------------------------------------------ the table
-
-
-def fmt(ms: float) -> str:
-    return f"{ms:.2f} ms" if ms < 10 else f"{ms:.1f} ms" if ms < 100 else f"{ms:.0f} ms"
-
-
-def times(theirs: float, ours: float) -> str:
-    return f" ({theirs / ours:.0f}x)" if ours > 0 and theirs > 0 else ""
-
-
-def calls_text(calls: list[list[str]]) -> str:
-    """The calls of a typical event (the most common list), e.g. `S3 GetObject, DynamoDB UpdateItem`."""
-    lists = [", ".join(c) or "none" for c in calls]
-    return max(set(lists), key=lists.count)
+def typical_calls(calls: list[list[str]]) -> list[str]:
+    """The calls of a typical event: the most common list."""
+    lists = [tuple(c) for c in calls]
+    return list(max(set(lists), key=lists.count))
 
 
 def main() -> int:
@@ -428,7 +424,7 @@ def main() -> int:
     report["sizes"] = sizes()
     report["entropy"] = entropy()
     emulator.stop()
-    text = render(report, args, time.time() - started_at)
+    text = render(summarize(report, environment(args, time.time() - started_at)))
     Path(args.out).write_text(text)
     print(text)
     print(f"written to {args.out}; function logs in {work}", file=sys.stderr)
@@ -528,7 +524,7 @@ def bench_mcp(fn: Function, emulator: Emulator, args, known: str, fresh, runtime
                     "submit_job", {"document": f"Invoice {i}: total 12.50 EUR", "idempotency_key": fresh("key")}),
             }
             for name, op in ops.items():
-                warm = Warm(runtime_ms=runtime_ms)
+                warm = WarmSamples(runtime_ms=runtime_ms)
                 client_ms = []
                 for i in range(args.events + 5):
                     mark, before = emulator.recorder.mark(), len(front.invocations)
@@ -604,166 +600,86 @@ def sizes() -> dict:
     return out
 
 
-def targets(r: dict, ratio: dict) -> list[str]:
-    """The issue's targets, each against what this run measured."""
-    ours = [(name, w) for (name, _), w in r["warm"].items() if name != "python-reference"]
-    init = max(median_of(r["cold"][("notification-handler", tls)], "init_ms") for tls in (False, True))
-    worst_overhead = max([w.overhead for _, w in ours] + [v[0].overhead for v in r["mcp"]["ops"].values()
-                                                            if isinstance(v, tuple)])
-    cpu = max(r["criterion"].values(), default=float("nan"))
-    zips = max((z for z, _ in r["sizes"].values()), default=float("nan"))
-    rss = max([w.rss_mb for _, w in ours] + [r["mcp"]["rss_mb"]])
-    b = r["batch"]
-    fixed = next(k for k, _ in b if k != "moto")
-    speedup = b[(fixed, 1)]["ms"] / b[(fixed, 16)]["ms"]
-    rows = [
-        ("notification-handler init ≥ 40x shorter than the reference", f"{min(ratio[t]['init_ms'] for t in ratio):.0f}x",
-         min(ratio[t]["init_ms"] for t in ratio) >= 40),
-        ("notification-handler init < 10 ms (HTTP and HTTPS)", fmt(init), init < 10),
-        ("warm overhead above the floor ≤ 1 ms per event (worst of our rows)", fmt(worst_overhead), worst_overhead <= 1),
-        ("handler CPU per notification < 20 µs", f"{cpu:.1f} µs", cpu < 20),
-        ("each zip ≤ 5 MB", f"{zips:.2f} MB", zips <= 5),
-        ("peak RSS ≤ 32 MB (worst function)", f"{rss:.1f} MB", rss <= 32),
-        (f"SQS batch of 100 ≥ 5x faster concurrent ({fixed})", f"{speedup:.1f}x", speedup >= 5),
-    ]
-    lines = ["", "## Targets", "", "| target | this run | met |", "|---|---|---|"]
-    lines += [f"| {t} | {v} | {'yes' if ok else '**no**'} |" for t, v, ok in rows]
-    return lines
+# ------------------------------------------------------------------ from samples to figures
 
 
-def render(r: dict, args, took_s: float) -> str:
+def environment(args, took_s: float) -> results.Environment:
     cpu = next((l.split(":", 1)[1].strip() for l in Path("/proc/cpuinfo").read_text().splitlines()
                 if l.startswith("model name")), platform.processor())
-    lines = [
-        "# Benchmarks",
-        "",
-        "Written by `make bench` (bench/run.py); every figure below is from one run on this machine.",
-        "",
-        f"- date: {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; the run took {took_s:.0f} s",
-        f"- machine: {cpu}, {os.cpu_count()} cores, {platform.system()} {platform.release()}, {platform.machine()}",
-        f"- command: `make bench` (`bench/run.py --events {args.events} --cold {args.cold} --delay-ms {args.delay_ms:g}`)",
-        "- functions: release builds for this machine (the arm64 zips are built from the same source and profile);"
-        " the reference: Python " + platform.python_version() + f", boto3 {boto3.__version__}, awslambdaric",
-        "- AWS: moto in the benchmark's process, over HTTP on 127.0.0.1, and over HTTPS for the TLS rows;"
-        " the runtime: bench/runtime_api.py (TCP_NODELAY, one write per answer)",
-        "",
-        "Times are medians. The machines are noisy: compare the ratios within a run, not across runs.",
-    ]
-    header_end = len(lines)
-    lines += [
-        "",
-        "## Cold start",
-        "",
-        "Init is spawn to the first `next` (Lambda's Init Duration); first response is spawn to the first answer;"
-        f" first event is the first invocation alone. Median of {args.cold} fresh processes, each handed a notification"
-        " whose output is read from S3.",
-        "",
-        "| function | AWS over | init | first event | first response |",
-        "|---|---|---|---|---|",
-    ]
-    cold = r["cold"]
+    return results.Environment(
+        date=time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), took_s=took_s, cpu=cpu, cores=os.cpu_count(),
+        system=f"{platform.system()} {platform.release()}", machine=platform.machine(),
+        python=platform.python_version(), boto3=boto3.__version__,
+        events=args.events, cold=args.cold, delay_ms=args.delay_ms)
+
+
+def summarize(r: dict, env: results.Environment) -> results.Results:
+    """The figures of one run (medians, ratios, the targets) from what main() collected."""
     over = {False: "HTTP", True: "HTTPS", "scan": "HTTP, roots read from /etc/ssl/certs"}
-    for (name, tls), runs in cold.items():
-        lines.append(f"| {name} | {over[tls]} | {fmt(median_of(runs, 'init_ms'))} | "
-                     f"{fmt(median_of(runs, 'first_event_ms'))} | {fmt(median_of(runs, 'first_response_ms'))} |")
-    mcp = r["mcp"]
-    lines.append(f"| mcp-tools (MCP client, tools/list) | HTTP | {fmt(median_of(mcp['cold'], 'init_ms'))} | "
-                 f"{fmt(median_of(mcp['cold'], 'first_event_ms'))} | {fmt(median_of(mcp['cold'], 'first_response_ms'))} |")
+    cold = r["cold"]
+
+    def cold_start(function: str, over_: str, runs: list[dict]) -> results.ColdStart:
+        return results.ColdStart(function, over_, median_of(runs, "init_ms"), median_of(runs, "first_event_ms"),
+                                 median_of(runs, "first_response_ms"))
+
+    colds = [cold_start(name, over[tls], runs) for (name, tls), runs in cold.items()]
+    colds.append(cold_start("mcp-tools (MCP client, tools/list)", "HTTP", r["mcp"]["cold"]))
     ratio = {}
     for tls in (False, True):
         ours, ref = cold[("notification-handler", tls)], cold[("python-reference", tls)]
-        ratio[tls] = {k: median_of(ref, k) / median_of(ours, k) for k in ("init_ms", "first_response_ms")}
+        ratio[over[tls]] = results.ColdRatio(*(median_of(ref, k) / median_of(ours, k)
+                                               for k in ("init_ms", "first_response_ms")))
     tls_cost = {name: median_of(cold[(name, True)], "first_event_ms") - median_of(cold[(name, False)], "first_event_ms")
                 for name in ("notification-handler", "python-reference")}
-    lines += [
-        "",
-        f"- notification-handler against the Python reference: init **{ratio[False]['init_ms']:.0f}x** shorter,"
-        f" first response **{ratio[False]['first_response_ms']:.0f}x** sooner (HTTP);"
-        f" {ratio[True]['init_ms']:.0f}x and {ratio[True]['first_response_ms']:.0f}x over HTTPS.",
-        f"- TLS in the first event (HTTPS minus HTTP): notification-handler {fmt(tls_cost['notification-handler'])},"
-        f" the reference {fmt(tls_cost['python-reference'])}. It is the roots loaded from SSL_CERT_FILE (the"
-        " system's, as on Lambda, plus the emulator's CA), aws-lc's first random bytes and the handshake.",
-        "",
-        "## Warm latency per event, against the floor",
-        "",
-        f"One process, 5 events to warm up, then {args.events} events, each a new job. Floor: the same AWS calls"
-        " replayed right after each event by a minimal client (request bytes prepared beforehand, one kept-alive"
-        f" connection), plus the Runtime API exchange of a function that does nothing ({fmt(r['runtime_ms'])},"
-        " bench/null_function.py); emulator: moto's own time handling the calls. Overhead: median of"
-        " (event − floor). The reference and notification-handler run side by side, an event each in turn.",
-        "",
-        "| function | event | AWS calls | latency | floor | emulator | overhead above floor | CPU per event | peak RSS |",
-        "|---|---|---|---|---|---|---|---|---|",
-    ]
-    for (name, label), w in r["warm"].items():
-        lines.append(f"| {name} | {label} | {calls_text(w.calls)} | {fmt(w.median)} | {fmt(w.floor)} | "
-                     f"{fmt(statistics.median(w.server))} | {fmt(w.overhead)} | {fmt(w.cpu_ms)} | {w.rss_mb:.1f} MB |")
-    for (name, label) in (("notification-handler", "output in S3"), ("notification-handler", "responseBody")):
-        ours, ref = r["warm"][(name, label)], r["warm"][("python-reference", label)]
-        lines.append("")
-        lines.append(f"- {label}: time of its own per event (above the floor) {fmt(ours.overhead)} for notification-handler,"
-                     f" {fmt(ref.overhead)} for the reference{times(ref.overhead, ours.overhead)};"
-                     f" latency {fmt(ours.median)} against {fmt(ref.median)}, most of it the emulator's.")
-    lines += [
-        "",
-        "## mcp-tools through an MCP client",
-        "",
-        f"The official Python MCP SDK's client over Streamable HTTP, through a Function URL front (bench/function_url.py),"
-        f" {args.events} calls each after 5 to warm up. Function: the invocation's time; client: what the client waited,"
-        " its own Python included.",
-        "",
-        "| operation | AWS calls | function | floor | overhead above floor | client |",
-        "|---|---|---|---|---|---|",
-    ]
-    for name, value in mcp["ops"].items():
-        if isinstance(value, tuple):
-            w, client_ms = value
-            lines.append(f"| {name} | {calls_text(w.calls)} | {fmt(w.median)} | {fmt(w.floor)} | {fmt(w.overhead)} | {fmt(client_ms)} |")
-    lines.append(f"\nPeak RSS of mcp-tools after these calls: {mcp['rss_mb']:.1f} MB.")
-    lines += ["", "## AWS calls per operation, counted at the emulator", "", "| operation | calls |", "|---|---|"]
-    for (name, label), w in r["warm"].items():
-        if name != "python-reference":
-            lines.append(f"| {name}: {label} | {calls_text(w.calls)} |")
-    for name, value in mcp["ops"].items():
-        calls = calls_text(value[0].calls) if isinstance(value, tuple) else ", ".join(value)
-        lines.append(f"| mcp-tools: {name} | {calls} |")
+
+    def warm(name: str, label: str, w: WarmSamples) -> results.Warm:
+        return results.Warm(name, label, typical_calls(w.calls), w.median, w.floor, statistics.median(w.server),
+                            w.overhead, w.cpu_ms, w.rss_mb)
+
+    warms = [warm(name, label, w) for (name, label), w in r["warm"].items()]
+    comparisons = []
+    for label in ("output in S3", "responseBody"):
+        ours, ref = r["warm"][("notification-handler", label)], r["warm"][("python-reference", label)]
+        comparisons.append(results.WarmComparison(
+            label, ours.overhead, ref.overhead,
+            ref.overhead / ours.overhead if ours.overhead > 0 and ref.overhead > 0 else None, ours.median, ref.median))
+    ops = {name: v for name, v in r["mcp"]["ops"].items() if isinstance(v, tuple)}
+    mcp = [results.McpOperation(name, typical_calls(w.calls), w.median, w.floor, w.overhead, client_ms)
+           for name, (w, client_ms) in ops.items()]
+    polls = {name: v for name, v in r["mcp"]["ops"].items() if not isinstance(v, tuple)}
     b = r["batch"]
-    lines.append(f"| notification-handler: SQS batch of 100 (output in S3) | {b[('moto', 16)]['calls']:.0f} calls |")
-    lines += [
-        "",
-        "## SQS batch of 100 notifications",
-        "",
-        "Median of 3 batches of 100 new jobs (output read from S3: 200 calls a batch), after one warm-up batch."
-        " moto handles one call at a time, so against it a batch takes the emulator's time either way. DynamoDB"
-        " and S3 serve calls in parallel, each after a network round trip: the fixed-latency endpoint"
-        " (bench/emulator.py FixedLatencyAws) answers every call with a canned success after a fixed delay, many"
-        " at once, which is what concurrency is for.",
-        "",
-        "| AWS | sequential (BATCH_CONCURRENCY=1) | concurrent (16) | speed-up | per message, concurrent |",
-        "|---|---|---|---|---|",
-    ]
+    batches = []
     for backend in dict.fromkeys(k for k, _ in b):
         seq, conc = b[(backend, 1)]["ms"], b[(backend, 16)]["ms"]
-        lines.append(f"| {backend} | {fmt(seq)} | {fmt(conc)} | {seq / conc:.1f}x | {fmt(conc / 100)} |")
-    lines += ["", "## Handler CPU per notification (criterion, no I/O)", "", "| benchmark | median |", "|---|---|"]
-    for name, us in sorted(r["criterion"].items()):
-        lines.append(f"| {name} | {us:.2f} µs |")
-    lines += ["", "## aws-lc's first random bytes (bench/entropy)", "",
-              "A process's first TLS handshake seeds aws-lc's generator. With CPU jitter entropy (aws-lc's default)"
-              " that costs tens of milliseconds; `.cargo/config.toml` builds without it"
-              " (`AWS_LC_SYS_NO_JITTER_ENTROPY=1`), leaving the OS source (getrandom). Median of 5 processes.", "",
-              "| aws-lc built | first request | second request |", "|---|---|---|"]
-    for label, (first, second) in r["entropy"].items():
-        lines.append(f"| {label} | {first / 1000:.2f} ms | {second} µs |")
-    if not r["entropy"]:
-        lines.append("| (not built: run `make bench`) | | |")
-    lines += ["", "## Artifacts (arm64, zipped as Lambda takes them)", "", "| function | zip | unzipped |", "|---|---|---|"]
-    for name, (zipped, unzipped) in r["sizes"].items():
-        lines.append(f"| {name} | {zipped:.2f} MB | {unzipped:.2f} MB |")
-    if not r["sizes"]:
-        lines.append("| (no zips in target/lambda: run `make bench`) | | |")
-    lines[header_end:header_end] = targets(r, ratio)
-    return "\n".join(lines) + "\n"
+        batches.append(results.Batch(backend, seq, conc, seq / conc, conc / 100))
+
+    # The issue's targets, each against what this run measured.
+    ours_warm = [w for (name, _), w in r["warm"].items() if name != "python-reference"]
+    init = max(median_of(cold[("notification-handler", tls)], "init_ms") for tls in (False, True))
+    worst_overhead = max([w.overhead for w in ours_warm] + [w.overhead for w, _ in ops.values()])
+    cpu = max(r["criterion"].values(), default=float("nan"))
+    zips = max((z for z, _ in r["sizes"].values()), default=float("nan"))
+    rss = max([w.rss_mb for w in ours_warm] + [r["mcp"]["rss_mb"]])
+    fixed = next(k for k, _ in b if k != "moto")
+    speedup = b[(fixed, 1)]["ms"] / b[(fixed, 16)]["ms"]
+    init_ratio = min(x.init for x in ratio.values())
+    targets = [
+        results.Target("notification-handler init ≥ 40x shorter than the reference", init_ratio, "{:.0f}x",
+                       init_ratio >= 40),
+        results.Target("notification-handler init < 10 ms (HTTP and HTTPS)", init, "ms", init < 10),
+        results.Target("warm overhead above the floor ≤ 1 ms per event (worst of our rows)", worst_overhead, "ms",
+                       worst_overhead <= 1),
+        results.Target("handler CPU per notification < 20 µs", cpu, "{:.1f} µs", cpu < 20),
+        results.Target("each zip ≤ 5 MB", zips, "{:.2f} MB", zips <= 5),
+        results.Target("peak RSS ≤ 32 MB (worst function)", rss, "{:.1f} MB", rss <= 32),
+        results.Target(f"SQS batch of 100 ≥ 5x faster concurrent ({fixed})", speedup, "{:.1f}x", speedup >= 5),
+    ]
+    return results.Results(
+        environment=env, targets=targets, cold=colds, cold_ratio=ratio, tls_cost_ms=tls_cost,
+        runtime_ms=r["runtime_ms"], warm=warms, warm_comparisons=comparisons, mcp=mcp, mcp_rss_mb=r["mcp"]["rss_mb"],
+        polls=polls, batch_calls=b[("moto", 16)]["calls"], batches=batches, criterion_us=r["criterion"],
+        entropy=[results.Entropy(label, first, second) for label, (first, second) in r["entropy"].items()],
+        sizes_mb=r["sizes"])
 
 
 if __name__ == "__main__":

@@ -2,7 +2,7 @@
 """The async loop on the local stack (run by `make demo`).
 
 Everything runs for real on 127.0.0.1: moto (S3, DynamoDB, SQS), the SageMaker stand-in (an
-async endpoint with a small model, a training pipeline), and the three functions under
+async endpoint with a small model, a training pipeline), and the four functions under
 `cargo lambda watch`. The demo is an MCP client, like an agent:
 1. submit_job / check_job_status: the stand-in endpoint reads the input, runs the model, writes
    the output and notifies notification-handler, which records it; check_job_status returns it;

@@ -3,12 +3,17 @@ for tests that drive it with the official Python MCP SDK. Started by `make test`
 scripts/local_stack.py (--sagemaker ... --lambda), which provides the environment."""
 
 import hashlib
+import http.client
 import json
 import os
 import sys
+import threading
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
+from collections import Counter
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import boto3
@@ -147,3 +152,86 @@ def gateway(servers):
         except urllib.error.HTTPError as e:
             return e.code, json.loads(e.read())
     return invoke
+
+
+class DynamoDbCounter:
+    """A proxy in front of moto's DynamoDB that counts each operation per inference id and can
+    act just before a given call reaches moto (`before`), so a test states what happened in
+    calls made, not in seconds."""
+
+    def __init__(self, upstream: str):
+        self.upstream = urllib.parse.urlparse(upstream)
+        self.counts: Counter = Counter()
+        self.hooks: dict = {}
+        self.lock = threading.Lock()
+        counter = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def do_POST(self):
+                body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
+                operation = self.headers.get("X-Amz-Target", "").rpartition(".")[2]
+                hook = counter.record(operation, body)
+                if hook:
+                    hook()
+                conn = http.client.HTTPConnection(counter.upstream.hostname, counter.upstream.port, timeout=60)
+                headers = {k: v for k, v in self.headers.items() if k.lower() not in ("host", "connection")}
+                conn.request("POST", self.path, body=body, headers=headers)
+                resp = conn.getresponse()
+                answer = resp.read()
+                self.send_response(resp.status)
+                for name, value in resp.getheaders():
+                    if name.lower() not in ("content-length", "transfer-encoding", "connection", "server", "date"):
+                        self.send_header(name, value)
+                self.send_header("Content-Length", str(len(answer)))
+                self.end_headers()
+                self.wfile.write(answer)
+                conn.close()
+
+            def log_message(self, *args):
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def record(self, operation: str, body: bytes):
+        request = json.loads(body or b"{}")
+        key = request.get("Key") or request.get("Item") or {}
+        inference_id = key.get("inference_id", {}).get("S")
+        with self.lock:
+            self.counts[(operation, inference_id)] += 1
+            return self.hooks.pop((operation, inference_id, self.counts[(operation, inference_id)]), None)
+
+    def count(self, operation: str, inference_id: str) -> int:
+        with self.lock:
+            return self.counts[(operation, inference_id)]
+
+    def before(self, operation: str, inference_id: str, nth: int, action) -> None:
+        """Runs `action` when the nth `operation` call for `inference_id` arrives, before moto
+        answers it."""
+        with self.lock:
+            self.hooks[(operation, inference_id, nth)] = action
+
+    def stop(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+@pytest.fixture(scope="session")
+def counted(servers):
+    """mcp-tools whose DynamoDB calls go through a DynamoDbCounter (the fixture's value, with
+    the server's `url`)."""
+    counter = DynamoDbCounter(need("AWS_ENDPOINT_URL"))
+    port = free_port()
+    try:
+        proc = start_watch(port, {"AUTH_MODE": "none", "AWS_ENDPOINT_URL_DYNAMODB": counter.url}, "watch-counted")
+    except WatchError as e:
+        counter.stop()
+        pytest.exit(str(e), 2)
+    counter.mcp_url = f"http://127.0.0.1:{port}/lambda-url/mcp-tools/mcp"
+    yield counter
+    stop(proc)
+    counter.stop()

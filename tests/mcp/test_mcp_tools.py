@@ -4,7 +4,6 @@
 import asyncio
 import http.client
 import json
-import threading
 import time
 import urllib.parse
 import urllib.request
@@ -117,17 +116,20 @@ def test_submit_then_notify_then_check_returns_the_result(servers, aws, notify, 
     assert done["completed_at"] == "2026-11-20T10:15:01.902Z"
 
 
-def test_wait_secs_returns_as_soon_as_the_outcome_arrives(servers, aws, notify):
-    inference_id = ok(call(servers, "submit_job", {"payload": {"text": "wait for me"}}))["inference_id"]
+def test_wait_secs_returns_on_the_first_read_that_sees_the_outcome(counted, aws, notify):
+    def call_counted(name, args):
+        return asyncio.run(_call(counted.mcp_url, "2026-07-28", name, args))
+
+    inference_id = ok(call_counted("submit_job", {"payload": {"text": "wait for me"}}))["inference_id"]
     location = put_output(aws, b'{"done": true}')
-    timer = threading.Timer(1.5, notify, args=[success_message(inference_id, location)])
-    timer.start()
-    started = time.monotonic()
-    done = ok(call(servers, "check_job_status", {"inference_id": inference_id, "wait_secs": 15}))
-    elapsed = time.monotonic() - started
-    timer.join()
+    # The outcome arrives while check_job_status waits: just before its second read.
+    counted.before("GetItem", inference_id, 2, lambda: notify(success_message(inference_id, location)))
+    done = ok(call_counted("check_job_status", {"inference_id": inference_id, "wait_secs": 15}))
     assert done["status"] == "completed" and done["result"] == {"done": True}
-    assert elapsed < 14, f"the poll should end when the outcome arrives, not after wait_secs ({elapsed:.1f} s)"
+    # One read saw it pending, the next saw the outcome, and the poll ended there (waiting out
+    # wait_secs would have read it about ten times).
+    reads = counted.count("GetItem", inference_id)
+    assert reads == 2, f"the poll should end when the outcome arrives, not after wait_secs ({reads} reads)"
 
 
 def test_a_large_output_comes_back_as_a_presigned_url(servers, aws, notify):

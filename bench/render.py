@@ -1,0 +1,187 @@
+"""BENCHMARKS.md from a Results (results.py): formatting only, no measuring and no arithmetic
+on the samples; every figure comes from the data as it is."""
+
+from __future__ import annotations
+
+from results import Results, Target
+
+
+def fmt(ms: float) -> str:
+    return f"{ms:.2f} ms" if ms < 10 else f"{ms:.1f} ms" if ms < 100 else f"{ms:.0f} ms"
+
+
+def times(ratio: float | None) -> str:
+    return f" ({ratio:.0f}x)" if ratio is not None else ""
+
+
+def calls(operations: list[str]) -> str:
+    return ", ".join(operations) or "none"
+
+
+def target_value(t: Target) -> str:
+    return fmt(t.value) if t.shown_as == "ms" else t.shown_as.format(t.value)
+
+
+def targets(r: Results) -> list[str]:
+    lines = ["", "## Targets", "", "| target | this run | met |", "|---|---|---|"]
+    lines += [f"| {t.name} | {target_value(t)} | {'yes' if t.met else '**no**'} |" for t in r.targets]
+    return lines
+
+
+def header(r: Results) -> list[str]:
+    e = r.environment
+    return [
+        "# Benchmarks",
+        "",
+        "Written by `make bench` (bench/run.py); every figure below is from one run on this machine.",
+        "",
+        f"- date: {e.date}; the run took {e.took_s:.0f} s",
+        f"- machine: {e.cpu}, {e.cores} cores, {e.system}, {e.machine}",
+        f"- command: `make bench` (`bench/run.py --events {e.events} --cold {e.cold} --delay-ms {e.delay_ms:g}`)",
+        "- functions: release builds for this machine (the arm64 zips are built from the same source and profile);"
+        f" the reference: Python {e.python}, boto3 {e.boto3}, awslambdaric",
+        "- AWS: moto in the benchmark's process, over HTTP on 127.0.0.1, and over HTTPS for the TLS rows;"
+        " the runtime: bench/runtime_api.py (TCP_NODELAY, one write per answer)",
+        "",
+        "Times are medians. The machines are noisy: compare the ratios within a run, not across runs.",
+    ]
+
+
+def cold_start(r: Results) -> list[str]:
+    lines = [
+        "",
+        "## Cold start",
+        "",
+        "Init is spawn to the first `next` (Lambda's Init Duration); first response is spawn to the first answer;"
+        f" first event is the first invocation alone. Median of {r.environment.cold} fresh processes, each handed a"
+        " notification whose output is read from S3.",
+        "",
+        "| function | AWS over | init | first event | first response |",
+        "|---|---|---|---|---|",
+    ]
+    for c in r.cold:
+        lines.append(f"| {c.function} | {c.over} | {fmt(c.init_ms)} | {fmt(c.first_event_ms)} | {fmt(c.first_response_ms)} |")
+    http, https = r.cold_ratio["HTTP"], r.cold_ratio["HTTPS"]
+    lines += [
+        "",
+        f"- notification-handler against the Python reference: init **{http.init:.0f}x** shorter,"
+        f" first response **{http.first_response:.0f}x** sooner (HTTP);"
+        f" {https.init:.0f}x and {https.first_response:.0f}x over HTTPS.",
+        f"- TLS in the first event (HTTPS minus HTTP): notification-handler {fmt(r.tls_cost_ms['notification-handler'])},"
+        f" the reference {fmt(r.tls_cost_ms['python-reference'])}. It is the roots loaded from SSL_CERT_FILE (the"
+        " system's, as on Lambda, plus the emulator's CA), aws-lc's first random bytes and the handshake.",
+    ]
+    return lines
+
+
+def warm(r: Results) -> list[str]:
+    lines = [
+        "",
+        "## Warm latency per event, against the floor",
+        "",
+        f"One process, 5 events to warm up, then {r.environment.events} events, each a new job. Floor: the same AWS"
+        " calls replayed right after each event by a minimal client (request bytes prepared beforehand, one kept-alive"
+        f" connection), plus the Runtime API exchange of a function that does nothing ({fmt(r.runtime_ms)},"
+        " bench/null_function.py); emulator: moto's own time handling the calls. Overhead: median of"
+        " (event − floor). The reference and notification-handler run side by side, an event each in turn.",
+        "",
+        "| function | event | AWS calls | latency | floor | emulator | overhead above floor | CPU per event | peak RSS |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for w in r.warm:
+        lines.append(f"| {w.function} | {w.event} | {calls(w.calls)} | {fmt(w.latency_ms)} | {fmt(w.floor_ms)} | "
+                     f"{fmt(w.emulator_ms)} | {fmt(w.overhead_ms)} | {fmt(w.cpu_ms)} | {w.rss_mb:.1f} MB |")
+    for c in r.warm_comparisons:
+        lines.append("")
+        lines.append(f"- {c.event}: time of its own per event (above the floor) {fmt(c.ours_overhead_ms)} for"
+                     f" notification-handler, {fmt(c.reference_overhead_ms)} for the reference{times(c.ratio)};"
+                     f" latency {fmt(c.ours_latency_ms)} against {fmt(c.reference_latency_ms)}, most of it the emulator's.")
+    return lines
+
+
+def mcp_tools(r: Results) -> list[str]:
+    lines = [
+        "",
+        "## mcp-tools through an MCP client",
+        "",
+        "The official Python MCP SDK's client over Streamable HTTP, through a Function URL front (bench/function_url.py),"
+        f" {r.environment.events} calls each after 5 to warm up. Function: the invocation's time; client: what the"
+        " client waited, its own Python included.",
+        "",
+        "| operation | AWS calls | function | floor | overhead above floor | client |",
+        "|---|---|---|---|---|---|",
+    ]
+    for m in r.mcp:
+        lines.append(f"| {m.operation} | {calls(m.calls)} | {fmt(m.function_ms)} | {fmt(m.floor_ms)} | "
+                     f"{fmt(m.overhead_ms)} | {fmt(m.client_ms)} |")
+    lines.append(f"\nPeak RSS of mcp-tools after these calls: {r.mcp_rss_mb:.1f} MB.")
+    return lines
+
+
+def calls_per_operation(r: Results) -> list[str]:
+    lines = ["", "## AWS calls per operation, counted at the emulator", "", "| operation | calls |", "|---|---|"]
+    for w in r.warm:
+        if w.function != "python-reference":
+            lines.append(f"| {w.function}: {w.event} | {calls(w.calls)} |")
+    for m in r.mcp:
+        lines.append(f"| mcp-tools: {m.operation} | {calls(m.calls)} |")
+    for label, operations in r.polls.items():
+        lines.append(f"| mcp-tools: {label} | {', '.join(operations)} |")
+    lines.append(f"| notification-handler: SQS batch of 100 (output in S3) | {r.batch_calls:.0f} calls |")
+    return lines
+
+
+def batches(r: Results) -> list[str]:
+    lines = [
+        "",
+        "## SQS batch of 100 notifications",
+        "",
+        "Median of 3 batches of 100 new jobs (output read from S3: 200 calls a batch), after one warm-up batch."
+        " moto handles one call at a time, so against it a batch takes the emulator's time either way. DynamoDB"
+        " and S3 serve calls in parallel, each after a network round trip: the fixed-latency endpoint"
+        " (bench/emulator.py FixedLatencyAws) answers every call with a canned success after a fixed delay, many"
+        " at once, which is what concurrency is for.",
+        "",
+        "| AWS | sequential (BATCH_CONCURRENCY=1) | concurrent (16) | speed-up | per message, concurrent |",
+        "|---|---|---|---|---|",
+    ]
+    for b in r.batches:
+        lines.append(f"| {b.backend} | {fmt(b.sequential_ms)} | {fmt(b.concurrent_ms)} | {b.speedup:.1f}x | "
+                     f"{fmt(b.per_message_ms)} |")
+    return lines
+
+
+def criterion(r: Results) -> list[str]:
+    lines = ["", "## Handler CPU per notification (criterion, no I/O)", "", "| benchmark | median |", "|---|---|"]
+    for name, us in sorted(r.criterion_us.items()):
+        lines.append(f"| {name} | {us:.2f} µs |")
+    return lines
+
+
+def entropy(r: Results) -> list[str]:
+    lines = ["", "## aws-lc's first random bytes (bench/entropy)", "",
+             "A process's first TLS handshake seeds aws-lc's generator. With CPU jitter entropy (aws-lc's default)"
+             " that costs tens of milliseconds; `.cargo/config.toml` builds without it"
+             " (`AWS_LC_SYS_NO_JITTER_ENTROPY=1`), leaving the OS source (getrandom). Median of 5 processes.", "",
+             "| aws-lc built | first request | second request |", "|---|---|---|"]
+    for e in r.entropy:
+        lines.append(f"| {e.label} | {e.first_us / 1000:.2f} ms | {e.second_us} µs |")
+    if not r.entropy:
+        lines.append("| (not built: run `make bench`) | | |")
+    return lines
+
+
+def artifacts(r: Results) -> list[str]:
+    lines = ["", "## Artifacts (arm64, zipped as Lambda takes them)", "", "| function | zip | unzipped |", "|---|---|---|"]
+    for name, (zipped, unzipped) in r.sizes_mb.items():
+        lines.append(f"| {name} | {zipped:.2f} MB | {unzipped:.2f} MB |")
+    if not r.sizes_mb:
+        lines.append("| (no zips in target/lambda: run `make bench`) | | |")
+    return lines
+
+
+def render(r: Results) -> str:
+    """The whole of BENCHMARKS.md."""
+    sections = (header, targets, cold_start, warm, mcp_tools, calls_per_operation, batches, criterion, entropy,
+                artifacts)
+    return "\n".join(line for section in sections for line in section(r)) + "\n"

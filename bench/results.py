@@ -1,0 +1,119 @@
+"""What one `make bench` run measured, as plain data: every figure BENCHMARKS.md shows, already
+reduced from the samples (medians, ratios, targets met), and nothing about how it is shown.
+
+run.py measures and builds a Results; render.py turns one into the table. Times are in
+milliseconds unless a name says otherwise.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass
+class Environment:
+    date: str  # "2026-11-30 09:32 UTC"
+    took_s: float
+    cpu: str
+    cores: int
+    system: str  # platform.system() and platform.release(), e.g. "Linux 6.18.44"
+    machine: str  # e.g. "x86_64"
+    python: str  # the reference's Python
+    boto3: str
+    events: int  # --events
+    cold: int  # --cold
+    delay_ms: float  # --delay-ms
+
+
+@dataclass
+class Target:
+    name: str
+    value: float
+    shown_as: str  # "ms" (shown like every time), or a format such as "{:.0f}x"
+    met: bool
+
+
+@dataclass
+class ColdStart:
+    function: str
+    over: str  # how AWS was reached: "HTTP", "HTTPS", ...
+    init_ms: float
+    first_event_ms: float
+    first_response_ms: float
+
+
+@dataclass
+class ColdRatio:
+    """The reference's cold start over notification-handler's (how many times longer)."""
+    init: float
+    first_response: float
+
+
+@dataclass
+class Warm:
+    function: str
+    event: str
+    calls: list[str]  # the AWS calls of a typical event, e.g. ["S3 GetObject", "DynamoDB UpdateItem"]
+    latency_ms: float
+    floor_ms: float
+    emulator_ms: float
+    overhead_ms: float
+    cpu_ms: float
+    rss_mb: float
+
+
+@dataclass
+class WarmComparison:
+    """notification-handler beside the reference for one kind of event."""
+    event: str
+    ours_overhead_ms: float
+    reference_overhead_ms: float
+    ratio: float | None  # the reference's overhead over ours; None when either is not positive
+    ours_latency_ms: float
+    reference_latency_ms: float
+
+
+@dataclass
+class McpOperation:
+    operation: str
+    calls: list[str]
+    function_ms: float
+    floor_ms: float
+    overhead_ms: float
+    client_ms: float
+
+
+@dataclass
+class Batch:
+    backend: str
+    sequential_ms: float
+    concurrent_ms: float
+    speedup: float
+    per_message_ms: float  # concurrent, per message of the batch of 100
+
+
+@dataclass
+class Entropy:
+    label: str
+    first_us: float
+    second_us: float
+
+
+@dataclass
+class Results:
+    environment: Environment
+    targets: list[Target]
+    cold: list[ColdStart]  # in the order shown; the last row is mcp-tools through an MCP client
+    cold_ratio: dict[str, ColdRatio]  # by "HTTP" and "HTTPS"
+    tls_cost_ms: dict[str, float]  # HTTPS minus HTTP first event, by function
+    runtime_ms: float  # the Runtime API exchange of a function that does nothing
+    warm: list[Warm]
+    warm_comparisons: list[WarmComparison]
+    mcp: list[McpOperation]
+    mcp_rss_mb: float
+    polls: dict[str, list[str]]  # check_job_status with wait_secs: its AWS calls, by case
+    batch_calls: float  # AWS calls of one SQS batch of 100 (moto, concurrent)
+    batches: list[Batch]
+    criterion_us: dict[str, float] = field(default_factory=dict)
+    entropy: list[Entropy] = field(default_factory=list)  # empty when bench/entropy was not built
+    sizes_mb: dict[str, tuple[float, float]] = field(default_factory=dict)  # zipped, unzipped

@@ -1,0 +1,116 @@
+"""BENCHMARKS.md's renderer on a hand-made data set: it shows each figure as given, in the
+table it belongs to, and needs nothing running."""
+
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "bench"))
+
+import results as R  # noqa: E402
+from render import fmt, render  # noqa: E402
+
+
+def data(**changes) -> R.Results:
+    values = dict(
+        environment=R.Environment(date="2026-01-02 03:04 UTC", took_s=175.6, cpu="Test CPU", cores=2,
+                                  system="Linux 6.1", machine="x86_64", python="3.11.7", boto3="1.43.108",
+                                  events=100, cold=5, delay_ms=10.0),
+        targets=[R.Target("init ≥ 40x shorter", 73.4, "{:.0f}x", True),
+                 R.Target("init < 10 ms", 5.471, "ms", True),
+                 R.Target("overhead ≤ 1 ms", 1.913, "ms", False)],
+        cold=[R.ColdStart("notification-handler", "HTTP", 5.47, 22.7, 28.2),
+              R.ColdStart("python-reference", "HTTP", 402.4, 20.8, 423.0),
+              R.ColdStart("mcp-tools (MCP client, tools/list)", "HTTP", 5.63, 0.52, 6.17)],
+        cold_ratio={"HTTP": R.ColdRatio(73.4, 15.0), "HTTPS": R.ColdRatio(127.7, 24.9)},
+        tls_cost_ms={"notification-handler": 0.44, "python-reference": 100.2},
+        runtime_ms=0.05,
+        warm=[R.Warm("notification-handler", "output in S3", ["S3 GetObject", "DynamoDB UpdateItem"],
+                     12.6, 11.4, 10.8, 1.14, 1.47, 8.94),
+              R.Warm("python-reference", "output in S3", ["S3 GetObject", "DynamoDB UpdateItem"],
+                     14.2, 7.77, 7.52, 6.02, 5.73, 70.4)],
+        warm_comparisons=[R.WarmComparison("output in S3", 1.14, 6.02, 5.28, 12.6, 14.2)],
+        mcp=[R.McpOperation("tools/list", [], 0.39, 0.05, 0.34, 3.53),
+             R.McpOperation("check_job_status", ["DynamoDB GetItem"], 3.17, 2.56, 0.57, 6.31)],
+        mcp_rss_mb=12.44,
+        polls={"check_job_status wait_secs=3, job stays pending": ["DynamoDB GetItem"] * 3},
+        batch_calls=200.0,
+        batches=[R.Batch("moto", 1663.0, 1841.0, 0.903, 18.41), R.Batch("fixed 10 ms per call", 2190.0, 155.0, 14.13, 1.55)],
+        criterion_us={"parse a notification": 4.5, "decide": 6.51},
+        entropy=[R.Entropy("with jitter entropy", 31160, 1)],
+        sizes_mb={"notification-handler": (3.141, 7.139)},
+    )
+    values.update(changes)
+    return R.Results(**values)
+
+
+def section(text: str, title: str) -> list[str]:
+    """The table rows of one section."""
+    lines = text.split("\n## " + title + "\n", 1)[1].split("\n## ", 1)[0].splitlines()
+    return [line for line in lines if line.startswith("| ") and not line.startswith("| ---")][1:]
+
+
+def test_times_are_shown_to_three_significant_figures_or_so():
+    assert [fmt(x) for x in (0.05, 5.471, 12.64, 402.4, 1841.0)] == ["0.05 ms", "5.47 ms", "12.6 ms", "402 ms", "1841 ms"]
+
+
+def test_the_header_says_when_where_and_how_it_ran():
+    text = render(data())
+    assert text.startswith("# Benchmarks\n\nWritten by `make bench` (bench/run.py)")
+    assert "- date: 2026-01-02 03:04 UTC; the run took 176 s\n" in text
+    assert "- machine: Test CPU, 2 cores, Linux 6.1, x86_64\n" in text
+    assert "(`bench/run.py --events 100 --cold 5 --delay-ms 10`)" in text
+    assert "the reference: Python 3.11.7, boto3 1.43.108, awslambdaric" in text
+    assert text.endswith("\n") and not text.endswith("\n\n")
+
+
+def test_targets_come_right_after_the_header_each_with_its_value_and_whether_it_was_met():
+    text = render(data())
+    assert text.index("## Targets") < text.index("## Cold start")
+    assert section(text, "Targets") == ["| init ≥ 40x shorter | 73x | yes |", "| init < 10 ms | 5.47 ms | yes |",
+                                        "| overhead ≤ 1 ms | 1.91 ms | **no** |"]
+
+
+def test_every_table_shows_its_rows_in_the_given_order():
+    text = render(data())
+    assert section(text, "Cold start") == [
+        "| notification-handler | HTTP | 5.47 ms | 22.7 ms | 28.2 ms |",
+        "| python-reference | HTTP | 402 ms | 20.8 ms | 423 ms |",
+        "| mcp-tools (MCP client, tools/list) | HTTP | 5.63 ms | 0.52 ms | 6.17 ms |"]
+    assert "init **73x** shorter, first response **15x** sooner (HTTP); 128x and 25x over HTTPS." in text
+    assert "notification-handler 0.44 ms, the reference 100 ms." in text
+    assert section(text, "Warm latency per event, against the floor") == [
+        "| notification-handler | output in S3 | S3 GetObject, DynamoDB UpdateItem | 12.6 ms | 11.4 ms | 10.8 ms"
+        " | 1.14 ms | 1.47 ms | 8.9 MB |",
+        "| python-reference | output in S3 | S3 GetObject, DynamoDB UpdateItem | 14.2 ms | 7.77 ms | 7.52 ms"
+        " | 6.02 ms | 5.73 ms | 70.4 MB |"]
+    assert ("- output in S3: time of its own per event (above the floor) 1.14 ms for notification-handler, 6.02 ms"
+            " for the reference (5x); latency 12.6 ms against 14.2 ms, most of it the emulator's.") in text
+    assert section(text, "mcp-tools through an MCP client") == [
+        "| tools/list | none | 0.39 ms | 0.05 ms | 0.34 ms | 3.53 ms |",
+        "| check_job_status | DynamoDB GetItem | 3.17 ms | 2.56 ms | 0.57 ms | 6.31 ms |"]
+    assert "Peak RSS of mcp-tools after these calls: 12.4 MB." in text
+    assert section(text, "AWS calls per operation, counted at the emulator") == [
+        "| notification-handler: output in S3 | S3 GetObject, DynamoDB UpdateItem |",
+        "| mcp-tools: tools/list | none |",
+        "| mcp-tools: check_job_status | DynamoDB GetItem |",
+        "| mcp-tools: check_job_status wait_secs=3, job stays pending | DynamoDB GetItem, DynamoDB GetItem, DynamoDB GetItem |",
+        "| notification-handler: SQS batch of 100 (output in S3) | 200 calls |"]
+    assert section(text, "SQS batch of 100 notifications") == [
+        "| moto | 1663 ms | 1841 ms | 0.9x | 18.4 ms |",
+        "| fixed 10 ms per call | 2190 ms | 155 ms | 14.1x | 1.55 ms |"]
+    assert section(text, "Handler CPU per notification (criterion, no I/O)") == [
+        "| decide | 6.51 µs |", "| parse a notification | 4.50 µs |"]
+    assert section(text, "aws-lc's first random bytes (bench/entropy)") == ["| with jitter entropy | 31.16 ms | 1 µs |"]
+    assert section(text, "Artifacts (arm64, zipped as Lambda takes them)") == ["| notification-handler | 3.14 MB | 7.14 MB |"]
+
+
+def test_a_ratio_that_cannot_be_taken_is_left_out():
+    text = render(data(warm_comparisons=[R.WarmComparison("responseBody", 0.0, 3.3, None, 11.4, 9.71)]))
+    assert "0.00 ms for notification-handler, 3.30 ms for the reference; latency" in text
+
+
+def test_what_was_not_built_says_so():
+    text = render(data(entropy=[], sizes_mb={}))
+    assert "| (not built: run `make bench`) | | |" in text
+    assert "| (no zips in target/lambda: run `make bench`) | | |" in text
