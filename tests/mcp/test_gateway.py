@@ -92,6 +92,10 @@ def test_a_training_run_through_the_gateway(servers, gateway):
     ("check_job_status", {"inference_id": "x", "wait": 3}, "failed to deserialize parameters"),
     ("check_training_result", {"session_id": "a; b"}, "`session_id`"),
     ("trigger_training", {"session_id": "s"}, "input_data_uri"),
+    ("check_job_status", {"inference_id": "x", "wait_secs": "five"},
+     '`wait_secs` must be a whole number from 0 to 20; got "five"'),
+    ("trigger_training", {"input_data_uri": "s3://b/t", "session_id": "s", "accuracy_threshold": "2"},
+     "`accuracy_threshold` is 2; it must be from 0 to 1"),
     # An AWS failure: the stand-in has no such run.
     ("check_training_status", {"execution_arn": "arn:aws:sagemaker:us-east-1:123456789012:pipeline/p/execution/nope"},
      "DescribePipelineExecution failed: ResourceNotFound"),

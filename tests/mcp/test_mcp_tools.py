@@ -202,11 +202,21 @@ def test_a_pending_job_long_past_its_deadline_is_probably_lost(servers, aws):
     ({"document": "a", "request_ttl_secs": 30}, "`request_ttl_secs` is 30"),
     ({"document": "a", "invocation_timeout_secs": 600, "request_ttl_secs": 900}, "at least twice"),
     ({"document": "a", "endpoint_name": "other"}, "unknown field `endpoint_name`"),
-    ({"document": 42}, "invalid type"),
-    ({"payload": "not an object"}, "invalid type"),
+    ({"document": 42}, "`document` must be a string; got 42"),
+    ({"payload": "not an object"}, '`payload` must be a JSON object; got "not an object"'),
+    ({"document": "a", "invocation_timeout_secs": "five"}, '`invocation_timeout_secs` must be a whole number from 1 to 3600; got "five"'),
 ])
 def test_bad_submit_arguments_are_tool_errors_that_say_what_is_wrong(servers, args, expected):
     assert expected in error_text(call(servers, "submit_job", args))
+
+
+def test_numbers_sent_as_strings_are_taken_as_numbers(servers):
+    """As the MCP Inspector's CLI sends every --tool-arg, and as Python and TypeScript servers accept."""
+    submitted = ok(call(servers, "submit_job", {"document": "a", "invocation_timeout_secs": "100", "request_ttl_secs": "600"}))
+    status = ok(call(servers, "check_job_status", {"inference_id": submitted["inference_id"], "wait_secs": "0"}))
+    assert status["inference_id"] == submitted["inference_id"]
+    assert error_text(call(servers, "check_job_status", {"inference_id": "x", "wait_secs": "25"})) == \
+        "`wait_secs` is 25; it must be from 0 to 20"
 
 
 def test_bad_check_arguments(servers):

@@ -5,6 +5,7 @@
 //! call without HTTP (for other front doors, such as an AgentCore Gateway target), and this
 //! module the HTTP front door.
 
+pub mod arguments;
 pub mod contract;
 pub mod deps;
 pub mod direct;

@@ -31,6 +31,7 @@ use shared::usecases::training::{self, TriggerRequest};
 use shared::usecases::{check, submit};
 use tracing::{field::Empty, info_span, Instrument, Span};
 
+use crate::arguments;
 use crate::contract::*;
 use crate::deps::{Backend, Deps};
 
@@ -446,9 +447,17 @@ impl<B: Backend> ServerHandler for Tools<B> {
     /// client that declared the tasks extension.
     async fn call_tool(
         &self,
-        request: CallToolRequestParams,
+        mut request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
+        // Numbers and booleans sent as strings become what the tool's schema declares.
+        if let (Some(tool), Some(arguments)) =
+            (self.router.get(&request.name), request.arguments.as_mut())
+        {
+            if let Err(message) = arguments::coerce(&tool.input_schema, arguments) {
+                return Ok(tool_error(message));
+            }
+        }
         let wants_task = context
             .client_capabilities()
             .is_some_and(|c| c.supports_tasks());
