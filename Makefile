@@ -5,6 +5,8 @@ SHELL := /bin/bash
 VENV := .venv
 PY := $(VENV)/bin/python
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
+# The official MCP Inspector, pinned, for the tests that drive the server through its CLI.
+INSPECTOR := tests/inspector/node_modules/.bin/mcp-inspector
 
 .PHONY: help venv test compile unit-test demo serve bench fmt lint lint-infra build build-sam sam-build-debug deploy redrive tool-schema clean
 
@@ -28,12 +30,17 @@ venv:
 # Lint and build in two lanes at once (scripts/build_for_tests.sh): `compile` for this machine,
 # `sam-build-debug` (which also sets up .venv) through SAM for Lambda; then run the tests on an
 # otherwise idle machine.
-test:
+test: $(INSPECTOR)
 	@scripts/build_for_tests.sh
 	$(PY) scripts/local_stack.py --sagemaker target/debug/sagemaker-standin --step-millis 50 -- \
 		scripts/cargo_test_summary.sh --workspace --all-targets --locked
 	$(PY) scripts/local_stack.py --sagemaker target/debug/sagemaker-standin --step-millis 100 --lambda -- \
 		$(PY) -m pytest -q tests/mcp tests/infra tests/bench
+
+$(INSPECTOR): tests/inspector/package.json tests/inspector/package-lock.json
+	@command -v npm >/dev/null || { echo "error: npm is missing (Node.js 20 or newer): the MCP Inspector tests need it" >&2; exit 1; }
+	npm ci --prefix tests/inspector --no-audit --no-fund --loglevel=error
+	@touch $@
 
 compile: lint
 	cargo build --locked --workspace --bins

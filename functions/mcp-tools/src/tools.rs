@@ -365,12 +365,12 @@ impl<B: Backend> Tools<B> {
     }
 
     /// `tasks/get` for a job, from the results table: any instance answers for any task.
-    async fn get_job_task(&self, task_id: String) -> Result<GetTaskResult, ErrorData> {
+    async fn get_job_task(&self, task_id: &str) -> Result<TaskAnswer, ErrorData> {
         // The task id is a bearer handle: only its inference_id half goes on the span.
         let span = info_span!("task", method = "tasks/get", inference_id = Empty);
         let d = &self.deps;
         let (jobs, objects) = (d.ports.jobs(), d.ports.objects());
-        let view = task::get_task(jobs, objects, d.check, &task_id, d.clock.now())
+        let view = task::get_task(jobs, objects, d.check, task_id, d.clock.now())
             .instrument(span.clone())
             .await
             .map_err(task_error)?;
@@ -387,29 +387,22 @@ impl<B: Backend> Tools<B> {
                 (completed(JobStatusOutput::from(*report), failed)?, None)
             }
         };
-        let task = Task::new(
-            task_id,
-            TaskStatus::Working,
-            view.created_at,
-            view.last_updated_at,
-        );
-        let poll_interval_ms = d.config.task_poll_interval_ms;
-        Ok(task_result(
-            task,
-            view.ttl_ms,
-            poll_interval_ms,
+        Ok(TaskAnswer {
+            created_at: view.created_at,
+            last_updated_at: view.last_updated_at,
+            ttl_ms: view.ttl_ms,
             payload,
             message,
-        ))
+        })
     }
 
     /// `tasks/get` for a training run: working with its current step, completed with what
     /// check_training_status reports (a tool error when the run failed), cancelled once stopped.
-    async fn get_run_task(&self, task_id: String) -> Result<GetTaskResult, ErrorData> {
+    async fn get_run_task(&self, task_id: &str) -> Result<TaskAnswer, ErrorData> {
         let span = info_span!("task", method = "tasks/get", execution_arn = Empty);
         let d = &self.deps;
         let (runs, pipeline) = (d.ports.runs(), d.ports.pipeline());
-        let view = task::get_run_task(runs, pipeline, &task_id, d.clock.now())
+        let view = task::get_run_task(runs, pipeline, task_id, d.clock.now())
             .instrument(span.clone())
             .await
             .map_err(task_error)?;
@@ -419,25 +412,46 @@ impl<B: Backend> Tools<B> {
             RunTaskState::Cancelled { message } => (TaskPayload::Cancelled, Some(message)),
             RunTaskState::Done { described, steps } => {
                 let failed = described.status != PipelineStatus::Succeeded.as_str();
-                let output =
-                    TrainingStatusOutput::new(view.execution_arn.clone(), described, steps);
+                let output = TrainingStatusOutput::new(view.execution_arn, described, steps);
                 (completed(output, failed)?, None)
             }
         };
-        let task = Task::new(
-            task_id,
-            TaskStatus::Working,
-            view.created_at,
-            view.last_updated_at,
-        );
-        let poll_interval_ms = d.config.task_poll_interval_ms;
-        Ok(task_result(
-            task,
-            view.ttl_ms,
-            poll_interval_ms,
+        Ok(TaskAnswer {
+            created_at: view.created_at,
+            last_updated_at: view.last_updated_at,
+            ttl_ms: view.ttl_ms,
             payload,
             message,
-        ))
+        })
+    }
+}
+
+/// What `tasks/get` says of a job's or a run's task.
+struct TaskAnswer {
+    created_at: String,
+    last_updated_at: String,
+    /// Until the record expires.
+    ttl_ms: Option<u64>,
+    payload: TaskPayload,
+    message: Option<String>,
+}
+
+impl TaskAnswer {
+    fn into_result(self, task_id: String, poll_interval_ms: u64) -> GetTaskResult {
+        let mut task = Task::new(
+            task_id,
+            TaskStatus::Working,
+            self.created_at,
+            self.last_updated_at,
+        )
+        .with_poll_interval_ms(poll_interval_ms);
+        if let Some(ttl_ms) = self.ttl_ms {
+            task = task.with_ttl_ms(ttl_ms);
+        }
+        if let Some(message) = self.message {
+            task = task.with_status_message(message);
+        }
+        GetTaskResult::new(DetailedTask::new(task, self.payload))
     }
 }
 
@@ -480,11 +494,13 @@ impl<B: Backend> ServerHandler for Tools<B> {
         request: GetTaskParams,
         _context: RequestContext<RoleServer>,
     ) -> Result<GetTaskResult, ErrorData> {
-        if run::is_run_task(&request.task_id) {
-            self.get_run_task(request.task_id).await
+        let answer = if run::is_run_task(&request.task_id) {
+            self.get_run_task(&request.task_id).await?
         } else {
-            self.get_job_task(request.task_id).await
-        }
+            self.get_job_task(&request.task_id).await?
+        };
+        let poll_interval_ms = self.deps.config.task_poll_interval_ms;
+        Ok(answer.into_result(request.task_id, poll_interval_ms))
     }
 
     /// `tasks/cancel`: a pending job becomes `cancelled`, a running run is stopped; a finished
@@ -616,24 +632,6 @@ fn completed(output: impl serde::Serialize, failed: bool) -> Result<TaskPayload,
         Ok(serde_json::Value::Object(result)) => Ok(TaskPayload::Completed { result }),
         _ => Err(ErrorData::internal_error("tool result", None)),
     }
-}
-
-/// `tasks/get`'s answer: the task with its TTL, polling interval and status message.
-fn task_result(
-    mut task: Task,
-    ttl_ms: Option<u64>,
-    poll_interval_ms: u64,
-    payload: TaskPayload,
-    message: Option<String>,
-) -> GetTaskResult {
-    task = task.with_poll_interval_ms(poll_interval_ms);
-    if let Some(ttl_ms) = ttl_ms {
-        task = task.with_ttl_ms(ttl_ms);
-    }
-    if let Some(message) = message {
-        task = task.with_status_message(message);
-    }
-    GetTaskResult::new(DetailedTask::new(task, payload))
 }
 
 #[cfg(test)]
