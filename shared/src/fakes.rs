@@ -126,6 +126,11 @@ impl JobStore for MemoryJobs {
         }
         Ok(apply(&self.items, key_of(write, attr::INFERENCE_ID), write))
     }
+
+    /// DynamoDB's rules: the fake stands in for the results table.
+    fn fits_inline(&self, value: &serde_json::Value, max_bytes: u64) -> bool {
+        crate::adapters::dynamodb::limits::fits_inline(value, max_bytes)
+    }
 }
 
 #[derive(Default)]

@@ -19,3 +19,4 @@ pub mod fakes;
 pub mod ports;
 pub mod telemetry;
 pub mod usecases;
+pub mod util;

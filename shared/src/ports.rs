@@ -63,6 +63,10 @@ pub trait JobStore: Sync {
     ) -> impl Future<Output = Result<Option<Job>, StoreError>> + Send;
 
     fn write(&self, write: &Write) -> impl Future<Output = Result<Applied, StoreError>> + Send;
+
+    /// Whether the table can hold `value` inline (as a native attribute of at most `max_bytes`);
+    /// the store's own rules decide, so an output it cannot take is stored as a pointer.
+    fn fits_inline(&self, value: &serde_json::Value, max_bytes: u64) -> bool;
 }
 
 /// The pipeline results table.

@@ -7,8 +7,8 @@ use serde::Serialize;
 use sha2::{Digest, Sha256};
 
 use super::item::{Attr, Change, Fields, Guard, Item, Write, WriteOp};
-use super::job::hex;
 use super::pipeline_event::PipelineStatus;
+use crate::util::hex;
 
 /// Attribute names of the pipeline results table (the deployment contract).
 pub mod attr {

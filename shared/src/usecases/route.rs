@@ -8,13 +8,13 @@
 use chrono::{DateTime, Utc};
 
 use crate::domain::item::Applied;
-use crate::domain::job::truncate_utf8;
 use crate::domain::pipeline_event::{PipelineStatus, PipelineStatusChange};
 use crate::domain::run::{self, CompletionMessage, Run, RunRecord, MAX_FAILURE_REASON_BYTES};
 use crate::domain::time::{rfc3339, ttl_after};
 use crate::ports::{
     AwsFailure, CompletionQueue, PipelineControl, QueueError, RunStore, StoreError,
 };
+use crate::util::truncate_utf8;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Routed {
