@@ -1,6 +1,6 @@
 //! In-memory implementations of the ports, for fast tests of the use cases. The stores apply
 //! the very same [`Write`]s the DynamoDB adapter sends, through [`Write::apply_to`], so they
-//! cannot drift from the conditions; `contract` checks both against the same expectations.
+//! cannot drift from the conditions; `port_contract` checks both against the same expectations.
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::Mutex;
@@ -9,6 +9,7 @@ use chrono::{DateTime, Utc};
 
 use crate::domain::item::{Applied, Attr, Change, Item, Write, WriteOp};
 use crate::domain::job::{attr, Job, Locations};
+use crate::domain::pipeline_status::PipelineStatus;
 use crate::domain::run::{self, CompletionMessage, Run};
 use crate::domain::s3_location::S3Location;
 use crate::ports::*;
@@ -393,11 +394,11 @@ impl PipelineControl for FakePipeline {
             .any(|a| a == execution_arn);
         Ok(ExecutionDescription {
             status: if stopped {
-                "Stopped"
+                PipelineStatus::Stopped
             } else if reason.is_some() {
-                "Failed"
+                PipelineStatus::Failed
             } else {
-                "Executing"
+                PipelineStatus::Executing
             }
             .into(),
             failure_reason: reason,

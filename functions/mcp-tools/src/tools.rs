@@ -614,7 +614,9 @@ impl Tools {
             RunTaskState::Working { message } => (TaskPayload::Working, Some(message)),
             RunTaskState::Cancelled { message } => (TaskPayload::Cancelled, Some(message)),
             RunTaskState::Done { described, steps } => {
-                let failed = described.status != "Succeeded";
+                let failed = !described
+                    .status
+                    .is(shared::domain::pipeline_status::PipelineStatus::Succeeded);
                 let output =
                     TrainingStatusOutput::new(view.execution_arn.clone(), described, steps);
                 (completed(output, failed)?, None)

@@ -9,9 +9,11 @@ pub mod codec;
 pub mod expression;
 pub mod limits;
 
+use aws_sdk_dynamodb::error::{ProvideErrorMetadata, SdkError};
 use aws_sdk_dynamodb::operation::put_item::PutItemError;
 use aws_sdk_dynamodb::operation::update_item::UpdateItemError;
 use aws_sdk_dynamodb::types::{AttributeValue, ReturnValue, ReturnValuesOnConditionCheckFailure};
+use aws_smithy_runtime_api::client::orchestrator::HttpResponse;
 use chrono::{DateTime, Utc};
 use serde_json::Value;
 
@@ -26,6 +28,22 @@ use crate::domain::job::{self, Job};
 use crate::domain::run::{self, Run};
 use crate::ports::{JobStore, RunStore, StoreError};
 
+type Attributes = std::collections::HashMap<String, AttributeValue>;
+
+/// The part PutItem and UpdateItem share: the table, the condition with its placeholders, and
+/// the items returned (the one replaced when written, the one stored when refused).
+macro_rules! conditional {
+    ($request:expr, $table:expr, $condition:expr, $expr:expr) => {
+        $request
+            .table_name($table)
+            .condition_expression($condition)
+            .set_expression_attribute_names(Some($expr.names))
+            .set_expression_attribute_values((!$expr.values.is_empty()).then_some($expr.values))
+            .return_values(ReturnValue::AllOld)
+            .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
+    };
+}
+
 /// One table: conditional writes and consistent reads.
 #[derive(Clone)]
 struct Table {
@@ -34,16 +52,9 @@ struct Table {
 }
 
 impl Table {
-    fn aws_error<E>(
-        &self,
-        operation: &'static str,
-        e: &aws_sdk_dynamodb::error::SdkError<
-            E,
-            aws_smithy_runtime_api::client::orchestrator::HttpResponse,
-        >,
-    ) -> StoreError
+    fn aws_error<E>(&self, operation: &'static str, e: &SdkError<E, HttpResponse>) -> StoreError
     where
-        E: aws_sdk_dynamodb::error::ProvideErrorMetadata + std::error::Error + 'static,
+        E: ProvideErrorMetadata + std::error::Error + 'static,
     {
         let failure = classify(e);
         if failure.code.as_deref() == Some("ValidationException") {
@@ -68,63 +79,63 @@ impl Table {
             WriteOp::Put(item) => {
                 let mut item = to_item(item);
                 item.extend(to_item(&write.key));
-                let outcome = self
-                    .client
-                    .put_item()
-                    .table_name(&self.name)
-                    .set_item(Some(item))
-                    .condition_expression(condition)
-                    .set_expression_attribute_names(Some(expr.names))
-                    .set_expression_attribute_values(
-                        (!expr.values.is_empty()).then_some(expr.values),
-                    )
-                    .return_values(ReturnValue::AllOld)
-                    .return_values_on_condition_check_failure(
-                        ReturnValuesOnConditionCheckFailure::AllOld,
-                    )
+                let request = self.client.put_item().set_item(Some(item));
+                let outcome = conditional!(request, &self.name, condition, expr)
                     .send()
                     .await;
-                match outcome {
-                    Ok(o) => Ok(Applied::Written {
-                        previous: o.attributes().filter(|a| !a.is_empty()).map(from_item),
-                    }),
-                    Err(e) => match e.as_service_error() {
-                        Some(PutItemError::ConditionalCheckFailedException(c)) => {
-                            Ok(Applied::Refused(c.item().map(from_item)))
-                        }
-                        _ => Err(self.aws_error("PutItem", &e)),
+                self.applied(
+                    "PutItem",
+                    outcome,
+                    |o| o.attributes(),
+                    |e| match e {
+                        PutItemError::ConditionalCheckFailedException(c) => Some(c.item()),
+                        _ => None,
                     },
-                }
+                )
             }
             WriteOp::Update(changes) => {
                 let update = expr.update(changes);
-                let outcome = self
+                let request = self
                     .client
                     .update_item()
-                    .table_name(&self.name)
                     .set_key(Some(to_item(&write.key)))
-                    .update_expression(update)
-                    .condition_expression(condition)
-                    .set_expression_attribute_names(Some(expr.names))
-                    .set_expression_attribute_values(Some(expr.values))
-                    .return_values(ReturnValue::AllOld)
-                    .return_values_on_condition_check_failure(
-                        ReturnValuesOnConditionCheckFailure::AllOld,
-                    )
+                    .update_expression(update);
+                let outcome = conditional!(request, &self.name, condition, expr)
                     .send()
                     .await;
-                match outcome {
-                    Ok(o) => Ok(Applied::Written {
-                        previous: o.attributes().filter(|a| !a.is_empty()).map(from_item),
-                    }),
-                    Err(e) => match e.as_service_error() {
-                        Some(UpdateItemError::ConditionalCheckFailedException(c)) => {
-                            Ok(Applied::Refused(c.item().map(from_item)))
-                        }
-                        _ => Err(self.aws_error("UpdateItem", &e)),
+                self.applied(
+                    "UpdateItem",
+                    outcome,
+                    |o| o.attributes(),
+                    |e| match e {
+                        UpdateItemError::ConditionalCheckFailedException(c) => Some(c.item()),
+                        _ => None,
                     },
-                }
+                )
             }
+        }
+    }
+
+    /// What a conditional write did: the item it replaced when written, the item as stored
+    /// when its condition failed (`refused` picks that failure out of the operation's errors).
+    fn applied<O, E>(
+        &self,
+        operation: &'static str,
+        outcome: Result<O, SdkError<E, HttpResponse>>,
+        previous: impl FnOnce(&O) -> Option<&Attributes>,
+        refused: impl FnOnce(&E) -> Option<Option<&Attributes>>,
+    ) -> Result<Applied, StoreError>
+    where
+        E: ProvideErrorMetadata + std::error::Error + 'static,
+    {
+        match outcome {
+            Ok(o) => Ok(Applied::Written {
+                previous: previous(&o).filter(|a| !a.is_empty()).map(from_item),
+            }),
+            Err(e) => match e.as_service_error().and_then(refused) {
+                Some(stored) => Ok(Applied::Refused(stored.map(from_item))),
+                None => Err(self.aws_error(operation, &e)),
+            },
         }
     }
 }

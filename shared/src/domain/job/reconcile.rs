@@ -45,17 +45,14 @@ mod tests {
     use super::*;
     use chrono::Duration;
 
-    use crate::domain::job::test_support::{at, job, run, submission, POLICY};
-    use crate::domain::job::transition::{mark_invoked, reserve, Locations};
+    use crate::domain::job::test_support::{at, both_locations, job, run, submission, POLICY};
+    use crate::domain::job::transition::{mark_invoked, reserve};
 
     #[test]
     fn probes_start_after_the_threshold_and_alternate() {
         let s = submission();
         let t0 = at("2026-11-20T10:00:00Z");
-        let locations = Locations {
-            output_location: Some("s3://b/out".into()),
-            failure_location: Some("s3://b/fail".into()),
-        };
+        let locations = both_locations();
         let invoked = job(&run(&[
             reserve(&s, &POLICY, t0),
             mark_invoked(&s.inference_id, 1, &locations, 5),

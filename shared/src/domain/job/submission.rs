@@ -169,6 +169,23 @@ mod tests {
         );
     }
 
+    /// Pinned: a changed derivation would re-submit every keyed job after a deploy.
+    #[test]
+    fn the_key_derivation_is_pinned() {
+        assert_eq!(
+            inference_id_for_key("ep", "k1"),
+            "e609fdea-7206-52d4-8f83-0fae896946f7"
+        );
+        assert_eq!(
+            inference_id_for_key("invoice-classifier", "order-2026-11-20-0001"),
+            "301d9ee5-8dd1-5b0f-b359-6a543fb4790f"
+        );
+        assert_eq!(
+            submission().input_location.to_string(),
+            "s3://bucket/inputs/e609fdea-7206-52d4-8f83-0fae896946f7.json"
+        );
+    }
+
     #[test]
     fn the_same_key_gives_the_same_id_per_endpoint() {
         assert_eq!(inference_id_for_key("ep", "k1"), submission().inference_id);

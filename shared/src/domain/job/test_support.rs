@@ -6,7 +6,7 @@ use serde_json::json;
 use crate::domain::item::{Item, Write};
 use crate::domain::job::state::{Job, JobPolicy, JobStatus};
 use crate::domain::job::submission::Submission;
-use crate::domain::job::transition::OutcomeRecord;
+use crate::domain::job::transition::{Locations, OutcomeRecord};
 use crate::domain::time::parse_rfc3339;
 
 pub fn at(s: &str) -> DateTime<Utc> {
@@ -66,5 +66,13 @@ pub fn outcome(id: &str, status: JobStatus) -> OutcomeRecord {
         failure_excerpt: None,
         ttl: 9_999_999_999,
         reconciled_at: None,
+    }
+}
+
+/// Both locations InvokeEndpointAsync answers.
+pub fn both_locations() -> Locations {
+    Locations {
+        output_location: Some("s3://b/out".into()),
+        failure_location: Some("s3://b/fail".into()),
     }
 }

@@ -279,16 +279,15 @@ mod tests {
     use chrono::Duration;
     use serde_json::json;
 
-    use crate::domain::job::test_support::{at, job, outcome, run, submission, POLICY};
+    use crate::domain::job::test_support::{
+        at, both_locations, job, outcome, run, submission, POLICY,
+    };
 
     #[test]
     fn reserved_then_invoked_stores_both_locations() {
         let s = submission();
         let now = at("2026-11-20T10:00:00Z");
-        let locations = Locations {
-            output_location: Some("s3://b/out".into()),
-            failure_location: Some("s3://b/fail".into()),
-        };
+        let locations = both_locations();
         let (item, applied) = run(&[
             reserve(&s, &POLICY, now),
             mark_invoked(&s.inference_id, 1, &locations, 5),
@@ -376,10 +375,7 @@ mod tests {
     fn a_fast_outcome_before_the_invoke_answer_still_gets_the_locations() {
         let s = submission();
         let now = at("2026-11-20T10:00:00Z");
-        let locations = Locations {
-            output_location: Some("s3://b/out".into()),
-            failure_location: Some("s3://b/fail".into()),
-        };
+        let locations = both_locations();
         let (item, applied) = run(&[
             reserve(&s, &POLICY, now),
             record_outcome(&outcome(&s.inference_id, JobStatus::Completed)),
