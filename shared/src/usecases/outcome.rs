@@ -270,6 +270,23 @@ mod tests {
             "responseParameters": {"outputLocation": "s3://b/out/1"}}))
     }
 
+    /// Records `id`'s success notification, which must be written with no inline result.
+    async fn record_as_pointer(store: &MemoryJobs, objects: &MemoryObjects, id: &str) {
+        let recorded = record_notification(store, objects, SETTINGS, success(id), now())
+            .await
+            .unwrap();
+        assert!(
+            matches!(
+                recorded,
+                Recorded::Written {
+                    result_inline: false,
+                    ..
+                }
+            ),
+            "{recorded:?}"
+        );
+    }
+
     #[tokio::test]
     async fn completes_a_pending_item_in_place() {
         let store = MemoryJobs::default();
@@ -339,22 +356,7 @@ mod tests {
     #[tokio::test]
     async fn a_missing_output_object_still_records_the_outcome_as_a_pointer() {
         let store = MemoryJobs::default();
-        let recorded = record_notification(
-            &store,
-            &MemoryObjects::default(),
-            SETTINGS,
-            success("j3"),
-            now(),
-        )
-        .await
-        .unwrap();
-        assert!(matches!(
-            recorded,
-            Recorded::Written {
-                result_inline: false,
-                ..
-            }
-        ));
+        record_as_pointer(&store, &MemoryObjects::default(), "j3").await;
         assert_eq!(
             store.job("j3").unwrap().output_location.as_deref(),
             Some("s3://b/out/1")
@@ -366,16 +368,7 @@ mod tests {
         let store = MemoryJobs::default();
         store.reject_inline_results();
         let objects = MemoryObjects::default().with("s3://b/out/1", r#"{"a":1}"#);
-        let recorded = record_notification(&store, &objects, SETTINGS, success("j4"), now())
-            .await
-            .unwrap();
-        assert!(matches!(
-            recorded,
-            Recorded::Written {
-                result_inline: false,
-                ..
-            }
-        ));
+        record_as_pointer(&store, &objects, "j4").await;
         assert_eq!(store.job("j4").unwrap().result, None);
     }
 

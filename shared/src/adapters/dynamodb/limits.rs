@@ -62,8 +62,6 @@ fn dynamodb_number(n: &serde_json::Number) -> bool {
     }
 }
 
-/// Cuts `s` to at most `max` bytes on a character boundary.
-
 #[cfg(test)]
 mod tests {
     use super::*;
