@@ -1,6 +1,6 @@
 //! In-memory implementations of the ports, for fast tests of the use cases. The stores apply
 //! the very same [`Write`]s the DynamoDB adapter sends, through [`Write::apply_to`], so they
-//! cannot drift from the conditions; `contract` checks both against the same expectations.
+//! cannot drift from the conditions; `port_contract` checks both against the same expectations.
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::Mutex;
@@ -9,6 +9,7 @@ use chrono::{DateTime, Utc};
 
 use crate::domain::item::{Applied, Attr, Change, Item, Write, WriteOp};
 use crate::domain::job::{attr, Job, Locations};
+use crate::domain::pipeline_status::PipelineStatus;
 use crate::domain::run::{self, CompletionMessage, Run};
 use crate::domain::s3_location::S3Location;
 use crate::ports::*;
@@ -125,6 +126,11 @@ impl JobStore for MemoryJobs {
             });
         }
         Ok(apply(&self.items, key_of(write, attr::INFERENCE_ID), write))
+    }
+
+    /// DynamoDB's rules: the fake stands in for the results table.
+    fn fits_inline(&self, value: &serde_json::Value, max_bytes: u64) -> bool {
+        crate::adapters::dynamodb::limits::fits_inline(value, max_bytes)
     }
 }
 
@@ -388,11 +394,11 @@ impl PipelineControl for FakePipeline {
             .any(|a| a == execution_arn);
         Ok(ExecutionDescription {
             status: if stopped {
-                "Stopped"
+                PipelineStatus::Stopped
             } else if reason.is_some() {
-                "Failed"
+                PipelineStatus::Failed
             } else {
-                "Executing"
+                PipelineStatus::Executing
             }
             .into(),
             failure_reason: reason,

@@ -1,10 +1,11 @@
 //! The small traits the use cases need, with their errors. Adapters implement them over the
-//! AWS SDK; `fakes` implements them in memory; `contract` holds both to the same behaviour.
+//! AWS SDK; `fakes` implements them in memory; `port_contract` holds both to the same behaviour.
 
 use std::future::Future;
 
 use crate::domain::item::{Applied, Write};
 use crate::domain::job::{Job, Locations};
+use crate::domain::pipeline_status::ExecutionStatus;
 use crate::domain::run::{CompletionMessage, Run};
 use crate::domain::s3_location::S3Location;
 
@@ -63,6 +64,10 @@ pub trait JobStore: Sync {
     ) -> impl Future<Output = Result<Option<Job>, StoreError>> + Send;
 
     fn write(&self, write: &Write) -> impl Future<Output = Result<Applied, StoreError>> + Send;
+
+    /// Whether the table can hold `value` inline (as a native attribute of at most `max_bytes`);
+    /// the store's own rules decide, so an output it cannot take is stored as a pointer.
+    fn fits_inline(&self, value: &serde_json::Value, max_bytes: u64) -> bool;
 }
 
 /// The pipeline results table.
@@ -151,7 +156,7 @@ pub trait AsyncInvoker: Sync {
 /// What DescribePipelineExecution says of a run.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ExecutionDescription {
-    pub status: String,
+    pub status: ExecutionStatus,
     pub failure_reason: Option<String>,
 }
 

@@ -1,6 +1,7 @@
-//! The port contracts of `shared::contract` against the real adapters: DynamoDB and S3 on the
-//! local moto stack, SageMaker pipelines on the stand-in (both started by `make test` through
-//! scripts/local_stack.py). The same suites run against the in-memory fakes as unit tests.
+//! The port contracts of `shared::port_contract` against the real adapters, one test per
+//! behaviour: DynamoDB, S3 and SQS on the local moto stack; SageMaker pipelines and the async
+//! endpoint on the SageMaker stand-in (both started by `make test` through
+//! scripts/local_stack.py). The same behaviours run against the in-memory fakes as unit tests.
 
 use aws_sdk_dynamodb::types::{
     AttributeDefinition, BillingMode, KeySchemaElement, KeyType, ScalarAttributeType,
@@ -8,7 +9,6 @@ use aws_sdk_dynamodb::types::{
 
 use shared::adapters::aws::{dynamodb_client, load_sdk_config};
 use shared::adapters::dynamodb::{DynamoJobs, DynamoRuns};
-use shared::contract;
 
 fn need(name: &str) -> String {
     std::env::var(name).unwrap_or_else(|_| {
@@ -16,7 +16,7 @@ fn need(name: &str) -> String {
     })
 }
 
-/// A fresh table, so each suite starts empty.
+/// A fresh table, so each behaviour starts empty.
 async fn table(sdk: &aws_config::SdkConfig, keys: &[&str]) -> String {
     need("AWS_ENDPOINT_URL");
     let name = format!("contract-{}", uuid::Uuid::new_v4());
@@ -49,39 +49,148 @@ async fn table(sdk: &aws_config::SdkConfig, keys: &[&str]) -> String {
     name
 }
 
-#[tokio::test]
-async fn the_dynamodb_job_store_keeps_the_contract() {
-    let sdk = load_sdk_config().await;
-    let name = table(&sdk, &["inference_id"]).await;
-    contract::job_store(&DynamoJobs::new(dynamodb_client(&sdk), name)).await;
+mod dynamodb_job_store {
+    use super::*;
+
+    async fn jobs() -> DynamoJobs {
+        let sdk = load_sdk_config().await;
+        let name = table(&sdk, &["inference_id"]).await;
+        DynamoJobs::new(dynamodb_client(&sdk), name)
+    }
+
+    shared::job_store_contract!(jobs());
 }
 
-#[tokio::test]
-async fn the_dynamodb_run_store_keeps_the_contract() {
-    let sdk = load_sdk_config().await;
-    let name = table(&sdk, &["session_id", "execution_arn"]).await;
-    contract::run_store(&DynamoRuns::new(dynamodb_client(&sdk), name)).await;
+mod dynamodb_run_store {
+    use super::*;
+
+    async fn runs() -> DynamoRuns {
+        let sdk = load_sdk_config().await;
+        let name = table(&sdk, &["session_id", "execution_arn"]).await;
+        DynamoRuns::new(dynamodb_client(&sdk), name)
+    }
+
+    shared::run_store_contract!(runs());
 }
 
 #[cfg(feature = "s3")]
-#[tokio::test]
-async fn the_s3_object_store_keeps_the_contract() {
+mod s3_object_store {
+    use super::*;
     use shared::adapters::aws::s3_client;
     use shared::adapters::s3::S3Objects;
-    let sdk = load_sdk_config().await;
-    let bucket = need("IO_BUCKET");
-    contract::object_store(&S3Objects::new(s3_client(&sdk)), &bucket).await;
+    use shared::port_contract::object_store::Objects;
+
+    async fn objects() -> Objects<S3Objects> {
+        let bucket = need("IO_BUCKET");
+        let sdk = load_sdk_config().await;
+        Objects {
+            objects: S3Objects::new(s3_client(&sdk)),
+            bucket,
+        }
+    }
+
+    shared::object_store_contract!(objects());
 }
 
 #[cfg(feature = "sagemaker")]
-#[tokio::test]
-async fn the_sagemaker_pipeline_on_the_stand_in_keeps_the_contract() {
+mod sagemaker_pipeline_on_the_stand_in {
+    use super::*;
     use shared::adapters::sagemaker::{sagemaker_client, SageMakerPipeline};
-    need("AWS_ENDPOINT_URL_SAGEMAKER");
-    let sdk = load_sdk_config().await;
-    contract::pipeline_control(&SageMakerPipeline::new(
-        sagemaker_client(&sdk),
-        "contract-pipeline",
-    ))
-    .await;
+
+    async fn pipeline() -> SageMakerPipeline {
+        need("AWS_ENDPOINT_URL_SAGEMAKER");
+        let sdk = load_sdk_config().await;
+        SageMakerPipeline::new(sagemaker_client(&sdk), "contract-pipeline")
+    }
+
+    shared::pipeline_control_contract!(pipeline());
+}
+
+/// The stand-in serves the async runtime on the same port as the control plane; the runtime
+/// client is pointed at it here (moto's InvokeEndpointAsync answers no S3 locations).
+#[cfg(feature = "sagemaker-runtime")]
+mod sagemaker_endpoint_on_the_stand_in {
+    use super::*;
+    use shared::adapters::sagemaker_runtime::{sagemaker_runtime_client, SageMakerEndpoint};
+    use shared::port_contract::async_invoker::Endpoint;
+
+    async fn endpoint() -> Endpoint<SageMakerEndpoint> {
+        let standin = need("AWS_ENDPOINT_URL_SAGEMAKER");
+        let bucket = need("IO_BUCKET");
+        let sdk = aws_config::from_env().endpoint_url(standin).load().await;
+        let client = sagemaker_runtime_client(&sdk, std::time::Duration::from_secs(5));
+        Endpoint {
+            invoker: SageMakerEndpoint::new(client, "contract-endpoint"),
+            endpoint_name: "contract-endpoint".into(),
+            input_location: format!("s3://{bucket}/contract/inputs/none.json"),
+        }
+    }
+
+    shared::async_invoker_contract!(endpoint());
+}
+
+#[cfg(feature = "sqs")]
+mod sqs_completion_queue {
+    use super::*;
+    use shared::adapters::sqs::{sqs_client, SqsCompletionQueue};
+    use shared::domain::run::CompletionMessage;
+    use shared::port_contract::completion_queue::Inbox;
+    use shared::ports::{CompletionQueue, QueueError};
+
+    /// The adapter on a fresh queue, and ReceiveMessage on that queue to read what arrived.
+    struct Sqs {
+        queue: SqsCompletionQueue,
+        client: aws_sdk_sqs::Client,
+        url: String,
+    }
+
+    impl CompletionQueue for Sqs {
+        async fn send(&self, message: &CompletionMessage) -> Result<(), QueueError> {
+            self.queue.send(message).await
+        }
+    }
+
+    impl Inbox for Sqs {
+        async fn received(&self) -> Vec<serde_json::Value> {
+            let mut bodies = Vec::new();
+            loop {
+                let got = self
+                    .client
+                    .receive_message()
+                    .queue_url(&self.url)
+                    .max_number_of_messages(10)
+                    .send()
+                    .await
+                    .expect("ReceiveMessage");
+                let messages = got.messages.unwrap_or_default();
+                if messages.is_empty() {
+                    return bodies;
+                }
+                bodies.extend(messages.iter().map(|m| {
+                    serde_json::from_str(m.body().expect("a body")).expect("a JSON body")
+                }));
+            }
+        }
+    }
+
+    async fn queue() -> Sqs {
+        need("AWS_ENDPOINT_URL");
+        let sdk = load_sdk_config().await;
+        let client = sqs_client(&sdk);
+        let url = client
+            .create_queue()
+            .queue_name(format!("contract-{}", uuid::Uuid::new_v4().simple()))
+            .send()
+            .await
+            .expect("CreateQueue")
+            .queue_url
+            .expect("a queue URL");
+        Sqs {
+            queue: SqsCompletionQueue::new(client.clone(), url.clone()),
+            client,
+            url,
+        }
+    }
+
+    shared::completion_queue_contract!(queue());
 }

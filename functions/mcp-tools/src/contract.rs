@@ -608,7 +608,7 @@ impl TrainingStatusOutput {
     ) -> Self {
         Self {
             execution_arn,
-            status: described.status,
+            status: described.status.as_str().to_owned(),
             failure_reason: described.failure_reason,
             steps: steps.into_iter().map(StepView::from).collect(),
         }
@@ -669,7 +669,7 @@ impl From<Run> for RunView {
     fn from(r: Run) -> Self {
         RunView {
             execution_arn: r.execution_arn,
-            status: r.status,
+            status: r.status.as_str().to_owned(),
             started_at: r.started_at,
             ended_at: r.ended_at,
             failure_reason: r.failure_reason,

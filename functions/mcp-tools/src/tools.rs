@@ -22,7 +22,7 @@ use rmcp::RoleServer;
 use rmcp::{tool, tool_handler, tool_router, Json, ServerHandler};
 
 use shared::domain::job::{self, JobStatus, Submission};
-use shared::domain::pipeline_event::PipelineStatus;
+use shared::domain::pipeline_status::PipelineStatus;
 use shared::domain::run;
 use shared::domain::time::rfc3339;
 use shared::telemetry::{self, OutcomeSource};
@@ -411,7 +411,7 @@ impl<B: Backend> Tools<B> {
             RunTaskState::Working { message } => (TaskPayload::Working, Some(message)),
             RunTaskState::Cancelled { message } => (TaskPayload::Cancelled, Some(message)),
             RunTaskState::Done { described, steps } => {
-                let failed = described.status != PipelineStatus::Succeeded.as_str();
+                let failed = !described.status.is(PipelineStatus::Succeeded);
                 let output = TrainingStatusOutput::new(view.execution_arn, described, steps);
                 (completed(output, failed)?, None)
             }

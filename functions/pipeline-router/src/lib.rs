@@ -142,7 +142,7 @@ mod tests {
             (runs[0].session_id.as_str(), runs[0].execution_arn.as_str()),
             ("sess-42", ARN)
         );
-        assert_eq!(runs[0].status, "Succeeded");
+        assert_eq!(runs[0].status.as_str(), "Succeeded");
         let sent = h.queue.sent();
         assert_eq!(sent.len(), 1);
         assert_eq!(sent[0].session_id, "sess-42");
@@ -156,7 +156,7 @@ mod tests {
         let answer = h.handle(with_status("Executing")).await.unwrap();
         assert_eq!(answer["routed"], false);
         assert_eq!(answer["reason"], "status Succeeded already stored");
-        assert_eq!(h.store.all()[0].status, "Succeeded");
+        assert_eq!(h.store.all()[0].status.as_str(), "Succeeded");
         assert_eq!(h.queue.sent().len(), 1);
     }
 
@@ -168,7 +168,7 @@ mod tests {
             .set_failure_reason(arn, "AlgorithmError: loss is NaN");
         h.handle(event("pipeline-failed.json")).await.unwrap();
         let runs = h.store.all();
-        assert_eq!(runs[0].status, "Failed");
+        assert_eq!(runs[0].status.as_str(), "Failed");
         assert_eq!(
             runs[0].failure_reason.as_deref(),
             Some("AlgorithmError: loss is NaN")
@@ -201,7 +201,7 @@ mod tests {
             "QueueSendFailed"
         );
         assert_eq!(
-            h.store.all()[0].status,
+            h.store.all()[0].status.as_str(),
             "Succeeded",
             "written before the send"
         );

@@ -88,3 +88,112 @@ where
         },
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use aws_smithy_runtime_api::client::result::ConnectorError;
+    use aws_smithy_runtime_api::http::StatusCode;
+    use aws_smithy_types::body::SdkBody;
+    use aws_smithy_types::error::ErrorMetadata;
+
+    type Err = SdkError<ErrorMetadata, HttpResponse>;
+
+    fn response(status: u16) -> HttpResponse {
+        HttpResponse::new(StatusCode::try_from(status).unwrap(), SdkBody::empty())
+    }
+
+    fn service(status: u16, code: Option<&str>, message: Option<&str>) -> AwsFailure {
+        let mut meta = ErrorMetadata::builder();
+        if let Some(code) = code {
+            meta = meta.code(code);
+        }
+        if let Some(message) = message {
+            meta = meta.message(message);
+        }
+        classify(&Err::service_error(meta.build(), response(status)))
+    }
+
+    /// (code, retryable, ambiguous) of a failure.
+    fn kind(f: &AwsFailure) -> (Option<&str>, bool, bool) {
+        (f.code.as_deref(), f.retryable, f.ambiguous)
+    }
+
+    #[test]
+    fn a_4xx_refusal_is_final_and_certain() {
+        let f = service(400, Some("ValidationError"), Some("Endpoint ep not found."));
+        assert_eq!(kind(&f), (Some("ValidationError"), false, false));
+        assert_eq!(f.message, "Endpoint ep not found.");
+        let f = service(403, Some("AccessDeniedException"), None);
+        assert_eq!(kind(&f), (Some("AccessDeniedException"), false, false));
+        assert_eq!(f.message, "HTTP 403", "without a message, the status");
+    }
+
+    #[test]
+    fn a_429_is_retryable_but_certain() {
+        let f = service(429, Some("TooManyRequests"), Some("slow down"));
+        assert_eq!(kind(&f), (Some("TooManyRequests"), true, false));
+    }
+
+    #[test]
+    fn a_5xx_is_retryable_and_ambiguous_whatever_its_code() {
+        for (status, code) in [
+            (500, Some("InternalFailure")),
+            (503, Some("ServiceUnavailable")),
+            (502, None),
+            (500, Some("SomethingNew")),
+        ] {
+            let f = service(status, code, Some("boom"));
+            assert_eq!(kind(&f), (code, true, true), "{status} {code:?}");
+        }
+    }
+
+    #[test]
+    fn throttling_codes_on_a_4xx_are_retryable_and_certain() {
+        for code in RETRYABLE_CODES {
+            let f = service(400, Some(code), Some("x"));
+            assert_eq!(kind(&f), (Some(*code), true, false), "{code}");
+        }
+        let f = service(400, Some("ThrottlingExceptionX"), None);
+        assert!(!f.retryable, "codes match exactly");
+    }
+
+    #[test]
+    fn a_timeout_is_retryable_and_ambiguous() {
+        let f = classify(&Err::timeout_error("read timed out after 3s"));
+        assert_eq!(kind(&f), (None, true, true));
+        assert!(
+            f.message.contains("read timed out after 3s"),
+            "{}",
+            f.message
+        );
+    }
+
+    #[test]
+    fn a_dispatch_failure_is_retryable_and_ambiguous() {
+        for connector in [
+            ConnectorError::io("connection reset by peer".into()),
+            ConnectorError::timeout("connect timed out".into()),
+            ConnectorError::other("tls handshake".into(), None),
+        ] {
+            let f = classify(&Err::dispatch_failure(connector));
+            assert_eq!(kind(&f), (None, true, true), "{}", f.message);
+        }
+    }
+
+    #[test]
+    fn an_unreadable_response_is_retryable_and_ambiguous() {
+        let f = classify(&Err::response_error("truncated body", response(200)));
+        assert_eq!(kind(&f), (None, true, true));
+        assert!(f.message.contains("truncated body"), "{}", f.message);
+    }
+
+    #[test]
+    fn a_request_never_built_is_final_and_certain() {
+        let f = classify(&Err::construction_failure(
+            "missing required field: InferenceId",
+        ));
+        assert_eq!(kind(&f), (None, false, false));
+        assert!(f.message.contains("InferenceId"), "{}", f.message);
+    }
+}

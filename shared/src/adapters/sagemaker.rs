@@ -4,6 +4,7 @@
 use aws_sdk_sagemaker::types::{ParallelismConfiguration, Parameter, SortOrder};
 
 use crate::adapters::aws::classify;
+use crate::domain::pipeline_status::ExecutionStatus;
 use crate::ports::{AwsFailure, ExecutionDescription, PipelineControl, StartRequest, StepStatus};
 
 pub fn sagemaker_client(sdk: &aws_config::SdkConfig) -> aws_sdk_sagemaker::Client {
@@ -65,10 +66,11 @@ impl PipelineControl for SageMakerPipeline {
             .await
             .map_err(|e| classify(&e))?;
         Ok(ExecutionDescription {
-            status: out
-                .pipeline_execution_status
-                .map(|s| s.as_str().to_owned())
-                .unwrap_or_default(),
+            status: ExecutionStatus::parse(
+                out.pipeline_execution_status
+                    .as_ref()
+                    .map_or("", |s| s.as_str()),
+            ),
             failure_reason: out.failure_reason,
         })
     }

@@ -5,6 +5,8 @@ pub mod item;
 pub mod job;
 pub mod notification;
 pub mod pipeline_event;
+pub mod pipeline_status;
 pub mod run;
 pub mod s3_location;
+pub mod task_id;
 pub mod time;

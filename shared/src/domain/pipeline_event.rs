@@ -4,62 +4,11 @@
 use chrono::{DateTime, Utc};
 use serde_json::Value;
 
+use crate::domain::pipeline_status::{ExecutionStatus, PipelineStatus};
 use crate::domain::time::parse_rfc3339;
 
 pub const DETAIL_TYPE: &str = "SageMaker Model Building Pipeline Execution Status Change";
 pub const SOURCE: &str = "aws.sagemaker";
-
-/// SageMaker's own words for a run's status; `Pending` is ours, for a run triggered but not
-/// yet heard of.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum PipelineStatus {
-    Pending,
-    Executing,
-    Stopping,
-    Succeeded,
-    Failed,
-    Stopped,
-    CompletedWithFailures,
-}
-
-impl PipelineStatus {
-    pub const TERMINAL: [PipelineStatus; 4] = [
-        PipelineStatus::Succeeded,
-        PipelineStatus::Failed,
-        PipelineStatus::Stopped,
-        PipelineStatus::CompletedWithFailures,
-    ];
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            PipelineStatus::Pending => "pending",
-            PipelineStatus::Executing => "Executing",
-            PipelineStatus::Stopping => "Stopping",
-            PipelineStatus::Succeeded => "Succeeded",
-            PipelineStatus::Failed => "Failed",
-            PipelineStatus::Stopped => "Stopped",
-            PipelineStatus::CompletedWithFailures => "CompletedWithFailures",
-        }
-    }
-
-    /// A status SageMaker reports (never `pending`).
-    pub fn from_sagemaker(s: &str) -> Option<Self> {
-        [
-            PipelineStatus::Executing,
-            PipelineStatus::Stopping,
-            PipelineStatus::Succeeded,
-            PipelineStatus::Failed,
-            PipelineStatus::Stopped,
-            PipelineStatus::CompletedWithFailures,
-        ]
-        .into_iter()
-        .find(|status| status.as_str() == s)
-    }
-
-    pub fn is_terminal(self) -> bool {
-        Self::TERMINAL.contains(&self)
-    }
-}
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum PipelineEventError {
@@ -83,7 +32,8 @@ pub struct PipelineStatusChange {
     pub pipeline_arn: String,
     pub execution_arn: String,
     pub status: PipelineStatus,
-    pub previous_status: Option<String>,
+    /// `None` when absent; a word this code does not know is kept as written.
+    pub previous_status: Option<ExecutionStatus>,
     pub started_at: Option<DateTime<Utc>>,
     pub ended_at: Option<DateTime<Utc>>,
     /// The session that triggered the run; `None` for runs this project did not start.
@@ -145,7 +95,7 @@ pub fn parse_status_change(event: &Value) -> Result<PipelineStatusChange, Pipeli
             "previousPipelineExecutionStatus",
             "detail.previousPipelineExecutionStatus",
         )?
-        .map(str::to_owned),
+        .map(ExecutionStatus::parse),
         started_at: optional_time(detail, "executionStartTime", "detail.executionStartTime")?,
         ended_at: optional_time(detail, "executionEndTime", "detail.executionEndTime")?,
         session_id: optional_str(
@@ -272,7 +222,7 @@ mod tests {
         let c = parse_status_change(&event()).unwrap();
         assert_eq!(c.event_id, "6f1e2d3c");
         assert_eq!(c.status, PipelineStatus::Succeeded);
-        assert_eq!(c.previous_status.as_deref(), Some("Executing"));
+        assert_eq!(c.previous_status, Some(PipelineStatus::Executing.into()));
         assert_eq!(c.session_id.as_deref(), Some("sess-42"));
         assert_eq!(
             c.execution_arn,

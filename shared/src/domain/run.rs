@@ -7,8 +7,8 @@ use serde::Serialize;
 use sha2::{Digest, Sha256};
 
 use super::item::{Attr, Change, Fields, Guard, Item, Write, WriteOp};
-use super::job::hex;
-use super::pipeline_event::PipelineStatus;
+use super::pipeline_status::{ExecutionStatus, PipelineStatus, RunStatus};
+use crate::util::hex;
 
 /// Attribute names of the pipeline results table (the deployment contract).
 pub mod attr {
@@ -46,8 +46,7 @@ pub struct RunRecord {
 pub struct Run {
     pub session_id: String,
     pub execution_arn: String,
-    /// SageMaker's word, or `pending` for a run triggered and not yet heard of.
-    pub status: String,
+    pub status: RunStatus,
     pub started_at: Option<String>,
     pub ended_at: Option<String>,
     pub failure_reason: Option<String>,
@@ -62,7 +61,7 @@ impl Run {
         Run {
             session_id: f.s(attr::SESSION_ID).unwrap_or_default(),
             execution_arn: f.s(attr::EXECUTION_ARN).unwrap_or_default(),
-            status: f.s(attr::STATUS).unwrap_or_default(),
+            status: RunStatus::parse(&f.s(attr::STATUS).unwrap_or_default()),
             started_at: f.s(attr::STARTED_AT),
             ended_at: f.s(attr::ENDED_AT),
             failure_reason: f.s(attr::FAILURE_REASON),
@@ -128,10 +127,7 @@ pub fn record_triggered(
 ) -> Write {
     let item = Item::from([
         (attr::TASK_SECRET.to_owned(), Attr::s(task_secret)),
-        (
-            attr::STATUS.to_owned(),
-            Attr::s(PipelineStatus::Pending.as_str()),
-        ),
+        (attr::STATUS.to_owned(), Attr::s(RunStatus::PENDING)),
         (attr::STARTED_AT.to_owned(), Attr::s(triggered_at)),
         (attr::UPDATED_AT.to_owned(), Attr::s(triggered_at)),
         (attr::TTL.to_owned(), Attr::N(ttl)),
@@ -221,8 +217,8 @@ pub struct CompletionMessage {
     pub session_id: String,
     pub execution_arn: String,
     pub pipeline_arn: String,
-    pub status: String,
-    pub previous_status: Option<String>,
+    pub status: PipelineStatus,
+    pub previous_status: Option<ExecutionStatus>,
     pub started_at: Option<String>,
     pub ended_at: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -254,7 +250,7 @@ mod tests {
     fn a_terminal_status_is_kept_and_pending_is_overwritten() {
         let triggered = record_triggered("s", "arn:e", "2026-11-20T09:59:59.000Z", 10, "secret");
         let item = triggered.apply_to(None).unwrap();
-        assert_eq!(Run::from_item(&item).status, "pending");
+        assert_eq!(Run::from_item(&item).status, RunStatus::Pending);
         assert_eq!(
             triggered.apply_to(Some(&item)),
             None,
@@ -266,13 +262,40 @@ mod tests {
         let done = record_status_change(&record(PipelineStatus::Stopped))
             .apply_to(Some(&executing))
             .unwrap();
-        assert_eq!(Run::from_item(&done).status, "Stopped");
+        assert_eq!(Run::from_item(&done).status, PipelineStatus::Stopped.into());
         for late in [PipelineStatus::Executing, PipelineStatus::Succeeded] {
             assert_eq!(
                 record_status_change(&record(late)).apply_to(Some(&done)),
                 None
             );
         }
+    }
+
+    /// Pinned: a changed derivation would start a second run for a retried trigger after a
+    /// deploy, or a second stop.
+    #[test]
+    fn the_tokens_are_pinned() {
+        assert_eq!(
+            client_request_token("p", "s", "k"),
+            "48e3fdc499a82dd57e9ba0f50a0c33fb34e652a1858e1424e4147bc7a367d78d"
+        );
+        assert_eq!(
+            stop_request_token("arn:aws:sagemaker:us-east-1:123456789012:pipeline/p/execution/abc"),
+            "b985c3b1ad7a0bd870d9a7a70e9ad74bf29af136ef131bf9f3ee52bb7651288f"
+        );
+    }
+
+    /// Pinned: task ids handed out before a deploy must still be read after it.
+    #[test]
+    fn the_run_task_id_format_is_pinned() {
+        let arn = "arn:aws:sagemaker:us-east-1:123456789012:pipeline/p/execution/abc";
+        let secret = "0123456789abcdef0123456789abcdef";
+        let id = "run.c2Vzcy4x.YXJuOmF3czpzYWdlbWFrZXI6dXMtZWFzdC0xOjEyMzQ1Njc4OTAxMjpwaXBlbGluZS9wL2V4ZWN1dGlvbi9hYmM.0123456789abcdef0123456789abcdef";
+        assert_eq!(task_id("sess.1", arn, secret), id);
+        assert_eq!(
+            parse_task_id(id),
+            Some(("sess.1".to_owned(), arn.to_owned(), secret))
+        );
     }
 
     #[test]
@@ -290,7 +313,7 @@ mod tests {
         let run = |arn: &str, started: Option<&str>, ttl: i64| Run {
             session_id: "s".into(),
             execution_arn: arn.into(),
-            status: "Succeeded".into(),
+            status: PipelineStatus::Succeeded.into(),
             started_at: started.map(Into::into),
             ended_at: None,
             failure_reason: None,

@@ -1,7 +1,9 @@
 //! Check a job: read it (long-polling while it is pending), heal it from S3 when its
 //! notification seems lost, and say what the agent needs to know.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+use tokio::time::Instant;
 
 use chrono::{DateTime, Utc};
 
@@ -177,7 +179,7 @@ mod tests {
         s
     }
 
-    #[tokio::test]
+    #[tokio::test(start_paused = true)]
     async fn an_unknown_or_expired_id_is_not_found() {
         let jobs = MemoryJobs::default();
         let objects = MemoryObjects::default();
@@ -205,7 +207,7 @@ mod tests {
         ));
     }
 
-    #[tokio::test]
+    #[tokio::test(start_paused = true)]
     async fn a_lost_notification_is_healed_from_s3_after_the_threshold() {
         let jobs = MemoryJobs::default();
         let objects = MemoryObjects::default().with("s3://b/out/1", r#"{"label":"ok"}"#);
@@ -238,11 +240,12 @@ mod tests {
         assert_eq!(objects.reads(), 1);
     }
 
-    #[tokio::test]
+    #[tokio::test(start_paused = true)]
     async fn at_most_one_probe_per_call_even_while_waiting() {
         let jobs = MemoryJobs::default();
         let objects = MemoryObjects::default();
         let s = invoked(&jobs).await;
+        let started = Instant::now();
         let report = check_job(
             &jobs,
             &objects,
@@ -254,10 +257,18 @@ mod tests {
         .await
         .unwrap();
         assert_eq!(report.job.status, JobStatus::Pending);
-        assert_eq!(objects.reads(), 1);
+        assert_eq!(objects.reads(), 1, "one probe");
+        // Reads at 0, 250 and 750 ms, and once more when the wait ends at 800 ms.
+        let (reads, writes) = jobs.calls();
+        assert_eq!(
+            (reads, writes),
+            (4, 2),
+            "the two submit writes, no reconcile write"
+        );
+        assert_eq!(started.elapsed(), Duration::from_millis(800));
     }
 
-    #[tokio::test]
+    #[tokio::test(start_paused = true)]
     async fn a_large_output_gets_a_presigned_url_and_a_lost_job_says_so() {
         let jobs = MemoryJobs::default();
         let objects = MemoryObjects::default();

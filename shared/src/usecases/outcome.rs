@@ -6,13 +6,14 @@ use serde_json::Value;
 
 use crate::domain::item::{Applied, Attr};
 use crate::domain::job::{
-    self, failure_excerpt, inline_result, truncate_utf8, JobStatus, OutcomeRecord, Probe,
-    MAX_FAILURE_EXCERPT_BYTES, MAX_FAILURE_REASON_BYTES, MAX_LOCATION_BYTES,
+    self, failure_excerpt, JobStatus, OutcomeRecord, Probe, MAX_FAILURE_EXCERPT_BYTES,
+    MAX_FAILURE_REASON_BYTES, MAX_LOCATION_BYTES,
 };
 use crate::domain::notification::{InferenceOutcome, OutcomeKind};
 use crate::domain::s3_location::S3Location;
 use crate::domain::time::{parse_rfc3339, rfc3339, ttl_after};
 use crate::ports::{JobStore, ObjectError, ObjectPrefix, ObjectStore, StoreError};
+use crate::util::truncate_utf8;
 
 #[derive(Debug, Clone, Copy)]
 pub struct RecordSettings {
@@ -64,8 +65,8 @@ pub async fn record_notification<S: JobStore, O: ObjectStore>(
         } => {
             let max = settings.inline_result_max_bytes;
             record.result = match (response_body, &output_location) {
-                (Some(body), _) => inline_result(&body, max),
-                (None, Some(location)) => read_inline_result(objects, location, max).await,
+                (Some(body), _) => inline_result(store, &body, max),
+                (None, Some(location)) => read_inline_result(store, objects, location, max).await,
                 (None, None) => None,
             };
             record.output_location = output_location.map(|l| l.to_string());
@@ -156,13 +157,26 @@ fn elapsed_ms(from: Option<&str>, to: &str) -> Option<u64> {
     u64::try_from(ms).ok()
 }
 
-async fn read_inline_result<O: ObjectStore>(
+/// The output as a JSON value to store inline, or `None` when it must be a pointer: not JSON,
+/// larger than `max` as text, or more than the store can hold inline within `max`.
+fn inline_result<S: JobStore>(store: &S, bytes: &[u8], max: u64) -> Option<Value> {
+    if bytes.len() as u64 > max {
+        return None;
+    }
+    let value: Value = serde_json::from_slice(bytes).ok()?;
+    store.fits_inline(&value, max).then_some(value)
+}
+
+async fn read_inline_result<S: JobStore, O: ObjectStore>(
+    store: &S,
     objects: &O,
     location: &S3Location,
     max: u64,
 ) -> Option<Value> {
     match objects.read_prefix(location, max).await {
-        Ok(ObjectPrefix { bytes, total_len }) if total_len <= max => inline_result(&bytes, max),
+        Ok(ObjectPrefix { bytes, total_len }) if total_len <= max => {
+            inline_result(store, &bytes, max)
+        }
         Ok(ObjectPrefix { total_len, .. }) => {
             tracing::info!(%location, total_len, max, "output larger than the inline limit; storing a pointer");
             None
@@ -195,7 +209,7 @@ pub async fn reconcile<S: JobStore, O: ObjectStore>(
                 other => other?,
             };
             if prefix.total_len <= max {
-                record.result = inline_result(&prefix.bytes, max);
+                record.result = inline_result(store, &prefix.bytes, max);
             }
             record.output_location = Some(location.to_string());
         }
@@ -254,6 +268,23 @@ mod tests {
         outcome(json!({"invocationStatus": "Completed", "inferenceId": id,
             "eventTime": "2026-11-20T10:15:01.902Z", "receivedTime": "2026-11-20T10:14:12.455Z",
             "responseParameters": {"outputLocation": "s3://b/out/1"}}))
+    }
+
+    /// Records `id`'s success notification, which must be written with no inline result.
+    async fn record_as_pointer(store: &MemoryJobs, objects: &MemoryObjects, id: &str) {
+        let recorded = record_notification(store, objects, SETTINGS, success(id), now())
+            .await
+            .unwrap();
+        assert!(
+            matches!(
+                recorded,
+                Recorded::Written {
+                    result_inline: false,
+                    ..
+                }
+            ),
+            "{recorded:?}"
+        );
     }
 
     #[tokio::test]
@@ -325,22 +356,7 @@ mod tests {
     #[tokio::test]
     async fn a_missing_output_object_still_records_the_outcome_as_a_pointer() {
         let store = MemoryJobs::default();
-        let recorded = record_notification(
-            &store,
-            &MemoryObjects::default(),
-            SETTINGS,
-            success("j3"),
-            now(),
-        )
-        .await
-        .unwrap();
-        assert!(matches!(
-            recorded,
-            Recorded::Written {
-                result_inline: false,
-                ..
-            }
-        ));
+        record_as_pointer(&store, &MemoryObjects::default(), "j3").await;
         assert_eq!(
             store.job("j3").unwrap().output_location.as_deref(),
             Some("s3://b/out/1")
@@ -352,16 +368,7 @@ mod tests {
         let store = MemoryJobs::default();
         store.reject_inline_results();
         let objects = MemoryObjects::default().with("s3://b/out/1", r#"{"a":1}"#);
-        let recorded = record_notification(&store, &objects, SETTINGS, success("j4"), now())
-            .await
-            .unwrap();
-        assert!(matches!(
-            recorded,
-            Recorded::Written {
-                result_inline: false,
-                ..
-            }
-        ));
+        record_as_pointer(&store, &objects, "j4").await;
         assert_eq!(store.job("j4").unwrap().result, None);
     }
 

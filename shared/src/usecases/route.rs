@@ -8,13 +8,14 @@
 use chrono::{DateTime, Utc};
 
 use crate::domain::item::Applied;
-use crate::domain::job::truncate_utf8;
-use crate::domain::pipeline_event::{PipelineStatus, PipelineStatusChange};
+use crate::domain::pipeline_event::PipelineStatusChange;
+use crate::domain::pipeline_status::{PipelineStatus, RunStatus};
 use crate::domain::run::{self, CompletionMessage, Run, RunRecord, MAX_FAILURE_REASON_BYTES};
 use crate::domain::time::{rfc3339, ttl_after};
 use crate::ports::{
     AwsFailure, CompletionQueue, PipelineControl, QueueError, RunStore, StoreError,
 };
+use crate::util::truncate_utf8;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Routed {
@@ -28,7 +29,7 @@ pub enum Routed {
     /// A terminal status is stored; this (late or contradictory) event changed nothing.
     Ignored {
         session_id: String,
-        stored_status: String,
+        stored_status: RunStatus,
     },
 }
 
@@ -92,10 +93,8 @@ where
     let written = match store.write(&run::record_status_change(&record)).await? {
         Applied::Written { .. } => true,
         Applied::Refused(stored) => {
-            let stored_status = stored
-                .map(|i| Run::from_item(&i).status)
-                .unwrap_or_default();
-            if stored_status != change.status.as_str() {
+            let stored_status = stored.map_or(RunStatus::Pending, |i| Run::from_item(&i).status);
+            if !stored_status.is(change.status) {
                 return Ok(Routed::Ignored {
                     session_id,
                     stored_status,
@@ -119,7 +118,7 @@ where
             session_id: session_id.clone(),
             execution_arn: record.execution_arn,
             pipeline_arn: record.pipeline_arn,
-            status: change.status.as_str().to_owned(),
+            status: change.status,
             previous_status: change.previous_status,
             started_at: record.started_at,
             ended_at: record.ended_at,
@@ -213,7 +212,7 @@ mod tests {
             sent[0].failure_reason.as_deref(),
             Some("Step failure: Evaluate")
         );
-        assert_eq!(sent[0].status, "Failed");
+        assert_eq!(sent[0].status, PipelineStatus::Failed);
     }
 
     #[tokio::test]
@@ -286,10 +285,10 @@ mod tests {
             routed,
             Routed::Ignored {
                 session_id: "s-1".into(),
-                stored_status: "Stopped".into()
+                stored_status: PipelineStatus::Stopped.into()
             }
         );
-        assert_eq!(runs.all()[0].status, "Stopped");
+        assert_eq!(runs.all()[0].status, PipelineStatus::Stopped.into());
         assert_eq!(queue.sent().len(), 1);
     }
 }

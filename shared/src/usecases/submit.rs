@@ -2,7 +2,9 @@
 //! got, each step one conditional write. The same idempotency key replays the first answer,
 //! or re-drives a job the state machine says may be submitted again.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+use tokio::time::Instant;
 
 use chrono::{DateTime, Utc};
 
@@ -348,7 +350,7 @@ mod tests {
         }
     }
 
-    #[tokio::test]
+    #[tokio::test(start_paused = true)]
     async fn a_submission_uploads_invokes_and_stores_both_locations() {
         let w = World::new();
         let s = submission(None);
@@ -362,7 +364,7 @@ mod tests {
         assert_eq!(w.invoker.calls(&s.inference_id), 1);
     }
 
-    #[tokio::test]
+    #[tokio::test(start_paused = true)]
     async fn a_new_job_is_written_without_a_read_and_a_replay_is_one_refused_write() {
         let w = World::new();
         let s = submission(Some("k"));
@@ -377,7 +379,7 @@ mod tests {
         assert_eq!(w.invoker.calls(&s.inference_id), 1);
     }
 
-    #[tokio::test]
+    #[tokio::test(start_paused = true)]
     async fn a_replay_answers_exactly_as_the_first_call_did() {
         let w = World::new();
         let s = submission(Some("k"));
@@ -402,7 +404,7 @@ mod tests {
         ));
     }
 
-    #[tokio::test]
+    #[tokio::test(start_paused = true)]
     async fn an_ambiguous_invoke_leaves_the_job_pending_and_says_so() {
         let w = World::new();
         w.invoker.fail_next(InvokeFault::Ambiguous);
@@ -427,7 +429,7 @@ mod tests {
         assert_eq!(w.invoker.calls(&s.inference_id), 2);
     }
 
-    #[tokio::test]
+    #[tokio::test(start_paused = true)]
     async fn a_refusal_fails_the_job_with_the_reason_and_the_key_redrives_it() {
         let w = World::new();
         w.invoker.fail_next(InvokeFault::Refused);
@@ -445,7 +447,7 @@ mod tests {
         assert_eq!(w.jobs.job(&s.inference_id).unwrap().attempt, 2);
     }
 
-    #[tokio::test]
+    #[tokio::test(start_paused = true)]
     async fn a_crashed_reservation_is_redriven_after_the_crash_window() {
         let w = World::new();
         let s = submission(Some("k"));
@@ -454,12 +456,16 @@ mod tests {
             .write(&job::reserve(&s, &SETTINGS.policy, t0()))
             .await
             .unwrap();
+        let started = Instant::now();
         let early = w
             .submit(&s, t0() + chrono::Duration::seconds(1))
             .await
             .unwrap();
         assert!(early.replay && early.message.unwrap().contains("in progress"));
         assert_eq!(w.invoker.calls(&s.inference_id), 0);
+        // The refused reservation, then a read every 200 ms for the 600 ms it waits.
+        assert_eq!(w.jobs.calls(), (3, 2));
+        assert_eq!(started.elapsed(), SETTINGS.in_progress_wait);
         let late = w
             .submit(&s, t0() + chrono::Duration::seconds(61))
             .await
@@ -468,7 +474,7 @@ mod tests {
         assert_eq!(w.invoker.calls(&s.inference_id), 1);
     }
 
-    #[tokio::test]
+    #[tokio::test(start_paused = true)]
     async fn concurrent_calls_with_one_key_make_one_job() {
         let w = World::new();
         let s = submission(Some("k"));

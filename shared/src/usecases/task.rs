@@ -4,10 +4,10 @@
 
 use chrono::{DateTime, Utc};
 
-use crate::domain::job::{
-    self, parse_task_id, secrets_match, task_secret_matches, Job, JobStatus, Stage,
-};
-use crate::domain::run::{self, Run};
+use crate::domain::job::{self, secrets_match, task_secret_matches, Job, JobStatus, Stage};
+use crate::domain::pipeline_status::{ExecutionStatus, PipelineStatus};
+use crate::domain::run::Run;
+use crate::domain::task_id::TaskId;
 use crate::ports::{
     AwsFailure, ExecutionDescription, JobStore, ObjectStore, PipelineControl, RunStore, StepStatus,
     StoreError,
@@ -53,17 +53,28 @@ pub enum TaskError {
     },
 }
 
+/// The inference_id and secret of a job's task id; any other id is no task.
+fn job_task(task_id: &str) -> Result<(String, String), TaskError> {
+    match TaskId::parse(task_id) {
+        Some(TaskId::Job {
+            inference_id,
+            secret,
+        }) => Ok((inference_id, secret)),
+        _ => Err(TaskError::NotFound),
+    }
+}
+
 async fn authorized<S: JobStore>(
     store: &S,
     task_id: &str,
     now: DateTime<Utc>,
 ) -> Result<Job, TaskError> {
-    let (inference_id, secret) = parse_task_id(task_id).ok_or(TaskError::NotFound)?;
+    let (inference_id, secret) = job_task(task_id)?;
     let job = store
-        .get(inference_id, now)
+        .get(&inference_id, now)
         .await?
         .ok_or(TaskError::NotFound)?;
-    if task_secret_matches(&job, secret) {
+    if task_secret_matches(&job, &secret) {
         Ok(job)
     } else {
         Err(TaskError::NotFound)
@@ -80,12 +91,12 @@ pub async fn get_task<S: JobStore, O: ObjectStore>(
     task_id: &str,
     now: DateTime<Utc>,
 ) -> Result<TaskView, TaskError> {
-    let (inference_id, secret) = parse_task_id(task_id).ok_or(TaskError::NotFound)?;
+    let (inference_id, secret) = job_task(task_id)?;
     let report = check_job(
         store,
         objects,
         settings,
-        inference_id,
+        &inference_id,
         std::time::Duration::ZERO,
         || now,
     )
@@ -94,7 +105,7 @@ pub async fn get_task<S: JobStore, O: ObjectStore>(
         CheckError::NotFound { .. } => TaskError::NotFound,
         CheckError::Store(e) => TaskError::Store(e),
     })?;
-    if !task_secret_matches(&report.job, secret) {
+    if !task_secret_matches(&report.job, &secret) {
         return Err(TaskError::NotFound);
     }
     Ok(view(report, now))
@@ -191,15 +202,21 @@ async fn authorized_run<R: RunStore>(
     task_id: &str,
     now: DateTime<Utc>,
 ) -> Result<Run, TaskError> {
-    let (session_id, execution_arn, secret) =
-        run::parse_task_id(task_id).ok_or(TaskError::NotFound)?;
+    let Some(TaskId::Run {
+        session_id,
+        execution_arn,
+        secret,
+    }) = TaskId::parse(task_id)
+    else {
+        return Err(TaskError::NotFound);
+    };
     let found = runs
         .query_session(&session_id)
         .await?
         .into_iter()
         .find(|r| r.execution_arn == execution_arn && !r.is_expired(now))
         .ok_or(TaskError::NotFound)?;
-    if secrets_match(found.task_secret.as_deref(), secret) {
+    if secrets_match(found.task_secret.as_deref(), &secret) {
         Ok(found)
     } else {
         Err(TaskError::NotFound)
@@ -226,25 +243,30 @@ pub async fn get_run_task<R: RunStore, P: PipelineControl>(
         .steps(&found.execution_arn)
         .await
         .map_err(pipeline_error("ListPipelineExecutionSteps"))?;
-    let state = match described.status.as_str() {
-        "Succeeded" | "Failed" | "CompletedWithFailures" => RunTaskState::Done { described, steps },
-        "Stopped" => RunTaskState::Cancelled {
+    use PipelineStatus::*;
+    let state = match &described.status {
+        ExecutionStatus::Known(Succeeded | Failed | CompletedWithFailures) => {
+            RunTaskState::Done { described, steps }
+        }
+        ExecutionStatus::Known(Stopped) => RunTaskState::Cancelled {
             message: "the run was stopped".to_owned(),
         },
-        "Stopping" => RunTaskState::Working {
+        ExecutionStatus::Known(Stopping) => RunTaskState::Working {
             message: "stopping: SageMaker is stopping the run".to_owned(),
         },
-        status => RunTaskState::Working {
-            message: match steps.last() {
-                Some(step) => format!(
-                    "{status}: step {} is {} ({} of the run's steps so far)",
-                    step.name,
-                    step.status,
-                    steps.len()
-                ),
-                None => format!("{status}: no step has started yet"),
-            },
-        },
+        status @ (ExecutionStatus::Known(Executing) | ExecutionStatus::Unknown(_)) => {
+            RunTaskState::Working {
+                message: match steps.last() {
+                    Some(step) => format!(
+                        "{status}: step {} is {} ({} of the run's steps so far)",
+                        step.name,
+                        step.status,
+                        steps.len()
+                    ),
+                    None => format!("{status}: no step has started yet"),
+                },
+            }
+        }
     };
     let created_at = found.started_at.clone().unwrap_or_default();
     Ok(RunTaskView {
@@ -274,7 +296,7 @@ pub async fn cancel_run_task<R: RunStore, P: PipelineControl>(
         .describe(&found.execution_arn)
         .await
         .map_err(pipeline_error("DescribePipelineExecution"))?;
-    if described.status == "Executing" {
+    if described.status.is(PipelineStatus::Executing) {
         pipeline
             .stop(&found.execution_arn)
             .await
@@ -288,6 +310,7 @@ pub async fn cancel_run_task<R: RunStore, P: PipelineControl>(
 mod tests {
     use super::*;
     use crate::domain::job::{task_id, JobPolicy, Submission};
+    use crate::domain::run;
     use crate::fakes::{MemoryJobs, MemoryObjects};
     use crate::usecases::outcome::RecordSettings;
 
@@ -342,8 +365,20 @@ mod tests {
             matches!(&view.state, TaskState::Cancelled { message } if message.contains("cannot stop")),
             "{view:?}"
         );
-        // Cancelling again changes nothing.
-        cancel_task(&jobs, 3600, &id, Utc::now()).await.unwrap();
+        let cancelled = jobs.job(&s.inference_id).unwrap();
+        assert_eq!(cancelled.status, JobStatus::Cancelled);
+        assert_eq!(
+            cancelled.failure_reason.as_deref(),
+            Some(job::CANCELLED_REASON)
+        );
+        assert!(cancelled.completed_at.is_some() && cancelled.ttl.is_some());
+        // Cancelling again changes nothing: no write, and the item as it was, field for field
+        // (a second write would have moved completed_at and ttl).
+        let writes = jobs.calls().1;
+        let later = Utc::now() + chrono::Duration::minutes(5);
+        cancel_task(&jobs, 60, &id, later).await.unwrap();
+        assert_eq!(jobs.calls().1, writes, "no write");
+        assert_eq!(jobs.job(&s.inference_id).unwrap(), cancelled);
     }
 
     #[tokio::test]

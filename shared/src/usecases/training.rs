@@ -208,6 +208,8 @@ mod tests {
         let listed = session_runs(&runs, "s", t).await.unwrap();
         let arns: Vec<_> = listed.iter().map(|r| r.execution_arn.clone()).collect();
         assert_eq!(arns, [newer.execution_arn, older.execution_arn]);
-        assert!(listed.iter().all(|r| r.status == "pending"));
+        assert!(listed
+            .iter()
+            .all(|r| r.status == crate::domain::pipeline_status::RunStatus::Pending));
     }
 }

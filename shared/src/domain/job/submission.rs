@@ -1,0 +1,205 @@
+//! Submission planning: a validated submission, the id an idempotency key derives, and what
+//! a submit call does given what is stored under that id.
+
+use chrono::{DateTime, Utc};
+use sha2::{Digest, Sha256};
+
+use crate::domain::job::state::{lost_after, Job, JobPolicy, JobStatus, Stage};
+use crate::domain::job::task::new_task_secret;
+use crate::domain::s3_location::S3Location;
+use crate::util::hex;
+
+/// A validated submission: what is uploaded, and how long SageMaker may take.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Submission {
+    pub inference_id: String,
+    pub endpoint_name: String,
+    pub input_location: S3Location,
+    pub input: Vec<u8>,
+    pub input_sha256: String,
+    pub invocation_timeout_secs: u32,
+    pub request_ttl_secs: u32,
+    /// Random, stored with the job: with the inference_id it makes the job's task id.
+    pub task_secret: String,
+}
+
+impl Submission {
+    /// With an idempotency key the id is derived from it; without one it is random.
+    pub fn new(
+        endpoint_name: &str,
+        io_bucket: &str,
+        input: Vec<u8>,
+        idempotency_key: Option<&str>,
+        invocation_timeout_secs: u32,
+        request_ttl_secs: u32,
+    ) -> Self {
+        let inference_id = match idempotency_key {
+            Some(key) => inference_id_for_key(endpoint_name, key),
+            None => uuid::Uuid::new_v4().to_string(),
+        };
+        Self {
+            input_location: S3Location {
+                bucket: io_bucket.to_owned(),
+                key: format!("inputs/{inference_id}.json"),
+            },
+            inference_id,
+            endpoint_name: endpoint_name.to_owned(),
+            input_sha256: hex(&Sha256::digest(&input)),
+            input,
+            invocation_timeout_secs,
+            request_ttl_secs,
+            task_secret: new_task_secret(),
+        }
+    }
+
+    /// Epoch seconds after which an invoked job is probably lost.
+    pub fn lost_after(&self, submitted: DateTime<Utc>, policy: &JobPolicy) -> i64 {
+        lost_after(
+            submitted,
+            self.request_ttl_secs.into(),
+            self.invocation_timeout_secs.into(),
+            policy.lost_grace_secs,
+        )
+    }
+}
+
+/// The same key (for the same endpoint) always gives the same id, shaped like a UUID.
+pub fn inference_id_for_key(endpoint_name: &str, key: &str) -> String {
+    let digest = Sha256::digest(format!("submit_job\0{endpoint_name}\0{key}").as_bytes());
+    let mut bytes = [0u8; 16];
+    bytes.copy_from_slice(&digest[..16]);
+    uuid::Builder::from_sha1_bytes(bytes)
+        .into_uuid()
+        .to_string()
+}
+
+/// What a submit call does, given what is stored under the job's id.
+#[derive(Debug, Clone, PartialEq)]
+pub enum SubmitPlan {
+    /// Nothing live is stored: reserve the id.
+    Reserve,
+    /// The stored job may be submitted again: the next attempt after `seen_attempt`.
+    Redrive { seen_attempt: i64 },
+    /// Another call is submitting it right now: wait for it, then replay.
+    InProgress,
+    /// Answer with the stored job, as the first call did.
+    Replay,
+    /// The key was used for a different input.
+    InputConflict,
+}
+
+pub fn plan_submit(stored: Option<&Job>, input_sha256: &str, now: DateTime<Utc>) -> SubmitPlan {
+    let Some(job) = stored.filter(|j| !j.is_expired(now)) else {
+        return SubmitPlan::Reserve;
+    };
+    if job.input_sha256.as_deref() != Some(input_sha256) {
+        return SubmitPlan::InputConflict;
+    }
+    if job.redrivable(now) {
+        return SubmitPlan::Redrive {
+            seen_attempt: job.attempt,
+        };
+    }
+    if job.status == JobStatus::Pending && job.stage == Some(Stage::Reserved) {
+        return SubmitPlan::InProgress;
+    }
+    SubmitPlan::Replay
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use chrono::Duration;
+
+    use crate::domain::job::test_support::{at, job, run, submission, POLICY};
+    use crate::domain::job::transition::{mark_invoked, mark_refused, reserve, Locations};
+
+    #[test]
+    fn the_plan_follows_the_stored_state() {
+        let s = submission();
+        let t0 = at("2026-11-20T10:00:00Z");
+        let reserved = job(&run(&[reserve(&s, &POLICY, t0)]).0);
+        assert_eq!(plan_submit(None, &s.input_sha256, t0), SubmitPlan::Reserve);
+        assert_eq!(
+            plan_submit(Some(&reserved), &s.input_sha256, t0),
+            SubmitPlan::InProgress
+        );
+        assert_eq!(
+            plan_submit(Some(&reserved), "other", t0),
+            SubmitPlan::InputConflict
+        );
+        // Past the crash window the reservation belongs to a crashed submission.
+        let later = t0 + Duration::seconds(61);
+        assert!(reserved.crashed(later));
+        assert_eq!(
+            plan_submit(Some(&reserved), &s.input_sha256, later),
+            SubmitPlan::Redrive { seen_attempt: 1 }
+        );
+        let lost_after = s.lost_after(t0, &POLICY);
+        let invoked = job(&run(&[
+            reserve(&s, &POLICY, t0),
+            mark_invoked(&s.inference_id, 1, &Locations::default(), lost_after),
+        ])
+        .0);
+        assert_eq!(
+            plan_submit(Some(&invoked), &s.input_sha256, later),
+            SubmitPlan::Replay
+        );
+        let lost = at("2026-11-20T10:17:00Z");
+        assert!(invoked.probably_lost(lost));
+        assert!(!invoked.probably_lost(lost - Duration::seconds(1)));
+        assert_eq!(
+            plan_submit(Some(&invoked), &s.input_sha256, lost),
+            SubmitPlan::Redrive { seen_attempt: 1 }
+        );
+        let refused = job(&run(&[
+            reserve(&s, &POLICY, t0),
+            mark_refused(&s.inference_id, 1, "400", &POLICY, t0),
+        ])
+        .0);
+        assert_eq!(
+            plan_submit(Some(&refused), &s.input_sha256, t0),
+            SubmitPlan::Redrive { seen_attempt: 1 }
+        );
+        let mut expired = invoked.clone();
+        expired.ttl = Some(t0.timestamp());
+        assert_eq!(
+            plan_submit(Some(&expired), "other", t0),
+            SubmitPlan::Reserve
+        );
+    }
+
+    /// Pinned: a changed derivation would re-submit every keyed job after a deploy.
+    #[test]
+    fn the_key_derivation_is_pinned() {
+        assert_eq!(
+            inference_id_for_key("ep", "k1"),
+            "e609fdea-7206-52d4-8f83-0fae896946f7"
+        );
+        assert_eq!(
+            inference_id_for_key("invoice-classifier", "order-2026-11-20-0001"),
+            "301d9ee5-8dd1-5b0f-b359-6a543fb4790f"
+        );
+        assert_eq!(
+            submission().input_location.to_string(),
+            "s3://bucket/inputs/e609fdea-7206-52d4-8f83-0fae896946f7.json"
+        );
+    }
+
+    #[test]
+    fn the_same_key_gives_the_same_id_per_endpoint() {
+        assert_eq!(inference_id_for_key("ep", "k1"), submission().inference_id);
+        assert_ne!(
+            inference_id_for_key("ep", "k1"),
+            inference_id_for_key("other", "k1")
+        );
+        assert_ne!(
+            inference_id_for_key("ep", "k1"),
+            inference_id_for_key("ep", "k2")
+        );
+        assert_eq!(
+            submission().input_location.to_string(),
+            format!("s3://bucket/inputs/{}.json", submission().inference_id)
+        );
+    }
+}

@@ -1,0 +1,211 @@
+//! A pipeline run's status in SageMaker's words, and as this project records it (a run it
+//! triggered is `pending` until SageMaker is heard of). A word SageMaker adds later still
+//! decodes, kept as written, so nothing is lost and nothing panics.
+
+use std::fmt;
+
+use serde::{Serialize, Serializer};
+
+/// SageMaker's `PipelineExecutionStatus` values.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum PipelineStatus {
+    Executing,
+    Stopping,
+    Succeeded,
+    Failed,
+    Stopped,
+    CompletedWithFailures,
+}
+
+impl PipelineStatus {
+    pub const ALL: [PipelineStatus; 6] = [
+        PipelineStatus::Executing,
+        PipelineStatus::Stopping,
+        PipelineStatus::Succeeded,
+        PipelineStatus::Failed,
+        PipelineStatus::Stopped,
+        PipelineStatus::CompletedWithFailures,
+    ];
+
+    pub const TERMINAL: [PipelineStatus; 4] = [
+        PipelineStatus::Succeeded,
+        PipelineStatus::Failed,
+        PipelineStatus::Stopped,
+        PipelineStatus::CompletedWithFailures,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PipelineStatus::Executing => "Executing",
+            PipelineStatus::Stopping => "Stopping",
+            PipelineStatus::Succeeded => "Succeeded",
+            PipelineStatus::Failed => "Failed",
+            PipelineStatus::Stopped => "Stopped",
+            PipelineStatus::CompletedWithFailures => "CompletedWithFailures",
+        }
+    }
+
+    /// One of SageMaker's words; `None` for anything else.
+    pub fn from_sagemaker(s: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|status| status.as_str() == s)
+    }
+
+    pub fn is_terminal(self) -> bool {
+        Self::TERMINAL.contains(&self)
+    }
+}
+
+impl Serialize for PipelineStatus {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.as_str())
+    }
+}
+
+impl fmt::Display for PipelineStatus {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// What DescribePipelineExecution reports: a known status, or a word this code does not know.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ExecutionStatus {
+    Known(PipelineStatus),
+    /// Kept as SageMaker wrote it.
+    Unknown(String),
+}
+
+impl ExecutionStatus {
+    pub fn parse(s: &str) -> Self {
+        PipelineStatus::from_sagemaker(s)
+            .map(ExecutionStatus::Known)
+            .unwrap_or_else(|| ExecutionStatus::Unknown(s.to_owned()))
+    }
+
+    pub fn as_str(&self) -> &str {
+        match self {
+            ExecutionStatus::Known(s) => s.as_str(),
+            ExecutionStatus::Unknown(s) => s,
+        }
+    }
+
+    /// Whether this is `status` (an unknown word never is).
+    pub fn is(&self, status: PipelineStatus) -> bool {
+        *self == ExecutionStatus::Known(status)
+    }
+}
+
+impl From<PipelineStatus> for ExecutionStatus {
+    fn from(status: PipelineStatus) -> Self {
+        ExecutionStatus::Known(status)
+    }
+}
+
+impl Serialize for ExecutionStatus {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.as_str())
+    }
+}
+
+impl fmt::Display for ExecutionStatus {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A run's status as the pipeline results table stores it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RunStatus {
+    /// Triggered here and not yet heard of from SageMaker (this project's word, `pending`).
+    Pending,
+    /// What SageMaker reported last.
+    Reported(ExecutionStatus),
+}
+
+impl RunStatus {
+    pub const PENDING: &'static str = "pending";
+
+    pub fn parse(s: &str) -> Self {
+        if s == Self::PENDING {
+            RunStatus::Pending
+        } else {
+            RunStatus::Reported(ExecutionStatus::parse(s))
+        }
+    }
+
+    pub fn as_str(&self) -> &str {
+        match self {
+            RunStatus::Pending => Self::PENDING,
+            RunStatus::Reported(s) => s.as_str(),
+        }
+    }
+
+    /// Whether this is SageMaker's `status`.
+    pub fn is(&self, status: PipelineStatus) -> bool {
+        matches!(self, RunStatus::Reported(s) if s.is(status))
+    }
+}
+
+impl From<PipelineStatus> for RunStatus {
+    fn from(status: PipelineStatus) -> Self {
+        RunStatus::Reported(ExecutionStatus::Known(status))
+    }
+}
+
+impl fmt::Display for RunStatus {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_known_word_round_trips() {
+        for status in PipelineStatus::ALL {
+            assert_eq!(
+                PipelineStatus::from_sagemaker(status.as_str()),
+                Some(status)
+            );
+            assert_eq!(ExecutionStatus::parse(status.as_str()), status.into());
+            assert_eq!(RunStatus::parse(status.as_str()), status.into());
+        }
+        assert_eq!(
+            PipelineStatus::TERMINAL.map(PipelineStatus::as_str),
+            ["Succeeded", "Failed", "Stopped", "CompletedWithFailures"]
+        );
+        assert!(
+            !PipelineStatus::Executing.is_terminal() && !PipelineStatus::Stopping.is_terminal()
+        );
+    }
+
+    #[test]
+    fn an_unknown_word_is_kept_as_written() {
+        let status = ExecutionStatus::parse("Paused");
+        assert_eq!(status, ExecutionStatus::Unknown("Paused".into()));
+        assert_eq!(status.as_str(), "Paused");
+        assert!(!status.is(PipelineStatus::Executing));
+        assert_eq!(PipelineStatus::from_sagemaker("pending"), None);
+        assert_eq!(
+            PipelineStatus::from_sagemaker("succeeded"),
+            None,
+            "case matters"
+        );
+        assert_eq!(RunStatus::parse("").as_str(), "");
+    }
+
+    #[test]
+    fn pending_is_ours_and_only_the_stored_word() {
+        assert_eq!(RunStatus::parse("pending"), RunStatus::Pending);
+        assert_eq!(RunStatus::Pending.as_str(), "pending");
+        assert!(!RunStatus::Pending.is(PipelineStatus::Executing));
+        assert!(RunStatus::parse("Stopped").is(PipelineStatus::Stopped));
+        assert_eq!(
+            ExecutionStatus::parse("pending"),
+            ExecutionStatus::Unknown("pending".into()),
+            "SageMaker never says pending"
+        );
+    }
+}
