@@ -57,6 +57,12 @@ pub struct Invocation {
     pub output_location: Option<String>,
     pub failure_location: Option<String>,
     pub fault: Option<&'static str>,
+    /// Whether the caller has been sent its answer yet (an `accept-then-hang` call is not, until
+    /// `--hang-millis` passed): what a test counts instead of timing the caller.
+    pub answered: bool,
+    /// Which call this is, to find it again once answered.
+    #[serde(skip)]
+    pub call: u64,
 }
 
 #[derive(Default)]
@@ -65,6 +71,24 @@ pub struct Control {
     pub invocations: Vec<Invocation>,
     /// Overrides `--step-millis` for steps that start from now on.
     pub step_millis: Option<u64>,
+    /// Calls received so far, numbering the invocations.
+    pub calls: u64,
+}
+
+impl Control {
+    /// Records a call; its number marks it answered later.
+    pub fn record(&mut self, mut invocation: Invocation) -> u64 {
+        self.calls += 1;
+        invocation.call = self.calls;
+        self.invocations.push(invocation);
+        self.calls
+    }
+
+    pub fn mark_answered(&mut self, call: u64) {
+        if let Some(i) = self.invocations.iter_mut().rev().find(|i| i.call == call) {
+            i.answered = true;
+        }
+    }
 }
 
 /// At most this many faults wait at once: a typo in `times` should not eat the memory.

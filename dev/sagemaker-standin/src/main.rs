@@ -9,8 +9,16 @@
 //! repeated token returns the first run's ARN; `ParallelismConfiguration` is kept and shown by
 //! DescribePipelineExecution only when the start gave it.
 //!
+//! Endpoints: CreateEndpointConfig, DescribeEndpointConfig, CreateEndpoint, DescribeEndpoint and
+//! UpdateEndpoint keep configs and endpoints as SageMaker does (a config is immutable; an endpoint
+//! is Creating or Updating for one step's time, then InService with the new config); CreatePipeline
+//! and DescribePipeline keep a pipeline's definition (its `Parameters`). An endpoint created here
+//! is served as its AsyncInferenceConfig says (S3 paths, topics, IncludeInferenceResponseIn; no
+//! topic, no notification); any other endpoint name gets the local stack's topics and the input
+//! bucket's `outputs/` and `failures/`.
+//!
 //! Async endpoint: `InvokeEndpointAsync` reads the input from S3 (moto), runs a small local model
-//! after `--inference-millis`, writes the output (or a failure) to S3 beside the input, and
+//! after `--inference-millis`, writes the output (or a failure) to S3, and
 //! delivers the real-shaped SNS notification to notification-handler. The model labels a
 //! document `invoice`, `receipt`, `report` or `other` by its words; an input containing `FAIL`
 //! fails, as a model error would.
@@ -38,11 +46,12 @@
 //!   calls, after those already armed; answers `{"faults": [...]}`, all that are armed. An
 //!   unknown F or a bad N is a 400 whose message names the field.
 //! - `GET /_standin/faults` lists what is armed; `DELETE /_standin/faults` disarms everything.
-//! - `POST /_standin/pipeline` `{"step_millis": N}`: pipeline steps that start from then on take
-//!   N ms (to act on a run while it executes); `DELETE /_standin/pipeline` restores the default.
+//! - `POST /_standin/pipeline` `{"step_millis": N}`: pipeline steps (and endpoint creates and
+//!   updates) that start from then on take N ms (to act on a run while it executes);
+//!   `DELETE /_standin/pipeline` restores the default.
 //! - `GET /_standin/invocations`: `{"invocations": [{"endpoint", "inference_id",
-//!   "input_location", "output_location", "failure_location", "fault"}, ...]}`, every call
-//!   received, refused ones too (their locations are null), in order, with the fault it got or
+//!   "input_location", "output_location", "failure_location", "fault", "answered"}, ...]}`, every
+//!   call received, refused ones too (their locations are null), in order, with the fault it got or
 //!   null; `DELETE /_standin/invocations` empties it.
 //!
 //! The faults, as the SDK sees them:
@@ -75,6 +84,7 @@ use axum::routing::{get, post};
 use axum::Router;
 
 use control_plane::pipelines::Run;
+use control_plane::Catalog;
 use faults::Control;
 
 const ACCOUNT: &str = "123456789012";
@@ -99,6 +109,8 @@ struct AppState {
     /// Faults waiting for the next InvokeEndpointAsync calls, and every call received. One
     /// lock for both, so the recorded order is the order in which faults were consumed.
     control: Arc<Mutex<Control>>,
+    /// Endpoint configs, endpoints and pipelines the control plane created.
+    catalog: Arc<Mutex<Catalog>>,
 }
 
 /// From the standard AWS configuration, as the functions build theirs: with an endpoint
@@ -145,6 +157,7 @@ async fn main() {
         http: reqwest::Client::new(),
         s3: s3_client().await,
         control: Arc::default(),
+        catalog: Arc::default(),
     };
     let app = Router::new()
         .route("/", post(control_plane::dispatch))

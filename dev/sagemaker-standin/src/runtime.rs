@@ -11,7 +11,14 @@ use axum::response::{IntoResponse, Response};
 use chrono::{DateTime, Utc};
 use serde_json::{json, Value};
 
+use base64::engine::general_purpose::STANDARD as BASE64;
+use base64::Engine;
+
+use crate::control_plane::endpoints;
 use crate::faults::{Fault, Invocation};
+
+/// SageMaker includes responses up to 128 KB in the success notification.
+const MAX_INCLUDED_RESPONSE_BYTES: usize = 128 * 1024;
 use crate::{delivery, model, AppState, ACCOUNT};
 
 /// `s3://bucket/key`. The stand-in's own, so it builds without the product crate.
@@ -77,12 +84,16 @@ pub async fn invoke_async(
         output_location: None,
         failure_location: None,
         fault: None,
+        answered: false,
+        call: 0,
     };
     // A malformed call is refused before any fault applies: it consumes none.
     let input: S3Location = match input_location.as_deref().map(str::parse) {
         Some(Ok(input)) => input,
         problem => {
-            state.control.lock().unwrap().invocations.push(invocation);
+            let mut control = state.control.lock().unwrap();
+            let call = control.record(invocation);
+            control.mark_answered(call);
             let message = match problem {
                 Some(Err(e)) => e,
                 _ => "1 validation error detected: InputLocation must not be null".into(),
@@ -92,9 +103,10 @@ pub async fn invoke_async(
     };
     let inference_id = caller_id.unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
     let object = uuid::Uuid::new_v4();
-    let output = format!("s3://{}/outputs/{object}.out", input.bucket);
-    let failure = format!("s3://{}/failures/{object}-error.out", input.bucket);
-    let fault = {
+    let wiring = Wiring::of(&state, &endpoint, &input.bucket);
+    let output = format!("{}/{object}.out", wiring.output_path);
+    let failure = format!("{}/{object}-error.out", wiring.failure_path);
+    let (fault, call) = {
         let mut control = state.control.lock().unwrap();
         let fault = control.faults.pop_front();
         invocation.fault = fault.map(Fault::name);
@@ -103,9 +115,39 @@ pub async fn invoke_async(
             invocation.output_location = Some(output.clone());
             invocation.failure_location = Some(failure.clone());
         }
-        control.invocations.push(invocation);
-        fault
+        let call = control.record(invocation);
+        (fault, call)
     };
+    let refused = fault == Some(Fault::Refuse400);
+    if !refused {
+        let job = Job {
+            endpoint: endpoint.clone(),
+            inference_id: inference_id.clone(),
+            input,
+            output: output.clone(),
+            failure: failure.clone(),
+            received: Utc::now(),
+            notify: fault != Some(Fault::AcceptSilently),
+            wiring,
+        };
+        // Queued before any answer, so a failed answer never means the job did not start.
+        tokio::spawn(infer(state.clone(), job));
+    }
+    let response = answer(&state, fault, &endpoint, inference_id, output, failure).await;
+    state.control.lock().unwrap().mark_answered(call);
+    response
+}
+
+/// The answer to a call, as its fault shapes it (an `accept-then-hang` one only after
+/// `--hang-millis`).
+async fn answer(
+    state: &AppState,
+    fault: Option<Fault>,
+    endpoint: &str,
+    inference_id: String,
+    output: String,
+    failure: String,
+) -> Response {
     if fault == Some(Fault::Refuse400) {
         return runtime_error(
             StatusCode::BAD_REQUEST,
@@ -113,17 +155,6 @@ pub async fn invoke_async(
             format!("Endpoint {endpoint} of account {ACCOUNT} not found."),
         );
     }
-    let job = Job {
-        endpoint,
-        inference_id: inference_id.clone(),
-        input,
-        output: output.clone(),
-        failure: failure.clone(),
-        received: Utc::now(),
-        notify: fault != Some(Fault::AcceptSilently),
-    };
-    // Queued before any answer, so a failed answer never means the job did not start.
-    tokio::spawn(infer(state.clone(), job));
     let internal_failure = |fault: Fault| {
         runtime_error(
             StatusCode::INTERNAL_SERVER_ERROR,
@@ -163,6 +194,58 @@ pub struct Job {
     pub received: DateTime<Utc>,
     /// False for `accept-silently`: the outcome lands in S3 and nobody hears of it.
     pub notify: bool,
+    pub wiring: Wiring,
+}
+
+/// Where an endpoint's outcomes go. An endpoint the control plane created follows its
+/// AsyncInferenceConfig, as SageMaker does: no topic, no notification; IncludeInferenceResponseIn
+/// puts the response in the success message. Any other endpoint name gets the local stack's
+/// topics and the IO bucket's `outputs/` and `failures/`.
+pub struct Wiring {
+    pub output_path: String,
+    pub failure_path: String,
+    /// Topic names (the last part of the ARN).
+    pub success_topic: Option<String>,
+    pub error_topic: Option<String>,
+    pub include_response: bool,
+}
+
+impl Wiring {
+    fn of(state: &AppState, endpoint: &str, bucket: &str) -> Wiring {
+        let Some(config) = endpoints::serving_async_config(state, endpoint) else {
+            return Wiring {
+                output_path: format!("s3://{bucket}/outputs"),
+                failure_path: format!("s3://{bucket}/failures"),
+                success_topic: Some("mcp-inference-success".into()),
+                error_topic: Some("mcp-inference-error".into()),
+                include_response: false,
+            };
+        };
+        let output = &config["OutputConfig"];
+        let path = |field: &str, default: &str| {
+            output[field]
+                .as_str()
+                .map_or(format!("s3://{bucket}/{default}"), |p| {
+                    p.trim_end_matches('/').to_owned()
+                })
+        };
+        let notification = &output["NotificationConfig"];
+        let topic = |field: &str| {
+            notification[field]
+                .as_str()
+                .and_then(|arn| arn.rsplit(':').next())
+                .map(str::to_owned)
+        };
+        Wiring {
+            output_path: path("S3OutputPath", "outputs"),
+            failure_path: path("S3FailurePath", "failures"),
+            success_topic: topic("SuccessTopic"),
+            error_topic: topic("ErrorTopic"),
+            include_response: notification["IncludeInferenceResponseIn"]
+                .as_array()
+                .is_some_and(|a| a.iter().any(|t| t == "SUCCESS_NOTIFICATION_TOPIC")),
+        }
+    }
 }
 
 pub fn millis(t: DateTime<Utc>) -> String {
@@ -219,19 +302,27 @@ pub async fn infer(state: AppState, job: Job) {
         "eventName": "InferenceResult",
     });
     let topic = match outcome {
-        Ok(_) => {
+        Ok(result) => {
             message["responseParameters"] =
                 json!({"contentType": "application/json", "outputLocation": job.output});
-            "mcp-inference-success"
+            let body = result.to_string();
+            if job.wiring.include_response && body.len() <= MAX_INCLUDED_RESPONSE_BYTES {
+                message["responseBody"] = json!({"content": BASE64.encode(body), "message": "",
+                                                 "encoding": "BASE64"});
+            }
+            job.wiring.success_topic
         }
         Err(reason) => {
             message["failureReason"] = json!(format!(
                 "ClientError: Received client error (400) from model: {reason}"
             ));
             message["responseParameters"] = json!({"failureLocation": job.failure});
-            "mcp-inference-error"
+            job.wiring.error_topic
         }
     };
-    let event = delivery::sns_event(&state.settings.region, topic, &message);
+    let Some(topic) = topic else {
+        return;
+    };
+    let event = delivery::sns_event(&state.settings.region, &topic, &message);
     delivery::deliver_to(&state, "notification-handler", &event, &job.inference_id).await;
 }

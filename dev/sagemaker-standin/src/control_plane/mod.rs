@@ -1,6 +1,8 @@
 //! The SageMaker control plane (awsJson1_1, `X-Amz-Target: SageMaker.<Operation>`): one
 //! dispatcher, SageMaker's error shape, and the operations by resource.
 
+use std::collections::HashMap;
+
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
@@ -9,7 +11,17 @@ use serde_json::{json, Value};
 
 use crate::AppState;
 
+pub mod endpoints;
 pub mod pipelines;
+
+/// What the control plane has created: endpoint configs and endpoints by name, pipelines by
+/// lowercase name (SageMaker's names are case-insensitive in ARNs).
+#[derive(Default)]
+pub struct Catalog {
+    pub endpoint_configs: HashMap<String, endpoints::EndpointConfig>,
+    pub endpoints: HashMap<String, endpoints::Endpoint>,
+    pub pipelines: HashMap<String, pipelines::Pipeline>,
+}
 
 pub struct AwsError(pub StatusCode, pub &'static str, pub String);
 
@@ -59,6 +71,13 @@ pub async fn dispatch(
         Some("DescribePipelineExecution") => pipelines::describe(&state, &input)?,
         Some("ListPipelineExecutionSteps") => pipelines::list_steps(&state, &input)?,
         Some("StopPipelineExecution") => pipelines::stop(&state, &input)?,
+        Some("CreatePipeline") => pipelines::create_pipeline(&state, &input)?,
+        Some("DescribePipeline") => pipelines::describe_pipeline(&state, &input)?,
+        Some("CreateEndpointConfig") => endpoints::create_config(&state, &input)?,
+        Some("DescribeEndpointConfig") => endpoints::describe_config(&state, &input)?,
+        Some("CreateEndpoint") => endpoints::create_endpoint(&state, &input)?,
+        Some("DescribeEndpoint") => endpoints::describe_endpoint(&state, &input)?,
+        Some("UpdateEndpoint") => endpoints::update_endpoint(&state, &input)?,
         _ => {
             return Err(AwsError(
                 StatusCode::BAD_REQUEST,

@@ -1,5 +1,7 @@
-//! Pipeline executions: StartPipelineExecution, DescribePipelineExecution,
-//! ListPipelineExecutionSteps, StopPipelineExecution, and the runs moving step by step.
+//! Pipelines (CreatePipeline, DescribePipeline: the definition, with its Parameters) and their
+//! executions: StartPipelineExecution, DescribePipelineExecution, ListPipelineExecutionSteps,
+//! StopPipelineExecution, and the runs moving step by step. A run may start on a pipeline that
+//! was never created (the local stack's tests start runs without one).
 
 use std::collections::HashMap;
 use std::time::Duration;
@@ -43,7 +45,20 @@ pub struct Run {
     pub steps: Vec<Step>,
 }
 
-/// How long a pipeline step takes: `--step-millis`, or what the control API set.
+/// A pipeline as CreatePipeline made it.
+#[derive(Clone)]
+pub struct Pipeline {
+    pub name: String,
+    pub arn: String,
+    pub display_name: String,
+    pub definition: String,
+    pub description: Option<String>,
+    pub role_arn: String,
+    pub created: DateTime<Utc>,
+}
+
+/// How long a pipeline step (and an endpoint's create or update) takes: `--step-millis`, or
+/// what the control API set.
 pub fn step_duration(state: &AppState) -> Duration {
     state
         .control
@@ -59,6 +74,80 @@ fn pipeline_arn(state: &AppState, name: &str) -> String {
         state.settings.region,
         name.to_lowercase()
     )
+}
+
+/// CreatePipeline with an inline PipelineDefinition, which must be a JSON object (SageMaker
+/// parses it; the doctor reads its `Parameters`).
+pub fn create_pipeline(state: &AppState, input: &Value) -> Result<Value, AwsError> {
+    let name = str_field(input, "PipelineName")?;
+    let role_arn = str_field(input, "RoleArn")?;
+    if client_request_token(input)?.is_none() {
+        return Err(validation(
+            "1 validation error detected: ClientRequestToken must not be null",
+        ));
+    }
+    let definition = str_field(input, "PipelineDefinition")?;
+    if !serde_json::from_str::<Value>(definition).is_ok_and(|d| d.is_object()) {
+        return Err(validation(
+            "PipelineDefinition is not a valid JSON pipeline definition",
+        ));
+    }
+    let arn = pipeline_arn(state, name);
+    let mut catalog = state.catalog.lock().unwrap();
+    if catalog.pipelines.contains_key(&name.to_lowercase()) {
+        return Err(validation(format!(
+            "Pipeline names must be unique within an AWS account and region. Pipeline with \
+             name ({name}) already exists."
+        )));
+    }
+    let text = |field: &str| input.get(field).and_then(Value::as_str).map(str::to_owned);
+    catalog.pipelines.insert(
+        name.to_lowercase(),
+        Pipeline {
+            name: name.to_owned(),
+            arn: arn.clone(),
+            display_name: text("PipelineDisplayName").unwrap_or_else(|| name.to_owned()),
+            definition: definition.to_owned(),
+            description: text("PipelineDescription"),
+            role_arn: role_arn.to_owned(),
+            created: Utc::now(),
+        },
+    );
+    Ok(json!({ "PipelineArn": arn }))
+}
+
+/// DescribePipeline by name or ARN; an unknown one is ResourceNotFound, as SageMaker says it.
+pub fn describe_pipeline(state: &AppState, input: &Value) -> Result<Value, AwsError> {
+    let given = str_field(input, "PipelineName")?;
+    let name = given.rsplit_once(":pipeline/").map_or(given, |(_, n)| n);
+    let pipeline = state
+        .catalog
+        .lock()
+        .unwrap()
+        .pipelines
+        .get(&name.to_lowercase())
+        .cloned()
+        .ok_or_else(|| {
+            AwsError(
+                StatusCode::BAD_REQUEST,
+                "ResourceNotFound",
+                format!("Pipeline '{}' does not exist.", pipeline_arn(state, name)),
+            )
+        })?;
+    let mut out = json!({
+        "PipelineArn": pipeline.arn,
+        "PipelineName": pipeline.name,
+        "PipelineDisplayName": pipeline.display_name,
+        "PipelineDefinition": pipeline.definition,
+        "RoleArn": pipeline.role_arn,
+        "PipelineStatus": "Active",
+        "CreationTime": epoch(pipeline.created),
+        "LastModifiedTime": epoch(pipeline.created),
+    });
+    if let Some(d) = pipeline.description {
+        out["PipelineDescription"] = json!(d);
+    }
+    Ok(out)
 }
 
 /// SageMaker's idempotency tokens are 32 to 128 characters; a product that derives shorter
