@@ -130,7 +130,7 @@ deploy-guided: build-sam
 deploy: build-sam
 	@grep -q '^stack_name' samconfig.toml || { echo "error: samconfig.toml has no stack_name yet;" \
 		"run make deploy-guided once first" >&2; exit 2; }
-	$(SAM_DEPLOY) deploy --config-file samconfig.toml --no-confirm-changeset
+	$(SAM_DEPLOY) deploy --config-file samconfig.toml --no-confirm-changeset --no-fail-on-empty-changeset
 
 # Replays a deployed stack's failure DLQ through its functions (scripts/redrive.py): STACK=<name>,
 # or QUEUE_URL, NOTIFICATION_HANDLER and PIPELINE_ROUTER (e.g. for the SQS buffer's DLQ); ARGS
