@@ -237,7 +237,7 @@ READ = r'(?:required|number_in|list)\(\s*"([A-Z0-9_]+)"|\(env\.0\)\("([A-Z0-9_]+
 MODE_ONLY = {"MCP_BEARER_TOKEN_SHA256": "bearer"}
 FUNCTIONS = {"NotificationHandlerFunction": "notification-handler", "PipelineRouterFunction": "pipeline-router",
              "McpToolsFunction": "mcp-tools", "GatewayTargetFunction": "gateway-target"}
-# What the code reads once the lead's change lands (the template sets it already).
+# Set by the template for trigger_training's argument map; the tools read it (shared's config) once it is parsed there.
 COMING = {"McpToolsFunction": {"PIPELINE_PARAMETERS"}, "GatewayTargetFunction": {"PIPELINE_PARAMETERS"}}
 
 
