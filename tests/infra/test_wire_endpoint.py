@@ -104,3 +104,36 @@ def test_new_names_stay_within_sagemakers_limit():
     assert len(name) == 63 and name.endswith("-wired-20261201190000")
     # Re-wiring a wired config does not stack suffixes.
     assert wire_endpoint.new_config_name("docs-config-wired-20250101000000", now) == "docs-config-wired-20261201190000"
+
+
+def output_location_of_a_job(setup: Setup) -> str:
+    """Submits one input to the endpoint (the stand-in's runtime) and returns where SageMaker
+    says the output goes, once the object is there."""
+    import json
+    import os
+    import time
+
+    import boto3
+    s3 = boto3.client("s3")
+    key = f"inputs/{setup.id}-{time.monotonic_ns()}.json"
+    s3.put_object(Bucket=setup.bucket, Key=key, Body=json.dumps({"inputs": "Invoice 42"}).encode())
+    runtime = boto3.client("sagemaker-runtime", endpoint_url=os.environ["AWS_ENDPOINT_URL_SAGEMAKER"])
+    location = runtime.invoke_endpoint_async(EndpointName=setup.endpoint,
+                                             InputLocation=f"s3://{setup.bucket}/{key}")["OutputLocation"]
+    bucket, _, output_key = location.removeprefix("s3://").partition("/")
+    deadline = time.monotonic() + 30
+    while True:
+        try:
+            s3.head_object(Bucket=bucket, Key=output_key)
+            return location
+        except s3.exceptions.ClientError:
+            assert time.monotonic() < deadline, f"no output at {location}"
+            time.sleep(0.1)
+
+
+def test_after_wiring_outputs_land_under_the_granted_prefix():
+    setup = miswired()
+    assert output_location_of_a_job(setup).startswith(f"s3://{setup.bucket}/legacy/")
+    result = run_script("wire_endpoint.py", setup.wiring_args() + ["--wait", "--poll-secs", "0.05"])
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert output_location_of_a_job(setup).startswith(f"s3://{setup.bucket}/outputs/")
