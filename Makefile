@@ -8,7 +8,8 @@ export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 # The official MCP Inspector, pinned, for the tests that drive the server through its CLI.
 INSPECTOR := tests/inspector/node_modules/.bin/mcp-inspector
 
-.PHONY: help venv test compile unit-test demo serve bench fmt lint lint-infra build build-sam sam-build-debug deploy redrive tool-schema clean
+.PHONY: help venv test compile unit-test demo serve bench fmt lint lint-infra build build-sam sam-build-debug deploy deploy-guided \
+	redrive doctor wire-endpoint tool-schema clean
 
 help:
 	@echo "make demo   run the async loop locally (inference outcomes, pipeline runs) and show what is stored"
@@ -20,7 +21,11 @@ help:
 	@echo "make tool-schema  write the AgentCore Gateway target's tool schema (infra/gateway-tool-schema.json, template)"
 	@echo "make lint-infra  cfn-lint and sam validate --lint on infra/template.yaml (offline)"
 	@echo "make build-sam  sam build (release, arm64) into .aws-sam/"
-	@echo "make deploy sam build + sam deploy --guided (needs AWS credentials)"
+	@echo "make deploy-guided  first deployment: sam build + sam deploy --guided, in your AWS region; saves samconfig.toml"
+	@echo "make deploy         redeploy without questions, from what deploy-guided saved in samconfig.toml"
+	@echo "make doctor STACK=<name>  check a deployed stack's wiring (endpoint, topics, S3 paths, pipeline, rule, DLQs, alarms)"
+	@echo "make wire-endpoint STACK=<name>  wire an existing endpoint to the stack (new EndpointConfig + UpdateEndpoint;"
+	@echo "             ARGS=--dry-run prints the difference only)"
 	@echo "make redrive STACK=<name>  replay a deployed stack's dead-lettered notifications and pipeline events"
 	@echo "             (or QUEUE_URL=... NOTIFICATION_HANDLER=... PIPELINE_ROUTER=...; ARGS=\"--dry-run --max N\")"
 
@@ -88,7 +93,10 @@ lint:
 		cargo build --workspace --all-targets --locked
 
 ARM64 := aarch64-unknown-linux-gnu
-SAM := SAM_CLI_TELEMETRY=0 AWS_DEFAULT_REGION=$${AWS_DEFAULT_REGION:-us-east-1} $(VENV)/bin/sam
+# sam validate and sam build run offline but still want a region: the caller's when set, else any.
+# Deploys never get this fallback: they use the caller's region (scripts/aws_region.py).
+SAM_OFFLINE := SAM_CLI_TELEMETRY=0 AWS_DEFAULT_REGION=$${AWS_DEFAULT_REGION:-$${AWS_REGION:-us-east-1}} $(VENV)/bin/sam
+SAM_DEPLOY := SAM_CLI_TELEMETRY=0 $(VENV)/bin/sam
 
 rust-target:
 	@rustup target list --installed 2>/dev/null | grep -qx $(ARM64) || rustup target add $(ARM64) || { \
@@ -104,11 +112,11 @@ tool-schema:
 
 lint-infra: venv
 	$(VENV)/bin/cfn-lint infra/template.yaml
-	$(SAM) validate --lint --config-file samconfig.toml
+	$(SAM_OFFLINE) validate --lint --config-file samconfig.toml
 
 # sam build runs cargo lambda build --release --arm64 for each function, offline, into .aws-sam/.
 build-sam: venv rust-target
-	$(SAM) build --config-file samconfig.toml
+	$(SAM_OFFLINE) build --config-file samconfig.toml
 
 # The same sam build in SAM's debug mode (no --release), as `make test` runs it: the template,
 # the rust-cargolambda builder, the arm64 cross-build and each function's binary, in a fraction
@@ -116,12 +124,20 @@ build-sam: venv rust-target
 # `make build-sam` and `sam deploy` use.
 SAM_DEBUG := target/sam-debug
 sam-build-debug: venv rust-target lint-infra
-	SAM_BUILD_MODE=debug CARGO_TARGET_DIR=$(CURDIR)/$(SAM_DEBUG) $(SAM) build --config-file samconfig.toml \
+	SAM_BUILD_MODE=debug CARGO_TARGET_DIR=$(CURDIR)/$(SAM_DEBUG) $(SAM_OFFLINE) build --config-file samconfig.toml \
 		--build-dir $(SAM_DEBUG)/build
 	$(PY) scripts/check_sam_build.py $(SAM_DEBUG)/build
 
+# The first deployment asks for the stack name and parameters and saves the answers (with the
+# region) in samconfig.toml; later ones redeploy from there without a question.
+deploy-guided: build-sam
+	@region=$$($(PY) scripts/aws_region.py) && echo "Deploying to $$region" && \
+		$(SAM_DEPLOY) deploy --guided --config-file samconfig.toml --region "$$region"
+
 deploy: build-sam
-	$(SAM) deploy --guided --config-file samconfig.toml
+	@grep -q '^stack_name' samconfig.toml || { echo "error: samconfig.toml has no stack_name yet;" \
+		"run make deploy-guided once first" >&2; exit 2; }
+	$(SAM_DEPLOY) deploy --config-file samconfig.toml --no-confirm-changeset --no-fail-on-empty-changeset
 
 # Replays a deployed stack's failure DLQ through its functions (scripts/redrive.py): STACK=<name>,
 # or QUEUE_URL, NOTIFICATION_HANDLER and PIPELINE_ROUTER (e.g. for the SQS buffer's DLQ); ARGS
@@ -134,6 +150,19 @@ redrive: venv
 	@test -n "$(REDRIVE_FLAGS)" || { echo "usage: make redrive STACK=<name> | QUEUE_URL=<url>" \
 		"NOTIFICATION_HANDLER=<name> PIPELINE_ROUTER=<name> [ARGS=\"--dry-run --max N\"]" >&2; exit 2; }
 	$(PY) scripts/redrive.py $(REDRIVE_FLAGS) $(ARGS)
+
+# A deployed stack's wiring, one line per check (scripts/doctor.py): STACK=<name>, ARGS for more
+# options (explicit names, see scripts/doctor.py --help).
+doctor: venv
+	@test -n "$(STACK)$(ARGS)" || { echo "usage: make doctor STACK=<name> [ARGS=...]" >&2; exit 2; }
+	$(PY) scripts/doctor.py $(if $(STACK),--stack-name '$(STACK)') $(ARGS)
+
+# Wires an existing endpoint to a stack (scripts/wire_endpoint.py): a copy of its EndpointConfig
+# with the stack's topics and S3 paths, then UpdateEndpoint. ARGS="--dry-run" only prints the
+# difference; ARGS="--wait" waits until the endpoint is InService again.
+wire-endpoint: venv
+	@test -n "$(STACK)$(ARGS)" || { echo "usage: make wire-endpoint STACK=<name> [ARGS=\"--dry-run\"]" >&2; exit 2; }
+	$(PY) scripts/wire_endpoint.py $(if $(STACK),--stack-name '$(STACK)') $(ARGS)
 
 clean:
 	cargo clean

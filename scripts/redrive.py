@@ -41,6 +41,7 @@ from typing import Optional
 import boto3
 from botocore.config import Config
 from botocore.exceptions import BotoCoreError, ClientError
+from stack import StackError, read_stack
 
 NOTIFICATION_HANDLER = "notification-handler"
 PIPELINE_ROUTER = "pipeline-router"
@@ -191,12 +192,12 @@ def resolve(args: argparse.Namespace, session) -> tuple:
     """The queue URL and the functions by role; ValueError says what is missing."""
     queue_url, handler, router = args.queue_url, args.notification_handler, args.pipeline_router
     if args.stack_name:
-        stack = session.client("cloudformation").describe_stacks(StackName=args.stack_name)["Stacks"][0]
-        outputs = {o["OutputKey"]: o["OutputValue"] for o in stack.get("Outputs", [])}
+        stack = read_stack(session, args.stack_name, with_resources=False)
         if not queue_url:
-            queue_url = outputs.get("AsyncFailureDLQUrl")
-            if not queue_url:
-                raise ValueError(f"stack {args.stack_name} has no output AsyncFailureDLQUrl")
+            try:
+                queue_url = stack.output("AsyncFailureDLQUrl")
+            except StackError as e:
+                raise ValueError(str(e)) from e
         handler = handler or f"{args.stack_name}-notification-handler"
         router = router or f"{args.stack_name}-pipeline-router"
     missing = [flag for flag, value in (("--queue-url", queue_url), ("--notification-handler", handler),
@@ -227,6 +228,9 @@ def main(argv: Optional[list] = None) -> int:
         queue_url, functions = resolve(args, session)
     except ValueError as e:
         parser.error(str(e))
+    except StackError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
     except (ClientError, BotoCoreError) as e:
         print(f"error: could not read stack {args.stack_name}: {e}", file=sys.stderr)
         return 2

@@ -106,8 +106,8 @@ impl Standin {
         assert_eq!(status, 200, "{body}");
     }
 
-    /// The recorded calls' faults, for one inference id.
-    async fn calls(&self, inference_id: &str) -> Vec<Value> {
+    /// The recorded calls for one inference id.
+    async fn invocations(&self, inference_id: &str) -> Vec<Value> {
         let (_, body) = self
             .control(reqwest::Method::GET, "/_standin/invocations", Value::Null)
             .await;
@@ -116,8 +116,14 @@ impl Standin {
             .expect("invocations list")
             .iter()
             .filter(|i| i["inference_id"] == inference_id)
-            .map(|i| i["fault"].clone())
+            .cloned()
             .collect()
+    }
+
+    /// The recorded calls' faults, for one inference id.
+    async fn calls(&self, inference_id: &str) -> Vec<Value> {
+        let calls = self.invocations(inference_id).await;
+        calls.iter().map(|i| i["fault"].clone()).collect()
     }
 }
 
@@ -178,17 +184,20 @@ async fn accept_then_500_once_is_hidden_by_the_sdk_retry() {
 
 #[tokio::test]
 async fn accept_then_hang_is_a_timeout_for_a_client_that_waits_less() {
-    let standin = start(3000);
+    // The stand-in holds each answer for a minute: far beyond the client's three attempts.
+    let standin = start(60_000);
     standin.arm("accept-then-hang", 3).await;
     let client = standin.client(Some(Duration::from_millis(300)));
-    let started = std::time::Instant::now();
     let err = invoke(&client, "job-hang").await.unwrap_err();
     assert!(matches!(err, SdkError::TimeoutError(_)), "{err:?}");
-    assert!(started.elapsed() < Duration::from_millis(2500));
-    assert_eq!(
-        standin.calls("job-hang").await,
-        vec![json!("accept-then-hang"); 3]
-    );
+    // Counted, not timed: three attempts reached the stand-in and the client gave up on each
+    // before it was answered.
+    let calls = standin.invocations("job-hang").await;
+    assert_eq!(calls.len(), 3, "{calls:?}");
+    for call in &calls {
+        assert_eq!(call["fault"], "accept-then-hang");
+        assert_eq!(call["answered"], false, "{call}");
+    }
 }
 
 #[tokio::test]
@@ -198,6 +207,9 @@ async fn accept_then_hang_ends_in_an_internal_failure_for_a_patient_client() {
     let err = invoke(&standin.client(None), "job-slow").await.unwrap_err();
     assert_eq!(err.code(), Some("InternalFailure"), "{err:?}");
     assert_eq!(status(&err), Some(500));
+    let calls = standin.invocations("job-slow").await;
+    assert_eq!(calls.len(), 3, "{calls:?}");
+    assert!(calls.iter().all(|c| c["answered"] == true), "{calls:?}");
 }
 
 #[tokio::test]

@@ -1,0 +1,409 @@
+//! Pipelines (CreatePipeline, DescribePipeline: the definition, with its Parameters) and their
+//! executions: StartPipelineExecution, DescribePipelineExecution, ListPipelineExecutionSteps,
+//! StopPipelineExecution, and the runs moving step by step. A run may start on a pipeline that
+//! was never created (the local stack's tests start runs without one).
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use axum::http::StatusCode;
+use chrono::{DateTime, Utc};
+use serde_json::{json, Value};
+
+use super::{epoch, str_field, validation, AwsError};
+use crate::{delivery, model, AppState, ACCOUNT};
+
+pub const STEPS: [&str; 4] = [
+    "PreprocessData",
+    "TrainModel",
+    "EvaluateModel",
+    "RegisterModel",
+];
+
+#[derive(Clone)]
+pub struct Step {
+    pub name: &'static str,
+    pub status: &'static str,
+    pub started: DateTime<Utc>,
+    pub ended: Option<DateTime<Utc>>,
+    pub failure_reason: Option<String>,
+}
+
+#[derive(Clone)]
+pub struct Run {
+    pub pipeline_arn: String,
+    pub arn: String,
+    pub display_name: String,
+    pub description: Option<String>,
+    pub parameters: HashMap<String, String>,
+    /// `ParallelismConfiguration.MaxParallelExecutionSteps`, when the start gave it.
+    pub max_parallel_steps: Option<u64>,
+    pub status: &'static str,
+    pub failure_reason: Option<String>,
+    pub started: DateTime<Utc>,
+    pub modified: DateTime<Utc>,
+    pub steps: Vec<Step>,
+}
+
+/// A pipeline as CreatePipeline made it.
+#[derive(Clone)]
+pub struct Pipeline {
+    pub name: String,
+    pub arn: String,
+    pub display_name: String,
+    pub definition: String,
+    pub description: Option<String>,
+    pub role_arn: String,
+    pub created: DateTime<Utc>,
+}
+
+/// How long a pipeline step (and an endpoint's create or update) takes: `--step-millis`, or
+/// what the control API set.
+pub fn step_duration(state: &AppState) -> Duration {
+    state
+        .control
+        .lock()
+        .unwrap()
+        .step_millis
+        .map_or(state.settings.step, Duration::from_millis)
+}
+
+fn pipeline_arn(state: &AppState, name: &str) -> String {
+    format!(
+        "arn:aws:sagemaker:{}:{ACCOUNT}:pipeline/{}",
+        state.settings.region,
+        name.to_lowercase()
+    )
+}
+
+/// CreatePipeline with an inline PipelineDefinition, which must be a JSON object (SageMaker
+/// parses it; the doctor reads its `Parameters`).
+pub fn create_pipeline(state: &AppState, input: &Value) -> Result<Value, AwsError> {
+    let name = str_field(input, "PipelineName")?;
+    let role_arn = str_field(input, "RoleArn")?;
+    if client_request_token(input)?.is_none() {
+        return Err(validation(
+            "1 validation error detected: ClientRequestToken must not be null",
+        ));
+    }
+    let definition = str_field(input, "PipelineDefinition")?;
+    if !serde_json::from_str::<Value>(definition).is_ok_and(|d| d.is_object()) {
+        return Err(validation(
+            "PipelineDefinition is not a valid JSON pipeline definition",
+        ));
+    }
+    let arn = pipeline_arn(state, name);
+    let mut catalog = state.catalog.lock().unwrap();
+    if catalog.pipelines.contains_key(&name.to_lowercase()) {
+        return Err(validation(format!(
+            "Pipeline names must be unique within an AWS account and region. Pipeline with \
+             name ({name}) already exists."
+        )));
+    }
+    let text = |field: &str| input.get(field).and_then(Value::as_str).map(str::to_owned);
+    catalog.pipelines.insert(
+        name.to_lowercase(),
+        Pipeline {
+            name: name.to_owned(),
+            arn: arn.clone(),
+            display_name: text("PipelineDisplayName").unwrap_or_else(|| name.to_owned()),
+            definition: definition.to_owned(),
+            description: text("PipelineDescription"),
+            role_arn: role_arn.to_owned(),
+            created: Utc::now(),
+        },
+    );
+    Ok(json!({ "PipelineArn": arn }))
+}
+
+/// DescribePipeline by name or ARN; an unknown one is ResourceNotFound, as SageMaker says it.
+pub fn describe_pipeline(state: &AppState, input: &Value) -> Result<Value, AwsError> {
+    let given = str_field(input, "PipelineName")?;
+    let name = given.rsplit_once(":pipeline/").map_or(given, |(_, n)| n);
+    let pipeline = state
+        .catalog
+        .lock()
+        .unwrap()
+        .pipelines
+        .get(&name.to_lowercase())
+        .cloned()
+        .ok_or_else(|| {
+            AwsError(
+                StatusCode::BAD_REQUEST,
+                "ResourceNotFound",
+                format!("Pipeline '{}' does not exist.", pipeline_arn(state, name)),
+            )
+        })?;
+    let mut out = json!({
+        "PipelineArn": pipeline.arn,
+        "PipelineName": pipeline.name,
+        "PipelineDisplayName": pipeline.display_name,
+        "PipelineDefinition": pipeline.definition,
+        "RoleArn": pipeline.role_arn,
+        "PipelineStatus": "Active",
+        "CreationTime": epoch(pipeline.created),
+        "LastModifiedTime": epoch(pipeline.created),
+    });
+    if let Some(d) = pipeline.description {
+        out["PipelineDescription"] = json!(d);
+    }
+    Ok(out)
+}
+
+/// SageMaker's idempotency tokens are 32 to 128 characters; a product that derives shorter
+/// ones must fail here as it would against AWS.
+pub fn client_request_token(input: &Value) -> Result<Option<&str>, AwsError> {
+    let Some(token) = input.get("ClientRequestToken").filter(|v| !v.is_null()) else {
+        return Ok(None);
+    };
+    let token = token
+        .as_str()
+        .ok_or_else(|| validation("ClientRequestToken must be a string"))?;
+    let rule = match token.chars().count() {
+        0..32 => "greater than or equal to 32",
+        129.. => "less than or equal to 128",
+        _ => return Ok(Some(token)),
+    };
+    Err(validation(format!(
+        "1 validation error detected: Value '{token}' at 'ClientRequestToken' failed to \
+         satisfy constraint: Member must have length {rule}"
+    )))
+}
+
+pub fn max_parallel_steps(input: &Value) -> Result<Option<u64>, AwsError> {
+    let Some(config) = input
+        .get("ParallelismConfiguration")
+        .filter(|v| !v.is_null())
+    else {
+        return Ok(None);
+    };
+    let steps = config
+        .get("MaxParallelExecutionSteps")
+        .filter(|v| !v.is_null())
+        .ok_or_else(|| {
+            validation(
+                "1 validation error detected: ParallelismConfiguration.MaxParallelExecutionSteps \
+                 must not be null",
+            )
+        })?;
+    match steps.as_u64() {
+        Some(n @ 1..) => Ok(Some(n)),
+        _ => Err(validation(format!(
+            "1 validation error detected: Value '{steps}' at \
+             'ParallelismConfiguration.MaxParallelExecutionSteps' failed to satisfy \
+             constraint: Member must have value greater than or equal to 1"
+        ))),
+    }
+}
+
+pub fn start(state: &AppState, input: &Value) -> Result<Value, AwsError> {
+    let name = str_field(input, "PipelineName")?;
+    let token = client_request_token(input)?;
+    let max_parallel_steps = max_parallel_steps(input)?;
+    if let Some(token) = token {
+        if let Some(arn) = state.tokens.lock().unwrap().get(token) {
+            return Ok(json!({"PipelineExecutionArn": arn}));
+        }
+    }
+    let parameters: HashMap<String, String> = input
+        .get("PipelineParameters")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(|p| {
+            Some((
+                p.get("Name")?.as_str()?.to_owned(),
+                p.get("Value")?.as_str()?.to_owned(),
+            ))
+        })
+        .collect();
+    let pipeline_arn = pipeline_arn(state, name);
+    let id: String = uuid::Uuid::new_v4().simple().to_string()[..12].to_owned();
+    let now = Utc::now();
+    let run = Run {
+        arn: format!("{pipeline_arn}/execution/{id}"),
+        pipeline_arn,
+        display_name: input
+            .get("PipelineExecutionDisplayName")
+            .and_then(Value::as_str)
+            .map(str::to_owned)
+            .unwrap_or_else(|| format!("execution-{}", now.timestamp_millis())),
+        description: input
+            .get("PipelineExecutionDescription")
+            .and_then(Value::as_str)
+            .map(str::to_owned),
+        parameters,
+        max_parallel_steps,
+        status: "Executing",
+        failure_reason: None,
+        started: now,
+        modified: now,
+        steps: Vec::new(),
+    };
+    let arn = run.arn.clone();
+    if let Some(token) = token {
+        state
+            .tokens
+            .lock()
+            .unwrap()
+            .insert(token.to_owned(), arn.clone());
+    }
+    state.runs.lock().unwrap().insert(arn.clone(), run);
+    tokio::spawn(execute(state.clone(), arn.clone()));
+    Ok(json!({"PipelineExecutionArn": arn}))
+}
+
+pub fn find(state: &AppState, input: &Value) -> Result<Run, AwsError> {
+    let arn = str_field(input, "PipelineExecutionArn")?;
+    state.runs.lock().unwrap().get(arn).cloned().ok_or_else(|| {
+        AwsError(
+            StatusCode::BAD_REQUEST,
+            "ResourceNotFound",
+            format!("Pipeline execution {arn} does not exist"),
+        )
+    })
+}
+
+pub fn describe(state: &AppState, input: &Value) -> Result<Value, AwsError> {
+    let run = find(state, input)?;
+    let mut out = json!({
+        "PipelineArn": run.pipeline_arn,
+        "PipelineExecutionArn": run.arn,
+        "PipelineExecutionDisplayName": run.display_name,
+        "PipelineExecutionStatus": run.status,
+        "CreationTime": epoch(run.started),
+        "LastModifiedTime": epoch(run.modified),
+    });
+    if let Some(d) = &run.description {
+        out["PipelineExecutionDescription"] = json!(d);
+    }
+    if let Some(r) = &run.failure_reason {
+        out["FailureReason"] = json!(r);
+    }
+    if let Some(n) = run.max_parallel_steps {
+        out["ParallelismConfiguration"] = json!({"MaxParallelExecutionSteps": n});
+    }
+    Ok(out)
+}
+
+/// SageMaker requires a token and stops only a running execution: it goes Stopping, then
+/// Stopped once the current step ends (see `execute`).
+pub fn stop(state: &AppState, input: &Value) -> Result<Value, AwsError> {
+    let run = find(state, input)?;
+    if client_request_token(input)?.is_none() {
+        return Err(validation(
+            "1 validation error detected: ClientRequestToken must not be null",
+        ));
+    }
+    match run.status {
+        "Executing" => update(state, &run.arn, |r| r.status = "Stopping"),
+        "Stopping" | "Stopped" => {}
+        other => {
+            return Err(validation(format!(
+                "Pipeline execution {} is {other} and cannot be stopped",
+                run.arn
+            )))
+        }
+    }
+    Ok(json!({"PipelineExecutionArn": run.arn}))
+}
+
+pub fn list_steps(state: &AppState, input: &Value) -> Result<Value, AwsError> {
+    let run = find(state, input)?;
+    let max = input
+        .get("MaxResults")
+        .and_then(Value::as_u64)
+        .unwrap_or(50)
+        .clamp(1, 100) as usize;
+    let offset = match input.get("NextToken").and_then(Value::as_str) {
+        None => 0,
+        Some(token) => token
+            .parse::<usize>()
+            .map_err(|_| validation(format!("invalid NextToken {token:?}")))?,
+    };
+    let ascending = input.get("SortOrder").and_then(Value::as_str) == Some("Ascending");
+    let mut steps = run.steps.clone();
+    if !ascending {
+        steps.reverse();
+    }
+    let page: Vec<Value> = steps
+        .iter()
+        .skip(offset)
+        .take(max)
+        .map(|s| {
+            let mut v =
+                json!({"StepName": s.name, "StepStatus": s.status, "StartTime": epoch(s.started)});
+            if let Some(end) = s.ended {
+                v["EndTime"] = json!(epoch(end));
+            }
+            if let Some(r) = &s.failure_reason {
+                v["FailureReason"] = json!(r);
+            }
+            v
+        })
+        .collect();
+    let mut out = json!({"PipelineExecutionSteps": page});
+    if offset + max < steps.len() {
+        out["NextToken"] = json!((offset + max).to_string());
+    }
+    Ok(out)
+}
+
+pub async fn execute(state: AppState, arn: String) {
+    delivery::deliver(&state, &arn, None).await;
+    let parameters = state.runs.lock().unwrap()[&arn].parameters.clone();
+    let mut failure = None;
+    for name in STEPS {
+        update(&state, &arn, |run| {
+            run.steps.push(Step {
+                name,
+                status: "Executing",
+                started: Utc::now(),
+                ended: None,
+                failure_reason: None,
+            })
+        });
+        tokio::time::sleep(step_duration(&state)).await;
+        if state.runs.lock().unwrap()[&arn].status == "Stopping" {
+            update(&state, &arn, |run| {
+                let step = run.steps.last_mut().expect("step just pushed");
+                step.ended = Some(Utc::now());
+                step.status = "Stopped";
+                run.status = "Stopped";
+            });
+            delivery::deliver(&state, &arn, Some("Stopping")).await;
+            return;
+        }
+        let step_failure = model::step_failure(name, &parameters);
+        update(&state, &arn, |run| {
+            let step = run.steps.last_mut().expect("step just pushed");
+            step.ended = Some(Utc::now());
+            step.status = if step_failure.is_some() {
+                "Failed"
+            } else {
+                "Succeeded"
+            };
+            step.failure_reason = step_failure.clone();
+        });
+        if let Some(reason) = step_failure {
+            failure = Some(format!("Step failure: {name} failed: {reason}"));
+            break;
+        }
+    }
+    update(&state, &arn, |run| {
+        run.status = if failure.is_some() {
+            "Failed"
+        } else {
+            "Succeeded"
+        };
+        run.failure_reason = failure.clone();
+    });
+    delivery::deliver(&state, &arn, Some("Executing")).await;
+}
+
+pub fn update(state: &AppState, arn: &str, change: impl FnOnce(&mut Run)) {
+    let mut runs = state.runs.lock().unwrap();
+    let run = runs.get_mut(arn).expect("run exists");
+    change(run);
+    run.modified = Utc::now();
+}

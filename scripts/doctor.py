@@ -1,0 +1,385 @@
+#!/usr/bin/env python3
+"""Checks that a deployed stack is wired so that jobs and runs finish, one line per check.
+
+    doctor.py --stack-name STACK
+    doctor.py --endpoint-name E --success-topic-arn T --error-topic-arn T --bucket B ... (see --help)
+
+Each line is `ok`, `warn` or `FAIL` with what was found; a FAIL says how to fix it. The exit
+status is 1 when any check FAILs (warnings do not count), 2 when the stack cannot be read.
+The checks:
+- endpoint: the async endpoint exists and is InService;
+- topics: its EndpointConfig's NotificationConfig names the stack's success and error topics;
+- output path / failure path: S3OutputPath and S3FailurePath lie under the prefixes the
+  functions may read (s3://IoBucketName/OutputPrefix, .../FailurePrefix);
+- response in message (warn only): IncludeInferenceResponseIn has SUCCESS_NOTIFICATION_TOPIC.
+  Without it jobs still complete, notification-handler reading each output from S3;
+- subscriptions: each topic has a confirmed subscription to notification-handler (or, with the
+  SQS buffer, to the buffer queue);
+- pipeline: the pipeline exists and its definition declares every parameter PIPELINE_PARAMETERS
+  maps a tool argument to;
+- rule: the EventBridge rule routing pipeline runs to pipeline-router is enabled;
+- DLQs: the dead-letter queues are empty;
+- alarms: every alarm has an action.
+With --stack-name every name comes from the stack (its parameters, outputs and resources); an
+explicit option overrides one. A check whose names are not known is skipped, and says so.
+AWS access is boto3's standard chain (AWS_PROFILE, AWS_REGION, AWS_ENDPOINT_URL[_<SERVICE>]).
+IAM (read only): cloudformation:DescribeStacks, cloudformation:ListStackResources,
+sagemaker:DescribeEndpoint, sagemaker:DescribeEndpointConfig, sagemaker:DescribePipeline,
+sns:ListSubscriptionsByTopic, sns:GetSubscriptionAttributes, events:DescribeRule,
+sqs:GetQueueAttributes, cloudwatch:DescribeAlarms.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from dataclasses import dataclass, field
+from typing import Callable, Optional
+
+import boto3
+from botocore.exceptions import BotoCoreError, ClientError
+
+from stack import StackError, read_stack, under_prefix
+
+SEED_PIPELINE_PARAMETERS = ("input_data_uri=InputDataUri,max_epochs=MaxEpochs,"
+                            "accuracy_threshold=AccuracyThreshold,training_instance_type=TrainingInstanceType")
+DLQS = ("AsyncFailureDLQ", "PipelineResultsDLQ", "NotificationBufferDLQ")
+
+
+@dataclass
+class Targets:
+    """What the checks look at; None where it is not known (the check is then skipped)."""
+    endpoint: Optional[str] = None
+    success_topic: Optional[str] = None
+    error_topic: Optional[str] = None
+    bucket: Optional[str] = None
+    output_prefix: str = "outputs/"
+    failure_prefix: str = "failures/"
+    pipeline: Optional[str] = None
+    pipeline_parameters: str = SEED_PIPELINE_PARAMETERS
+    rule: Optional[str] = None
+    notification_handler: Optional[str] = None
+    buffer_queue_url: Optional[str] = None
+    dlq_urls: list = field(default_factory=list)
+    alarms: list = field(default_factory=list)
+    stack: Optional[str] = None
+
+
+@dataclass
+class Result:
+    status: str  # ok | warn | FAIL | skip
+    check: str
+    detail: str
+    fix: str = ""
+
+    def line(self) -> str:
+        text = f"{self.status:<4}  {self.check}: {self.detail}"
+        return f"{text}. Fix: {self.fix}" if self.fix else text
+
+
+def ok(check: str, detail: str) -> Result:
+    return Result("ok", check, detail)
+
+
+def fail(check: str, detail: str, fix: str) -> Result:
+    return Result("FAIL", check, detail, fix)
+
+
+def skip(check: str, why: str) -> Result:
+    return Result("skip", check, why)
+
+
+# ------------------------------------------------------------------------------ what to check
+
+def targets_from_stack(session, name: str) -> Targets:
+    stack = read_stack(session, name)
+    return Targets(
+        stack=name,
+        endpoint=stack.parameter("AsyncEndpointName"),
+        success_topic=stack.outputs.get("SuccessTopic"),
+        error_topic=stack.outputs.get("ErrorTopic"),
+        bucket=stack.parameter("IoBucketName"),
+        output_prefix=stack.parameter("OutputPrefix", "outputs/"),
+        failure_prefix=stack.parameter("FailurePrefix", "failures/"),
+        pipeline=stack.parameter("PipelineName"),
+        pipeline_parameters=stack.parameter("PipelineParameters", SEED_PIPELINE_PARAMETERS),
+        rule=stack.physical_id("PipelineStatusRule"),
+        notification_handler=stack.physical_id("NotificationHandlerFunction"),
+        buffer_queue_url=stack.physical_id("NotificationBufferQueue"),
+        dlq_urls=[u for u in (stack.physical_id(q) for q in DLQS) if u],
+        alarms=stack.of_type("AWS::CloudWatch::Alarm"),
+    )
+
+
+def apply_overrides(targets: Targets, args: argparse.Namespace) -> Targets:
+    for name in ("endpoint", "success_topic", "error_topic", "bucket", "output_prefix", "failure_prefix",
+                 "pipeline", "pipeline_parameters", "rule", "notification_handler", "buffer_queue_url"):
+        value = getattr(args, name)
+        if value is not None:
+            setattr(targets, name, value)
+    if args.dlq_url:
+        targets.dlq_urls = args.dlq_url
+    if args.alarm_name:
+        targets.alarms = args.alarm_name
+    return targets
+
+
+def parse_pipeline_parameters(text: str) -> dict:
+    """`tool_arg=PipelineParam,...` -> {tool_arg: PipelineParam}; ValueError names a bad entry."""
+    mapping = {}
+    for entry in filter(None, (e.strip() for e in text.split(","))):
+        argument, sep, parameter = entry.partition("=")
+        if not sep or not argument.strip() or not parameter.strip():
+            raise ValueError(f"PIPELINE_PARAMETERS entry {entry!r} is not tool_arg=PipelineParameterName")
+        mapping[argument.strip()] = parameter.strip()
+    return mapping
+
+
+# ------------------------------------------------------------------------------ the checks
+
+def check_endpoint(sm, t: Targets) -> tuple:
+    """The endpoint line, and its current EndpointConfig (None when it cannot be read)."""
+    if not t.endpoint:
+        return skip("endpoint", "no endpoint name (give --endpoint-name)"), None
+    try:
+        endpoint = sm.describe_endpoint(EndpointName=t.endpoint)
+    except ClientError as e:
+        return fail("endpoint", f"{t.endpoint} cannot be described ({e.response['Error'].get('Message', e)})",
+                    "create it (deploy with ModelName) or set AsyncEndpointName to an existing async endpoint "
+                    "in this account and region"), None
+    config = sm.describe_endpoint_config(EndpointConfigName=endpoint["EndpointConfigName"])
+    status = endpoint["EndpointStatus"]
+    if status != "InService":
+        reason = f" ({endpoint['FailureReason']})" if endpoint.get("FailureReason") else ""
+        fix = ("wait until it is InService (creating or updating takes minutes), then run the doctor again"
+               if status in ("Creating", "Updating", "SystemUpdating") else
+               "read the FailureReason, fix the Model or EndpointConfig, and create or update the endpoint again")
+        return fail("endpoint", f"{t.endpoint} is {status}{reason}", fix), config
+    return ok("endpoint", f"{t.endpoint} is InService (config {config['EndpointConfigName']})"), config
+
+
+def wire_fix(t: Targets) -> str:
+    command = f"make wire-endpoint STACK={t.stack}" if t.stack else "scripts/wire_endpoint.py with the same names"
+    return f"{command} (a new EndpointConfig with the stack's wiring, then UpdateEndpoint)"
+
+
+def notification_config(config: Optional[dict]) -> dict:
+    return ((config or {}).get("AsyncInferenceConfig") or {}).get("OutputConfig", {}).get("NotificationConfig") or {}
+
+
+def check_topics(config: Optional[dict], t: Targets) -> Result:
+    if config is None:
+        return skip("topics", "no endpoint config to read")
+    if "AsyncInferenceConfig" not in config:
+        return fail("topics", f"config {config['EndpointConfigName']} has no AsyncInferenceConfig: not an async endpoint",
+                    "point AsyncEndpointName at an asynchronous endpoint, or deploy with ModelName")
+    if not (t.success_topic and t.error_topic):
+        return skip("topics", "the stack's topics are not known (give --success-topic-arn, --error-topic-arn)")
+    n = notification_config(config)
+    wrong = [f"{key} is {n.get(key) or 'not set'} (expected {want})"
+             for key, want in (("SuccessTopic", t.success_topic), ("ErrorTopic", t.error_topic)) if n.get(key) != want]
+    if wrong:
+        return fail("topics", "; ".join(wrong), wire_fix(t))
+    return ok("topics", "NotificationConfig names the stack's success and error topics")
+
+
+def check_path(config: Optional[dict], t: Targets, key: str, prefix: str) -> Result:
+    check = "output path" if key == "S3OutputPath" else "failure path"
+    if config is None or "AsyncInferenceConfig" not in config:
+        return skip(check, "no async endpoint config to read")
+    if not t.bucket:
+        return skip(check, "the IO bucket is not known (give --bucket)")
+    granted = f"s3://{t.bucket}/{prefix}"
+    path = config["AsyncInferenceConfig"].get("OutputConfig", {}).get(key)
+    if not under_prefix(path, granted):
+        found = f"{key} {path} is not under" if path else f"{key} is not set; it must lie under"
+        return fail(check, f"{found} {granted}, where the functions may read", wire_fix(t))
+    return ok(check, f"{key} {path} is under {granted}")
+
+
+def check_response_included(config: Optional[dict], t: Targets) -> Result:
+    if config is None or "AsyncInferenceConfig" not in config:
+        return skip("response in message", "no async endpoint config to read")
+    included = notification_config(config).get("IncludeInferenceResponseIn") or []
+    if "SUCCESS_NOTIFICATION_TOPIC" in included:
+        return ok("response in message", "IncludeInferenceResponseIn has SUCCESS_NOTIFICATION_TOPIC")
+    return Result("warn", "response in message",
+                  "IncludeInferenceResponseIn lacks SUCCESS_NOTIFICATION_TOPIC: jobs complete, but every output "
+                  "is read from S3 instead of arriving in the message", wire_fix(t))
+
+
+def function_name(name_or_arn: str) -> str:
+    return name_or_arn.split(":function:", 1)[1].split(":", 1)[0] if ":function:" in name_or_arn else name_or_arn
+
+
+def queue_arn(sqs, url: str) -> str:
+    return sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
+
+
+def check_subscriptions(sns, sqs, t: Targets, which: str, topic: Optional[str]) -> Result:
+    check = f"{which} subscription"
+    if not topic:
+        return skip(check, f"the {which} topic is not known")
+    if not (t.notification_handler or t.buffer_queue_url):
+        return skip(check, "neither notification-handler nor the buffer queue is known "
+                           "(give --notification-handler or --buffer-queue-url)")
+    buffer_arn = queue_arn(sqs, t.buffer_queue_url) if t.buffer_queue_url else None
+    handler = function_name(t.notification_handler) if t.notification_handler else None
+    subscriptions = [s for page in sns.get_paginator("list_subscriptions_by_topic").paginate(TopicArn=topic)
+                     for s in page["Subscriptions"]]
+    reaching = [s for s in subscriptions
+                if (s["Protocol"] == "lambda" and handler and function_name(s["Endpoint"]) == handler)
+                or (s["Protocol"] == "sqs" and buffer_arn and s["Endpoint"] == buffer_arn)]
+    target = f"the buffer queue {buffer_arn}" if buffer_arn else f"notification-handler {handler}"
+    if not reaching:
+        found = ", ".join(f"{s['Protocol']}:{s['Endpoint']}" for s in subscriptions) or "none"
+        return fail(check, f"{topic} has no subscription to {target} (subscriptions: {found})",
+                    "redeploy the stack (it subscribes the handler), or subscribe it to this topic")
+    for s in reaching:
+        if s["SubscriptionArn"] == "PendingConfirmation":
+            return fail(check, f"the subscription of {topic} to {target} is pending confirmation",
+                        "confirm it (an SQS or Lambda subscription in the topic's account confirms itself; "
+                        "across accounts the endpoint's owner must confirm)")
+        attributes = sns.get_subscription_attributes(SubscriptionArn=s["SubscriptionArn"])["Attributes"]
+        if attributes.get("PendingConfirmation", "false") != "false":
+            return fail(check, f"the subscription {s['SubscriptionArn']} is pending confirmation",
+                        "confirm it from the endpoint's account")
+    return ok(check, f"{topic} delivers to {target}, confirmed")
+
+
+def declared_parameters(definition: str) -> set:
+    return {p.get("Name") for p in json.loads(definition).get("Parameters", [])}
+
+
+def check_pipeline(sm, t: Targets) -> Result:
+    if not t.pipeline:
+        return skip("pipeline", "no pipeline name (give --pipeline-name)")
+    try:
+        mapping = parse_pipeline_parameters(t.pipeline_parameters)
+    except ValueError as e:
+        return fail("pipeline", str(e), "set PipelineParameters to tool_arg=PipelineParameterName,... and redeploy")
+    try:
+        pipeline = sm.describe_pipeline(PipelineName=t.pipeline)
+    except ClientError as e:
+        return fail("pipeline", f"{t.pipeline} cannot be described ({e.response['Error'].get('Message', e)})",
+                    "create the pipeline, or set PipelineName to an existing one in this account and region")
+    try:
+        declared = declared_parameters(pipeline.get("PipelineDefinition") or "{}")
+    except (ValueError, AttributeError) as e:
+        return fail("pipeline", f"the definition of {t.pipeline} is not JSON ({e})", "recreate the pipeline's definition")
+    missing = [f"{parameter} (for {argument})" for argument, parameter in mapping.items() if parameter not in declared]
+    if missing:
+        return fail("pipeline", f"{t.pipeline} declares no parameter {', '.join(missing)}; it declares "
+                                f"{', '.join(sorted(filter(None, declared))) or 'none'}",
+                    "map each tool argument to the pipeline's own parameter name in PipelineParameters "
+                    "(tool_arg=ParameterName,...; leave out an argument the pipeline has no parameter for), "
+                    "then redeploy")
+    return ok("pipeline", f"{t.pipeline} declares {', '.join(mapping.values())}")
+
+
+def check_rule(events, t: Targets) -> Result:
+    if not t.rule:
+        return skip("rule", "no EventBridge rule name (give --rule-name)")
+    try:
+        rule = events.describe_rule(Name=t.rule)
+    except ClientError as e:
+        return fail("rule", f"{t.rule} cannot be described ({e.response['Error'].get('Message', e)})",
+                    "redeploy the stack (it creates the rule)")
+    if rule.get("State") != "ENABLED":
+        return fail("rule", f"{t.rule} is {rule.get('State')}: pipeline runs are not routed",
+                    f"aws events enable-rule --name {t.rule}")
+    return ok("rule", f"{t.rule} is ENABLED")
+
+
+def check_dlq(sqs, t: Targets, url: str) -> Result:
+    name = url.rstrip("/").rsplit("/", 1)[-1]
+    attributes = sqs.get_queue_attributes(
+        QueueUrl=url, AttributeNames=["ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible"]
+    )["Attributes"]
+    waiting = sum(int(attributes.get(a, 0)) for a in ("ApproximateNumberOfMessages",
+                                                       "ApproximateNumberOfMessagesNotVisible"))
+    if waiting:
+        redrive = f"make redrive STACK={t.stack}" if t.stack and "AsyncFailure" in name else f"make redrive QUEUE_URL={url} ..."
+        return fail(f"DLQ {name}", f"{waiting} message(s) waiting", f"find why they failed (the functions' logs), then {redrive}")
+    return ok(f"DLQ {name}", "empty")
+
+
+def check_alarms(cloudwatch, t: Targets) -> Result:
+    if not t.alarms:
+        return skip("alarms", "no alarm names (give --alarm-name)")
+    found = {}
+    for start in range(0, len(t.alarms), 100):
+        for page in cloudwatch.get_paginator("describe_alarms").paginate(AlarmNames=t.alarms[start:start + 100]):
+            for alarm in page["MetricAlarms"] + page.get("CompositeAlarms", []):
+                found[alarm["AlarmName"]] = alarm
+    missing = [a for a in t.alarms if a not in found]
+    silent = [a for a in t.alarms if a in found and not found[a].get("AlarmActions")]
+    if missing or silent:
+        detail = "; ".join(filter(None, [missing and f"not found: {', '.join(missing)}",
+                                        silent and f"no action: {', '.join(silent)}"]))
+        return fail("alarms", detail, "set AlarmTopicArn to an SNS topic someone reads, and redeploy")
+    return ok("alarms", f"{len(t.alarms)} alarm(s), each with an action")
+
+
+def run_checks(session, t: Targets) -> list:
+    sm = session.client("sagemaker")
+    sns, sqs = session.client("sns"), session.client("sqs")
+    endpoint, config = check_endpoint(sm, t)
+    results = [endpoint, check_topics(config, t),
+               check_path(config, t, "S3OutputPath", t.output_prefix),
+               check_path(config, t, "S3FailurePath", t.failure_prefix)]
+    results.append(check_response_included(config, t))
+    results += [check_subscriptions(sns, sqs, t, "success", t.success_topic),
+                check_subscriptions(sns, sqs, t, "error", t.error_topic),
+                check_pipeline(sm, t), check_rule(session.client("events"), t)]
+    results += [check_dlq(sqs, t, url) for url in t.dlq_urls] or [skip("DLQs", "no queue URLs (give --dlq-url)")]
+    results.append(check_alarms(session.client("cloudwatch"), t))
+    return results
+
+
+def guarded(check: Callable[[], list]) -> list:
+    """AWS refusing a read (access denied, throttling) is a FAIL line, not a traceback."""
+    try:
+        return check()
+    except (ClientError, BotoCoreError) as e:
+        return [fail("AWS", f"a read failed: {e}", "check the credentials and the IAM rights listed in --help")]
+
+
+def main(argv: Optional[list] = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                     formatter_class=argparse.RawDescriptionHelpFormatter,
+                                     epilog=__doc__.split("\n\n", 2)[2])
+    parser.add_argument("--stack-name", help="the deployed stack: every name below comes from it")
+    parser.add_argument("--endpoint-name", dest="endpoint")
+    parser.add_argument("--success-topic-arn", dest="success_topic")
+    parser.add_argument("--error-topic-arn", dest="error_topic")
+    parser.add_argument("--bucket", help="the IO bucket (IoBucketName)")
+    parser.add_argument("--output-prefix", help="OutputPrefix (default outputs/)")
+    parser.add_argument("--failure-prefix", help="FailurePrefix (default failures/)")
+    parser.add_argument("--pipeline-name", dest="pipeline")
+    parser.add_argument("--pipeline-parameters", help="PIPELINE_PARAMETERS (default the seed's names)")
+    parser.add_argument("--rule-name", dest="rule", help="the EventBridge rule to pipeline-router")
+    parser.add_argument("--notification-handler", metavar="NAME_OR_ARN")
+    parser.add_argument("--buffer-queue-url", help="the SQS buffer queue, when notifications go through it")
+    parser.add_argument("--dlq-url", action="append", help="a dead-letter queue (repeatable)")
+    parser.add_argument("--alarm-name", action="append", help="an alarm (repeatable)")
+    args = parser.parse_args(argv)
+
+    session = boto3.session.Session()
+    try:
+        targets = targets_from_stack(session, args.stack_name) if args.stack_name else Targets()
+    except StackError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    targets = apply_overrides(targets, args)
+    results = guarded(lambda: run_checks(session, targets))
+    for result in results:
+        print(result.line())
+    failed = sum(r.status == "FAIL" for r in results)
+    print(f"{failed} check(s) failed" if failed else "all checks passed")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

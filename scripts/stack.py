@@ -1,0 +1,63 @@
+"""Reading a deployed stack of this template: its parameters, outputs and resources, for the
+commands that operate on it (redrive.py, doctor.py, wire_endpoint.py).
+IAM: cloudformation:DescribeStacks and cloudformation:ListStackResources on the stack."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+class StackError(Exception):
+    """The stack cannot be read, or lacks what the command needs (the message names it)."""
+
+
+@dataclass
+class Stack:
+    name: str
+    parameters: dict = field(default_factory=dict)
+    outputs: dict = field(default_factory=dict)
+    # logical id -> (resource type, physical id)
+    resources: dict = field(default_factory=dict)
+
+    def output(self, key: str) -> str:
+        value = self.outputs.get(key)
+        if not value:
+            raise StackError(f"stack {self.name} has no output {key}")
+        return value
+
+    def parameter(self, key: str, default: str | None = None) -> str | None:
+        return self.parameters.get(key, default)
+
+    def physical_id(self, logical_id: str) -> str | None:
+        resource = self.resources.get(logical_id)
+        return resource[1] if resource else None
+
+    def of_type(self, resource_type: str) -> list:
+        """The physical ids of every resource of one type, by logical id order."""
+        return [physical for _, (kind, physical) in sorted(self.resources.items()) if kind == resource_type]
+
+
+def read_stack(session, name: str, with_resources: bool = True) -> Stack:
+    """The stack as CloudFormation describes it; StackError when it does not exist."""
+    cloudformation = session.client("cloudformation")
+    try:
+        described = cloudformation.describe_stacks(StackName=name)["Stacks"][0]
+    except Exception as e:  # botocore's ClientError and connection errors alike
+        raise StackError(f"could not read stack {name}: {e}") from e
+    stack = Stack(
+        name=name,
+        parameters={p["ParameterKey"]: p.get("ResolvedValue", p.get("ParameterValue", ""))
+                    for p in described.get("Parameters", [])},
+        outputs={o["OutputKey"]: o["OutputValue"] for o in described.get("Outputs", [])},
+    )
+    if with_resources:
+        for page in cloudformation.get_paginator("list_stack_resources").paginate(StackName=name):
+            for r in page["StackResourceSummaries"]:
+                stack.resources[r["LogicalResourceId"]] = (r["ResourceType"], r.get("PhysicalResourceId", ""))
+    return stack
+
+
+def under_prefix(path: str | None, prefix_uri: str) -> bool:
+    """Whether objects SageMaker writes under `path` have keys that the IAM grant on
+    `prefix_uri` (`s3://bucket/prefix*`) covers."""
+    return bool(path) and (path.rstrip("/") + "/").startswith(prefix_uri)

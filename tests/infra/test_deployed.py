@@ -1,0 +1,313 @@
+"""The template as CloudFormation deploys it (samtranslator, offline), with its conditions on and
+off: the endpoint's config reaches the topics, the topics reach notification-handler (directly
+or through the SQS buffer), SageMaker's S3 paths lie under what IAM grants, every variable the
+code reads is set, callers get the policy they need, and cfn-lint passes on both condition sets."""
+
+import fnmatch
+import json
+import re
+from pathlib import Path
+
+import pytest
+from cfnlint.api import ManualArgs, lint
+
+from cloudformation import REQUIRED, Deployed, translated, with_defaults
+
+ROOT = Path(__file__).resolve().parents[2]
+CFN = translated()
+ROLE = "arn:aws:iam::123456789012:role/endpoint-execution"
+ENDPOINT = {"ModelName": "doc-classifier", "ModelExecutionRoleArn": ROLE}
+EXISTING_TOPICS = {"SuccessTopicArn": "arn:aws:sns:us-east-1:123456789012:their-success",
+                   "ErrorTopicArn": "arn:aws:sns:us-east-1:123456789012:their-error"}
+ENDPOINT_RESOURCES = {"AsyncEndpointConfig", "AsyncEndpoint", "EndpointScalableTarget", "EndpointBacklogScalingPolicy",
+                      "EndpointScaleOutFromZeroPolicy", "EndpointHasBacklogWithoutCapacityAlarm"}
+SEED_PIPELINE_PARAMETERS = ("input_data_uri=InputDataUri,max_epochs=MaxEpochs,accuracy_threshold=AccuracyThreshold,"
+                            "training_instance_type=TrainingInstanceType")
+
+# Every combination of the conditions the wiring depends on.
+CASES = {
+    "today (no endpoint)": {},
+    "existing endpoint, its role": {"ModelExecutionRoleArn": ROLE},
+    "endpoint": ENDPOINT,
+    "endpoint, SQS buffer": {**ENDPOINT, "UseSqsBuffer": "true"},
+    "endpoint, existing topics": {**ENDPOINT, **EXISTING_TOPICS},
+    "endpoint, existing topics, SQS buffer, KMS key": {**ENDPOINT, **EXISTING_TOPICS, "UseSqsBuffer": "true",
+                                                       "EndpointKmsKeyId": "arn:aws:kms:us-east-1:123456789012:key/k"},
+}
+
+
+def deployed(case: str) -> Deployed:
+    return Deployed(CFN, **CASES[case])
+
+
+def topic(stack: Deployed, which: str):
+    """What the stack's success or error topic resolves to: its own topic's Ref, or the ARN given."""
+    given = stack.values[f"{which}TopicArn"]
+    return given or {"Ref": f"{which}Topic"}
+
+
+# ---------------------------------------------------------------- the endpoint option
+
+
+@pytest.mark.parametrize("case", ["today (no endpoint)", "existing endpoint, its role"])
+def test_without_a_model_nothing_of_the_endpoint_is_created(case):
+    stack = deployed(case)
+    assert not ENDPOINT_RESOURCES & set(stack.resources)
+    assert not stack.of_type("AWS::SageMaker::Endpoint") and not stack.of_type("AWS::SageMaker::EndpointConfig")
+    assert not stack.of_type("AWS::ApplicationAutoScaling::ScalableTarget")
+    assert "AsyncEndpointConfigName" not in stack.outputs
+    # Today's stack, resource for resource, plus only the topic policies when a role is given.
+    today = set(deployed("today (no endpoint)").resources)
+    assert set(stack.resources) - today <= {"SuccessTopicPolicy", "ErrorTopicPolicy"}
+
+
+@pytest.mark.parametrize("case", [c for c in CASES if c.startswith("endpoint")])
+def test_the_endpoint_config_notifies_the_stacks_topics(case):
+    stack = deployed(case)
+    assert ENDPOINT_RESOURCES <= set(stack.resources)
+    notification = stack.props("AsyncEndpointConfig")["AsyncInferenceConfig"]["OutputConfig"]["NotificationConfig"]
+    assert notification == {"SuccessTopic": topic(stack, "Success"), "ErrorTopic": topic(stack, "Error"),
+                            "IncludeInferenceResponseIn": ["SUCCESS_NOTIFICATION_TOPIC"]}
+    # The stack's outputs (what the doctor compares with) name the same topics.
+    assert stack.outputs["SuccessTopic"]["Value"] == topic(stack, "Success")
+    assert stack.outputs["ErrorTopic"]["Value"] == topic(stack, "Error")
+    endpoint = stack.props("AsyncEndpoint")
+    assert endpoint["EndpointName"] == REQUIRED["AsyncEndpointName"]
+    assert endpoint["EndpointConfigName"] == {"Fn::GetAtt": ["AsyncEndpointConfig", "EndpointConfigName"]}
+    # A fixed name would block the replacement every change of an immutable EndpointConfig needs.
+    assert "EndpointConfigName" not in stack.props("AsyncEndpointConfig")
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_each_topic_reaches_notification_handler(case):
+    stack = deployed(case)
+    subscriptions = stack.of_type("AWS::SNS::Subscription")
+    for which in ("Success", "Error"):
+        mine = [s["Properties"] for s in subscriptions.values() if s["Properties"]["TopicArn"] == topic(stack, which)]
+        assert len(mine) == 1, (which, subscriptions)
+        if stack.values["UseSqsBuffer"] == "true":
+            assert mine[0]["Protocol"] == "sqs"
+            assert mine[0]["Endpoint"] == {"Fn::GetAtt": ["NotificationBufferQueue", "Arn"]}
+            source = stack.props("NotificationBufferEventSource")
+            assert source["EventSourceArn"] == {"Fn::GetAtt": ["NotificationBufferQueue", "Arn"]}
+            assert source["FunctionName"] == {"Ref": "NotificationHandlerFunction"}
+            allowed = stack.props("NotificationBufferQueuePolicy")["PolicyDocument"]["Statement"][0]
+            assert topic(stack, which) in allowed["Condition"]["ArnEquals"]["aws:SourceArn"]
+        else:
+            assert mine[0]["Protocol"] == "lambda"
+            assert mine[0]["Endpoint"] == {"Fn::GetAtt": ["NotificationHandlerFunction", "Arn"]}
+            permission = stack.props(f"{which}TopicInvokePermission")
+            assert (permission["Principal"], permission["SourceArn"]) == ("sns.amazonaws.com", topic(stack, which))
+            assert permission["FunctionName"] == {"Ref": "NotificationHandlerFunction"}
+    assert stack.resources["NotificationHandlerFunction"]["Type"] == "AWS::Lambda::Function"
+
+
+def granted_s3(stack: Deployed, role: str, action: str) -> list:
+    return [r for s in stack.props(role)["Policies"][0]["PolicyDocument"]["Statement"]
+            if action in ([s["Action"]] if isinstance(s["Action"], str) else s["Action"])
+            for r in ([s["Resource"]] if not isinstance(s["Resource"], list) else s["Resource"])]
+
+
+def covered(uri: str, arn_patterns: list) -> bool:
+    """Whether an object SageMaker writes under `uri` has an ARN one of the patterns matches."""
+    bucket_and_key = uri.removeprefix("s3://").rstrip("/") + "/some-object.out"
+    return any(fnmatch.fnmatchcase(f"arn:aws:s3:::{bucket_and_key}", p) for p in arn_patterns if isinstance(p, str))
+
+
+@pytest.mark.parametrize("prefixes", [{}, {"OutputPrefix": "async/out/", "FailurePrefix": "async/err/"}])
+def test_sagemakers_s3_paths_lie_under_what_the_functions_may_read(prefixes):
+    stack = Deployed(CFN, **ENDPOINT, **prefixes)
+    output = stack.props("AsyncEndpointConfig")["AsyncInferenceConfig"]["OutputConfig"]
+    for key in ("S3OutputPath", "S3FailurePath"):
+        for role in ("NotificationHandlerRole", "McpToolsRole"):
+            assert covered(output[key], granted_s3(stack, role, "s3:GetObject")), (key, role)
+        # What the doctor and wire-endpoint check against is the same path.
+        assert stack.outputs[key]["Value"] == output[key]
+    assert not covered(f"s3://{REQUIRED['IoBucketName']}/elsewhere/", granted_s3(stack, "McpToolsRole", "s3:GetObject"))
+
+
+def test_the_endpoint_scales_to_zero_and_back_out():
+    stack = Deployed(CFN, **ENDPOINT)
+    target = stack.props("EndpointScalableTarget")
+    assert target == {"ServiceNamespace": "sagemaker", "ScalableDimension": "sagemaker:variant:DesiredInstanceCount",
+                      "ResourceId": f"endpoint/{REQUIRED['AsyncEndpointName']}/variant/AllTraffic",
+                      "MinCapacity": "0", "MaxCapacity": "2"}
+    assert stack.resources["EndpointScalableTarget"]["DependsOn"] == "AsyncEndpoint"
+    variant = stack.props("AsyncEndpointConfig")["ProductionVariants"][0]
+    assert variant["VariantName"] == "AllTraffic" and variant["ModelName"] == "doc-classifier"
+    dimensions = [{"Name": "EndpointName", "Value": REQUIRED["AsyncEndpointName"]}]
+
+    tracking = stack.props("EndpointBacklogScalingPolicy")
+    assert tracking["PolicyType"] == "TargetTrackingScaling"
+    assert tracking["ScalingTargetId"] == {"Ref": "EndpointScalableTarget"}
+    metric = tracking["TargetTrackingScalingPolicyConfiguration"]["CustomizedMetricSpecification"]
+    assert (metric["Namespace"], metric["MetricName"], metric["Dimensions"]) == (
+        "AWS/SageMaker", "ApproximateBacklogSizePerInstance", dimensions)
+
+    step = stack.props("EndpointScaleOutFromZeroPolicy")
+    assert step["PolicyType"] == "StepScaling" and step["ScalingTargetId"] == {"Ref": "EndpointScalableTarget"}
+    assert step["StepScalingPolicyConfiguration"]["StepAdjustments"] == [
+        {"MetricIntervalLowerBound": 0, "ScalingAdjustment": 1}]
+    alarm = stack.props("EndpointHasBacklogWithoutCapacityAlarm")
+    assert (alarm["Namespace"], alarm["MetricName"], alarm["Dimensions"]) == (
+        "AWS/SageMaker", "HasBacklogWithoutCapacity", dimensions)
+    assert (alarm["ComparisonOperator"], alarm["Threshold"]) == ("GreaterThanOrEqualToThreshold", 1)
+    assert alarm["AlarmActions"] == [{"Ref": "EndpointScaleOutFromZeroPolicy"}]
+
+
+def test_endpoint_parameters_reach_the_config():
+    stack = Deployed(CFN, **ENDPOINT, MaxConcurrentInvocationsPerInstance="16", EndpointInstanceType="ml.g5.xlarge",
+                     EndpointInitialInstanceCount="2", VariantName="blue",
+                     EndpointKmsKeyId="arn:aws:kms:us-east-1:123456789012:key/k")
+    config = stack.props("AsyncEndpointConfig")
+    assert config["AsyncInferenceConfig"]["ClientConfig"] == {"MaxConcurrentInvocationsPerInstance": "16"}
+    variant = config["ProductionVariants"][0]
+    assert (variant["InstanceType"], variant["InitialInstanceCount"], variant["VariantName"]) == ("ml.g5.xlarge", "2", "blue")
+    assert config["KmsKeyId"] == config["AsyncInferenceConfig"]["OutputConfig"]["KmsKeyId"] == stack.values["EndpointKmsKeyId"]
+    assert stack.props("EndpointScalableTarget")["ResourceId"].endswith("/variant/blue")
+    limits = CFN["Parameters"]["MaxConcurrentInvocationsPerInstance"]
+    assert (limits["MinValue"], limits["MaxValue"], limits["Default"]) == (1, 1000, 4)
+    assert "KmsKeyId" not in Deployed(CFN, **ENDPOINT).props("AsyncEndpointConfig")
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_the_execution_role_may_publish_to_the_topics_the_stack_creates(case):
+    stack = deployed(case)
+    policies = stack.of_type("AWS::SNS::TopicPolicy")
+    if not stack.values["ModelExecutionRoleArn"]:
+        assert not policies
+        return
+    for which in ("Success", "Error"):
+        name = f"{which}TopicPolicy"
+        if stack.values[f"{which}TopicArn"]:
+            # Someone else's topic: a TopicPolicy would replace its owner's policy.
+            assert name not in policies
+            continue
+        assert name in policies, case
+        props = policies[name]["Properties"]
+        assert props["Topics"] == [{"Ref": f"{which}Topic"}]
+        (statement,) = props["PolicyDocument"]["Statement"]
+        assert statement["Principal"] == {"AWS": ROLE}
+        assert (statement["Action"], statement["Resource"]) == ("sns:Publish", {"Ref": f"{which}Topic"})
+        if "AsyncEndpointConfig" in stack.resources:
+            # The endpoint's test notification on creation needs the policy first.
+            tags = {t["Key"]: t["Value"] for t in stack.props("AsyncEndpointConfig")["Tags"]}
+            assert tags[f"{which.lower()}-topic-policy"] == {"Ref": name}
+
+
+def test_a_model_without_its_execution_role_is_refused():
+    (rule,) = [r for n, r in CFN["Rules"].items() if n == "ExecutionRoleForEndpoint"]
+    assert Deployed(CFN, ModelName="m").evaluate(rule["RuleCondition"], CFN["Conditions"])
+    assert not Deployed(CFN, ModelName="m").evaluate(rule["Assertions"][0]["Assert"], CFN["Conditions"])
+    assert Deployed(CFN, **ENDPOINT).evaluate(rule["Assertions"][0]["Assert"], CFN["Conditions"])
+
+
+# ---------------------------------------------------------------- callers and pipelines
+
+
+def test_iam_callers_get_a_managed_policy_for_mcp_tools_only():
+    stack = deployed("today (no endpoint)")
+    statements = stack.props("McpToolsCallerPolicy")["PolicyDocument"]["Statement"]
+    function = {"Fn::GetAtt": ["McpToolsFunction", "Arn"]}
+    assert [(s["Action"], s["Resource"]) for s in statements] == [
+        ("lambda:InvokeFunctionUrl", function), ("lambda:InvokeFunction", function)]
+    assert "Condition" not in statements[0]
+    assert statements[1]["Condition"] == {"Bool": {"lambda:InvokedViaFunctionUrl": "true"}}
+    assert stack.outputs["McpToolsCallerPolicyArn"]["Value"] == {"Ref": "McpToolsCallerPolicy"}
+    assert stack.props("McpToolsFunctionUrl")["AuthType"] == "AWS_IAM"
+
+
+@pytest.mark.parametrize("function", ["McpToolsFunction", "GatewayTargetFunction"])
+def test_the_tools_get_the_pipeline_parameter_map(function):
+    assert CFN["Parameters"]["PipelineParameters"]["Default"] == SEED_PIPELINE_PARAMETERS
+    stack = Deployed(CFN, AgentCoreGatewayId="gw-1234567890", AgentCoreGatewayRoleArn=ROLE,
+                     PipelineParameters="input_data_uri=TrainingData,max_epochs=Epochs")
+    variables = stack.props(function)["Environment"]["Variables"]
+    assert variables["PIPELINE_PARAMETERS"] == "input_data_uri=TrainingData,max_epochs=Epochs"
+    pattern = re.compile(CFN["Parameters"]["PipelineParameters"]["AllowedPattern"])
+    assert pattern.fullmatch(SEED_PIPELINE_PARAMETERS) and pattern.fullmatch("input_data_uri=TrainingData")
+    assert not pattern.fullmatch("input_data_uri") and not pattern.fullmatch("input_data_uri=Data,")
+
+
+# ---------------------------------------------------------------- the environment the code reads
+
+CONFIG_RS = (ROOT / "shared" / "src" / "config.rs").read_text().split("#[cfg(test)]")[0]
+READ = r'(?:required|number_in|list)\(\s*"([A-Z0-9_]+)"|\(env\.0\)\("([A-Z0-9_]+)"\)'
+# Required only in one AUTH_MODE; the template sets them in that mode.
+MODE_ONLY = {"MCP_BEARER_TOKEN_SHA256": "bearer"}
+FUNCTIONS = {"NotificationHandlerFunction": "notification-handler", "PipelineRouterFunction": "pipeline-router",
+             "McpToolsFunction": "mcp-tools", "GatewayTargetFunction": "gateway-target"}
+# Set by the template for trigger_training's argument map; the tools read it (shared's config) once it is parsed there.
+COMING = {"McpToolsFunction": {"PIPELINE_PARAMETERS"}, "GatewayTargetFunction": {"PIPELINE_PARAMETERS"}}
+
+
+def blocks() -> dict:
+    """config.rs's `impl X` blocks and top-level `fn`s by name, with their text."""
+    found, starts = {}, [(m.start(), m.group(1) or m.group(2))
+                         for m in re.finditer(r"^impl(?:<[^>]*>)? (\w+)|^pub fn (\w+)", CONFIG_RS, re.M)]
+    for (start, name), (end, _) in zip(starts, starts[1:] + [(len(CONFIG_RS), "")]):
+        found[name] = CONFIG_RS[start:end]
+    return found
+
+
+def variables_of(name: str, seen: frozenset = frozenset()) -> tuple:
+    """(read, required) environment variable names of a config type or helper, with what it calls."""
+    text = blocks()[name]
+    read = {a or b for a, b in re.findall(READ, text)}
+    required = set(re.findall(r'required\(\s*"([A-Z0-9_]+)"', text))
+    for callee in set(re.findall(r"(\w+)::from_env\(", text)) | set(re.findall(r"\b(\w+)\(env\)", text)):
+        if callee in blocks() and callee != name and callee not in seen:
+            more_read, more_required = variables_of(callee, seen | {name})
+            read, required = read | more_read, required | more_required
+    return read, required
+
+
+def function_variables(binary: str) -> tuple:
+    main = (ROOT / "functions" / binary / "src" / "main.rs").read_text()
+    read, required = set(), set()
+    for config in set(re.findall(r"(\w+Config)::from_env", main)) | set(re.findall(r"\b(metrics_namespace)\(", main)):
+        more_read, more_required = variables_of(config)
+        read, required = read | more_read, required | more_required
+    assert read, f"found no configuration read by {binary}'s main.rs"
+    return read, required
+
+
+def test_the_config_parser_finds_what_the_code_reads():
+    read, required = function_variables("mcp-tools")
+    assert {"RESULTS_TABLE", "IO_BUCKET", "AUTH_MODE", "FUNCTION_TIMEOUT_SECS", "METRICS_NAMESPACE"} <= read
+    assert {"RESULTS_TABLE", "ASYNC_ENDPOINT_NAME", "AUTH_MODE"} <= required
+    assert "RESULT_TTL_SECS" in function_variables("pipeline-router")[0]
+    for name, mode in MODE_ONLY.items():
+        assert re.search(rf'"{mode}" => \{{[^}}]*required\(\s*"{name}"', CONFIG_RS, re.S), name
+
+
+@pytest.mark.parametrize("auth", ["AWS_IAM", "NONE"])
+@pytest.mark.parametrize("function", sorted(FUNCTIONS))
+def test_each_function_gets_every_variable_its_code_requires_and_nothing_it_does_not_read(function, auth):
+    stack = Deployed(CFN, FunctionUrlAuthType=auth, BearerTokenSha256="0" * 64, AgentCoreGatewayId="gw-1234567890",
+                     AgentCoreGatewayRoleArn=ROLE)
+    read, required = function_variables(FUNCTIONS[function])
+    mode = "bearer" if auth == "NONE" else "iam"
+    variables = stack.props(function)["Environment"]["Variables"]
+    if function == "McpToolsFunction":
+        assert variables["AUTH_MODE"] == mode
+    needed = (required - set(MODE_ONLY)) | {v for v in required if MODE_ONLY.get(v) == mode}
+    assert needed <= set(variables), f"required but not set: {needed - set(variables)}"
+    unread = set(variables) - read - COMING.get(function, set())
+    assert not unread, f"set but never read by {FUNCTIONS[function]}: {unread}"
+
+
+# ---------------------------------------------------------------- cfn-lint, per condition set
+
+
+@pytest.mark.parametrize("case", ["today (no endpoint)", "endpoint, existing topics, SQS buffer, KMS key",
+                                  "endpoint"])
+def test_cfn_lint_passes_on_the_translated_template(case):
+    matches = lint(with_defaults(CFN, **CASES[case]), config=ManualArgs(regions=["us-east-1"]))
+    assert not matches, "\n".join(str(m) for m in matches)
+
+
+def test_the_translated_template_is_json_cloudformation():
+    assert "Transform" not in CFN
+    assert not [n for n, r in CFN["Resources"].items() if r["Type"].startswith("AWS::Serverless::")]
+    json.dumps(CFN)

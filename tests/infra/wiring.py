@@ -1,0 +1,172 @@
+"""A stack's wiring built on the local stack (moto for SNS, SQS, EventBridge and CloudWatch; the
+SageMaker stand-in for the endpoint and the pipeline), correct or with one thing wrong, for the
+doctor's and wire-endpoint's tests. Every setup has its own names, so tests never share state."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import boto3
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+SCRIPTS = ROOT / "scripts"
+ACCOUNT = "123456789012"
+SEED_PARAMETERS = ["InputDataUri", "MaxEpochs", "AccuracyThreshold", "TrainingInstanceType"]
+ROLE = f"arn:aws:iam::{ACCOUNT}:role/endpoint-execution"
+
+
+def local_stack() -> dict:
+    """The local stack's endpoints; the tests need both moto and the SageMaker stand-in."""
+    missing = [v for v in ("AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_SAGEMAKER", "IO_BUCKET") if not os.environ.get(v)]
+    if missing:
+        pytest.fail(f"{', '.join(missing)} not set: run under scripts/local_stack.py --sagemaker "
+                    "target/debug/sagemaker-standin (make test does)")
+    return dict(os.environ)
+
+
+def clients() -> dict:
+    env = local_stack()
+    session = boto3.session.Session(region_name=env.get("AWS_REGION", "us-east-1"))
+    return {name: session.client(name) for name in ("sns", "sqs", "events", "cloudwatch", "sagemaker")}
+
+
+def standin(method: str, path: str, body: dict | None = None) -> None:
+    """The stand-in's control API (to slow endpoint changes down)."""
+    import urllib.request
+    request = urllib.request.Request(os.environ["AWS_ENDPOINT_URL_SAGEMAKER"] + path, method=method,
+                                     data=json.dumps(body).encode() if body is not None else None)
+    urllib.request.urlopen(request, timeout=10).read()
+
+
+def async_config(setup: "Setup", **changes) -> dict:
+    """The AsyncInferenceConfig the stack wants, with `changes` (None removes a key)."""
+    output = {
+        "S3OutputPath": f"s3://{setup.bucket}/outputs/",
+        "S3FailurePath": f"s3://{setup.bucket}/failures/",
+        "NotificationConfig": {"SuccessTopic": setup.success_topic, "ErrorTopic": setup.error_topic,
+                               "IncludeInferenceResponseIn": ["SUCCESS_NOTIFICATION_TOPIC"]},
+    }
+    for key, value in changes.items():
+        target = output["NotificationConfig"] if key in ("SuccessTopic", "ErrorTopic",
+                                                          "IncludeInferenceResponseIn") else output
+        if value is None:
+            target.pop(key, None)
+        else:
+            target[key] = value
+    return {"ClientConfig": {"MaxConcurrentInvocationsPerInstance": 4}, "OutputConfig": output}
+
+
+class Setup:
+    """One stack's worth of wiring: topics subscribed to the handler, the endpoint, the pipeline,
+    the rule, a DLQ and an alarm."""
+
+    def __init__(self):
+        self.aws = clients()
+        self.id = uuid.uuid4().hex[:8]
+        self.bucket = os.environ["IO_BUCKET"]
+        self.handler = f"doctor-{self.id}-notification-handler"
+        self.handler_arn = f"arn:aws:lambda:us-east-1:{ACCOUNT}:function:{self.handler}"
+        sns = self.aws["sns"]
+        self.success_topic = sns.create_topic(Name=f"doctor-{self.id}-success")["TopicArn"]
+        self.error_topic = sns.create_topic(Name=f"doctor-{self.id}-error")["TopicArn"]
+        self.endpoint = f"doctor-{self.id}-async"
+        self.pipeline = f"doctor-{self.id}-pipeline"
+        self.rule = f"doctor-{self.id}-pipeline-status"
+        self.dlq_url = self.aws["sqs"].create_queue(QueueName=f"doctor-{self.id}-dlq")["QueueUrl"]
+        self.alarm = f"doctor-{self.id}-outcomes-not-arriving"
+        self.pipeline_parameters = None
+
+    # -- each part, correct unless told otherwise
+
+    def subscribe(self, topic: str, endpoint: str | None = None) -> None:
+        self.aws["sns"].subscribe(TopicArn=topic, Protocol="lambda", Endpoint=endpoint or self.handler_arn)
+
+    def create_endpoint(self, config: dict | None = None, wait: bool = True) -> None:
+        sm = self.aws["sagemaker"]
+        name = f"{self.endpoint}-config-1"
+        sm.create_endpoint_config(
+            EndpointConfigName=name,
+            ProductionVariants=[{"VariantName": "AllTraffic", "ModelName": "doc-classifier",
+                                 "InstanceType": "ml.m5.large", "InitialInstanceCount": 1}],
+            AsyncInferenceConfig=config if config is not None else async_config(self),
+        )
+        sm.create_endpoint(EndpointName=self.endpoint, EndpointConfigName=name)
+        if wait:
+            self.wait_in_service()
+
+    def wait_in_service(self, timeout: float = 20) -> None:
+        deadline = time.monotonic() + timeout
+        while self.aws["sagemaker"].describe_endpoint(EndpointName=self.endpoint)["EndpointStatus"] != "InService":
+            assert time.monotonic() < deadline, f"endpoint {self.endpoint} never became InService"
+            time.sleep(0.05)
+
+    def create_pipeline(self, parameters=SEED_PARAMETERS) -> None:
+        definition = {"Version": "2020-12-01", "Metadata": {},
+                      "Parameters": [{"Name": p, "Type": "String"} for p in parameters],
+                      "Steps": [{"Name": "TrainModel", "Type": "Training", "Arguments": {}}]}
+        self.aws["sagemaker"].create_pipeline(PipelineName=self.pipeline, RoleArn=ROLE,
+                                              ClientRequestToken=uuid.uuid4().hex,
+                                              PipelineDefinition=json.dumps(definition))
+
+    def create_rule(self, state: str = "ENABLED") -> None:
+        pattern = {"source": ["aws.sagemaker"],
+                   "detail-type": ["SageMaker Model Building Pipeline Execution Status Change"]}
+        self.aws["events"].put_rule(Name=self.rule, EventPattern=json.dumps(pattern), State=state)
+
+    def create_alarm(self, with_action: bool = True) -> None:
+        self.aws["cloudwatch"].put_metric_alarm(
+            AlarmName=self.alarm, Namespace="McpAsyncJobs/doctor", MetricName="JobsProbablyLost",
+            Statistic="Sum", Period=900, EvaluationPeriods=1, Threshold=1,
+            ComparisonOperator="GreaterThanOrEqualToThreshold",
+            AlarmActions=[self.success_topic] if with_action else [])
+
+    def build(self, skip: tuple = ()) -> "Setup":
+        """Everything correct, except the parts named in `skip` (a test builds those itself)."""
+        if "subscriptions" not in skip:
+            self.subscribe(self.success_topic)
+            self.subscribe(self.error_topic)
+        if "endpoint" not in skip:
+            self.create_endpoint()
+        if "pipeline" not in skip:
+            self.create_pipeline()
+        if "rule" not in skip:
+            self.create_rule()
+        if "alarm" not in skip:
+            self.create_alarm()
+        return self
+
+    def doctor_args(self) -> list:
+        args = ["--endpoint-name", self.endpoint, "--success-topic-arn", self.success_topic,
+                "--error-topic-arn", self.error_topic, "--bucket", self.bucket,
+                "--pipeline-name", self.pipeline, "--rule-name", self.rule,
+                "--notification-handler", self.handler, "--dlq-url", self.dlq_url, "--alarm-name", self.alarm]
+        if self.pipeline_parameters is not None:
+            args += ["--pipeline-parameters", self.pipeline_parameters]
+        return args
+
+    def wiring_args(self) -> list:
+        return ["--endpoint-name", self.endpoint, "--success-topic-arn", self.success_topic,
+                "--error-topic-arn", self.error_topic, "--bucket", self.bucket]
+
+
+def run_script(script: str, args: list) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, str(SCRIPTS / script), *args], capture_output=True, text=True,
+                          timeout=120, env=local_stack())
+
+
+def lines_by_check(stdout: str) -> dict:
+    """`{check: (status, line)}` from the doctor's output."""
+    found = {}
+    for line in stdout.splitlines():
+        status, _, rest = line.partition("  ")
+        check, sep, _ = rest.strip().partition(": ")
+        if sep and status.strip() in ("ok", "warn", "FAIL", "skip"):
+            found[check] = (status.strip(), line)
+    return found
