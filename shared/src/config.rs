@@ -4,6 +4,9 @@
 
 use std::str::FromStr;
 
+use crate::domain::job::JobPolicy;
+use crate::usecases::JobSettings;
+
 /// DynamoDB items must stay under 400 KB; the inline result is capped well below that so
 /// the rest of the item (ids, locations, a bounded failure excerpt) always fits.
 pub const INLINE_RESULT_HARD_MAX_BYTES: u64 = 256 * 1024;
@@ -97,7 +100,24 @@ pub struct NotificationHandlerConfig {
     pub batch_concurrency: usize,
 }
 
+/// Added to the function's timeout before a reservation counts as a crashed submission.
+const CRASH_MARGIN_SECS: u64 = 15;
+/// How long a call with an idempotency key waits for a concurrent first call to get its answer.
+const IN_PROGRESS_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
+
 impl NotificationHandlerConfig {
+    /// What the outcome use case is told.
+    pub fn job_settings(&self) -> JobSettings {
+        JobSettings {
+            policy: JobPolicy {
+                result_ttl_secs: self.result_ttl_secs,
+                ..JobPolicy::default()
+            },
+            inline_result_max_bytes: self.inline_result_max_bytes,
+            in_progress_wait: IN_PROGRESS_WAIT,
+        }
+    }
+
     pub fn from_env<F: Fn(&str) -> Option<String>>(env: &Env<F>) -> Result<Self, ConfigError> {
         Ok(Self {
             results_table: env
@@ -307,6 +327,20 @@ impl McpToolsConfig {
 }
 
 impl ToolsConfig {
+    /// What the job use cases are told: the lifecycle's timings from this configuration.
+    pub fn job_settings(&self) -> JobSettings {
+        JobSettings {
+            policy: JobPolicy {
+                result_ttl_secs: self.result_ttl_secs,
+                submit_crash_after_secs: self.function_timeout_secs + CRASH_MARGIN_SECS,
+                reconcile_after_secs: self.reconcile_after_secs,
+                ..JobPolicy::default()
+            },
+            inline_result_max_bytes: self.inline_result_max_bytes,
+            in_progress_wait: IN_PROGRESS_WAIT,
+        }
+    }
+
     pub fn from_env<F: Fn(&str) -> Option<String>>(env: &Env<F>) -> Result<Self, ConfigError> {
         Ok(Self {
             results_table: env

@@ -113,7 +113,7 @@ impl<B: Backend> Tools<B> {
             let clock = || d.clock.now();
             let wait = wait_within(c.wait, left);
             let (jobs, objects) = (d.ports.jobs(), d.ports.objects());
-            let report = check::check_job(jobs, objects, d.check, &c.inference_id, wait, clock)
+            let report = check::check_job(jobs, objects, d.settings, &c.inference_id, wait, clock)
                 .await
                 .map_err(ToolError::from)?;
             if let Some(recorded) = &report.reconciled {
@@ -258,7 +258,7 @@ impl<B: Backend> Tools<B> {
             jobs,
             objects,
             endpoint,
-            d.submit,
+            d.settings,
             &submission,
             d.clock.now(),
         )
@@ -370,7 +370,7 @@ impl<B: Backend> Tools<B> {
         let span = info_span!("task", method = "tasks/get", inference_id = Empty);
         let d = &self.deps;
         let (jobs, objects) = (d.ports.jobs(), d.ports.objects());
-        let view = task::get_task(jobs, objects, d.check, task_id, d.clock.now())
+        let view = task::get_task(jobs, objects, d.settings, task_id, d.clock.now())
             .instrument(span.clone())
             .await
             .map_err(task_error)?;

@@ -7,19 +7,14 @@ use tokio::time::Instant;
 
 use chrono::{DateTime, Utc};
 
-use crate::domain::job::{reconcile_probe, Job, JobPolicy, JobStatus};
+use crate::domain::job::{reconcile_probe, Job, JobStatus};
 use crate::domain::s3_location::S3Location;
 use crate::ports::{JobStore, ObjectStore, StoreError};
-use crate::usecases::outcome::{reconcile, RecordSettings, Recorded};
+use crate::usecases::outcome::{reconcile, Recorded};
+use crate::usecases::JobSettings;
 
 /// How long a presigned result URL stays valid.
 pub const RESULT_URL_EXPIRY: Duration = Duration::from_secs(900);
-
-#[derive(Debug, Clone, Copy)]
-pub struct CheckSettings {
-    pub policy: JobPolicy,
-    pub record: RecordSettings,
-}
 
 /// A job as a status check reports it.
 #[derive(Debug, Clone, PartialEq)]
@@ -59,7 +54,7 @@ pub fn poll_delay(attempt: u32) -> Duration {
 pub async fn check_job<S, O>(
     store: &S,
     objects: &O,
-    settings: CheckSettings,
+    settings: JobSettings,
     inference_id: &str,
     wait: Duration,
     clock: impl Fn() -> DateTime<Utc>,
@@ -84,7 +79,7 @@ where
         if !probed {
             if let Some(probe) = reconcile_probe(&job, &settings.policy, now) {
                 probed = true;
-                match reconcile(store, objects, settings.record, inference_id, probe, now).await {
+                match reconcile(store, objects, settings, inference_id, probe, now).await {
                     Ok(Some(recorded)) => {
                         tracing::info!(?recorded, "outcome reconciled from S3");
                         reconciled = Some(recorded);
@@ -137,22 +132,20 @@ async fn report<O: ObjectStore>(objects: &O, job: Job, now: DateTime<Utc>) -> Jo
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::domain::job::{self, Locations, Stage, Submission};
+    use crate::domain::job::{self, JobPolicy, Locations, Stage, Submission};
     use crate::domain::time::parse_rfc3339;
     use crate::fakes::{MemoryJobs, MemoryObjects};
     use serde_json::json;
 
-    const SETTINGS: CheckSettings = CheckSettings {
+    const SETTINGS: JobSettings = JobSettings {
         policy: JobPolicy {
             result_ttl_secs: 3600,
             submit_crash_after_secs: 60,
             lost_grace_secs: 120,
             reconcile_after_secs: 30,
         },
-        record: RecordSettings {
-            result_ttl_secs: 3600,
-            inline_result_max_bytes: 1024,
-        },
+        inline_result_max_bytes: 1024,
+        in_progress_wait: Duration::from_secs(5),
     };
 
     fn t0() -> DateTime<Utc> {

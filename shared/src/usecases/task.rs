@@ -12,7 +12,8 @@ use crate::ports::{
     AwsFailure, ExecutionDescription, JobStore, ObjectStore, PipelineControl, RunStore, StepStatus,
     StoreError,
 };
-use crate::usecases::check::{check_job, CheckError, CheckSettings, JobReport};
+use crate::usecases::check::{check_job, CheckError, JobReport};
+use crate::usecases::JobSettings;
 
 /// A task as the extension shows it.
 #[derive(Debug, Clone, PartialEq)]
@@ -87,7 +88,7 @@ async fn authorized<S: JobStore>(
 pub async fn get_task<S: JobStore, O: ObjectStore>(
     store: &S,
     objects: &O,
-    settings: CheckSettings,
+    settings: JobSettings,
     task_id: &str,
     now: DateTime<Utc>,
 ) -> Result<TaskView, TaskError> {
@@ -312,16 +313,9 @@ mod tests {
     use crate::domain::job::{task_id, JobPolicy, Submission};
     use crate::domain::run;
     use crate::fakes::{MemoryJobs, MemoryObjects};
-    use crate::usecases::outcome::RecordSettings;
 
-    fn settings() -> CheckSettings {
-        CheckSettings {
-            policy: JobPolicy::default(),
-            record: RecordSettings {
-                result_ttl_secs: 3600,
-                inline_result_max_bytes: 65536,
-            },
-        }
+    fn settings() -> JobSettings {
+        JobSettings::default()
     }
 
     async fn reserved(jobs: &MemoryJobs) -> Submission {
