@@ -520,9 +520,13 @@ impl<B: Backend> ServerHandler for Tools<B> {
                 .await
         } else {
             let ttl = d.config.result_ttl_secs;
-            task::cancel_task(d.ports.jobs(), ttl, &request.task_id, now)
+            let cancelled = task::cancel_task(d.ports.jobs(), ttl, &request.task_id, now)
                 .instrument(span)
-                .await
+                .await;
+            if let Ok(true) = cancelled {
+                telemetry::job_cancelled();
+            }
+            cancelled.map(|_| ())
         };
         cancelled.map_err(task_error)
     }

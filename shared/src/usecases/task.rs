@@ -4,6 +4,7 @@
 
 use chrono::{DateTime, Utc};
 
+use crate::domain::item::Applied;
 use crate::domain::job::{self, secrets_match, task_secret_matches, Job, JobStatus, Stage};
 use crate::domain::pipeline_status::{ExecutionStatus, PipelineStatus};
 use crate::domain::run::Run;
@@ -112,22 +113,25 @@ pub async fn get_task<S: JobStore, O: ObjectStore>(
     Ok(view(report, now))
 }
 
-/// `tasks/cancel`: a pending job becomes `cancelled`; a finished one stays as it is.
+/// `tasks/cancel`: a pending job becomes `cancelled`; a finished one stays as it is. True when
+/// this call cancelled it.
 pub async fn cancel_task<S: JobStore>(
     store: &S,
     result_ttl_secs: u64,
     task_id: &str,
     now: DateTime<Utc>,
-) -> Result<(), TaskError> {
+) -> Result<bool, TaskError> {
     let job = authorized(store, task_id, now).await?;
-    if job.status == JobStatus::Pending {
-        // Refused means it finished (or was cancelled) meanwhile: nothing left to cancel.
-        store
-            .write(&job::cancel(&job.inference_id, result_ttl_secs, now))
-            .await?;
+    if job.status != JobStatus::Pending {
+        return Ok(false);
+    }
+    let write = job::cancel(&job.inference_id, result_ttl_secs, now);
+    // Refused means it finished (or was cancelled) meanwhile: nothing left to cancel.
+    let cancelled = matches!(store.write(&write).await?, Applied::Written { .. });
+    if cancelled {
         tracing::info!("job cancelled");
     }
-    Ok(())
+    Ok(cancelled)
 }
 
 fn view(report: JobReport, now: DateTime<Utc>) -> TaskView {
@@ -351,7 +355,7 @@ mod tests {
             ));
         }
 
-        cancel_task(&jobs, 3600, &id, Utc::now()).await.unwrap();
+        assert!(cancel_task(&jobs, 3600, &id, Utc::now()).await.unwrap());
         let view = get_task(&jobs, &objects, settings(), &id, Utc::now())
             .await
             .unwrap();
@@ -370,7 +374,7 @@ mod tests {
         // (a second write would have moved completed_at and ttl).
         let writes = jobs.calls().1;
         let later = Utc::now() + chrono::Duration::minutes(5);
-        cancel_task(&jobs, 60, &id, later).await.unwrap();
+        assert!(!cancel_task(&jobs, 60, &id, later).await.unwrap());
         assert_eq!(jobs.calls().1, writes, "no write");
         assert_eq!(jobs.job(&s.inference_id).unwrap(), cancelled);
     }
