@@ -7,7 +7,7 @@ use tokio::time::Instant;
 
 use chrono::{DateTime, Utc};
 
-use crate::domain::job::{reconcile_probe, Job, JobStatus};
+use crate::domain::job::{reconcile_probe, Job, JobStatus, PendingCondition};
 use crate::domain::s3_location::S3Location;
 use crate::ports::{JobStore, ObjectStore, StoreError};
 use crate::usecases::outcome::{reconcile, Recorded};
@@ -23,9 +23,18 @@ pub struct JobReport {
     /// A presigned URL of an output that is not inline.
     pub result_url: Option<String>,
     pub probably_lost: bool,
-    pub message: Option<String>,
+    /// What more there is to say of the job than its status.
+    pub note: Option<JobNote>,
     /// What this call found in S3 and recorded, when its notification had not arrived.
     pub reconciled: Option<Recorded>,
+}
+
+/// What a status check has to say of a job beyond its status, as a fact.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum JobNote {
+    Pending(PendingCondition),
+    /// Completed with its output stored as a pointer, and no download URL could be made.
+    OutputUnreachable,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -115,16 +124,18 @@ async fn report<O: ObjectStore>(objects: &O, job: Job, now: DateTime<Utc>) -> Jo
         },
         _ => None,
     };
-    let message = job.status_message(now).or_else(|| {
-        (job.status == JobStatus::Completed && job.result.is_none() && result_url.is_none()).then(
-            || "The output is not inline and no download URL could be made for it.".to_owned(),
-        )
-    });
+    let note = match job.pending_condition(now) {
+        Some(condition) => Some(JobNote::Pending(condition)),
+        None => {
+            (job.status == JobStatus::Completed && job.result.is_none() && result_url.is_none())
+                .then_some(JobNote::OutputUnreachable)
+        }
+    };
     JobReport {
         probably_lost: job.probably_lost(now),
         job,
         result_url,
-        message,
+        note,
         reconciled: None,
     }
 }
@@ -277,7 +288,11 @@ mod tests {
         .await;
         // The probe at this age looks for the failure object, finds none, and the job is lost.
         let lost = lost.unwrap();
-        assert!(lost.probably_lost && lost.message.unwrap().contains("same idempotency_key"));
+        assert!(lost.probably_lost);
+        assert_eq!(
+            lost.note,
+            Some(JobNote::Pending(PendingCondition::ProbablyLost))
+        );
         assert_eq!(lost.job.stage, Some(Stage::Invoked));
 
         jobs.insert_completed_pointer("big", "s3://b/out/big");

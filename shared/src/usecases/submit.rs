@@ -10,7 +10,7 @@ use chrono::{DateTime, Utc};
 
 use crate::domain::item::Applied;
 use crate::domain::job::{
-    self, plan_submit, uncertain_message, Job, JobStatus, Stage, Submission, SubmitPlan,
+    self, plan_submit, Job, JobStatus, PendingCondition, Stage, Submission, SubmitPlan,
 };
 use crate::domain::time::rfc3339;
 use crate::ports::{AsyncInvoker, AwsFailure, InvokeRequest, JobStore, ObjectStore, StoreError};
@@ -26,8 +26,9 @@ pub struct Submitted {
     pub submitted_at: String,
     /// An earlier call with the same idempotency key submitted this job.
     pub replay: bool,
-    /// Said when the outcome of the submission is not known yet.
-    pub message: Option<String>,
+    /// Uncertain: whether SageMaker queued the request is not known yet. Submitting (on a
+    /// replay): the first call with the key is still submitting it.
+    pub note: Option<PendingCondition>,
     /// The stored secret of the job's task id (none for items from before tasks).
     pub task_secret: Option<String>,
 }
@@ -43,13 +44,13 @@ impl Submitted {
             submitted_at: job.submitted_at.clone().unwrap_or_default(),
             replay: true,
             task_secret: job.task_secret.clone(),
-            message: match job.stage {
-                Some(Stage::Uncertain) => Some(uncertain_message(job.invoke_error.as_deref())),
-                Some(Stage::Reserved) if job.status == JobStatus::Pending => Some(
-                    "The first submission with this idempotency_key is still in progress; \
-                     check_job_status shows when it is queued."
-                        .to_owned(),
-                ),
+            note: match job.stage {
+                Some(Stage::Uncertain) => Some(PendingCondition::Uncertain {
+                    invoke_error: job.invoke_error.clone(),
+                }),
+                Some(Stage::Reserved) if job.status == JobStatus::Pending => {
+                    Some(PendingCondition::Submitting)
+                }
                 _ => None,
             },
         }
@@ -225,7 +226,7 @@ impl<S: JobStore, O: ObjectStore, I: AsyncInvoker> Submit<'_, S, O, I> {
             failure_location: None,
             submitted_at: rfc3339(submitted),
             replay: false,
-            message: None,
+            note: None,
             task_secret: Some(s.task_secret.clone()),
         };
         if let Err(e) = self
@@ -271,7 +272,9 @@ impl<S: JobStore, O: ObjectStore, I: AsyncInvoker> Submit<'_, S, O, I> {
                     );
                 }
                 tracing::warn!(attempt, %error, "invoke outcome unknown; the job stays pending");
-                answer.message = Some(uncertain_message(Some(&error)));
+                answer.note = Some(PendingCondition::Uncertain {
+                    invoke_error: Some(error),
+                });
                 Ok(answer)
             }
             Err(failure) => {
@@ -414,7 +417,16 @@ mod tests {
         let s = submission(Some("k"));
         let answer = w.submit(&s, t0()).await.unwrap();
         assert_eq!(answer.status, JobStatus::Pending);
-        assert!(answer.message.as_deref().unwrap().contains("not known yet"));
+        assert_eq!(
+            answer.note,
+            Some(PendingCondition::Uncertain {
+                invoke_error: Some(
+                    "SageMaker InvokeEndpointAsync: InternalFailure: An internal error occurred \
+                     (transient; retrying may succeed)"
+                        .into()
+                )
+            })
+        );
         let job = w.jobs.job(&s.inference_id).unwrap();
         assert_eq!(job.stage, Some(Stage::Uncertain));
         // Replayed before it is lost: the same answer, no second invoke.
@@ -422,7 +434,7 @@ mod tests {
             .submit(&s, t0() + chrono::Duration::seconds(60))
             .await
             .unwrap();
-        assert_eq!(again.message, answer.message);
+        assert_eq!(again.note, answer.note);
         assert_eq!(w.invoker.calls(&s.inference_id), 1);
         // Once probably lost, the same key re-drives it.
         let lost = t0() + chrono::Duration::seconds(600 + 300 + 120);
@@ -464,7 +476,8 @@ mod tests {
             .submit(&s, t0() + chrono::Duration::seconds(1))
             .await
             .unwrap();
-        assert!(early.replay && early.message.unwrap().contains("in progress"));
+        assert!(early.replay);
+        assert_eq!(early.note, Some(PendingCondition::Submitting));
         assert_eq!(w.invoker.calls(&s.inference_id), 0);
         // The refused reservation, then a read every 200 ms for the 600 ms it waits.
         assert_eq!(w.jobs.calls(), (3, 2));

@@ -13,7 +13,7 @@ use crate::ports::{
     AwsFailure, ExecutionDescription, JobStore, ObjectStore, PipelineControl, RunStore, StepStatus,
     StoreError,
 };
-use crate::usecases::check::{check_job, CheckError, JobReport};
+use crate::usecases::check::{check_job, CheckError, JobNote, JobReport};
 use crate::usecases::JobSettings;
 
 /// A task as the extension shows it.
@@ -29,15 +29,15 @@ pub struct TaskView {
 
 #[derive(Debug, Clone, PartialEq)]
 pub enum TaskState {
-    /// The job is pending: queued, invoked, or its invoke's outcome is not known yet.
+    /// The job is pending: how far its submission got, and what a status check would add.
     Working {
-        message: String,
+        stage: Option<Stage>,
+        note: Option<JobNote>,
     },
     /// Completed or failed: the report `check_job_status` gives.
     Done(Box<JobReport>),
-    Cancelled {
-        message: String,
-    },
+    /// With the reason stored.
+    Cancelled { reason: String },
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -148,19 +148,11 @@ fn view(report: JobReport, now: DateTime<Utc>) -> TaskView {
         .map(|ttl| u64::try_from((ttl - now.timestamp()).max(0) * 1000).unwrap_or(0));
     let state = match job.status {
         JobStatus::Pending => TaskState::Working {
-            message: report.message.clone().unwrap_or_else(|| {
-                match job.stage {
-                    Some(Stage::Reserved) => "queued: the request is being submitted to SageMaker",
-                    Some(Stage::Uncertain) => {
-                        "outcome not known yet: SageMaker may or may not have queued the request"
-                    }
-                    _ => "invoked: SageMaker has queued the request",
-                }
-                .to_owned()
-            }),
+            stage: job.stage,
+            note: report.note.clone(),
         },
         JobStatus::Cancelled => TaskState::Cancelled {
-            message: job
+            reason: job
                 .failure_reason
                 .clone()
                 .unwrap_or_else(|| job::CANCELLED_REASON.to_owned()),
@@ -191,15 +183,18 @@ pub struct RunTaskView {
 
 #[derive(Debug, Clone, PartialEq)]
 pub enum RunTaskState {
-    /// Executing (with the step it is on) or Stopping.
-    Working { message: String },
+    /// Executing (with the steps started so far, the last one last) or Stopping.
+    Working {
+        status: ExecutionStatus,
+        steps: Vec<StepStatus>,
+    },
     /// Succeeded, Failed or CompletedWithFailures: what `check_training_status` reports.
     Done {
         described: ExecutionDescription,
         steps: Vec<StepStatus>,
     },
     /// Stopped (by `tasks/cancel`, or by anyone else).
-    Cancelled { message: String },
+    Cancelled,
 }
 
 async fn authorized_run<R: RunStore>(
@@ -253,23 +248,11 @@ pub async fn get_run_task<R: RunStore, P: PipelineControl>(
         ExecutionStatus::Known(Succeeded | Failed | CompletedWithFailures) => {
             RunTaskState::Done { described, steps }
         }
-        ExecutionStatus::Known(Stopped) => RunTaskState::Cancelled {
-            message: "the run was stopped".to_owned(),
-        },
-        ExecutionStatus::Known(Stopping) => RunTaskState::Working {
-            message: "stopping: SageMaker is stopping the run".to_owned(),
-        },
-        status @ (ExecutionStatus::Known(Executing) | ExecutionStatus::Unknown(_)) => {
+        ExecutionStatus::Known(Stopped) => RunTaskState::Cancelled,
+        ExecutionStatus::Known(Stopping | Executing) | ExecutionStatus::Unknown(_) => {
             RunTaskState::Working {
-                message: match steps.last() {
-                    Some(step) => format!(
-                        "{status}: step {} is {} ({} of the run's steps so far)",
-                        step.name,
-                        step.status,
-                        steps.len()
-                    ),
-                    None => format!("{status}: no step has started yet"),
-                },
+                status: described.status,
+                steps,
             }
         }
     };
@@ -360,7 +343,7 @@ mod tests {
             .await
             .unwrap();
         assert!(
-            matches!(&view.state, TaskState::Cancelled { message } if message.contains("cannot stop")),
+            matches!(&view.state, TaskState::Cancelled { reason } if reason == job::CANCELLED_REASON),
             "{view:?}"
         );
         let cancelled = jobs.job(&s.inference_id).unwrap();
