@@ -105,23 +105,27 @@ const CRASH_MARGIN_SECS: u64 = 15;
 /// How long a call with an idempotency key waits for a concurrent first call to get its answer.
 const IN_PROGRESS_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
 
+fn job_settings(policy: JobPolicy, inline_result_max_bytes: u64) -> JobSettings {
+    JobSettings {
+        policy,
+        inline_result_max_bytes,
+        in_progress_wait: IN_PROGRESS_WAIT,
+    }
+}
+
 impl NotificationHandlerConfig {
     /// What the outcome use case is told.
     pub fn job_settings(&self) -> JobSettings {
-        JobSettings {
-            policy: JobPolicy {
-                result_ttl_secs: self.result_ttl_secs,
-                ..JobPolicy::default()
-            },
-            inline_result_max_bytes: self.inline_result_max_bytes,
-            in_progress_wait: IN_PROGRESS_WAIT,
-        }
+        let policy = JobPolicy {
+            result_ttl_secs: self.result_ttl_secs,
+            ..JobPolicy::default()
+        };
+        job_settings(policy, self.inline_result_max_bytes)
     }
 
     pub fn from_env<F: Fn(&str) -> Option<String>>(env: &Env<F>) -> Result<Self, ConfigError> {
         Ok(Self {
-            results_table: env
-                .required("RESULTS_TABLE", "the name of the DynamoDB results table")?,
+            results_table: results_table(env)?,
             result_ttl_secs: result_ttl_secs(env)?,
             inline_result_max_bytes: inline_result_max_bytes(env)?,
             batch_concurrency: env.number_in(
@@ -329,22 +333,18 @@ impl McpToolsConfig {
 impl ToolsConfig {
     /// What the job use cases are told: the lifecycle's timings from this configuration.
     pub fn job_settings(&self) -> JobSettings {
-        JobSettings {
-            policy: JobPolicy {
-                result_ttl_secs: self.result_ttl_secs,
-                submit_crash_after_secs: self.function_timeout_secs + CRASH_MARGIN_SECS,
-                reconcile_after_secs: self.reconcile_after_secs,
-                ..JobPolicy::default()
-            },
-            inline_result_max_bytes: self.inline_result_max_bytes,
-            in_progress_wait: IN_PROGRESS_WAIT,
-        }
+        let policy = JobPolicy {
+            result_ttl_secs: self.result_ttl_secs,
+            submit_crash_after_secs: self.function_timeout_secs + CRASH_MARGIN_SECS,
+            reconcile_after_secs: self.reconcile_after_secs,
+            ..JobPolicy::default()
+        };
+        job_settings(policy, self.inline_result_max_bytes)
     }
 
     pub fn from_env<F: Fn(&str) -> Option<String>>(env: &Env<F>) -> Result<Self, ConfigError> {
         Ok(Self {
-            results_table: env
-                .required("RESULTS_TABLE", "the name of the DynamoDB results table")?,
+            results_table: results_table(env)?,
             pipeline_results_table: env.required(
                 "PIPELINE_RESULTS_TABLE",
                 "the name of the DynamoDB pipeline results table",
@@ -424,6 +424,11 @@ pub fn inline_result_max_bytes<F: Fn(&str) -> Option<String>>(
         0..=INLINE_RESULT_HARD_MAX_BYTES,
         "a byte count from 0 to 262144 (DynamoDB items are limited to 400 KB)",
     )
+}
+
+/// `RESULTS_TABLE`, for notification-handler and the tools.
+fn results_table<F: Fn(&str) -> Option<String>>(env: &Env<F>) -> Result<String, ConfigError> {
+    env.required("RESULTS_TABLE", "the name of the DynamoDB results table")
 }
 
 /// `RESULT_TTL_SECS`, shared by every writer.
