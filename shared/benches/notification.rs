@@ -7,11 +7,18 @@ use serde_json::Value;
 
 use shared::domain::notification::{parse_notification, Notification};
 use shared::fakes::{MemoryJobs, MemoryObjects};
-use shared::usecases::outcome::{record_notification, RecordSettings};
+use shared::usecases::outcome::record_notification;
+use shared::usecases::JobSettings;
 
-const SETTINGS: RecordSettings = RecordSettings {
-    result_ttl_secs: 3600,
+const SETTINGS: JobSettings = JobSettings {
+    policy: shared::domain::job::JobPolicy {
+        result_ttl_secs: 3600,
+        submit_crash_after_secs: 60,
+        lost_grace_secs: 120,
+        reconcile_after_secs: 60,
+    },
     inline_result_max_bytes: 65536,
+    in_progress_wait: std::time::Duration::from_secs(5),
 };
 
 /// The SNS message of the sample success with `responseBody` (the output inline: no S3 read).

@@ -4,6 +4,9 @@
 
 use std::str::FromStr;
 
+use crate::domain::job::JobPolicy;
+use crate::usecases::JobSettings;
+
 /// DynamoDB items must stay under 400 KB; the inline result is capped well below that so
 /// the rest of the item (ids, locations, a bounded failure excerpt) always fits.
 pub const INLINE_RESULT_HARD_MAX_BYTES: u64 = 256 * 1024;
@@ -97,11 +100,32 @@ pub struct NotificationHandlerConfig {
     pub batch_concurrency: usize,
 }
 
+/// Added to the function's timeout before a reservation counts as a crashed submission.
+const CRASH_MARGIN_SECS: u64 = 15;
+/// How long a call with an idempotency key waits for a concurrent first call to get its answer.
+const IN_PROGRESS_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
+
+fn job_settings(policy: JobPolicy, inline_result_max_bytes: u64) -> JobSettings {
+    JobSettings {
+        policy,
+        inline_result_max_bytes,
+        in_progress_wait: IN_PROGRESS_WAIT,
+    }
+}
+
 impl NotificationHandlerConfig {
+    /// What the outcome use case is told.
+    pub fn job_settings(&self) -> JobSettings {
+        let policy = JobPolicy {
+            result_ttl_secs: self.result_ttl_secs,
+            ..JobPolicy::default()
+        };
+        job_settings(policy, self.inline_result_max_bytes)
+    }
+
     pub fn from_env<F: Fn(&str) -> Option<String>>(env: &Env<F>) -> Result<Self, ConfigError> {
         Ok(Self {
-            results_table: env
-                .required("RESULTS_TABLE", "the name of the DynamoDB results table")?,
+            results_table: results_table(env)?,
             result_ttl_secs: result_ttl_secs(env)?,
             inline_result_max_bytes: inline_result_max_bytes(env)?,
             batch_concurrency: env.number_in(
@@ -307,10 +331,20 @@ impl McpToolsConfig {
 }
 
 impl ToolsConfig {
+    /// What the job use cases are told: the lifecycle's timings from this configuration.
+    pub fn job_settings(&self) -> JobSettings {
+        let policy = JobPolicy {
+            result_ttl_secs: self.result_ttl_secs,
+            submit_crash_after_secs: self.function_timeout_secs + CRASH_MARGIN_SECS,
+            reconcile_after_secs: self.reconcile_after_secs,
+            ..JobPolicy::default()
+        };
+        job_settings(policy, self.inline_result_max_bytes)
+    }
+
     pub fn from_env<F: Fn(&str) -> Option<String>>(env: &Env<F>) -> Result<Self, ConfigError> {
         Ok(Self {
-            results_table: env
-                .required("RESULTS_TABLE", "the name of the DynamoDB results table")?,
+            results_table: results_table(env)?,
             pipeline_results_table: env.required(
                 "PIPELINE_RESULTS_TABLE",
                 "the name of the DynamoDB pipeline results table",
@@ -390,6 +424,11 @@ pub fn inline_result_max_bytes<F: Fn(&str) -> Option<String>>(
         0..=INLINE_RESULT_HARD_MAX_BYTES,
         "a byte count from 0 to 262144 (DynamoDB items are limited to 400 KB)",
     )
+}
+
+/// `RESULTS_TABLE`, for notification-handler and the tools.
+fn results_table<F: Fn(&str) -> Option<String>>(env: &Env<F>) -> Result<String, ConfigError> {
+    env.required("RESULTS_TABLE", "the name of the DynamoDB results table")
 }
 
 /// `RESULT_TTL_SECS`, shared by every writer.

@@ -198,6 +198,11 @@ pub fn job_refused() {
     counter!(metric::JOBS_FAILED).increment(1);
 }
 
+/// A client cancelled a pending job (`tasks/cancel`).
+pub fn job_cancelled() {
+    counter!(metric::JOBS_CANCELLED).increment(1);
+}
+
 /// A status check found a job pending past its deadline: its outcome is not arriving.
 pub fn job_probably_lost() {
     counter!(metric::JOBS_PROBABLY_LOST).increment(1);

@@ -7,6 +7,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use shared::config::{PipelineParameters, ToolsConfig};
+
+use crate::wording;
 use shared::domain::job::{Job, Submission};
 use shared::domain::run::Run;
 use shared::domain::s3_location::S3Location;
@@ -285,7 +287,7 @@ impl From<Submitted> for SubmitJobOutput {
             failure_location: s.failure_location,
             submitted_at: s.submitted_at,
             idempotent_replay: s.replay,
-            message: s.message,
+            message: s.note.as_ref().map(wording::submitted),
         }
     }
 }
@@ -394,7 +396,7 @@ impl From<JobReport> for JobStatusOutput {
             submitted_at,
             completed_at,
             probably_lost: r.probably_lost,
-            message: r.message,
+            message: r.note.as_ref().map(wording::job_note),
         }
     }
 }

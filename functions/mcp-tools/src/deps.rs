@@ -5,17 +5,9 @@
 use std::time::Duration;
 
 use shared::config::ToolsConfig;
-use shared::domain::job::JobPolicy;
 use shared::domain::time::Clock;
 use shared::ports::{AsyncInvoker, JobStore, ObjectStore, PipelineControl, RunStore};
-use shared::usecases::check::CheckSettings;
-use shared::usecases::outcome::RecordSettings;
-use shared::usecases::submit::SubmitSettings;
-
-/// Added to the function's timeout before a reservation counts as a crashed submission.
-const CRASH_MARGIN_SECS: u64 = 15;
-/// How long a call with an idempotency key waits for a concurrent first call to get its answer.
-const IN_PROGRESS_WAIT: Duration = Duration::from_secs(5);
+use shared::usecases::JobSettings;
 
 /// The ports the tools call, as one bundle.
 pub trait Backend: Send + Sync + 'static {
@@ -75,30 +67,15 @@ where
 /// Settings, ports and clock; the use cases' settings derived from the configuration once.
 pub struct Deps<B> {
     pub config: ToolsConfig,
-    pub check: CheckSettings,
-    pub submit: SubmitSettings,
+    pub settings: JobSettings,
     pub ports: B,
     pub clock: Clock,
 }
 
 impl<B: Backend> Deps<B> {
     pub fn new(config: ToolsConfig, ports: B, clock: Clock) -> Self {
-        let policy = JobPolicy {
-            result_ttl_secs: config.result_ttl_secs,
-            submit_crash_after_secs: config.function_timeout_secs + CRASH_MARGIN_SECS,
-            reconcile_after_secs: config.reconcile_after_secs,
-            ..JobPolicy::default()
-        };
-        let record = RecordSettings {
-            result_ttl_secs: config.result_ttl_secs,
-            inline_result_max_bytes: config.inline_result_max_bytes,
-        };
         Self {
-            check: CheckSettings { policy, record },
-            submit: SubmitSettings {
-                policy,
-                in_progress_wait: IN_PROGRESS_WAIT,
-            },
+            settings: config.job_settings(),
             config,
             ports,
             clock,

@@ -13,6 +13,7 @@ pub mod http_guard;
 pub mod tools;
 #[cfg(test)]
 mod tools_tests;
+pub mod wording;
 
 use std::convert::Infallible;
 use std::sync::Arc;

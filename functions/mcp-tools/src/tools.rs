@@ -34,6 +34,7 @@ use tracing::{field::Empty, info_span, Instrument, Span};
 use crate::arguments;
 use crate::contract::*;
 use crate::deps::{Backend, Deps};
+use crate::wording;
 
 /// Kept free of a long poll so the reply leaves before the Lambda times out.
 const WAIT_MARGIN: Duration = Duration::from_secs(3);
@@ -113,7 +114,7 @@ impl<B: Backend> Tools<B> {
             let clock = || d.clock.now();
             let wait = wait_within(c.wait, left);
             let (jobs, objects) = (d.ports.jobs(), d.ports.objects());
-            let report = check::check_job(jobs, objects, d.check, &c.inference_id, wait, clock)
+            let report = check::check_job(jobs, objects, d.settings, &c.inference_id, wait, clock)
                 .await
                 .map_err(ToolError::from)?;
             if let Some(recorded) = &report.reconciled {
@@ -258,7 +259,7 @@ impl<B: Backend> Tools<B> {
             jobs,
             objects,
             endpoint,
-            d.submit,
+            d.settings,
             &submission,
             d.clock.now(),
         )
@@ -286,7 +287,7 @@ impl<B: Backend> Tools<B> {
             execution_arn: t.execution_arn,
             status: PipelineStatus::Executing.as_str().into(),
             session_id: request.session_id,
-            message: t.message,
+            message: t.recording_failed.as_deref().map(wording::run_not_recorded),
         };
         Ok((output, t.task_secret))
     }
@@ -323,12 +324,10 @@ impl<B: Backend> Tools<B> {
         )
         .with_ttl_ms(lives_secs * 1000)
         .with_poll_interval_ms(self.deps.config.task_poll_interval_ms)
-        .with_status_message(
-            submitted
-                .message
-                .clone()
-                .unwrap_or_else(|| "invoked: SageMaker has queued the request".to_owned()),
-        );
+        .with_status_message(match &submitted.note {
+            Some(condition) => wording::submitted(condition),
+            None => wording::JOB_INVOKED.to_owned(),
+        });
         CallToolResponse::Task(CreateTaskResult::new(task))
     }
 
@@ -360,7 +359,7 @@ impl<B: Backend> Tools<B> {
         )
         .with_ttl_ms((config.result_ttl_secs + training::PENDING_RUN_GRACE_SECS) * 1000)
         .with_poll_interval_ms(config.task_poll_interval_ms)
-        .with_status_message("Executing: the run has started");
+        .with_status_message(wording::RUN_STARTED);
         CallToolResponse::Task(CreateTaskResult::new(task))
     }
 
@@ -370,14 +369,17 @@ impl<B: Backend> Tools<B> {
         let span = info_span!("task", method = "tasks/get", inference_id = Empty);
         let d = &self.deps;
         let (jobs, objects) = (d.ports.jobs(), d.ports.objects());
-        let view = task::get_task(jobs, objects, d.check, task_id, d.clock.now())
+        let view = task::get_task(jobs, objects, d.settings, task_id, d.clock.now())
             .instrument(span.clone())
             .await
             .map_err(task_error)?;
         span.record("inference_id", view.inference_id.as_str());
         let (payload, message) = match view.state {
-            TaskState::Working { message } => (TaskPayload::Working, Some(message)),
-            TaskState::Cancelled { message } => (TaskPayload::Cancelled, Some(message)),
+            TaskState::Working { stage, note } => (
+                TaskPayload::Working,
+                Some(wording::job_task_working(stage, note.as_ref())),
+            ),
+            TaskState::Cancelled { reason } => (TaskPayload::Cancelled, Some(reason)),
             TaskState::Done(report) => {
                 if let Some(recorded) = &report.reconciled {
                     telemetry::outcome(recorded, OutcomeSource::Reconciliation);
@@ -408,8 +410,11 @@ impl<B: Backend> Tools<B> {
             .map_err(task_error)?;
         span.record("execution_arn", view.execution_arn.as_str());
         let (payload, message) = match view.state {
-            RunTaskState::Working { message } => (TaskPayload::Working, Some(message)),
-            RunTaskState::Cancelled { message } => (TaskPayload::Cancelled, Some(message)),
+            RunTaskState::Working { status, steps } => (
+                TaskPayload::Working,
+                Some(wording::run_task_working(&status, &steps)),
+            ),
+            RunTaskState::Cancelled => (TaskPayload::Cancelled, Some(wording::RUN_STOPPED.into())),
             RunTaskState::Done { described, steps } => {
                 let failed = !described.status.is(PipelineStatus::Succeeded);
                 let output = TrainingStatusOutput::new(view.execution_arn, described, steps);
@@ -520,9 +525,13 @@ impl<B: Backend> ServerHandler for Tools<B> {
                 .await
         } else {
             let ttl = d.config.result_ttl_secs;
-            task::cancel_task(d.ports.jobs(), ttl, &request.task_id, now)
+            let cancelled = task::cancel_task(d.ports.jobs(), ttl, &request.task_id, now)
                 .instrument(span)
-                .await
+                .await;
+            if let Ok(true) = cancelled {
+                telemetry::job_cancelled();
+            }
+            cancelled.map(|_| ())
         };
         cancelled.map_err(task_error)
     }

@@ -170,7 +170,7 @@ impl World {
             panic!("not an outcome");
         };
         let d = &self.deps;
-        let settings = d.check.record;
+        let settings = d.settings;
         record_notification(
             &d.ports.jobs,
             &d.ports.objects,

@@ -24,7 +24,7 @@ use shared::config::{Env, ToolsConfig};
 use shared::domain::notification::{parse_notification, Notification};
 use shared::domain::s3_location::S3Location;
 use shared::ports::ObjectStore;
-use shared::usecases::outcome::{record_notification, RecordSettings};
+use shared::usecases::outcome::record_notification;
 
 fn config() -> ToolsConfig {
     if std::env::var("AWS_ENDPOINT_URL").is_err() {
@@ -92,10 +92,7 @@ async fn complete(inference_id: &str, output: serde_json::Value) {
         panic!("not an outcome")
     };
     let store = DynamoJobs::new(dynamodb_client(&sdk), &config.results_table);
-    let settings = RecordSettings {
-        result_ttl_secs: 3600,
-        inline_result_max_bytes: 65536,
-    };
+    let settings = config.job_settings();
     record_notification(&store, &objects, settings, outcome, chrono::Utc::now())
         .await
         .unwrap();

@@ -12,7 +12,8 @@ use shared::domain::notification::{
 };
 use shared::ports::{JobStore, ObjectStore, StoreError};
 use shared::telemetry::{self, OutcomeSource};
-use shared::usecases::outcome::{record_notification, RecordSettings, Recorded};
+use shared::usecases::outcome::{record_notification, Recorded};
+use shared::usecases::JobSettings;
 
 #[derive(Debug, thiserror::Error)]
 pub enum HandlerError {
@@ -37,7 +38,7 @@ pub enum HandlerError {
 pub struct Handler<S, R> {
     pub store: S,
     pub objects: R,
-    pub settings: RecordSettings,
+    pub settings: JobSettings,
     /// How many messages of an SQS batch are recorded at once (each is a few AWS calls).
     pub batch_concurrency: usize,
 }
@@ -222,10 +223,7 @@ mod tests {
         Handler {
             store: MemoryJobs::default(),
             objects: MemoryObjects::default(),
-            settings: RecordSettings {
-                result_ttl_secs: 3600,
-                inline_result_max_bytes: 65536,
-            },
+            settings: JobSettings::default(),
             batch_concurrency: 4,
         }
     }

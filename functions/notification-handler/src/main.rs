@@ -10,7 +10,6 @@ use shared::adapters::dynamodb::DynamoJobs;
 use shared::adapters::s3::S3Objects;
 use shared::config::{metrics_namespace, Env, NotificationHandlerConfig};
 use shared::telemetry;
-use shared::usecases::outcome::RecordSettings;
 
 // One thread: Lambda hands a process one event at a time and the work waits on AWS, so worker
 // threads only add start-up time and cross-thread wake-ups (BENCHMARKS.md).
@@ -24,10 +23,7 @@ async fn main() -> Result<(), Error> {
     let handler = Handler {
         store: DynamoJobs::new(dynamodb_client(&sdk), &config.results_table),
         objects: S3Objects::new(s3_client(&sdk)),
-        settings: RecordSettings {
-            result_ttl_secs: config.result_ttl_secs,
-            inline_result_max_bytes: config.inline_result_max_bytes,
-        },
+        settings: config.job_settings(),
         batch_concurrency: config.batch_concurrency,
     };
     let handler = &handler;

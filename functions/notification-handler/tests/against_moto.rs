@@ -15,7 +15,8 @@ use notification_handler::Handler;
 use shared::adapters::aws::{dynamodb_client, s3_client};
 use shared::adapters::dynamodb::{attribute_to_json, DynamoJobs};
 use shared::adapters::s3::S3Objects;
-use shared::usecases::outcome::RecordSettings;
+use shared::domain::job::JobPolicy;
+use shared::usecases::JobSettings;
 
 type Item = HashMap<String, AttributeValue>;
 
@@ -70,9 +71,13 @@ impl Stack {
         Handler {
             store: DynamoJobs::new(dynamodb_client(&self.sdk), table),
             objects: S3Objects::new(s3_client(&self.sdk)),
-            settings: RecordSettings {
-                result_ttl_secs: TTL_SECS,
+            settings: JobSettings {
+                policy: JobPolicy {
+                    result_ttl_secs: TTL_SECS,
+                    ..JobPolicy::default()
+                },
                 inline_result_max_bytes: INLINE_MAX,
+                ..JobSettings::default()
             },
             batch_concurrency: 8,
         }

@@ -7,19 +7,14 @@ use tokio::time::Instant;
 
 use chrono::{DateTime, Utc};
 
-use crate::domain::job::{reconcile_probe, Job, JobPolicy, JobStatus};
+use crate::domain::job::{reconcile_probe, Job, JobStatus, PendingCondition};
 use crate::domain::s3_location::S3Location;
 use crate::ports::{JobStore, ObjectStore, StoreError};
-use crate::usecases::outcome::{reconcile, RecordSettings, Recorded};
+use crate::usecases::outcome::{reconcile, Recorded};
+use crate::usecases::JobSettings;
 
 /// How long a presigned result URL stays valid.
 pub const RESULT_URL_EXPIRY: Duration = Duration::from_secs(900);
-
-#[derive(Debug, Clone, Copy)]
-pub struct CheckSettings {
-    pub policy: JobPolicy,
-    pub record: RecordSettings,
-}
 
 /// A job as a status check reports it.
 #[derive(Debug, Clone, PartialEq)]
@@ -28,9 +23,18 @@ pub struct JobReport {
     /// A presigned URL of an output that is not inline.
     pub result_url: Option<String>,
     pub probably_lost: bool,
-    pub message: Option<String>,
+    /// What more there is to say of the job than its status.
+    pub note: Option<JobNote>,
     /// What this call found in S3 and recorded, when its notification had not arrived.
     pub reconciled: Option<Recorded>,
+}
+
+/// What a status check has to say of a job beyond its status, as a fact.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum JobNote {
+    Pending(PendingCondition),
+    /// Completed with its output stored as a pointer, and no download URL could be made.
+    OutputUnreachable,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -59,7 +63,7 @@ pub fn poll_delay(attempt: u32) -> Duration {
 pub async fn check_job<S, O>(
     store: &S,
     objects: &O,
-    settings: CheckSettings,
+    settings: JobSettings,
     inference_id: &str,
     wait: Duration,
     clock: impl Fn() -> DateTime<Utc>,
@@ -84,7 +88,7 @@ where
         if !probed {
             if let Some(probe) = reconcile_probe(&job, &settings.policy, now) {
                 probed = true;
-                match reconcile(store, objects, settings.record, inference_id, probe, now).await {
+                match reconcile(store, objects, settings, inference_id, probe, now).await {
                     Ok(Some(recorded)) => {
                         tracing::info!(?recorded, "outcome reconciled from S3");
                         reconciled = Some(recorded);
@@ -120,16 +124,18 @@ async fn report<O: ObjectStore>(objects: &O, job: Job, now: DateTime<Utc>) -> Jo
         },
         _ => None,
     };
-    let message = job.status_message(now).or_else(|| {
-        (job.status == JobStatus::Completed && job.result.is_none() && result_url.is_none()).then(
-            || "The output is not inline and no download URL could be made for it.".to_owned(),
-        )
-    });
+    let note = match job.pending_condition(now) {
+        Some(condition) => Some(JobNote::Pending(condition)),
+        None => {
+            (job.status == JobStatus::Completed && job.result.is_none() && result_url.is_none())
+                .then_some(JobNote::OutputUnreachable)
+        }
+    };
     JobReport {
         probably_lost: job.probably_lost(now),
         job,
         result_url,
-        message,
+        note,
         reconciled: None,
     }
 }
@@ -137,22 +143,20 @@ async fn report<O: ObjectStore>(objects: &O, job: Job, now: DateTime<Utc>) -> Jo
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::domain::job::{self, Locations, Stage, Submission};
+    use crate::domain::job::{self, JobPolicy, Locations, Stage, Submission};
     use crate::domain::time::parse_rfc3339;
     use crate::fakes::{MemoryJobs, MemoryObjects};
     use serde_json::json;
 
-    const SETTINGS: CheckSettings = CheckSettings {
+    const SETTINGS: JobSettings = JobSettings {
         policy: JobPolicy {
             result_ttl_secs: 3600,
             submit_crash_after_secs: 60,
             lost_grace_secs: 120,
             reconcile_after_secs: 30,
         },
-        record: RecordSettings {
-            result_ttl_secs: 3600,
-            inline_result_max_bytes: 1024,
-        },
+        inline_result_max_bytes: 1024,
+        in_progress_wait: Duration::from_secs(5),
     };
 
     fn t0() -> DateTime<Utc> {
@@ -284,7 +288,11 @@ mod tests {
         .await;
         // The probe at this age looks for the failure object, finds none, and the job is lost.
         let lost = lost.unwrap();
-        assert!(lost.probably_lost && lost.message.unwrap().contains("same idempotency_key"));
+        assert!(lost.probably_lost);
+        assert_eq!(
+            lost.note,
+            Some(JobNote::Pending(PendingCondition::ProbablyLost))
+        );
         assert_eq!(lost.job.stage, Some(Stage::Invoked));
 
         jobs.insert_completed_pointer("big", "s3://b/out/big");

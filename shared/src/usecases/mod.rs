@@ -1,9 +1,35 @@
 //! Use cases: each entry point calls one of these. Generic over the ports, so they are tested
 //! with the fakes and run in production with the AWS adapters.
 
+use std::time::Duration;
+
+use crate::domain::job::JobPolicy;
+
 pub mod check;
 pub mod outcome;
 pub mod route;
 pub mod submit;
 pub mod task;
 pub mod training;
+
+/// What the job use cases are told by configuration: one value per function, built once at
+/// cold start (`ToolsConfig::job_settings`, `NotificationHandlerConfig::job_settings`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct JobSettings {
+    /// The lifecycle's timing rules, the outcomes' TTL among them.
+    pub policy: JobPolicy,
+    /// The largest output stored inline in the item; a larger one is stored as a pointer.
+    pub inline_result_max_bytes: u64,
+    /// How long a call with an idempotency key waits for a concurrent first call's answer.
+    pub in_progress_wait: Duration,
+}
+
+impl Default for JobSettings {
+    fn default() -> Self {
+        Self {
+            policy: JobPolicy::default(),
+            inline_result_max_bytes: 64 * 1024,
+            in_progress_wait: Duration::from_secs(5),
+        }
+    }
+}

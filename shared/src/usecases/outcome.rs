@@ -13,13 +13,8 @@ use crate::domain::notification::{InferenceOutcome, OutcomeKind};
 use crate::domain::s3_location::S3Location;
 use crate::domain::time::{parse_rfc3339, rfc3339, ttl_after};
 use crate::ports::{JobStore, ObjectError, ObjectPrefix, ObjectStore, StoreError};
+use crate::usecases::JobSettings;
 use crate::util::truncate_utf8;
-
-#[derive(Debug, Clone, Copy)]
-pub struct RecordSettings {
-    pub result_ttl_secs: u64,
-    pub inline_result_max_bytes: u64,
-}
 
 /// How one outcome was handled.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -44,7 +39,7 @@ pub enum Recorded {
 pub async fn record_notification<S: JobStore, O: ObjectStore>(
     store: &S,
     objects: &O,
-    settings: RecordSettings,
+    settings: JobSettings,
     outcome: InferenceOutcome,
     now: DateTime<Utc>,
 ) -> Result<Recorded, StoreError> {
@@ -97,7 +92,7 @@ pub async fn record_notification<S: JobStore, O: ObjectStore>(
     write_outcome(store, record).await
 }
 
-fn base_record(inference_id: &str, settings: RecordSettings, now: DateTime<Utc>) -> OutcomeRecord {
+fn base_record(inference_id: &str, settings: JobSettings, now: DateTime<Utc>) -> OutcomeRecord {
     OutcomeRecord {
         inference_id: inference_id.to_owned(),
         status: JobStatus::Completed,
@@ -110,7 +105,7 @@ fn base_record(inference_id: &str, settings: RecordSettings, now: DateTime<Utc>)
         failure_reason: None,
         failure_location: None,
         failure_excerpt: None,
-        ttl: ttl_after(now, settings.result_ttl_secs),
+        ttl: ttl_after(now, settings.policy.result_ttl_secs),
         reconciled_at: None,
     }
 }
@@ -194,7 +189,7 @@ async fn read_inline_result<S: JobStore, O: ObjectStore>(
 pub async fn reconcile<S: JobStore, O: ObjectStore>(
     store: &S,
     objects: &O,
-    settings: RecordSettings,
+    settings: JobSettings,
     inference_id: &str,
     probe: Probe,
     now: DateTime<Utc>,
@@ -248,9 +243,15 @@ mod tests {
     use chrono::TimeZone;
     use serde_json::json;
 
-    const SETTINGS: RecordSettings = RecordSettings {
-        result_ttl_secs: 3600,
+    const SETTINGS: JobSettings = JobSettings {
+        policy: crate::domain::job::JobPolicy {
+            result_ttl_secs: 3600,
+            submit_crash_after_secs: 60,
+            lost_grace_secs: 120,
+            reconcile_after_secs: 30,
+        },
         inline_result_max_bytes: 1024,
+        in_progress_wait: std::time::Duration::from_secs(5),
     };
 
     fn now() -> DateTime<Utc> {

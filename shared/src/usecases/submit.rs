@@ -8,12 +8,13 @@ use tokio::time::Instant;
 
 use chrono::{DateTime, Utc};
 
-use crate::domain::item::{Applied, Item};
+use crate::domain::item::Applied;
 use crate::domain::job::{
-    self, plan_submit, uncertain_message, Job, JobPolicy, JobStatus, Stage, Submission, SubmitPlan,
+    self, plan_submit, Job, JobStatus, PendingCondition, Stage, Submission, SubmitPlan,
 };
 use crate::domain::time::rfc3339;
 use crate::ports::{AsyncInvoker, AwsFailure, InvokeRequest, JobStore, ObjectStore, StoreError};
+use crate::usecases::JobSettings;
 
 /// What submit_job answers.
 #[derive(Debug, Clone, PartialEq)]
@@ -25,8 +26,9 @@ pub struct Submitted {
     pub submitted_at: String,
     /// An earlier call with the same idempotency key submitted this job.
     pub replay: bool,
-    /// Said when the outcome of the submission is not known yet.
-    pub message: Option<String>,
+    /// Uncertain: whether SageMaker queued the request is not known yet. Submitting (on a
+    /// replay): the first call with the key is still submitting it.
+    pub note: Option<PendingCondition>,
     /// The stored secret of the job's task id (none for items from before tasks).
     pub task_secret: Option<String>,
 }
@@ -42,13 +44,13 @@ impl Submitted {
             submitted_at: job.submitted_at.clone().unwrap_or_default(),
             replay: true,
             task_secret: job.task_secret.clone(),
-            message: match job.stage {
-                Some(Stage::Uncertain) => Some(uncertain_message(job.invoke_error.as_deref())),
-                Some(Stage::Reserved) if job.status == JobStatus::Pending => Some(
-                    "The first submission with this idempotency_key is still in progress; \
-                     check_job_status shows when it is queued."
-                        .to_owned(),
-                ),
+            note: match job.stage {
+                Some(Stage::Uncertain) => Some(PendingCondition::Uncertain {
+                    invoke_error: job.invoke_error.clone(),
+                }),
+                Some(Stage::Reserved) if job.status == JobStatus::Pending => {
+                    Some(PendingCondition::Submitting)
+                }
                 _ => None,
             },
         }
@@ -72,28 +74,37 @@ pub enum SubmitError {
     Store(#[from] StoreError),
 }
 
-#[derive(Debug, Clone, Copy)]
-pub struct SubmitSettings {
-    pub policy: JobPolicy,
-    /// How long a concurrent call with the same key waits for the first one to get an answer.
-    pub in_progress_wait: Duration,
-}
-
 /// Conditional writes lost to concurrent calls are re-planned a few times, then replayed.
 const MAX_ROUNDS: usize = 4;
 
-/// The job a refused write returned (as it was stored when the guard failed), to plan the next
-/// round from; `None` when there is none to read, so the round reads it.
-fn refused_by(item: Option<Item>, now: DateTime<Utc>) -> Option<Option<Job>> {
-    let job = Job::from_item(&item?).ok()?;
-    Some((!job.is_expired(now)).then_some(job))
+/// Where a submission stands between its conditional writes.
+enum Step {
+    /// Plan from what is stored: `None` when no live job is.
+    Plan(Option<Job>),
+    /// Read what is stored, then plan.
+    Read,
+    /// This attempt holds the reservation: upload the input and invoke.
+    Invoke { attempt: i64 },
+    /// Answer with the stored job, as the first call did.
+    Replay(Job),
+}
+
+/// One submit_job call: the ports, the settings, the submission and the time it started.
+struct Submit<'a, S, O, I> {
+    store: &'a S,
+    objects: &'a O,
+    invoker: &'a I,
+    settings: JobSettings,
+    submission: &'a Submission,
+    now: DateTime<Utc>,
+    started: Instant,
 }
 
 pub async fn submit_job<S, O, I>(
     store: &S,
     objects: &O,
     invoker: &I,
-    settings: SubmitSettings,
+    settings: JobSettings,
     submission: &Submission,
     now: DateTime<Utc>,
 ) -> Result<Submitted, SubmitError>
@@ -102,203 +113,195 @@ where
     O: ObjectStore,
     I: AsyncInvoker,
 {
-    let started = Instant::now();
-    let at = |extra: Duration| now + chrono::Duration::from_std(extra).unwrap_or_default();
-    let id = &submission.inference_id;
-    let mut last_seen = None;
-    // The first round writes the reservation without reading first: a new key, the common
-    // case, costs one call less, and a refused write returns the stored item to plan from.
-    let mut known: Option<Option<Job>> = Some(None);
-    for _ in 0..MAX_ROUNDS {
-        let t = at(started.elapsed());
-        let stored = match known.take() {
-            Some(stored) => stored,
-            None => store.get(id, t).await?,
-        };
-        let plan = plan_submit(stored.as_ref(), &submission.input_sha256, t);
-        let attempt = match plan {
-            SubmitPlan::Reserve => {
-                match store
-                    .write(&job::reserve(submission, &settings.policy, t))
-                    .await?
-                {
-                    Applied::Written { .. } => 1,
-                    Applied::Refused(item) => {
-                        known = refused_by(item, t);
-                        continue;
-                    }
+    let call = Submit {
+        store,
+        objects,
+        invoker,
+        settings,
+        submission,
+        now,
+        started: Instant::now(),
+    };
+    call.run().await
+}
+
+impl<S: JobStore, O: ObjectStore, I: AsyncInvoker> Submit<'_, S, O, I> {
+    /// The time now, moved on from the call's `now` by how long the call has taken.
+    fn time(&self) -> DateTime<Utc> {
+        self.now + chrono::Duration::from_std(self.started.elapsed()).unwrap_or_default()
+    }
+
+    fn id(&self) -> &str {
+        &self.submission.inference_id
+    }
+
+    /// The state machine: the first round writes the reservation without reading (a new key,
+    /// the common case, costs one call less, and a refused write returns what is stored).
+    async fn run(&self) -> Result<Submitted, SubmitError> {
+        let mut step = Step::Plan(None);
+        let mut rounds = 0;
+        loop {
+            step = match step {
+                Step::Read => Step::Plan(self.store.get(self.id(), self.time()).await?),
+                Step::Plan(_) if rounds == MAX_ROUNDS => return self.replay_stored().await,
+                Step::Plan(stored) => {
+                    rounds += 1;
+                    self.plan(stored).await?
                 }
-            }
+                Step::Invoke { attempt } => return self.invoke(attempt).await,
+                Step::Replay(job) => return Ok(Submitted::replay_of(&job)),
+            };
+        }
+    }
+
+    /// One round: what the stored state says to do, and its conditional write.
+    async fn plan(&self, stored: Option<Job>) -> Result<Step, SubmitError> {
+        let (s, t) = (self.submission, self.time());
+        let policy = &self.settings.policy;
+        let (write, attempt) = match plan_submit(stored.as_ref(), &s.input_sha256, t) {
+            SubmitPlan::Reserve => (job::reserve(s, policy, t), 1),
             SubmitPlan::Redrive { seen_attempt } => {
-                let write = job::redrive(submission, seen_attempt, &settings.policy, t);
-                match store.write(&write).await? {
-                    Applied::Written { .. } => {
-                        tracing::info!(attempt = seen_attempt + 1, "re-driving the job");
-                        seen_attempt + 1
-                    }
-                    Applied::Refused(item) => {
-                        known = refused_by(item, t);
-                        continue;
-                    }
-                }
+                (job::redrive(s, seen_attempt, policy, t), seen_attempt + 1)
             }
             SubmitPlan::InputConflict => return Err(SubmitError::InputConflict),
-            SubmitPlan::Replay => {
-                return Ok(Submitted::replay_of(
-                    &stored.expect("replay of a stored job"),
-                ))
-            }
+            // Both come of a stored job only.
+            SubmitPlan::Replay => return Ok(stored.map_or(Step::Read, Step::Replay)),
             SubmitPlan::InProgress => {
-                let job = stored.expect("a stored reservation");
-                match wait_while_reserved(store, id, job, settings, started, at).await? {
-                    Waited::Moved => continue,
-                    Waited::StillReserved(job) => {
-                        last_seen = Some(*job);
-                        break;
-                    }
+                return match stored {
+                    Some(job) => Ok(self.wait_while_reserved(job).await?),
+                    None => Ok(Step::Read),
                 }
             }
         };
-        return invoke(store, objects, invoker, settings, submission, attempt, t).await;
+        Ok(match self.store.write(&write).await? {
+            Applied::Written { .. } => {
+                if attempt > 1 {
+                    tracing::info!(attempt, "re-driving the job");
+                }
+                Step::Invoke { attempt }
+            }
+            // Another call got there first: plan again from what it stored.
+            Applied::Refused(item) => match item.map(|i| Job::from_item(&i)) {
+                Some(Ok(job)) => Step::Plan((!job.is_expired(t)).then_some(job)),
+                _ => Step::Read,
+            },
+        })
     }
-    match last_seen {
-        Some(job) => Ok(Submitted::replay_of(&job)),
-        None => match store.get(id, at(started.elapsed())).await? {
+
+    /// Another call holds the reservation: wait for it to move on, then plan again; if it
+    /// does not within the wait, answer with the job as it stands.
+    async fn wait_while_reserved(&self, mut job: Job) -> Result<Step, StoreError> {
+        while self.started.elapsed() < self.settings.in_progress_wait {
+            tokio::time::sleep(Duration::from_millis(200)).await;
+            match self.store.get(self.id(), self.time()).await? {
+                Some(j) if j.attempt == job.attempt && j.stage == Some(Stage::Reserved) => job = j,
+                moved => return Ok(Step::Plan(moved)),
+            }
+        }
+        Ok(Step::Replay(job))
+    }
+
+    /// The rounds ran out under concurrent submissions: answer with what is stored now.
+    async fn replay_stored(&self) -> Result<Submitted, SubmitError> {
+        match self.store.get(self.id(), self.time()).await? {
             Some(job) => Ok(Submitted::replay_of(&job)),
             None => Err(SubmitError::Store(StoreError::Corrupt {
                 table: "results".into(),
-                message: format!("job {id} kept changing under concurrent submissions"),
+                message: format!(
+                    "job {} kept changing under concurrent submissions",
+                    self.id()
+                ),
             })),
-        },
-    }
-}
-
-enum Waited {
-    Moved,
-    StillReserved(Box<Job>),
-}
-
-async fn wait_while_reserved<S: JobStore>(
-    store: &S,
-    id: &str,
-    mut job: Job,
-    settings: SubmitSettings,
-    started: Instant,
-    at: impl Fn(Duration) -> DateTime<Utc>,
-) -> Result<Waited, StoreError> {
-    while started.elapsed() < settings.in_progress_wait {
-        tokio::time::sleep(Duration::from_millis(200)).await;
-        match store.get(id, at(started.elapsed())).await? {
-            Some(j) if j.attempt == job.attempt && j.stage == Some(Stage::Reserved) => job = j,
-            _ => return Ok(Waited::Moved),
         }
     }
-    Ok(Waited::StillReserved(Box::new(job)))
-}
 
-async fn invoke<S, O, I>(
-    store: &S,
-    objects: &O,
-    invoker: &I,
-    settings: SubmitSettings,
-    s: &Submission,
-    attempt: i64,
-    submitted: DateTime<Utc>,
-) -> Result<Submitted, SubmitError>
-where
-    S: JobStore,
-    O: ObjectStore,
-    I: AsyncInvoker,
-{
-    let id = &s.inference_id;
-    let lost_after = s.lost_after(submitted, &settings.policy);
-    let mut answer = Submitted {
-        inference_id: id.clone(),
-        status: JobStatus::Pending,
-        output_location: None,
-        failure_location: None,
-        submitted_at: rfc3339(submitted),
-        replay: false,
-        message: None,
-        task_secret: Some(s.task_secret.clone()),
-    };
-    if let Err(e) = objects.put_json(&s.input_location, s.input.clone()).await {
-        let failure = match &e {
-            crate::ports::ObjectError::Aws { failure, .. } => failure.clone(),
-            other => AwsFailure {
-                code: None,
-                message: other.to_string(),
-                retryable: true,
-                ambiguous: false,
-            },
+    async fn invoke(&self, attempt: i64) -> Result<Submitted, SubmitError> {
+        let (s, submitted) = (self.submission, self.time());
+        let id = self.id();
+        let lost_after = s.lost_after(submitted, &self.settings.policy);
+        let mut answer = Submitted {
+            inference_id: id.to_owned(),
+            status: JobStatus::Pending,
+            output_location: None,
+            failure_location: None,
+            submitted_at: rfc3339(submitted),
+            replay: false,
+            note: None,
+            task_secret: Some(s.task_secret.clone()),
         };
-        return refuse(
-            store,
-            settings,
-            id,
-            attempt,
-            e.to_string(),
-            failure,
-            submitted,
-        )
-        .await;
-    }
-    let request = InvokeRequest {
-        inference_id: id.clone(),
-        input_location: s.input_location.to_string(),
-        invocation_timeout_secs: s.invocation_timeout_secs,
-        request_ttl_secs: s.request_ttl_secs,
-    };
-    match invoker.invoke(&request).await {
-        Ok(locations) => {
-            let write = job::mark_invoked(id, attempt, &locations, lost_after);
-            if let Applied::Refused(_) = store.write(&write).await? {
-                tracing::warn!(attempt, "the job moved on before its invoke was recorded");
+        if let Err(e) = self
+            .objects
+            .put_json(&s.input_location, s.input.clone())
+            .await
+        {
+            let failure = match &e {
+                crate::ports::ObjectError::Aws { failure, .. } => failure.clone(),
+                other => AwsFailure {
+                    code: None,
+                    message: other.to_string(),
+                    retryable: true,
+                    ambiguous: false,
+                },
+            };
+            return self.refuse(attempt, e.to_string(), failure).await;
+        }
+        let request = InvokeRequest {
+            inference_id: id.to_owned(),
+            input_location: s.input_location.to_string(),
+            invocation_timeout_secs: s.invocation_timeout_secs,
+            request_ttl_secs: s.request_ttl_secs,
+        };
+        match self.invoker.invoke(&request).await {
+            Ok(locations) => {
+                let write = job::mark_invoked(id, attempt, &locations, lost_after);
+                if let Applied::Refused(_) = self.store.write(&write).await? {
+                    tracing::warn!(attempt, "the job moved on before its invoke was recorded");
+                }
+                tracing::info!(attempt, "job submitted");
+                answer.output_location = locations.output_location;
+                answer.failure_location = locations.failure_location;
+                Ok(answer)
             }
-            tracing::info!(attempt, "job submitted");
-            answer.output_location = locations.output_location;
-            answer.failure_location = locations.failure_location;
-            Ok(answer)
-        }
-        Err(failure) if failure.ambiguous => {
-            let error = format!("SageMaker InvokeEndpointAsync: {failure}");
-            let write = job::mark_uncertain(id, attempt, &error, lost_after);
-            if let Applied::Refused(_) = store.write(&write).await? {
-                tracing::warn!(
-                    attempt,
-                    "the job moved on before its uncertain invoke was recorded"
-                );
+            Err(failure) if failure.ambiguous => {
+                let error = format!("SageMaker InvokeEndpointAsync: {failure}");
+                let write = job::mark_uncertain(id, attempt, &error, lost_after);
+                if let Applied::Refused(_) = self.store.write(&write).await? {
+                    tracing::warn!(
+                        attempt,
+                        "the job moved on before its uncertain invoke was recorded"
+                    );
+                }
+                tracing::warn!(attempt, %error, "invoke outcome unknown; the job stays pending");
+                answer.note = Some(PendingCondition::Uncertain {
+                    invoke_error: Some(error),
+                });
+                Ok(answer)
             }
-            tracing::warn!(attempt, %error, "invoke outcome unknown; the job stays pending");
-            answer.message = Some(uncertain_message(Some(&error)));
-            Ok(answer)
-        }
-        Err(failure) => {
-            let reason = format!("SageMaker InvokeEndpointAsync refused it: {failure}");
-            refuse(store, settings, id, attempt, reason, failure, submitted).await
+            Err(failure) => {
+                let reason = format!("SageMaker InvokeEndpointAsync refused it: {failure}");
+                self.refuse(attempt, reason, failure).await
+            }
         }
     }
-}
 
-async fn refuse<S: JobStore>(
-    store: &S,
-    settings: SubmitSettings,
-    id: &str,
-    attempt: i64,
-    reason: String,
-    failure: AwsFailure,
-    now: DateTime<Utc>,
-) -> Result<Submitted, SubmitError> {
-    let write = job::mark_refused(id, attempt, &reason, &settings.policy, now);
-    if let Applied::Refused(_) = store.write(&write).await? {
-        tracing::warn!(attempt, "the job moved on before its refusal was recorded");
+    async fn refuse(
+        &self,
+        attempt: i64,
+        reason: String,
+        failure: AwsFailure,
+    ) -> Result<Submitted, SubmitError> {
+        let (id, now) = (self.id(), self.time());
+        let write = job::mark_refused(id, attempt, &reason, &self.settings.policy, now);
+        if let Applied::Refused(_) = self.store.write(&write).await? {
+            tracing::warn!(attempt, "the job moved on before its refusal was recorded");
+        }
+        tracing::warn!(attempt, %reason, "submission refused");
+        Err(SubmitError::Refused {
+            inference_id: id.to_owned(),
+            reason,
+            failure,
+        })
     }
-    tracing::warn!(attempt, %reason, "submission refused");
-    Err(SubmitError::Refused {
-        inference_id: id.to_owned(),
-        reason,
-        failure,
-    })
 }
 
 #[cfg(test)]
@@ -308,7 +311,10 @@ mod tests {
     use crate::domain::time::parse_rfc3339;
     use crate::fakes::{FakeInvoker, InvokeFault, MemoryJobs, MemoryObjects};
 
-    const SETTINGS: SubmitSettings = SubmitSettings {
+    use crate::domain::job::JobPolicy;
+
+    const SETTINGS: JobSettings = JobSettings {
+        inline_result_max_bytes: 65536,
         policy: JobPolicy {
             result_ttl_secs: 3600,
             submit_crash_after_secs: 60,
@@ -411,7 +417,16 @@ mod tests {
         let s = submission(Some("k"));
         let answer = w.submit(&s, t0()).await.unwrap();
         assert_eq!(answer.status, JobStatus::Pending);
-        assert!(answer.message.as_deref().unwrap().contains("not known yet"));
+        assert_eq!(
+            answer.note,
+            Some(PendingCondition::Uncertain {
+                invoke_error: Some(
+                    "SageMaker InvokeEndpointAsync: InternalFailure: An internal error occurred \
+                     (transient; retrying may succeed)"
+                        .into()
+                )
+            })
+        );
         let job = w.jobs.job(&s.inference_id).unwrap();
         assert_eq!(job.stage, Some(Stage::Uncertain));
         // Replayed before it is lost: the same answer, no second invoke.
@@ -419,7 +434,7 @@ mod tests {
             .submit(&s, t0() + chrono::Duration::seconds(60))
             .await
             .unwrap();
-        assert_eq!(again.message, answer.message);
+        assert_eq!(again.note, answer.note);
         assert_eq!(w.invoker.calls(&s.inference_id), 1);
         // Once probably lost, the same key re-drives it.
         let lost = t0() + chrono::Duration::seconds(600 + 300 + 120);
@@ -461,7 +476,8 @@ mod tests {
             .submit(&s, t0() + chrono::Duration::seconds(1))
             .await
             .unwrap();
-        assert!(early.replay && early.message.unwrap().contains("in progress"));
+        assert!(early.replay);
+        assert_eq!(early.note, Some(PendingCondition::Submitting));
         assert_eq!(w.invoker.calls(&s.inference_id), 0);
         // The refused reservation, then a read every 200 ms for the 600 ms it waits.
         assert_eq!(w.jobs.calls(), (3, 2));

@@ -4,6 +4,7 @@
 
 use chrono::{DateTime, Utc};
 
+use crate::domain::item::Applied;
 use crate::domain::job::{self, secrets_match, task_secret_matches, Job, JobStatus, Stage};
 use crate::domain::pipeline_status::{ExecutionStatus, PipelineStatus};
 use crate::domain::run::Run;
@@ -12,7 +13,8 @@ use crate::ports::{
     AwsFailure, ExecutionDescription, JobStore, ObjectStore, PipelineControl, RunStore, StepStatus,
     StoreError,
 };
-use crate::usecases::check::{check_job, CheckError, CheckSettings, JobReport};
+use crate::usecases::check::{check_job, CheckError, JobNote, JobReport};
+use crate::usecases::JobSettings;
 
 /// A task as the extension shows it.
 #[derive(Debug, Clone, PartialEq)]
@@ -27,15 +29,15 @@ pub struct TaskView {
 
 #[derive(Debug, Clone, PartialEq)]
 pub enum TaskState {
-    /// The job is pending: queued, invoked, or its invoke's outcome is not known yet.
+    /// The job is pending: how far its submission got, and what a status check would add.
     Working {
-        message: String,
+        stage: Option<Stage>,
+        note: Option<JobNote>,
     },
     /// Completed or failed: the report `check_job_status` gives.
     Done(Box<JobReport>),
-    Cancelled {
-        message: String,
-    },
+    /// With the reason stored.
+    Cancelled { reason: String },
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -87,7 +89,7 @@ async fn authorized<S: JobStore>(
 pub async fn get_task<S: JobStore, O: ObjectStore>(
     store: &S,
     objects: &O,
-    settings: CheckSettings,
+    settings: JobSettings,
     task_id: &str,
     now: DateTime<Utc>,
 ) -> Result<TaskView, TaskError> {
@@ -111,22 +113,25 @@ pub async fn get_task<S: JobStore, O: ObjectStore>(
     Ok(view(report, now))
 }
 
-/// `tasks/cancel`: a pending job becomes `cancelled`; a finished one stays as it is.
+/// `tasks/cancel`: a pending job becomes `cancelled`; a finished one stays as it is. True when
+/// this call cancelled it.
 pub async fn cancel_task<S: JobStore>(
     store: &S,
     result_ttl_secs: u64,
     task_id: &str,
     now: DateTime<Utc>,
-) -> Result<(), TaskError> {
+) -> Result<bool, TaskError> {
     let job = authorized(store, task_id, now).await?;
-    if job.status == JobStatus::Pending {
-        // Refused means it finished (or was cancelled) meanwhile: nothing left to cancel.
-        store
-            .write(&job::cancel(&job.inference_id, result_ttl_secs, now))
-            .await?;
+    if job.status != JobStatus::Pending {
+        return Ok(false);
+    }
+    let write = job::cancel(&job.inference_id, result_ttl_secs, now);
+    // Refused means it finished (or was cancelled) meanwhile: nothing left to cancel.
+    let cancelled = matches!(store.write(&write).await?, Applied::Written { .. });
+    if cancelled {
         tracing::info!("job cancelled");
     }
-    Ok(())
+    Ok(cancelled)
 }
 
 fn view(report: JobReport, now: DateTime<Utc>) -> TaskView {
@@ -143,19 +148,11 @@ fn view(report: JobReport, now: DateTime<Utc>) -> TaskView {
         .map(|ttl| u64::try_from((ttl - now.timestamp()).max(0) * 1000).unwrap_or(0));
     let state = match job.status {
         JobStatus::Pending => TaskState::Working {
-            message: report.message.clone().unwrap_or_else(|| {
-                match job.stage {
-                    Some(Stage::Reserved) => "queued: the request is being submitted to SageMaker",
-                    Some(Stage::Uncertain) => {
-                        "outcome not known yet: SageMaker may or may not have queued the request"
-                    }
-                    _ => "invoked: SageMaker has queued the request",
-                }
-                .to_owned()
-            }),
+            stage: job.stage,
+            note: report.note.clone(),
         },
         JobStatus::Cancelled => TaskState::Cancelled {
-            message: job
+            reason: job
                 .failure_reason
                 .clone()
                 .unwrap_or_else(|| job::CANCELLED_REASON.to_owned()),
@@ -186,15 +183,18 @@ pub struct RunTaskView {
 
 #[derive(Debug, Clone, PartialEq)]
 pub enum RunTaskState {
-    /// Executing (with the step it is on) or Stopping.
-    Working { message: String },
+    /// Executing (with the steps started so far, the last one last) or Stopping.
+    Working {
+        status: ExecutionStatus,
+        steps: Vec<StepStatus>,
+    },
     /// Succeeded, Failed or CompletedWithFailures: what `check_training_status` reports.
     Done {
         described: ExecutionDescription,
         steps: Vec<StepStatus>,
     },
     /// Stopped (by `tasks/cancel`, or by anyone else).
-    Cancelled { message: String },
+    Cancelled,
 }
 
 async fn authorized_run<R: RunStore>(
@@ -248,23 +248,11 @@ pub async fn get_run_task<R: RunStore, P: PipelineControl>(
         ExecutionStatus::Known(Succeeded | Failed | CompletedWithFailures) => {
             RunTaskState::Done { described, steps }
         }
-        ExecutionStatus::Known(Stopped) => RunTaskState::Cancelled {
-            message: "the run was stopped".to_owned(),
-        },
-        ExecutionStatus::Known(Stopping) => RunTaskState::Working {
-            message: "stopping: SageMaker is stopping the run".to_owned(),
-        },
-        status @ (ExecutionStatus::Known(Executing) | ExecutionStatus::Unknown(_)) => {
+        ExecutionStatus::Known(Stopped) => RunTaskState::Cancelled,
+        ExecutionStatus::Known(Stopping | Executing) | ExecutionStatus::Unknown(_) => {
             RunTaskState::Working {
-                message: match steps.last() {
-                    Some(step) => format!(
-                        "{status}: step {} is {} ({} of the run's steps so far)",
-                        step.name,
-                        step.status,
-                        steps.len()
-                    ),
-                    None => format!("{status}: no step has started yet"),
-                },
+                status: described.status,
+                steps,
             }
         }
     };
@@ -312,16 +300,9 @@ mod tests {
     use crate::domain::job::{task_id, JobPolicy, Submission};
     use crate::domain::run;
     use crate::fakes::{MemoryJobs, MemoryObjects};
-    use crate::usecases::outcome::RecordSettings;
 
-    fn settings() -> CheckSettings {
-        CheckSettings {
-            policy: JobPolicy::default(),
-            record: RecordSettings {
-                result_ttl_secs: 3600,
-                inline_result_max_bytes: 65536,
-            },
-        }
+    fn settings() -> JobSettings {
+        JobSettings::default()
     }
 
     async fn reserved(jobs: &MemoryJobs) -> Submission {
@@ -357,12 +338,12 @@ mod tests {
             ));
         }
 
-        cancel_task(&jobs, 3600, &id, Utc::now()).await.unwrap();
+        assert!(cancel_task(&jobs, 3600, &id, Utc::now()).await.unwrap());
         let view = get_task(&jobs, &objects, settings(), &id, Utc::now())
             .await
             .unwrap();
         assert!(
-            matches!(&view.state, TaskState::Cancelled { message } if message.contains("cannot stop")),
+            matches!(&view.state, TaskState::Cancelled { reason } if reason == job::CANCELLED_REASON),
             "{view:?}"
         );
         let cancelled = jobs.job(&s.inference_id).unwrap();
@@ -376,7 +357,7 @@ mod tests {
         // (a second write would have moved completed_at and ttl).
         let writes = jobs.calls().1;
         let later = Utc::now() + chrono::Duration::minutes(5);
-        cancel_task(&jobs, 60, &id, later).await.unwrap();
+        assert!(!cancel_task(&jobs, 60, &id, later).await.unwrap());
         assert_eq!(jobs.calls().1, writes, "no write");
         assert_eq!(jobs.job(&s.inference_id).unwrap(), cancelled);
     }

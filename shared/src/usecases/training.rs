@@ -32,7 +32,8 @@ pub struct Triggered {
     pub execution_arn: String,
     /// The run was already recorded: a retried trigger (or pipeline-router was first).
     pub already_recorded: bool,
-    pub message: Option<String>,
+    /// The run started, but its `pending` item could not be written (the store's error).
+    pub recording_failed: Option<String>,
     /// The stored secret of the run's task id, when it could be recorded.
     pub task_secret: Option<String>,
 }
@@ -70,7 +71,7 @@ pub async fn trigger_training<P: PipelineControl, R: RunStore>(
         &secret,
     );
     // The run has started: a failed bookkeeping write must not make the agent start another.
-    let (already_recorded, message, task_secret) = match runs.write(&write).await {
+    let (already_recorded, recording_failed, task_secret) = match runs.write(&write).await {
         Ok(Applied::Written { .. }) => (false, None, Some(secret)),
         Ok(Applied::Refused(stored)) => {
             let stored = stored.as_ref().and_then(|i| Run::from_item(i).task_secret);
@@ -93,19 +94,13 @@ pub async fn trigger_training<P: PipelineControl, R: RunStore>(
         }
         Err(e) => {
             tracing::error!(%execution_arn, error = %e, "run started but its pending item was not written");
-            (
-                false,
-                Some(format!(
-                    "The run started, but recording it failed ({e}); check_training_result will list it once it finishes."
-                )),
-                None,
-            )
+            (false, Some(e.to_string()), None)
         }
     };
     Ok(Triggered {
         execution_arn,
         already_recorded,
-        message,
+        recording_failed,
         task_secret,
     })
 }

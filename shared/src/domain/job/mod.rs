@@ -5,11 +5,11 @@
 //! - [`submission`]: a validated submission, the id a key derives, and the submit plan;
 //! - [`reconcile`]: where a status check looks in S3 for a lost outcome;
 //! - [`task`]: the job's MCP task id and its secret;
-//! - [`message`]: what the agent is told beside a pending job's status.
+//! - [`condition`]: what a pending job's record says beyond its status.
 //!
 //! The names most callers need are re-exported here.
 
-pub mod message;
+pub mod condition;
 pub mod reconcile;
 pub mod state;
 pub mod submission;
@@ -19,7 +19,7 @@ pub mod transition;
 #[cfg(test)]
 mod test_support;
 
-pub use message::{uncertain_message, CANCELLED_REASON};
+pub use condition::{PendingCondition, CANCELLED_REASON};
 pub use reconcile::{reconcile_probe, Probe};
 pub use state::{attr, BadJobItem, Job, JobPolicy, JobStatus, Stage};
 pub use submission::{inference_id_for_key, plan_submit, Submission, SubmitPlan};

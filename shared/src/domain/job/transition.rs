@@ -14,7 +14,7 @@ use chrono::{DateTime, Utc};
 use serde_json::Value;
 
 use crate::domain::item::{Attr, Change, Guard, Item, Write, WriteOp};
-use crate::domain::job::message::CANCELLED_REASON;
+use crate::domain::job::condition::CANCELLED_REASON;
 use crate::domain::job::state::{attr, JobPolicy, JobStatus, Stage};
 use crate::domain::job::submission::Submission;
 use crate::domain::time::{rfc3339, ttl_after};

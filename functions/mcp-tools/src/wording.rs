@@ -1,0 +1,182 @@
+//! What the agent is told, in words: the use cases return facts (a pending job's condition, a
+//! run's progress), and this front door says them. One place for every sentence, so the tools,
+//! their task forms and the Gateway door say the same.
+
+use shared::domain::job::{PendingCondition, Stage};
+use shared::domain::pipeline_status::{ExecutionStatus, PipelineStatus};
+use shared::ports::StepStatus;
+use shared::usecases::check::JobNote;
+
+const AGAIN: &str = "Submit it again with the same idempotency_key to re-drive it under the same \
+                     inference_id (without a key, submit it as a new job).";
+
+/// Beside a pending job's status in check_job_status (and a job task's status message).
+pub fn pending(condition: &PendingCondition) -> String {
+    match condition {
+        PendingCondition::Crashed => format!(
+            "The submission stopped before SageMaker confirmed the request, so it was probably never \
+             queued. {AGAIN}"
+        ),
+        PendingCondition::ProbablyLost => format!(
+            "No outcome has arrived long after the request's TTL and invocation timeout. SageMaker drops \
+             requests that expire in its queue, and without an error topic nobody is told. {AGAIN}"
+        ),
+        PendingCondition::Submitting => "The submission is still in progress.".to_owned(),
+        PendingCondition::Uncertain { invoke_error } => uncertain(invoke_error.as_deref()),
+    }
+}
+
+/// Beside submit_job's answer: its outcome is not known, or (a replay) the first call with the
+/// key is still submitting.
+pub fn submitted(condition: &PendingCondition) -> String {
+    match condition {
+        PendingCondition::Submitting => {
+            "The first submission with this idempotency_key is still in \
+                                         progress; check_job_status shows when it is queued."
+                .to_owned()
+        }
+        other => pending(other),
+    }
+}
+
+fn uncertain(error: Option<&str>) -> String {
+    let cause = error.map(|e| format!(" ({e})")).unwrap_or_default();
+    format!(
+        "SageMaker's answer to the submission was lost{cause}, so whether the request was queued is not \
+         known yet. The job stays pending: if SageMaker runs it, its outcome is recorded as usual. Check it \
+         with check_job_status; if it is reported probably lost, submit again with the same idempotency_key."
+    )
+}
+
+/// Beside check_job_status's answer.
+pub fn job_note(note: &JobNote) -> String {
+    match note {
+        JobNote::Pending(condition) => pending(condition),
+        JobNote::OutputUnreachable => {
+            "The output is not inline and no download URL could be made for it.".to_owned()
+        }
+    }
+}
+
+/// A working job task's status message.
+pub fn job_task_working(stage: Option<Stage>, note: Option<&JobNote>) -> String {
+    if let Some(note) = note {
+        return job_note(note);
+    }
+    match stage {
+        Some(Stage::Reserved) => "queued: the request is being submitted to SageMaker",
+        Some(Stage::Uncertain) => {
+            "outcome not known yet: SageMaker may or may not have queued the request"
+        }
+        _ => JOB_INVOKED,
+    }
+    .to_owned()
+}
+
+/// A new job task's status message once SageMaker took the request.
+pub const JOB_INVOKED: &str = "invoked: SageMaker has queued the request";
+
+/// A working run task's status message: the step it is on.
+pub fn run_task_working(status: &ExecutionStatus, steps: &[StepStatus]) -> String {
+    if status.is(PipelineStatus::Stopping) {
+        return "stopping: SageMaker is stopping the run".to_owned();
+    }
+    match steps.last() {
+        Some(step) => format!(
+            "{status}: step {} is {} ({} of the run's steps so far)",
+            step.name,
+            step.status,
+            steps.len()
+        ),
+        None => format!("{status}: no step has started yet"),
+    }
+}
+
+/// A stopped run task's status message.
+pub const RUN_STOPPED: &str = "the run was stopped";
+/// A new run task's status message.
+pub const RUN_STARTED: &str = "Executing: the run has started";
+
+/// Beside trigger_training's answer when the run started but could not be recorded.
+pub fn run_not_recorded(error: &str) -> String {
+    format!(
+        "The run started, but recording it failed ({error}); check_training_result will list it once it \
+         finishes."
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_condition_says_what_happened_and_what_to_do() {
+        let crashed = pending(&PendingCondition::Crashed);
+        assert!(
+            crashed.contains("probably never queued") && crashed.contains("same idempotency_key")
+        );
+        let lost = pending(&PendingCondition::ProbablyLost);
+        assert!(lost.contains("without an error topic") && lost.contains("same idempotency_key"));
+        let uncertain = pending(&PendingCondition::Uncertain {
+            invoke_error: Some("InternalFailure: boom".into()),
+        });
+        assert!(
+            uncertain.contains(
+                "lost (InternalFailure: boom), so whether the request was queued is not known"
+            ),
+            "{uncertain}"
+        );
+        assert_eq!(
+            pending(&PendingCondition::Submitting),
+            "The submission is still in progress."
+        );
+        assert!(submitted(&PendingCondition::Submitting)
+            .starts_with("The first submission with this idempotency_key"));
+        assert_eq!(
+            submitted(&PendingCondition::Crashed),
+            pending(&PendingCondition::Crashed)
+        );
+    }
+
+    #[test]
+    fn a_job_tasks_message_follows_its_note_then_its_stage() {
+        assert_eq!(job_task_working(Some(Stage::Invoked), None), JOB_INVOKED);
+        assert!(job_task_working(Some(Stage::Reserved), None).starts_with("queued:"));
+        assert!(job_task_working(Some(Stage::Uncertain), None).starts_with("outcome not known yet"));
+        let lost = JobNote::Pending(PendingCondition::ProbablyLost);
+        assert_eq!(
+            job_task_working(Some(Stage::Invoked), Some(&lost)),
+            job_note(&lost)
+        );
+    }
+
+    #[test]
+    fn a_run_tasks_message_names_its_last_step() {
+        let executing = ExecutionStatus::Known(PipelineStatus::Executing);
+        assert_eq!(
+            run_task_working(&executing, &[]),
+            "Executing: no step has started yet"
+        );
+        let steps = [
+            StepStatus {
+                name: "Preprocess".into(),
+                status: "Succeeded".into(),
+                failure_reason: None,
+            },
+            StepStatus {
+                name: "Train".into(),
+                status: "Executing".into(),
+                failure_reason: None,
+            },
+        ];
+        assert_eq!(
+            run_task_working(&executing, &steps),
+            "Executing: step Train is Executing (2 of the run's steps so far)"
+        );
+        let stopping = ExecutionStatus::Known(PipelineStatus::Stopping);
+        assert_eq!(
+            run_task_working(&stopping, &steps),
+            "stopping: SageMaker is stopping the run"
+        );
+    }
+}
