@@ -83,8 +83,12 @@ enum Step {
     Plan(Option<Job>),
     /// Read what is stored, then plan.
     Read,
-    /// This attempt holds the reservation: upload the input and invoke.
-    Invoke { attempt: i64 },
+    /// This attempt holds the reservation, written at `reserved_at` (the job's submit time):
+    /// upload the input and invoke.
+    Invoke {
+        attempt: i64,
+        reserved_at: DateTime<Utc>,
+    },
     /// Answer with the stored job, as the first call did.
     Replay(Job),
 }
@@ -148,7 +152,10 @@ impl<S: JobStore, O: ObjectStore, I: AsyncInvoker> Submit<'_, S, O, I> {
                     rounds += 1;
                     self.plan(stored).await?
                 }
-                Step::Invoke { attempt } => return self.invoke(attempt).await,
+                Step::Invoke {
+                    attempt,
+                    reserved_at,
+                } => return self.invoke(attempt, reserved_at).await,
                 Step::Replay(job) => return Ok(Submitted::replay_of(&job)),
             };
         }
@@ -178,7 +185,10 @@ impl<S: JobStore, O: ObjectStore, I: AsyncInvoker> Submit<'_, S, O, I> {
                 if attempt > 1 {
                     tracing::info!(attempt, "re-driving the job");
                 }
-                Step::Invoke { attempt }
+                Step::Invoke {
+                    attempt,
+                    reserved_at: t,
+                }
             }
             // Another call got there first: plan again from what it stored.
             Applied::Refused(item) => match item.map(|i| Job::from_item(&i)) {
@@ -215,8 +225,13 @@ impl<S: JobStore, O: ObjectStore, I: AsyncInvoker> Submit<'_, S, O, I> {
         }
     }
 
-    async fn invoke(&self, attempt: i64) -> Result<Submitted, SubmitError> {
-        let (s, submitted) = (self.submission, self.time());
+    /// The answer and the stored job carry the same submit time: the reservation's.
+    async fn invoke(
+        &self,
+        attempt: i64,
+        submitted: DateTime<Utc>,
+    ) -> Result<Submitted, SubmitError> {
+        let s = self.submission;
         let id = self.id();
         let lost_after = s.lost_after(submitted, &self.settings.policy);
         let mut answer = Submitted {
@@ -243,7 +258,9 @@ impl<S: JobStore, O: ObjectStore, I: AsyncInvoker> Submit<'_, S, O, I> {
                     ambiguous: false,
                 },
             };
-            return self.refuse(attempt, e.to_string(), failure).await;
+            return self
+                .refuse(attempt, e.to_string(), failure, submitted)
+                .await;
         }
         let request = InvokeRequest {
             inference_id: id.to_owned(),
@@ -279,7 +296,7 @@ impl<S: JobStore, O: ObjectStore, I: AsyncInvoker> Submit<'_, S, O, I> {
             }
             Err(failure) => {
                 let reason = format!("SageMaker InvokeEndpointAsync refused it: {failure}");
-                self.refuse(attempt, reason, failure).await
+                self.refuse(attempt, reason, failure, submitted).await
             }
         }
     }
@@ -289,8 +306,9 @@ impl<S: JobStore, O: ObjectStore, I: AsyncInvoker> Submit<'_, S, O, I> {
         attempt: i64,
         reason: String,
         failure: AwsFailure,
+        now: DateTime<Utc>,
     ) -> Result<Submitted, SubmitError> {
-        let (id, now) = (self.id(), self.time());
+        let id = self.id();
         let write = job::mark_refused(id, attempt, &reason, &self.settings.policy, now);
         if let Applied::Refused(_) = self.store.write(&write).await? {
             tracing::warn!(attempt, "the job moved on before its refusal was recorded");
