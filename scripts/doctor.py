@@ -40,7 +40,7 @@ from typing import Callable, Optional
 import boto3
 from botocore.exceptions import BotoCoreError, ClientError
 
-from stack import StackError, read_stack, under_prefix
+from stack import StackError, add_wiring_arguments, read_stack, under_prefix
 
 SEED_PIPELINE_PARAMETERS = ("input_data_uri=InputDataUri,max_epochs=MaxEpochs,"
                             "accuracy_threshold=AccuracyThreshold,training_instance_type=TrainingInstanceType")
@@ -351,12 +351,7 @@ def main(argv: Optional[list] = None) -> int:
                                      formatter_class=argparse.RawDescriptionHelpFormatter,
                                      epilog=__doc__.split("\n\n", 2)[2])
     parser.add_argument("--stack-name", help="the deployed stack: every name below comes from it")
-    parser.add_argument("--endpoint-name", dest="endpoint")
-    parser.add_argument("--success-topic-arn", dest="success_topic")
-    parser.add_argument("--error-topic-arn", dest="error_topic")
-    parser.add_argument("--bucket", help="the IO bucket (IoBucketName)")
-    parser.add_argument("--output-prefix", help="OutputPrefix (default outputs/)")
-    parser.add_argument("--failure-prefix", help="FailurePrefix (default failures/)")
+    add_wiring_arguments(parser)
     parser.add_argument("--pipeline-name", dest="pipeline")
     parser.add_argument("--pipeline-parameters", help="PIPELINE_PARAMETERS (default the seed's names)")
     parser.add_argument("--rule-name", dest="rule", help="the EventBridge rule to pipeline-router")

@@ -57,6 +57,17 @@ def read_stack(session, name: str, with_resources: bool = True) -> Stack:
     return stack
 
 
+def add_wiring_arguments(parser) -> None:
+    """The names that wire an endpoint to a stack, given explicitly instead of by --stack-name
+    (the doctor and wire-endpoint take the same)."""
+    parser.add_argument("--endpoint-name", dest="endpoint")
+    parser.add_argument("--success-topic-arn", dest="success_topic")
+    parser.add_argument("--error-topic-arn", dest="error_topic")
+    parser.add_argument("--bucket", help="the IO bucket (IoBucketName)")
+    parser.add_argument("--output-prefix", help="OutputPrefix (default outputs/)")
+    parser.add_argument("--failure-prefix", help="FailurePrefix (default failures/)")
+
+
 def under_prefix(path: str | None, prefix_uri: str) -> bool:
     """Whether objects SageMaker writes under `path` have keys that the IAM grant on
     `prefix_uri` (`s3://bucket/prefix*`) covers."""

@@ -41,7 +41,7 @@ from typing import Optional
 import boto3
 from botocore.exceptions import BotoCoreError, ClientError
 
-from stack import StackError, read_stack, under_prefix
+from stack import StackError, add_wiring_arguments, read_stack, under_prefix
 
 # What DescribeEndpointConfig returns that CreateEndpointConfig takes back.
 COPIED_FIELDS = ("ProductionVariants", "DataCaptureConfig", "KmsKeyId", "AsyncInferenceConfig", "ExplainerConfig",
@@ -140,12 +140,7 @@ def main(argv: Optional[list] = None) -> int:
                                      formatter_class=argparse.RawDescriptionHelpFormatter,
                                      epilog=__doc__.split("\n\n", 2)[2])
     parser.add_argument("--stack-name", help="the deployed stack the endpoint is wired to")
-    parser.add_argument("--endpoint-name", dest="endpoint")
-    parser.add_argument("--success-topic-arn", dest="success_topic")
-    parser.add_argument("--error-topic-arn", dest="error_topic")
-    parser.add_argument("--bucket", help="the IO bucket (IoBucketName)")
-    parser.add_argument("--output-prefix", help="OutputPrefix (default outputs/)")
-    parser.add_argument("--failure-prefix", help="FailurePrefix (default failures/)")
+    add_wiring_arguments(parser)
     parser.add_argument("--dry-run", action="store_true", help="print the difference, change nothing")
     parser.add_argument("--wait", action="store_true", help="wait until the endpoint is InService again")
     parser.add_argument("--poll-secs", type=float, default=30.0, help="with --wait, seconds between checks (30)")
