@@ -172,12 +172,42 @@ impl PipelineRouterConfig {
 /// How mcp-tools authenticates callers.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum AuthMode {
-    /// The Function URL's AWS_IAM auth has already checked the SigV4 signature.
+    /// The Function URL's AWS_IAM auth has already checked the SigV4 signature; the caller is
+    /// the IAM identity in the event's request context.
     Iam,
-    /// `Authorization: Bearer <token>`, checked against the token's SHA-256.
-    Bearer { token_sha256: [u8; 32] },
-    /// No authentication: for local runs only.
+    /// `Authorization: Bearer <token>`, checked against each named token's SHA-256; the
+    /// caller is the token's name.
+    Bearer { tokens: Vec<NamedToken> },
+    /// OAuth 2.1 access tokens (JWT) from one issuer; the caller is the token's `iss` + `sub`.
+    OAuth(OAuthConfig),
+    /// No authentication: for local runs only; every caller is one local principal.
     None,
+}
+
+/// A bearer token known by the SHA-256 of its value, and the caller it stands for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NamedToken {
+    pub name: String,
+    pub sha256: [u8; 32],
+}
+
+/// The name `MCP_BEARER_TOKEN_SHA256`'s single token goes by.
+pub const DEFAULT_TOKEN_NAME: &str = "default";
+
+/// `AUTH_MODE=oauth`: mcp-tools as an OAuth 2.1 resource server (MCP authorization).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OAuthConfig {
+    /// The authorization server's issuer identifier; tokens must carry it as `iss`.
+    pub issuer: String,
+    /// This resource (normally the public MCP URL); tokens must carry it in `aud`.
+    pub audience: String,
+    /// Where the signing keys are; from the issuer's metadata when unset.
+    pub jwks_uri: Option<String>,
+    /// The scope the read tools need, and the one the tools that start or stop work need.
+    pub read_scope: String,
+    pub write_scope: String,
+    /// The least time between two JWKS fetches caused by an unknown `kid`.
+    pub jwks_min_refresh_secs: u64,
 }
 
 /// Configuration of `mcp-tools`.
@@ -279,7 +309,8 @@ impl Default for PipelineParameters {
 
 impl McpToolsConfig {
     pub fn from_env<F: Fn(&str) -> Option<String>>(env: &Env<F>) -> Result<Self, ConfigError> {
-        const AUTH: &str = "iam (the Function URL checks SigV4), bearer (MCP_BEARER_TOKEN_SHA256) or none (local only)";
+        const AUTH: &str = "iam (the Function URL checks SigV4), bearer (MCP_BEARER_TOKENS or \
+            MCP_BEARER_TOKEN_SHA256), oauth (OAUTH_ISSUER, OAUTH_AUDIENCE) or none (local only)";
         let auth = match env
             .required("AUTH_MODE", AUTH)?
             .to_ascii_lowercase()
@@ -287,16 +318,10 @@ impl McpToolsConfig {
         {
             "iam" => AuthMode::Iam,
             "none" => AuthMode::None,
-            "bearer" => {
-                const HASH: &str = "the hex SHA-256 of the bearer token (64 hex digits), e.g. from `printf %s \"$TOKEN\" | sha256sum`";
-                let hash = env.required("MCP_BEARER_TOKEN_SHA256", HASH)?;
-                let token_sha256 = parse_sha256(&hash).ok_or(ConfigError::Invalid {
-                    name: "MCP_BEARER_TOKEN_SHA256",
-                    value: hash,
-                    expected: HASH,
-                })?;
-                AuthMode::Bearer { token_sha256 }
-            }
+            "bearer" => AuthMode::Bearer {
+                tokens: bearer_tokens(env)?,
+            },
+            "oauth" => AuthMode::OAuth(OAuthConfig::from_env(env)?),
             _ => {
                 return Err(ConfigError::Invalid {
                     name: "AUTH_MODE",
@@ -400,6 +425,134 @@ impl ToolsConfig {
             },
         })
     }
+}
+
+impl OAuthConfig {
+    pub fn from_env<F: Fn(&str) -> Option<String>>(env: &Env<F>) -> Result<Self, ConfigError> {
+        const ISSUER: &str = "the authorization server's issuer URL (https://, or http:// on \
+            127.0.0.1 or localhost for local runs), e.g. https://cognito-idp.<region>.amazonaws.com/<pool-id>";
+        const AUDIENCE: &str = "this server's resource identifier, normally its public MCP URL \
+            (https://<url-id>.lambda-url.<region>.on.aws/mcp)";
+        const JWKS: &str =
+            "the issuer's JWKS URL (https://, or http:// on 127.0.0.1 or localhost), \
+            or unset to read it from the issuer's metadata";
+        const SCOPE: &str = "one OAuth scope name, no spaces";
+        let issuer = env.required("OAUTH_ISSUER", ISSUER)?;
+        let issuer = secure_url("OAUTH_ISSUER", issuer, ISSUER)?;
+        let audience = env.required("OAUTH_AUDIENCE", AUDIENCE)?;
+        let jwks_uri = match (env.0)("OAUTH_JWKS_URI").filter(|v| !v.trim().is_empty()) {
+            Some(uri) => Some(secure_url("OAUTH_JWKS_URI", uri.trim().to_owned(), JWKS)?),
+            None => None,
+        };
+        let scope = |name: &'static str, default: &str| -> Result<String, ConfigError> {
+            let value = (env.0)(name)
+                .map(|v| v.trim().to_owned())
+                .filter(|v| !v.is_empty())
+                .unwrap_or_else(|| default.to_owned());
+            let ok = value
+                .chars()
+                .all(|c| c.is_ascii_graphic() && c != '"' && c != '\\');
+            ok.then_some(value.clone()).ok_or(ConfigError::Invalid {
+                name,
+                value,
+                expected: SCOPE,
+            })
+        };
+        Ok(Self {
+            issuer: issuer.trim_end_matches('/').to_owned(),
+            audience,
+            jwks_uri,
+            read_scope: scope("OAUTH_READ_SCOPE", "jobs:read")?,
+            write_scope: scope("OAUTH_WRITE_SCOPE", "jobs:write")?,
+            jwks_min_refresh_secs: env.number_in(
+                "OAUTH_JWKS_MIN_REFRESH_SECS",
+                60,
+                1..=86_400,
+                "a number of seconds from 1 to 86400",
+            )?,
+        })
+    }
+}
+
+/// An `https://` URL, or `http://` to this machine only (a local authorization server).
+fn secure_url(
+    name: &'static str,
+    url: String,
+    expected: &'static str,
+) -> Result<String, ConfigError> {
+    let loopback = ["http://127.0.0.1", "http://localhost", "http://[::1]"]
+        .iter()
+        .any(|prefix| {
+            url.strip_prefix(prefix)
+                .is_some_and(|rest| rest.is_empty() || rest.starts_with([':', '/']))
+        });
+    let https = url.len() > "https://".len() && url.starts_with("https://");
+    if (https || loopback) && !url.contains(char::is_whitespace) {
+        Ok(url)
+    } else {
+        Err(ConfigError::Invalid {
+            name,
+            value: url,
+            expected,
+        })
+    }
+}
+
+/// Bearer mode's tokens: `MCP_BEARER_TOKENS=name:sha256hex,…`, and the single
+/// `MCP_BEARER_TOKEN_SHA256` as the token named `default`. At least one is needed.
+fn bearer_tokens<F: Fn(&str) -> Option<String>>(
+    env: &Env<F>,
+) -> Result<Vec<NamedToken>, ConfigError> {
+    const HASH: &str = "the hex SHA-256 of the bearer token (64 hex digits), e.g. from `printf %s \"$TOKEN\" | sha256sum`";
+    const TOKENS: &str = "comma-separated name:sha256hex pairs (names of letters, digits, . _ -, \
+        at most 64, each name and hash once), e.g. agent-a:<64 hex digits>,agent-b:<64 hex digits>";
+    let mut tokens = Vec::new();
+    if let Some(hash) = (env.0)("MCP_BEARER_TOKEN_SHA256").filter(|v| !v.trim().is_empty()) {
+        let sha256 = parse_sha256(&hash).ok_or(ConfigError::Invalid {
+            name: "MCP_BEARER_TOKEN_SHA256",
+            value: hash.clone(),
+            expected: HASH,
+        })?;
+        tokens.push(NamedToken {
+            name: DEFAULT_TOKEN_NAME.to_owned(),
+            sha256,
+        });
+    }
+    if let Some(text) = (env.0)("MCP_BEARER_TOKENS").filter(|v| !v.trim().is_empty()) {
+        let invalid = || ConfigError::Invalid {
+            name: "MCP_BEARER_TOKENS",
+            // Hashes only, but a value is still better named than echoed.
+            value: format!("{} entries", text.split(',').count()),
+            expected: TOKENS,
+        };
+        for entry in text.split(',').map(str::trim).filter(|e| !e.is_empty()) {
+            let (name, hash) = entry.split_once(':').ok_or_else(invalid)?;
+            let name = name.trim();
+            let sha256 = parse_sha256(hash).ok_or_else(invalid)?;
+            let name_ok = !name.is_empty()
+                && name.len() <= 64
+                && name
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'));
+            let repeated = tokens
+                .iter()
+                .any(|t: &NamedToken| t.name == name || t.sha256 == sha256);
+            if !name_ok || repeated {
+                return Err(invalid());
+            }
+            tokens.push(NamedToken {
+                name: name.to_owned(),
+                sha256,
+            });
+        }
+    }
+    if tokens.is_empty() {
+        return Err(ConfigError::Missing {
+            name: "MCP_BEARER_TOKENS",
+            expected: "in bearer mode, MCP_BEARER_TOKENS (name:sha256hex,…) or MCP_BEARER_TOKEN_SHA256 (64 hex digits)",
+        });
+    }
+    Ok(tokens)
 }
 
 fn parse_sha256(hex: &str) -> Option<[u8; 32]> {
@@ -528,7 +681,11 @@ mod tests {
             "{err}"
         );
         let err = McpToolsConfig::from_env(&env(&mcp_env(&[("AUTH_MODE", "bearer")]))).unwrap_err();
-        assert!(err.to_string().contains("MCP_BEARER_TOKEN_SHA256"), "{err}");
+        assert!(
+            err.to_string().contains("MCP_BEARER_TOKENS")
+                && err.to_string().contains("MCP_BEARER_TOKEN_SHA256"),
+            "{err}"
+        );
         let err = McpToolsConfig::from_env(&env(&mcp_env(&[
             ("AUTH_MODE", "bearer"),
             ("MCP_BEARER_TOKEN_SHA256", "abc"),
@@ -545,10 +702,12 @@ mod tests {
             ("MCP_BEARER_TOKEN_SHA256", hash),
         ])))
         .unwrap();
-        let AuthMode::Bearer { token_sha256 } = cfg.auth else {
+        let AuthMode::Bearer { tokens } = cfg.auth else {
             panic!()
         };
-        assert_eq!(token_sha256[0], 0x9f);
+        assert_eq!(tokens.len(), 1);
+        assert_eq!(tokens[0].name, DEFAULT_TOKEN_NAME);
+        assert_eq!(tokens[0].sha256[0], 0x9f);
         assert_eq!(
             cfg.allowed_hosts,
             ["*.lambda-url.eu-west-1.on.aws", "127.0.0.1", "localhost"]
@@ -609,6 +768,116 @@ mod tests {
                 "{bad}: {text}"
             );
         }
+    }
+
+    #[test]
+    fn named_bearer_tokens_and_the_default_one() {
+        let a = "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08";
+        let b = "2bb80d537b1da3e38bd30361aa855686bde0eacd7162fef6a25fe97bf527a25b";
+        let both = format!("agent-a:{a}, agent.b:{b}");
+        let both: &'static str = Box::leak(both.into_boxed_str());
+        let cfg = McpToolsConfig::from_env(&env(&mcp_env(&[
+            ("AUTH_MODE", "bearer"),
+            ("MCP_BEARER_TOKENS", both),
+        ])))
+        .unwrap();
+        let AuthMode::Bearer { tokens } = cfg.auth else {
+            panic!()
+        };
+        let names: Vec<_> = tokens.iter().map(|t| t.name.as_str()).collect();
+        assert_eq!(names, ["agent-a", "agent.b"]);
+        for bad in [
+            format!("agent-a:{a},agent-a:{b}"),
+            format!("agent-a:{a},agent-b:{a}"),
+            format!("has space:{a}"),
+            "agent-a:abc".to_owned(),
+            format!("agent-a{a}"),
+        ] {
+            let bad: &'static str = Box::leak(bad.into_boxed_str());
+            let err = McpToolsConfig::from_env(&env(&mcp_env(&[
+                ("AUTH_MODE", "bearer"),
+                ("MCP_BEARER_TOKENS", bad),
+            ])))
+            .unwrap_err();
+            let text = err.to_string();
+            assert!(text.contains("MCP_BEARER_TOKENS"), "{bad}: {text}");
+            assert!(!text.contains(a) && !text.contains(b), "{text}");
+        }
+        // The single token joins the named ones as `default`; its name cannot be taken twice.
+        let dup = format!("default:{b}");
+        let dup: &'static str = Box::leak(dup.into_boxed_str());
+        let err = McpToolsConfig::from_env(&env(&mcp_env(&[
+            ("AUTH_MODE", "bearer"),
+            ("MCP_BEARER_TOKEN_SHA256", a),
+            ("MCP_BEARER_TOKENS", dup),
+        ])))
+        .unwrap_err();
+        assert!(err.to_string().contains("MCP_BEARER_TOKENS"), "{err}");
+    }
+
+    #[test]
+    fn oauth_needs_an_issuer_and_an_audience_and_https_off_loopback() {
+        let err = McpToolsConfig::from_env(&env(&mcp_env(&[("AUTH_MODE", "oauth")]))).unwrap_err();
+        assert!(err.to_string().contains("OAUTH_ISSUER"), "{err}");
+        let err = McpToolsConfig::from_env(&env(&mcp_env(&[
+            ("AUTH_MODE", "oauth"),
+            ("OAUTH_ISSUER", "https://issuer.example.com"),
+        ])))
+        .unwrap_err();
+        assert!(err.to_string().contains("OAUTH_AUDIENCE"), "{err}");
+        let cfg = McpToolsConfig::from_env(&env(&mcp_env(&[
+            ("AUTH_MODE", "OAuth"),
+            ("OAUTH_ISSUER", "https://issuer.example.com/"),
+            ("OAUTH_AUDIENCE", "https://mcp.example.com/mcp"),
+        ])))
+        .unwrap();
+        let AuthMode::OAuth(oauth) = cfg.auth else {
+            panic!()
+        };
+        assert_eq!(oauth.issuer, "https://issuer.example.com");
+        assert_eq!(
+            (oauth.read_scope.as_str(), oauth.write_scope.as_str()),
+            ("jobs:read", "jobs:write")
+        );
+        assert_eq!(oauth.jwks_uri, None);
+        assert_eq!(oauth.jwks_min_refresh_secs, 60);
+        for (name, value) in [
+            ("OAUTH_ISSUER", "http://issuer.example.com"),
+            ("OAUTH_ISSUER", "http://127.0.0.1.evil.example"),
+            ("OAUTH_ISSUER", "ftp://issuer.example.com"),
+            ("OAUTH_JWKS_URI", "http://keys.example.com/jwks"),
+            ("OAUTH_READ_SCOPE", "jobs read"),
+        ] {
+            let mut vars = vec![
+                ("AUTH_MODE", "oauth"),
+                ("OAUTH_ISSUER", "https://issuer.example.com"),
+                ("OAUTH_AUDIENCE", "https://mcp.example.com/mcp"),
+            ];
+            vars.retain(|(k, _)| *k != name);
+            vars.push((name, value));
+            let err = McpToolsConfig::from_env(&env(&mcp_env(&vars))).unwrap_err();
+            let text = err.to_string();
+            assert!(text.contains(name) && text.contains(value), "{text}");
+        }
+        let cfg = McpToolsConfig::from_env(&env(&mcp_env(&[
+            ("AUTH_MODE", "oauth"),
+            ("OAUTH_ISSUER", "http://127.0.0.1:9400"),
+            (
+                "OAUTH_AUDIENCE",
+                "http://127.0.0.1:9000/lambda-url/mcp-tools/mcp",
+            ),
+            ("OAUTH_JWKS_URI", "http://localhost:9400/jwks"),
+            ("OAUTH_WRITE_SCOPE", "https://mcp.example.com/jobs.write"),
+        ])))
+        .unwrap();
+        let AuthMode::OAuth(oauth) = cfg.auth else {
+            panic!()
+        };
+        assert_eq!(
+            oauth.jwks_uri.as_deref(),
+            Some("http://localhost:9400/jwks")
+        );
+        assert_eq!(oauth.write_scope, "https://mcp.example.com/jobs.write");
     }
 
     #[test]

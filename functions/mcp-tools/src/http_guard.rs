@@ -2,6 +2,8 @@
 
 use sha2::{Digest, Sha256};
 
+use shared::config::NamedToken;
+
 /// The `Host` (port ignored) is one of `allowed`: an exact name, or `*.suffix` for any
 /// subdomain of suffix (a Function URL's host is `<url-id>.lambda-url.<region>.on.aws`).
 pub fn host_allowed(host: Option<&str>, allowed: &[String]) -> bool {
@@ -37,20 +39,29 @@ pub fn missing_task_name(headers: &http::HeaderMap, body: &[u8]) -> Option<http:
     http::HeaderValue::from_str(task_id).ok()
 }
 
-/// `Authorization: Bearer <token>` whose SHA-256 is `expected`, compared in constant time.
-pub fn bearer_ok(authorization: Option<&str>, expected: &[u8; 32]) -> bool {
-    let Some(token) = authorization.and_then(|h| {
-        let (scheme, rest) = h.trim().split_once(' ')?;
-        scheme.eq_ignore_ascii_case("bearer").then(|| rest.trim())
-    }) else {
-        return false;
-    };
+/// The token in `Authorization: Bearer <token>`, if the header has that form.
+pub fn bearer_token(authorization: Option<&str>) -> Option<&str> {
+    let (scheme, rest) = authorization?.trim().split_once(' ')?;
+    let token = rest.trim();
+    (scheme.eq_ignore_ascii_case("bearer") && !token.is_empty()).then_some(token)
+}
+
+/// The named token whose SHA-256 is the presented token's. Every hash is compared in
+/// constant time, so the answer takes as long whichever token (if any) matches.
+pub fn bearer_name<'a>(authorization: Option<&str>, tokens: &'a [NamedToken]) -> Option<&'a str> {
+    let token = bearer_token(authorization)?;
     let digest = Sha256::digest(token.as_bytes());
-    let diff = digest
-        .iter()
-        .zip(expected)
-        .fold(0u8, |acc, (a, b)| acc | (a ^ b));
-    !token.is_empty() && diff == 0
+    let mut found = None;
+    for known in tokens {
+        let diff = digest
+            .iter()
+            .zip(&known.sha256)
+            .fold(0u8, |acc, (a, b)| acc | (a ^ b));
+        if diff == 0 {
+            found = Some(known.name.as_str());
+        }
+    }
+    found
 }
 
 #[cfg(test)]
@@ -108,14 +119,18 @@ mod tests {
     }
 
     #[test]
-    fn bearer_tokens_are_checked_by_hash() {
-        // sha256("test")
-        let expected: [u8; 32] = Sha256::digest(b"test").into();
-        assert!(bearer_ok(Some("Bearer test"), &expected));
-        assert!(bearer_ok(Some("bearer  test "), &expected));
-        assert!(!bearer_ok(Some("Bearer wrong"), &expected));
-        assert!(!bearer_ok(Some("Basic dGVzdA=="), &expected));
-        assert!(!bearer_ok(Some("Bearer"), &expected));
-        assert!(!bearer_ok(None, &expected));
+    fn bearer_tokens_are_checked_by_hash_and_named() {
+        let named = |name: &str, token: &[u8]| NamedToken {
+            name: name.to_owned(),
+            sha256: Sha256::digest(token).into(),
+        };
+        let tokens = [named("a", b"test"), named("b", b"other")];
+        assert_eq!(bearer_name(Some("Bearer test"), &tokens), Some("a"));
+        assert_eq!(bearer_name(Some("bearer  other "), &tokens), Some("b"));
+        assert_eq!(bearer_name(Some("Bearer wrong"), &tokens), None);
+        assert_eq!(bearer_name(Some("Basic dGVzdA=="), &tokens), None);
+        assert_eq!(bearer_name(Some("Bearer"), &tokens), None);
+        assert_eq!(bearer_name(Some("Bearer "), &tokens), None);
+        assert_eq!(bearer_name(None, &tokens), None);
     }
 }

@@ -83,11 +83,11 @@ pub fn refuse(
             "Forbidden: Host header is not allowed",
         ));
     }
-    if let AuthMode::Bearer { token_sha256 } = &config.auth {
+    if let AuthMode::Bearer { tokens } = &config.auth {
         let authorization = headers
             .get(http::header::AUTHORIZATION)
             .and_then(|v| v.to_str().ok());
-        if !http_guard::bearer_ok(authorization, token_sha256) {
+        if http_guard::bearer_name(authorization, tokens).is_none() {
             let challenge = if authorization.is_some() {
                 r#"Bearer realm="mcp-tools", error="invalid_token""#
             } else {
@@ -99,6 +99,13 @@ pub fn refuse(
                 "Unauthorized: a valid bearer token is required",
             ));
         }
+    }
+    if let AuthMode::OAuth(_) = &config.auth {
+        return Some(refusal(
+            StatusCode::UNAUTHORIZED,
+            Some(r#"Bearer realm="mcp-tools""#),
+            "Unauthorized: OAuth tokens are not accepted by this build",
+        ));
     }
     None
 }
