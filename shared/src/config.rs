@@ -192,7 +192,7 @@ pub struct NamedToken {
 }
 
 /// The name `MCP_BEARER_TOKEN_SHA256`'s single token goes by.
-pub const DEFAULT_TOKEN_NAME: &str = "default";
+pub use crate::domain::caller::DEFAULT_TOKEN_NAME;
 
 /// `AUTH_MODE=oauth`: mcp-tools as an OAuth 2.1 resource server (MCP authorization).
 #[derive(Debug, Clone, PartialEq, Eq)]

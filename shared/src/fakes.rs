@@ -317,6 +317,7 @@ pub struct FakePipeline {
     failure_reasons: Mutex<HashMap<String, String>>,
     describe_fault: Mutex<Option<AwsFailure>>,
     stopped: Mutex<Vec<String>>,
+    descriptions: Mutex<HashMap<String, String>>,
 }
 
 impl FakePipeline {
@@ -329,6 +330,11 @@ impl FakePipeline {
             .lock()
             .unwrap()
             .insert(execution_arn.into(), reason.into());
+    }
+
+    /// The runs asked to stop, in order.
+    pub fn stopped(&self) -> Vec<String> {
+        self.stopped.lock().unwrap().clone()
     }
 
     pub fn fail_describe(&self, failure: AwsFailure) {
@@ -369,6 +375,10 @@ impl PipelineControl for FakePipeline {
             tokens.len() + 1
         );
         tokens.insert(request.client_request_token.clone(), arn.clone());
+        self.descriptions
+            .lock()
+            .unwrap()
+            .insert(arn.clone(), request.description.clone());
         self.started.lock().unwrap().push(request.clone());
         Ok(arn)
     }
@@ -402,6 +412,12 @@ impl PipelineControl for FakePipeline {
             }
             .into(),
             failure_reason: reason,
+            description: self
+                .descriptions
+                .lock()
+                .unwrap()
+                .get(execution_arn)
+                .cloned(),
         })
     }
 

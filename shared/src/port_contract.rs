@@ -72,6 +72,7 @@ pub mod job_store {
     fn fresh() -> Submission {
         let key = uuid::Uuid::new_v4().to_string();
         Submission::new(
+            &crate::domain::caller::Principal::Local.caller().owner,
             "ep",
             "bucket",
             br#"{"inputs":"x"}"#.to_vec(),
@@ -446,9 +447,10 @@ macro_rules! job_store_contract {
 pub mod run_store {
     //! The pipeline results table: a trigger writes once, a terminal status is kept.
 
+    use crate::domain::caller::{Owner, Principal};
     use crate::domain::item::Applied;
     use crate::domain::pipeline_status::{PipelineStatus, RunStatus};
-    use crate::domain::run::{self, Run, RunRecord};
+    use crate::domain::run::{self, session_key, Run, RunRecord};
     use crate::domain::time::{parse_rfc3339, rfc3339};
     use crate::ports::RunStore;
 
@@ -456,6 +458,15 @@ pub mod run_store {
 
     fn session() -> String {
         format!("s-{}", uuid::Uuid::new_v4().simple())
+    }
+
+    /// The caller the runs belong to, and where its session is stored.
+    fn owner() -> Owner {
+        Principal::Local.caller().owner
+    }
+
+    fn key(session: &str) -> String {
+        session_key(Some(&owner()), session)
     }
 
     fn arn(n: u32) -> String {
@@ -469,6 +480,7 @@ pub mod run_store {
     fn record(session: &str, n: u32, status: PipelineStatus) -> RunRecord {
         RunRecord {
             session_id: session.to_owned(),
+            owner: Some(owner()),
             execution_arn: arn(n),
             pipeline_arn: "arn:p".into(),
             status,
@@ -493,15 +505,23 @@ pub mod run_store {
     }
 
     async fn stored<S: RunStore>(store: &S, session: &str, n: u32) -> Run {
-        let runs = store.query_session(session).await.unwrap();
-        runs.into_iter()
+        let runs = store.query_session(&key(session)).await.unwrap();
+        let run = runs
+            .into_iter()
             .find(|r| r.execution_arn == arn(n))
-            .expect("the run is stored")
+            .expect("the run is stored");
+        assert_eq!(
+            run.session_id, session,
+            "the session, without the owner tag"
+        );
+        assert_eq!(run.owner.as_deref(), Some(owner().as_str()));
+        run
     }
 
     pub async fn a_trigger_is_written_once<S: RunStore>(store: &S) {
         let s = session();
-        let trigger = run::record_triggered(&s, &arn(1), &started(), 9_999_999_999, "secret");
+        let trigger =
+            run::record_triggered(&owner(), &s, &arn(1), &started(), 9_999_999_999, "secret");
         written(store.write(&trigger).await.unwrap(), "triggered");
         refused(&store.write(&trigger).await.unwrap(), "triggered twice");
         let run = stored(store, &s, 1).await;
@@ -539,21 +559,28 @@ pub mod run_store {
         );
         refused(
             &store
-                .write(&run::record_triggered(&s, &arn(2), &started(), 1, "secret"))
+                .write(&run::record_triggered(
+                    &owner(),
+                    &s,
+                    &arn(2),
+                    &started(),
+                    1,
+                    "secret",
+                ))
                 .await
                 .unwrap(),
             "triggered after the router recorded it",
         );
         written(
             store
-                .write(&run::attach_task_secret(&s, &arn(2), "secret"))
+                .write(&run::attach_task_secret(&owner(), &s, &arn(2), "secret"))
                 .await
                 .unwrap(),
             "the secret attached",
         );
         written(
             store
-                .write(&run::attach_task_secret(&s, &arn(2), "other"))
+                .write(&run::attach_task_secret(&owner(), &s, &arn(2), "other"))
                 .await
                 .unwrap(),
             "a second secret (kept out by if_not_exists)",
@@ -578,7 +605,7 @@ pub mod run_store {
             change(store, &other, 3, PipelineStatus::Executing).await,
             "another session's",
         );
-        let mut runs = store.query_session(&s).await.unwrap();
+        let mut runs = store.query_session(&key(&s)).await.unwrap();
         runs.sort_by(|a, b| a.execution_arn.cmp(&b.execution_arn));
         let statuses: Vec<_> = runs
             .iter()
@@ -591,7 +618,15 @@ pub mod run_store {
                 (arn(2), PipelineStatus::Succeeded.into())
             ]
         );
-        assert!(store.query_session(&session()).await.unwrap().is_empty());
+        assert!(store
+            .query_session(&key(&session()))
+            .await
+            .unwrap()
+            .is_empty());
+        assert!(
+            store.query_session(&s).await.unwrap().is_empty(),
+            "an owner's runs are not under the bare session id"
+        );
     }
 }
 
@@ -777,6 +812,7 @@ macro_rules! async_invoker_contract {
 pub mod pipeline_control {
     //! Pipeline runs: a token starts at most one run; unknown runs are refused, not retried.
 
+    use crate::domain::caller::Principal;
     use crate::domain::pipeline_status::{ExecutionStatus, PipelineStatus};
     use crate::domain::run::client_request_token;
     use crate::ports::{PipelineControl, StartRequest};
@@ -785,7 +821,12 @@ pub mod pipeline_control {
         StartRequest {
             description: "session_id=contract; triggered at 2026-11-20T10:00:00.000Z".into(),
             parameters: vec![("InputDataUri".into(), "s3://bucket/train/".into())],
-            client_request_token: client_request_token("p", "s", &uuid::Uuid::new_v4().to_string()),
+            client_request_token: client_request_token(
+                &Principal::Local.caller().owner,
+                "p",
+                "s",
+                &uuid::Uuid::new_v4().to_string(),
+            ),
             max_parallel_steps: None,
         }
     }
@@ -879,6 +920,7 @@ pub mod completion_queue {
 
     use serde_json::Value;
 
+    use crate::domain::caller::Principal;
     use crate::domain::pipeline_status::PipelineStatus;
     use crate::domain::run::CompletionMessage;
     use crate::ports::CompletionQueue;
@@ -892,6 +934,7 @@ pub mod completion_queue {
     fn message(status: PipelineStatus) -> CompletionMessage {
         CompletionMessage {
             session_id: format!("s-{}", uuid::Uuid::new_v4().simple()),
+            owner: Some(Principal::Local.caller().owner.as_str().to_owned()),
             execution_arn: "arn:aws:sagemaker:us-east-1:123456789012:pipeline/p/execution/1".into(),
             pipeline_arn: "arn:aws:sagemaker:us-east-1:123456789012:pipeline/p".into(),
             status,

@@ -158,6 +158,8 @@ pub trait AsyncInvoker: Sync {
 pub struct ExecutionDescription {
     pub status: ExecutionStatus,
     pub failure_reason: Option<String>,
+    /// `PipelineExecutionDescription`: the session and owner tag trigger_training set.
+    pub description: Option<String>,
 }
 
 /// One step of a run.

@@ -14,6 +14,7 @@ use serde_json::{json, Value};
 
 use mcp_tools::direct::call_tool;
 use mcp_tools::{Backend, Tools};
+use shared::domain::caller::Principal;
 
 /// The client-context key that carries the tool's qualified name.
 pub const TOOL_NAME_KEY: &str = "bedrockAgentCoreToolName";
@@ -106,7 +107,8 @@ pub async fn handle<B: Backend>(
     let tool = tool_name(custom)?.to_owned();
     let arguments = arguments(event)?;
     tracing::info!(tool, "tool call from AgentCore Gateway");
-    match call_tool(tools, &tool, arguments, Some(context)).await {
+    // The Gateway invokes with its own role: every Gateway user is one caller (see DESIGN).
+    match call_tool(tools, Principal::Gateway, &tool, arguments, Some(context)).await {
         Ok(result) => Ok(gateway_result(result)),
         Err(error) => Err(GatewayError::Protocol { tool, error }),
     }

@@ -9,6 +9,7 @@ use serde_json::{Map, Value};
 use shared::config::{PipelineParameters, ToolsConfig};
 
 use crate::wording;
+use shared::domain::caller::{Caller, Owner};
 use shared::domain::job::{Job, Submission};
 use shared::domain::run::Run;
 use shared::domain::s3_location::S3Location;
@@ -117,7 +118,7 @@ pub const MAX_PARALLEL_STEPS: Bounds<u32> = Bounds {
 pub trait ToolArgs {
     type Valid;
 
-    fn validate(self, config: &ToolsConfig) -> Result<Self::Valid, ToolError>;
+    fn validate(self, config: &ToolsConfig, caller: &Caller) -> Result<Self::Valid, ToolError>;
 
     /// Puts the ids the call concerns on its span (never the arguments themselves, which may
     /// hold a job's input).
@@ -215,8 +216,12 @@ pub struct SubmitJobOutput {
 impl ToolArgs for SubmitJobArgs {
     type Valid = Submission;
 
-    fn validate(self, config: &ToolsConfig) -> Result<Submission, ToolError> {
-        self.submission(&config.async_endpoint_name, &config.io_bucket)
+    fn validate(self, config: &ToolsConfig, caller: &Caller) -> Result<Submission, ToolError> {
+        self.submission(
+            &caller.owner,
+            &config.async_endpoint_name,
+            &config.io_bucket,
+        )
     }
 
     fn trace(valid: &Submission, span: &tracing::Span) {
@@ -226,7 +231,12 @@ impl ToolArgs for SubmitJobArgs {
 
 impl SubmitJobArgs {
     /// The submission to make, or what is wrong with the arguments.
-    pub fn submission(self, endpoint_name: &str, io_bucket: &str) -> Result<Submission, ToolError> {
+    pub fn submission(
+        self,
+        owner: &Owner,
+        endpoint_name: &str,
+        io_bucket: &str,
+    ) -> Result<Submission, ToolError> {
         let inputs = match (self.document, self.payload) {
             (Some(_), Some(_)) => {
                 return Err(ToolError::invalid(
@@ -268,6 +278,7 @@ impl SubmitJobArgs {
             )));
         }
         Ok(Submission::new(
+            owner,
             endpoint_name,
             io_bucket,
             input,
@@ -329,7 +340,7 @@ pub struct CheckJob {
 impl ToolArgs for CheckJobStatusArgs {
     type Valid = CheckJob;
 
-    fn validate(self, _config: &ToolsConfig) -> Result<CheckJob, ToolError> {
+    fn validate(self, _config: &ToolsConfig, _caller: &Caller) -> Result<CheckJob, ToolError> {
         if self.inference_id.trim().is_empty() || self.inference_id.len() > 1024 {
             return Err(ToolError::invalid(
                 "`inference_id` must be the non-empty id returned by submit_job",
@@ -485,10 +496,11 @@ fn checked_idempotency_key(key: Option<String>) -> Result<Option<String>, ToolEr
 impl ToolArgs for TriggerTrainingArgs {
     type Valid = TriggerRequest;
 
-    fn validate(self, config: &ToolsConfig) -> Result<TriggerRequest, ToolError> {
+    fn validate(self, config: &ToolsConfig, caller: &Caller) -> Result<TriggerRequest, ToolError> {
         let parameters = self.parameters(&config.pipeline_parameters)?;
         let max_parallel_steps = MAX_PARALLEL_STEPS.check(self.max_parallel_steps)?;
         Ok(TriggerRequest {
+            owner: caller.owner.clone(),
             pipeline_name: config.pipeline_name.clone(),
             session_id: self.session_id,
             parameters,
@@ -570,7 +582,7 @@ impl ToolArgs for CheckTrainingStatusArgs {
     /// The execution ARN.
     type Valid = String;
 
-    fn validate(self, _config: &ToolsConfig) -> Result<String, ToolError> {
+    fn validate(self, _config: &ToolsConfig, _caller: &Caller) -> Result<String, ToolError> {
         let arn = self.execution_arn;
         if arn.starts_with("arn:")
             && arn.contains(":pipeline/")
@@ -636,7 +648,7 @@ impl ToolArgs for CheckTrainingResultArgs {
     /// The session id.
     type Valid = String;
 
-    fn validate(self, _config: &ToolsConfig) -> Result<String, ToolError> {
+    fn validate(self, _config: &ToolsConfig, _caller: &Caller) -> Result<String, ToolError> {
         validate_session_id(&self.session_id)?;
         Ok(self.session_id)
     }
@@ -699,6 +711,7 @@ impl From<TriggerError> for ToolError {
 impl From<StatusError> for ToolError {
     fn from(e: StatusError) -> Self {
         match e {
+            StatusError::NotFound { .. } => ToolError::invalid(e.to_string()),
             StatusError::Describe(f) => ToolError::aws("SageMaker DescribePipelineExecution", &f),
             StatusError::Steps(f) => ToolError::aws("SageMaker ListPipelineExecutionSteps", &f),
         }
@@ -722,6 +735,15 @@ impl From<StoreError> for ToolError {
 mod tests {
     use super::*;
     use serde_json::json;
+    use shared::domain::caller::Principal;
+
+    fn caller() -> Caller {
+        Principal::Local.caller()
+    }
+
+    fn owner() -> Owner {
+        caller().owner
+    }
 
     fn test_config() -> ToolsConfig {
         let vars = [
@@ -746,7 +768,7 @@ mod tests {
     #[test]
     fn a_document_becomes_the_inputs_of_the_uploaded_object() {
         let s = args(json!({"document": "hello", "options": {"top_k": 3}}))
-            .submission("ep", "b")
+            .submission(&owner(), "ep", "b")
             .unwrap();
         assert_eq!(
             serde_json::from_slice::<Value>(&s.input).unwrap(),
@@ -759,14 +781,14 @@ mod tests {
             format!("s3://b/inputs/{}.json", s.inference_id)
         );
         let keyed = args(json!({"document": "hello", "idempotency_key": "k"}))
-            .submission("ep", "b")
+            .submission(&owner(), "ep", "b")
             .unwrap();
         assert_eq!(
             keyed.inference_id,
-            shared::domain::job::inference_id_for_key("ep", "k")
+            shared::domain::job::inference_id_for_key(&owner(), "ep", "k")
         );
         let p = args(json!({"payload": {"a": 1}}))
-            .submission("ep", "b")
+            .submission(&owner(), "ep", "b")
             .unwrap();
         assert_eq!(
             serde_json::from_slice::<Value>(&p.input).unwrap(),
@@ -806,11 +828,11 @@ mod tests {
             ),
         ];
         for (a, expected) in cases {
-            let err = args(a.clone()).submission("ep", "b").unwrap_err();
+            let err = args(a.clone()).submission(&owner(), "ep", "b").unwrap_err();
             assert!(err.message.contains(expected), "{a}: {err}");
         }
         let big = args(json!({"document": "x".repeat(MAX_INPUT_BYTES)}))
-            .submission("ep", "b")
+            .submission(&owner(), "ep", "b")
             .unwrap_err();
         assert!(big.message.contains("the limit is 4194304 bytes"), "{big}");
         assert!(
@@ -871,7 +893,10 @@ mod tests {
             let t: TriggerTrainingArgs = serde_json::from_value(bad.clone()).unwrap();
             let config = test_config();
             assert!(
-                t.validate(&config).unwrap_err().message.contains(expected),
+                t.validate(&config, &caller())
+                    .unwrap_err()
+                    .message
+                    .contains(expected),
                 "{bad}"
             );
         }

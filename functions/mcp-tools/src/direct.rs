@@ -9,12 +9,15 @@ use rmcp::transport::OneshotTransport;
 use rmcp::RoleServer;
 use serde_json::{json, Value};
 
+use shared::domain::caller::Principal;
+
 use crate::{Backend, Tools};
 
-/// Calls `name` with `arguments`. `lambda` carries the invocation's deadline, which bounds how
-/// long `check_job_status` may wait.
+/// Calls `name` with `arguments` as `caller` (whom the front door authenticated). `lambda`
+/// carries the invocation's deadline, which bounds how long `check_job_status` may wait.
 pub async fn call_tool<B: Backend>(
     tools: Tools<B>,
+    caller: Principal,
     name: &str,
     arguments: Option<JsonObject>,
     lambda: Option<lambda_http::Context>,
@@ -23,7 +26,7 @@ pub async fn call_tool<B: Backend>(
     if let Some(arguments) = arguments {
         params["arguments"] = Value::Object(arguments);
     }
-    let result = request(tools, "tools/call", params, lambda).await?;
+    let result = request(tools, caller, "tools/call", params, lambda).await?;
     serde_json::from_value(result)
         .map_err(|e| ErrorData::internal_error(format!("tool result: {e}"), None))
 }
@@ -31,6 +34,7 @@ pub async fn call_tool<B: Backend>(
 /// One JSON-RPC request through the server, without HTTP: its result, or its error.
 pub async fn request<B: Backend>(
     tools: Tools<B>,
+    caller: Principal,
     method: &str,
     params: Value,
     lambda: Option<lambda_http::Context>,
@@ -38,8 +42,12 @@ pub async fn request<B: Backend>(
     let request = json!({ "jsonrpc": "2.0", "id": 1, "method": method, "params": params });
     let mut message: ClientJsonRpcMessage = serde_json::from_value(request)
         .map_err(|e| ErrorData::internal_error(format!("{method} request: {e}"), None))?;
-    if let (ClientJsonRpcMessage::Request(request), Some(lambda)) = (&mut message, lambda) {
-        request.request.extensions_mut().insert(lambda);
+    if let ClientJsonRpcMessage::Request(request) = &mut message {
+        let extensions = request.request.extensions_mut();
+        extensions.insert(caller);
+        if let Some(lambda) = lambda {
+            extensions.insert(lambda);
+        }
     }
 
     let (transport, mut replies) = OneshotTransport::<RoleServer>::new(message);
@@ -81,9 +89,15 @@ mod tests {
     async fn a_tool_error_is_a_result_with_is_error() {
         let w = world(&[]);
         let args = object(json!({"session_id": "no spaces allowed"}));
-        let result = call_tool(w.tools.clone(), "check_training_result", args, None)
-            .await
-            .unwrap();
+        let result = call_tool(
+            w.tools.clone(),
+            Principal::Local,
+            "check_training_result",
+            args,
+            None,
+        )
+        .await
+        .unwrap();
         assert_eq!(result.is_error, Some(true));
         assert_eq!(
             text(&result),
@@ -95,9 +109,15 @@ mod tests {
     async fn arguments_that_do_not_parse_are_a_tool_error_naming_the_field() {
         let w = world(&[]);
         let args = object(json!({"inference_id": "x", "wait": 3}));
-        let result = call_tool(w.tools.clone(), "check_job_status", args, None)
-            .await
-            .unwrap();
+        let result = call_tool(
+            w.tools.clone(),
+            Principal::Local,
+            "check_job_status",
+            args,
+            None,
+        )
+        .await
+        .unwrap();
         assert_eq!(result.is_error, Some(true));
         let text = text(&result);
         assert!(
@@ -110,9 +130,15 @@ mod tests {
     #[tokio::test]
     async fn an_unknown_tool_is_a_protocol_error() {
         let w = world(&[]);
-        let error = call_tool(w.tools.clone(), "delete_everything", None, None)
-            .await
-            .unwrap_err();
+        let error = call_tool(
+            w.tools.clone(),
+            Principal::Local,
+            "delete_everything",
+            None,
+            None,
+        )
+        .await
+        .unwrap_err();
         assert_eq!(error.code, ErrorCode::INVALID_PARAMS);
         assert_eq!(error.message, "tool not found");
     }
@@ -121,9 +147,15 @@ mod tests {
     async fn a_tool_result_comes_back_structured() {
         let w = world(&[]);
         let args = object(json!({"session_id": "s"}));
-        let result = call_tool(w.tools.clone(), "check_training_result", args, None)
-            .await
-            .unwrap();
+        let result = call_tool(
+            w.tools.clone(),
+            Principal::Local,
+            "check_training_result",
+            args,
+            None,
+        )
+        .await
+        .unwrap();
         assert_eq!(result.is_error, Some(false));
         assert_eq!(
             result.structured_content,

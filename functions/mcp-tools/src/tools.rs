@@ -21,6 +21,7 @@ use rmcp::service::RequestContext;
 use rmcp::RoleServer;
 use rmcp::{tool, tool_handler, tool_router, Json, ServerHandler};
 
+use shared::domain::caller::{Caller, Principal};
 use shared::domain::job::{self, JobStatus, Submission};
 use shared::domain::pipeline_status::PipelineStatus;
 use shared::domain::run;
@@ -84,9 +85,12 @@ impl<B: Backend> Tools<B> {
     async fn submit_job(
         &self,
         Parameters(args): Parameters<SubmitJobArgs>,
+        extensions: Extensions,
     ) -> Result<Json<SubmitJobOutput>, String> {
         let submitted = self
-            .call(names::SUBMIT_JOB, false, args, |s| self.submit(s))
+            .call(names::SUBMIT_JOB, false, &extensions, args, |s, _| {
+                self.submit(s)
+            })
             .await;
         submitted.map(|s| Json(s.into()))
     }
@@ -109,23 +113,30 @@ impl<B: Backend> Tools<B> {
         extensions: Extensions,
     ) -> Result<Json<JobStatusOutput>, String> {
         let left = remaining_time(&extensions);
-        self.call(names::CHECK_JOB_STATUS, false, args, |c| async move {
-            let d = &self.deps;
-            let clock = || d.clock.now();
-            let wait = wait_within(c.wait, left);
-            let (jobs, objects) = (d.ports.jobs(), d.ports.objects());
-            let report = check::check_job(jobs, objects, d.settings, &c.inference_id, wait, clock)
-                .await
-                .map_err(ToolError::from)?;
-            if let Some(recorded) = &report.reconciled {
-                telemetry::outcome(recorded, OutcomeSource::Reconciliation);
-            }
-            if report.probably_lost && report.job.status == JobStatus::Pending {
-                telemetry::job_probably_lost();
-            }
-            Ok(Json(JobStatusOutput::from(report)))
-        })
-        .await
+        let call = self.call(
+            names::CHECK_JOB_STATUS,
+            false,
+            &extensions,
+            args,
+            |c, caller| async move {
+                let d = &self.deps;
+                let clock = || d.clock.now();
+                let wait = wait_within(c.wait, left);
+                let (jobs, objects) = (d.ports.jobs(), d.ports.objects());
+                let (settings, id) = (d.settings, &c.inference_id);
+                let report = check::check_job(jobs, objects, settings, &caller, id, wait, clock)
+                    .await
+                    .map_err(ToolError::from)?;
+                if let Some(recorded) = &report.reconciled {
+                    telemetry::outcome(recorded, OutcomeSource::Reconciliation);
+                }
+                if report.probably_lost && report.job.status == JobStatus::Pending {
+                    telemetry::job_probably_lost();
+                }
+                Ok(Json(JobStatusOutput::from(report)))
+            },
+        );
+        call.await
     }
 
     /// Starts a run of the configured training pipeline for a session.
@@ -145,9 +156,12 @@ impl<B: Backend> Tools<B> {
     async fn trigger_training(
         &self,
         Parameters(args): Parameters<TriggerTrainingArgs>,
+        extensions: Extensions,
     ) -> Result<Json<TriggerTrainingOutput>, String> {
         let triggered = self
-            .call(names::TRIGGER_TRAINING, false, args, |r| self.trigger(r))
+            .call(names::TRIGGER_TRAINING, false, &extensions, args, |r, _| {
+                self.trigger(r)
+            })
             .await;
         triggered.map(|(output, _)| Json(output))
     }
@@ -166,10 +180,12 @@ impl<B: Backend> Tools<B> {
     async fn check_training_status(
         &self,
         Parameters(args): Parameters<CheckTrainingStatusArgs>,
+        extensions: Extensions,
     ) -> Result<Json<TrainingStatusOutput>, String> {
-        self.call(names::CHECK_TRAINING_STATUS, false, args, |arn| async {
+        let tool = names::CHECK_TRAINING_STATUS;
+        self.call(tool, false, &extensions, args, |arn, caller| async move {
             let pipeline = self.deps.ports.pipeline();
-            let (described, steps) = training::training_status(pipeline, &arn)
+            let (described, steps) = training::training_status(pipeline, &caller, &arn)
                 .await
                 .map_err(ToolError::from)?;
             Ok(Json(TrainingStatusOutput::new(arn, described, steps)))
@@ -191,14 +207,17 @@ impl<B: Backend> Tools<B> {
     async fn check_training_result(
         &self,
         Parameters(args): Parameters<CheckTrainingResultArgs>,
+        extensions: Extensions,
     ) -> Result<Json<TrainingResultOutput>, String> {
         self.call(
             names::CHECK_TRAINING_RESULT,
             false,
+            &extensions,
             args,
-            |session_id| async {
+            |session_id, caller| async move {
                 let d = &self.deps;
-                let runs = training::session_runs(d.ports.runs(), &session_id, d.clock.now())
+                let now = d.clock.now();
+                let runs = training::session_runs(d.ports.runs(), &caller, &session_id, now)
                     .await
                     .map_err(ToolError::from)?;
                 Ok(Json(TrainingResultOutput {
@@ -211,18 +230,19 @@ impl<B: Backend> Tools<B> {
     }
 
     /// One tool call: its span (the tool and the ids it concerns; never its arguments, which
-    /// may hold a job's input), its arguments checked, its work, one line for the access log,
-    /// and its metric.
+    /// may hold a job's input), its caller, its arguments checked, its work, one line for the
+    /// access log, and its metric.
     async fn call<A, T, F, Fut>(
         &self,
         tool: &'static str,
         task: bool,
+        extensions: &Extensions,
         args: A,
         work: F,
     ) -> Result<T, String>
     where
         A: ToolArgs,
-        F: FnOnce(A::Valid) -> Fut,
+        F: FnOnce(A::Valid, Caller) -> Fut,
         Fut: Future<Output = Result<T, ToolError>>,
     {
         let span = info_span!(
@@ -235,9 +255,11 @@ impl<B: Backend> Tools<B> {
         );
         let started = tokio::time::Instant::now();
         let result = async {
-            let valid = args.validate(&self.deps.config)?;
+            let caller =
+                caller_of(extensions).ok_or_else(|| ToolError::invalid(wording::NO_CALLER))?;
+            let valid = args.validate(&self.deps.config, &caller)?;
             A::trace(&valid, &Span::current());
-            work(valid).await
+            work(valid, caller).await
         }
         .instrument(span.clone())
         .await
@@ -294,7 +316,11 @@ impl<B: Backend> Tools<B> {
 
     /// submit_job for a client that declared the tasks extension: the job as a task, or the
     /// tool error a plain call would get.
-    async fn submit_as_task(&self, arguments: Option<rmcp::model::JsonObject>) -> CallToolResponse {
+    async fn submit_as_task(
+        &self,
+        arguments: Option<rmcp::model::JsonObject>,
+        extensions: &Extensions,
+    ) -> CallToolResponse {
         let args: SubmitJobArgs = match task_arguments(arguments) {
             Ok(args) => args,
             Err(message) => return tool_error(message),
@@ -304,10 +330,16 @@ impl<B: Backend> Tools<B> {
                 + u64::from(s.invocation_timeout_secs)
                 + self.deps.config.result_ttl_secs
         };
-        let call = self.call(names::SUBMIT_JOB, true, args, |s| async move {
-            let lives_secs = lives_secs(&s);
-            Ok((self.submit(s).await?, lives_secs))
-        });
+        let call = self.call(
+            names::SUBMIT_JOB,
+            true,
+            extensions,
+            args,
+            |s, _| async move {
+                let lives_secs = lives_secs(&s);
+                Ok((self.submit(s).await?, lives_secs))
+            },
+        );
         let (submitted, lives_secs) = match call.await {
             Ok(answer) => answer,
             Err(message) => return tool_error(message),
@@ -335,12 +367,15 @@ impl<B: Backend> Tools<B> {
     async fn trigger_as_task(
         &self,
         arguments: Option<rmcp::model::JsonObject>,
+        extensions: &Extensions,
     ) -> CallToolResponse {
         let args: TriggerTrainingArgs = match task_arguments(arguments) {
             Ok(args) => args,
             Err(message) => return tool_error(message),
         };
-        let call = self.call(names::TRIGGER_TRAINING, true, args, |r| self.trigger(r));
+        let call = self.call(names::TRIGGER_TRAINING, true, extensions, args, |r, _| {
+            self.trigger(r)
+        });
         let (output, secret) = match call.await {
             Ok(answer) => answer,
             Err(message) => return tool_error(message),
@@ -364,12 +399,12 @@ impl<B: Backend> Tools<B> {
     }
 
     /// `tasks/get` for a job, from the results table: any instance answers for any task.
-    async fn get_job_task(&self, task_id: &str) -> Result<TaskAnswer, ErrorData> {
+    async fn get_job_task(&self, caller: &Caller, task_id: &str) -> Result<TaskAnswer, ErrorData> {
         // The task id is a bearer handle: only its inference_id half goes on the span.
         let span = info_span!("task", method = "tasks/get", inference_id = Empty);
         let d = &self.deps;
         let (jobs, objects) = (d.ports.jobs(), d.ports.objects());
-        let view = task::get_task(jobs, objects, d.settings, task_id, d.clock.now())
+        let view = task::get_task(jobs, objects, d.settings, caller, task_id, d.clock.now())
             .instrument(span.clone())
             .await
             .map_err(task_error)?;
@@ -400,11 +435,11 @@ impl<B: Backend> Tools<B> {
 
     /// `tasks/get` for a training run: working with its current step, completed with what
     /// check_training_status reports (a tool error when the run failed), cancelled once stopped.
-    async fn get_run_task(&self, task_id: &str) -> Result<TaskAnswer, ErrorData> {
+    async fn get_run_task(&self, caller: &Caller, task_id: &str) -> Result<TaskAnswer, ErrorData> {
         let span = info_span!("task", method = "tasks/get", execution_arn = Empty);
         let d = &self.deps;
         let (runs, pipeline) = (d.ports.runs(), d.ports.pipeline());
-        let view = task::get_run_task(runs, pipeline, task_id, d.clock.now())
+        let view = task::get_run_task(runs, pipeline, caller, task_id, d.clock.now())
             .instrument(span.clone())
             .await
             .map_err(task_error)?;
@@ -480,10 +515,13 @@ impl<B: Backend> ServerHandler for Tools<B> {
         let wants_task = context
             .client_capabilities()
             .is_some_and(|c| c.supports_tasks());
+        let extensions = &context.extensions;
         match request.name.as_ref() {
-            names::SUBMIT_JOB if wants_task => Ok(self.submit_as_task(request.arguments).await),
+            names::SUBMIT_JOB if wants_task => {
+                Ok(self.submit_as_task(request.arguments, extensions).await)
+            }
             names::TRIGGER_TRAINING if wants_task => {
-                Ok(self.trigger_as_task(request.arguments).await)
+                Ok(self.trigger_as_task(request.arguments, extensions).await)
             }
             _ => {
                 self.router
@@ -497,12 +535,13 @@ impl<B: Backend> ServerHandler for Tools<B> {
     async fn get_task(
         &self,
         request: GetTaskParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<GetTaskResult, ErrorData> {
+        let caller = task_caller(&context.extensions)?;
         let answer = if run::is_run_task(&request.task_id) {
-            self.get_run_task(&request.task_id).await?
+            self.get_run_task(&caller, &request.task_id).await?
         } else {
-            self.get_job_task(&request.task_id).await?
+            self.get_job_task(&caller, &request.task_id).await?
         };
         let poll_interval_ms = self.deps.config.task_poll_interval_ms;
         Ok(answer.into_result(request.task_id, poll_interval_ms))
@@ -513,19 +552,21 @@ impl<B: Backend> ServerHandler for Tools<B> {
     async fn cancel_task(
         &self,
         request: CancelTaskParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
+        let caller = task_caller(&context.extensions)?;
         let span = info_span!("task", method = "tasks/cancel");
         let d = &self.deps;
         let now = d.clock.now();
         let cancelled = if run::is_run_task(&request.task_id) {
             let (runs, pipeline) = (d.ports.runs(), d.ports.pipeline());
-            task::cancel_run_task(runs, pipeline, &request.task_id, now)
+            task::cancel_run_task(runs, pipeline, &caller, &request.task_id, now)
                 .instrument(span)
                 .await
         } else {
             let ttl = d.config.result_ttl_secs;
-            let cancelled = task::cancel_task(d.ports.jobs(), ttl, &request.task_id, now)
+            let jobs = d.ports.jobs();
+            let cancelled = task::cancel_task(jobs, &caller, ttl, &request.task_id, now)
                 .instrument(span)
                 .await;
             if let Ok(true) = cancelled {
@@ -560,6 +601,21 @@ impl<B: Backend> ServerHandler for Tools<B> {
             ProtocolVersion::V_2026_07_28,
         ])
     }
+}
+
+/// The caller the front door established, on the HTTP request (Function URL) or on its own
+/// (other front doors, see [`crate::direct`]). Nothing here reads a header.
+fn caller_of(extensions: &Extensions) -> Option<Caller> {
+    let principal = match extensions.get::<http::request::Parts>() {
+        Some(parts) => parts.extensions.get::<Principal>(),
+        None => extensions.get::<Principal>(),
+    };
+    principal.map(Principal::caller)
+}
+
+/// A task method's caller; without one nothing is read.
+fn task_caller(extensions: &Extensions) -> Result<Caller, ErrorData> {
+    caller_of(extensions).ok_or_else(|| ErrorData::internal_error(wording::NO_CALLER, None))
 }
 
 /// Time left in this invocation, when the runtime gives a real deadline. The Lambda context

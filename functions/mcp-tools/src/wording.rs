@@ -105,6 +105,11 @@ pub fn run_not_recorded(error: &str) -> String {
     )
 }
 
+/// A request that reached the tools without an authenticated caller: a front door's bug, never
+/// the agent's.
+pub const NO_CALLER: &str =
+    "the request carries no authenticated caller; nothing was read or started";
+
 #[cfg(test)]
 mod tests {
     use super::*;

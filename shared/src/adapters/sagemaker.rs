@@ -72,6 +72,7 @@ impl PipelineControl for SageMakerPipeline {
                     .map_or("", |s| s.as_str()),
             ),
             failure_reason: out.failure_reason,
+            description: out.pipeline_execution_description,
         })
     }
 

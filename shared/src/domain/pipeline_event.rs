@@ -4,6 +4,7 @@
 use chrono::{DateTime, Utc};
 use serde_json::Value;
 
+use crate::domain::caller::Owner;
 use crate::domain::pipeline_status::{ExecutionStatus, PipelineStatus};
 use crate::domain::time::parse_rfc3339;
 
@@ -38,6 +39,8 @@ pub struct PipelineStatusChange {
     pub ended_at: Option<DateTime<Utc>>,
     /// The session that triggered the run; `None` for runs this project did not start.
     pub session_id: Option<String>,
+    /// The owner tag of the caller that triggered it; `None` for runs from before owners.
+    pub owner: Option<Owner>,
 }
 
 pub fn parse_status_change(event: &Value) -> Result<PipelineStatusChange, PipelineEventError> {
@@ -69,6 +72,11 @@ pub fn parse_status_change(event: &Value) -> Result<PipelineStatusChange, Pipeli
             })
         }
     };
+    let description = optional_str(
+        detail,
+        "pipelineExecutionDescription",
+        "detail.pipelineExecutionDescription",
+    )?;
     let status_text = required_str(
         detail,
         "currentPipelineExecutionStatus",
@@ -98,29 +106,43 @@ pub fn parse_status_change(event: &Value) -> Result<PipelineStatusChange, Pipeli
         .map(ExecutionStatus::parse),
         started_at: optional_time(detail, "executionStartTime", "detail.executionStartTime")?,
         ended_at: optional_time(detail, "executionEndTime", "detail.executionEndTime")?,
-        session_id: optional_str(
-            detail,
-            "pipelineExecutionDescription",
-            "detail.pipelineExecutionDescription",
-        )?
-        .and_then(session_id_from_description),
+        session_id: description.and_then(session_id_from_description),
+        owner: description.and_then(owner_from_description),
     })
 }
 
-/// The session id in a description such as `session_id=sess-42; triggered at 2026-…`:
+/// A part `name=value` of a description such as `session_id=sess-42; triggered at 2026-…`:
 /// `;`-separated parts, spaces allowed around `;` and `=`, other parts ignored.
-pub fn session_id_from_description(description: &str) -> Option<String> {
+fn description_part<'a>(description: &'a str, name: &str) -> Option<&'a str> {
     description.split(';').find_map(|part| {
         let (key, value) = part.split_once('=')?;
         let value = value.trim();
-        (key.trim() == "session_id" && !value.is_empty()).then(|| value.to_owned())
+        (key.trim() == name && !value.is_empty()).then_some(value)
     })
 }
 
-/// The description `trigger_training` sets, which [`session_id_from_description`] reads back.
-pub fn execution_description(session_id: &str, triggered_at: DateTime<Utc>) -> String {
+/// The session id in a run's description.
+pub fn session_id_from_description(description: &str) -> Option<String> {
+    description_part(description, "session_id").map(str::to_owned)
+}
+
+/// The owner tag in a run's description (`mcp_owner=<tag>`); anything not shaped like a tag
+/// counts as no owner.
+pub fn owner_from_description(description: &str) -> Option<Owner> {
+    description_part(description, OWNER_PART).and_then(Owner::parse)
+}
+
+const OWNER_PART: &str = "mcp_owner";
+
+/// The description `trigger_training` sets, which [`session_id_from_description`] and
+/// [`owner_from_description`] read back. The owner is a tag, never the caller's identity.
+pub fn execution_description(
+    session_id: &str,
+    owner: &Owner,
+    triggered_at: DateTime<Utc>,
+) -> String {
     format!(
-        "session_id={session_id}; triggered at {}",
+        "session_id={session_id}; {OWNER_PART}={owner}; triggered at {}",
         crate::domain::time::rfc3339(triggered_at)
     )
 }
@@ -287,13 +309,32 @@ mod tests {
 
     #[test]
     fn the_description_written_is_the_one_read() {
+        use crate::domain::caller::Principal;
         let at = parse_rfc3339("2026-11-20T10:41:51.734Z").unwrap();
-        let d = execution_description("sess-7", at);
+        let principal = Principal::Bearer {
+            name: "agent-a".into(),
+        };
+        let owner = principal.caller().owner;
+        let d = execution_description("sess-7", &owner, at);
         assert_eq!(
             d,
-            "session_id=sess-7; triggered at 2026-11-20T10:41:51.734Z"
+            format!("session_id=sess-7; mcp_owner={owner}; triggered at 2026-11-20T10:41:51.734Z")
         );
+        assert!(!d.contains("agent-a"), "the tag, never the identity");
         assert_eq!(session_id_from_description(&d).as_deref(), Some("sess-7"));
+        assert_eq!(owner_from_description(&d), Some(owner.clone()));
+        let mut e = event();
+        e["detail"]["pipelineExecutionDescription"] = Value::String(d);
+        let change = parse_status_change(&e).unwrap();
+        assert_eq!(change.owner, Some(owner));
+        // Descriptions from before owners, or set by hand, carry none.
+        for d in [
+            "session_id=s; triggered at x",
+            "owner=team-a; session_id=s",
+            "session_id=s; mcp_owner=not-a-tag",
+        ] {
+            assert_eq!(owner_from_description(d), None, "{d}");
+        }
     }
 
     #[test]

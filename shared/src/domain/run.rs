@@ -6,6 +6,7 @@ use chrono::{DateTime, Utc};
 use serde::Serialize;
 use sha2::{Digest, Sha256};
 
+use super::caller::Owner;
 use super::item::{Attr, Change, Fields, Guard, Item, Write, WriteOp};
 use super::pipeline_status::{ExecutionStatus, PipelineStatus, RunStatus};
 use crate::util::hex;
@@ -23,6 +24,18 @@ pub mod attr {
     pub const TTL: &str = "ttl";
     /// The random part of the run's MCP task id (see [`super::task_id`]).
     pub const TASK_SECRET: &str = "task_secret";
+    /// The triggering caller's owner tag; the partition key then starts with it.
+    pub const OWNER: &str = "owner";
+}
+
+/// Where a session's runs are stored: an owner's sessions under `<owner tag>#<session_id>`, so
+/// two callers' equal session ids never meet (a session id never holds `#`); runs with no
+/// owner (triggered before owners existed, or outside the tools) under the session id.
+pub fn session_key(owner: Option<&Owner>, session_id: &str) -> String {
+    match owner {
+        Some(owner) => format!("{owner}#{session_id}"),
+        None => session_id.to_owned(),
+    }
 }
 
 pub const MAX_FAILURE_REASON_BYTES: usize = 4096;
@@ -31,6 +44,8 @@ pub const MAX_FAILURE_REASON_BYTES: usize = 4096;
 #[derive(Debug, Clone, PartialEq)]
 pub struct RunRecord {
     pub session_id: String,
+    /// From the run's description; None for a run the tools did not trigger for an owner.
+    pub owner: Option<Owner>,
     pub execution_arn: String,
     pub pipeline_arn: String,
     pub status: PipelineStatus,
@@ -44,7 +59,9 @@ pub struct RunRecord {
 /// A pipeline results item, decoded.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Run {
+    /// The caller's session id (without the owner tag of the partition key).
     pub session_id: String,
+    pub owner: Option<String>,
     pub execution_arn: String,
     pub status: RunStatus,
     pub started_at: Option<String>,
@@ -58,8 +75,19 @@ pub struct Run {
 impl Run {
     pub fn from_item(item: &Item) -> Run {
         let f = Fields(item);
+        let owner = f.s(attr::OWNER);
+        let key = f.s(attr::SESSION_ID).unwrap_or_default();
+        let session_id = match &owner {
+            Some(owner) => key
+                .strip_prefix(owner.as_str())
+                .and_then(|rest| rest.strip_prefix('#'))
+                .map(str::to_owned)
+                .unwrap_or(key),
+            None => key,
+        };
         Run {
-            session_id: f.s(attr::SESSION_ID).unwrap_or_default(),
+            session_id,
+            owner,
             execution_arn: f.s(attr::EXECUTION_ARN).unwrap_or_default(),
             status: RunStatus::parse(&f.s(attr::STATUS).unwrap_or_default()),
             started_at: f.s(attr::STARTED_AT),
@@ -92,6 +120,9 @@ pub fn record_status_change(r: &RunRecord) -> Write {
         Set(attr::UPDATED_AT, Attr::s(&r.updated_at)),
         Set(attr::TTL, Attr::N(r.ttl)),
     ];
+    if let Some(owner) = &r.owner {
+        changes.push(Set(attr::OWNER, Attr::s(owner.as_str())));
+    }
     for (name, value) in [
         (attr::STARTED_AT, &r.started_at),
         (attr::ENDED_AT, &r.ended_at),
@@ -106,7 +137,10 @@ pub fn record_status_change(r: &RunRecord) -> Write {
         .map(|s| Attr::s(s.as_str()))
         .collect();
     Write {
-        key: key(&r.session_id, &r.execution_arn),
+        key: key(
+            &session_key(r.owner.as_ref(), &r.session_id),
+            &r.execution_arn,
+        ),
         op: WriteOp::Update(changes),
         guard: Guard::Any(vec![
             Guard::Absent(attr::SESSION_ID),
@@ -119,6 +153,7 @@ pub fn record_status_change(r: &RunRecord) -> Write {
 /// while it runs; not written when the run is already recorded (pipeline-router was first, or
 /// this is a retried trigger).
 pub fn record_triggered(
+    owner: &Owner,
     session_id: &str,
     execution_arn: &str,
     triggered_at: &str,
@@ -126,6 +161,7 @@ pub fn record_triggered(
     task_secret: &str,
 ) -> Write {
     let item = Item::from([
+        (attr::OWNER.to_owned(), Attr::s(owner.as_str())),
         (attr::TASK_SECRET.to_owned(), Attr::s(task_secret)),
         (attr::STATUS.to_owned(), Attr::s(RunStatus::PENDING)),
         (attr::STARTED_AT.to_owned(), Attr::s(triggered_at)),
@@ -133,7 +169,7 @@ pub fn record_triggered(
         (attr::TTL.to_owned(), Attr::N(ttl)),
     ]);
     Write {
-        key: key(session_id, execution_arn),
+        key: key(&session_key(Some(owner), session_id), execution_arn),
         op: WriteOp::Put(item),
         guard: Guard::Absent(attr::SESSION_ID),
     }
@@ -141,9 +177,14 @@ pub fn record_triggered(
 
 /// Gives a run recorded without one (pipeline-router heard of it first) its task secret; an
 /// existing secret is kept.
-pub fn attach_task_secret(session_id: &str, execution_arn: &str, secret: &str) -> Write {
+pub fn attach_task_secret(
+    owner: &Owner,
+    session_id: &str,
+    execution_arn: &str,
+    secret: &str,
+) -> Write {
     Write {
-        key: key(session_id, execution_arn),
+        key: key(&session_key(Some(owner), session_id), execution_arn),
         op: WriteOp::Update(vec![Change::SetIfAbsent(
             attr::TASK_SECRET,
             Attr::s(secret),
@@ -193,14 +234,17 @@ pub fn newest_runs(mut runs: Vec<Run>, now: DateTime<Utc>) -> Vec<Run> {
 }
 
 /// The StartPipelineExecution `ClientRequestToken` for a caller's idempotency key: 64 hex
-/// characters (SageMaker takes 32 to 128), the same for the same pipeline, session and key.
+/// characters (SageMaker takes 32 to 128), the same for the same owner, pipeline, session and
+/// key; two callers' equal keys never name one request.
 pub fn client_request_token(
+    owner: &Owner,
     pipeline_name: &str,
     session_id: &str,
     idempotency_key: &str,
 ) -> String {
     hex(&Sha256::digest(
-        format!("trigger_training\0{pipeline_name}\0{session_id}\0{idempotency_key}").as_bytes(),
+        format!("trigger_training\0{owner}\0{pipeline_name}\0{session_id}\0{idempotency_key}")
+            .as_bytes(),
     ))
 }
 
@@ -215,6 +259,9 @@ pub fn stop_request_token(execution_arn: &str) -> String {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct CompletionMessage {
     pub session_id: String,
+    /// The triggering caller's owner tag, so a consumer can tell two callers' sessions apart.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub owner: Option<String>,
     pub execution_arn: String,
     pub pipeline_arn: String,
     pub status: PipelineStatus,
@@ -230,11 +277,17 @@ pub struct CompletionMessage {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::domain::caller::Principal;
     use crate::domain::time::parse_rfc3339;
+
+    fn owner() -> Owner {
+        Principal::Local.caller().owner
+    }
 
     fn record(status: PipelineStatus) -> RunRecord {
         RunRecord {
             session_id: "s".into(),
+            owner: Some(owner()),
             execution_arn: "arn:e".into(),
             pipeline_arn: "arn:p".into(),
             status,
@@ -248,9 +301,25 @@ mod tests {
 
     #[test]
     fn a_terminal_status_is_kept_and_pending_is_overwritten() {
-        let triggered = record_triggered("s", "arn:e", "2026-11-20T09:59:59.000Z", 10, "secret");
+        let triggered = record_triggered(
+            &owner(),
+            "s",
+            "arn:e",
+            "2026-11-20T09:59:59.000Z",
+            10,
+            "secret",
+        );
         let item = triggered.apply_to(None).unwrap();
         assert_eq!(Run::from_item(&item).status, RunStatus::Pending);
+        assert_eq!(
+            Run::from_item(&item).session_id,
+            "s",
+            "without the owner tag"
+        );
+        assert_eq!(
+            item[attr::SESSION_ID].as_s(),
+            Some(format!("{}#s", owner()).as_str())
+        );
         assert_eq!(
             triggered.apply_to(Some(&item)),
             None,
@@ -276,8 +345,8 @@ mod tests {
     #[test]
     fn the_tokens_are_pinned() {
         assert_eq!(
-            client_request_token("p", "s", "k"),
-            "48e3fdc499a82dd57e9ba0f50a0c33fb34e652a1858e1424e4147bc7a367d78d"
+            client_request_token(&owner(), "p", "s", "k"),
+            "cd6ffed07c795d68b22d5f542d3de79fb6cf72ed57fcef5ccdf53763a59be460"
         );
         assert_eq!(
             stop_request_token("arn:aws:sagemaker:us-east-1:123456789012:pipeline/p/execution/abc"),
@@ -300,11 +369,14 @@ mod tests {
 
     #[test]
     fn tokens_are_stable_per_key_and_within_sagemakers_length() {
-        let t = client_request_token("p", "s", "k");
+        let o = owner();
+        let t = client_request_token(&o, "p", "s", "k");
         assert_eq!(t.len(), 64);
-        assert_eq!(t, client_request_token("p", "s", "k"));
-        assert_ne!(t, client_request_token("p", "s", "k2"));
-        assert_ne!(t, client_request_token("p", "s2", "k"));
+        assert_eq!(t, client_request_token(&o, "p", "s", "k"));
+        assert_ne!(t, client_request_token(&o, "p", "s", "k2"));
+        assert_ne!(t, client_request_token(&o, "p", "s2", "k"));
+        let other = Principal::Bearer { name: "b".into() }.caller().owner;
+        assert_ne!(t, client_request_token(&other, "p", "s", "k"));
     }
 
     #[test]
@@ -320,6 +392,7 @@ mod tests {
             updated_at: Some("2026-11-20T11:00:00Z".into()),
             ttl: Some(ttl),
             task_secret: None,
+            owner: None,
         };
         let runs = newest_runs(
             vec![

@@ -7,6 +7,7 @@ use tokio::time::Instant;
 
 use chrono::{DateTime, Utc};
 
+use crate::domain::caller::Caller;
 use crate::domain::job::{reconcile_probe, Job, JobStatus, PendingCondition};
 use crate::domain::s3_location::S3Location;
 use crate::ports::{JobStore, ObjectStore, StoreError};
@@ -58,12 +59,14 @@ pub fn poll_delay(attempt: u32) -> Duration {
     })
 }
 
-/// Reads the job until it is no longer pending or `wait` has passed. At most one S3 probe per
-/// call, through the same conditional write a notification uses.
+/// Reads the caller's job until it is no longer pending or `wait` has passed. At most one S3
+/// probe per call, through the same conditional write a notification uses. Another caller's
+/// job is answered exactly as an unknown id, after the same one read.
 pub async fn check_job<S, O>(
     store: &S,
     objects: &O,
     settings: JobSettings,
+    caller: &Caller,
     inference_id: &str,
     wait: Duration,
     clock: impl Fn() -> DateTime<Utc>,
@@ -81,6 +84,7 @@ where
         let job = store
             .get(inference_id, now)
             .await?
+            .filter(|job| caller.owns(job.owner.as_deref()))
             .ok_or_else(|| CheckError::NotFound {
                 inference_id: inference_id.to_owned(),
                 result_ttl_secs: settings.policy.result_ttl_secs,
@@ -159,12 +163,16 @@ mod tests {
         in_progress_wait: Duration::from_secs(5),
     };
 
+    fn local() -> Caller {
+        crate::domain::caller::Principal::Local.caller()
+    }
+
     fn t0() -> DateTime<Utc> {
         parse_rfc3339("2026-11-20T10:00:00Z").unwrap()
     }
 
     async fn invoked(jobs: &MemoryJobs) -> Submission {
-        let s = Submission::new("ep", "b", b"{}".to_vec(), None, 300, 600);
+        let s = Submission::new(&local().owner, "ep", "b", b"{}".to_vec(), None, 300, 600);
         jobs.write(&job::reserve(&s, &SETTINGS.policy, t0()))
             .await
             .unwrap();
@@ -187,9 +195,17 @@ mod tests {
     async fn an_unknown_or_expired_id_is_not_found() {
         let jobs = MemoryJobs::default();
         let objects = MemoryObjects::default();
-        let err = check_job(&jobs, &objects, SETTINGS, "nope", Duration::ZERO, t0)
-            .await
-            .unwrap_err();
+        let err = check_job(
+            &jobs,
+            &objects,
+            SETTINGS,
+            &local(),
+            "nope",
+            Duration::ZERO,
+            t0,
+        )
+        .await
+        .unwrap_err();
         assert!(
             err.to_string()
                 .contains("no job with inference_id \"nope\""),
@@ -202,6 +218,7 @@ mod tests {
                 &jobs,
                 &objects,
                 SETTINGS,
+                &local(),
                 &s.inference_id,
                 Duration::ZERO,
                 much_later
@@ -220,6 +237,7 @@ mod tests {
             &jobs,
             &objects,
             SETTINGS,
+            &local(),
             &s.inference_id,
             Duration::ZERO,
             || t0() + chrono::Duration::seconds(10),
@@ -232,6 +250,7 @@ mod tests {
             &jobs,
             &objects,
             SETTINGS,
+            &local(),
             &s.inference_id,
             Duration::ZERO,
             || t0() + chrono::Duration::seconds(31),
@@ -254,6 +273,7 @@ mod tests {
             &jobs,
             &objects,
             SETTINGS,
+            &local(),
             &s.inference_id,
             Duration::from_millis(800),
             || t0() + chrono::Duration::seconds(31),
@@ -281,6 +301,7 @@ mod tests {
             &jobs,
             &objects,
             SETTINGS,
+            &local(),
             &s.inference_id,
             Duration::ZERO,
             || t0() + chrono::Duration::seconds(1021),
@@ -296,9 +317,17 @@ mod tests {
         assert_eq!(lost.job.stage, Some(Stage::Invoked));
 
         jobs.insert_completed_pointer("big", "s3://b/out/big");
-        let done = check_job(&jobs, &objects, SETTINGS, "big", Duration::ZERO, t0)
-            .await
-            .unwrap();
+        let done = check_job(
+            &jobs,
+            &objects,
+            SETTINGS,
+            &local(),
+            "big",
+            Duration::ZERO,
+            t0,
+        )
+        .await
+        .unwrap();
         assert_eq!(
             done.result_url.as_deref(),
             Some("https://presigned.example/b/out/big")

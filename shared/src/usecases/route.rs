@@ -81,6 +81,8 @@ where
     };
     let record = RunRecord {
         session_id: session_id.clone(),
+        // The same partition trigger_training wrote: the owner tag the description carries.
+        owner: change.owner.clone(),
         execution_arn: change.execution_arn.clone(),
         pipeline_arn: change.pipeline_arn.clone(),
         status: change.status,
@@ -116,6 +118,7 @@ where
     queue
         .send(&CompletionMessage {
             session_id: session_id.clone(),
+            owner: record.owner.as_ref().map(|o| o.as_str().to_owned()),
             execution_arn: record.execution_arn,
             pipeline_arn: record.pipeline_arn,
             status: change.status,

@@ -165,7 +165,7 @@ impl<S: JobStore, O: ObjectStore, I: AsyncInvoker> Submit<'_, S, O, I> {
     async fn plan(&self, stored: Option<Job>) -> Result<Step, SubmitError> {
         let (s, t) = (self.submission, self.time());
         let policy = &self.settings.policy;
-        let (write, attempt) = match plan_submit(stored.as_ref(), &s.input_sha256, t) {
+        let (write, attempt) = match plan_submit(stored.as_ref(), s, t) {
             SubmitPlan::Reserve => (job::reserve(s, policy, t), 1),
             SubmitPlan::Redrive { seen_attempt } => {
                 (job::redrive(s, seen_attempt, policy, t), seen_attempt + 1)
@@ -346,8 +346,20 @@ mod tests {
         parse_rfc3339("2026-11-20T10:00:00Z").unwrap()
     }
 
+    fn local() -> crate::domain::caller::Owner {
+        crate::domain::caller::Principal::Local.caller().owner
+    }
+
     fn submission(key: Option<&str>) -> Submission {
-        Submission::new("ep", "b", br#"{"inputs":"x"}"#.to_vec(), key, 300, 600)
+        Submission::new(
+            &local(),
+            "ep",
+            "b",
+            br#"{"inputs":"x"}"#.to_vec(),
+            key,
+            300,
+            600,
+        )
     }
 
     struct World {
@@ -421,7 +433,7 @@ mod tests {
         );
         assert!(again.replay);
         assert_eq!(w.invoker.calls(&s.inference_id), 1);
-        let other = Submission::new("ep", "b", b"{}".to_vec(), Some("k"), 300, 600);
+        let other = Submission::new(&local(), "ep", "b", b"{}".to_vec(), Some("k"), 300, 600);
         assert!(matches!(
             w.submit(&other, t0()).await,
             Err(SubmitError::InputConflict)

@@ -4,6 +4,7 @@
 
 use chrono::{DateTime, Utc};
 
+use crate::domain::caller::Caller;
 use crate::domain::item::Applied;
 use crate::domain::job::{self, secrets_match, task_secret_matches, Job, JobStatus, Stage};
 use crate::domain::pipeline_status::{ExecutionStatus, PipelineStatus};
@@ -14,6 +15,7 @@ use crate::ports::{
     StoreError,
 };
 use crate::usecases::check::{check_job, CheckError, JobNote, JobReport};
+use crate::usecases::training::session_runs;
 use crate::usecases::JobSettings;
 
 /// A task as the extension shows it.
@@ -68,6 +70,7 @@ fn job_task(task_id: &str) -> Result<(String, String), TaskError> {
 
 async fn authorized<S: JobStore>(
     store: &S,
+    caller: &Caller,
     task_id: &str,
     now: DateTime<Utc>,
 ) -> Result<Job, TaskError> {
@@ -75,6 +78,7 @@ async fn authorized<S: JobStore>(
     let job = store
         .get(&inference_id, now)
         .await?
+        .filter(|job| caller.owns(job.owner.as_deref()))
         .ok_or(TaskError::NotFound)?;
     if task_secret_matches(&job, &secret) {
         Ok(job)
@@ -90,6 +94,7 @@ pub async fn get_task<S: JobStore, O: ObjectStore>(
     store: &S,
     objects: &O,
     settings: JobSettings,
+    caller: &Caller,
     task_id: &str,
     now: DateTime<Utc>,
 ) -> Result<TaskView, TaskError> {
@@ -98,6 +103,7 @@ pub async fn get_task<S: JobStore, O: ObjectStore>(
         store,
         objects,
         settings,
+        caller,
         &inference_id,
         std::time::Duration::ZERO,
         || now,
@@ -117,11 +123,12 @@ pub async fn get_task<S: JobStore, O: ObjectStore>(
 /// this call cancelled it.
 pub async fn cancel_task<S: JobStore>(
     store: &S,
+    caller: &Caller,
     result_ttl_secs: u64,
     task_id: &str,
     now: DateTime<Utc>,
 ) -> Result<bool, TaskError> {
-    let job = authorized(store, task_id, now).await?;
+    let job = authorized(store, caller, task_id, now).await?;
     if job.status != JobStatus::Pending {
         return Ok(false);
     }
@@ -197,8 +204,11 @@ pub enum RunTaskState {
     Cancelled,
 }
 
+/// The caller's run a task id names, when its secret matches: looked for among the caller's
+/// runs of the session, as check_training_result lists them.
 async fn authorized_run<R: RunStore>(
     runs: &R,
+    caller: &Caller,
     task_id: &str,
     now: DateTime<Utc>,
 ) -> Result<Run, TaskError> {
@@ -210,11 +220,10 @@ async fn authorized_run<R: RunStore>(
     else {
         return Err(TaskError::NotFound);
     };
-    let found = runs
-        .query_session(&session_id)
+    let found = session_runs(runs, caller, &session_id, now)
         .await?
         .into_iter()
-        .find(|r| r.execution_arn == execution_arn && !r.is_expired(now))
+        .find(|r| r.execution_arn == execution_arn)
         .ok_or(TaskError::NotFound)?;
     if secrets_match(found.task_secret.as_deref(), &secret) {
         Ok(found)
@@ -231,10 +240,11 @@ fn pipeline_error(operation: &'static str) -> impl Fn(AwsFailure) -> TaskError {
 pub async fn get_run_task<R: RunStore, P: PipelineControl>(
     runs: &R,
     pipeline: &P,
+    caller: &Caller,
     task_id: &str,
     now: DateTime<Utc>,
 ) -> Result<RunTaskView, TaskError> {
-    let found = authorized_run(runs, task_id, now).await?;
+    let found = authorized_run(runs, caller, task_id, now).await?;
     let described = pipeline
         .describe(&found.execution_arn)
         .await
@@ -276,10 +286,11 @@ pub async fn get_run_task<R: RunStore, P: PipelineControl>(
 pub async fn cancel_run_task<R: RunStore, P: PipelineControl>(
     runs: &R,
     pipeline: &P,
+    caller: &Caller,
     task_id: &str,
     now: DateTime<Utc>,
 ) -> Result<(), TaskError> {
-    let found = authorized_run(runs, task_id, now).await?;
+    let found = authorized_run(runs, caller, task_id, now).await?;
     let described = pipeline
         .describe(&found.execution_arn)
         .await
@@ -301,12 +312,21 @@ mod tests {
     use crate::domain::run;
     use crate::fakes::{MemoryJobs, MemoryObjects};
 
+    fn local() -> Caller {
+        crate::domain::caller::Principal::Local.caller()
+    }
+
+    /// Another caller, who must see nothing of local()'s.
+    fn other() -> Caller {
+        crate::domain::caller::Principal::Bearer { name: "b".into() }.caller()
+    }
+
     fn settings() -> JobSettings {
         JobSettings::default()
     }
 
     async fn reserved(jobs: &MemoryJobs) -> Submission {
-        let s = Submission::new("ep", "b", b"{}".to_vec(), None, 300, 600);
+        let s = Submission::new(&local().owner, "ep", "b", b"{}".to_vec(), None, 300, 600);
         jobs.write(&job::reserve(&s, &JobPolicy::default(), Utc::now()))
             .await
             .unwrap();
@@ -320,26 +340,37 @@ mod tests {
         let s = reserved(&jobs).await;
         let id = task_id(&s.inference_id, &s.task_secret);
 
-        let view = get_task(&jobs, &objects, settings(), &id, Utc::now())
+        let view = get_task(&jobs, &objects, settings(), &local(), &id, Utc::now())
             .await
             .unwrap();
         assert!(matches!(view.state, TaskState::Working { .. }), "{view:?}");
         assert!(view.ttl_ms.unwrap() > 0);
 
+        // Another caller holding the very task id reads and cancels nothing.
+        assert!(matches!(
+            get_task(&jobs, &objects, settings(), &other(), &id, Utc::now()).await,
+            Err(TaskError::NotFound)
+        ));
+        assert!(matches!(
+            cancel_task(&jobs, &other(), 3600, &id, Utc::now()).await,
+            Err(TaskError::NotFound)
+        ));
         let wrong = task_id(&s.inference_id, &"0".repeat(32));
         for bad in [wrong.as_str(), s.inference_id.as_str(), "", "x.y"] {
             assert!(matches!(
-                get_task(&jobs, &objects, settings(), bad, Utc::now()).await,
+                get_task(&jobs, &objects, settings(), &local(), bad, Utc::now()).await,
                 Err(TaskError::NotFound)
             ));
             assert!(matches!(
-                cancel_task(&jobs, 3600, bad, Utc::now()).await,
+                cancel_task(&jobs, &local(), 3600, bad, Utc::now()).await,
                 Err(TaskError::NotFound)
             ));
         }
 
-        assert!(cancel_task(&jobs, 3600, &id, Utc::now()).await.unwrap());
-        let view = get_task(&jobs, &objects, settings(), &id, Utc::now())
+        assert!(cancel_task(&jobs, &local(), 3600, &id, Utc::now())
+            .await
+            .unwrap());
+        let view = get_task(&jobs, &objects, settings(), &local(), &id, Utc::now())
             .await
             .unwrap();
         assert!(
@@ -357,7 +388,7 @@ mod tests {
         // (a second write would have moved completed_at and ttl).
         let writes = jobs.calls().1;
         let later = Utc::now() + chrono::Duration::minutes(5);
-        assert!(!cancel_task(&jobs, 60, &id, later).await.unwrap());
+        assert!(!cancel_task(&jobs, &local(), 60, &id, later).await.unwrap());
         assert_eq!(jobs.calls().1, writes, "no write");
         assert_eq!(jobs.job(&s.inference_id).unwrap(), cancelled);
     }
@@ -368,6 +399,7 @@ mod tests {
         use crate::usecases::training::{trigger_training, TriggerRequest};
         let (runs, pipeline) = (MemoryRuns::default(), FakePipeline::default());
         let request = TriggerRequest {
+            owner: local().owner,
             pipeline_name: "p".into(),
             session_id: "s1".into(),
             parameters: vec![],
@@ -386,22 +418,37 @@ mod tests {
         assert_eq!(again.task_secret.as_deref(), Some(secret.as_str()));
 
         let id = run::task_id("s1", &triggered.execution_arn, &secret);
-        let view = get_run_task(&runs, &pipeline, &id, Utc::now())
+        let view = get_run_task(&runs, &pipeline, &local(), &id, Utc::now())
             .await
             .unwrap();
         assert!(
             matches!(view.state, RunTaskState::Working { .. }),
             "{view:?}"
         );
+        for not_theirs in [
+            get_run_task(&runs, &pipeline, &other(), &id, Utc::now())
+                .await
+                .map(|_| ()),
+            cancel_run_task(&runs, &pipeline, &other(), &id, Utc::now()).await,
+        ] {
+            assert!(
+                matches!(not_theirs, Err(TaskError::NotFound)),
+                "{not_theirs:?}"
+            );
+        }
+        assert!(
+            pipeline.stopped().is_empty(),
+            "another caller stopped nothing"
+        );
         let wrong = run::task_id("s1", &triggered.execution_arn, &"0".repeat(32));
         assert!(matches!(
-            cancel_run_task(&runs, &pipeline, &wrong, Utc::now()).await,
+            cancel_run_task(&runs, &pipeline, &local(), &wrong, Utc::now()).await,
             Err(TaskError::NotFound)
         ));
-        cancel_run_task(&runs, &pipeline, &id, Utc::now())
+        cancel_run_task(&runs, &pipeline, &local(), &id, Utc::now())
             .await
             .unwrap();
-        let view = get_run_task(&runs, &pipeline, &id, Utc::now())
+        let view = get_run_task(&runs, &pipeline, &local(), &id, Utc::now())
             .await
             .unwrap();
         assert!(matches!(view.state, RunTaskState::Cancelled), "{view:?}");

@@ -3,9 +3,10 @@
 
 use chrono::{DateTime, Utc};
 
+use crate::domain::caller::{Caller, Owner};
 use crate::domain::item::Applied;
-use crate::domain::pipeline_event::execution_description;
-use crate::domain::run::{self, client_request_token, newest_runs, Run};
+use crate::domain::pipeline_event::{execution_description, owner_from_description};
+use crate::domain::run::{self, client_request_token, newest_runs, session_key, Run};
 use crate::domain::time::{rfc3339, ttl_after};
 use crate::ports::{
     AwsFailure, ExecutionDescription, PipelineControl, RunStore, StartRequest, StepStatus,
@@ -17,6 +18,8 @@ pub const PENDING_RUN_GRACE_SECS: u64 = 86_400;
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct TriggerRequest {
+    /// Whose run it is: its description, partition and request token carry the tag.
+    pub owner: Owner,
     pub pipeline_name: String,
     pub session_id: String,
     /// (pipeline parameter name, value).
@@ -49,12 +52,17 @@ pub async fn trigger_training<P: PipelineControl, R: RunStore>(
     now: DateTime<Utc>,
 ) -> Result<Triggered, TriggerError> {
     let token = match &request.idempotency_key {
-        Some(key) => client_request_token(&request.pipeline_name, &request.session_id, key),
+        Some(key) => client_request_token(
+            &request.owner,
+            &request.pipeline_name,
+            &request.session_id,
+            key,
+        ),
         None => uuid::Uuid::new_v4().simple().to_string(),
     };
     let execution_arn = pipeline
         .start(&StartRequest {
-            description: execution_description(&request.session_id, now),
+            description: execution_description(&request.session_id, &request.owner, now),
             parameters: request.parameters.clone(),
             client_request_token: token,
             max_parallel_steps: request.max_parallel_steps,
@@ -64,6 +72,7 @@ pub async fn trigger_training<P: PipelineControl, R: RunStore>(
     let ttl = ttl_after(now, request.result_ttl_secs + PENDING_RUN_GRACE_SECS);
     let secret = uuid::Uuid::new_v4().simple().to_string();
     let write = run::record_triggered(
+        &request.owner,
         &request.session_id,
         &execution_arn,
         &rfc3339(now),
@@ -79,8 +88,12 @@ pub async fn trigger_training<P: PipelineControl, R: RunStore>(
                 Some(stored) => Some(stored),
                 // pipeline-router recorded the run first, without a secret: attach ours.
                 None => {
-                    let attach =
-                        run::attach_task_secret(&request.session_id, &execution_arn, &secret);
+                    let attach = run::attach_task_secret(
+                        &request.owner,
+                        &request.session_id,
+                        &execution_arn,
+                        &secret,
+                    );
                     match runs.write(&attach).await {
                         Ok(Applied::Written { previous }) => previous
                             .as_ref()
@@ -107,20 +120,38 @@ pub async fn trigger_training<P: PipelineControl, R: RunStore>(
 
 #[derive(Debug, thiserror::Error)]
 pub enum StatusError {
+    /// SageMaker knows no such run, or it is another caller's: one answer for both.
+    #[error("no training run {execution_arn} was found: check the execution_arn that trigger_training returned")]
+    NotFound { execution_arn: String },
     #[error("SageMaker DescribePipelineExecution failed: {0}")]
     Describe(AwsFailure),
     #[error("SageMaker ListPipelineExecutionSteps failed: {0}")]
     Steps(AwsFailure),
 }
 
+/// A run's live status and steps, when the run is the caller's (its description's owner tag).
 pub async fn training_status<P: PipelineControl>(
     pipeline: &P,
+    caller: &Caller,
     execution_arn: &str,
 ) -> Result<(ExecutionDescription, Vec<StepStatus>), StatusError> {
-    let described = pipeline
-        .describe(execution_arn)
-        .await
-        .map_err(StatusError::Describe)?;
+    let not_found = || StatusError::NotFound {
+        execution_arn: execution_arn.to_owned(),
+    };
+    let described = match pipeline.describe(execution_arn).await {
+        Ok(described) => described,
+        Err(failure) if failure.code.as_deref() == Some("ResourceNotFound") => {
+            return Err(not_found())
+        }
+        Err(failure) => return Err(StatusError::Describe(failure)),
+    };
+    let owner = described
+        .description
+        .as_deref()
+        .and_then(owner_from_description);
+    if !caller.owns(owner.as_ref().map(Owner::as_str)) {
+        return Err(not_found());
+    }
     let steps = pipeline
         .steps(execution_arn)
         .await
@@ -128,13 +159,22 @@ pub async fn training_status<P: PipelineControl>(
     Ok((described, steps))
 }
 
-/// The session's unexpired runs, newest first.
+/// The caller's unexpired runs of a session, newest first: the caller's own partition, and
+/// for a caller that sees unowned items, the runs stored before owners existed.
 pub async fn session_runs<R: RunStore>(
     runs: &R,
+    caller: &Caller,
     session_id: &str,
     now: DateTime<Utc>,
 ) -> Result<Vec<Run>, StoreError> {
-    Ok(newest_runs(runs.query_session(session_id).await?, now))
+    let mut found = runs
+        .query_session(&session_key(Some(&caller.owner), session_id))
+        .await?;
+    if caller.reads_unowned {
+        found.extend(runs.query_session(session_id).await?);
+    }
+    found.retain(|r| caller.owns(r.owner.as_deref()));
+    Ok(newest_runs(found, now))
 }
 
 #[cfg(test)]
@@ -143,8 +183,13 @@ mod tests {
     use crate::domain::time::parse_rfc3339;
     use crate::fakes::{FakePipeline, MemoryRuns};
 
+    fn local() -> Caller {
+        crate::domain::caller::Principal::Local.caller()
+    }
+
     fn request(key: Option<&str>) -> TriggerRequest {
         TriggerRequest {
+            owner: local().owner,
             pipeline_name: "p".into(),
             session_id: "s".into(),
             parameters: vec![("InputDataUri".into(), "s3://b/t".into())],
@@ -172,7 +217,7 @@ mod tests {
         assert_eq!(first.execution_arn, again.execution_arn);
         assert!(!first.already_recorded && again.already_recorded);
         assert_eq!(pipeline.started().len(), 1);
-        let stored = session_runs(&runs, "s", t).await.unwrap();
+        let stored = session_runs(&runs, &local(), "s", t).await.unwrap();
         assert_eq!(stored.len(), 1);
         assert_eq!(
             stored[0].started_at.as_deref(),
@@ -200,7 +245,7 @@ mod tests {
         )
         .await
         .unwrap();
-        let listed = session_runs(&runs, "s", t).await.unwrap();
+        let listed = session_runs(&runs, &local(), "s", t).await.unwrap();
         let arns: Vec<_> = listed.iter().map(|r| r.execution_arn.clone()).collect();
         assert_eq!(arns, [newer.execution_arn, older.execution_arn]);
         assert!(listed

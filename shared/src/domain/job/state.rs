@@ -37,6 +37,9 @@ pub mod attr {
     pub const RECONCILED_AT: &str = "reconciled_at";
     /// The random half of the job's MCP task id (see [`super::task::task_id`]).
     pub const TASK_SECRET: &str = "task_secret";
+    /// The submitting caller's owner tag (see [`crate::domain::caller::Owner`]); absent on
+    /// items from before owners existed, and on outcomes for jobs submitted elsewhere.
+    pub const OWNER: &str = "owner";
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -163,6 +166,7 @@ pub struct Job {
     pub reconciled_at: Option<String>,
     /// `None` for items written before tasks existed, or by an outcome alone.
     pub task_secret: Option<String>,
+    pub owner: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -222,6 +226,7 @@ impl Job {
             invoke_error: f.s(attr::INVOKE_ERROR),
             reconciled_at: f.s(attr::RECONCILED_AT),
             task_secret: f.s(attr::TASK_SECRET),
+            owner: f.s(attr::OWNER),
         })
     }
 

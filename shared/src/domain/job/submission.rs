@@ -4,6 +4,7 @@
 use chrono::{DateTime, Utc};
 use sha2::{Digest, Sha256};
 
+use crate::domain::caller::Owner;
 use crate::domain::job::state::{lost_after, Job, JobPolicy, JobStatus, Stage};
 use crate::domain::job::task::new_task_secret;
 use crate::domain::s3_location::S3Location;
@@ -21,11 +22,15 @@ pub struct Submission {
     pub request_ttl_secs: u32,
     /// Random, stored with the job: with the inference_id it makes the job's task id.
     pub task_secret: String,
+    /// Whose job it is.
+    pub owner: Owner,
 }
 
 impl Submission {
-    /// With an idempotency key the id is derived from it; without one it is random.
+    /// With an idempotency key the id is derived from it (and the owner); without one it is
+    /// random.
     pub fn new(
+        owner: &Owner,
         endpoint_name: &str,
         io_bucket: &str,
         input: Vec<u8>,
@@ -34,7 +39,7 @@ impl Submission {
         request_ttl_secs: u32,
     ) -> Self {
         let inference_id = match idempotency_key {
-            Some(key) => inference_id_for_key(endpoint_name, key),
+            Some(key) => inference_id_for_key(owner, endpoint_name, key),
             None => uuid::Uuid::new_v4().to_string(),
         };
         Self {
@@ -49,6 +54,7 @@ impl Submission {
             invocation_timeout_secs,
             request_ttl_secs,
             task_secret: new_task_secret(),
+            owner: owner.clone(),
         }
     }
 
@@ -63,9 +69,10 @@ impl Submission {
     }
 }
 
-/// The same key (for the same endpoint) always gives the same id, shaped like a UUID.
-pub fn inference_id_for_key(endpoint_name: &str, key: &str) -> String {
-    let digest = Sha256::digest(format!("submit_job\0{endpoint_name}\0{key}").as_bytes());
+/// The same key (for the same owner and endpoint) always gives the same id, shaped like a
+/// UUID; two callers' equal keys give unrelated ids.
+pub fn inference_id_for_key(owner: &Owner, endpoint_name: &str, key: &str) -> String {
+    let digest = Sha256::digest(format!("submit_job\0{owner}\0{endpoint_name}\0{key}").as_bytes());
     let mut bytes = [0u8; 16];
     bytes.copy_from_slice(&digest[..16]);
     uuid::Builder::from_sha1_bytes(bytes)
@@ -88,11 +95,13 @@ pub enum SubmitPlan {
     InputConflict,
 }
 
-pub fn plan_submit(stored: Option<&Job>, input_sha256: &str, now: DateTime<Utc>) -> SubmitPlan {
+pub fn plan_submit(stored: Option<&Job>, s: &Submission, now: DateTime<Utc>) -> SubmitPlan {
     let Some(job) = stored.filter(|j| !j.is_expired(now)) else {
         return SubmitPlan::Reserve;
     };
-    if job.input_sha256.as_deref() != Some(input_sha256) {
+    // Ids derive from the owner, so another owner's job here is no replay of this caller's.
+    let theirs = job.owner.as_deref() != Some(s.owner.as_str());
+    if theirs || job.input_sha256.as_deref() != Some(s.input_sha256.as_str()) {
         return SubmitPlan::InputConflict;
     }
     if job.redrivable(now) {
@@ -111,6 +120,7 @@ mod tests {
     use super::*;
     use chrono::Duration;
 
+    use crate::domain::caller::Principal;
     use crate::domain::job::test_support::{at, job, run, submission, POLICY};
     use crate::domain::job::transition::{mark_invoked, mark_refused, reserve, Locations};
 
@@ -119,20 +129,30 @@ mod tests {
         let s = submission();
         let t0 = at("2026-11-20T10:00:00Z");
         let reserved = job(&run(&[reserve(&s, &POLICY, t0)]).0);
-        assert_eq!(plan_submit(None, &s.input_sha256, t0), SubmitPlan::Reserve);
+        assert_eq!(plan_submit(None, &s, t0), SubmitPlan::Reserve);
+        assert_eq!(plan_submit(Some(&reserved), &s, t0), SubmitPlan::InProgress);
+        let other_input = Submission {
+            input_sha256: "other".into(),
+            ..s.clone()
+        };
         assert_eq!(
-            plan_submit(Some(&reserved), &s.input_sha256, t0),
-            SubmitPlan::InProgress
+            plan_submit(Some(&reserved), &other_input, t0),
+            SubmitPlan::InputConflict
         );
+        // Ids derive from the owner; another owner's job under this id is no replay of ours.
+        let someone_else = Submission {
+            owner: Principal::Bearer { name: "b".into() }.caller().owner,
+            ..s.clone()
+        };
         assert_eq!(
-            plan_submit(Some(&reserved), "other", t0),
+            plan_submit(Some(&reserved), &someone_else, t0),
             SubmitPlan::InputConflict
         );
         // Past the crash window the reservation belongs to a crashed submission.
         let later = t0 + Duration::seconds(61);
         assert!(reserved.crashed(later));
         assert_eq!(
-            plan_submit(Some(&reserved), &s.input_sha256, later),
+            plan_submit(Some(&reserved), &s, later),
             SubmitPlan::Redrive { seen_attempt: 1 }
         );
         let lost_after = s.lost_after(t0, &POLICY);
@@ -141,15 +161,12 @@ mod tests {
             mark_invoked(&s.inference_id, 1, &Locations::default(), lost_after),
         ])
         .0);
-        assert_eq!(
-            plan_submit(Some(&invoked), &s.input_sha256, later),
-            SubmitPlan::Replay
-        );
+        assert_eq!(plan_submit(Some(&invoked), &s, later), SubmitPlan::Replay);
         let lost = at("2026-11-20T10:17:00Z");
         assert!(invoked.probably_lost(lost));
         assert!(!invoked.probably_lost(lost - Duration::seconds(1)));
         assert_eq!(
-            plan_submit(Some(&invoked), &s.input_sha256, lost),
+            plan_submit(Some(&invoked), &s, lost),
             SubmitPlan::Redrive { seen_attempt: 1 }
         );
         let refused = job(&run(&[
@@ -158,13 +175,13 @@ mod tests {
         ])
         .0);
         assert_eq!(
-            plan_submit(Some(&refused), &s.input_sha256, t0),
+            plan_submit(Some(&refused), &s, t0),
             SubmitPlan::Redrive { seen_attempt: 1 }
         );
         let mut expired = invoked.clone();
         expired.ttl = Some(t0.timestamp());
         assert_eq!(
-            plan_submit(Some(&expired), "other", t0),
+            plan_submit(Some(&expired), &other_input, t0),
             SubmitPlan::Reserve
         );
     }
@@ -172,31 +189,30 @@ mod tests {
     /// Pinned: a changed derivation would re-submit every keyed job after a deploy.
     #[test]
     fn the_key_derivation_is_pinned() {
+        let local = Principal::Local.caller().owner;
         assert_eq!(
-            inference_id_for_key("ep", "k1"),
-            "e609fdea-7206-52d4-8f83-0fae896946f7"
+            inference_id_for_key(&local, "ep", "k1"),
+            "c14bc613-a1b4-5b3a-a673-dc4b15c04d96"
         );
         assert_eq!(
-            inference_id_for_key("invoice-classifier", "order-2026-11-20-0001"),
-            "301d9ee5-8dd1-5b0f-b359-6a543fb4790f"
+            inference_id_for_key(&local, "invoice-classifier", "order-2026-11-20-0001"),
+            "6e88ccc0-1c84-5dde-9940-2a4a4717b619"
         );
         assert_eq!(
             submission().input_location.to_string(),
-            "s3://bucket/inputs/e609fdea-7206-52d4-8f83-0fae896946f7.json"
+            "s3://bucket/inputs/c14bc613-a1b4-5b3a-a673-dc4b15c04d96.json"
         );
     }
 
     #[test]
-    fn the_same_key_gives_the_same_id_per_endpoint() {
-        assert_eq!(inference_id_for_key("ep", "k1"), submission().inference_id);
-        assert_ne!(
-            inference_id_for_key("ep", "k1"),
-            inference_id_for_key("other", "k1")
-        );
-        assert_ne!(
-            inference_id_for_key("ep", "k1"),
-            inference_id_for_key("ep", "k2")
-        );
+    fn the_same_key_gives_the_same_id_per_owner_and_endpoint() {
+        let local = Principal::Local.caller().owner;
+        let other = Principal::Bearer { name: "b".into() }.caller().owner;
+        let id = |owner, endpoint, key| inference_id_for_key(owner, endpoint, key);
+        assert_eq!(id(&local, "ep", "k1"), submission().inference_id);
+        assert_ne!(id(&local, "ep", "k1"), id(&local, "other", "k1"));
+        assert_ne!(id(&local, "ep", "k1"), id(&local, "ep", "k2"));
+        assert_ne!(id(&local, "ep", "k1"), id(&other, "ep", "k1"));
         assert_eq!(
             submission().input_location.to_string(),
             format!("s3://bucket/inputs/{}.json", submission().inference_id)

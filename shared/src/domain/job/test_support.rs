@@ -15,6 +15,7 @@ pub fn at(s: &str) -> DateTime<Utc> {
 
 pub fn submission() -> Submission {
     Submission::new(
+        &crate::domain::caller::Principal::Local.caller().owner,
         "ep",
         "bucket",
         b"{\"inputs\":\"a\"}".to_vec(),

@@ -57,6 +57,7 @@ fn reserved_item(s: &Submission, attempt: i64, policy: &JobPolicy, now: DateTime
         ),
         (attr::INPUT_SHA256, Attr::s(&s.input_sha256)),
         (attr::TASK_SECRET, Attr::s(&s.task_secret)),
+        (attr::OWNER, Attr::s(s.owner.as_str())),
         (
             attr::REDRIVE_AFTER,
             Attr::N(ttl_after(now, policy.submit_crash_after_secs)),
@@ -90,6 +91,7 @@ pub fn redrive(s: &Submission, seen_attempt: i64, policy: &JobPolicy, now: DateT
         guard: Guard::All(vec![
             Guard::Eq(attr::ATTEMPT, Attr::N(seen_attempt)),
             Guard::Eq(attr::INPUT_SHA256, Attr::s(&s.input_sha256)),
+            Guard::Eq(attr::OWNER, Attr::s(s.owner.as_str())),
             Guard::Any(vec![
                 Guard::All(vec![
                     Guard::Eq(attr::STATUS, pending()),
@@ -428,7 +430,10 @@ mod tests {
         ]);
         assert_eq!(applied, [true, true, false]);
         // Nor re-driven with another input.
-        let other = Submission::new("ep", "bucket", b"{}".to_vec(), Some("k1"), 300, 600);
+        let other = Submission {
+            input_sha256: "other".into(),
+            ..s.clone()
+        };
         let (_, applied) = run(&[reserve(&s, &POLICY, t0), redrive(&other, 1, &POLICY, later)]);
         assert_eq!(applied, [true, false]);
     }

@@ -1,0 +1,305 @@
+//! The HTTP front door: what is refused before MCP sees a request (paths, hosts, callers
+//! without credentials), and who the caller is. The principal is established here, once per
+//! request, and handed to the tools as a request extension; nothing below reads a header.
+
+use std::convert::Infallible;
+use std::sync::Arc;
+
+use bytes::Bytes;
+use http::StatusCode;
+use http_body_util::{combinators::BoxBody, BodyExt, Full};
+use lambda_http::request::RequestContext;
+use lambda_http::RequestExt;
+use rmcp::transport::streamable_http_server::{
+    session::never::NeverSessionManager, StreamableHttpServerConfig, StreamableHttpService,
+};
+
+use shared::config::{AuthMode, McpToolsConfig};
+use shared::domain::caller::Principal;
+
+use crate::deps::{Backend, Deps};
+use crate::http_guard;
+use crate::tools::Tools;
+
+/// A Function URL request is at most 6 MB.
+pub const MAX_REQUEST_BODY_BYTES: usize = 6_000_000;
+
+pub type HttpResponse = http::Response<BoxBody<Bytes, Infallible>>;
+
+pub type McpService<B> = StreamableHttpService<Tools<B>, NeverSessionManager>;
+
+/// A request refused before MCP sees it: its status, its `WWW-Authenticate` challenge, and a
+/// line saying why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Refusal {
+    pub status: StatusCode,
+    pub challenge: Option<String>,
+    pub text: &'static str,
+}
+
+impl Refusal {
+    fn new(status: StatusCode, text: &'static str) -> Self {
+        Self {
+            status,
+            challenge: None,
+            text,
+        }
+    }
+
+    fn challenged(status: StatusCode, challenge: impl Into<String>, text: &'static str) -> Self {
+        Self {
+            status,
+            challenge: Some(challenge.into()),
+            text,
+        }
+    }
+
+    pub fn into_response(self) -> HttpResponse {
+        let mut builder = http::Response::builder()
+            .status(self.status)
+            .header(http::header::CONTENT_TYPE, "text/plain");
+        if let Some(challenge) = self.challenge {
+            builder = builder.header(http::header::WWW_AUTHENTICATE, challenge);
+        }
+        builder
+            .body(Full::new(Bytes::from_static(self.text.as_bytes())).boxed())
+            .expect("a refusal is a valid response")
+    }
+}
+
+/// What is refused before the caller is looked at: a path other than `/` and `/mcp`, and a
+/// `Host` not served.
+pub fn refuse(config: &McpToolsConfig, path: &str, headers: &http::HeaderMap) -> Option<Refusal> {
+    if !matches!(path.trim_end_matches('/'), "" | "/mcp") {
+        return Some(Refusal::new(
+            StatusCode::NOT_FOUND,
+            "Not Found: MCP is served at /mcp",
+        ));
+    }
+    let host = headers
+        .get(http::header::HOST)
+        .and_then(|v| v.to_str().ok());
+    if !http_guard::host_allowed(host, &config.allowed_hosts) {
+        return Some(Refusal::new(
+            StatusCode::FORBIDDEN,
+            "Forbidden: Host header is not allowed",
+        ));
+    }
+    None
+}
+
+/// The caller of a request in `iam`, `bearer` and `none` mode, or the refusal.
+pub fn identify(
+    auth: &AuthMode,
+    headers: &http::HeaderMap,
+    context: Option<&RequestContext>,
+) -> Result<Principal, Refusal> {
+    match auth {
+        AuthMode::None => Ok(Principal::Local),
+        AuthMode::Iam => iam_principal(context).ok_or_else(|| {
+            Refusal::new(
+                StatusCode::FORBIDDEN,
+                "Forbidden: the request carries no IAM identity (the Function URL's auth type must be AWS_IAM)",
+            )
+        }),
+        AuthMode::Bearer { tokens } => {
+            let authorization = headers
+                .get(http::header::AUTHORIZATION)
+                .and_then(|v| v.to_str().ok());
+            match http_guard::bearer_name(authorization, tokens) {
+                Some(name) => Ok(Principal::Bearer {
+                    name: name.to_owned(),
+                }),
+                None => {
+                    let challenge = if authorization.is_some() {
+                        r#"Bearer realm="mcp-tools", error="invalid_token""#
+                    } else {
+                        r#"Bearer realm="mcp-tools""#
+                    };
+                    Err(Refusal::challenged(
+                        StatusCode::UNAUTHORIZED,
+                        challenge,
+                        "Unauthorized: a valid bearer token is required",
+                    ))
+                }
+            }
+        }
+        AuthMode::OAuth(_) => Err(Refusal::challenged(
+            StatusCode::UNAUTHORIZED,
+            r#"Bearer realm="mcp-tools""#,
+            "Unauthorized: OAuth tokens are not accepted by this build",
+        )),
+    }
+}
+
+/// The IAM identity Lambda put in a SigV4-signed Function URL request's context.
+fn iam_principal(context: Option<&RequestContext>) -> Option<Principal> {
+    let RequestContext::ApiGatewayV2(context) = context? else {
+        return None;
+    };
+    let iam = context.authorizer.as_ref()?.iam.as_ref()?;
+    Principal::iam(iam.user_arn.as_deref()?)
+}
+
+/// rmcp's defaults are for a local server: set each for Lambda. Hosts are checked by
+/// [`refuse`] (it understands `*.lambda-url.<region>.on.aws`); Origin by rmcp, 403 for any
+/// present Origin not listed.
+pub fn mcp_service<B: Backend>(deps: Arc<Deps<B>>, allowed_origins: &[String]) -> McpService<B> {
+    let config = StreamableHttpServerConfig::default()
+        .with_legacy_session_mode(false)
+        .with_json_response(true)
+        .with_sse_keep_alive(None)
+        .disable_allowed_hosts()
+        .with_allowed_origins(allowed_origins.to_vec())
+        .enforce_origin_validation()
+        .with_max_request_body_bytes(MAX_REQUEST_BODY_BYTES);
+    let tools = Tools::new(deps);
+    StreamableHttpService::new(
+        move || Ok(tools.clone()),
+        Arc::new(NeverSessionManager::default()),
+        config,
+    )
+}
+
+/// One Function URL request: refused, or served by MCP as its caller.
+pub async fn handle<B: Backend>(
+    config: &McpToolsConfig,
+    mcp: &McpService<B>,
+    mut request: lambda_http::Request,
+) -> HttpResponse {
+    if let Some(refusal) = refuse(config, request.raw_http_path(), request.headers()) {
+        return refusal.into_response();
+    }
+    let principal = match identify(
+        &config.auth,
+        request.headers(),
+        request.request_context_ref(),
+    ) {
+        Ok(principal) => principal,
+        Err(refusal) => return refusal.into_response(),
+    };
+    request.extensions_mut().insert(principal);
+    if let Some(name) = http_guard::missing_task_name(request.headers(), request.body().as_ref()) {
+        request.headers_mut().insert("mcp-name", name);
+    }
+    mcp.handle(request).await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use shared::config::Env;
+
+    pub(crate) fn config(auth: &str) -> McpToolsConfig {
+        let vars = [
+            ("RESULTS_TABLE", "r"),
+            ("PIPELINE_RESULTS_TABLE", "p"),
+            ("IO_BUCKET", "b"),
+            ("ASYNC_ENDPOINT_NAME", "e"),
+            ("PIPELINE_NAME", "pl"),
+            ("AWS_REGION", "us-east-1"),
+            ("AUTH_MODE", auth),
+            // sha256("secret")
+            (
+                "MCP_BEARER_TOKEN_SHA256",
+                "2bb80d537b1da3e38bd30361aa855686bde0eacd7162fef6a25fe97bf527a25b",
+            ),
+            // sha256("test")
+            (
+                "MCP_BEARER_TOKENS",
+                "agent-a:9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08",
+            ),
+        ];
+        McpToolsConfig::from_env(&Env::from_lookup(move |k| {
+            vars.iter()
+                .find(|(n, _)| *n == k)
+                .map(|(_, v)| v.to_string())
+        }))
+        .unwrap()
+    }
+
+    fn headers(pairs: &[(&'static str, &str)]) -> http::HeaderMap {
+        pairs
+            .iter()
+            .map(|(k, v)| (http::HeaderName::from_static(k), v.parse().unwrap()))
+            .collect()
+    }
+
+    #[test]
+    fn paths_and_hosts_are_checked_before_the_caller() {
+        let iam = config("iam");
+        let ok_host = [("host", "abc.lambda-url.us-east-1.on.aws")];
+        assert!(refuse(&iam, "/mcp", &headers(&ok_host)).is_none());
+        assert!(refuse(&iam, "/", &headers(&ok_host)).is_none());
+        assert_eq!(
+            refuse(&iam, "/admin", &headers(&ok_host)).unwrap().status,
+            404
+        );
+        assert_eq!(
+            refuse(&iam, "/mcp", &headers(&[("host", "evil.example")]))
+                .unwrap()
+                .status,
+            403
+        );
+    }
+
+    #[test]
+    fn each_named_token_is_its_own_caller_and_a_wrong_one_is_refused() {
+        let bearer = config("bearer");
+        let no_token = identify(&bearer.auth, &headers(&[]), None).unwrap_err();
+        assert_eq!(no_token.status, 401);
+        assert_eq!(
+            no_token.challenge.as_deref(),
+            Some(r#"Bearer realm="mcp-tools""#)
+        );
+        let wrong = identify(
+            &bearer.auth,
+            &headers(&[("authorization", "Bearer nope")]),
+            None,
+        )
+        .unwrap_err();
+        assert_eq!(wrong.status, 401);
+        assert!(wrong.challenge.unwrap().contains("invalid_token"));
+        for (token, name) in [("secret", "default"), ("test", "agent-a")] {
+            let header = format!("Bearer {token}");
+            let principal = identify(
+                &bearer.auth,
+                &headers(&[("authorization", header.as_str())]),
+                None,
+            )
+            .unwrap();
+            assert_eq!(principal, Principal::Bearer { name: name.into() });
+        }
+    }
+
+    fn url_context(authorizer: serde_json::Value) -> RequestContext {
+        let context = serde_json::json!({
+            "accountId": "123456789012", "apiId": "abc", "domainName": "abc.lambda-url.us-east-1.on.aws",
+            "domainPrefix": "abc", "requestId": "r", "routeKey": "$default", "stage": "$default",
+            "time": "20/Nov/2026:10:00:00 +0000", "timeEpoch": 1_795_000_000_000u64,
+            "http": {"method": "POST", "path": "/mcp", "protocol": "HTTP/1.1", "sourceIp": "1.2.3.4", "userAgent": "t"},
+            "authorizer": authorizer,
+        });
+        RequestContext::ApiGatewayV2(serde_json::from_value(context).unwrap())
+    }
+
+    #[test]
+    fn an_iam_caller_is_its_identity_and_a_request_without_one_is_refused() {
+        let iam = config("iam");
+        let signed = url_context(serde_json::json!({"iam": {
+            "accessKey": "AKIA", "accountId": "123456789012", "callerId": "AROA:s",
+            "userArn": "arn:aws:sts::123456789012:assumed-role/Agent/s-1", "userId": "AROA:s"
+        }}));
+        assert_eq!(
+            identify(&iam.auth, &headers(&[]), Some(&signed)).unwrap(),
+            Principal::Iam {
+                arn: "arn:aws:sts::123456789012:assumed-role/Agent".into()
+            }
+        );
+        let unsigned = url_context(serde_json::Value::Null);
+        for context in [Some(&unsigned), None] {
+            let refused = identify(&iam.auth, &headers(&[]), context).unwrap_err();
+            assert_eq!(refused.status, 403);
+        }
+    }
+}
