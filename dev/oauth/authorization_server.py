@@ -222,7 +222,7 @@ class AuthorizationServer:
         grants = meta.get("grant_types", ["authorization_code"])
         if method not in AUTH_METHODS:
             raise OAuthError("invalid_client_metadata", f"token_endpoint_auth_method must be one of {AUTH_METHODS}")
-        if not isinstance(grants, list) or not set(grants) <= set(GRANT_TYPES):
+        if not isinstance(grants, list) or not all(g in GRANT_TYPES for g in grants):
             raise OAuthError("invalid_client_metadata", f"grant_types must be among {GRANT_TYPES}")
         if meta.get("response_types", ["code"]) != ["code"]:
             raise OAuthError("invalid_client_metadata", 'response_types must be ["code"]')
@@ -233,7 +233,8 @@ class AuthorizationServer:
                         method, list(uris), list(grants))
         with self._lock:
             self._clients[client.client_id] = client
-        answer = {**meta, "client_id": client.client_id, "client_id_issued_at": int(time.time()),
+        echoed = {k: v for k, v in meta.items() if not k.startswith(("client_secret", "registration_"))}
+        answer = {**echoed, "client_id": client.client_id, "client_id_issued_at": int(time.time()),
                   "redirect_uris": client.redirect_uris, "grant_types": client.grant_types,
                   "response_types": ["code"], "token_endpoint_auth_method": method}
         if client.secret is not None:
