@@ -357,10 +357,10 @@ def test_mcp_sdk_client_two_users_and_a_narrower_scope(stub):
 
 
 def test_mcp_sdk_client_refreshes_an_expired_token():
-    server = AuthorizationServer(token_ttl_secs=1).start()
+    server = AuthorizationServer(token_ttl_secs=2).start()  # whole seconds: 1 to 2 s of life
     resource = StubResource(server)
     try:
-        answers = asyncio.run(get_as(oauth_provider(resource.resource), resource.resource, times=2, pause=1.2))
+        answers = asyncio.run(get_as(oauth_provider(resource.resource), resource.resource, times=2, pause=2.1))
     finally:
         resource.stop()
         server.stop()
