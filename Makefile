@@ -14,7 +14,8 @@ INSPECTOR := tests/inspector/node_modules/.bin/mcp-inspector
 help:
 	@echo "make demo   run the async loop locally (inference outcomes, pipeline runs) and show what is stored"
 	@echo "make test   lint, sam build (debug), then every test (unit, integration against moto, MCP, template)"
-	@echo "make serve  run everything locally and serve MCP at 127.0.0.1 until Ctrl-C"
+	@echo "make serve  run everything locally and serve MCP at 127.0.0.1 until Ctrl-C; AUTH=bearer (a token"
+	@echo "             made up and printed once) or AUTH=oauth (with a local dev authorization server); default none"
 	@echo "make bench  release builds against a Python/boto3 reference on the local stack; writes BENCHMARKS.md"
 	@echo "make lint   rustfmt and clippy"
 	@echo "make build  release binaries for Lambda (arm64) in target/lambda/"
@@ -59,10 +60,13 @@ demo: venv
 	$(PY) scripts/local_stack.py --sagemaker target/debug/sagemaker-standin --standin-runtime --lambda -- \
 		$(PY) scripts/demo.py
 
+# AUTH=none|bearer|oauth: how mcp-tools authenticates (scripts/serve.py); oauth also starts the
+# development authorization server (dev/oauth/authorization_server.py).
+AUTH ?= none
 serve: venv
 	cargo build --locked --workspace --bins
 	$(PY) scripts/local_stack.py --sagemaker target/debug/sagemaker-standin --standin-runtime --lambda -- \
-		$(PY) scripts/serve.py
+		$(PY) scripts/serve.py --auth '$(AUTH)'
 
 # Release builds for this machine (what runs) and zipped for arm64 (what Lambda takes), the
 # Python reference's runtime, then bench/run.py: cold starts, warm latency against the floor, AWS

@@ -1,25 +1,67 @@
 #!/usr/bin/env python3
 """`make serve`: the functions under `cargo lambda watch` on the local stack, with mcp-tools
-reachable by any MCP client until Ctrl-C. Expects the environment of scripts/local_stack.py."""
+reachable by any MCP client until Ctrl-C. Expects the environment of scripts/local_stack.py.
 
+    serve.py [--auth none|bearer|oauth]
+
+none (the default) serves without authentication; bearer with a token made up for this run and
+printed once; oauth as an OAuth 2.1 resource server whose tokens come from the development
+authorization server (dev/oauth/authorization_server.py), started here on a free port."""
+
+import argparse
+import hashlib
 import os
+import secrets
 import sys
+from pathlib import Path
 
 from lambda_watch import LOCAL_ORIGINS, start_watch, stop
 
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "dev" / "oauth"))
+from authorization_server import AuthorizationServer  # noqa: E402
+
 
 def main() -> int:
+    parser = argparse.ArgumentParser(description="Serve mcp-tools locally until Ctrl-C.")
+    parser.add_argument("--auth", choices=("none", "bearer", "oauth"), default="none",
+                        help="how mcp-tools authenticates its callers (default: none)")
+    args = parser.parse_args()
     port = int(os.environ["LAMBDA_PORT"])
-    watch = start_watch(port, {"AUTH_MODE": "none", "MCP_ALLOWED_ORIGINS": LOCAL_ORIGINS}, "serve")
-    print(f"MCP server (no auth, local only): http://127.0.0.1:{port}/lambda-url/mcp-tools/mcp")
-    print(f"browser origins allowed: {LOCAL_ORIGINS}")
-    print("logs: .local/serve.log; Ctrl-C stops everything", flush=True)
+    url = f"http://127.0.0.1:{port}/lambda-url/mcp-tools/mcp"
+    env = {"AUTH_MODE": args.auth, "MCP_ALLOWED_ORIGINS": LOCAL_ORIGINS}
+    auth_server = None
+    if args.auth == "bearer":
+        token = secrets.token_urlsafe(32)
+        env["MCP_BEARER_TOKEN_SHA256"] = hashlib.sha256(token.encode()).hexdigest()
+    elif args.auth == "oauth":
+        # Tokens naming no resource get the MCP URL as audience too.
+        auth_server = AuthorizationServer(default_audience=url, log_requests=True).start()
+        env.update(OAUTH_ISSUER=auth_server.url, OAUTH_AUDIENCE=url, OAUTH_JWKS_MIN_REFRESH_SECS="1")
     try:
-        return watch.wait()
-    except KeyboardInterrupt:
-        return 0
+        watch = start_watch(port, env, "serve")
+        try:
+            if args.auth == "none":
+                print(f"MCP server (no auth, local only): {url}")
+            elif args.auth == "bearer":
+                print(f"MCP server (bearer token, local only): {url}")
+                print(f"token (shown once): {token}")
+                print(f'connect: claude mcp add --transport http mcp-tools {url} --header "Authorization: Bearer {token}"')
+            else:
+                print(f"MCP server (OAuth, local only): {url}")
+                print(f"authorization server (dev only, approves at once as dev-user): {auth_server.url}")
+                print(f"connect: claude mcp add --transport http mcp-tools {url}")
+                print("  (the client finds the authorization server from the 401; to act as another user,")
+                print("   add &login_hint=<name> to the authorization URL it opens)")
+            print(f"browser origins allowed: {LOCAL_ORIGINS}")
+            print("logs: .local/serve.log; Ctrl-C stops everything", flush=True)
+            return watch.wait()
+        except KeyboardInterrupt:
+            return 0
+        finally:
+            stop(watch)
     finally:
-        stop(watch)
+        if auth_server is not None:
+            auth_server.stop()
 
 
 if __name__ == "__main__":
