@@ -48,6 +48,7 @@ class Deployed:
         self.values = {name: str(spec.get("Default", "")) for name, spec in cfn["Parameters"].items()}
         self.values.update(REQUIRED)
         self.values.update({k: str(v) for k, v in parameters.items()})
+        self.lists = {name for name, spec in cfn["Parameters"].items() if spec["Type"] == "CommaDelimitedList"}
         self.conditions: dict = {}
         for name in cfn.get("Conditions", {}):
             self._condition(cfn["Conditions"], name)
@@ -88,6 +89,8 @@ class Deployed:
             ref = node["Ref"]
             if ref == "AWS::NoValue":
                 return NO_VALUE
+            if ref in self.lists:
+                return [v.strip() for v in self.values[ref].split(",")]
             if ref in self.values:
                 return self.values[ref]
             return PSEUDO.get(ref, node)

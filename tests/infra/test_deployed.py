@@ -232,19 +232,28 @@ def test_the_tools_get_the_pipeline_parameter_map(function):
 # ---------------------------------------------------------------- the environment the code reads
 
 CONFIG_RS = (ROOT / "shared" / "src" / "config.rs").read_text().split("#[cfg(test)]")[0]
-READ = r'(?:required|number_in|list)\(\s*"([A-Z0-9_]+)"|\(env\.0\)\("([A-Z0-9_]+)"\)'
-# Required only in one AUTH_MODE; the template sets them in that mode.
-MODE_ONLY = {"MCP_BEARER_TOKEN_SHA256": "bearer"}
+# The Env methods that read a variable by name; closures taking `name: &'static str` count too.
+READERS = ("required", "number_in", "list")
+# Required only in one AUTH_MODE (by the function that mode's arm calls); the template sets them in
+# that mode. Bearer mode needs at least one of BEARER_TOKENS instead (bearer_tokens refuses none).
+MODE_ONLY = {"OAUTH_ISSUER": "oauth", "OAUTH_AUDIENCE": "oauth"}
+BEARER_TOKENS = {"MCP_BEARER_TOKENS", "MCP_BEARER_TOKEN_SHA256"}
 FUNCTIONS = {"NotificationHandlerFunction": "notification-handler", "PipelineRouterFunction": "pipeline-router",
              "McpToolsFunction": "mcp-tools", "GatewayTargetFunction": "gateway-target"}
 # Set by the template for trigger_training's argument map; the tools read it (shared's config) once it is parsed there.
-COMING = {"McpToolsFunction": {"PIPELINE_PARAMETERS"}, "GatewayTargetFunction": {"PIPELINE_PARAMETERS"}}
+# OAUTH_CLIENT_IDS (tokens without aud accepted by their client_id, as Cognito's are): set with OAuth; mcp-tools
+# reads it once OAuthConfig::from_env parses it.
+COMING = {"McpToolsFunction": {"PIPELINE_PARAMETERS", "OAUTH_CLIENT_IDS"},
+          "GatewayTargetFunction": {"PIPELINE_PARAMETERS"}}
+# Required by config.rs today, optional once the resource defaults to https://<request Host>/mcp: the
+# template leaves OAUTH_AUDIENCE unset until OAuthAudience is given.
+COMING_OPTIONAL = {"OAUTH_AUDIENCE"}
 
 
 def blocks() -> dict:
     """config.rs's `impl X` blocks and top-level `fn`s by name, with their text."""
     found, starts = {}, [(m.start(), m.group(1) or m.group(2))
-                         for m in re.finditer(r"^impl(?:<[^>]*>)? (\w+)|^pub fn (\w+)", CONFIG_RS, re.M)]
+                         for m in re.finditer(r"^impl(?:<[^>]*>)? (\w+)|^(?:pub )?fn (\w+)", CONFIG_RS, re.M)]
     for (start, name), (end, _) in zip(starts, starts[1:] + [(len(CONFIG_RS), "")]):
         found[name] = CONFIG_RS[start:end]
     return found
@@ -253,7 +262,9 @@ def blocks() -> dict:
 def variables_of(name: str, seen: frozenset = frozenset()) -> tuple:
     """(read, required) environment variable names of a config type or helper, with what it calls."""
     text = blocks()[name]
-    read = {a or b for a, b in re.findall(READ, text)}
+    readers = set(READERS) | set(re.findall(r"let (\w+) = \|name: &'static str", text))
+    read_pattern = rf'\b(?:{"|".join(sorted(readers))})\(\s*"([A-Z0-9_]+)"|\(env\.0\)\("([A-Z0-9_]+)"\)'
+    read = {a or b for a, b in re.findall(read_pattern, text)}
     required = set(re.findall(r'required\(\s*"([A-Z0-9_]+)"', text))
     for callee in set(re.findall(r"(\w+)::from_env\(", text)) | set(re.findall(r"\b(\w+)\(env\)", text)):
         if callee in blocks() and callee != name and callee not in seen:
@@ -272,29 +283,206 @@ def function_variables(binary: str) -> tuple:
     return read, required
 
 
+def auth_arm(mode: str) -> str:
+    """The config function McpToolsConfig's `"<mode>" =>` arm calls."""
+    (callee,) = re.findall(rf'"{mode}" => [^,]*?\b(\w+)(?:::from_env)?\(env\)', blocks()["McpToolsConfig"])
+    return callee
+
+
 def test_the_config_parser_finds_what_the_code_reads():
     read, required = function_variables("mcp-tools")
     assert {"RESULTS_TABLE", "IO_BUCKET", "AUTH_MODE", "FUNCTION_TIMEOUT_SECS", "METRICS_NAMESPACE"} <= read
     assert {"RESULTS_TABLE", "ASYNC_ENDPOINT_NAME", "AUTH_MODE"} <= required
+    assert {"OAUTH_JWKS_URI", "OAUTH_READ_SCOPE", "OAUTH_WRITE_SCOPE"} | BEARER_TOKENS <= read
     assert "RESULT_TTL_SECS" in function_variables("pipeline-router")[0]
     for name, mode in MODE_ONLY.items():
-        assert re.search(rf'"{mode}" => \{{[^}}]*required\(\s*"{name}"', CONFIG_RS, re.S), name
+        mode_read, mode_required = variables_of(auth_arm(mode))
+        assert name in (mode_read if name in COMING_OPTIONAL else mode_required), (name, mode)
+    # Bearer mode: either token variable, and none at all is refused.
+    tokens = auth_arm("bearer")
+    tokens_read, tokens_required = variables_of(tokens)
+    assert BEARER_TOKENS <= tokens_read and not BEARER_TOKENS & tokens_required
+    assert re.search(r"if tokens\.is_empty\(\) \{\s*return Err\(ConfigError::Missing", blocks()[tokens])
 
 
-@pytest.mark.parametrize("auth", ["AWS_IAM", "NONE"])
+URL_AUTH = {"FunctionUrlAuthType": "NONE"}
+HASH_A, HASH_B = "a" * 64, "b" * 64
+COGNITO = {**URL_AUTH, "CreateUserPool": "true", "UserPoolDomainPrefix": "acme-mcp-jobs"}
+ISSUER = "https://login.example.com/realms/ml"
+# The Function URL's auth modes: the parameters, and the AUTH_MODE they give mcp-tools.
+AUTH_CASES = {
+    "iam": ({}, "iam"),
+    "bearer, one token": ({**URL_AUTH, "BearerTokenSha256": HASH_A}, "bearer"),
+    "bearer, named tokens": ({**URL_AUTH, "BearerTokens": f"agent-a:{HASH_A},agent-b:{HASH_B}"}, "bearer"),
+    "bearer, both": ({**URL_AUTH, "BearerTokenSha256": HASH_A, "BearerTokens": f"agent-b:{HASH_B}"}, "bearer"),
+    "oauth, issuer": ({**URL_AUTH, "OAuthIssuer": ISSUER}, "oauth"),
+    "oauth, issuer, every setting": ({**URL_AUTH, "OAuthIssuer": ISSUER, "OAuthAudience": "https://mcp.example.com/mcp",
+                                      "OAuthJwksUri": f"{ISSUER}/certs", "OAuthReadScope": "ml.read",
+                                      "OAuthWriteScope": "ml.write", "OAuthClientIds": "cli-1,cli-2"}, "oauth"),
+    "oauth, Cognito": (COGNITO, "oauth"),
+}
+
+
+@pytest.mark.parametrize("case", list(AUTH_CASES))
 @pytest.mark.parametrize("function", sorted(FUNCTIONS))
-def test_each_function_gets_every_variable_its_code_requires_and_nothing_it_does_not_read(function, auth):
-    stack = Deployed(CFN, FunctionUrlAuthType=auth, BearerTokenSha256="0" * 64, AgentCoreGatewayId="gw-1234567890",
-                     AgentCoreGatewayRoleArn=ROLE)
+def test_each_function_gets_every_variable_its_code_requires_and_nothing_it_does_not_read(function, case):
+    parameters, mode = AUTH_CASES[case]
+    stack = Deployed(CFN, **parameters, AgentCoreGatewayId="gw-1234567890", AgentCoreGatewayRoleArn=ROLE)
     read, required = function_variables(FUNCTIONS[function])
-    mode = "bearer" if auth == "NONE" else "iam"
     variables = stack.props(function)["Environment"]["Variables"]
     if function == "McpToolsFunction":
         assert variables["AUTH_MODE"] == mode
-    needed = (required - set(MODE_ONLY)) | {v for v in required if MODE_ONLY.get(v) == mode}
+        if mode == "bearer":
+            assert BEARER_TOKENS & set(variables)
+    needed = (required - set(MODE_ONLY)) | {v for v in required if MODE_ONLY.get(v) == mode} - COMING_OPTIONAL
     assert needed <= set(variables), f"required but not set: {needed - set(variables)}"
     unread = set(variables) - read - COMING.get(function, set())
     assert not unread, f"set but never read by {FUNCTIONS[function]}: {unread}"
+
+
+AUTH_VARIABLES = {"AUTH_MODE", "MCP_BEARER_TOKEN_SHA256", "MCP_BEARER_TOKENS", "OAUTH_ISSUER", "OAUTH_AUDIENCE",
+                  "OAUTH_JWKS_URI", "OAUTH_READ_SCOPE", "OAUTH_WRITE_SCOPE", "OAUTH_CLIENT_IDS",
+                  "OAUTH_JWKS_MIN_REFRESH_SECS"}
+COGNITO_ISSUER = {"Fn::Sub": "https://cognito-idp.us-east-1.amazonaws.com/${UserPool}"}
+# What each mode sets of the authentication variables, and nothing else of them.
+EXPECTED_AUTH = {
+    "iam": {"AUTH_MODE": "iam"},
+    "bearer, one token": {"AUTH_MODE": "bearer", "MCP_BEARER_TOKEN_SHA256": HASH_A},
+    "bearer, named tokens": {"AUTH_MODE": "bearer", "MCP_BEARER_TOKENS": f"agent-a:{HASH_A},agent-b:{HASH_B}"},
+    "bearer, both": {"AUTH_MODE": "bearer", "MCP_BEARER_TOKEN_SHA256": HASH_A, "MCP_BEARER_TOKENS": f"agent-b:{HASH_B}"},
+    "oauth, issuer": {"AUTH_MODE": "oauth", "OAUTH_ISSUER": ISSUER},
+    "oauth, issuer, every setting": {"AUTH_MODE": "oauth", "OAUTH_ISSUER": ISSUER,
+                                     "OAUTH_AUDIENCE": "https://mcp.example.com/mcp", "OAUTH_JWKS_URI": f"{ISSUER}/certs",
+                                     "OAUTH_READ_SCOPE": "ml.read", "OAUTH_WRITE_SCOPE": "ml.write",
+                                     "OAUTH_CLIENT_IDS": "cli-1,cli-2"},
+    "oauth, Cognito": {"AUTH_MODE": "oauth", "OAUTH_ISSUER": COGNITO_ISSUER, "OAUTH_READ_SCOPE": "mcp-tools/jobs.read",
+                       "OAUTH_WRITE_SCOPE": "mcp-tools/jobs.write", "OAUTH_CLIENT_IDS": {"Ref": "UserPoolClient"}},
+}
+
+
+@pytest.mark.parametrize("case", list(AUTH_CASES))
+def test_mcp_tools_gets_only_the_variables_of_its_auth_mode(case):
+    parameters, _ = AUTH_CASES[case]
+    stack = Deployed(CFN, **parameters)
+    variables = stack.props("McpToolsFunction")["Environment"]["Variables"]
+    assert {k: v for k, v in variables.items() if k in AUTH_VARIABLES} == EXPECTED_AUTH[case]
+    # OAuth and bearer tokens are checked by the function: the URL lets everyone through to it.
+    assert stack.props("McpToolsFunctionUrl")["AuthType"] == ("AWS_IAM" if case == "iam" else "NONE")
+    oauth = EXPECTED_AUTH[case]["AUTH_MODE"] == "oauth"
+    assert ("OAuthIssuerUrl" in stack.outputs) == ("ProtectedResourceMetadataUrl" in stack.outputs) == oauth
+    if oauth:
+        assert stack.outputs["OAuthIssuerUrl"]["Value"] == variables["OAUTH_ISSUER"]
+        # The Function URL ends with a slash.
+        assert stack.outputs["ProtectedResourceMetadataUrl"]["Value"] == {
+            "Fn::Sub": "${McpToolsFunctionUrl.FunctionUrl}.well-known/oauth-protected-resource/mcp"}
+    # The Gateway authenticates its callers itself; its target reads none of this.
+    gateway = Deployed(CFN, **parameters, AgentCoreGatewayId="gw-1234567890", AgentCoreGatewayRoleArn=ROLE)
+    assert not AUTH_VARIABLES & set(gateway.props("GatewayTargetFunction")["Environment"]["Variables"])
+
+
+def refusals(**parameters) -> list:
+    """The rules whose assertions fail for these parameter values (what CloudFormation refuses)."""
+    stack = Deployed(CFN, **parameters)
+    return sorted(name for name, rule in CFN["Rules"].items()
+                  if stack.evaluate(rule.get("RuleCondition", {"Fn::Equals": ["", ""]}), CFN["Conditions"])
+                  and not all(stack.evaluate(a["Assert"], CFN["Conditions"]) for a in rule["Assertions"]))
+
+
+@pytest.mark.parametrize("case", list(AUTH_CASES))
+def test_every_auth_mode_passes_the_rules(case):
+    assert refusals(**AUTH_CASES[case][0]) == []
+
+
+@pytest.mark.parametrize("parameters, refused_by", [
+    ({"OAuthIssuer": ISSUER}, "UrlAuthNoneForOAuth"),
+    ({"CreateUserPool": "true", "UserPoolDomainPrefix": "acme"}, "UrlAuthNoneForOAuth"),
+    ({**URL_AUTH, "CreateUserPool": "true"}, "DomainPrefixForUserPool"),
+    ({**COGNITO, "OAuthIssuer": ISSUER}, "DomainPrefixForUserPool"),
+    ({**COGNITO, "OAuthReadScope": "jobs:read"}, "DomainPrefixForUserPool"),
+    ({**COGNITO, "OAuthClientIds": "cli-1"}, "DomainPrefixForUserPool"),
+    (URL_AUTH, "BearerTokenForUrlAuthNone"),
+])
+def test_the_rules_refuse_what_would_not_work(parameters, refused_by):
+    assert refusals(**parameters) == [refused_by]
+
+
+def allowed(parameter: str, value: str) -> bool:
+    spec = CFN["Parameters"][parameter]
+    return re.fullmatch(spec["AllowedPattern"], value) is not None
+
+
+def test_parameter_patterns_refuse_what_the_code_would():
+    for parameter in ("OAuthIssuer", "OAuthAudience", "OAuthJwksUri"):
+        assert allowed(parameter, "") and allowed(parameter, ISSUER)
+        for bad in ("http://login.example.com", "login.example.com", "https://", "https://a b"):
+            assert not allowed(parameter, bad), (parameter, bad)
+    for parameter in ("OAuthReadScope", "OAuthWriteScope"):
+        assert allowed(parameter, "") and allowed(parameter, "mcp-tools/jobs.read") and allowed(parameter, "jobs:read")
+        assert not allowed(parameter, "jobs read") and not allowed(parameter, 'jobs"read')
+    assert allowed("BearerTokens", "") and allowed("BearerTokens", f"agent-a:{HASH_A},agent.b_2:{HASH_B}")
+    for bad in (HASH_A, f"agent-a:{HASH_A},", f"agent a:{HASH_A}", "agent-a:abc", f"agent-a:{HASH_A.upper()}"):
+        assert not allowed("BearerTokens", bad), bad
+    assert CFN["Parameters"]["BearerTokens"]["NoEcho"] is True
+    assert allowed("OAuthClientIds", "") and allowed("OAuthClientIds", "1example23456789,2example")
+    assert not allowed("OAuthClientIds", "a,,b") and not allowed("OAuthClientIds", "a, b")
+    assert allowed("UserPoolDomainPrefix", "acme-mcp-jobs") and not allowed("UserPoolDomainPrefix", "Acme")
+    assert not allowed("UserPoolDomainPrefix", "-acme") and not allowed("UserPoolDomainPrefix", "a" * 64)
+
+
+COGNITO_RESOURCES = {"UserPool", "UserPoolDomain", "UserPoolResourceServer", "UserPoolClient",
+                     "UserPoolManagedLoginBranding"}
+COGNITO_OUTPUTS = {"UserPoolId", "UserPoolClientId", "UserPoolDomainUrl"}
+
+
+@pytest.mark.parametrize("case", [c for c in AUTH_CASES if c != "oauth, Cognito"])
+def test_the_user_pool_is_created_only_when_asked(case):
+    stack = Deployed(CFN, **AUTH_CASES[case][0])
+    assert not COGNITO_RESOURCES & set(stack.resources)
+    assert not [n for n, r in stack.resources.items() if r["Type"].startswith("AWS::Cognito::")]
+    assert not COGNITO_OUTPUTS & set(stack.outputs)
+
+
+def test_the_user_pool_is_wired_to_mcp_tools():
+    stack = Deployed(CFN, **COGNITO, OAuthCallbackUrls="http://localhost:3030/callback,http://localhost:8765/callback")
+    assert COGNITO_RESOURCES <= set(stack.resources)
+    pool = {"Ref": "UserPool"}
+    pool_props = stack.props("UserPool")
+    assert pool_props["UsernameAttributes"] == ["email"]
+    # No self sign-up: only an administrator adds users.
+    assert pool_props["AdminCreateUserConfig"] == {"AllowAdminCreateUserOnly": True}
+    assert pool_props["Policies"]["PasswordPolicy"]["MinimumLength"] >= 12
+    domain = stack.props("UserPoolDomain")
+    assert (domain["UserPoolId"], domain["Domain"], domain["ManagedLoginVersion"]) == (pool, "acme-mcp-jobs", 2)
+
+    server = stack.props("UserPoolResourceServer")
+    assert server["UserPoolId"] == pool
+    identifier = server["Identifier"]
+    scopes = {s["ScopeName"] for s in server["Scopes"]}
+    assert scopes == {"jobs.read", "jobs.write"}
+    variables = stack.props("McpToolsFunction")["Environment"]["Variables"]
+    assert variables["OAUTH_READ_SCOPE"] == f"{identifier}/jobs.read"
+    assert variables["OAUTH_WRITE_SCOPE"] == f"{identifier}/jobs.write"
+    assert variables["OAUTH_ISSUER"] == COGNITO_ISSUER
+
+    client = stack.props("UserPoolClient")
+    assert client["UserPoolId"] == pool and variables["OAUTH_CLIENT_IDS"] == {"Ref": "UserPoolClient"}
+    # A public client (MCP clients keep no secret), the code flow only, the pool's own sign-in.
+    assert client["GenerateSecret"] is False and client["AllowedOAuthFlowsUserPoolClient"] is True
+    assert client["AllowedOAuthFlows"] == ["code"]
+    assert sorted(client["AllowedOAuthScopes"]) == sorted(["openid", variables["OAUTH_READ_SCOPE"],
+                                                           variables["OAUTH_WRITE_SCOPE"]])
+    assert client["SupportedIdentityProviders"] == ["COGNITO"]
+    assert client["CallbackURLs"] == ["http://localhost:3030/callback", "http://localhost:8765/callback"]
+    # Its scopes exist only once the resource server does.
+    assert stack.resources["UserPoolClient"]["DependsOn"] == "UserPoolResourceServer"
+    branding = stack.props("UserPoolManagedLoginBranding")
+    assert (branding["UserPoolId"], branding["ClientId"]) == (pool, {"Ref": "UserPoolClient"})
+
+    assert stack.outputs["UserPoolId"]["Value"] == pool
+    assert stack.outputs["UserPoolClientId"]["Value"] == {"Ref": "UserPoolClient"}
+    assert stack.outputs["UserPoolDomainUrl"]["Value"] == "https://acme-mcp-jobs.auth.us-east-1.amazoncognito.com"
+    assert stack.outputs["OAuthIssuerUrl"]["Value"] == COGNITO_ISSUER
+    assert CFN["Parameters"]["OAuthCallbackUrls"]["Default"] == "http://localhost:3030/callback"
 
 
 # ---------------------------------------------------------------- cfn-lint, per condition set
@@ -304,6 +492,12 @@ def test_each_function_gets_every_variable_its_code_requires_and_nothing_it_does
                                   "endpoint"])
 def test_cfn_lint_passes_on_the_translated_template(case):
     matches = lint(with_defaults(CFN, **CASES[case]), config=ManualArgs(regions=["us-east-1"]))
+    assert not matches, "\n".join(str(m) for m in matches)
+
+
+@pytest.mark.parametrize("case", ["bearer, named tokens", "oauth, issuer, every setting", "oauth, Cognito"])
+def test_cfn_lint_passes_on_each_auth_mode(case):
+    matches = lint(with_defaults(CFN, **AUTH_CASES[case][0]), config=ManualArgs(regions=["us-east-1"]))
     assert not matches, "\n".join(str(m) for m in matches)
 
 
