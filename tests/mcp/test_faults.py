@@ -86,8 +86,12 @@ def test_a_refusal_fails_the_job_with_the_reason_and_the_same_key_redrives_it(fa
     assert until_done(faulty.url, inference_id)["result"]["label"] == "receipt"
 
 
+# The owner tag of AUTH_MODE=none's one caller (shared::domain::caller::Owner).
+LOCAL_OWNER = hashlib.sha256(b"mcp-tools owner v1\0local").hexdigest()[:32]
+
+
 def inference_id_for_key(key: str) -> str:
-    digest = hashlib.sha256(f"submit_job\0{ENDPOINT_NAME}\0{key}".encode()).digest()
+    digest = hashlib.sha256(f"submit_job\0{LOCAL_OWNER}\0{ENDPOINT_NAME}\0{key}".encode()).digest()
     return str(uuid.UUID(bytes=digest[:16], version=5))
 
 
@@ -104,7 +108,7 @@ def test_a_crashed_reservation_is_redriven_by_the_same_key(faulty, aws):
         "attempt": {"N": "1"}, "submitted_at": {"S": "2026-01-01T00:00:00.000Z"},
         "endpoint_name": {"S": ENDPOINT_NAME}, "input_location": {"S": f"s3://{aws['bucket']}/inputs/{inference_id}.json"},
         "request_ttl_secs": {"N": "600"}, "invocation_timeout_secs": {"N": "300"},
-        "input_sha256": {"S": hashlib.sha256(body).hexdigest()},
+        "input_sha256": {"S": hashlib.sha256(body).hexdigest()}, "owner": {"S": LOCAL_OWNER},
         "redrive_after": {"N": str(now - 1)}, "ttl": {"N": str(now + 3600)}})
     view = ok(call(faulty.url, "check_job_status", {"inference_id": inference_id}))
     assert "stopped before SageMaker confirmed" in view["message"]

@@ -11,7 +11,6 @@ import pytest
 
 from conftest import ok
 from test_mcp_tools import call, put_output, success_message
-from test_mcp_tools import finished_training as finished_over_url
 
 SCHEMA = json.loads((__import__("pathlib").Path(__file__).resolve().parents[2]
                      / "infra" / "gateway-tool-schema.json").read_text())
@@ -39,7 +38,7 @@ def structured(answer) -> dict:
     return answer["structuredContent"]
 
 
-def test_a_job_through_the_gateway_is_the_same_job_as_through_the_url(servers, gateway, aws, notify):
+def test_the_gateway_is_one_caller_whose_jobs_the_url_callers_do_not_see(servers, gateway, aws, notify):
     key = f"gw-{uuid.uuid4().hex}"
     args = {"document": "Invoice 7: total 3.10 EUR", "idempotency_key": key}
     status, first = gateway("submit_job", args)
@@ -47,20 +46,25 @@ def test_a_job_through_the_gateway_is_the_same_job_as_through_the_url(servers, g
     job = structured(first)
     assert job["status"] == "pending" and not job.get("idempotent_replay")
     item = aws["ddb"].get_item(TableName=aws["table"], Key={"inference_id": {"S": job["inference_id"]}})["Item"]
-    assert item["status"]["S"] == "pending"
+    assert item["status"]["S"] == "pending" and len(item["owner"]["S"]) == 32
 
-    # The same key through either door is the same job; both replays answer alike.
+    # The same key through the Gateway replays its job; through the URL (another caller) it is
+    # another job, and the Gateway's job reads as an unknown id there.
     over_url, again = through_both(servers, gateway, "submit_job", args)
-    assert over_url == again
     assert structured(again) == {**job, "idempotent_replay": True}
+    assert structured(over_url)["inference_id"] != job["inference_id"]
+    assert not structured(over_url).get("idempotent_replay")
 
     check = {"inference_id": job["inference_id"]}
     over_url, answer = through_both(servers, gateway, "check_job_status", check)
-    assert over_url == answer and structured(answer)["status"] == "pending"
+    assert structured(answer)["status"] == "pending"
+    unknown = as_gateway_answer(call(servers, "check_job_status", {"inference_id": "00000000-0000-4000-8000-000000000000"}))
+    assert over_url["isError"] is True
+    assert over_url["content"][0]["text"].replace(job["inference_id"], "<id>") == \
+        unknown["content"][0]["text"].replace("00000000-0000-4000-8000-000000000000", "<id>")
 
     notify(success_message(job["inference_id"], put_output(aws, b'{"label": "invoice"}')))
-    over_url, answer = through_both(servers, gateway, "check_job_status", check)
-    assert over_url == answer
+    status, answer = gateway("check_job_status", check)
     assert structured(answer)["status"] == "completed" and structured(answer)["result"] == {"label": "invoice"}
 
 
@@ -71,19 +75,26 @@ def test_a_training_run_through_the_gateway(servers, gateway):
     status, started = gateway("trigger_training", args)
     arn = structured(started)["execution_arn"]
     assert status == 200 and structured(started)["session_id"] == session
-    assert structured(as_gateway_answer(call(servers, "trigger_training", args)))["execution_arn"] == arn
-
-    finished_over_url(servers, arn)
-    over_url, answer = through_both(servers, gateway, "check_training_status", {"execution_arn": arn})
-    assert over_url == answer and structured(answer)["status"] == "Succeeded"
+    status, again = gateway("trigger_training", args)
+    assert structured(again)["execution_arn"] == arn, "the same key through the Gateway is the same run"
 
     deadline = time.time() + 120
+    while True:
+        status, answer = gateway("check_training_status", {"execution_arn": arn})
+        if structured(answer)["status"] != "Executing" or time.time() > deadline:
+            break
+        time.sleep(0.3)
+    assert structured(answer)["status"] == "Succeeded"
+    over_url = as_gateway_answer(call(servers, "check_training_status", {"execution_arn": arn}))
+    assert over_url["isError"] is True and "no training run" in over_url["content"][0]["text"]
+
     while True:
         over_url, answer = through_both(servers, gateway, "check_training_result", {"session_id": session})
         if structured(answer)["runs"][0]["status"] == "Succeeded" or time.time() > deadline:
             break
         time.sleep(0.3)
-    assert over_url == answer and structured(answer)["runs"][0]["execution_arn"] == arn
+    assert structured(answer)["runs"][0]["execution_arn"] == arn
+    assert structured(over_url)["runs"] == [], "another caller's session of the same name is empty"
 
 
 @pytest.mark.parametrize("tool, args, expected", [
@@ -98,7 +109,7 @@ def test_a_training_run_through_the_gateway(servers, gateway):
      "`accuracy_threshold` is 2; it must be from 0 to 1"),
     # An AWS failure: the stand-in has no such run.
     ("check_training_status", {"execution_arn": "arn:aws:sagemaker:us-east-1:123456789012:pipeline/p/execution/nope"},
-     "DescribePipelineExecution failed: ResourceNotFound"),
+     "no training run arn:aws:sagemaker:us-east-1:123456789012:pipeline/p/execution/nope was found"),
 ])
 def test_tool_errors_are_the_same_through_both_doors(servers, gateway, tool, args, expected):
     over_url, answer = through_both(servers, gateway, tool, args)
