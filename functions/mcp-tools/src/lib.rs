@@ -10,6 +10,7 @@ pub mod contract;
 pub mod deps;
 pub mod direct;
 pub mod http_guard;
+pub mod oauth;
 pub mod tools;
 #[cfg(test)]
 mod tools_tests;
