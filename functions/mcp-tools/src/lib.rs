@@ -11,6 +11,7 @@ pub mod deps;
 pub mod direct;
 pub mod front_door;
 pub mod http_guard;
+pub mod oauth;
 pub mod tools;
 #[cfg(test)]
 mod tools_tests;
