@@ -199,8 +199,11 @@ pub use crate::domain::caller::DEFAULT_TOKEN_NAME;
 pub struct OAuthConfig {
     /// The authorization server's issuer identifier; tokens must carry it as `iss`.
     pub issuer: String,
-    /// This resource (normally the public MCP URL); tokens must carry it in `aud`.
-    pub audience: String,
+    /// This resource (normally the public MCP URL); tokens must carry it in `aud`. When unset,
+    /// the request's own `https://<Host>/mcp`.
+    pub audience: Option<String>,
+    /// App clients whose access tokens carry no `aud` but a `client_id` (Cognito's).
+    pub client_ids: Vec<String>,
     /// Where the signing keys are; from the issuer's metadata when unset.
     pub jwks_uri: Option<String>,
     /// The scope the read tools need, and the one the tools that start or stop work need.
@@ -439,7 +442,14 @@ impl OAuthConfig {
         const SCOPE: &str = "one OAuth scope name, no spaces";
         let issuer = env.required("OAUTH_ISSUER", ISSUER)?;
         let issuer = secure_url("OAUTH_ISSUER", issuer, ISSUER)?;
-        let audience = env.required("OAUTH_AUDIENCE", AUDIENCE)?;
+        let audience = match (env.0)("OAUTH_AUDIENCE").filter(|v| !v.trim().is_empty()) {
+            Some(audience) => Some(secure_url(
+                "OAUTH_AUDIENCE",
+                audience.trim().to_owned(),
+                AUDIENCE,
+            )?),
+            None => None,
+        };
         let jwks_uri = match (env.0)("OAUTH_JWKS_URI").filter(|v| !v.trim().is_empty()) {
             Some(uri) => Some(secure_url("OAUTH_JWKS_URI", uri.trim().to_owned(), JWKS)?),
             None => None,
@@ -461,6 +471,12 @@ impl OAuthConfig {
         Ok(Self {
             issuer: issuer.trim_end_matches('/').to_owned(),
             audience,
+            client_ids: (env.0)("OAUTH_CLIENT_IDS")
+                .unwrap_or_default()
+                .split(',')
+                .map(|id| id.trim().to_owned())
+                .filter(|id| !id.is_empty())
+                .collect(),
             jwks_uri,
             read_scope: scope("OAUTH_READ_SCOPE", "jobs:read")?,
             write_scope: scope("OAUTH_WRITE_SCOPE", "jobs:write")?,
@@ -819,12 +835,18 @@ mod tests {
     fn oauth_needs_an_issuer_and_an_audience_and_https_off_loopback() {
         let err = McpToolsConfig::from_env(&env(&mcp_env(&[("AUTH_MODE", "oauth")]))).unwrap_err();
         assert!(err.to_string().contains("OAUTH_ISSUER"), "{err}");
-        let err = McpToolsConfig::from_env(&env(&mcp_env(&[
+        // Without an audience the resource is the request's own URL.
+        let cfg = McpToolsConfig::from_env(&env(&mcp_env(&[
             ("AUTH_MODE", "oauth"),
             ("OAUTH_ISSUER", "https://issuer.example.com"),
+            ("OAUTH_CLIENT_IDS", " app-1 ,app-2,"),
         ])))
-        .unwrap_err();
-        assert!(err.to_string().contains("OAUTH_AUDIENCE"), "{err}");
+        .unwrap();
+        let AuthMode::OAuth(oauth) = cfg.auth else {
+            panic!()
+        };
+        assert_eq!(oauth.audience, None);
+        assert_eq!(oauth.client_ids, ["app-1", "app-2"]);
         let cfg = McpToolsConfig::from_env(&env(&mcp_env(&[
             ("AUTH_MODE", "OAuth"),
             ("OAUTH_ISSUER", "https://issuer.example.com/"),
@@ -846,6 +868,7 @@ mod tests {
             ("OAUTH_ISSUER", "http://127.0.0.1.evil.example"),
             ("OAUTH_ISSUER", "ftp://issuer.example.com"),
             ("OAUTH_JWKS_URI", "http://keys.example.com/jwks"),
+            ("OAUTH_AUDIENCE", "http://mcp.example.com/mcp"),
             ("OAUTH_READ_SCOPE", "jobs read"),
         ] {
             let mut vars = vec![

@@ -14,11 +14,12 @@ use rmcp::transport::streamable_http_server::{
     session::never::NeverSessionManager, StreamableHttpServerConfig, StreamableHttpService,
 };
 
-use shared::config::{AuthMode, McpToolsConfig};
+use shared::config::{AuthMode, McpToolsConfig, OAuthConfig};
 use shared::domain::caller::Principal;
 
 use crate::deps::{Backend, Deps};
 use crate::http_guard;
+use crate::oauth::{self, Challenge, Verifier};
 use crate::tools::Tools;
 
 /// A Function URL request is at most 6 MB.
@@ -124,11 +125,48 @@ pub fn identify(
                 }
             }
         }
-        AuthMode::OAuth(_) => Err(Refusal::challenged(
-            StatusCode::UNAUTHORIZED,
-            r#"Bearer realm="mcp-tools""#,
-            "Unauthorized: OAuth tokens are not accepted by this build",
+        // Verified by [`FrontDoor::oauth_principal`], which may have to fetch the keys.
+        AuthMode::OAuth(_) => Err(Refusal::new(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "Internal Server Error: OAuth tokens are verified by the front door",
         )),
+    }
+}
+
+/// What a request may do, by what it calls: the scope an OAuth token needs for it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Access {
+    /// Reads the caller's work (and everything that is not a tool call: discovery, listing).
+    Read,
+    /// Starts or stops work: a tool that is not read-only, or `tasks/cancel`.
+    Write,
+}
+
+/// The access a JSON-RPC body asks for; a body that is not JSON-RPC asks for nothing more
+/// than reading (rmcp refuses it). A batch asks for the most any of its requests does.
+pub fn access_of(body: &[u8], write_tools: &[String]) -> Access {
+    let Ok(value) = serde_json::from_slice::<serde_json::Value>(body) else {
+        return Access::Read;
+    };
+    let messages = match &value {
+        serde_json::Value::Array(batch) => batch.iter().collect(),
+        single => vec![single],
+    };
+    let writes = messages.iter().any(|m| {
+        match m.get("method").and_then(|v| v.as_str()) {
+            Some("tools/call") => m
+                .pointer("/params/name")
+                .and_then(|v| v.as_str())
+                // An unknown tool is refused by rmcp; asking for it needs no more than reading.
+                .is_some_and(|name| write_tools.iter().any(|t| t == name)),
+            Some("tasks/cancel") => true,
+            _ => false,
+        }
+    });
+    if writes {
+        Access::Write
+    } else {
+        Access::Read
     }
 }
 
@@ -161,28 +199,160 @@ pub fn mcp_service<B: Backend>(deps: Arc<Deps<B>>, allowed_origins: &[String]) -
     )
 }
 
-/// One Function URL request: refused, or served by MCP as its caller.
-pub async fn handle<B: Backend>(
-    config: &McpToolsConfig,
-    mcp: &McpService<B>,
-    mut request: lambda_http::Request,
-) -> HttpResponse {
-    if let Some(refusal) = refuse(config, request.raw_http_path(), request.headers()) {
-        return refusal.into_response();
+/// The Function URL's front door: the configuration, the token verifier (oauth mode), the
+/// tools that need the write scope, and the MCP service behind it. Built once at cold start.
+pub struct FrontDoor<B: Backend> {
+    config: McpToolsConfig,
+    verifier: Option<Verifier>,
+    write_tools: Vec<String>,
+    mcp: McpService<B>,
+}
+
+impl<B: Backend> FrontDoor<B> {
+    /// Tokens verified with the issuer's keys over HTTP (fetched on first use).
+    pub fn new(config: McpToolsConfig, deps: Arc<Deps<B>>) -> Self {
+        let verifier = match &config.auth {
+            AuthMode::OAuth(oauth) => Some(Verifier::new(oauth)),
+            _ => None,
+        };
+        Self::with_verifier(config, deps, verifier)
     }
-    let principal = match identify(
-        &config.auth,
-        request.headers(),
-        request.request_context_ref(),
-    ) {
-        Ok(principal) => principal,
-        Err(refusal) => return refusal.into_response(),
-    };
-    request.extensions_mut().insert(principal);
-    if let Some(name) = http_guard::missing_task_name(request.headers(), request.body().as_ref()) {
-        request.headers_mut().insert("mcp-name", name);
+
+    pub fn with_verifier(
+        config: McpToolsConfig,
+        deps: Arc<Deps<B>>,
+        verifier: Option<Verifier>,
+    ) -> Self {
+        // Declared once, on the tools: what is not read-only starts or stops work.
+        let write_tools = Tools::<B>::definitions()
+            .into_iter()
+            .filter(|t| t.annotations.as_ref().and_then(|a| a.read_only_hint) != Some(true))
+            .map(|t| t.name.to_string())
+            .collect();
+        let mcp = mcp_service(deps, &config.allowed_origins);
+        Self {
+            config,
+            verifier,
+            write_tools,
+            mcp,
+        }
     }
-    mcp.handle(request).await
+
+    /// One Function URL request: refused, the protected resource metadata (oauth mode), or
+    /// served by MCP as its caller.
+    pub async fn handle(&self, mut request: lambda_http::Request) -> HttpResponse {
+        let path = request.raw_http_path().to_owned();
+        if let (AuthMode::OAuth(oauth), true) = (&self.config.auth, is_metadata_path(&path)) {
+            let host = request
+                .headers()
+                .get(http::header::HOST)
+                .and_then(|v| v.to_str().ok());
+            if !http_guard::host_allowed(host, &self.config.allowed_hosts) {
+                return Refusal::new(
+                    StatusCode::FORBIDDEN,
+                    "Forbidden: Host header is not allowed",
+                )
+                .into_response();
+            }
+            let resource = oauth::resource(oauth, host.unwrap_or_default());
+            return json_response(&oauth::protected_resource_metadata(oauth, &resource));
+        }
+        if let Some(refusal) = refuse(&self.config, &path, request.headers()) {
+            return refusal.into_response();
+        }
+        let principal = match &self.config.auth {
+            AuthMode::OAuth(oauth) => self.oauth_principal(oauth, &request).await,
+            auth => identify(auth, request.headers(), request.request_context_ref()),
+        };
+        let principal = match principal {
+            Ok(principal) => principal,
+            Err(refusal) => return refusal.into_response(),
+        };
+        request.extensions_mut().insert(principal);
+        if let Some(name) =
+            http_guard::missing_task_name(request.headers(), request.body().as_ref())
+        {
+            request.headers_mut().insert("mcp-name", name);
+        }
+        self.mcp.handle(request).await
+    }
+
+    /// The caller an OAuth access token names, when it is valid for this resource and carries
+    /// the scope the request needs. A token only in the query string is not looked at.
+    async fn oauth_principal(
+        &self,
+        oauth: &OAuthConfig,
+        request: &lambda_http::Request,
+    ) -> Result<Principal, Refusal> {
+        let headers = request.headers();
+        let host = headers
+            .get(http::header::HOST)
+            .and_then(|v| v.to_str().ok());
+        let resource = oauth::resource(oauth, host.unwrap_or_default());
+        let authorization = headers
+            .get(http::header::AUTHORIZATION)
+            .and_then(|v| v.to_str().ok());
+        let Some(token) = http_guard::bearer_token(authorization) else {
+            return Err(Refusal::challenged(
+                StatusCode::UNAUTHORIZED,
+                oauth::challenge(oauth, &resource, Challenge::MissingToken),
+                "Unauthorized: an OAuth access token is required (see the resource_metadata in WWW-Authenticate)",
+            ));
+        };
+        let verifier = self.verifier.as_ref().ok_or_else(|| {
+            Refusal::new(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "Internal Server Error: no token verifier",
+            )
+        })?;
+        let claims = match verifier.verify(token, epoch_secs(), &resource).await {
+            Ok(claims) => claims,
+            Err(e) => {
+                // Why, never the token.
+                tracing::info!(reason = %e, "access token refused");
+                return Err(Refusal::challenged(
+                    StatusCode::UNAUTHORIZED,
+                    oauth::challenge(oauth, &resource, Challenge::InvalidToken),
+                    "Unauthorized: the access token is not valid for this server",
+                ));
+            }
+        };
+        let needed = match access_of(request.body().as_ref(), &self.write_tools) {
+            Access::Read => &oauth.read_scope,
+            Access::Write => &oauth.write_scope,
+        };
+        if !claims.has_scope(needed) {
+            return Err(Refusal::challenged(
+                StatusCode::FORBIDDEN,
+                oauth::challenge(oauth, &resource, Challenge::InsufficientScope(needed)),
+                "Forbidden: the access token lacks the scope this call needs",
+            ));
+        }
+        Ok(Principal::OAuth {
+            issuer: claims.issuer,
+            subject: claims.subject,
+        })
+    }
+}
+
+/// RFC 9728's well-known paths, for the resource at `/mcp` and at `/`.
+fn is_metadata_path(path: &str) -> bool {
+    let path = path.trim_end_matches('/');
+    path == oauth::METADATA_PATH || path.strip_prefix(oauth::METADATA_PATH) == Some("/mcp")
+}
+
+fn json_response(value: &serde_json::Value) -> HttpResponse {
+    http::Response::builder()
+        .status(StatusCode::OK)
+        .header(http::header::CONTENT_TYPE, "application/json")
+        .body(Full::new(Bytes::from(value.to_string())).boxed())
+        .expect("a JSON response is valid")
+}
+
+fn epoch_secs() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
 }
 
 #[cfg(test)]
@@ -300,6 +470,53 @@ mod tests {
         for context in [Some(&unsigned), None] {
             let refused = identify(&iam.auth, &headers(&[]), context).unwrap_err();
             assert_eq!(refused.status, 403);
+        }
+    }
+}
+
+#[cfg(test)]
+mod access_tests {
+    use super::*;
+
+    #[test]
+    fn tools_that_start_or_stop_work_need_write_and_the_rest_read() {
+        let write_tools: Vec<String> = Tools::<crate::AwsPorts>::definitions()
+            .into_iter()
+            .filter(|t| t.annotations.as_ref().and_then(|a| a.read_only_hint) != Some(true))
+            .map(|t| t.name.to_string())
+            .collect();
+        assert_eq!(write_tools, ["submit_job", "trigger_training"]);
+        let call = |name: &str| {
+            format!(
+                r#"{{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{{"name":"{name}"}}}}"#
+            )
+        };
+        for (body, access) in [
+            (call("submit_job"), Access::Write),
+            (call("trigger_training"), Access::Write),
+            (call("check_job_status"), Access::Read),
+            (call("check_training_result"), Access::Read),
+            (call("no_such_tool"), Access::Read),
+            (
+                r#"{"jsonrpc":"2.0","id":1,"method":"tasks/cancel","params":{"taskId":"x"}}"#
+                    .into(),
+                Access::Write,
+            ),
+            (
+                r#"{"jsonrpc":"2.0","id":1,"method":"tasks/get","params":{"taskId":"x"}}"#.into(),
+                Access::Read,
+            ),
+            (
+                r#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#.into(),
+                Access::Read,
+            ),
+            (
+                format!("[{},{}]", call("check_job_status"), call("submit_job")),
+                Access::Write,
+            ),
+            ("not json".into(), Access::Read),
+        ] {
+            assert_eq!(access_of(body.as_bytes(), &write_tools), access, "{body}");
         }
     }
 }

@@ -18,7 +18,7 @@ mod tools_tests;
 pub mod wording;
 
 pub use deps::{AwsPorts, Backend, Deps, Ports};
-pub use front_door::{handle, mcp_service, HttpResponse, McpService, MAX_REQUEST_BODY_BYTES};
+pub use front_door::{mcp_service, FrontDoor, HttpResponse, McpService, MAX_REQUEST_BODY_BYTES};
 pub use tools::Tools;
 
 /// Every tool as `tools/list` declares it, whatever ports the tools run on.

@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use lambda_http::{service_fn, Error, Request};
 
-use mcp_tools::{handle, mcp_service, Deps};
+use mcp_tools::{Deps, FrontDoor};
 use shared::config::{metrics_namespace, Env, McpToolsConfig};
 use shared::telemetry;
 
@@ -15,14 +15,14 @@ use shared::telemetry;
 async fn main() -> Result<(), Error> {
     telemetry::init_logging();
     let metrics = telemetry::init_metrics("mcp-tools", &metrics_namespace(&Env::process()))?;
-    let config = Arc::new(McpToolsConfig::from_env(&Env::process())?);
+    let config = McpToolsConfig::from_env(&Env::process())?;
     let deps = Arc::new(Deps::connect(config.tools.clone()).await);
-    let mcp = Arc::new(mcp_service(deps, &config.allowed_origins));
+    let front_door = Arc::new(FrontDoor::new(config, deps));
     telemetry::run_http(
         metrics,
         service_fn(move |request: Request| {
-            let (config, mcp) = (config.clone(), mcp.clone());
-            async move { Ok::<_, std::convert::Infallible>(handle(&config, &mcp, request).await) }
+            let front_door = front_door.clone();
+            async move { Ok::<_, std::convert::Infallible>(front_door.handle(request).await) }
         }),
     )
     .await

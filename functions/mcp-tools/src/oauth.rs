@@ -147,7 +147,8 @@ struct KeyCache {
 /// Verifies access tokens of one issuer for one resource.
 pub struct Verifier {
     issuer: String,
-    audience: String,
+    /// App clients whose tokens may lack `aud` (Cognito's access tokens carry only `client_id`).
+    client_ids: Vec<String>,
     min_refresh: Duration,
     source: Box<dyn DynKeySource>,
     cache: RwLock<KeyCache>,
@@ -164,7 +165,7 @@ impl Verifier {
     pub fn with_source(config: &OAuthConfig, source: impl KeySource) -> Self {
         Self {
             issuer: config.issuer.clone(),
-            audience: config.audience.clone(),
+            client_ids: config.client_ids.clone(),
             min_refresh: Duration::from_secs(config.jwks_min_refresh_secs),
             source: Box::new(source),
             cache: RwLock::new(KeyCache::default()),
@@ -172,12 +173,18 @@ impl Verifier {
         }
     }
 
-    /// The token's claims if it is valid at `now_secs` (seconds since the Unix epoch).
-    pub async fn verify(&self, token: &str, now_secs: u64) -> Result<Claims, TokenError> {
+    /// The token's claims if it is valid at `now_secs` (seconds since the Unix epoch) for
+    /// `resource` (this server's identifier, see [`resource`]).
+    pub async fn verify(
+        &self,
+        token: &str,
+        now_secs: u64,
+        resource: &str,
+    ) -> Result<Claims, TokenError> {
         let header = parse_header(token)?;
         let key = self.key_for(header.kid.as_deref(), header.alg).await?;
         let raw = verify_signature(token, &key, header.alg)?;
-        self.check_claims(raw, now_secs)
+        self.check_claims(raw, now_secs, resource)
     }
 
     /// The key that must have signed a token, fetching the keys when none fits yet.
@@ -250,7 +257,12 @@ impl Verifier {
     /// The registered claims, checked against this server's clock (`now_secs`) rather than
     /// jsonwebtoken's (it reads the system clock), and with `aud` tolerating one trailing
     /// slash; jsonwebtoken would also take an `iss` array.
-    fn check_claims(&self, raw: RawClaims, now_secs: u64) -> Result<Claims, TokenError> {
+    fn check_claims(
+        &self,
+        raw: RawClaims,
+        now_secs: u64,
+        resource: &str,
+    ) -> Result<Claims, TokenError> {
         if !raw
             .iss
             .as_deref()
@@ -258,10 +270,19 @@ impl Verifier {
         {
             return Err(TokenError::WrongIssuer);
         }
-        let audience_ok = raw
-            .aud
-            .as_ref()
-            .is_some_and(|aud| aud.values().any(|a| same_modulo_slash(a, &self.audience)));
+        // An ID token is never an access token, whatever its audience (Cognito marks both).
+        if raw.token_use.as_deref().is_some_and(|u| u != "access") {
+            return Err(TokenError::WrongAudience);
+        }
+        let audience_ok = match &raw.aud {
+            Some(aud) => aud.values().any(|a| same_modulo_slash(a, resource)),
+            // Without `aud`, only an app client named in OAUTH_CLIENT_IDS, as API Gateway's
+            // JWT authorizers accept Cognito's access tokens.
+            None => raw
+                .client_id
+                .as_deref()
+                .is_some_and(|id| self.client_ids.iter().any(|c| c == id)),
+        };
         if !audience_ok {
             return Err(TokenError::WrongAudience);
         }
@@ -451,6 +472,8 @@ struct RawClaims {
     iat: Option<f64>,
     scope: Option<String>,
     scp: Option<OneOrMany>,
+    client_id: Option<String>,
+    token_use: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -738,24 +761,38 @@ fn http_client() -> Result<reqwest::Client, String> {
 // What the front door serves
 // ---------------------------------------------------------------------------------------
 
-/// RFC 9728's metadata URL for a resource: the well-known path between the host and the
-/// resource's path (`https://h/mcp` → `https://h/.well-known/oauth-protected-resource/mcp`).
-pub fn metadata_url(audience: &str) -> String {
-    let authority_start = audience.find("://").map_or(0, |i| i + 3);
-    let path_start = audience[authority_start..]
-        .find(['/', '?', '#'])
-        .map_or(audience.len(), |i| authority_start + i);
-    let (origin, rest) = audience.split_at(path_start);
-    let rest = rest.split('#').next().unwrap_or_default();
-    // A terminating slash right after the host is removed (RFC 9728, section 3.1).
-    let rest = if rest == "/" { "" } else { rest };
-    format!("{origin}{METADATA_PATH}{rest}")
+/// This server's resource identifier: `OAUTH_AUDIENCE`, or else the public URL of the
+/// request's MCP endpoint, `https://<Host>/mcp` (the Host has been checked against
+/// MCP_ALLOWED_HOSTS, so a first deployment works before its Function URL is known).
+pub fn resource(config: &OAuthConfig, host: &str) -> String {
+    match &config.audience {
+        Some(audience) => audience.clone(),
+        None => format!("https://{host}/mcp"),
+    }
+}
+
+/// Where the metadata of `resource` is served: beside its MCP path, on the same function
+/// (`https://h/mcp` → `https://h/.well-known/oauth-protected-resource/mcp`, as RFC 9728 has
+/// it; a function mounted under a path prefix keeps the prefix, so the URL still reaches it).
+pub fn metadata_url(resource: &str) -> String {
+    let resource = resource.split(['?', '#']).next().unwrap_or_default();
+    let authority_start = resource.find("://").map_or(0, |i| i + 3);
+    let path_start = resource[authority_start..]
+        .find('/')
+        .map_or(resource.len(), |i| authority_start + i);
+    let (origin, path) = resource.split_at(path_start);
+    match path.strip_suffix("/mcp") {
+        Some(base) => format!("{origin}{base}{METADATA_PATH}/mcp"),
+        // A terminating slash right after the host is removed (RFC 9728, section 3.1).
+        None if path.is_empty() || path == "/" => format!("{origin}{METADATA_PATH}"),
+        None => format!("{origin}{METADATA_PATH}{path}"),
+    }
 }
 
 /// The RFC 9728 metadata document, served unauthenticated.
-pub fn protected_resource_metadata(config: &OAuthConfig) -> serde_json::Value {
+pub fn protected_resource_metadata(config: &OAuthConfig, resource: &str) -> serde_json::Value {
     serde_json::json!({
-        "resource": config.audience,
+        "resource": resource,
         "authorization_servers": [config.issuer],
         "scopes_supported": supported_scopes(config),
         "bearer_methods_supported": ["header"],
@@ -783,7 +820,7 @@ pub enum Challenge<'a> {
 }
 
 /// The `WWW-Authenticate` value: where the metadata is, the scopes to ask for, and the error.
-pub fn challenge(config: &OAuthConfig, problem: Challenge<'_>) -> String {
+pub fn challenge(config: &OAuthConfig, resource: &str, problem: Challenge<'_>) -> String {
     let all = supported_scopes(config).join(" ");
     let (scope, error) = match problem {
         Challenge::MissingToken => (all.as_str(), None),
@@ -792,7 +829,7 @@ pub fn challenge(config: &OAuthConfig, problem: Challenge<'_>) -> String {
     };
     let mut value = format!(
         "Bearer resource_metadata=\"{}\", scope=\"{}\"",
-        quoted(&metadata_url(&config.audience)),
+        quoted(&metadata_url(resource)),
         quoted(scope)
     );
     if let Some(error) = error {

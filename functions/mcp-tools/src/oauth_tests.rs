@@ -19,7 +19,8 @@ const AUDIENCE: &str = "https://mcp.example.com/mcp";
 fn config() -> OAuthConfig {
     OAuthConfig {
         issuer: ISSUER.to_owned(),
-        audience: AUDIENCE.to_owned(),
+        audience: Some(AUDIENCE.to_owned()),
+        client_ids: Vec::new(),
         jwks_uri: None,
         read_scope: "jobs:read".to_owned(),
         write_scope: "jobs:write".to_owned(),
@@ -162,7 +163,7 @@ fn verifier(keys: JwkSet) -> (Verifier, Fake) {
 #[tokio::test]
 async fn a_good_token_gives_its_subject_and_scopes() {
     let (v, fake) = verifier(all_keys());
-    let claims = v.verify(&rs256(&claims()), NOW).await.unwrap();
+    let claims = v.verify(&rs256(&claims()), NOW, AUDIENCE).await.unwrap();
     assert_eq!(
         claims,
         Claims {
@@ -174,7 +175,9 @@ async fn a_good_token_gives_its_subject_and_scopes() {
     assert!(claims.has_scope("jobs:write"));
     assert!(!claims.has_scope("jobs"));
     // Cached: a second token fetches nothing.
-    v.verify(&rs256(&claims_for("user-2")), NOW).await.unwrap();
+    v.verify(&rs256(&claims_for("user-2")), NOW, AUDIENCE)
+        .await
+        .unwrap();
     assert_eq!(fake.fetches(), 1);
 }
 
@@ -187,13 +190,24 @@ async fn scopes_come_from_scp_as_an_array_or_a_string() {
     let (v, _) = verifier(all_keys());
     let array = with(claims(), json!({"scope": null, "scp": ["jobs:read", "x"]}));
     let es = token("ec_p256", Algorithm::ES256, Some("ec"), &array);
-    assert_eq!(v.verify(&es, NOW).await.unwrap().scopes, ["jobs:read", "x"]);
+    assert_eq!(
+        v.verify(&es, NOW, AUDIENCE).await.unwrap().scopes,
+        ["jobs:read", "x"]
+    );
     let string = with(claims(), json!({"scope": "a b", "scp": "b c"}));
     let ed = token("ed25519", Algorithm::EdDSA, Some("ed"), &string);
-    assert_eq!(v.verify(&ed, NOW).await.unwrap().scopes, ["a", "b", "c"]);
+    assert_eq!(
+        v.verify(&ed, NOW, AUDIENCE).await.unwrap().scopes,
+        ["a", "b", "c"]
+    );
     let none = with(claims(), json!({"scope": null}));
     let ps = token("rsa_b", Algorithm::PS256, Some("b"), &none);
-    assert!(v.verify(&ps, NOW).await.unwrap().scopes.is_empty());
+    assert!(v
+        .verify(&ps, NOW, AUDIENCE)
+        .await
+        .unwrap()
+        .scopes
+        .is_empty());
 }
 
 #[tokio::test]
@@ -202,28 +216,43 @@ async fn the_times_are_checked_with_thirty_seconds_of_leeway() {
     let at = |changes: Value| rs256(&with(claims(), changes));
     let exp = NOW - LEEWAY_SECS;
     assert_eq!(
-        v.verify(&at(json!({ "exp": exp })), NOW).await,
+        v.verify(&at(json!({ "exp": exp })), NOW, AUDIENCE).await,
         Err(TokenError::Expired)
     );
-    assert!(v.verify(&at(json!({ "exp": exp + 1 })), NOW).await.is_ok());
+    assert!(v
+        .verify(&at(json!({ "exp": exp + 1 })), NOW, AUDIENCE)
+        .await
+        .is_ok());
     // Fractional NumericDate.
     assert!(v
-        .verify(&at(json!({ "exp": NOW as f64 + 0.5 })), NOW)
+        .verify(&at(json!({ "exp": NOW as f64 + 0.5 })), NOW, AUDIENCE)
         .await
         .is_ok());
     let nbf = NOW + LEEWAY_SECS;
-    assert!(v.verify(&at(json!({ "nbf": nbf })), NOW).await.is_ok());
+    assert!(v
+        .verify(&at(json!({ "nbf": nbf })), NOW, AUDIENCE)
+        .await
+        .is_ok());
     let early = at(json!({ "nbf": nbf + 1 }));
-    assert_eq!(v.verify(&early, NOW).await, Err(TokenError::NotYetValid));
+    assert_eq!(
+        v.verify(&early, NOW, AUDIENCE).await,
+        Err(TokenError::NotYetValid)
+    );
     let issued_later = at(json!({ "iat": nbf + 1 }));
     assert_eq!(
-        v.verify(&issued_later, NOW).await,
+        v.verify(&issued_later, NOW, AUDIENCE).await,
         Err(TokenError::NotYetValid)
     );
     let no_exp = at(json!({ "exp": null }));
-    assert_eq!(v.verify(&no_exp, NOW).await, Err(TokenError::MissingExpiry));
+    assert_eq!(
+        v.verify(&no_exp, NOW, AUDIENCE).await,
+        Err(TokenError::MissingExpiry)
+    );
     let text_exp = at(json!({ "exp": "soon" }));
-    assert_eq!(v.verify(&text_exp, NOW).await, Err(TokenError::Malformed));
+    assert_eq!(
+        v.verify(&text_exp, NOW, AUDIENCE).await,
+        Err(TokenError::Malformed)
+    );
 }
 
 #[tokio::test]
@@ -235,7 +264,10 @@ async fn the_audience_must_name_this_resource() {
         json!(format!("{AUDIENCE}/")),
         json!(["https://other.example.com", AUDIENCE]),
     ] {
-        assert!(v.verify(&aud(good.clone()), NOW).await.is_ok(), "{good}");
+        assert!(
+            v.verify(&aud(good.clone()), NOW, AUDIENCE).await.is_ok(),
+            "{good}"
+        );
     }
     for bad in [
         json!("https://other.example.com/mcp"),
@@ -245,7 +277,7 @@ async fn the_audience_must_name_this_resource() {
         Value::Null,
     ] {
         assert_eq!(
-            v.verify(&aud(bad.clone()), NOW).await,
+            v.verify(&aud(bad.clone()), NOW, AUDIENCE).await,
             Err(TokenError::WrongAudience),
             "{bad}"
         );
@@ -253,22 +285,62 @@ async fn the_audience_must_name_this_resource() {
 }
 
 #[tokio::test]
+async fn a_token_without_aud_is_accepted_only_from_a_listed_app_client() {
+    // Cognito's access tokens: `client_id` and `token_use`, no `aud`.
+    let cognito = |client: &str, token_use: &str| {
+        let changes = json!({ "aud": null, "client_id": client, "token_use": token_use });
+        rs256(&with(claims(), changes))
+    };
+    let listed = OAuthConfig {
+        client_ids: vec!["app-1".into()],
+        ..config()
+    };
+    let v = Verifier::with_source(&listed, Fake::new(all_keys()));
+    assert!(v
+        .verify(&cognito("app-1", "access"), NOW, AUDIENCE)
+        .await
+        .is_ok());
+    for (client, token_use) in [("app-2", "access"), ("app-1", "id")] {
+        assert_eq!(
+            v.verify(&cognito(client, token_use), NOW, AUDIENCE).await,
+            Err(TokenError::WrongAudience),
+            "{client} {token_use}"
+        );
+    }
+    let (unlisted, _) = verifier(all_keys());
+    assert_eq!(
+        unlisted
+            .verify(&cognito("app-1", "access"), NOW, AUDIENCE)
+            .await,
+        Err(TokenError::WrongAudience)
+    );
+}
+
+#[tokio::test]
 async fn the_issuer_must_be_the_configured_one() {
     let (v, _) = verifier(all_keys());
     let iss = |iss: Value| rs256(&with(claims(), json!({ "iss": iss })));
     // The configuration drops a trailing slash (Auth0's issuers have one).
-    let slash = v.verify(&iss(json!(format!("{ISSUER}/"))), NOW).await;
+    let slash = v
+        .verify(&iss(json!(format!("{ISSUER}/"))), NOW, AUDIENCE)
+        .await;
     assert_eq!(slash.unwrap().issuer, ISSUER);
     for bad in [
         json!("https://evil.example.com"),
         json!("https://issuer.example.co"),
         Value::Null,
     ] {
-        assert_eq!(v.verify(&iss(bad), NOW).await, Err(TokenError::WrongIssuer));
+        assert_eq!(
+            v.verify(&iss(bad), NOW, AUDIENCE).await,
+            Err(TokenError::WrongIssuer)
+        );
     }
     // jsonwebtoken would take an array holding the issuer; this is not a string.
     let array = iss(json!([ISSUER]));
-    assert_eq!(v.verify(&array, NOW).await, Err(TokenError::Malformed));
+    assert_eq!(
+        v.verify(&array, NOW, AUDIENCE).await,
+        Err(TokenError::Malformed)
+    );
 }
 
 #[tokio::test]
@@ -276,7 +348,10 @@ async fn the_subject_is_required() {
     let (v, _) = verifier(all_keys());
     for sub in [Value::Null, json!("")] {
         let t = rs256(&with(claims(), json!({ "sub": sub })));
-        assert_eq!(v.verify(&t, NOW).await, Err(TokenError::MissingSubject));
+        assert_eq!(
+            v.verify(&t, NOW, AUDIENCE).await,
+            Err(TokenError::MissingSubject)
+        );
     }
 }
 
@@ -287,7 +362,7 @@ async fn alg_none_is_refused_before_any_key_is_fetched() {
         let header = json!({"alg": alg, "kid": "a"});
         for signature in [&b""[..], b"x"] {
             let t = hand_token(&header, &claims(), signature);
-            let refused = v.verify(&t, NOW).await.unwrap_err();
+            let refused = v.verify(&t, NOW, AUDIENCE).await.unwrap_err();
             assert!(
                 matches!(refused, TokenError::AlgorithmNotAllowed(_)),
                 "{alg}: {refused:?}"
@@ -295,7 +370,7 @@ async fn alg_none_is_refused_before_any_key_is_fetched() {
         }
     }
     let long = hand_token(&json!({"alg": "x".repeat(40)}), &claims(), b"x");
-    let refused = v.verify(&long, NOW).await;
+    let refused = v.verify(&long, NOW, AUDIENCE).await;
     assert_eq!(
         refused,
         Err(TokenError::AlgorithmNotAllowed("?".to_owned()))
@@ -321,7 +396,7 @@ async fn hmac_keyed_with_the_public_key_is_refused() {
             header.kid = Some("a".to_owned());
             let key = EncodingKey::from_secret(secret);
             let t = jsonwebtoken::encode(&header, &claims(), &key).unwrap();
-            let refused = v.verify(&t, NOW).await;
+            let refused = v.verify(&t, NOW, AUDIENCE).await;
             let name = format!("{alg:?}");
             assert_eq!(refused, Err(TokenError::AlgorithmNotAllowed(name)));
         }
@@ -333,10 +408,13 @@ async fn hmac_keyed_with_the_public_key_is_refused() {
 async fn a_signature_by_another_key_under_a_known_kid_is_refused() {
     let (v, _) = verifier(all_keys());
     let forged = token("rsa_b", Algorithm::RS256, Some("a"), &claims());
-    assert_eq!(v.verify(&forged, NOW).await, Err(TokenError::BadSignature));
+    assert_eq!(
+        v.verify(&forged, NOW, AUDIENCE).await,
+        Err(TokenError::BadSignature)
+    );
     let forged_pss = token("rsa_a", Algorithm::PS256, Some("b"), &claims());
     assert_eq!(
-        v.verify(&forged_pss, NOW).await,
+        v.verify(&forged_pss, NOW, AUDIENCE).await,
         Err(TokenError::BadSignature)
     );
 }
@@ -349,13 +427,19 @@ async fn a_tampered_payload_is_refused() {
     let parts: Vec<&str> = good.split('.').collect();
     let other_payload = other.split('.').nth(1).unwrap();
     let swapped = format!("{}.{}.{}", parts[0], other_payload, parts[2]);
-    assert_eq!(v.verify(&swapped, NOW).await, Err(TokenError::BadSignature));
+    assert_eq!(
+        v.verify(&swapped, NOW, AUDIENCE).await,
+        Err(TokenError::BadSignature)
+    );
     // The same signature over a payload edited by hand.
     let edited = b64(with(claims(), json!({"sub": "admin"}))
         .to_string()
         .as_bytes());
     let edited = format!("{}.{}.{}", parts[0], edited, parts[2]);
-    assert_eq!(v.verify(&edited, NOW).await, Err(TokenError::BadSignature));
+    assert_eq!(
+        v.verify(&edited, NOW, AUDIENCE).await,
+        Err(TokenError::BadSignature)
+    );
 }
 
 #[tokio::test]
@@ -382,7 +466,7 @@ async fn malformed_tokens_are_refused_without_a_fetch() {
     ];
     for case in &cases {
         assert_eq!(
-            v.verify(case, NOW).await,
+            v.verify(case, NOW, AUDIENCE).await,
             Err(TokenError::Malformed),
             "{case:.60}"
         );
@@ -395,7 +479,7 @@ async fn malformed_tokens_are_refused_without_a_fetch() {
             .unwrap();
     let signed_garbage = format!("{message}.{signature}");
     assert_eq!(
-        v.verify(&signed_garbage, NOW).await,
+        v.verify(&signed_garbage, NOW, AUDIENCE).await,
         Err(TokenError::Malformed)
     );
 }
@@ -406,7 +490,7 @@ async fn critical_header_extensions_are_refused() {
     let header = json!({"alg": "RS256", "kid": "a", "crit": ["exp"], "exp": 1});
     let t = hand_token(&header, &claims(), b"x");
     assert_eq!(
-        v.verify(&t, NOW).await,
+        v.verify(&t, NOW, AUDIENCE).await,
         Err(TokenError::UnsupportedCritical)
     );
     assert_eq!(fake.fetches(), 0);
@@ -417,16 +501,28 @@ async fn the_key_must_fit_the_algorithm() {
     let (v, _) = verifier(all_keys());
     // The JWK says RS256: a PS256 signature by the very same key is refused.
     let pss = token("rsa_a", Algorithm::PS256, Some("a"), &claims());
-    assert_eq!(v.verify(&pss, NOW).await, Err(TokenError::KeyMismatch));
+    assert_eq!(
+        v.verify(&pss, NOW, AUDIENCE).await,
+        Err(TokenError::KeyMismatch)
+    );
     // An RSA signature under the id of an EC or Ed25519 key.
     let on_ec = token("rsa_a", Algorithm::RS256, Some("ec"), &claims());
-    assert_eq!(v.verify(&on_ec, NOW).await, Err(TokenError::KeyMismatch));
+    assert_eq!(
+        v.verify(&on_ec, NOW, AUDIENCE).await,
+        Err(TokenError::KeyMismatch)
+    );
     let on_ed = token("rsa_a", Algorithm::RS256, Some("ed"), &claims());
-    assert_eq!(v.verify(&on_ed, NOW).await, Err(TokenError::KeyMismatch));
+    assert_eq!(
+        v.verify(&on_ed, NOW, AUDIENCE).await,
+        Err(TokenError::KeyMismatch)
+    );
     // ES384 needs a P-384 key.
     let header = json!({"alg": "ES384", "kid": "ec"});
     let es384 = hand_token(&header, &claims(), &[0; 96]);
-    assert_eq!(v.verify(&es384, NOW).await, Err(TokenError::KeyMismatch));
+    assert_eq!(
+        v.verify(&es384, NOW, AUDIENCE).await,
+        Err(TokenError::KeyMismatch)
+    );
 }
 
 #[tokio::test(start_paused = true)]
@@ -441,14 +537,17 @@ async fn keys_not_for_signing_are_skipped() {
     for kid in ["enc", "ops", "oaep"] {
         let t = token("rsa_a", Algorithm::RS256, Some(kid), &claims());
         assert_eq!(
-            v.verify(&t, NOW).await,
+            v.verify(&t, NOW, AUDIENCE).await,
             Err(TokenError::UnknownKey),
             "{kid}"
         );
     }
     // Not even the only key when the token names none.
     let t = token("rsa_a", Algorithm::RS256, None, &claims());
-    assert_eq!(v.verify(&t, NOW).await, Err(TokenError::UnknownKey));
+    assert_eq!(
+        v.verify(&t, NOW, AUDIENCE).await,
+        Err(TokenError::UnknownKey)
+    );
 }
 
 #[tokio::test]
@@ -456,41 +555,53 @@ async fn a_token_without_kid_needs_a_single_key() {
     let one = jwks(vec![jwk("rsa_a", "a", json!({}))]);
     let (v, _) = verifier(one);
     let t = token("rsa_a", Algorithm::RS256, None, &claims());
-    assert!(v.verify(&t, NOW).await.is_ok());
+    assert!(v.verify(&t, NOW, AUDIENCE).await.is_ok());
     let (v, _) = verifier(all_keys());
-    assert_eq!(v.verify(&t, NOW).await, Err(TokenError::MissingKeyId));
+    assert_eq!(
+        v.verify(&t, NOW, AUDIENCE).await,
+        Err(TokenError::MissingKeyId)
+    );
 }
 
 #[tokio::test(start_paused = true)]
 async fn an_unknown_kid_fetches_again_and_the_rotated_key_is_accepted() {
     let (v, fake) = verifier(jwks(vec![jwk("rsa_a", "a", json!({}))]));
-    v.verify(&rs256(&claims()), NOW).await.unwrap();
+    v.verify(&rs256(&claims()), NOW, AUDIENCE).await.unwrap();
     fake.set(Ok(jwks(vec![jwk("rsa_b", "b2", json!({}))])));
     let rotated = token("rsa_b", Algorithm::RS256, Some("b2"), &claims());
     // Unknown keys are fetched for no sooner than the interval after the last fetch.
     tokio::time::advance(Duration::from_secs(60)).await;
-    assert!(v.verify(&rotated, NOW).await.is_ok());
+    assert!(v.verify(&rotated, NOW, AUDIENCE).await.is_ok());
     assert_eq!(fake.fetches(), 2);
     // The old key is gone with the old set.
     let old = rs256(&claims());
-    assert_eq!(v.verify(&old, NOW).await, Err(TokenError::UnknownKey));
+    assert_eq!(
+        v.verify(&old, NOW, AUDIENCE).await,
+        Err(TokenError::UnknownKey)
+    );
 }
 
 #[tokio::test(start_paused = true)]
 async fn a_flood_of_unknown_kids_fetches_at_most_once_per_interval() {
     let (v, fake) = verifier(all_keys());
-    v.verify(&rs256(&claims()), NOW).await.unwrap();
+    v.verify(&rs256(&claims()), NOW, AUDIENCE).await.unwrap();
     for i in 0..50 {
         let kid = format!("random-{i}");
         let t = token("rsa_a", Algorithm::RS256, Some(&kid), &claims());
-        assert_eq!(v.verify(&t, NOW).await, Err(TokenError::UnknownKey));
+        assert_eq!(
+            v.verify(&t, NOW, AUDIENCE).await,
+            Err(TokenError::UnknownKey)
+        );
         tokio::time::advance(Duration::from_secs(1)).await;
     }
     // 50 s in: still the first fetch.
     assert_eq!(fake.fetches(), 1);
     tokio::time::advance(Duration::from_secs(10)).await;
     let t = token("rsa_a", Algorithm::RS256, Some("another"), &claims());
-    assert_eq!(v.verify(&t, NOW).await, Err(TokenError::UnknownKey));
+    assert_eq!(
+        v.verify(&t, NOW, AUDIENCE).await,
+        Err(TokenError::UnknownKey)
+    );
     assert_eq!(fake.fetches(), 2);
 }
 
@@ -512,7 +623,7 @@ async fn concurrent_callers_share_one_fetch() {
                 &claims(),
             )
         };
-        calls.spawn(async move { (i, v.verify(&t, NOW).await) });
+        calls.spawn(async move { (i, v.verify(&t, NOW, AUDIENCE).await) });
     }
     while let Some(done) = calls.join_next().await {
         let (i, result) = done.unwrap();
@@ -528,19 +639,22 @@ async fn concurrent_callers_share_one_fetch() {
 #[tokio::test(start_paused = true)]
 async fn a_failed_fetch_keeps_the_keys_held() {
     let (v, fake) = verifier(all_keys());
-    v.verify(&rs256(&claims()), NOW).await.unwrap();
+    v.verify(&rs256(&claims()), NOW, AUDIENCE).await.unwrap();
     fake.set(Err(KeyError::Status {
         url: "https://issuer.example.com/jwks".to_owned(),
         status: 503,
     }));
     tokio::time::advance(Duration::from_secs(61)).await;
     let unknown = token("rsa_a", Algorithm::RS256, Some("new"), &claims());
-    assert_eq!(v.verify(&unknown, NOW).await, Err(TokenError::UnknownKey));
+    assert_eq!(
+        v.verify(&unknown, NOW, AUDIENCE).await,
+        Err(TokenError::UnknownKey)
+    );
     assert_eq!(fake.fetches(), 2);
-    assert!(v.verify(&rs256(&claims()), NOW).await.is_ok());
+    assert!(v.verify(&rs256(&claims()), NOW, AUDIENCE).await.is_ok());
     // Past the keys' age the set is asked for again, and kept when that fails.
     tokio::time::advance(KEYS_MAX_AGE).await;
-    assert!(v.verify(&rs256(&claims()), NOW).await.is_ok());
+    assert!(v.verify(&rs256(&claims()), NOW, AUDIENCE).await.is_ok());
     assert_eq!(fake.fetches(), 3);
 }
 
@@ -551,14 +665,17 @@ async fn no_keys_at_all_says_why_and_retries_soon() {
         "GET … answered HTTP 500".to_owned(),
     )));
     let v = Verifier::with_source(&config(), fake.clone());
-    let refused = v.verify(&rs256(&claims()), NOW).await.unwrap_err();
+    let refused = v
+        .verify(&rs256(&claims()), NOW, AUDIENCE)
+        .await
+        .unwrap_err();
     assert!(matches!(&refused, TokenError::KeysUnavailable(why) if why.contains("HTTP 500")));
     // Within the short retry delay: no new fetch.
-    let _ = v.verify(&rs256(&claims()), NOW).await;
+    let _ = v.verify(&rs256(&claims()), NOW, AUDIENCE).await;
     assert_eq!(fake.fetches(), 1);
     tokio::time::advance(NO_KEYS_RETRY).await;
     fake.set(Ok(all_keys()));
-    assert!(v.verify(&rs256(&claims()), NOW).await.is_ok());
+    assert!(v.verify(&rs256(&claims()), NOW, AUDIENCE).await.is_ok());
     assert_eq!(fake.fetches(), 2);
 }
 
@@ -579,7 +696,7 @@ async fn errors_never_quote_the_token() {
         hand_token(&json!({"alg": "RS256", "kid": secret_sub}), &claims(), b"x"),
     ];
     for t in &cases {
-        let error = v.verify(t, NOW).await.unwrap_err();
+        let error = v.verify(t, NOW, AUDIENCE).await.unwrap_err();
         let text = format!("{error} {error:?}");
         assert!(
             !text.contains(secret_sub) && !text.contains(t.as_str()),
@@ -589,14 +706,29 @@ async fn errors_never_quote_the_token() {
 }
 
 #[test]
-fn metadata_urls_follow_rfc_9728() {
+fn metadata_urls_sit_beside_the_mcp_path() {
     let cases = [
-        ("https://h/mcp", "https://h/.well-known/oauth-protected-resource/mcp"),
-        ("https://h", "https://h/.well-known/oauth-protected-resource"),
-        ("https://h/", "https://h/.well-known/oauth-protected-resource"),
+        // RFC 9728's own form for a resource at the root of its host.
         (
-            "https://a.lambda-url.eu-west-1.on.aws:8443/v1/mcp",
-            "https://a.lambda-url.eu-west-1.on.aws:8443/.well-known/oauth-protected-resource/v1/mcp",
+            "https://h/mcp",
+            "https://h/.well-known/oauth-protected-resource/mcp",
+        ),
+        (
+            "https://h",
+            "https://h/.well-known/oauth-protected-resource",
+        ),
+        (
+            "https://h/",
+            "https://h/.well-known/oauth-protected-resource",
+        ),
+        // A function mounted under a prefix (cargo lambda watch, a proxy) keeps it.
+        (
+            "http://127.0.0.1:9000/lambda-url/mcp-tools/mcp",
+            "http://127.0.0.1:9000/lambda-url/mcp-tools/.well-known/oauth-protected-resource/mcp",
+        ),
+        (
+            "https://a.lambda-url.eu-west-1.on.aws:8443/v1",
+            "https://a.lambda-url.eu-west-1.on.aws:8443/.well-known/oauth-protected-resource/v1",
         ),
     ];
     for (resource, url) in cases {
@@ -607,7 +739,7 @@ fn metadata_urls_follow_rfc_9728() {
 #[test]
 fn the_metadata_document_names_the_issuer_and_the_scopes() {
     assert_eq!(
-        protected_resource_metadata(&config()),
+        protected_resource_metadata(&config(), AUDIENCE),
         json!({
             "resource": AUDIENCE,
             "authorization_servers": [ISSUER],
@@ -623,23 +755,33 @@ fn challenges_point_at_the_metadata() {
     let c = config();
     let metadata = "https://mcp.example.com/.well-known/oauth-protected-resource/mcp";
     assert_eq!(
-        challenge(&c, Challenge::MissingToken),
+        challenge(&c, AUDIENCE, Challenge::MissingToken),
         format!(r#"Bearer resource_metadata="{metadata}", scope="jobs:read jobs:write""#)
     );
     assert_eq!(
-        challenge(&c, Challenge::InvalidToken),
+        challenge(&c, AUDIENCE, Challenge::InvalidToken),
         format!(
             r#"Bearer resource_metadata="{metadata}", scope="jobs:read jobs:write", error="invalid_token""#
         )
     );
     assert_eq!(
-        challenge(&c, Challenge::InsufficientScope("jobs:write")),
+        challenge(&c, AUDIENCE, Challenge::InsufficientScope("jobs:write")),
         format!(
             r#"Bearer resource_metadata="{metadata}", scope="jobs:write", error="insufficient_scope""#
         )
     );
+    // Without OAUTH_AUDIENCE, the resource is the request's own MCP URL.
+    let unset = OAuthConfig {
+        audience: None,
+        ..config()
+    };
+    assert_eq!(
+        resource(&unset, "abc.lambda-url.eu-west-1.on.aws"),
+        "https://abc.lambda-url.eu-west-1.on.aws/mcp"
+    );
+    assert_eq!(resource(&c, "abc.lambda-url.eu-west-1.on.aws"), AUDIENCE);
     // Every challenge is a valid header value.
-    assert!(http::HeaderValue::from_str(&challenge(&c, Challenge::InvalidToken)).is_ok());
+    assert!(http::HeaderValue::from_str(&challenge(&c, AUDIENCE, Challenge::InvalidToken)).is_ok());
 }
 
 #[test]
@@ -810,7 +952,10 @@ async fn openid_discovery_leads_to_the_keys() {
     let config = oauth_config(&server.base);
     let v = Verifier::new(&config);
     let t = rs256(&with(claims(), json!({"iss": server.base})));
-    assert_eq!(v.verify(&t, NOW).await.unwrap().issuer, server.base);
+    assert_eq!(
+        v.verify(&t, NOW, AUDIENCE).await.unwrap().issuer,
+        server.base
+    );
     assert_eq!(
         server.requests(),
         ["/.well-known/openid-configuration", "/keys"]
@@ -903,7 +1048,7 @@ async fn a_configured_jwks_uri_needs_no_metadata() {
         ..oauth_config("https://issuer.example.com")
     };
     let v = Verifier::new(&config);
-    assert!(v.verify(&rs256(&claims()), NOW).await.is_ok());
+    assert!(v.verify(&rs256(&claims()), NOW, AUDIENCE).await.is_ok());
     assert_eq!(server.requests(), ["/jwks.json"]);
 }
 
