@@ -236,18 +236,12 @@ CONFIG_RS = (ROOT / "shared" / "src" / "config.rs").read_text().split("#[cfg(tes
 READERS = ("required", "number_in", "list")
 # Required only in one AUTH_MODE (by the function that mode's arm calls); the template sets them in
 # that mode. Bearer mode needs at least one of BEARER_TOKENS instead (bearer_tokens refuses none).
-MODE_ONLY = {"OAUTH_ISSUER": "oauth", "OAUTH_AUDIENCE": "oauth"}
+MODE_ONLY = {"OAUTH_ISSUER": "oauth"}
 BEARER_TOKENS = {"MCP_BEARER_TOKENS", "MCP_BEARER_TOKEN_SHA256"}
 FUNCTIONS = {"NotificationHandlerFunction": "notification-handler", "PipelineRouterFunction": "pipeline-router",
              "McpToolsFunction": "mcp-tools", "GatewayTargetFunction": "gateway-target"}
 # Set by the template for trigger_training's argument map; the tools read it (shared's config) once it is parsed there.
-# OAUTH_CLIENT_IDS (tokens without aud accepted by their client_id, as Cognito's are): set with OAuth; mcp-tools
-# reads it once OAuthConfig::from_env parses it.
-COMING = {"McpToolsFunction": {"PIPELINE_PARAMETERS", "OAUTH_CLIENT_IDS"},
-          "GatewayTargetFunction": {"PIPELINE_PARAMETERS"}}
-# Required by config.rs today, optional once the resource defaults to https://<request Host>/mcp: the
-# template leaves OAUTH_AUDIENCE unset until OAuthAudience is given.
-COMING_OPTIONAL = {"OAUTH_AUDIENCE"}
+COMING = {"McpToolsFunction": {"PIPELINE_PARAMETERS"}, "GatewayTargetFunction": {"PIPELINE_PARAMETERS"}}
 
 
 def blocks() -> dict:
@@ -293,11 +287,13 @@ def test_the_config_parser_finds_what_the_code_reads():
     read, required = function_variables("mcp-tools")
     assert {"RESULTS_TABLE", "IO_BUCKET", "AUTH_MODE", "FUNCTION_TIMEOUT_SECS", "METRICS_NAMESPACE"} <= read
     assert {"RESULTS_TABLE", "ASYNC_ENDPOINT_NAME", "AUTH_MODE"} <= required
-    assert {"OAUTH_JWKS_URI", "OAUTH_READ_SCOPE", "OAUTH_WRITE_SCOPE"} | BEARER_TOKENS <= read
+    assert {"OAUTH_JWKS_URI", "OAUTH_READ_SCOPE", "OAUTH_WRITE_SCOPE", "OAUTH_AUDIENCE",
+            "OAUTH_CLIENT_IDS"} | BEARER_TOKENS <= read
+    assert "OAUTH_AUDIENCE" not in required, "optional: the resource defaults to the request's own URL"
     assert "RESULT_TTL_SECS" in function_variables("pipeline-router")[0]
     for name, mode in MODE_ONLY.items():
         mode_read, mode_required = variables_of(auth_arm(mode))
-        assert name in (mode_read if name in COMING_OPTIONAL else mode_required), (name, mode)
+        assert name in mode_required, (name, mode)
     # Bearer mode: either token variable, and none at all is refused.
     tokens = auth_arm("bearer")
     tokens_read, tokens_required = variables_of(tokens)
@@ -334,7 +330,7 @@ def test_each_function_gets_every_variable_its_code_requires_and_nothing_it_does
         assert variables["AUTH_MODE"] == mode
         if mode == "bearer":
             assert BEARER_TOKENS & set(variables)
-    needed = (required - set(MODE_ONLY)) | {v for v in required if MODE_ONLY.get(v) == mode} - COMING_OPTIONAL
+    needed = (required - set(MODE_ONLY)) | {v for v in required if MODE_ONLY.get(v) == mode}
     assert needed <= set(variables), f"required but not set: {needed - set(variables)}"
     unread = set(variables) - read - COMING.get(function, set())
     assert not unread, f"set but never read by {FUNCTIONS[function]}: {unread}"
