@@ -133,8 +133,21 @@ fn arg(args: &[String], name: &str) -> Option<String> {
         .cloned()
 }
 
+/// reqwest is built with rustls for the workspace (mcp-tools fetches an issuer's keys over
+/// https), and rustls needs its crypto provider chosen before any client exists, even one that
+/// only speaks plain http to 127.0.0.1 as this one does.
+fn install_tls_provider() {
+    let _ = rustls::crypto::aws_lc_rs::default_provider().install_default();
+}
+
+fn http_client() -> reqwest::Client {
+    install_tls_provider();
+    reqwest::Client::new()
+}
+
 #[tokio::main]
 async fn main() {
+    install_tls_provider();
     let args: Vec<String> = std::env::args().collect();
     let port: u16 = arg(&args, "--port").map_or(0, |p| p.parse().expect("--port takes a number"));
     let step_millis: u64 = arg(&args, "--step-millis")
@@ -154,7 +167,7 @@ async fn main() {
         },
         runs: Arc::default(),
         tokens: Arc::default(),
-        http: reqwest::Client::new(),
+        http: http_client(),
         s3: s3_client().await,
         control: Arc::default(),
         catalog: Arc::default(),

@@ -203,6 +203,36 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn an_owners_run_lands_where_its_trigger_put_it_and_its_message_says_whose() {
+        use crate::domain::caller::Principal;
+        use crate::domain::pipeline_event::execution_description;
+        use crate::usecases::training::session_runs;
+        let (runs, queue, pipeline) = (
+            MemoryRuns::default(),
+            MemoryQueue::default(),
+            FakePipeline::default(),
+        );
+        let caller = Principal::Bearer { name: "a".into() }.caller();
+        let description = execution_description("s-1", &caller.owner, now());
+        route(&runs, &pipeline, &queue, "Succeeded", Some(&description))
+            .await
+            .unwrap();
+        let listed = session_runs(&runs, &caller, "s-1", now()).await.unwrap();
+        assert_eq!(listed.len(), 1);
+        assert_eq!(listed[0].status, PipelineStatus::Succeeded.into());
+        let someone_else = Principal::Local.caller();
+        assert!(session_runs(&runs, &someone_else, "s-1", now())
+            .await
+            .unwrap()
+            .is_empty());
+        assert_eq!(
+            queue.sent()[0].owner.as_deref(),
+            Some(caller.owner.as_str())
+        );
+        assert_eq!(queue.sent()[0].session_id, "s-1");
+    }
+
+    #[tokio::test]
     async fn failed_runs_carry_the_described_reason() {
         let (runs, queue) = (MemoryRuns::default(), MemoryQueue::default());
         let pipeline = FakePipeline::default();
