@@ -56,7 +56,11 @@ fn start(hang_millis: u64) -> Standin {
     Standin {
         url,
         child,
-        http: reqwest::Client::new(),
+        http: {
+            // The workspace's reqwest has rustls, which needs its provider chosen first.
+            let _ = rustls::crypto::aws_lc_rs::default_provider().install_default();
+            reqwest::Client::new()
+        },
     }
 }
 

@@ -43,6 +43,9 @@ const WAIT_MARGIN: Duration = Duration::from_secs(3);
 pub struct Tools<B> {
     deps: Arc<Deps<B>>,
     router: Arc<ToolRouter<Tools<B>>>,
+    /// The caller of every request, for a transport with one caller and no front door (an
+    /// in-process or stdio client); None where each request brings its own.
+    sole_caller: Option<Principal>,
 }
 
 impl<B> Clone for Tools<B> {
@@ -50,16 +53,27 @@ impl<B> Clone for Tools<B> {
         Self {
             deps: self.deps.clone(),
             router: self.router.clone(),
+            sole_caller: self.sole_caller.clone(),
         }
     }
 }
 
 #[tool_router]
 impl<B: Backend> Tools<B> {
+    /// Tools whose requests each carry the caller their front door established.
     pub fn new(deps: Arc<Deps<B>>) -> Self {
         Self {
             deps,
             router: Arc::new(Self::tool_router()),
+            sole_caller: None,
+        }
+    }
+
+    /// Tools whose every request is `principal`'s: for a transport that has one caller.
+    pub fn for_sole_caller(deps: Arc<Deps<B>>, principal: Principal) -> Self {
+        Self {
+            sole_caller: Some(principal),
+            ..Self::new(deps)
         }
     }
 
@@ -255,8 +269,9 @@ impl<B: Backend> Tools<B> {
         );
         let started = tokio::time::Instant::now();
         let result = async {
-            let caller =
-                caller_of(extensions).ok_or_else(|| ToolError::invalid(wording::NO_CALLER))?;
+            let caller = self
+                .caller_of(extensions)
+                .ok_or_else(|| ToolError::invalid(wording::NO_CALLER))?;
             let valid = args.validate(&self.deps.config, &caller)?;
             A::trace(&valid, &Span::current());
             work(valid, caller).await
@@ -466,6 +481,27 @@ impl<B: Backend> Tools<B> {
     }
 }
 
+impl<B> Tools<B> {
+    /// The caller the front door established, on the HTTP request (Function URL) or on its
+    /// own (other front doors, see [`crate::direct`]); else the transport's sole caller.
+    /// Nothing here reads a header.
+    fn caller_of(&self, extensions: &Extensions) -> Option<Caller> {
+        let principal = match extensions.get::<http::request::Parts>() {
+            Some(parts) => parts.extensions.get::<Principal>(),
+            None => extensions.get::<Principal>(),
+        };
+        principal
+            .or(self.sole_caller.as_ref())
+            .map(Principal::caller)
+    }
+
+    /// A task method's caller; without one nothing is read.
+    fn task_caller(&self, extensions: &Extensions) -> Result<Caller, ErrorData> {
+        self.caller_of(extensions)
+            .ok_or_else(|| ErrorData::internal_error(wording::NO_CALLER, None))
+    }
+}
+
 /// What `tasks/get` says of a job's or a run's task.
 struct TaskAnswer {
     created_at: String,
@@ -537,7 +573,7 @@ impl<B: Backend> ServerHandler for Tools<B> {
         request: GetTaskParams,
         context: RequestContext<RoleServer>,
     ) -> Result<GetTaskResult, ErrorData> {
-        let caller = task_caller(&context.extensions)?;
+        let caller = self.task_caller(&context.extensions)?;
         let answer = if run::is_run_task(&request.task_id) {
             self.get_run_task(&caller, &request.task_id).await?
         } else {
@@ -554,7 +590,7 @@ impl<B: Backend> ServerHandler for Tools<B> {
         request: CancelTaskParams,
         context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
-        let caller = task_caller(&context.extensions)?;
+        let caller = self.task_caller(&context.extensions)?;
         let span = info_span!("task", method = "tasks/cancel");
         let d = &self.deps;
         let now = d.clock.now();
@@ -601,21 +637,6 @@ impl<B: Backend> ServerHandler for Tools<B> {
             ProtocolVersion::V_2026_07_28,
         ])
     }
-}
-
-/// The caller the front door established, on the HTTP request (Function URL) or on its own
-/// (other front doors, see [`crate::direct`]). Nothing here reads a header.
-fn caller_of(extensions: &Extensions) -> Option<Caller> {
-    let principal = match extensions.get::<http::request::Parts>() {
-        Some(parts) => parts.extensions.get::<Principal>(),
-        None => extensions.get::<Principal>(),
-    };
-    principal.map(Principal::caller)
-}
-
-/// A task method's caller; without one nothing is read.
-fn task_caller(extensions: &Extensions) -> Result<Caller, ErrorData> {
-    caller_of(extensions).ok_or_else(|| ErrorData::internal_error(wording::NO_CALLER, None))
 }
 
 /// Time left in this invocation, when the runtime gives a real deadline. The Lambda context

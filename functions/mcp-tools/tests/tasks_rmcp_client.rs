@@ -21,6 +21,7 @@ use shared::adapters::aws::{dynamodb_client, load_sdk_config, s3_client};
 use shared::adapters::dynamodb::DynamoJobs;
 use shared::adapters::s3::S3Objects;
 use shared::config::{Env, ToolsConfig};
+use shared::domain::caller::Principal;
 use shared::domain::notification::{parse_notification, Notification};
 use shared::domain::s3_location::S3Location;
 use shared::ports::ObjectStore;
@@ -40,7 +41,9 @@ fn config() -> ToolsConfig {
 
 /// The tools on one end of an in-memory pipe, rmcp's client (declaring tasks) on the other.
 async fn client() -> RunningService<RoleClient, ClientConfig> {
-    let tools = Tools::new(Arc::new(Deps::connect(config()).await));
+    // One client on a pipe: the local caller, as a stdio transport would have it.
+    let deps = Arc::new(Deps::connect(config()).await);
+    let tools = Tools::for_sole_caller(deps, Principal::Local);
     let (server_io, client_io) = tokio::io::duplex(1 << 20);
     tokio::spawn(async move {
         if let Ok(server) = tools.serve(server_io).await {
