@@ -174,6 +174,11 @@ def test_forged_and_wrong_tokens_are_each_refused_with_a_challenge(oauth):
     status, _, body = http_request(None, "POST", {**JSON_HEADERS, "Authorization": f"Bearer {good}"},
                                    LIST_TOOLS, url=oauth.url)
     assert status == 200 and b"submit_job" in body
+    # Each refusal is logged with its reason, never with the token.
+    log = (Path(__file__).resolve().parents[2] / ".local" / "watch-oauth.log").read_text()
+    assert "access token refused" in log
+    for token in [t for t in cases.values() if t] + [good]:
+        assert token not in log and token.split(".")[0] + "." + token.split(".")[-1] not in log
 
 
 def test_a_rotated_key_is_fetched_and_accepted(oauth):
