@@ -845,4 +845,4 @@ fn quoted(text: &str) -> String {
 
 #[cfg(test)]
 #[path = "oauth_tests.rs"]
-mod tests;
+pub(crate) mod tests;

@@ -13,10 +13,10 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use super::*;
 
 const NOW: u64 = 1_800_000_000;
-const ISSUER: &str = "https://issuer.example.com";
-const AUDIENCE: &str = "https://mcp.example.com/mcp";
+pub(crate) const ISSUER: &str = "https://issuer.example.com";
+pub(crate) const AUDIENCE: &str = "https://mcp.example.com/mcp";
 
-fn config() -> OAuthConfig {
+pub(crate) fn config() -> OAuthConfig {
     OAuthConfig {
         issuer: ISSUER.to_owned(),
         audience: Some(AUDIENCE.to_owned()),
@@ -63,7 +63,7 @@ fn signing_key(name: &str) -> EncodingKey {
     .unwrap()
 }
 
-fn claims() -> Value {
+pub(crate) fn claims() -> Value {
     json!({
         "iss": ISSUER,
         "sub": "user-1",
@@ -74,7 +74,7 @@ fn claims() -> Value {
     })
 }
 
-fn with(mut claims: Value, changes: Value) -> Value {
+pub(crate) fn with(mut claims: Value, changes: Value) -> Value {
     for (k, v) in changes.as_object().unwrap() {
         if v.is_null() {
             claims.as_object_mut().unwrap().remove(k);
@@ -91,7 +91,7 @@ fn token(key: &str, alg: Algorithm, kid: Option<&str>, claims: &Value) -> String
     jsonwebtoken::encode(&header, claims, &signing_key(key)).unwrap()
 }
 
-fn rs256(claims: &Value) -> String {
+pub(crate) fn rs256(claims: &Value) -> String {
     token("rsa_a", Algorithm::RS256, Some("a"), claims)
 }
 
@@ -111,14 +111,14 @@ fn hand_token(header: &Value, payload: &Value, signature: &[u8]) -> String {
 
 /// Keys from memory: counts fetches, can swap its answer, can be slow.
 #[derive(Clone)]
-struct Fake {
+pub(crate) struct Fake {
     answer: Arc<std::sync::Mutex<Result<JwkSet, KeyError>>>,
     fetches: Arc<AtomicUsize>,
     delay: Duration,
 }
 
 impl Fake {
-    fn new(keys: JwkSet) -> Self {
+    pub(crate) fn new(keys: JwkSet) -> Self {
         Self {
             answer: Arc::new(std::sync::Mutex::new(Ok(keys))),
             fetches: Arc::new(AtomicUsize::new(0)),
@@ -146,7 +146,7 @@ impl KeySource for Fake {
 }
 
 /// The usual key set: one key of each kind.
-fn all_keys() -> JwkSet {
+pub(crate) fn all_keys() -> JwkSet {
     jwks(vec![
         jwk("rsa_a", "a", json!({"alg": "RS256", "use": "sig"})),
         jwk("ec_p256", "ec", json!({"alg": "ES256"})),
