@@ -223,12 +223,7 @@ impl<B: Backend> FrontDoor<B> {
         deps: Arc<Deps<B>>,
         verifier: Option<Verifier>,
     ) -> Self {
-        // Declared once, on the tools: what is not read-only starts or stops work.
-        let write_tools = Tools::<B>::definitions()
-            .into_iter()
-            .filter(|t| t.annotations.as_ref().and_then(|a| a.read_only_hint) != Some(true))
-            .map(|t| t.name.to_string())
-            .collect();
+        let write_tools = write_tools::<B>();
         let mcp = mcp_service(deps, &config.allowed_origins);
         Self {
             config,
@@ -333,6 +328,16 @@ impl<B: Backend> FrontDoor<B> {
             subject: claims.subject,
         })
     }
+}
+
+/// The tools that start or stop work, as the tools declare themselves: every one not marked
+/// read-only.
+pub fn write_tools<B: Backend>() -> Vec<String> {
+    Tools::<B>::definitions()
+        .into_iter()
+        .filter(|t| t.annotations.as_ref().and_then(|a| a.read_only_hint) != Some(true))
+        .map(|t| t.name.to_string())
+        .collect()
 }
 
 /// RFC 9728's well-known paths, for the resource at `/mcp` and at `/`.
@@ -480,11 +485,7 @@ mod access_tests {
 
     #[test]
     fn tools_that_start_or_stop_work_need_write_and_the_rest_read() {
-        let write_tools: Vec<String> = Tools::<crate::AwsPorts>::definitions()
-            .into_iter()
-            .filter(|t| t.annotations.as_ref().and_then(|a| a.read_only_hint) != Some(true))
-            .map(|t| t.name.to_string())
-            .collect();
+        let write_tools = write_tools::<crate::AwsPorts>();
         assert_eq!(write_tools, ["submit_job", "trigger_training"]);
         let call = |name: &str| {
             format!(
