@@ -43,25 +43,25 @@ fn start(hang_millis: u64) -> Standin {
             .env("AWS_ACCESS_KEY_ID", "testing")
             .env("AWS_SECRET_ACCESS_KEY", "testing");
     }
-    let mut child = command.spawn().expect("start the stand-in");
+    // The workspace's reqwest has rustls, which needs its provider chosen first.
+    let _ = rustls::crypto::aws_lc_rs::default_provider().install_default();
+    let http = reqwest::Client::new();
+    // Owned by the Standin at once, so a failure from here on still stops the process.
+    let mut standin = Standin {
+        url: String::new(),
+        child: command.spawn().expect("start the stand-in"),
+        http,
+    };
     let mut line = String::new();
-    BufReader::new(child.stdout.take().expect("piped stdout"))
+    BufReader::new(standin.child.stdout.take().expect("piped stdout"))
         .read_line(&mut line)
         .expect("read the stand-in's first line");
-    let url = line
+    standin.url = line
         .trim()
         .strip_prefix("listening on ")
         .unwrap_or_else(|| panic!("the stand-in printed {line:?}"))
         .to_owned();
-    Standin {
-        url,
-        child,
-        http: {
-            // The workspace's reqwest has rustls, which needs its provider chosen first.
-            let _ = rustls::crypto::aws_lc_rs::default_provider().install_default();
-            reqwest::Client::new()
-        },
-    }
+    standin
 }
 
 impl Standin {
