@@ -490,20 +490,33 @@ impl OAuthConfig {
     }
 }
 
-/// An `https://` URL, or `http://` to this machine only (a local authorization server).
+/// Whether an OAuth issuer, or a URL of its keys, may be fetched: `https://`, or `http://` to
+/// this machine only (127.0.0.1, localhost, [::1]: a local authorization server). Parsed, so
+/// the host is the real one (`http://127.0.0.1:80@evil.example` is evil.example's).
+pub fn https_or_loopback(url: &str) -> bool {
+    let Ok(parsed) = url::Url::parse(url) else {
+        return false;
+    };
+    let loopback = match parsed.host() {
+        Some(url::Host::Domain(name)) => name.eq_ignore_ascii_case("localhost"),
+        Some(url::Host::Ipv4(ip)) => ip == std::net::Ipv4Addr::LOCALHOST,
+        Some(url::Host::Ipv6(ip)) => ip == std::net::Ipv6Addr::LOCALHOST,
+        None => false,
+    };
+    match parsed.scheme() {
+        "https" => parsed.host().is_some(),
+        "http" => loopback,
+        _ => false,
+    }
+}
+
+/// A URL [`https_or_loopback`] allows, as the variable `name` gives it.
 fn secure_url(
     name: &'static str,
     url: String,
     expected: &'static str,
 ) -> Result<String, ConfigError> {
-    let loopback = ["http://127.0.0.1", "http://localhost", "http://[::1]"]
-        .iter()
-        .any(|prefix| {
-            url.strip_prefix(prefix)
-                .is_some_and(|rest| rest.is_empty() || rest.starts_with([':', '/']))
-        });
-    let https = url.len() > "https://".len() && url.starts_with("https://");
-    if (https || loopback) && !url.contains(char::is_whitespace) {
+    if https_or_loopback(&url) && !url.contains(char::is_whitespace) {
         Ok(url)
     } else {
         Err(ConfigError::Invalid {
@@ -866,6 +879,8 @@ mod tests {
         for (name, value) in [
             ("OAUTH_ISSUER", "http://issuer.example.com"),
             ("OAUTH_ISSUER", "http://127.0.0.1.evil.example"),
+            ("OAUTH_ISSUER", "http://127.0.0.1:80@evil.example"),
+            ("OAUTH_ISSUER", "https://"),
             ("OAUTH_ISSUER", "ftp://issuer.example.com"),
             ("OAUTH_JWKS_URI", "http://keys.example.com/jwks"),
             ("OAUTH_AUDIENCE", "http://mcp.example.com/mcp"),

@@ -723,21 +723,13 @@ fn metadata_urls(issuer: &str) -> Vec<String> {
     urls
 }
 
-/// `https://`, or `http://` to a loopback host (a local authorization server), as the
-/// configuration requires of the issuer and a configured `jwks_uri`.
+/// The rule the configuration holds the issuer and a configured `jwks_uri` to, for a URL
+/// found in the issuer's metadata.
 fn check_url(url: &str) -> Result<(), KeyError> {
-    let insecure = || KeyError::InsecureUrl(url.to_owned());
-    let parsed = reqwest::Url::parse(url).map_err(|_| insecure())?;
-    let host = parsed.host_str().ok_or_else(insecure)?;
-    let ip = host.trim_start_matches('[').trim_end_matches(']');
-    let loopback = host.eq_ignore_ascii_case("localhost")
-        || ip
-            .parse::<std::net::IpAddr>()
-            .is_ok_and(|ip| ip.is_loopback());
-    match parsed.scheme() {
-        "https" => Ok(()),
-        "http" if loopback => Ok(()),
-        _ => Err(insecure()),
+    if shared::config::https_or_loopback(url) {
+        Ok(())
+    } else {
+        Err(KeyError::InsecureUrl(url.to_owned()))
     }
 }
 
