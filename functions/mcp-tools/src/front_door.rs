@@ -16,6 +16,7 @@ use rmcp::transport::streamable_http_server::{
 
 use shared::config::{AuthMode, McpToolsConfig, OAuthConfig};
 use shared::domain::caller::Principal;
+use shared::domain::time::Clock;
 
 use crate::deps::{Backend, Deps};
 use crate::http_guard;
@@ -68,19 +69,24 @@ impl Refusal {
     }
 }
 
-/// What is refused before the caller is looked at: a path other than `/` and `/mcp`, and a
-/// `Host` not served.
+/// The request's `Host`, if it is text.
+fn host(headers: &http::HeaderMap) -> Option<&str> {
+    headers
+        .get(http::header::HOST)
+        .and_then(|v| v.to_str().ok())
+}
+
+/// What is refused before the caller is looked at: a path other than `/` and `/mcp` (and,
+/// in oauth mode, the protected resource metadata's), and a `Host` not served.
 pub fn refuse(config: &McpToolsConfig, path: &str, headers: &http::HeaderMap) -> Option<Refusal> {
-    if !matches!(path.trim_end_matches('/'), "" | "/mcp") {
+    let metadata = matches!(config.auth, AuthMode::OAuth(_)) && is_metadata_path(path);
+    if !matches!(path.trim_end_matches('/'), "" | "/mcp") && !metadata {
         return Some(Refusal::new(
             StatusCode::NOT_FOUND,
             "Not Found: MCP is served at /mcp",
         ));
     }
-    let host = headers
-        .get(http::header::HOST)
-        .and_then(|v| v.to_str().ok());
-    if !http_guard::host_allowed(host, &config.allowed_hosts) {
+    if !http_guard::host_allowed(host(headers), &config.allowed_hosts) {
         return Some(Refusal::new(
             StatusCode::FORBIDDEN,
             "Forbidden: Host header is not allowed",
@@ -199,65 +205,63 @@ pub fn mcp_service<B: Backend>(deps: Arc<Deps<B>>, allowed_origins: &[String]) -
     )
 }
 
-/// The Function URL's front door: the configuration, the token verifier (oauth mode), the
-/// tools that need the write scope, and the MCP service behind it. Built once at cold start.
+/// The Function URL's front door: the configuration, the token verifier (oauth mode, and
+/// only then), the tools that need the write scope, the clock tokens are checked by, and the
+/// MCP service behind it. Built once at cold start.
 pub struct FrontDoor<B: Backend> {
     config: McpToolsConfig,
     verifier: Option<Verifier>,
     write_tools: Vec<String>,
+    clock: Clock,
     mcp: McpService<B>,
 }
 
 impl<B: Backend> FrontDoor<B> {
     /// Tokens verified with the issuer's keys over HTTP (fetched on first use).
     pub fn new(config: McpToolsConfig, deps: Arc<Deps<B>>) -> Self {
-        let verifier = match &config.auth {
-            AuthMode::OAuth(oauth) => Some(Verifier::new(oauth)),
-            _ => None,
-        };
-        Self::with_verifier(config, deps, verifier)
+        Self::with_verifier(config, deps, Verifier::new)
     }
 
+    /// `verifier` makes the oauth mode's verifier from its settings (tests give it other keys).
     pub fn with_verifier(
         config: McpToolsConfig,
         deps: Arc<Deps<B>>,
-        verifier: Option<Verifier>,
+        verifier: impl FnOnce(&OAuthConfig) -> Verifier,
     ) -> Self {
-        let write_tools = write_tools::<B>();
-        let mcp = mcp_service(deps, &config.allowed_origins);
+        let verifier = match &config.auth {
+            AuthMode::OAuth(oauth) => Some(verifier(oauth)),
+            _ => None,
+        };
         Self {
-            config,
             verifier,
-            write_tools,
-            mcp,
+            write_tools: write_tools::<B>(),
+            clock: deps.clock.clone(),
+            mcp: mcp_service(deps, &config.allowed_origins),
+            config,
         }
     }
 
     /// One Function URL request: refused, the protected resource metadata (oauth mode), or
     /// served by MCP as its caller.
     pub async fn handle(&self, mut request: lambda_http::Request) -> HttpResponse {
-        let path = request.raw_http_path().to_owned();
-        if let (AuthMode::OAuth(oauth), true) = (&self.config.auth, is_metadata_path(&path)) {
-            let host = request
-                .headers()
-                .get(http::header::HOST)
-                .and_then(|v| v.to_str().ok());
-            if !http_guard::host_allowed(host, &self.config.allowed_hosts) {
-                return Refusal::new(
-                    StatusCode::FORBIDDEN,
-                    "Forbidden: Host header is not allowed",
-                )
-                .into_response();
-            }
-            let resource = oauth::resource(oauth, host.unwrap_or_default());
-            return json_response(&oauth::protected_resource_metadata(oauth, &resource));
-        }
-        if let Some(refusal) = refuse(&self.config, &path, request.headers()) {
+        if let Some(refusal) = refuse(&self.config, request.raw_http_path(), request.headers()) {
             return refusal.into_response();
         }
-        let principal = match &self.config.auth {
-            AuthMode::OAuth(oauth) => self.oauth_principal(oauth, &request).await,
-            auth => identify(auth, request.headers(), request.request_context_ref()),
+        let oauth = match (&self.config.auth, &self.verifier) {
+            (AuthMode::OAuth(oauth), Some(verifier)) => Some((oauth, verifier)),
+            _ => None,
+        };
+        if let Some((oauth, _)) = oauth.filter(|_| is_metadata_path(request.raw_http_path())) {
+            let resource = oauth::resource(oauth, host(request.headers()).unwrap_or_default());
+            return json_response(&oauth::protected_resource_metadata(oauth, &resource));
+        }
+        let principal = match oauth {
+            Some((oauth, verifier)) => self.oauth_principal(oauth, verifier, &request).await,
+            None => identify(
+                &self.config.auth,
+                request.headers(),
+                request.request_context_ref(),
+            ),
         };
         let principal = match principal {
             Ok(principal) => principal,
@@ -277,13 +281,11 @@ impl<B: Backend> FrontDoor<B> {
     async fn oauth_principal(
         &self,
         oauth: &OAuthConfig,
+        verifier: &Verifier,
         request: &lambda_http::Request,
     ) -> Result<Principal, Refusal> {
         let headers = request.headers();
-        let host = headers
-            .get(http::header::HOST)
-            .and_then(|v| v.to_str().ok());
-        let resource = oauth::resource(oauth, host.unwrap_or_default());
+        let resource = oauth::resource(oauth, host(headers).unwrap_or_default());
         let authorization = headers
             .get(http::header::AUTHORIZATION)
             .and_then(|v| v.to_str().ok());
@@ -294,13 +296,8 @@ impl<B: Backend> FrontDoor<B> {
                 "Unauthorized: an OAuth access token is required (see the resource_metadata in WWW-Authenticate)",
             ));
         };
-        let verifier = self.verifier.as_ref().ok_or_else(|| {
-            Refusal::new(
-                StatusCode::INTERNAL_SERVER_ERROR,
-                "Internal Server Error: no token verifier",
-            )
-        })?;
-        let claims = match verifier.verify(token, epoch_secs(), &resource).await {
+        let now_secs = u64::try_from(self.clock.now().timestamp()).unwrap_or(0);
+        let claims = match verifier.verify(token, now_secs, &resource).await {
             Ok(claims) => claims,
             Err(e) => {
                 // Why, never the token.
@@ -354,12 +351,6 @@ fn json_response(value: &serde_json::Value) -> HttpResponse {
         .expect("a JSON response is valid")
 }
 
-fn epoch_secs() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs())
-}
-
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
@@ -408,6 +399,12 @@ pub(crate) mod tests {
         assert!(refuse(&iam, "/", &headers(&ok_host)).is_none());
         assert_eq!(
             refuse(&iam, "/admin", &headers(&ok_host)).unwrap().status,
+            404
+        );
+        // The OAuth metadata path is served in oauth mode only.
+        let metadata = "/.well-known/oauth-protected-resource/mcp";
+        assert_eq!(
+            refuse(&iam, metadata, &headers(&ok_host)).unwrap().status,
             404
         );
         assert_eq!(
@@ -540,11 +537,9 @@ mod oauth_door_tests {
         let mut config = tests::config("none");
         config.auth = AuthMode::OAuth(keys::config());
         config.allowed_hosts = vec!["mcp.example.com".into()];
-        let verifier = Verifier::with_source(&keys::config(), keys::Fake::new(keys::all_keys()));
-        (
-            FrontDoor::with_verifier(config, w.deps.clone(), Some(verifier)),
-            w,
-        )
+        let keys =
+            |oauth: &OAuthConfig| Verifier::with_source(oauth, keys::Fake::new(keys::all_keys()));
+        (FrontDoor::with_verifier(config, w.deps.clone(), keys), w)
     }
 
     fn request(method: &str, path: &str, token: Option<&str>, body: Value) -> lambda_http::Request {
@@ -583,9 +578,10 @@ mod oauth_door_tests {
         )
     }
 
-    /// The test claims, valid now (the door reads the system clock).
+    /// The test claims, valid now by the door's clock (the world's, which starts at the
+    /// system time).
     fn claims_now(changes: Value) -> Value {
-        let now = epoch_secs();
+        let now = shared::domain::time::now().timestamp();
         let claims = keys::with(keys::claims(), json!({"iat": now - 10, "exp": now + 300}));
         keys::with(claims, changes)
     }
@@ -663,5 +659,16 @@ mod oauth_door_tests {
         assert_eq!(status, 200);
         assert_eq!(document["resource"], keys::AUDIENCE);
         assert_eq!(document["authorization_servers"], json!([keys::ISSUER]));
+        // ...but only on a Host this server serves.
+        let mut foreign = request(
+            "GET",
+            "/.well-known/oauth-protected-resource/mcp",
+            None,
+            Value::Null,
+        );
+        foreign
+            .headers_mut()
+            .insert("host", "evil.example".parse().unwrap());
+        assert_eq!(door.handle(foreign).await.status(), 403);
     }
 }
