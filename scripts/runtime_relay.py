@@ -4,7 +4,10 @@ one respect: Lambda hands the runtime the invocation's client context as JSON in
 lambda_runtime cannot parse (the function process exits). An AgentCore Gateway target reads its
 tool name from the client context, so lambda_watch.py sets this script as cargo's runner for the
 watched functions: it relays the Runtime API for the one function it starts, decoding that header,
-and passes everything else through unchanged.
+and passes everything else through unchanged. A streamed response (mcp-tools answers in
+RESPONSE_STREAM mode) is passed on chunk by chunk as the function writes it, so a client sees
+its progress notifications when they happen. Trailers (a streamed response's mid-stream error)
+are not relayed: http.client cannot send them.
 
 Usage (by cargo): runtime_relay.py BINARY [ARGS...]
 """
@@ -38,43 +41,47 @@ def relay(upstream: str) -> ThreadingHTTPServer:
     upstream_lock = threading.Lock()
     upstream_conn = [None]
 
-    def exchange(method, path, body, headers):
+    def exchange(method, path, body, headers, chunked):
         with upstream_lock:
-            for attempt in (1, 2):
+            # A streamed body is read as it is sent: it cannot be sent a second time.
+            for attempt in (1,) if chunked else (1, 2):
                 if upstream_conn[0] is None:
                     # The `next` call long-polls: no timeout.
                     upstream_conn[0] = http.client.HTTPConnection(host, int(port or 80), timeout=None)
                 try:
-                    upstream_conn[0].request(method, path, body=body, headers=headers)
+                    upstream_conn[0].request(method, path, body=body, headers=headers, encode_chunked=chunked)
                     resp = upstream_conn[0].getresponse()
                     return resp.status, resp.reason, resp.getheaders(), resp.read()
                 except (http.client.HTTPException, OSError):
                     upstream_conn[0].close()
                     upstream_conn[0] = None
-                    if attempt == 2:
+                    if chunked or attempt == 2:
                         raise
 
     class Relay(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
 
-        def body(self):
-            if "chunked" in self.headers.get("Transfer-Encoding", "").lower():
-                chunks = []
-                while True:
-                    size = int(self.rfile.readline().split(b";")[0].strip() or b"0", 16)
-                    if size == 0:
-                        while self.rfile.readline().strip():  # trailers, then the blank line
-                            pass
-                        return b"".join(chunks)
-                    chunks.append(self.rfile.read(size))
-                    self.rfile.readline()
-            length = int(self.headers.get("Content-Length") or 0)
-            return self.rfile.read(length) if length else None
+        def chunks(self):
+            """A chunked body's chunks, each as soon as it arrives."""
+            while True:
+                size = int(self.rfile.readline().split(b";")[0].strip() or b"0", 16)
+                if size == 0:
+                    while self.rfile.readline().strip():  # trailers, then the blank line
+                        pass
+                    return
+                chunk = self.rfile.read(size)
+                self.rfile.readline()
+                yield chunk
 
         def forward(self):
-            body = self.body()
+            chunked = "chunked" in self.headers.get("Transfer-Encoding", "").lower()
+            if chunked:
+                body = self.chunks()
+            else:
+                length = int(self.headers.get("Content-Length") or 0)
+                body = self.rfile.read(length) if length else None
             headers = {k: v for k, v in self.headers.items() if k.lower() not in HOP_BY_HOP}
-            status, reason, response_headers, payload = exchange(self.command, self.path, body, headers)
+            status, reason, response_headers, payload = exchange(self.command, self.path, body, headers, chunked)
             self.send_response(status, reason)
             for name, value in response_headers:
                 if name.lower() == CLIENT_CONTEXT:

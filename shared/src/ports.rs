@@ -6,6 +6,7 @@ use std::future::Future;
 use crate::domain::item::{Applied, Write};
 use crate::domain::job::{Job, Locations};
 use crate::domain::pipeline_status::ExecutionStatus;
+use crate::domain::progress::Progress;
 use crate::domain::run::{CompletionMessage, Run};
 use crate::domain::s3_location::S3Location;
 
@@ -208,6 +209,29 @@ pub trait PipelineControl: Sync {
 pub struct QueueError {
     pub queue_url: String,
     pub failure: AwsFailure,
+}
+
+/// Where a waiting use case reports how the work moves: an MCP client that asked for progress.
+/// Sending is best effort; a client gone away is the transport's concern, not the use case's.
+pub trait ProgressSink<E>: Send {
+    fn send(&mut self, update: Progress<E>) -> impl Future<Output = ()> + Send;
+}
+
+/// No one asked for progress: nothing is sent.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct NoProgress;
+
+impl<E: Send> ProgressSink<E> for NoProgress {
+    async fn send(&mut self, _update: Progress<E>) {}
+}
+
+/// A sink when someone asked for progress, nothing otherwise.
+impl<E: Send, S: ProgressSink<E>> ProgressSink<E> for Option<S> {
+    async fn send(&mut self, update: Progress<E>) {
+        if let Some(sink) = self {
+            sink.send(update).await;
+        }
+    }
 }
 
 /// Where completed runs are announced.

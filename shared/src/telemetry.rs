@@ -19,6 +19,28 @@ use crate::usecases::outcome::Recorded;
 pub use metrics_cloudwatch_embedded::lambda::service::{run, run_http};
 pub use metrics_cloudwatch_embedded::Collector;
 
+/// Runs a Lambda runtime (one made for streamed responses: `lambda_http::streaming_runtime`)
+/// with the layers [`run`] adds: the invocation's tracing span, then the metrics flush.
+pub async fn run_runtime<S>(
+    metrics: &'static Collector,
+    runtime: lambda_runtime::Runtime<S>,
+) -> Result<(), lambda_runtime::Error>
+where
+    S: lambda_runtime::Service<
+        lambda_runtime::LambdaInvocation,
+        Response = (),
+        Error = lambda_runtime::Error,
+    >,
+{
+    runtime
+        .layer(lambda_runtime::layers::TracingLayer::new())
+        .layer(metrics_cloudwatch_embedded::lambda::MetricsLayer::new(
+            metrics,
+        ))
+        .run()
+        .await
+}
+
 /// The crates whose INFO lines are ours to keep. lambda_runtime's invocation span carries the
 /// request id, so it stays at INFO too.
 const OUR_CRATES: [&str; 6] = [

@@ -89,12 +89,51 @@ pub const REQUEST_TTL_SECS: Bounds<u32> = Bounds {
     max: 21600,
     default: Some(600),
 };
+/// The schema's bounds: the most any call may ask, streamed (Lambda's longest timeout).
+/// [`allowed_wait`] holds each call to what it can have.
 pub const WAIT_SECS: Bounds<u32> = Bounds {
     name: "wait_secs",
     min: 0,
-    max: 20,
+    max: 900,
     default: Some(0),
 };
+/// The longest wait of a call without a progress token: its reply arrives all at once, and
+/// clients give up on a silent request long before a Lambda would.
+pub const PLAIN_WAIT_SECS_MAX: u32 = 20;
+/// Left free at the end of a streamed wait, for the reads and the reply around it.
+pub const STREAMED_WAIT_MARGIN_SECS: u64 = 10;
+
+/// The longest wait of a call that asked for progress: the function's timeout less the margin.
+pub fn streamed_wait_secs_max(config: &ToolsConfig) -> u32 {
+    let secs = config
+        .function_timeout_secs
+        .saturating_sub(STREAMED_WAIT_MARGIN_SECS);
+    u32::try_from(secs)
+        .unwrap_or(WAIT_SECS.max)
+        .clamp(PLAIN_WAIT_SECS_MAX, WAIT_SECS.max)
+}
+
+/// The wait a call may have: up to [`PLAIN_WAIT_SECS_MAX`] without a progress token, up to
+/// [`streamed_wait_secs_max`] with one (its progress notifications stream while it waits).
+pub fn allowed_wait(
+    asked_secs: u32,
+    streamed: bool,
+    config: &ToolsConfig,
+) -> Result<std::time::Duration, ToolError> {
+    let streamed_max = streamed_wait_secs_max(config);
+    if streamed && asked_secs > streamed_max {
+        return Err(ToolError::invalid(format!(
+            "`wait_secs` is {asked_secs}; it must be from 0 to {streamed_max} (the function's timeout, {} s, less {STREAMED_WAIT_MARGIN_SECS} s)",
+            config.function_timeout_secs
+        )));
+    }
+    if !streamed && asked_secs > PLAIN_WAIT_SECS_MAX {
+        return Err(ToolError::invalid(format!(
+            "`wait_secs` is {asked_secs}; without a progress token (`_meta.progressToken`) it must be from 0 to {PLAIN_WAIT_SECS_MAX}; with one, up to {streamed_max}"
+        )));
+    }
+    Ok(std::time::Duration::from_secs(asked_secs.into()))
+}
 pub const MAX_EPOCHS: Bounds<u32> = Bounds {
     name: "max_epochs",
     min: 1,
@@ -324,17 +363,26 @@ pub struct CheckJobStatusArgs {
     pub inference_id: String,
     #[schemars(
         range(min = WAIT_SECS.min, max = WAIT_SECS.max),
-        description = WAIT_SECS
-            .describe("Wait up to this many seconds for a pending job to finish ({range}).")
+        description = wait_description("a pending job")
     )]
     pub wait_secs: Option<u32>,
+}
+
+/// `wait_secs` in words, for both tools that wait.
+fn wait_description(what: &str) -> String {
+    format!(
+        "Wait up to this many seconds for {what} to finish: 0 to {PLAIN_WAIT_SECS_MAX}, default 0. A \
+         request that carries a progress token (`_meta.progressToken`) may wait up to the function's \
+         timeout less {STREAMED_WAIT_MARGIN_SECS} s, and gets progress notifications while it waits."
+    )
 }
 
 /// A status check to make: the job, and how long it may wait for the job to finish.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CheckJob {
     pub inference_id: String,
-    pub wait: std::time::Duration,
+    /// As asked; [`allowed_wait`] decides what the call may have.
+    pub wait_secs: u32,
 }
 
 impl ToolArgs for CheckJobStatusArgs {
@@ -346,10 +394,9 @@ impl ToolArgs for CheckJobStatusArgs {
                 "`inference_id` must be the non-empty id returned by submit_job",
             ));
         }
-        let wait = WAIT_SECS.value(self.wait_secs)?;
         Ok(CheckJob {
             inference_id: self.inference_id,
-            wait: std::time::Duration::from_secs(wait.into()),
+            wait_secs: WAIT_SECS.value(self.wait_secs)?,
         })
     }
 
@@ -576,20 +623,35 @@ impl TriggerTrainingArgs {
 pub struct CheckTrainingStatusArgs {
     /// The `execution_arn` returned by `trigger_training`.
     pub execution_arn: String,
+    #[schemars(
+        range(min = WAIT_SECS.min, max = WAIT_SECS.max),
+        description = wait_description("a running run")
+    )]
+    pub wait_secs: Option<u32>,
+}
+
+/// A training status check to make: the run, and how long it may wait for the run to end.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CheckRun {
+    pub execution_arn: String,
+    /// As asked; [`allowed_wait`] decides what the call may have.
+    pub wait_secs: u32,
 }
 
 impl ToolArgs for CheckTrainingStatusArgs {
-    /// The execution ARN.
-    type Valid = String;
+    type Valid = CheckRun;
 
-    fn validate(self, _config: &ToolsConfig, _caller: &Caller) -> Result<String, ToolError> {
+    fn validate(self, _config: &ToolsConfig, _caller: &Caller) -> Result<CheckRun, ToolError> {
         let arn = self.execution_arn;
         if arn.starts_with("arn:")
             && arn.contains(":pipeline/")
             && arn.contains("/execution/")
             && arn.len() <= 2048
         {
-            Ok(arn)
+            Ok(CheckRun {
+                execution_arn: arn,
+                wait_secs: WAIT_SECS.value(self.wait_secs)?,
+            })
         } else {
             Err(ToolError::invalid(format!(
                 "`execution_arn` {arn:?} is not a pipeline execution ARN (arn:aws:sagemaker:<region>:<account>:pipeline/<name>/execution/<id>)"
@@ -597,8 +659,8 @@ impl ToolArgs for CheckTrainingStatusArgs {
         }
     }
 
-    fn trace(execution_arn: &String, span: &tracing::Span) {
-        span.record("execution_arn", execution_arn.as_str());
+    fn trace(valid: &CheckRun, span: &tracing::Span) {
+        span.record("execution_arn", valid.execution_arn.as_str());
     }
 }
 

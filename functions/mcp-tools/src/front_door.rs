@@ -242,8 +242,18 @@ impl<B: Backend> FrontDoor<B> {
     }
 
     /// One Function URL request: refused, the protected resource metadata (oauth mode), or
-    /// served by MCP as its caller.
-    pub async fn handle(&self, mut request: lambda_http::Request) -> HttpResponse {
+    /// served by MCP as its caller. Every reply says it must not be buffered on its way: an
+    /// SSE reply's progress notifications are worth something only as they happen.
+    pub async fn handle(&self, request: lambda_http::Request) -> HttpResponse {
+        let mut response = self.answer(request).await;
+        response.headers_mut().insert(
+            http::HeaderName::from_static("x-accel-buffering"),
+            http::HeaderValue::from_static("no"),
+        );
+        response
+    }
+
+    async fn answer(&self, mut request: lambda_http::Request) -> HttpResponse {
         if let Some(refusal) = refuse(&self.config, request.raw_http_path(), request.headers()) {
             return refusal.into_response();
         }

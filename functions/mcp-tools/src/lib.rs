@@ -12,6 +12,7 @@ pub mod direct;
 pub mod front_door;
 pub mod http_guard;
 pub mod oauth;
+pub mod progress;
 pub mod tools;
 #[cfg(test)]
 mod tools_tests;

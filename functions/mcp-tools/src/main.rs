@@ -18,12 +18,11 @@ async fn main() -> Result<(), Error> {
     let config = McpToolsConfig::from_env(&Env::process())?;
     let deps = Arc::new(Deps::connect(config.tools.clone()).await);
     let front_door = Arc::new(FrontDoor::new(config, deps));
-    telemetry::run_http(
-        metrics,
-        service_fn(move |request: Request| {
-            let front_door = front_door.clone();
-            async move { Ok::<_, std::convert::Infallible>(front_door.handle(request).await) }
-        }),
-    )
-    .await
+    // Streamed (the Function URL's InvokeMode is RESPONSE_STREAM): progress notifications reach
+    // the client while a tool waits, not all at once when it returns.
+    let handler = service_fn(move |request: Request| {
+        let front_door = front_door.clone();
+        async move { Ok::<_, std::convert::Infallible>(front_door.handle(request).await) }
+    });
+    telemetry::run_runtime(metrics, lambda_http::streaming_runtime(handler)).await
 }

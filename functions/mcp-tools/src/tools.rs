@@ -35,6 +35,7 @@ use tracing::{field::Empty, info_span, Instrument, Span};
 use crate::arguments;
 use crate::contract::*;
 use crate::deps::{Backend, Deps};
+use crate::progress::ClientProgress;
 use crate::wording;
 
 /// Kept free of a long poll so the reply leaves before the Lambda times out.
@@ -113,7 +114,9 @@ impl<B: Backend> Tools<B> {
     #[tool(
         description = "Get the status of a job started with submit_job: pending, completed (with the result inline, or \
                        a short-lived result_url for large outputs) or failed (with the reason). wait_secs (0-20) waits \
-                       for a pending job to finish.",
+                       for a pending job to finish. With a progress token the wait may be longer (up to the function's \
+                       timeout less 10 s) and progress notifications report the job as it moves; the server runs, \
+                       and is billed, for the whole wait, and holds one Lambda execution meanwhile.",
         annotations(
             title = "Check job status",
             read_only_hint = true,
@@ -124,23 +127,35 @@ impl<B: Backend> Tools<B> {
     async fn check_job_status(
         &self,
         Parameters(args): Parameters<CheckJobStatusArgs>,
-        extensions: Extensions,
+        context: RequestContext<RoleServer>,
     ) -> Result<Json<JobStatusOutput>, String> {
-        let left = remaining_time(&extensions);
+        let extensions = &context.extensions;
+        let left = remaining_time(extensions);
+        let mut progress = ClientProgress::of(&context, wording::job_progress);
+        let streamed = progress.is_some();
         let call = self.call(
             names::CHECK_JOB_STATUS,
             false,
-            &extensions,
+            extensions,
             args,
             |c, caller| async move {
                 let d = &self.deps;
                 let clock = || d.clock.now();
-                let wait = wait_within(c.wait, left);
+                let wait = allowed_wait(c.wait_secs, streamed, &d.config)?;
+                let wait = wait_within(wait, left);
                 let (jobs, objects) = (d.ports.jobs(), d.ports.objects());
                 let (settings, id) = (d.settings, &c.inference_id);
-                let report = check::check_job(jobs, objects, settings, &caller, id, wait, clock)
-                    .await
-                    .map_err(ToolError::from)?;
+                let check = check::check_job(
+                    jobs,
+                    objects,
+                    settings,
+                    &caller,
+                    id,
+                    wait,
+                    clock,
+                    &mut progress,
+                );
+                let report = check.await.map_err(ToolError::from)?;
                 if let Some(recorded) = &report.reconciled {
                     telemetry::outcome(recorded, OutcomeSource::Reconciliation);
                 }
@@ -183,7 +198,9 @@ impl<B: Backend> Tools<B> {
     /// The live status of one pipeline run and its steps.
     #[tool(
         description = "Get the status of a training run (execution_arn from trigger_training), with its failure reason \
-                       and the status of each step.",
+                       and the status of each step. wait_secs (0-20) waits for a running run to end; with a progress \
+                       token the wait may be longer (up to the function's timeout less 10 s) and each step is \
+                       reported as it starts and ends. The server runs, and is billed, for the whole wait.",
         annotations(
             title = "Check training status",
             read_only_hint = true,
@@ -194,14 +211,23 @@ impl<B: Backend> Tools<B> {
     async fn check_training_status(
         &self,
         Parameters(args): Parameters<CheckTrainingStatusArgs>,
-        extensions: Extensions,
+        context: RequestContext<RoleServer>,
     ) -> Result<Json<TrainingStatusOutput>, String> {
         let tool = names::CHECK_TRAINING_STATUS;
-        self.call(tool, false, &extensions, args, |arn, caller| async move {
-            let pipeline = self.deps.ports.pipeline();
-            let (described, steps) = training::training_status(pipeline, &caller, &arn)
-                .await
-                .map_err(ToolError::from)?;
+        let extensions = &context.extensions;
+        let left = remaining_time(extensions);
+        let mut progress = ClientProgress::of(&context, wording::run_progress);
+        let streamed = progress.is_some();
+        self.call(tool, false, extensions, args, |run, caller| async move {
+            let d = &self.deps;
+            let wait = allowed_wait(run.wait_secs, streamed, &d.config)?;
+            let wait = wait_within(wait, left);
+            let arn = run.execution_arn;
+            let pipeline = d.ports.pipeline();
+            let (described, steps) =
+                training::follow_run(pipeline, &caller, &arn, wait, None, &mut progress)
+                    .await
+                    .map_err(ToolError::from)?;
             Ok(Json(TrainingStatusOutput::new(arn, described, steps)))
         })
         .await
@@ -623,7 +649,7 @@ impl<B: Backend> ServerHandler for Tools<B> {
             .with_server_info(Implementation::new("mcp-tools", env!("CARGO_PKG_VERSION")))
             .with_instructions(
                 "Long-running ML work. submit_job returns an inference_id at once; poll check_job_status (wait_secs up to \
-                 20) until it is completed or failed. trigger_training starts a pipeline run for a session; follow it with \
+                 20, longer with a progress token) until it is completed or failed. trigger_training starts a pipeline run for a session; follow it with \
                  check_training_status, and list a session's finished runs with check_training_result. Pass an \
                  idempotency_key to submit_job and trigger_training so a retried call never starts work twice.",
             )

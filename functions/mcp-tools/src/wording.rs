@@ -2,8 +2,9 @@
 //! run's progress), and this front door says them. One place for every sentence, so the tools,
 //! their task forms and the Gateway door say the same.
 
-use shared::domain::job::{PendingCondition, Stage};
+use shared::domain::job::{JobStatus, PendingCondition, Stage};
 use shared::domain::pipeline_status::{ExecutionStatus, PipelineStatus};
+use shared::domain::progress::{JobEvent, JobMilestone, RunEvent};
 use shared::ports::StepStatus;
 use shared::usecases::check::JobNote;
 
@@ -109,6 +110,42 @@ pub fn run_not_recorded(error: &str) -> String {
 /// the agent's.
 pub const NO_CALLER: &str =
     "the request carries no authenticated caller; nothing was read or started";
+
+/// A progress notification's message while check_job_status waits.
+pub fn job_progress(event: &JobEvent) -> String {
+    let (milestone, still) = match event {
+        JobEvent::Reached(m) => (m, false),
+        JobEvent::StillAt(m) => (m, true),
+    };
+    let said = match milestone {
+        JobMilestone::Queued => "queued: the request is being submitted to SageMaker",
+        JobMilestone::Invoked => "invoked: SageMaker has the request; waiting for its outcome",
+        JobMilestone::Uncertain => {
+            "outcome not known yet: SageMaker may or may not have queued the request"
+        }
+        JobMilestone::Recorded(JobStatus::Completed) => "outcome recorded: completed",
+        JobMilestone::Recorded(JobStatus::Failed) => "outcome recorded: failed",
+        JobMilestone::Recorded(JobStatus::Cancelled) => "cancelled",
+        JobMilestone::Recorded(JobStatus::Pending) => "pending",
+    };
+    if still {
+        format!("{said} (still waiting)")
+    } else {
+        said.to_owned()
+    }
+}
+
+/// A progress notification's message while check_training_status waits.
+pub fn run_progress(event: &RunEvent) -> String {
+    match (&event.step, event.of) {
+        (None, _) => "Executing: no step has started yet".to_owned(),
+        (Some(step), Some(of)) => format!(
+            "step {} of {of}: {} {}",
+            step.number, step.name, step.status
+        ),
+        (Some(step), None) => format!("step {}: {} {}", step.number, step.name, step.status),
+    }
+}
 
 #[cfg(test)]
 mod tests {

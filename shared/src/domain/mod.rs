@@ -7,6 +7,7 @@ pub mod job;
 pub mod notification;
 pub mod pipeline_event;
 pub mod pipeline_status;
+pub mod progress;
 pub mod run;
 pub mod s3_location;
 pub mod task_id;

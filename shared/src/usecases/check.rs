@@ -9,8 +9,9 @@ use chrono::{DateTime, Utc};
 
 use crate::domain::caller::Caller;
 use crate::domain::job::{reconcile_probe, Job, JobStatus, PendingCondition};
+use crate::domain::progress::{JobEvent, JobProgress};
 use crate::domain::s3_location::S3Location;
-use crate::ports::{JobStore, ObjectStore, StoreError};
+use crate::ports::{JobStore, ObjectStore, ProgressSink, StoreError};
 use crate::usecases::outcome::{reconcile, Recorded};
 use crate::usecases::JobSettings;
 
@@ -59,10 +60,16 @@ pub fn poll_delay(attempt: u32) -> Duration {
     })
 }
 
+/// While a client waits, a notification at least this often, though nothing changed.
+pub const JOB_HEARTBEAT: Duration = Duration::from_secs(5);
+
 /// Reads the caller's job until it is no longer pending or `wait` has passed. At most one S3
 /// probe per call, through the same conditional write a notification uses. Another caller's
-/// job is answered exactly as an unknown id, after the same one read.
-pub async fn check_job<S, O>(
+/// job is answered exactly as an unknown id, after the same one read. A wait on a pending job
+/// reports to `progress` as the job moves, and at [`JOB_HEARTBEAT`] otherwise; a job done at
+/// the first read, or no wait, reports nothing.
+#[allow(clippy::too_many_arguments)]
+pub async fn check_job<S, O, P>(
     store: &S,
     objects: &O,
     settings: JobSettings,
@@ -70,12 +77,17 @@ pub async fn check_job<S, O>(
     inference_id: &str,
     wait: Duration,
     clock: impl Fn() -> DateTime<Utc>,
+    progress: &mut P,
 ) -> Result<JobReport, CheckError>
 where
     S: JobStore,
     O: ObjectStore,
+    P: ProgressSink<JobEvent>,
 {
-    let deadline = Instant::now() + wait;
+    let started = Instant::now();
+    let deadline = started + wait;
+    let mut tracker = JobProgress::new(wait, JOB_HEARTBEAT);
+    let mut reporting = false;
     let mut probed = false;
     let mut reconciled = None;
     let mut attempt = 0;
@@ -101,6 +113,12 @@ where
                     Ok(None) => {}
                     Err(e) => tracing::warn!(error = %e, "S3 probe for the outcome failed"),
                 }
+            }
+        }
+        reporting |= !wait.is_zero() && job.status == JobStatus::Pending;
+        if reporting {
+            if let Some(update) = tracker.observe(&job, started.elapsed()) {
+                progress.send(update).await;
             }
         }
         let left = deadline.saturating_duration_since(Instant::now());
@@ -150,6 +168,7 @@ mod tests {
     use crate::domain::job::{self, JobPolicy, Locations, Stage, Submission};
     use crate::domain::time::parse_rfc3339;
     use crate::fakes::{MemoryJobs, MemoryObjects};
+    use crate::ports::NoProgress;
     use serde_json::json;
 
     const SETTINGS: JobSettings = JobSettings {
@@ -203,6 +222,7 @@ mod tests {
             "nope",
             Duration::ZERO,
             t0,
+            &mut NoProgress,
         )
         .await
         .unwrap_err();
@@ -221,7 +241,8 @@ mod tests {
                 &local(),
                 &s.inference_id,
                 Duration::ZERO,
-                much_later
+                much_later,
+                &mut NoProgress
             )
             .await,
             Err(CheckError::NotFound { .. })
@@ -241,6 +262,7 @@ mod tests {
             &s.inference_id,
             Duration::ZERO,
             || t0() + chrono::Duration::seconds(10),
+            &mut NoProgress,
         )
         .await
         .unwrap();
@@ -254,6 +276,7 @@ mod tests {
             &s.inference_id,
             Duration::ZERO,
             || t0() + chrono::Duration::seconds(31),
+            &mut NoProgress,
         )
         .await
         .unwrap();
@@ -277,6 +300,7 @@ mod tests {
             &s.inference_id,
             Duration::from_millis(800),
             || t0() + chrono::Duration::seconds(31),
+            &mut NoProgress,
         )
         .await
         .unwrap();
@@ -305,6 +329,7 @@ mod tests {
             &s.inference_id,
             Duration::ZERO,
             || t0() + chrono::Duration::seconds(1021),
+            &mut NoProgress,
         )
         .await;
         // The probe at this age looks for the failure object, finds none, and the job is lost.
@@ -325,6 +350,7 @@ mod tests {
             "big",
             Duration::ZERO,
             t0,
+            &mut NoProgress,
         )
         .await
         .unwrap();

@@ -11,8 +11,8 @@ use crate::domain::pipeline_status::{ExecutionStatus, PipelineStatus};
 use crate::domain::run::Run;
 use crate::domain::task_id::TaskId;
 use crate::ports::{
-    AwsFailure, ExecutionDescription, JobStore, ObjectStore, PipelineControl, RunStore, StepStatus,
-    StoreError,
+    AwsFailure, ExecutionDescription, JobStore, NoProgress, ObjectStore, PipelineControl, RunStore,
+    StepStatus, StoreError,
 };
 use crate::usecases::check::{check_job, CheckError, JobNote, JobReport};
 use crate::usecases::training::session_runs;
@@ -107,6 +107,7 @@ pub async fn get_task<S: JobStore, O: ObjectStore>(
         &inference_id,
         std::time::Duration::ZERO,
         || now,
+        &mut NoProgress,
     )
     .await
     .map_err(|e| match e {

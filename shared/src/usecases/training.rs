@@ -1,16 +1,21 @@
 //! Training runs: trigger one (idempotently, by the caller's key), follow one, and list a
 //! session's runs.
 
+use std::time::Duration;
+
 use chrono::{DateTime, Utc};
+use tokio::time::Instant;
 
 use crate::domain::caller::{Caller, Owner};
 use crate::domain::item::Applied;
 use crate::domain::pipeline_event::{execution_description, owner_from_description};
+use crate::domain::pipeline_status::PipelineStatus;
+use crate::domain::progress::{RunEvent, RunProgress, StepSeen};
 use crate::domain::run::{self, client_request_token, newest_runs, session_key, Run};
 use crate::domain::time::{rfc3339, ttl_after};
 use crate::ports::{
-    AwsFailure, ExecutionDescription, PipelineControl, RunStore, StartRequest, StepStatus,
-    StoreError,
+    AwsFailure, ExecutionDescription, PipelineControl, ProgressSink, RunStore, StartRequest,
+    StepStatus, StoreError,
 };
 
 /// A triggered run's `pending` item outlives a day-long run before its TTL.
@@ -157,6 +162,61 @@ pub async fn training_status<P: PipelineControl>(
         .await
         .map_err(StatusError::Steps)?;
     Ok((described, steps))
+}
+
+/// Delays between reads while following a run: its steps take minutes, and each read is two
+/// SageMaker calls, so after a quick start every 5 s.
+pub fn run_poll_delay(attempt: u32) -> Duration {
+    Duration::from_millis(match attempt {
+        0 => 500,
+        1 => 1000,
+        2 => 2000,
+        _ => 5000,
+    })
+}
+
+/// [`training_status`], read again until the run ends or `wait` has passed, reporting to
+/// `progress` each step that starts or ends (of `step_count` steps, when known). A run already
+/// over at the first read, or no wait, reports nothing.
+pub async fn follow_run<P, S>(
+    pipeline: &P,
+    caller: &Caller,
+    execution_arn: &str,
+    wait: Duration,
+    step_count: Option<u32>,
+    progress: &mut S,
+) -> Result<(ExecutionDescription, Vec<StepStatus>), StatusError>
+where
+    P: PipelineControl,
+    S: ProgressSink<RunEvent>,
+{
+    let deadline = Instant::now() + wait;
+    let mut tracker = RunProgress::new(step_count);
+    let mut attempt = 0;
+    loop {
+        let (described, steps) = training_status(pipeline, caller, execution_arn).await?;
+        // An unknown status word is not waited on: nothing says it will change.
+        let running = described.status.is(PipelineStatus::Executing)
+            || described.status.is(PipelineStatus::Stopping);
+        if !wait.is_zero() && (running || attempt > 0) {
+            let seen: Vec<StepSeen<'_>> = steps
+                .iter()
+                .map(|s| StepSeen {
+                    name: &s.name,
+                    status: &s.status,
+                })
+                .collect();
+            if let Some(update) = tracker.observe(&seen) {
+                progress.send(update).await;
+            }
+        }
+        let left = deadline.saturating_duration_since(Instant::now());
+        if !running || left.is_zero() {
+            return Ok((described, steps));
+        }
+        tokio::time::sleep(run_poll_delay(attempt).min(left)).await;
+        attempt += 1;
+    }
 }
 
 /// The caller's unexpired runs of a session, newest first: the caller's own partition, and
