@@ -435,6 +435,13 @@ impl PipelineControl for FakePipeline {
         self.stopped.lock().unwrap().push(execution_arn.to_owned());
         Ok(())
     }
+
+    async fn definition(&self, execution_arn: &str) -> Result<String, AwsFailure> {
+        if !self.known(execution_arn) {
+            return Err(not_found(execution_arn));
+        }
+        Ok(r#"{"Version": "2020-12-01", "Steps": [{"Name": "Train", "Type": "Training"}]}"#.into())
+    }
 }
 
 #[derive(Default)]

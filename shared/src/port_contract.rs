@@ -870,6 +870,11 @@ pub mod pipeline_control {
         for step in &steps {
             assert!(!step.name.is_empty() && !step.status.is_empty(), "{step:?}");
         }
+        let definition = pipeline.definition(&arn).await.unwrap();
+        assert!(
+            crate::domain::pipeline_definition::step_count(&definition).is_some_and(|n| n > 0),
+            "the definition a run executes names its steps: {definition}"
+        );
     }
 
     pub async fn a_stopped_run_is_stopping_or_stopped<P: PipelineControl>(pipeline: &P) {
@@ -891,6 +896,11 @@ pub mod pipeline_control {
         );
         let failure = pipeline.stop(UNKNOWN).await.unwrap_err();
         assert!(!failure.retryable && !failure.ambiguous, "stop: {failure}");
+        let failure = pipeline.definition(UNKNOWN).await.unwrap_err();
+        assert!(
+            !failure.retryable && !failure.ambiguous,
+            "definition: {failure}"
+        );
     }
 }
 

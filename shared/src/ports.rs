@@ -202,6 +202,13 @@ pub trait PipelineControl: Sync {
 
     /// Asks SageMaker to stop a run (it goes Stopping, then Stopped).
     fn stop(&self, execution_arn: &str) -> impl Future<Output = Result<(), AwsFailure>> + Send;
+
+    /// The pipeline definition the run executes (DescribePipelineDefinitionForExecution), as
+    /// the JSON text SageMaker keeps.
+    fn definition(
+        &self,
+        execution_arn: &str,
+    ) -> impl Future<Output = Result<String, AwsFailure>> + Send;
 }
 
 #[derive(Debug, thiserror::Error)]

@@ -104,7 +104,7 @@ def test_a_training_run_through_the_gateway(servers, gateway):
     ("check_training_result", {"session_id": "a; b"}, "`session_id`"),
     ("trigger_training", {"session_id": "s"}, "input_data_uri"),
     ("check_job_status", {"inference_id": "x", "wait_secs": "five"},
-     '`wait_secs` must be a whole number from 0 to 20; got "five"'),
+     '`wait_secs` must be a whole number from 0 to 900; got "five"'),
     ("trigger_training", {"input_data_uri": "s3://b/t", "session_id": "s", "accuracy_threshold": "2"},
      "`accuracy_threshold` is 2; it must be from 0 to 1"),
     # An AWS failure: the stand-in has no such run.

@@ -225,7 +225,7 @@ impl<B: Backend> Tools<B> {
             let arn = run.execution_arn;
             let pipeline = d.ports.pipeline();
             let (described, steps) =
-                training::follow_run(pipeline, &caller, &arn, wait, None, &mut progress)
+                training::follow_run(pipeline, &caller, &arn, wait, &mut progress)
                     .await
                     .map_err(ToolError::from)?;
             Ok(Json(TrainingStatusOutput::new(arn, described, steps)))

@@ -1,5 +1,5 @@
 //! SageMaker pipelines (the sagemaker control plane): start the configured pipeline, describe
-//! any run, list a run's steps.
+//! any run, list a run's steps, read the definition it runs.
 
 use aws_sdk_sagemaker::types::{ParallelismConfiguration, Parameter, SortOrder};
 
@@ -87,6 +87,22 @@ impl PipelineControl for SageMakerPipeline {
             .await
             .map_err(|e| classify(&e))?;
         Ok(())
+    }
+
+    async fn definition(&self, execution_arn: &str) -> Result<String, AwsFailure> {
+        let out = self
+            .client
+            .describe_pipeline_definition_for_execution()
+            .pipeline_execution_arn(execution_arn)
+            .send()
+            .await
+            .map_err(|e| classify(&e))?;
+        out.pipeline_definition.ok_or_else(|| AwsFailure {
+            code: None,
+            message: "DescribePipelineDefinitionForExecution returned no PipelineDefinition".into(),
+            retryable: false,
+            ambiguous: false,
+        })
     }
 
     async fn steps(&self, execution_arn: &str) -> Result<Vec<StepStatus>, AwsFailure> {

@@ -5,6 +5,7 @@ pub mod caller;
 pub mod item;
 pub mod job;
 pub mod notification;
+pub mod pipeline_definition;
 pub mod pipeline_event;
 pub mod pipeline_status;
 pub mod progress;

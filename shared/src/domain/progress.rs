@@ -148,10 +148,10 @@ impl RunProgress {
     /// What to send for the steps just listed (in the order they started): the first listing,
     /// and then each that moved the run on.
     pub fn observe(&mut self, steps: &[StepSeen<'_>]) -> Option<Progress<RunEvent>> {
-        let progress: f64 = steps
-            .iter()
-            .map(|s| if step_ended(s.status) { 1.0 } else { 0.5 })
-            .sum();
+        // A fold from 0.0: a float sum of nothing is -0.0.
+        let progress = steps.iter().fold(0.0, |sum, s| {
+            sum + if step_ended(s.status) { 1.0 } else { 0.5 }
+        });
         if self.sent.is_some_and(|sent| progress <= sent) {
             return None;
         }
@@ -268,6 +268,7 @@ mod tests {
         let mut p = RunProgress::new(Some(3));
         let none = p.observe(&[]).unwrap();
         assert_eq!((none.progress, none.total), (0.0, Some(3.0)));
+        assert!(none.progress.is_sign_positive());
         assert_eq!(none.event.step, None);
         assert_eq!(p.observe(&[]), None);
 

@@ -8,6 +8,7 @@ use tokio::time::Instant;
 
 use crate::domain::caller::{Caller, Owner};
 use crate::domain::item::Applied;
+use crate::domain::pipeline_definition;
 use crate::domain::pipeline_event::{execution_description, owner_from_description};
 use crate::domain::pipeline_status::PipelineStatus;
 use crate::domain::progress::{RunEvent, RunProgress, StepSeen};
@@ -176,14 +177,13 @@ pub fn run_poll_delay(attempt: u32) -> Duration {
 }
 
 /// [`training_status`], read again until the run ends or `wait` has passed, reporting to
-/// `progress` each step that starts or ends (of `step_count` steps, when known). A run already
-/// over at the first read, or no wait, reports nothing.
+/// `progress` each step that starts or ends (of as many steps as the run's definition has, when
+/// it can be read). A run already over at the first read, or no wait, reports nothing.
 pub async fn follow_run<P, S>(
     pipeline: &P,
     caller: &Caller,
     execution_arn: &str,
     wait: Duration,
-    step_count: Option<u32>,
     progress: &mut S,
 ) -> Result<(ExecutionDescription, Vec<StepStatus>), StatusError>
 where
@@ -191,14 +191,17 @@ where
     S: ProgressSink<RunEvent>,
 {
     let deadline = Instant::now() + wait;
-    let mut tracker = RunProgress::new(step_count);
+    let mut tracker: Option<RunProgress> = None;
     let mut attempt = 0;
     loop {
         let (described, steps) = training_status(pipeline, caller, execution_arn).await?;
         // An unknown status word is not waited on: nothing says it will change.
         let running = described.status.is(PipelineStatus::Executing)
             || described.status.is(PipelineStatus::Stopping);
-        if !wait.is_zero() && (running || attempt > 0) {
+        if tracker.is_none() && running && !wait.is_zero() {
+            tracker = Some(RunProgress::new(step_count(pipeline, execution_arn).await));
+        }
+        if let Some(tracker) = tracker.as_mut() {
             let seen: Vec<StepSeen<'_>> = steps
                 .iter()
                 .map(|s| StepSeen {
@@ -216,6 +219,18 @@ where
         }
         tokio::time::sleep(run_poll_delay(attempt).min(left)).await;
         attempt += 1;
+    }
+}
+
+/// How many steps the run goes through, by its definition; None when that cannot be read (the
+/// progress is then told without a total).
+async fn step_count<P: PipelineControl>(pipeline: &P, execution_arn: &str) -> Option<u32> {
+    match pipeline.definition(execution_arn).await {
+        Ok(definition) => pipeline_definition::step_count(&definition),
+        Err(failure) => {
+            tracing::warn!(%failure, "the run's definition could not be read: progress without a step count");
+            None
+        }
     }
 }
 

@@ -70,6 +70,9 @@ pub async fn dispatch(
         Some("StartPipelineExecution") => pipelines::start(&state, &input)?,
         Some("DescribePipelineExecution") => pipelines::describe(&state, &input)?,
         Some("ListPipelineExecutionSteps") => pipelines::list_steps(&state, &input)?,
+        Some("DescribePipelineDefinitionForExecution") => {
+            pipelines::describe_definition(&state, &input)?
+        }
         Some("StopPipelineExecution") => pipelines::stop(&state, &input)?,
         Some("CreatePipeline") => pipelines::create_pipeline(&state, &input)?,
         Some("DescribePipeline") => pipelines::describe_pipeline(&state, &input)?,

@@ -1,6 +1,7 @@
 //! Pipelines (CreatePipeline, DescribePipeline: the definition, with its Parameters) and their
 //! executions: StartPipelineExecution, DescribePipelineExecution, ListPipelineExecutionSteps,
-//! StopPipelineExecution, and the runs moving step by step. A run may start on a pipeline that
+//! DescribePipelineDefinitionForExecution, StopPipelineExecution, and the runs moving step by
+//! step. A run may start on a pipeline that
 //! was never created (the local stack's tests start runs without one).
 
 use std::collections::HashMap;
@@ -284,6 +285,29 @@ pub fn describe(state: &AppState, input: &Value) -> Result<Value, AwsError> {
         out["ParallelismConfiguration"] = json!({"MaxParallelExecutionSteps": n});
     }
     Ok(out)
+}
+
+/// The definition a run executes: the steps the stand-in runs, whatever the pipeline was
+/// created with, so what it says matches what ListPipelineExecutionSteps will list.
+pub fn describe_definition(state: &AppState, input: &Value) -> Result<Value, AwsError> {
+    let run = find(state, input)?;
+    let steps: Vec<Value> = STEPS
+        .iter()
+        .map(|name| json!({"Name": name, "Type": step_type(name)}))
+        .collect();
+    let definition = json!({"Version": "2020-12-01", "Steps": steps});
+    Ok(json!({
+        "PipelineDefinition": definition.to_string(),
+        "CreationTime": epoch(run.started),
+    }))
+}
+
+fn step_type(name: &str) -> &'static str {
+    match name {
+        "TrainModel" => "Training",
+        "RegisterModel" => "RegisterModel",
+        _ => "Processing",
+    }
 }
 
 /// SageMaker requires a token and stops only a running execution: it goes Stopping, then
