@@ -7,8 +7,10 @@ PY := $(VENV)/bin/python
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 # The official MCP Inspector, pinned, for the tests that drive the server through its CLI.
 INSPECTOR := tests/inspector/node_modules/.bin/mcp-inspector
+# The official MCP conformance suite, pinned (scripts/conformance.py runs it).
+CONFORMANCE := tests/conformance/node_modules/.bin/conformance
 
-.PHONY: help venv test compile unit-test demo serve bench fmt lint lint-infra build build-sam sam-build-debug deploy deploy-guided \
+.PHONY: help venv test compile unit-test demo serve conformance bench fmt lint lint-infra build build-sam sam-build-debug deploy deploy-guided \
 	redrive doctor wire-endpoint tool-schema clean
 
 help:
@@ -16,6 +18,7 @@ help:
 	@echo "make test   lint, sam build (debug), then every test (unit, integration against moto, MCP, template)"
 	@echo "make serve  run everything locally and serve MCP at 127.0.0.1 until Ctrl-C; AUTH=bearer (a token"
 	@echo "             made up and printed once) or AUTH=oauth (with a local dev authorization server); default none"
+	@echo "make conformance  the official MCP conformance suite (2026-07-28 requirements, tasks) against mcp-tools"
 	@echo "make bench  release builds against a Python/boto3 reference on the local stack; writes BENCHMARKS.md"
 	@echo "make lint   rustfmt and clippy"
 	@echo "make build  release binaries for Lambda (arm64) in target/lambda/"
@@ -36,7 +39,7 @@ venv:
 # Lint and build in two lanes at once (scripts/build_for_tests.sh): `compile` for this machine,
 # `sam-build-debug` (which also sets up .venv) through SAM for Lambda; then run the tests on an
 # otherwise idle machine.
-test: $(INSPECTOR)
+test: $(INSPECTOR) $(CONFORMANCE)
 	@scripts/build_for_tests.sh
 	$(PY) scripts/local_stack.py --sagemaker target/debug/sagemaker-standin --step-millis 50 -- \
 		scripts/cargo_test_summary.sh --workspace --all-targets --locked
@@ -46,6 +49,11 @@ test: $(INSPECTOR)
 $(INSPECTOR): tests/inspector/package.json tests/inspector/package-lock.json
 	@command -v npm >/dev/null || { echo "error: npm is missing (Node.js 20 or newer): the MCP Inspector tests need it" >&2; exit 1; }
 	npm ci --prefix tests/inspector --no-audit --no-fund --loglevel=error
+	@touch $@
+
+$(CONFORMANCE): tests/conformance/package.json tests/conformance/package-lock.json
+	@command -v npm >/dev/null || { echo "error: npm is missing (Node.js 20 or newer): the conformance suite needs it" >&2; exit 1; }
+	npm ci --prefix tests/conformance --no-audit --no-fund --loglevel=error
 	@touch $@
 
 compile: lint
@@ -67,6 +75,14 @@ serve: venv
 	cargo build --locked --workspace --bins
 	$(PY) scripts/local_stack.py --sagemaker target/debug/sagemaker-standin --standin-runtime --lambda -- \
 		$(PY) scripts/serve.py --auth '$(AUTH)'
+
+# The official MCP conformance suite (--requirements 2026-07-28, with the tasks extension's
+# scenarios, which it runs and does not score) against mcp-tools on the local stack; one line
+# per scenario, results in .local/conformance/.
+conformance: venv $(CONFORMANCE)
+	cargo build --locked --workspace --bins
+	$(PY) scripts/local_stack.py --sagemaker target/debug/sagemaker-standin --step-millis 100 --lambda -- \
+		$(PY) scripts/conformance.py
 
 # Release builds for this machine (what runs) and zipped for arm64 (what Lambda takes), the
 # Python reference's runtime, then bench/run.py: cold starts, warm latency against the floor, AWS

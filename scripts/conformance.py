@@ -1,0 +1,125 @@
+#!/usr/bin/env python3
+"""`make conformance`: the official MCP conformance suite (tests/conformance, pinned) against
+mcp-tools under `cargo lambda watch` on the local stack, with `--requirements 2026-07-28`:
+exactly the server scenarios that revision requires, plus those it runs and never scores (the
+tasks extension's among them). Prints one line per scenario and writes the suite's own results
+to .local/conformance/. Expects the environment of scripts/local_stack.py.
+
+Many scenarios drive fixtures of the suite's reference server (tools named test_*, greet,
+slow_compute; prompts, resources, completions; tools that ask for elicitation or sampling). A
+server with five job tools has none of them: such a scenario, and any check that says its
+fixture is missing, is reported as not applicable and does not fail the run. Any other failed
+check does.
+"""
+
+import argparse
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+from lambda_watch import LOCAL_ORIGINS, start_watch, stop
+
+ROOT = Path(__file__).resolve().parent.parent
+SUITE = ROOT / "tests" / "conformance"
+CLI = SUITE / "node_modules" / "@modelcontextprotocol" / "conformance" / "dist" / "index.js"
+OUT = ROOT / ".local" / "conformance"
+REQUIREMENTS = "2026-07-28"
+
+# Scenarios made of the reference server's fixtures, by name prefix: why they cannot apply.
+NOT_APPLICABLE = {
+    "completion-": "no prompts or resources to complete",
+    "resources-": "no resources",
+    "prompts-": "no prompts",
+    "tools-call-": "calls the reference server's test_* tools",
+    "input-required-result-": "calls reference tools that ask for elicitation, sampling or roots",
+    "json-schema-2020-12": "calls the reference server's json_schema_2020_12_tool",
+    "http-custom-header-server-validation": "needs a tool with x-mcp-header parameters",
+    "tasks-": "drives the reference server's greet, slow_compute and failing_job tools",
+}
+# A failed check that says what it needed is not here.
+MISSING_FIXTURE = re.compile(
+    r"Not testable|tool not found|not found\. Available tools|fixture|returned JSON-RPC error -32601",
+    re.IGNORECASE)
+
+
+def not_applicable(scenario: str):
+    return next((why for prefix, why in NOT_APPLICABLE.items() if scenario.startswith(prefix)), None)
+
+
+def node() -> list:
+    if shutil.which("node") is None:
+        sys.exit("error: node is missing (Node.js 20 or newer): the conformance suite needs it")
+    # Node 20 has no fs.globSync, which the suite imports; register.mjs supplies it from glob.
+    return ["node", "--import", str(SUITE / "register.mjs"), str(CLI)]
+
+
+def results() -> dict:
+    """Each scenario's checks, from the directories the suite wrote (server-<name>-<time>)."""
+    found = {}
+    for checks in sorted(OUT.glob("server-*/checks.json")):
+        name = re.sub(r"-\d{4}-\d{2}-\d{2}T[\d-]+Z$", "", checks.parent.name)[len("server-"):]
+        found[name] = json.loads(checks.read_text())
+    return found
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description="The MCP conformance suite against mcp-tools.")
+    parser.add_argument("--url", help="an mcp-tools already served (without auth); by default one is "
+                                      "started under cargo lambda watch on $LAMBDA_PORT")
+    args = parser.parse_args()
+    if not CLI.exists():
+        sys.exit(f"error: the conformance suite is not installed; run: npm ci --prefix {SUITE.relative_to(ROOT)}")
+    shutil.rmtree(OUT, ignore_errors=True)
+    OUT.mkdir(parents=True)
+    watch = None
+    url = args.url
+    if url is None:
+        port = int(os.environ["LAMBDA_PORT"])
+        url = f"http://127.0.0.1:{port}/lambda-url/mcp-tools/mcp"
+        watch = start_watch(port, {"AUTH_MODE": "none", "MCP_ALLOWED_ORIGINS": LOCAL_ORIGINS}, "conformance")
+    try:
+        proc = subprocess.run(node() + ["server", "--url", url, "--requirements", REQUIREMENTS, "-o", str(OUT)],
+                              capture_output=True, text=True, timeout=1200)
+    finally:
+        if watch is not None:
+            stop(watch)
+    (OUT / "output.txt").write_text(proc.stdout + proc.stderr)
+    found = results()
+    if not found:
+        print(proc.stdout + proc.stderr, file=sys.stderr)
+        sys.exit("error: the conformance suite wrote no results")
+    unscored = set(re.findall(r"^\s+[✓✗] (\S+) \(", proc.stdout, re.MULTILINE))
+    failed = []
+    for name, checks in found.items():
+        counts = {}
+        for check in checks:
+            counts[check["status"]] = counts.get(check["status"], 0) + 1
+        why = not_applicable(name)
+        real = [c for c in checks if c["status"] == "FAILURE"
+                and not why and not MISSING_FIXTURE.search(c.get("errorMessage") or "")]
+        if real:
+            verdict = "FAILED"
+            failed.append(name)
+        elif any(c["status"] == "FAILURE" for c in checks):
+            verdict = "n/a" if why else "passed*"
+        else:
+            verdict = "passed"
+        scored = "not scored" if name in unscored else "required"
+        tally = ", ".join(f"{n} {status.lower()}" for status, n in sorted(counts.items()))
+        print(f"{name:48} {verdict:8} {scored:10} [{tally}]{f' ({why})' if why and verdict == 'n/a' else ''}")
+        for check in real:
+            print(f"    {check['id']}: {check.get('errorMessage') or check.get('description')}")
+    print("passed*: passed every check that applies; the rest need a fixture this server does not have")
+    print(f"results: {OUT.relative_to(ROOT)}/")
+    if failed:
+        print(f"{len(failed)} scenario(s) failed: {', '.join(failed)}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,4 @@
+import fs from 'node:fs';
+export * from 'node:fs';
+export default fs;
+export { globSync } from 'glob';

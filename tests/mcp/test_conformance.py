@@ -1,0 +1,35 @@
+"""The official MCP conformance suite (`--requirements 2026-07-28`, tests/conformance) against
+mcp-tools as `make serve` serves it (no auth, local browser origins allowed), through
+scripts/conformance.py: every check that applies to a server of five job tools passes (make
+conformance prints the table)."""
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from lambda_watch import LOCAL_ORIGINS, WatchError, free_port, start_watch, stop
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="module")
+def served(servers):
+    port = free_port()
+    try:
+        proc = start_watch(port, {"AUTH_MODE": "none", "MCP_ALLOWED_ORIGINS": LOCAL_ORIGINS}, "watch-conformance")
+    except WatchError as e:
+        pytest.exit(str(e), 2)
+    yield f"http://127.0.0.1:{port}/lambda-url/mcp-tools/mcp"
+    stop(proc)
+
+
+def test_the_conformance_suite_passes_what_applies(served):
+    proc = subprocess.run([sys.executable, str(ROOT / "scripts" / "conformance.py"), "--url", served],
+                          capture_output=True, text=True, timeout=1200)
+    print(proc.stdout)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    for scenario in ("server-stateless", "tools-list", "dns-rebinding-protection", "http-header-validation"):
+        line = next(line for line in proc.stdout.splitlines() if line.startswith(scenario + " "))
+        assert " passed" in line, line
