@@ -501,3 +501,24 @@ def test_the_translated_template_is_json_cloudformation():
     assert "Transform" not in CFN
     assert not [n for n, r in CFN["Resources"].items() if r["Type"].startswith("AWS::Serverless::")]
     json.dumps(CFN)
+
+
+@pytest.mark.parametrize("case", list(AUTH_CASES))
+def test_a_url_without_iam_auth_lets_everyone_in_and_one_with_it_nobody(case):
+    """With auth type NONE the URL's resource policy must let anyone invoke it (through the URL
+    only): the function checks the token itself. SAM writes nothing for an AuthType parameter."""
+    parameters, mode = AUTH_CASES[case]
+    stack = Deployed(CFN, **parameters)
+    public = {name: r["Properties"] for name, r in stack.resources.items()
+              if r["Type"] == "AWS::Lambda::Permission" and r["Properties"].get("Principal") == "*"}
+    if mode == "iam":
+        assert public == {}, public
+        return
+    function = {"Ref": "McpToolsFunction"}
+    assert public == {
+        "McpToolsUrlPublicInvoke": {"Action": "lambda:InvokeFunctionUrl", "FunctionName": function,
+                                    "Principal": "*", "FunctionUrlAuthType": "NONE"},
+        "McpToolsUrlPublicInvokeViaUrl": {"Action": "lambda:InvokeFunction", "FunctionName": function,
+                                          "Principal": "*", "InvokedViaFunctionUrl": True},
+    }
+    assert stack.props("McpToolsFunctionUrl")["AuthType"] == "NONE"

@@ -11,6 +11,7 @@ import json
 import os
 import sys
 import time
+import urllib.error
 import urllib.request
 import uuid
 from pathlib import Path
@@ -286,12 +287,16 @@ def iam_call(port, name, args, user_arn):
     request = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": name, "arguments": args}}
     url = f"http://127.0.0.1:{port}/2015-03-31/functions/mcp-tools/invocations"
     data = json.dumps(url_event(request, user_arn)).encode()
-    with urllib.request.urlopen(urllib.request.Request(url, data=data, method="POST"), timeout=600) as resp:
-        answer = json.loads(resp.read())
-    if answer["statusCode"] != 200:
-        return answer["statusCode"], answer.get("body")
-    result = json.loads(answer["body"])["result"]
-    return 200, result
+    # mcp-tools streams its replies (RESPONSE_STREAM): cargo lambda watch hands back the HTTP
+    # reply the function streamed, its status and body, as a Function URL would.
+    try:
+        with urllib.request.urlopen(urllib.request.Request(url, data=data, method="POST"), timeout=600) as resp:
+            status, body = resp.status, resp.read()
+    except urllib.error.HTTPError as e:
+        status, body = e.code, e.read()
+    if status != 200:
+        return status, body.decode()
+    return 200, json.loads(body)["result"]
 
 
 def test_iam_callers_are_their_roles_and_a_request_without_identity_is_refused(iam):
