@@ -10,8 +10,8 @@ INSPECTOR := tests/inspector/node_modules/.bin/mcp-inspector
 # The official MCP conformance suite, pinned (scripts/conformance.py runs it).
 CONFORMANCE := tests/conformance/node_modules/.bin/conformance
 
-.PHONY: help venv test compile unit-test demo serve conformance bench fmt lint lint-infra build build-sam sam-build-debug deploy deploy-guided \
-	redrive doctor wire-endpoint tool-schema clean
+.PHONY: help venv test compile unit-test demo serve conformance bench fmt lint lint-infra build build-sam sam-build-debug deploy \
+	deploy-guided redrive doctor wire-endpoint tool-schema cdk-test cdk-unit cdk-synth cdk-bootstrap cdk-deploy clean
 
 help:
 	@echo "make demo   run the async loop locally (inference outcomes, pipeline runs) and show what is stored"
@@ -30,6 +30,11 @@ help:
 	@echo "make doctor STACK=<name>  check a deployed stack's wiring (endpoint, topics, S3 paths, pipeline, rule, DLQs, alarms)"
 	@echo "make wire-endpoint STACK=<name>  wire an existing endpoint to the stack (new EndpointConfig + UpdateEndpoint;"
 	@echo "             ARGS=--dry-run prints the difference only)"
+	@echo "make cdk-test   the CDK construct's checks (tsc, node --test, parity with the SAM template, cfn-lint)"
+	@echo "make cdk-synth PARAMS=\"AsyncEndpointName=... PipelineName=... IoBucketName=...\"  synthesize the CDK app"
+	@echo "             (the template's parameters, Name=Value; STACK=<name>; offline) into infra/cdk/cdk.out/"
+	@echo "make cdk-deploy PARAMS=... [STACK=<name>]  make build, then cdk deploy in your AWS account and region"
+	@echo "             (once per account and region first: make cdk-bootstrap)"
 	@echo "make redrive STACK=<name>  replay a deployed stack's dead-lettered notifications and pipeline events"
 	@echo "             (or QUEUE_URL=... NOTIFICATION_HANDLER=... PIPELINE_ROUTER=...; ARGS=\"--dry-run --max N\")"
 
@@ -39,7 +44,7 @@ venv:
 # Lint and build in two lanes at once (scripts/build_for_tests.sh): `compile` for this machine,
 # `sam-build-debug` (which also sets up .venv) through SAM for Lambda; then run the tests on an
 # otherwise idle machine.
-test: $(INSPECTOR) $(CONFORMANCE)
+test: $(INSPECTOR) $(CONFORMANCE) cdk-unit
 	@scripts/build_for_tests.sh
 	$(PY) scripts/local_stack.py --sagemaker target/debug/sagemaker-standin --step-millis 50 -- \
 		scripts/cargo_test_summary.sh --workspace --all-targets --locked
@@ -55,6 +60,51 @@ $(CONFORMANCE): tests/conformance/package.json tests/conformance/package-lock.js
 	@command -v npm >/dev/null || { echo "error: npm is missing (Node.js 20 or newer): the conformance suite needs it" >&2; exit 1; }
 	npm ci --prefix tests/conformance --no-audit --no-fund --loglevel=error
 	@touch $@
+
+# The CDK construct (infra/cdk): its packages, pinned; the build (tsc, which type-checks); its own
+# tests (node --test, aws-cdk-lib/assertions, offline). tests/infra/test_cdk_parity.py (in make
+# test's pytest run, or make cdk-test) then holds what it synthesizes to the SAM template and
+# runs cfn-lint on it.
+CDK_DIR := infra/cdk
+CDK_MODULES := $(CDK_DIR)/node_modules/.installed
+CDK_BUILT := $(CDK_DIR)/dist/.built
+CDK_SOURCES := $(CDK_DIR)/tsconfig.json $(wildcard $(CDK_DIR)/lib/*.ts $(CDK_DIR)/bin/*.ts $(CDK_DIR)/test/*.ts)
+CDK_CLI := CDK_DISABLE_CLI_TELEMETRY=true node_modules/.bin/cdk
+# PARAMS: the template's parameters as Name=Value words (as sam deploy --parameter-overrides takes
+# them), given to the app as context; STACK: the stack's name (default mcp-async-jobs).
+CDK_CONTEXT = $(foreach p,$(PARAMS),-c '$(p)') $(if $(STACK),-c 'stackName=$(STACK)')
+
+$(CDK_MODULES): $(CDK_DIR)/package.json $(CDK_DIR)/package-lock.json
+	@command -v npm >/dev/null || { echo "error: npm is missing (Node.js 20 or newer): the CDK construct's checks need it" >&2; exit 1; }
+	npm ci --prefix $(CDK_DIR) --no-audit --no-fund --loglevel=error
+	@touch $@
+
+$(CDK_BUILT): $(CDK_MODULES) $(CDK_SOURCES)
+	npm --prefix $(CDK_DIR) run --silent build
+	@touch $@
+
+cdk-unit: $(CDK_BUILT)
+	npm --prefix $(CDK_DIR) test --silent
+
+cdk-test: cdk-unit venv
+	$(PY) -m pytest -q tests/infra/test_cdk_parity.py
+
+cdk-synth: $(CDK_BUILT)
+	cd $(CDK_DIR) && $(CDK_CLI) synth --no-notices --no-lookups --quiet $(CDK_CONTEXT) $(ARGS)
+	@echo "synthesized into $(CDK_DIR)/cdk.out/ ($${STACK:-mcp-async-jobs}.template.json)"
+
+# The CDK toolkit stack (its asset bucket and deploy roles), once per account and region. Run
+# outside infra/cdk, so that the CLI bootstraps the credentials' account without synthesizing the app.
+cdk-bootstrap: venv $(CDK_MODULES)
+	@region=$$($(PY) scripts/aws_region.py) && echo "Bootstrapping CDK in $$region" && \
+		AWS_REGION="$$region" CDK_DISABLE_CLI_TELEMETRY=true $(CDK_DIR)/node_modules/.bin/cdk bootstrap --no-notices \
+		"aws://unknown-account/$$region" $(ARGS)
+
+# The release build (make build) into the caller's account and region, which the stack (no env)
+# takes from the credentials; the region as every deploy here picks it (scripts/aws_region.py).
+cdk-deploy: build $(CDK_BUILT)
+	@region=$$($(PY) scripts/aws_region.py) && echo "Deploying to $$region" && \
+		cd $(CDK_DIR) && AWS_REGION="$$region" $(CDK_CLI) deploy --no-notices --no-lookups $(CDK_CONTEXT) $(ARGS)
 
 compile: lint
 	cargo build --locked --workspace --bins

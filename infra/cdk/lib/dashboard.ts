@@ -1,0 +1,82 @@
+/**
+ * The CloudWatch dashboard's body: the functions' own metrics (Embedded Metric Format, namespace
+ * McpAsyncJobs/<name>, dimension Function) beside Lambda's and the DLQs'. The template writes the
+ * same widgets out by hand; the parity test compares the two as JSON.
+ */
+
+export interface DashboardNames {
+  /** The functions' metrics namespace. */
+  readonly namespace: string;
+  readonly region: string;
+  readonly notificationHandler: string;
+  readonly pipelineRouter: string;
+  readonly mcpTools: string;
+  readonly asyncFailureDlq: string;
+  readonly pipelineResultsDlq: string;
+}
+
+const TOOLS = ['submit_job', 'check_job_status', 'trigger_training', 'check_training_status', 'check_training_result'];
+const RUN_STATUSES = ['Succeeded', 'Failed', 'Stopped', 'CompletedWithFailures'];
+// The tools run behind two front doors; their metrics carry the function's name.
+const FRONT_DOORS: Array<[string, string]> = [['mcp-tools', 'URL'], ['gateway-target', 'Gateway']];
+
+type Metric = Array<string | Record<string, string>>;
+
+export function dashboardBody(n: DashboardNames): object {
+  const own = (name: string, fn: string, options: Record<string, string>, ...more: string[]): Metric =>
+    [n.namespace, name, 'Function', fn, ...more, options];
+  const sum = (label: string) => ({ stat: 'Sum', label });
+  const widget = (x: number, y: number, title: string, stat: string, metrics: Metric[]) => ({
+    type: 'metric', x, y, width: 12, height: 6,
+    properties: { title, region: n.region, view: 'timeSeries', stat, period: 300, metrics },
+  });
+  const perTool = (name: string) => FRONT_DOORS.flatMap(([fn, door]) =>
+    TOOLS.map((tool) => own(name, fn, sum(`${tool} (${door})`), 'Tool', tool)));
+  const functions: Array<[string, string]> = [
+    [n.notificationHandler, 'notification-handler'], [n.pipelineRouter, 'pipeline-router'], [n.mcpTools, 'mcp-tools']];
+
+  return {
+    widgets: [
+      widget(0, 0, 'Jobs: submitted and outcomes', 'Sum', [
+        own('JobsSubmitted', 'mcp-tools', sum('submitted (Function URL)')),
+        own('JobsSubmitted', 'gateway-target', sum('submitted (Gateway)')),
+        own('JobsCompleted', 'notification-handler', sum('completed')),
+        own('JobsFailed', 'notification-handler', sum('failed')),
+        own('JobsFailed', 'mcp-tools', sum('refused at submit')),
+        own('JobsCancelled', 'mcp-tools', sum('cancelled (Function URL)')),
+        own('JobsCancelled', 'gateway-target', sum('cancelled (Gateway)')),
+      ]),
+      widget(12, 0, 'Time from submit to outcome (ms)', 'Sum', [
+        own('JobDuration', 'notification-handler', { stat: 'p50', label: 'p50' }),
+        own('JobDuration', 'notification-handler', { stat: 'p90', label: 'p90' }),
+        own('JobDuration', 'notification-handler', { stat: 'Maximum', label: 'max' }),
+      ]),
+      widget(0, 6, 'Outcomes not arriving by notification', 'Sum', [
+        own('JobsProbablyLost', 'mcp-tools', sum('probably lost (Function URL)')),
+        own('JobsProbablyLost', 'gateway-target', sum('probably lost (Gateway)')),
+        own('OutcomesReconciled', 'mcp-tools', sum('reconciled from S3 (Function URL)')),
+        own('OutcomesReconciled', 'gateway-target', sum('reconciled from S3 (Gateway)')),
+        own('NotificationsForUnknownJobs', 'notification-handler', sum('notifications for unknown jobs')),
+        own('DuplicateNotifications', 'notification-handler', sum('duplicate notifications')),
+      ]),
+      widget(12, 6, 'Pipeline runs routed', 'Sum', [
+        ...RUN_STATUSES.map((status) => own('RunsRouted', 'pipeline-router', sum(status), 'Status', status)),
+        own('CompletionMessagesSent', 'pipeline-router', sum('completion messages sent')),
+      ]),
+      widget(0, 12, 'Tool calls', 'Sum', perTool('ToolCalls')),
+      widget(12, 12, 'Tool errors', 'Sum', perTool('ToolErrors')),
+      widget(0, 18, 'Cold starts', 'Sum',
+        ['notification-handler', 'pipeline-router', 'mcp-tools', 'gateway-target'].map((fn) => own('ColdStart', fn, sum(fn)))),
+      widget(12, 18, 'Lambda errors and throttles', 'Sum', functions.flatMap(([name, label]) => [
+        ['AWS/Lambda', 'Errors', 'FunctionName', name, { label: `${label} errors` }],
+        ['AWS/Lambda', 'Throttles', 'FunctionName', name, { label: `${label} throttles` }],
+      ])),
+      widget(0, 24, 'Lambda duration (ms)', 'p90', functions.map(([name, label]) =>
+        ['AWS/Lambda', 'Duration', 'FunctionName', name, { label: `${label} p90`, stat: 'p90' }])),
+      widget(12, 24, 'Dead-letter queues (messages waiting)', 'Maximum', [
+        ['AWS/SQS', 'ApproximateNumberOfMessagesVisible', 'QueueName', n.asyncFailureDlq, { label: 'AsyncFailureDLQ' }],
+        ['AWS/SQS', 'ApproximateNumberOfMessagesVisible', 'QueueName', n.pipelineResultsDlq, { label: 'PipelineResultsDLQ' }],
+      ]),
+    ],
+  };
+}

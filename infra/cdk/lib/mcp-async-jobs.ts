@@ -1,0 +1,1038 @@
+import * as fs from 'fs';
+import * as path from 'path';
+import { Aws, CfnElement, CfnOutput, Duration, RemovalPolicy, Stack, Token } from 'aws-cdk-lib/core';
+import * as autoscaling from 'aws-cdk-lib/aws-applicationautoscaling';
+import * as agentcore from 'aws-cdk-lib/aws-bedrockagentcore';
+import * as cloudwatch from 'aws-cdk-lib/aws-cloudwatch';
+import * as cognito from 'aws-cdk-lib/aws-cognito';
+import * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
+import * as events from 'aws-cdk-lib/aws-events';
+import * as iam from 'aws-cdk-lib/aws-iam';
+import * as lambda from 'aws-cdk-lib/aws-lambda';
+import * as logs from 'aws-cdk-lib/aws-logs';
+import * as sagemaker from 'aws-cdk-lib/aws-sagemaker';
+import * as sns from 'aws-cdk-lib/aws-sns';
+import * as sqs from 'aws-cdk-lib/aws-sqs';
+import { Construct, IConstruct } from 'constructs';
+import { dashboardBody } from './dashboard';
+import { PARAMETERS, parseParameter } from './parameters';
+
+/** The repository this package lives in (infra/cdk), found from the running file up. */
+const REPO_ROOT = path.resolve(packageRoot(__dirname), '..', '..');
+
+function packageRoot(from: string): string {
+  let dir = from;
+  while (!fs.existsSync(path.join(dir, 'package.json'))) {
+    const parent = path.dirname(dir);
+    if (parent === dir) {
+      throw new Error(`McpAsyncJobs: no package.json above ${from}`);
+    }
+    dir = parent;
+  }
+  return dir;
+}
+
+/**
+ * The props mirror infra/template.yaml's parameters one to one (`OutputPrefix` is
+ * `outputPrefix`, ...), with their defaults; an empty string means "not given", as in the
+ * template. Everything is decided at synth time: the template's Conditions are plain branches
+ * here, and its Rules and AllowedPatterns are checked when the construct is created.
+ */
+export interface McpAsyncJobsProps {
+  /** The SageMaker asynchronous endpoint submit_job invokes (lowercase, as in its ARN). */
+  readonly asyncEndpointName: string;
+  /** The SageMaker pipeline trigger_training starts (lowercase, as in its ARN). */
+  readonly pipelineName: string;
+  /** The existing bucket of the endpoint's inputs and outputs (inputs go to inputs/). */
+  readonly ioBucketName: string;
+  /** Key prefix of the endpoint's S3OutputPath. @default 'outputs/' */
+  readonly outputPrefix?: string;
+  /** Key prefix of the endpoint's S3FailurePath. @default 'failures/' */
+  readonly failurePrefix?: string;
+  /** An existing SNS topic for success notifications. @default - one is created */
+  readonly successTopicArn?: string;
+  /** An existing SNS topic for error notifications. @default - one is created */
+  readonly errorTopicArn?: string;
+  /** An existing SageMaker Model: the async endpoint is then created here, wired and scaling to zero. @default - the endpoint exists already */
+  readonly modelName?: string;
+  /** The endpoint's execution role; the topics created here let it publish. Required with modelName. */
+  readonly modelExecutionRoleArn?: string;
+  /** @default 'ml.m5.large' */
+  readonly endpointInstanceType?: string;
+  /** @default 1 */
+  readonly endpointInitialInstanceCount?: number;
+  /** The fewest instances scaling keeps (0 scales to zero). @default 0 */
+  readonly endpointMinInstanceCount?: number;
+  /** @default 2 */
+  readonly endpointMaxInstanceCount?: number;
+  /** Queued requests per instance (ApproximateBacklogSizePerInstance) scaling aims at. @default 5 */
+  readonly targetBacklogPerInstance?: number;
+  /** @default 4 */
+  readonly maxConcurrentInvocationsPerInstance?: number;
+  /** @default 'AllTraffic' */
+  readonly variantName?: string;
+  /** A KMS key for the endpoint's volume and S3 outputs. @default - none */
+  readonly endpointKmsKeyId?: string;
+  /** trigger_training's arguments mapped to the pipeline's parameter names (tool_arg=Name,...). @default the seed pipeline's names */
+  readonly pipelineParameters?: string;
+  /** Deliver notifications through an SQS buffer queue (with a DLQ) instead of directly from SNS. @default false */
+  readonly useSqsBuffer?: boolean;
+  /** Route only PipelineName's status changes. @default true */
+  readonly narrowEventsToPipeline?: boolean;
+  /** @default 3600 */
+  readonly resultTtlSecs?: number;
+  /** @default 65536 */
+  readonly inlineResultMaxBytes?: number;
+  /** AWS_IAM (SigV4 callers) or NONE (the function checks a bearer or OAuth token). @default 'AWS_IAM' */
+  readonly functionUrlAuthType?: 'AWS_IAM' | 'NONE';
+  /** With NONE and no OAuth: the hex SHA-256 of a bearer token (caller `default`). */
+  readonly bearerTokenSha256?: string;
+  /** With NONE and no OAuth: named bearer tokens, name:sha256hex,... */
+  readonly bearerTokens?: string;
+  /** An OAuth issuer (https://...): mcp-tools accepts only its access tokens. Needs NONE. */
+  readonly oauthIssuer?: string;
+  /** With OAuth, this resource's identifier (normally its public MCP URL). @default https://<Host>/mcp */
+  readonly oauthAudience?: string;
+  /** @default - from the issuer's metadata */
+  readonly oauthJwksUri?: string;
+  /** @default 'jobs:read' (in the function) */
+  readonly oauthReadScope?: string;
+  /** @default 'jobs:write' (in the function) */
+  readonly oauthWriteScope?: string;
+  /** Client ids whose tokens are accepted without aud (as Cognito's are), comma-separated. */
+  readonly oauthClientIds?: string;
+  /** Create a Cognito user pool as the authorization server. Needs NONE and userPoolDomainPrefix. @default false */
+  readonly createUserPool?: boolean;
+  /** With createUserPool, the managed login domain's prefix. */
+  readonly userPoolDomainPrefix?: string;
+  /** With createUserPool, the app client's redirect URLs. @default ['http://localhost:3030/callback'] */
+  readonly oauthCallbackUrls?: string[];
+  /** Browser origins allowed to call the MCP server, comma-separated. @default '' (none) */
+  readonly allowedOrigins?: string;
+  /** @default 30 */
+  readonly logRetentionDays?: number;
+  /** SNS topic for alarm notifications. @default - alarms notify nobody */
+  readonly alarmTopicArn?: string;
+  /** @default 'INFO' */
+  readonly applicationLogLevel?: 'TRACE' | 'DEBUG' | 'INFO' | 'WARN' | 'ERROR' | 'FATAL';
+  /** @default 'WARN' */
+  readonly systemLogLevel?: 'DEBUG' | 'INFO' | 'WARN';
+  /** @default 'PassThrough' */
+  readonly tracingMode?: 'Active' | 'PassThrough';
+  /** Share of job outcomes that are failures (15 minutes, at least 5) that raises the alarm. @default 0.2 */
+  readonly failureRateThreshold?: number;
+  /** An AgentCore Gateway: the tools are then also deployed as its Lambda target. */
+  readonly agentCoreGatewayId?: string;
+  /** With agentCoreGatewayId, the Gateway's execution role (allowed to invoke the target). */
+  readonly agentCoreGatewayRoleArn?: string;
+  /** @default 'mcp-tools' */
+  readonly agentCoreTargetName?: string;
+
+  // What the template gets from elsewhere.
+
+  /** Where the functions are built, one `<binary>/bootstrap` each (make build). @default <repository>/target/lambda */
+  readonly functionsDir?: string;
+  /** The Gateway target's tool schema (make tool-schema). @default <repository>/infra/gateway-tool-schema.json */
+  readonly toolSchemaFile?: string;
+  /** The prefix of physical names (functions, log groups, dashboard, metrics namespace). @default the stack's name (AWS::StackName) */
+  readonly namePrefix?: string;
+  /** Prepended to every logical id, which are otherwise the template's (for two of these in one stack). @default '' */
+  readonly logicalIdPrefix?: string;
+}
+
+/** Every prop with its default applied. */
+type Settings = Required<Omit<McpAsyncJobsProps, 'functionsDir' | 'toolSchemaFile' | 'namePrefix' | 'logicalIdPrefix'>>;
+
+const MCP_TOOLS_TIMEOUT_SECS = 45;
+const LAMBDA = new iam.ServicePrincipal('lambda.amazonaws.com');
+const RETENTION_14_DAYS = Duration.seconds(1209600);
+
+function given(value: string | undefined): value is string {
+  return value !== undefined && value !== '';
+}
+
+function describe(value: unknown): string {
+  return JSON.stringify(value);
+}
+
+/** The props with defaults applied, or an error naming every prop that breaks the template's constraints. */
+function settingsOf(props: McpAsyncJobsProps): Settings {
+  const values: Record<string, unknown> = {};
+  const errors: string[] = [];
+  for (const [name, spec] of Object.entries(PARAMETERS)) {
+    let value = (props as unknown as Record<string, unknown>)[spec.prop];
+    if (value === undefined) {
+      if (spec.default === undefined) {
+        errors.push(`${spec.prop} is required (the template's ${name})`);
+        continue;
+      }
+      value = parseParameter(name, spec.default);
+    }
+    values[spec.prop] = value;
+    if (Token.isUnresolved(value)) {
+      continue;
+    }
+    const text = spec.kind === 'list' ? undefined : String(value);
+    if (spec.kind === 'number' && (typeof value !== 'number' || !Number.isFinite(value))) {
+      errors.push(`${spec.prop} must be a number, not ${describe(value)}`);
+    } else if (spec.kind === 'boolean' && typeof value !== 'boolean') {
+      errors.push(`${spec.prop} must be true or false, not ${describe(value)}`);
+    } else if (spec.kind === 'list' && !(Array.isArray(value) && value.every((v) => typeof v === 'string'))) {
+      errors.push(`${spec.prop} must be a list of strings, not ${describe(value)}`);
+    } else if (spec.kind === 'string' && typeof value !== 'string') {
+      errors.push(`${spec.prop} must be a string, not ${describe(value)}`);
+    } else if (text !== undefined) {
+      if (spec.pattern && !new RegExp(spec.pattern).test(text)) {
+        errors.push(`${spec.prop} ${describe(value)} does not match ${spec.pattern}`);
+      }
+      if (spec.allowed && !spec.allowed.includes(text)) {
+        errors.push(`${spec.prop} ${describe(value)} is not one of ${spec.allowed.join(', ')}`);
+      }
+      if (spec.min !== undefined && (value as number) < spec.min) {
+        errors.push(`${spec.prop} ${describe(value)} is below ${spec.min}`);
+      }
+      if (spec.max !== undefined && (value as number) > spec.max) {
+        errors.push(`${spec.prop} ${describe(value)} is above ${spec.max}`);
+      }
+    }
+  }
+  const s = values as Settings;
+  if (errors.length === 0) {
+    errors.push(...ruleViolations(s));
+  }
+  if (errors.length > 0) {
+    throw new Error(`McpAsyncJobs: ${errors.join('; ')}`);
+  }
+  return s;
+}
+
+/** The template's Rules: combinations that deploy but cannot work. Each message starts with the rule's name. */
+function ruleViolations(s: Settings): string[] {
+  const errors: string[] = [];
+  const oauth = given(s.oauthIssuer) || s.createUserPool;
+  if (s.functionUrlAuthType === 'NONE' && !oauth && !given(s.bearerTokenSha256) && !given(s.bearerTokens)) {
+    errors.push('BearerTokenForUrlAuthNone: functionUrlAuthType NONE without OAuth needs bearerTokenSha256 or '
+      + 'bearerTokens, or the MCP server would be open to anyone');
+  }
+  if (oauth && s.functionUrlAuthType !== 'NONE') {
+    errors.push('UrlAuthNoneForOAuth: OAuth (oauthIssuer or createUserPool) needs functionUrlAuthType NONE: the '
+      + 'function checks the access token itself, and with AWS_IAM no OAuth client could get past the Function URL');
+  }
+  if (s.createUserPool) {
+    if (!given(s.userPoolDomainPrefix)) {
+      errors.push('DomainPrefixForUserPool: createUserPool needs userPoolDomainPrefix, the managed login domain users sign in at');
+    }
+    const beside = (['oauthIssuer', 'oauthJwksUri', 'oauthReadScope', 'oauthWriteScope', 'oauthClientIds'] as const)
+      .filter((prop) => given(s[prop]));
+    if (beside.length > 0) {
+      errors.push(`DomainPrefixForUserPool: createUserPool makes the user pool the issuer, with its own scopes and app `
+        + `client: leave ${beside.join(', ')} unset`);
+    }
+  }
+  if (given(s.modelName) && !given(s.modelExecutionRoleArn)) {
+    errors.push('ExecutionRoleForEndpoint: modelName needs modelExecutionRoleArn (the Model\'s execution role), or the '
+      + 'endpoint could not publish its outcomes');
+  }
+  if (given(s.agentCoreGatewayId) && !given(s.agentCoreGatewayRoleArn)) {
+    errors.push('GatewayRoleForGatewayTarget: agentCoreGatewayId needs agentCoreGatewayRoleArn, or the Gateway could '
+      + 'not invoke its target');
+  }
+  return errors;
+}
+
+interface Statement {
+  readonly Effect: 'Allow';
+  readonly Action: string | string[];
+  readonly Resource: string | string[];
+}
+
+/** An IAM statement in the template's spelling: one action or resource alone, several as a list. */
+function allow(actions: string[], resources: string[]): Statement {
+  const one = (values: string[]) => (values.length === 1 ? values[0] : values);
+  return { Effect: 'Allow', Action: one(actions), Resource: one(resources) };
+}
+
+// X-Ray takes no resource-level permissions.
+const xray = () => allow(['xray:PutTraceSegments', 'xray:PutTelemetryRecords'], ['*']);
+
+/**
+ * The async side of SageMaker-backed MCP tools: the resources infra/template.yaml deploys for the
+ * same parameter values, under the template's logical ids (so that tests/infra/test_cdk_parity.py
+ * can hold each one to it), decided at synth time from the props.
+ */
+export class McpAsyncJobs extends Construct {
+  public readonly resultsTable: dynamodb.Table;
+  public readonly pipelineResultsTable: dynamodb.Table;
+  public readonly pipelineResultsQueue: sqs.Queue;
+  public readonly pipelineResultsDlq: sqs.Queue;
+  public readonly asyncFailureDlq: sqs.Queue;
+  /** The topic the endpoint's NotificationConfig names as SuccessTopic (created, or the one given). */
+  public readonly successTopicArn: string;
+  public readonly errorTopicArn: string;
+  public readonly notificationHandler: lambda.Function;
+  public readonly pipelineRouter: lambda.Function;
+  public readonly mcpTools: lambda.Function;
+  public readonly mcpToolsUrl: lambda.CfnUrl;
+  /** For IAM callers of the Function URL. */
+  public readonly callerPolicy: iam.CfnManagedPolicy;
+  public readonly gatewayTarget?: lambda.Function;
+  public readonly userPool?: cognito.CfnUserPool;
+  public readonly userPoolClient?: cognito.CfnUserPoolClient;
+  public readonly endpoint?: sagemaker.CfnEndpoint;
+
+  private readonly idPrefix: string;
+
+  constructor(scope: Construct, id: string, props: McpAsyncJobsProps) {
+    super(scope, id);
+    const s = settingsOf(props);
+    this.idPrefix = props.logicalIdPrefix ?? '';
+    const name = props.namePrefix ?? Aws.STACK_NAME;
+    const functionsDir = props.functionsDir ?? path.join(REPO_ROOT, 'target', 'lambda');
+    const partition = Aws.PARTITION;
+    const region = Aws.REGION;
+    const account = Aws.ACCOUNT_ID;
+    const namespace = `McpAsyncJobs/${name}`;
+    const bucketArn = `arn:${partition}:s3:::${s.ioBucketName}`;
+    const pipelineArn = `arn:${partition}:sagemaker:${region}:${account}:pipeline/${s.pipelineName}`;
+    const s3OutputPath = `s3://${s.ioBucketName}/${s.outputPrefix}`;
+    const s3FailurePath = `s3://${s.ioBucketName}/${s.failurePrefix}`;
+    const readableOutcomes = [`${bucketArn}/${s.outputPrefix}*`, `${bucketArn}/${s.failurePrefix}*`];
+
+    const createSuccessTopic = !given(s.successTopicArn);
+    const createErrorTopic = !given(s.errorTopicArn);
+    const hasExecutionRole = given(s.modelExecutionRoleArn);
+    const createEndpoint = given(s.modelName);
+    const createCognito = s.createUserPool;
+    const oauthAuth = given(s.oauthIssuer) || createCognito;
+    const bearerAuth = s.functionUrlAuthType === 'NONE' && !oauthAuth;
+    const gateway = given(s.agentCoreGatewayId);
+    const alarmActions = given(s.alarmTopicArn) ? [s.alarmTopicArn] : undefined;
+    const tracing = () => (s.tracingMode === 'Active' ? [xray()] : []);
+
+    // ---------------------------------------------------------------- storage
+
+    const table = (tableId: string, partitionKey: string, sortKey?: string) => this.pin(new dynamodb.Table(this, tableId, {
+      partitionKey: { name: partitionKey, type: dynamodb.AttributeType.STRING },
+      sortKey: sortKey ? { name: sortKey, type: dynamodb.AttributeType.STRING } : undefined,
+      billingMode: dynamodb.BillingMode.PAY_PER_REQUEST,
+      timeToLiveAttribute: 'ttl',
+      pointInTimeRecoverySpecification: { pointInTimeRecoveryEnabled: true },
+      encryption: dynamodb.TableEncryption.AWS_MANAGED,
+      removalPolicy: RemovalPolicy.RETAIN,
+    }), tableId);
+    this.resultsTable = table('ResultsTable', 'inference_id');
+    this.pipelineResultsTable = table('PipelineResultsTable', 'session_id', 'execution_arn');
+
+    const queue = (queueId: string, more: Partial<sqs.QueueProps> = {}) => this.pin(new sqs.Queue(this, queueId, {
+      encryption: sqs.QueueEncryption.SQS_MANAGED,
+      retentionPeriod: RETENTION_14_DAYS,
+      // The template leaves DeletionPolicy at CloudFormation's default, Delete.
+      removalPolicy: RemovalPolicy.DESTROY,
+      ...more,
+    }), queueId);
+    this.pipelineResultsDlq = queue('PipelineResultsDLQ');
+    this.pipelineResultsQueue = queue('PipelineResultsQueue', {
+      deadLetterQueue: { queue: this.pipelineResultsDlq, maxReceiveCount: 5 },
+    });
+    // Events that notification-handler or pipeline-router failed on after Lambda's retries.
+    this.asyncFailureDlq = queue('AsyncFailureDLQ');
+    const dlq = this.asyncFailureDlq;
+
+    // ---------------------------------------------------------------- topics
+
+    const topic = (topicId: string) => this.pin(new sns.CfnTopic(this, topicId, { kmsMasterKeyId: 'alias/aws/sns' }), topicId);
+    const successTopic = createSuccessTopic ? topic('SuccessTopic') : undefined;
+    const errorTopic = createErrorTopic ? topic('ErrorTopic') : undefined;
+    this.successTopicArn = successTopic ? successTopic.ref : s.successTopicArn;
+    this.errorTopicArn = errorTopic ? errorTopic.ref : s.errorTopicArn;
+
+    // SageMaker publishes as the endpoint's execution role. The AWS managed key alias/aws/sns
+    // lets any principal of the account encrypt through SNS, so sns:Publish is all it needs.
+    const topicPolicy = (policyId: string, created?: sns.CfnTopic) => created && hasExecutionRole
+      ? this.pin(new sns.CfnTopicPolicy(this, policyId, {
+        topics: [created.ref],
+        policyDocument: {
+          Version: '2012-10-17',
+          Statement: [{
+            Sid: 'EndpointExecutionRolePublishes',
+            Effect: 'Allow',
+            Principal: { AWS: s.modelExecutionRoleArn },
+            Action: 'sns:Publish',
+            Resource: created.ref,
+          }],
+        },
+      }), policyId)
+      : undefined;
+    const successTopicPolicy = topicPolicy('SuccessTopicPolicy', successTopic);
+    const errorTopicPolicy = topicPolicy('ErrorTopicPolicy', errorTopic);
+
+    // ---------------------------------------------------------------- the async endpoint (optional)
+    // Wired at creation: SageMaker publishes outcomes only to the NotificationConfig topics and
+    // writes only to these S3 paths, which the functions' IAM grants. An EndpointConfig is
+    // immutable: CloudFormation replaces it (a new generated name) on any change.
+
+    let endpointConfig: sagemaker.CfnEndpointConfig | undefined;
+    if (createEndpoint) {
+      const kmsKeyId = given(s.endpointKmsKeyId) ? s.endpointKmsKeyId : undefined;
+      endpointConfig = this.pin(new sagemaker.CfnEndpointConfig(this, 'AsyncEndpointConfig', {
+        kmsKeyId,
+        productionVariants: [{
+          variantName: s.variantName,
+          modelName: s.modelName,
+          instanceType: s.endpointInstanceType,
+          initialInstanceCount: s.endpointInitialInstanceCount,
+          initialVariantWeight: 1,
+        }],
+        asyncInferenceConfig: {
+          clientConfig: { maxConcurrentInvocationsPerInstance: s.maxConcurrentInvocationsPerInstance },
+          outputConfig: {
+            s3OutputPath,
+            s3FailurePath,
+            kmsKeyId,
+            notificationConfig: {
+              successTopic: this.successTopicArn,
+              errorTopic: this.errorTopicArn,
+              // Responses up to 128 KB arrive in the message: no S3 read for them.
+              includeInferenceResponseIn: ['SUCCESS_NOTIFICATION_TOPIC'],
+            },
+          },
+        },
+        // SageMaker publishes a test notification when the endpoint is created: these references
+        // order the topic policies first (as the template does, where a DependsOn cannot name a
+        // resource whose condition may be false).
+        tags: [
+          { key: 'success-topic-policy', value: successTopicPolicy ? successTopicPolicy.ref : 'existing-topic' },
+          { key: 'error-topic-policy', value: errorTopicPolicy ? errorTopicPolicy.ref : 'existing-topic' },
+        ],
+      }), 'AsyncEndpointConfig');
+
+      this.endpoint = this.pin(new sagemaker.CfnEndpoint(this, 'AsyncEndpoint', {
+        endpointName: s.asyncEndpointName,
+        endpointConfigName: endpointConfig.attrEndpointConfigName,
+      }), 'AsyncEndpoint');
+
+      // Scale to zero, and back out: target tracking keeps the backlog per instance near the
+      // target (and removes the last instance once the queue is empty); at zero instances that
+      // metric has no data, so a step policy fired by HasBacklogWithoutCapacity adds the first one.
+      const scalableTarget = this.pin(new autoscaling.CfnScalableTarget(this, 'EndpointScalableTarget', {
+        serviceNamespace: 'sagemaker',
+        resourceId: `endpoint/${s.asyncEndpointName}/variant/${s.variantName}`,
+        scalableDimension: 'sagemaker:variant:DesiredInstanceCount',
+        minCapacity: s.endpointMinInstanceCount,
+        maxCapacity: s.endpointMaxInstanceCount,
+      }), 'EndpointScalableTarget');
+      scalableTarget.addResourceDependency(this.endpoint);
+      const endpointDimensions = [{ name: 'EndpointName', value: s.asyncEndpointName }];
+
+      this.pin(new autoscaling.CfnScalingPolicy(this, 'EndpointBacklogScalingPolicy', {
+        policyName: `${name}-backlog-per-instance`,
+        policyType: 'TargetTrackingScaling',
+        scalingTargetId: scalableTarget.ref,
+        targetTrackingScalingPolicyConfiguration: {
+          targetValue: s.targetBacklogPerInstance,
+          scaleInCooldown: 600,
+          scaleOutCooldown: 300,
+          customizedMetricSpecification: {
+            namespace: 'AWS/SageMaker',
+            metricName: 'ApproximateBacklogSizePerInstance',
+            dimensions: endpointDimensions,
+            statistic: 'Average',
+          },
+        },
+      }), 'EndpointBacklogScalingPolicy');
+
+      const scaleOutFromZero = this.pin(new autoscaling.CfnScalingPolicy(this, 'EndpointScaleOutFromZeroPolicy', {
+        policyName: `${name}-scale-out-from-zero`,
+        policyType: 'StepScaling',
+        scalingTargetId: scalableTarget.ref,
+        stepScalingPolicyConfiguration: {
+          adjustmentType: 'ChangeInCapacity',
+          cooldown: 300,
+          metricAggregationType: 'Average',
+          stepAdjustments: [{ metricIntervalLowerBound: 0, scalingAdjustment: 1 }],
+        },
+      }), 'EndpointScaleOutFromZeroPolicy');
+
+      this.pin(new cloudwatch.CfnAlarm(this, 'EndpointHasBacklogWithoutCapacityAlarm', {
+        alarmDescription: 'Requests wait on an endpoint with no instance; adds the first one (scale out from zero).',
+        namespace: 'AWS/SageMaker',
+        metricName: 'HasBacklogWithoutCapacity',
+        dimensions: endpointDimensions,
+        statistic: 'Average',
+        period: 60,
+        evaluationPeriods: 2,
+        datapointsToAlarm: 2,
+        threshold: 1,
+        comparisonOperator: 'GreaterThanOrEqualToThreshold',
+        treatMissingData: 'missing',
+        alarmActions: [scaleOutFromZero.ref],
+      }), 'EndpointHasBacklogWithoutCapacityAlarm');
+    }
+
+    // ---------------------------------------------------------------- helpers for the functions
+
+    const logGroup = (groupId: string, fn: string) => this.pin(new logs.LogGroup(this, groupId, {
+      logGroupName: `/aws/lambda/${name}-${fn}`,
+      retention: s.logRetentionDays as logs.RetentionDays,
+      // The template's log groups go with the stack (CloudFormation's default).
+      removalPolicy: RemovalPolicy.DESTROY,
+    }), groupId);
+
+    // Inline policies written out as the template writes them: iam.PolicyDocument would merge
+    // and reorder statements under the app's @aws-cdk/aws-iam:minimizePolicies flag.
+    const role = (roleId: string, policyName: string, statements: Statement[]) => {
+      const created = new iam.Role(this, roleId, { assumedBy: LAMBDA });
+      (created.node.defaultChild as iam.CfnRole).policies = [
+        { policyName, policyDocument: { Version: '2012-10-17', Statement: statements } },
+      ];
+      return this.pin(created, roleId);
+    };
+
+    const writeLogs = (...groups: logs.LogGroup[]) => allow(['logs:CreateLogStream', 'logs:PutLogEvents'],
+      groups.map((g) => g.logGroupArn));
+
+    const fn = (fnId: string, binary: string, options: {
+      description: string; role: iam.IRole; logGroup: logs.LogGroup; timeoutSecs: number;
+      environment: Record<string, string | undefined>;
+    }) => {
+      const created = new lambda.Function(this, fnId, {
+        functionName: `${name}-${binary}`,
+        description: options.description,
+        role: options.role,
+        runtime: lambda.Runtime.PROVIDED_AL2023,
+        architecture: lambda.Architecture.ARM_64,
+        handler: 'bootstrap',
+        code: lambda.Code.fromAsset(functionCode(functionsDir, binary)),
+        // Each function peaks under 20 MB resident (BENCHMARKS.md), so the smallest size is
+        // enough; raising it buys CPU (Lambda scales CPU with memory), not room.
+        memorySize: 128,
+        timeout: Duration.seconds(options.timeoutSecs),
+        logGroup: options.logGroup,
+        loggingFormat: lambda.LoggingFormat.JSON,
+        applicationLogLevelV2: s.applicationLogLevel as lambda.ApplicationLogLevel,
+        systemLogLevelV2: s.systemLogLevel as lambda.SystemLogLevel,
+        environment: definedOnly({ METRICS_NAMESPACE: namespace, ...options.environment }),
+      });
+      // Set on the resource: the function's own `tracing` prop would also grant X-Ray in
+      // PassThrough mode, where the template grants it only for Active.
+      (created.node.defaultChild as lambda.CfnFunction).tracingConfig = { mode: s.tracingMode };
+      return this.pin(created, fnId);
+    };
+
+    // SNS and EventBridge invoke asynchronously: Lambda retries, then the failure destination.
+    const onFailureToDlq = (configId: string, target: lambda.Function) => this.pin(new lambda.CfnEventInvokeConfig(this, configId, {
+      functionName: target.functionName,
+      qualifier: '$LATEST',
+      maximumRetryAttempts: 2,
+      maximumEventAgeInSeconds: 21600,
+      destinationConfig: { onFailure: { destination: dlq.queueArn } },
+    }), configId);
+
+    // ---------------------------------------------------------------- notification-handler
+
+    const notificationHandlerLogs = logGroup('NotificationHandlerLogGroup', 'notification-handler');
+    let bufferQueue: sqs.Queue | undefined;
+    let bufferDlq: sqs.Queue | undefined;
+    if (s.useSqsBuffer) {
+      bufferDlq = queue('NotificationBufferDLQ');
+      bufferQueue = queue('NotificationBufferQueue', {
+        visibilityTimeout: Duration.seconds(180), // six times the function timeout
+        deadLetterQueue: { queue: bufferDlq, maxReceiveCount: 5 },
+      });
+    }
+    const notificationHandlerRole = role('NotificationHandlerRole', 'notification-handler', [
+      writeLogs(notificationHandlerLogs),
+      ...tracing(),
+      allow(['dynamodb:UpdateItem'], [this.resultsTable.tableArn]),
+      allow(['s3:GetObject'], readableOutcomes),
+      allow(['sqs:SendMessage'], [dlq.queueArn]),
+      ...(bufferQueue
+        ? [allow(['sqs:ReceiveMessage', 'sqs:DeleteMessage', 'sqs:GetQueueAttributes'], [bufferQueue.queueArn])]
+        : []),
+    ]);
+    this.notificationHandler = fn('NotificationHandlerFunction', 'notification-handler', {
+      description: 'Records SageMaker async inference outcomes in the results table.',
+      role: notificationHandlerRole,
+      logGroup: notificationHandlerLogs,
+      timeoutSecs: 30,
+      environment: {
+        RESULTS_TABLE: this.resultsTable.tableName,
+        RESULT_TTL_SECS: String(s.resultTtlSecs),
+        INLINE_RESULT_MAX_BYTES: String(s.inlineResultMaxBytes),
+      },
+    });
+    const notificationHandler = this.notificationHandler;
+    onFailureToDlq('NotificationHandlerInvokeConfig', notificationHandler);
+
+    const topics: Array<[string, string]> = [['Success', this.successTopicArn], ['Error', this.errorTopicArn]];
+    if (bufferQueue) {
+      this.pin(new sqs.CfnQueuePolicy(this, 'NotificationBufferQueuePolicy', {
+        queues: [bufferQueue.queueUrl],
+        policyDocument: {
+          Version: '2012-10-17',
+          Statement: [{
+            Effect: 'Allow',
+            Principal: { Service: 'sns.amazonaws.com' },
+            Action: 'sqs:SendMessage',
+            Resource: bufferQueue.queueArn,
+            Condition: { ArnEquals: { 'aws:SourceArn': topics.map(([, arn]) => arn) } },
+          }],
+        },
+      }), 'NotificationBufferQueuePolicy');
+      for (const [which, topicArn] of topics) {
+        this.pin(new sns.CfnSubscription(this, `${which}TopicBufferSubscription`, {
+          topicArn, protocol: 'sqs', endpoint: bufferQueue.queueArn,
+        }), `${which}TopicBufferSubscription`);
+      }
+      this.pin(new lambda.CfnEventSourceMapping(this, 'NotificationBufferEventSource', {
+        eventSourceArn: bufferQueue.queueArn,
+        functionName: notificationHandler.functionName,
+        batchSize: 10,
+        functionResponseTypes: ['ReportBatchItemFailures'],
+      }), 'NotificationBufferEventSource');
+    } else {
+      for (const [which, topicArn] of topics) {
+        this.pin(new sns.CfnSubscription(this, `${which}TopicSubscription`, {
+          topicArn, protocol: 'lambda', endpoint: notificationHandler.functionArn,
+        }), `${which}TopicSubscription`);
+        this.pin(new lambda.CfnPermission(this, `${which}TopicInvokePermission`, {
+          functionName: notificationHandler.functionName,
+          action: 'lambda:InvokeFunction',
+          principal: 'sns.amazonaws.com',
+          sourceArn: topicArn,
+        }), `${which}TopicInvokePermission`);
+      }
+    }
+
+    // ---------------------------------------------------------------- pipeline-router
+
+    const pipelineRouterLogs = logGroup('PipelineRouterLogGroup', 'pipeline-router');
+    const pipelineRouterRole = role('PipelineRouterRole', 'pipeline-router', [
+      writeLogs(pipelineRouterLogs),
+      ...tracing(),
+      allow(['dynamodb:UpdateItem'], [this.pipelineResultsTable.tableArn]),
+      allow(['sqs:SendMessage'], [this.pipelineResultsQueue.queueArn, dlq.queueArn]),
+      allow(['sagemaker:DescribePipelineExecution'], [s.narrowEventsToPipeline
+        ? `${pipelineArn}/execution/*`
+        : `arn:${partition}:sagemaker:${region}:${account}:pipeline/*/execution/*`]),
+    ]);
+    this.pipelineRouter = fn('PipelineRouterFunction', 'pipeline-router', {
+      description: 'Records SageMaker pipeline run outcomes and sends them to SQS.',
+      role: pipelineRouterRole,
+      logGroup: pipelineRouterLogs,
+      timeoutSecs: 30,
+      environment: {
+        PIPELINE_RESULTS_TABLE: this.pipelineResultsTable.tableName,
+        PIPELINE_RESULTS_QUEUE_URL: this.pipelineResultsQueue.queueUrl,
+        RESULT_TTL_SECS: String(s.resultTtlSecs),
+      },
+    });
+    onFailureToDlq('PipelineRouterInvokeConfig', this.pipelineRouter);
+
+    const rule = this.pin(new events.CfnRule(this, 'PipelineStatusRule', {
+      description: 'SageMaker pipeline runs reaching a terminal status, to pipeline-router.',
+      eventPattern: {
+        'source': ['aws.sagemaker'],
+        'detail-type': ['SageMaker Model Building Pipeline Execution Status Change'],
+        'detail': {
+          currentPipelineExecutionStatus: ['Succeeded', 'Failed', 'Stopped', 'CompletedWithFailures'],
+          ...(s.narrowEventsToPipeline ? { pipelineArn: [pipelineArn] } : {}),
+        },
+      },
+      targets: [{
+        id: 'pipeline-router',
+        arn: this.pipelineRouter.functionArn,
+        retryPolicy: { maximumRetryAttempts: 185, maximumEventAgeInSeconds: 86400 },
+        deadLetterConfig: { arn: dlq.queueArn },
+      }],
+    }), 'PipelineStatusRule');
+    this.pin(new lambda.CfnPermission(this, 'PipelineStatusRulePermission', {
+      functionName: this.pipelineRouter.functionName,
+      action: 'lambda:InvokeFunction',
+      principal: 'events.amazonaws.com',
+      sourceArn: rule.attrArn,
+    }), 'PipelineStatusRulePermission');
+
+    this.pin(new sqs.CfnQueuePolicy(this, 'AsyncFailureDLQPolicy', {
+      queues: [dlq.queueUrl],
+      policyDocument: {
+        Version: '2012-10-17',
+        Statement: [{
+          // EventBridge puts events it could not deliver to pipeline-router here.
+          Effect: 'Allow',
+          Principal: { Service: 'events.amazonaws.com' },
+          Action: 'sqs:SendMessage',
+          Resource: dlq.queueArn,
+          Condition: { ArnEquals: { 'aws:SourceArn': rule.attrArn } },
+        }],
+      },
+    }), 'AsyncFailureDLQPolicy');
+
+    // ------------------------------------------- a Cognito user pool as the authorization server (optional)
+    // For teams without an identity provider. Only an administrator creates users: a pool open to
+    // sign-up would let anyone start SageMaker work.
+
+    if (createCognito) {
+      const pool = this.pin(new cognito.CfnUserPool(this, 'UserPool', {
+        userPoolName: `${name}-mcp-users`,
+        usernameAttributes: ['email'],
+        autoVerifiedAttributes: ['email'],
+        usernameConfiguration: { caseSensitive: false },
+        adminCreateUserConfig: { allowAdminCreateUserOnly: true },
+        accountRecoverySetting: { recoveryMechanisms: [{ name: 'verified_email', priority: 1 }] },
+        policies: {
+          passwordPolicy: {
+            minimumLength: 12,
+            requireLowercase: true,
+            requireUppercase: true,
+            requireNumbers: true,
+            requireSymbols: false,
+            temporaryPasswordValidityDays: 7,
+          },
+        },
+        mfaConfiguration: 'OPTIONAL',
+        enabledMfas: ['SOFTWARE_TOKEN_MFA'],
+        // The pool holds sign-in accounts only; jobs and runs live in the tables (and expire).
+        deletionProtection: 'INACTIVE',
+      }), 'UserPool');
+      this.userPool = pool;
+      this.pin(new cognito.CfnUserPoolDomain(this, 'UserPoolDomain', {
+        userPoolId: pool.ref,
+        domain: s.userPoolDomainPrefix,
+        managedLoginVersion: 2,
+      }), 'UserPoolDomain');
+      // The scopes mcp-tools checks: mcp-tools/jobs.read and mcp-tools/jobs.write.
+      const resourceServer = this.pin(new cognito.CfnUserPoolResourceServer(this, 'UserPoolResourceServer', {
+        userPoolId: pool.ref,
+        identifier: 'mcp-tools',
+        name: `${name} MCP tools`,
+        scopes: [
+          { scopeName: 'jobs.read', scopeDescription: 'Read your jobs and training runs' },
+          { scopeName: 'jobs.write', scopeDescription: 'Start and cancel jobs and training runs' },
+        ],
+      }), 'UserPoolResourceServer');
+      // A public client (MCP clients keep no secret): authorization code with PKCE.
+      const client = this.pin(new cognito.CfnUserPoolClient(this, 'UserPoolClient', {
+        userPoolId: pool.ref,
+        clientName: `${name}-mcp-clients`,
+        generateSecret: false,
+        allowedOAuthFlowsUserPoolClient: true,
+        allowedOAuthFlows: ['code'],
+        allowedOAuthScopes: ['openid', 'mcp-tools/jobs.read', 'mcp-tools/jobs.write'],
+        callbackUrLs: s.oauthCallbackUrls,
+        supportedIdentityProviders: ['COGNITO'],
+        explicitAuthFlows: ['ALLOW_USER_SRP_AUTH', 'ALLOW_REFRESH_TOKEN_AUTH'],
+        preventUserExistenceErrors: 'ENABLED',
+        enableTokenRevocation: true,
+        accessTokenValidity: 60,
+        idTokenValidity: 60,
+        refreshTokenValidity: 30,
+        tokenValidityUnits: { accessToken: 'minutes', idToken: 'minutes', refreshToken: 'days' },
+      }), 'UserPoolClient');
+      // Its scopes exist only once the resource server does.
+      client.addResourceDependency(resourceServer);
+      this.userPoolClient = client;
+      // Managed login (version 2) shows its pages only for an app client with a style; Cognito's own.
+      this.pin(new cognito.CfnManagedLoginBranding(this, 'UserPoolManagedLoginBranding', {
+        userPoolId: pool.ref,
+        clientId: client.ref,
+        useCognitoProvidedValues: true,
+      }), 'UserPoolManagedLoginBranding');
+    }
+    const cognitoIssuer = this.userPool ? `https://cognito-idp.${region}.amazonaws.com/${this.userPool.ref}` : undefined;
+
+    // ---------------------------------------------------------------- mcp-tools (and the Gateway target's log group)
+
+    const mcpToolsLogs = logGroup('McpToolsLogGroup', 'mcp-tools');
+    const gatewayTargetLogs = gateway ? logGroup('GatewayTargetLogGroup', 'gateway-target') : undefined;
+    const mcpToolsRole = role('McpToolsRole', 'mcp-tools', [
+      writeLogs(mcpToolsLogs, ...(gatewayTargetLogs ? [gatewayTargetLogs] : [])),
+      ...tracing(),
+      allow(['dynamodb:PutItem', 'dynamodb:GetItem', 'dynamodb:UpdateItem'], [this.resultsTable.tableArn]),
+      allow(['dynamodb:PutItem', 'dynamodb:Query'], [this.pipelineResultsTable.tableArn]),
+      allow(['s3:PutObject'], [`${bucketArn}/inputs/*`]),
+      // Presigned result URLs are signed with this role's credentials, and check_job_status
+      // reads an output or failure object itself when its notification did not arrive.
+      allow(['s3:GetObject'], readableOutcomes),
+      allow(['sagemaker:InvokeEndpointAsync'],
+        [`arn:${partition}:sagemaker:${region}:${account}:endpoint/${s.asyncEndpointName}`]),
+      allow(['sagemaker:StartPipelineExecution'], [pipelineArn]),
+      allow(['sagemaker:DescribePipelineExecution', 'sagemaker:ListPipelineExecutionSteps', 'sagemaker:StopPipelineExecution'],
+        [`${pipelineArn}/execution/*`]),
+    ]);
+    const toolsEnvironment = {
+      RESULTS_TABLE: this.resultsTable.tableName,
+      PIPELINE_RESULTS_TABLE: this.pipelineResultsTable.tableName,
+      IO_BUCKET: s.ioBucketName,
+      ASYNC_ENDPOINT_NAME: s.asyncEndpointName,
+      PIPELINE_NAME: s.pipelineName,
+      RESULT_TTL_SECS: String(s.resultTtlSecs),
+      INLINE_RESULT_MAX_BYTES: String(s.inlineResultMaxBytes),
+      // The timeout: a reservation older than it (plus a margin) is a crashed submission.
+      FUNCTION_TIMEOUT_SECS: String(MCP_TOOLS_TIMEOUT_SECS),
+      PIPELINE_PARAMETERS: s.pipelineParameters,
+    };
+    // Only the chosen auth mode's variables: oauth with an issuer or the user pool, else bearer
+    // with auth type NONE, else iam.
+    const oauthSetting = (value: string) => (oauthAuth && given(value) ? value : undefined);
+    this.mcpTools = fn('McpToolsFunction', 'mcp-tools', {
+      description: 'MCP server (submit_job, check_job_status, training tools) on a Function URL.',
+      role: mcpToolsRole,
+      logGroup: mcpToolsLogs,
+      // check_job_status may wait 20 s; the rest is margin for the AWS calls around it.
+      timeoutSecs: MCP_TOOLS_TIMEOUT_SECS,
+      environment: {
+        AUTH_MODE: oauthAuth ? 'oauth' : bearerAuth ? 'bearer' : 'iam',
+        MCP_BEARER_TOKEN_SHA256: bearerAuth && given(s.bearerTokenSha256) ? s.bearerTokenSha256 : undefined,
+        MCP_BEARER_TOKENS: bearerAuth && given(s.bearerTokens) ? s.bearerTokens : undefined,
+        OAUTH_ISSUER: cognitoIssuer ?? oauthSetting(s.oauthIssuer),
+        OAUTH_AUDIENCE: oauthSetting(s.oauthAudience),
+        OAUTH_JWKS_URI: oauthSetting(s.oauthJwksUri),
+        OAUTH_READ_SCOPE: createCognito ? 'mcp-tools/jobs.read' : oauthSetting(s.oauthReadScope),
+        OAUTH_WRITE_SCOPE: createCognito ? 'mcp-tools/jobs.write' : oauthSetting(s.oauthWriteScope),
+        // Cognito's access tokens carry client_id and no aud.
+        OAUTH_CLIENT_IDS: this.userPoolClient ? this.userPoolClient.ref : oauthSetting(s.oauthClientIds),
+        MCP_ALLOWED_ORIGINS: s.allowedOrigins,
+        ...toolsEnvironment,
+      },
+    });
+    // The template's Function URL comes with no resource policy statement in either auth type
+    // (its AuthType is a parameter); the construct's URL is the same.
+    this.mcpToolsUrl = this.pin(new lambda.CfnUrl(this, 'McpToolsFunctionUrl', {
+      targetFunctionArn: this.mcpTools.functionName,
+      authType: s.functionUrlAuthType,
+    }), 'McpToolsFunctionUrl');
+
+    // For callers in AWS_IAM mode: attach it to the caller's user or role. A Function URL created
+    // since October 2025 needs both actions in the caller's identity policy.
+    this.callerPolicy = this.pin(new iam.CfnManagedPolicy(this, 'McpToolsCallerPolicy', {
+      description: `Lets a caller use the MCP server of stack ${name} through its Function URL (AWS_IAM auth).`,
+      policyDocument: {
+        Version: '2012-10-17',
+        Statement: [
+          { Effect: 'Allow', Action: 'lambda:InvokeFunctionUrl', Resource: this.mcpTools.functionArn },
+          {
+            Effect: 'Allow',
+            Action: 'lambda:InvokeFunction',
+            Resource: this.mcpTools.functionArn,
+            Condition: { Bool: { 'lambda:InvokedViaFunctionUrl': 'true' } },
+          },
+        ],
+      },
+    }), 'McpToolsCallerPolicy');
+
+    // ------------------------------------------- the same tools behind AgentCore Gateway (optional)
+    // The Gateway invokes gateway-target with a tool's arguments; it serves the tools through the
+    // same code as mcp-tools and runs with the same role.
+
+    if (gatewayTargetLogs) {
+      const target = fn('GatewayTargetFunction', 'gateway-target', {
+        description: 'The MCP tools (submit_job, check_job_status, training tools) as an AgentCore Gateway Lambda target.',
+        role: mcpToolsRole,
+        logGroup: gatewayTargetLogs,
+        timeoutSecs: MCP_TOOLS_TIMEOUT_SECS,
+        environment: toolsEnvironment,
+      });
+      this.gatewayTarget = target;
+      const permission = this.pin(new lambda.CfnPermission(this, 'GatewayTargetInvokePermission', {
+        action: 'lambda:InvokeFunction',
+        functionName: target.functionArn,
+        principal: s.agentCoreGatewayRoleArn,
+      }), 'GatewayTargetInvokePermission');
+      const gatewayTarget = this.pin(new agentcore.CfnGatewayTarget(this, 'GatewayTarget', {
+        gatewayIdentifier: s.agentCoreGatewayId,
+        name: s.agentCoreTargetName,
+        description: 'Long-running ML work on SageMaker (async inference, training pipeline runs).',
+        credentialProviderConfigurations: [{ credentialProviderType: 'GATEWAY_IAM_ROLE' }],
+        targetConfiguration: {
+          mcp: {
+            lambda: {
+              lambdaArn: target.functionArn,
+              toolSchema: { inlinePayload: toolSchema(props.toolSchemaFile ?? path.join(REPO_ROOT, 'infra', 'gateway-tool-schema.json')) },
+            },
+          },
+        },
+      }), 'GatewayTarget');
+      gatewayTarget.addResourceDependency(permission);
+    }
+
+    // ---------------------------------------------------------------- alarms
+
+    const errorsAlarm = (alarmId: string, description: string, target: lambda.Function) =>
+      this.depthOrErrorsAlarm(alarmId, description, 'AWS/Lambda', 'Errors', 'FunctionName', target.functionName, 'Sum', alarmActions);
+    errorsAlarm('NotificationHandlerErrorsAlarm',
+      'notification-handler failed on a notification (it is retried, then sent to the failure DLQ).', notificationHandler);
+    errorsAlarm('PipelineRouterErrorsAlarm',
+      'pipeline-router failed on a status change (it is retried, then sent to the failure DLQ).', this.pipelineRouter);
+    errorsAlarm('McpToolsErrorsAlarm',
+      'mcp-tools invocations failed (tool errors are not function errors; these are crashes or timeouts).', this.mcpTools);
+    const depthAlarm = (alarmId: string, description: string, waiting: sqs.Queue) =>
+      this.depthOrErrorsAlarm(alarmId, description, 'AWS/SQS', 'ApproximateNumberOfMessagesVisible', 'QueueName',
+        waiting.queueName, 'Maximum', alarmActions);
+    depthAlarm('AsyncFailureDLQDepthAlarm',
+      'Notifications or pipeline events that could not be recorded are waiting in the failure DLQ.', dlq);
+    depthAlarm('PipelineResultsDLQDepthAlarm',
+      'Completion messages the consumer could not process are waiting in the DLQ.', this.pipelineResultsDlq);
+    if (bufferDlq) {
+      depthAlarm('NotificationBufferDLQDepthAlarm', 'Buffered notifications failed five times and wait in the buffer DLQ.', bufferDlq);
+    }
+
+    const own = (id: string, metricName: string, fnName: string): cloudwatch.CfnAlarm.MetricDataQueryProperty => ({
+      id,
+      returnData: false,
+      metricStat: {
+        metric: { namespace, metricName, dimensions: [{ name: 'Function', value: fnName }] },
+        period: 900,
+        stat: 'Sum',
+      },
+    });
+    // A job pending past its deadline, or an outcome found in S3 by a status check, means
+    // SageMaker's notifications are not reaching notification-handler.
+    this.pin(new cloudwatch.CfnAlarm(this, 'OutcomesNotArrivingAlarm', {
+      alarmDescription: 'Jobs are finishing without their SNS notification being recorded (a status check found one '
+        + 'pending past its deadline, or found its outcome in S3). Check the topics\' subscriptions and the failure DLQ, '
+        + 'then run make redrive.',
+      metrics: [
+        {
+          id: 'missing',
+          label: 'jobs probably lost or reconciled from S3',
+          returnData: true,
+          expression: 'FILL(lost1, 0) + FILL(lost2, 0) + FILL(rec1, 0) + FILL(rec2, 0)',
+        },
+        own('lost1', 'JobsProbablyLost', 'mcp-tools'),
+        own('lost2', 'JobsProbablyLost', 'gateway-target'),
+        own('rec1', 'OutcomesReconciled', 'mcp-tools'),
+        own('rec2', 'OutcomesReconciled', 'gateway-target'),
+      ],
+      evaluationPeriods: 1,
+      threshold: 1,
+      comparisonOperator: 'GreaterThanOrEqualToThreshold',
+      treatMissingData: 'notBreaching',
+      alarmActions,
+    }), 'OutcomesNotArrivingAlarm');
+
+    const outcomes = 'FILL(ok, 0) + FILL(failed, 0) + FILL(refused, 0) + FILL(gwrefused, 0)';
+    const failures = 'FILL(failed, 0) + FILL(refused, 0) + FILL(gwrefused, 0)';
+    this.pin(new cloudwatch.CfnAlarm(this, 'JobFailureRateAlarm', {
+      alarmDescription: 'More than FailureRateThreshold of job outcomes in 15 minutes (at least 5) were failures: the '
+        + 'model or its input is failing. Read failure_reason in check_job_status or the results table.',
+      metrics: [
+        {
+          id: 'rate',
+          label: 'failed share of outcomes',
+          returnData: true,
+          expression: `IF(${outcomes} >= 5, (${failures}) / (${outcomes}), 0)`,
+        },
+        own('ok', 'JobsCompleted', 'notification-handler'),
+        own('failed', 'JobsFailed', 'notification-handler'),
+        own('refused', 'JobsFailed', 'mcp-tools'),
+        own('gwrefused', 'JobsFailed', 'gateway-target'),
+      ],
+      evaluationPeriods: 1,
+      threshold: s.failureRateThreshold,
+      comparisonOperator: 'GreaterThanThreshold',
+      treatMissingData: 'notBreaching',
+      alarmActions,
+    }), 'JobFailureRateAlarm');
+
+    // ---------------------------------------------------------------- dashboard
+
+    this.pin(new cloudwatch.CfnDashboard(this, 'Dashboard', {
+      dashboardName: `${name}-jobs`,
+      dashboardBody: Stack.of(this).toJsonString(dashboardBody({
+        namespace,
+        region,
+        notificationHandler: notificationHandler.functionName,
+        pipelineRouter: this.pipelineRouter.functionName,
+        mcpTools: this.mcpTools.functionName,
+        asyncFailureDlq: dlq.queueName,
+        pipelineResultsDlq: this.pipelineResultsDlq.queueName,
+      })),
+    }), 'Dashboard');
+
+    // ---------------------------------------------------------------- outputs
+
+    const output = (outputId: string, value: string, description?: string) =>
+      this.pin(new CfnOutput(this, `Output${outputId}`, { value, description }), outputId);
+    output('Dashboard', `https://${region}.console.aws.amazon.com/cloudwatch/home?region=${region}#dashboards:name=${name}-jobs`,
+      'The CloudWatch dashboard of jobs, runs, tool calls and the functions.');
+    output('McpFunctionUrl', this.mcpToolsUrl.attrFunctionUrl, 'The MCP server; point clients at this URL followed by mcp.');
+    if (this.gatewayTarget) {
+      output('GatewayTargetFunctionArn', this.gatewayTarget.functionArn, 'The AgentCore Gateway target\'s function.');
+    }
+    output('ResultsTableName', this.resultsTable.tableName);
+    output('PipelineResultsTableName', this.pipelineResultsTable.tableName);
+    output('PipelineResultsQueueUrl', this.pipelineResultsQueue.queueUrl);
+    output('AsyncFailureDLQUrl', dlq.queueUrl, 'Notifications and pipeline events that failed after retries.');
+    output('SuccessTopic', this.successTopicArn,
+      'The endpoint\'s NotificationConfig SuccessTopic (set by the stack with ModelName, else by make wire-endpoint).');
+    output('ErrorTopic', this.errorTopicArn,
+      'The endpoint\'s NotificationConfig ErrorTopic (set by the stack with ModelName, else by make wire-endpoint).');
+    output('S3OutputPath', s3OutputPath, 'The endpoint\'s S3OutputPath, under the prefix the functions may read.');
+    output('S3FailurePath', s3FailurePath, 'The endpoint\'s S3FailurePath, under the prefix the functions may read.');
+    output('McpToolsCallerPolicyArn', this.callerPolicy.ref, 'Attach to IAM callers (AWS_IAM auth) of the MCP server; '
+      + 'grants lambda:InvokeFunctionUrl and lambda:InvokeFunction on mcp-tools.');
+    if (oauthAuth) {
+      output('OAuthIssuerUrl', cognitoIssuer ?? s.oauthIssuer,
+        'The authorization server whose access tokens mcp-tools accepts (OAUTH_ISSUER).');
+      output('ProtectedResourceMetadataUrl', `${this.mcpToolsUrl.attrFunctionUrl}.well-known/oauth-protected-resource/mcp`,
+        'The MCP server\'s OAuth protected-resource metadata (RFC 9728), where clients find the authorization server.');
+    }
+    if (this.userPool && this.userPoolClient) {
+      output('UserPoolId', this.userPool.ref, 'The Cognito user pool; create its users with aws cognito-idp admin-create-user.');
+      output('UserPoolClientId', this.userPoolClient.ref,
+        'The public app client MCP clients sign in with (no secret; give it to Claude Code as --client-id).');
+      output('UserPoolDomainUrl', `https://${s.userPoolDomainPrefix}.auth.${region}.amazoncognito.com`,
+        'The managed login domain users sign in at.');
+    }
+    if (endpointConfig) {
+      output('AsyncEndpointConfigName', endpointConfig.attrEndpointConfigName,
+        'The EndpointConfig the stack created for AsyncEndpointName.');
+    }
+  }
+
+  private depthOrErrorsAlarm(alarmId: string, description: string, metricNamespace: string, metricName: string,
+    dimension: string, value: string, statistic: string, alarmActions: string[] | undefined): cloudwatch.CfnAlarm {
+    return this.pin(new cloudwatch.CfnAlarm(this, alarmId, {
+      alarmDescription: description,
+      namespace: metricNamespace,
+      metricName,
+      dimensions: [{ name: dimension, value }],
+      statistic,
+      period: 300,
+      evaluationPeriods: 1,
+      threshold: 1,
+      comparisonOperator: 'GreaterThanOrEqualToThreshold',
+      treatMissingData: 'notBreaching',
+      alarmActions,
+    }), alarmId);
+  }
+
+  /** Gives the construct's resource the template's logical id. */
+  private pin<T extends IConstruct>(construct: T, logicalId: string): T {
+    const element = (construct instanceof CfnElement ? construct : construct.node.defaultChild) as CfnElement;
+    element.overrideLogicalId(`${this.idPrefix}${logicalId}`);
+    return construct;
+  }
+}
+
+function definedOnly(variables: Record<string, string | undefined>): Record<string, string> {
+  return Object.fromEntries(Object.entries(variables).filter((entry): entry is [string, string] => entry[1] !== undefined));
+}
+
+/** A built function's directory; `make build` (cargo lambda build --release --arm64) makes them. */
+function functionCode(functionsDir: string, binary: string): string {
+  const dir = path.join(functionsDir, binary);
+  if (!fs.existsSync(path.join(dir, 'bootstrap'))) {
+    throw new Error(`McpAsyncJobs: ${path.join(dir, 'bootstrap')} is missing: build the functions first (make build), `
+      + 'or point functionsDir at where they are built');
+  }
+  return dir;
+}
+
+function toolSchema(file: string): agentcore.CfnGatewayTarget.ToolDefinitionProperty[] {
+  if (!fs.existsSync(file)) {
+    throw new Error(`McpAsyncJobs: the Gateway target's tool schema ${file} is missing (make tool-schema writes it)`);
+  }
+  return JSON.parse(fs.readFileSync(file, 'utf8'));
+}
