@@ -107,6 +107,11 @@ export interface McpAsyncJobsProps {
   readonly userPoolDomainPrefix?: string;
   /** With createUserPool, the app client's redirect URLs. @default ['http://localhost:3030/callback'] */
   readonly oauthCallbackUrls?: string[];
+  /**
+   * mcp-tools' timeout in seconds: a check that asks for progress may wait this long less 10 s,
+   * its notifications streamed (a plain call waits 20 s at most). @default 120
+   */
+  readonly toolsTimeoutSecs?: number;
   /** Browser origins allowed to call the MCP server, comma-separated. @default '' (none) */
   readonly allowedOrigins?: string;
   /** @default 30 */
@@ -143,7 +148,8 @@ export interface McpAsyncJobsProps {
 /** Every prop with its default applied. */
 type Settings = Required<Omit<McpAsyncJobsProps, 'functionsDir' | 'toolSchemaFile' | 'namePrefix' | 'logicalIdPrefix'>>;
 
-const MCP_TOOLS_TIMEOUT_SECS = 45;
+/** gateway-target's: its calls do not stream, so a wait is 20 s at most. */
+const GATEWAY_TARGET_TIMEOUT_SECS = 45;
 const LAMBDA = new iam.ServicePrincipal('lambda.amazonaws.com');
 const RETENTION_14_DAYS = Duration.seconds(1209600);
 
@@ -757,7 +763,8 @@ export class McpAsyncJobs extends Construct {
       allow(['sagemaker:InvokeEndpointAsync'],
         [`arn:${partition}:sagemaker:${region}:${account}:endpoint/${s.asyncEndpointName}`]),
       allow(['sagemaker:StartPipelineExecution'], [pipelineArn]),
-      allow(['sagemaker:DescribePipelineExecution', 'sagemaker:ListPipelineExecutionSteps', 'sagemaker:StopPipelineExecution'],
+      allow(['sagemaker:DescribePipelineExecution', 'sagemaker:ListPipelineExecutionSteps',
+        'sagemaker:DescribePipelineDefinitionForExecution', 'sagemaker:StopPipelineExecution'],
         [`${pipelineArn}/execution/*`]),
     ]);
     const toolsEnvironment = {
@@ -768,8 +775,6 @@ export class McpAsyncJobs extends Construct {
       PIPELINE_NAME: s.pipelineName,
       RESULT_TTL_SECS: String(s.resultTtlSecs),
       INLINE_RESULT_MAX_BYTES: String(s.inlineResultMaxBytes),
-      // The timeout: a reservation older than it (plus a margin) is a crashed submission.
-      FUNCTION_TIMEOUT_SECS: String(MCP_TOOLS_TIMEOUT_SECS),
       PIPELINE_PARAMETERS: s.pipelineParameters,
     };
     // Only the chosen auth mode's variables: oauth with an issuer or the user pool, else bearer
@@ -779,8 +784,8 @@ export class McpAsyncJobs extends Construct {
       description: 'MCP server (submit_job, check_job_status, training tools) on a Function URL.',
       role: mcpToolsRole,
       logGroup: mcpToolsLogs,
-      // check_job_status may wait 20 s; the rest is margin for the AWS calls around it.
-      timeoutSecs: MCP_TOOLS_TIMEOUT_SECS,
+      // A plain wait is 20 s at most; a streamed one (with a progress token) up to this less 10 s.
+      timeoutSecs: s.toolsTimeoutSecs,
       environment: {
         AUTH_MODE: oauthAuth ? 'oauth' : bearerAuth ? 'bearer' : 'iam',
         MCP_BEARER_TOKEN_SHA256: bearerAuth && given(s.bearerTokenSha256) ? s.bearerTokenSha256 : undefined,
@@ -794,14 +799,32 @@ export class McpAsyncJobs extends Construct {
         OAUTH_CLIENT_IDS: this.userPoolClient ? this.userPoolClient.ref : oauthSetting(s.oauthClientIds),
         MCP_ALLOWED_ORIGINS: s.allowedOrigins,
         ...toolsEnvironment,
+        // The timeout: a reservation older than it (plus a margin) is a crashed submission.
+        FUNCTION_TIMEOUT_SECS: String(s.toolsTimeoutSecs),
       },
     });
-    // The template's Function URL comes with no resource policy statement in either auth type
-    // (its AuthType is a parameter); the construct's URL is the same.
+    // Streamed: progress notifications reach the client while a tool waits.
     this.mcpToolsUrl = this.pin(new lambda.CfnUrl(this, 'McpToolsFunctionUrl', {
       targetFunctionArn: this.mcpTools.functionName,
       authType: s.functionUrlAuthType,
+      invokeMode: 'RESPONSE_STREAM',
     }), 'McpToolsFunctionUrl');
+    // With auth type NONE anyone may reach the URL and the function checks the token itself; a
+    // Function URL created since October 2025 needs both statements.
+    if (s.functionUrlAuthType === 'NONE') {
+      this.pin(new lambda.CfnPermission(this, 'McpToolsUrlPublicInvoke', {
+        action: 'lambda:InvokeFunctionUrl',
+        functionName: this.mcpTools.functionName,
+        principal: '*',
+        functionUrlAuthType: 'NONE',
+      }), 'McpToolsUrlPublicInvoke');
+      this.pin(new lambda.CfnPermission(this, 'McpToolsUrlPublicInvokeViaUrl', {
+        action: 'lambda:InvokeFunction',
+        functionName: this.mcpTools.functionName,
+        principal: '*',
+        invokedViaFunctionUrl: true,
+      }), 'McpToolsUrlPublicInvokeViaUrl');
+    }
 
     // For callers in AWS_IAM mode: attach it to the caller's user or role. A Function URL created
     // since October 2025 needs both actions in the caller's identity policy.
@@ -830,8 +853,8 @@ export class McpAsyncJobs extends Construct {
         description: 'The MCP tools (submit_job, check_job_status, training tools) as an AgentCore Gateway Lambda target.',
         role: mcpToolsRole,
         logGroup: gatewayTargetLogs,
-        timeoutSecs: MCP_TOOLS_TIMEOUT_SECS,
-        environment: toolsEnvironment,
+        timeoutSecs: GATEWAY_TARGET_TIMEOUT_SECS,
+        environment: { ...toolsEnvironment, FUNCTION_TIMEOUT_SECS: String(GATEWAY_TARGET_TIMEOUT_SECS) },
       });
       this.gatewayTarget = target;
       const permission = this.pin(new lambda.CfnPermission(this, 'GatewayTargetInvokePermission', {

@@ -73,6 +73,7 @@ export const PARAMETERS: Readonly<Record<string, ParameterSpec>> = {
     prop: 'userPoolDomainPrefix', kind: 'string', default: '', pattern: '^([a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)?$',
   },
   OAuthCallbackUrls: { prop: 'oauthCallbackUrls', kind: 'list', default: 'http://localhost:3030/callback' },
+  ToolsTimeoutSecs: { prop: 'toolsTimeoutSecs', kind: 'number', default: '120', min: 30, max: 900 },
   AllowedOrigins: { prop: 'allowedOrigins', kind: 'string', default: '' },
   LogRetentionDays: {
     prop: 'logRetentionDays', kind: 'number', default: '30',
