@@ -98,6 +98,16 @@ pub struct NotificationHandlerConfig {
     pub inline_result_max_bytes: u64,
     /// How many messages of an SQS batch are recorded at once.
     pub batch_concurrency: usize,
+    /// Where each recorded outcome is announced; None: nowhere.
+    pub event_bus_name: Option<String>,
+}
+
+/// `EVENT_BUS_NAME`: the EventBridge bus (a name, an ARN, or `default`) recorded outcomes are
+/// announced on; unset or empty, no events.
+fn event_bus_name<F: Fn(&str) -> Option<String>>(env: &Env<F>) -> Option<String> {
+    (env.0)("EVENT_BUS_NAME")
+        .map(|bus| bus.trim().to_owned())
+        .filter(|bus| !bus.is_empty())
 }
 
 /// Added to the function's timeout before a reservation counts as a crashed submission.
@@ -134,6 +144,7 @@ impl NotificationHandlerConfig {
                 1..=256,
                 "how many messages of a batch to record at once, 1 to 256",
             )?,
+            event_bus_name: event_bus_name(env),
         })
     }
 }
@@ -249,6 +260,8 @@ pub struct ToolsConfig {
     pub task_poll_interval_ms: u64,
     /// The pipeline's own name for each trigger_training argument it takes.
     pub pipeline_parameters: PipelineParameters,
+    /// Where an outcome a status check finds in S3 (and records) is announced; None: nowhere.
+    pub event_bus_name: Option<String>,
 }
 
 /// `PIPELINE_PARAMETERS`: `argument=ParameterName,…`. A real pipeline names its parameters
@@ -426,6 +439,7 @@ impl ToolsConfig {
                     "a number of steps from 1 to 256, or unset for the pipeline's own setting",
                 )?),
             },
+            event_bus_name: event_bus_name(env),
         })
     }
 }

@@ -7,6 +7,7 @@ use std::sync::Mutex;
 
 use chrono::{DateTime, Utc};
 
+use crate::domain::completion::JobCompletion;
 use crate::domain::item::{Applied, Attr, Change, Item, Write, WriteOp};
 use crate::domain::job::{attr, Job, Locations};
 use crate::domain::pipeline_status::PipelineStatus;
@@ -44,6 +45,7 @@ fn apply<K: std::hash::Hash + Eq>(
 pub struct MemoryJobs {
     items: Mutex<HashMap<String, Item>>,
     reject_inline: Mutex<bool>,
+    unavailable: Mutex<bool>,
     calls: Mutex<(usize, usize)>,
 }
 
@@ -96,6 +98,11 @@ impl MemoryJobs {
     pub fn reject_inline_results(&self) {
         *self.reject_inline.lock().unwrap() = true;
     }
+
+    /// Every write fails from now on, as an unreachable table's would.
+    pub fn fail_writes(&self) {
+        *self.unavailable.lock().unwrap() = true;
+    }
 }
 
 impl JobStore for MemoryJobs {
@@ -118,6 +125,18 @@ impl JobStore for MemoryJobs {
         self.calls.lock().unwrap().1 += 1;
         let has_result = matches!(&write.op, WriteOp::Update(changes)
             if changes.iter().any(|c| matches!(c, Change::Set(attr::RESULT, _))));
+        if *self.unavailable.lock().unwrap() {
+            return Err(StoreError::Aws {
+                operation: "UpdateItem",
+                table: "memory".into(),
+                failure: AwsFailure {
+                    code: Some("ServiceUnavailable".into()),
+                    message: "down".into(),
+                    retryable: true,
+                    ambiguous: true,
+                },
+            });
+        }
         if has_result && *self.reject_inline.lock().unwrap() {
             return Err(StoreError::Rejected {
                 operation: "UpdateItem",
@@ -441,6 +460,41 @@ impl PipelineControl for FakePipeline {
             return Err(not_found(execution_arn));
         }
         Ok(r#"{"Version": "2020-12-01", "Steps": [{"Name": "Train", "Type": "Training"}]}"#.into())
+    }
+}
+
+/// The completion events put, in order; puts fail while `set_failing` is on.
+#[derive(Default)]
+pub struct MemoryEvents {
+    put: Mutex<Vec<JobCompletion>>,
+    failing: Mutex<bool>,
+}
+
+impl MemoryEvents {
+    pub fn put(&self) -> Vec<JobCompletion> {
+        self.put.lock().unwrap().clone()
+    }
+
+    pub fn set_failing(&self, failing: bool) {
+        *self.failing.lock().unwrap() = failing;
+    }
+}
+
+impl CompletionEvents for MemoryEvents {
+    async fn put(&self, completion: &JobCompletion) -> Result<(), EventError> {
+        if *self.failing.lock().unwrap() {
+            return Err(EventError {
+                bus: "memory".into(),
+                failure: AwsFailure {
+                    code: Some("InternalException".into()),
+                    message: "down".into(),
+                    retryable: true,
+                    ambiguous: true,
+                },
+            });
+        }
+        self.put.lock().unwrap().push(completion.clone());
+        Ok(())
     }
 }
 

@@ -3,6 +3,7 @@
 
 use std::future::Future;
 
+use crate::domain::completion::JobCompletion;
 use crate::domain::item::{Applied, Write};
 use crate::domain::job::{Job, Locations};
 use crate::domain::pipeline_status::ExecutionStatus;
@@ -239,6 +240,31 @@ impl<E: Send, S: ProgressSink<E>> ProgressSink<E> for Option<S> {
             sink.send(update).await;
         }
     }
+}
+
+/// Where recorded job outcomes are announced (an EventBridge bus).
+pub trait CompletionEvents: Sync {
+    fn put(
+        &self,
+        completion: &JobCompletion,
+    ) -> impl Future<Output = Result<(), EventError>> + Send;
+}
+
+/// No bus configured: nothing is announced.
+impl<E: CompletionEvents> CompletionEvents for Option<E> {
+    async fn put(&self, completion: &JobCompletion) -> Result<(), EventError> {
+        match self {
+            Some(events) => events.put(completion).await,
+            None => Ok(()),
+        }
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+#[error("EventBridge PutEvents to bus {bus} failed: {failure}")]
+pub struct EventError {
+    pub bus: String,
+    pub failure: AwsFailure,
 }
 
 /// Where completed runs are announced.

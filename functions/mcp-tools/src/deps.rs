@@ -6,7 +6,9 @@ use std::time::Duration;
 
 use shared::config::ToolsConfig;
 use shared::domain::time::Clock;
-use shared::ports::{AsyncInvoker, JobStore, ObjectStore, PipelineControl, RunStore};
+use shared::ports::{
+    AsyncInvoker, CompletionEvents, JobStore, ObjectStore, PipelineControl, RunStore,
+};
 use shared::usecases::JobSettings;
 
 /// The ports the tools call, as one bundle.
@@ -16,36 +18,42 @@ pub trait Backend: Send + Sync + 'static {
     type Objects: ObjectStore + Send + 'static;
     type Endpoint: AsyncInvoker + Send + 'static;
     type Pipeline: PipelineControl + Send + 'static;
+    type Events: CompletionEvents + Send + 'static;
 
     fn jobs(&self) -> &Self::Jobs;
     fn runs(&self) -> &Self::Runs;
     fn objects(&self) -> &Self::Objects;
     fn endpoint(&self) -> &Self::Endpoint;
     fn pipeline(&self) -> &Self::Pipeline;
+    /// Where an outcome a status check records (from S3) is announced.
+    fn events(&self) -> &Self::Events;
 }
 
 /// One implementation of each port.
-pub struct Ports<J, R, O, E, P> {
+pub struct Ports<J, R, O, E, P, V> {
     pub jobs: J,
     pub runs: R,
     pub objects: O,
     pub endpoint: E,
     pub pipeline: P,
+    pub events: V,
 }
 
-impl<J, R, O, E, P> Backend for Ports<J, R, O, E, P>
+impl<J, R, O, E, P, V> Backend for Ports<J, R, O, E, P, V>
 where
     J: JobStore + Send + 'static,
     R: RunStore + Send + 'static,
     O: ObjectStore + Send + 'static,
     E: AsyncInvoker + Send + 'static,
     P: PipelineControl + Send + 'static,
+    V: CompletionEvents + Send + 'static,
 {
     type Jobs = J;
     type Runs = R;
     type Objects = O;
     type Endpoint = E;
     type Pipeline = P;
+    type Events = V;
 
     fn jobs(&self) -> &J {
         &self.jobs
@@ -61,6 +69,9 @@ where
     }
     fn pipeline(&self) -> &P {
         &self.pipeline
+    }
+    fn events(&self) -> &V {
+        &self.events
     }
 }
 
@@ -83,17 +94,24 @@ impl<B: Backend> Deps<B> {
     }
 }
 
-/// The production ports: DynamoDB, S3, SageMaker Runtime and SageMaker.
+/// The production ports: DynamoDB, S3, SageMaker Runtime, SageMaker and EventBridge.
 mod aws {
     use super::*;
     use shared::adapters::aws::{dynamodb_client, load_sdk_config, s3_client};
     use shared::adapters::dynamodb::{DynamoJobs, DynamoRuns};
+    use shared::adapters::eventbridge::{eventbridge_client, EventBridgeEvents};
     use shared::adapters::s3::S3Objects;
     use shared::adapters::sagemaker::{sagemaker_client, SageMakerPipeline};
     use shared::adapters::sagemaker_runtime::{sagemaker_runtime_client, SageMakerEndpoint};
 
-    pub type AwsPorts =
-        Ports<DynamoJobs, DynamoRuns, S3Objects, SageMakerEndpoint, SageMakerPipeline>;
+    pub type AwsPorts = Ports<
+        DynamoJobs,
+        DynamoRuns,
+        S3Objects,
+        SageMakerEndpoint,
+        SageMakerPipeline,
+        Option<EventBridgeEvents>,
+    >;
 
     impl Deps<AwsPorts> {
         /// The SDK clients, from the standard AWS configuration (region, credentials, endpoints).
@@ -109,6 +127,10 @@ mod aws {
                     &config.async_endpoint_name,
                 ),
                 pipeline: SageMakerPipeline::new(sagemaker_client(&sdk), &config.pipeline_name),
+                events: config
+                    .event_bus_name
+                    .as_ref()
+                    .map(|bus| EventBridgeEvents::new(eventbridge_client(&sdk), bus)),
             };
             Deps::new(config, ports, Clock::system())
         }

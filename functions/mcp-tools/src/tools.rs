@@ -29,7 +29,7 @@ use shared::domain::time::rfc3339;
 use shared::telemetry::{self, OutcomeSource};
 use shared::usecases::task::{self, RunTaskState, TaskError, TaskState};
 use shared::usecases::training::{self, TriggerRequest};
-use shared::usecases::{check, submit};
+use shared::usecases::{check, outcome, submit};
 use tracing::{field::Empty, info_span, Instrument, Span};
 
 use crate::arguments;
@@ -157,7 +157,7 @@ impl<B: Backend> Tools<B> {
                 );
                 let report = check.await.map_err(ToolError::from)?;
                 if let Some(recorded) = &report.reconciled {
-                    telemetry::outcome(recorded, OutcomeSource::Reconciliation);
+                    self.reconciled(recorded).await;
                 }
                 if report.probably_lost && report.job.status == JobStatus::Pending {
                     telemetry::job_probably_lost();
@@ -314,6 +314,16 @@ impl<B: Backend> Tools<B> {
         result
     }
 
+    /// An outcome a status check found in S3 and recorded: counted, and announced as a
+    /// notification's would be. A put that fails is logged: the status check still answers,
+    /// and the outcome stays recorded.
+    async fn reconciled(&self, recorded: &outcome::Recorded) {
+        telemetry::outcome(recorded, OutcomeSource::Reconciliation);
+        if let Err(e) = outcome::announce(self.deps.ports.events(), recorded).await {
+            tracing::warn!(error = %e, "the reconciled outcome's completion event was not put");
+        }
+    }
+
     /// submit_job's work, for the tool and its task form.
     async fn submit(&self, submission: Submission) -> Result<submit::Submitted, ToolError> {
         let d = &self.deps;
@@ -458,7 +468,7 @@ impl<B: Backend> Tools<B> {
             TaskState::Cancelled { reason } => (TaskPayload::Cancelled, Some(reason)),
             TaskState::Done(report) => {
                 if let Some(recorded) = &report.reconciled {
-                    telemetry::outcome(recorded, OutcomeSource::Reconciliation);
+                    self.reconciled(recorded).await;
                 }
                 // A SageMaker failure is the tool's error, not the protocol's.
                 let failed = report.job.status == JobStatus::Failed;

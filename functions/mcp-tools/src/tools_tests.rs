@@ -14,7 +14,7 @@ use shared::domain::job::{JobStatus, Stage};
 use shared::domain::notification::{parse_notification, Notification};
 use shared::domain::time::{rfc3339, Clock};
 use shared::fakes::{
-    FakeInvoker, FakePipeline, InvokeFault, MemoryJobs, MemoryObjects, MemoryRuns,
+    FakeInvoker, FakePipeline, InvokeFault, MemoryEvents, MemoryJobs, MemoryObjects, MemoryRuns,
 };
 use shared::ports::ObjectStore;
 use shared::usecases::outcome::record_notification;
@@ -23,7 +23,8 @@ use crate::contract::names;
 use crate::direct::{call_tool, request};
 use crate::{Deps, Ports, Tools};
 
-pub(crate) type FakePorts = Ports<MemoryJobs, MemoryRuns, MemoryObjects, FakeInvoker, FakePipeline>;
+pub(crate) type FakePorts =
+    Ports<MemoryJobs, MemoryRuns, MemoryObjects, FakeInvoker, FakePipeline, MemoryEvents>;
 
 pub(crate) struct World {
     pub deps: Arc<Deps<FakePorts>>,
@@ -58,6 +59,7 @@ pub(crate) fn world(extra: &[(&'static str, &'static str)]) -> World {
         objects: MemoryObjects::default(),
         endpoint: FakeInvoker::new(ENDPOINT),
         pipeline: FakePipeline::default(),
+        events: MemoryEvents::default(),
     };
     let (t0, start) = (Utc::now(), tokio::time::Instant::now());
     let clock = Clock::from_fn(move || {
@@ -1199,4 +1201,43 @@ async fn a_job_done_before_the_wait_gets_its_answer_without_a_notification() {
         .await;
     assert_eq!(result.structured_content.unwrap()["status"], "completed");
     assert!(seen.is_empty(), "{seen:?}");
+}
+
+// ---------------------------------------------------------------- completion events
+
+#[tokio::test(start_paused = true)]
+async fn an_outcome_a_status_check_finds_in_s3_is_announced_like_a_notifications() {
+    let w = world(&[("RECONCILE_AFTER_SECS", "2")]);
+    let submitted = w.ok(names::SUBMIT_JOB, json!({"document": "a"})).await;
+    let id = submitted["inference_id"].as_str().unwrap().to_owned();
+    let output = submitted["output_location"].as_str().unwrap();
+    w.ports()
+        .objects
+        .put_json(&output.parse().unwrap(), br#"{"label":"ok"}"#.to_vec())
+        .await
+        .unwrap();
+    tokio::time::sleep(std::time::Duration::from_secs(3)).await;
+    let done = w
+        .ok(names::CHECK_JOB_STATUS, json!({"inference_id": id}))
+        .await;
+    assert_eq!(done["status"], "completed");
+    let put = w.ports().events.put();
+    assert_eq!(put.len(), 1, "{put:?}");
+    assert_eq!(
+        (
+            put[0].inference_id.as_str(),
+            put[0].status,
+            put[0].reconciled
+        ),
+        (id.as_str(), "completed", true)
+    );
+    assert_eq!(put[0].output_location.as_deref(), Some(output));
+    assert_eq!(
+        put[0].owner.as_deref(),
+        Some(Principal::Local.caller().owner.as_str())
+    );
+    // Read again: nothing new is recorded, nothing announced.
+    w.ok(names::CHECK_JOB_STATUS, json!({"inference_id": id}))
+        .await;
+    assert_eq!(w.ports().events.put().len(), 1);
 }

@@ -1,5 +1,6 @@
 //! notification-handler: records SageMaker async inference outcomes delivered by SNS, or by
-//! SNS through an SQS buffer queue. Only translation lives here; the rules are in `shared`.
+//! SNS through an SQS buffer queue, then announces each on EventBridge (when a bus is set).
+//! Only translation lives here; the rules are in `shared`.
 
 use aws_lambda_events::sns::SnsRecord;
 use aws_lambda_events::sqs::{SqsBatchResponse, SqsMessage};
@@ -10,9 +11,9 @@ use tracing::{field::Empty, info_span, Instrument};
 use shared::domain::notification::{
     parse_notification, unwrap_sqs_body, Notification, NotificationError,
 };
-use shared::ports::{JobStore, ObjectStore, StoreError};
+use shared::ports::{CompletionEvents, EventError, JobStore, ObjectStore, StoreError};
 use shared::telemetry::{self, OutcomeSource};
-use shared::usecases::outcome::{record_notification, Recorded};
+use shared::usecases::outcome::{announce, record_notification, Recorded};
 use shared::usecases::JobSettings;
 
 #[derive(Debug, thiserror::Error)]
@@ -27,6 +28,10 @@ pub enum HandlerError {
     Notification(#[from] NotificationError),
     #[error(transparent)]
     Store(#[from] StoreError),
+    /// The outcome is recorded, its event not put: the delivery fails so it is retried (the
+    /// write is a no-op the second time, and the event is put then).
+    #[error("the outcome is recorded, but its completion event was not put: {0}")]
+    Event(#[from] EventError),
     #[error("{failed} of {total} SNS records failed: {details}")]
     SnsRecordsFailed {
         failed: usize,
@@ -35,15 +40,17 @@ pub enum HandlerError {
     },
 }
 
-pub struct Handler<S, R> {
+pub struct Handler<S, R, E> {
     pub store: S,
     pub objects: R,
+    /// Where each recorded outcome is announced (`None`: nowhere).
+    pub events: Option<E>,
     pub settings: JobSettings,
     /// How many messages of an SQS batch are recorded at once (each is a few AWS calls).
     pub batch_concurrency: usize,
 }
 
-impl<S: JobStore, R: ObjectStore> Handler<S, R> {
+impl<S: JobStore, R: ObjectStore, E: CompletionEvents> Handler<S, R, E> {
     /// One invocation. SNS: every record is processed; if any failed, the invocation fails
     /// (naming each MessageId) so Lambda retries it and then sends it to the failure
     /// destination; the records that succeeded are harmless to replay. SQS: failures are
@@ -184,6 +191,10 @@ impl<S: JobStore, R: ObjectStore> Handler<S, R> {
             }
         }
         telemetry::outcome(&recorded, OutcomeSource::Notification);
+        announce(&self.events, &recorded).await?;
+        if recorded.completion().is_some() && self.events.is_some() {
+            tracing::info!("completion event put");
+        }
         Ok(Some(recorded))
     }
 }
@@ -195,6 +206,7 @@ impl HandlerError {
             HandlerError::BadSnsRecord(_) | HandlerError::WrongRecordSource(_) => "BadRecord",
             HandlerError::Notification(_) => "BadNotification",
             HandlerError::Store(_) => "StoreFailed",
+            HandlerError::Event(_) => "CompletionEventNotPut",
             HandlerError::SnsRecordsFailed { .. } => "NotificationsNotRecorded",
         }
     }
@@ -215,14 +227,15 @@ impl From<HandlerError> for lambda_runtime::Diagnostic {
 mod tests {
     use serde_json::{json, Value};
     use shared::domain::job::JobStatus;
-    use shared::fakes::{MemoryJobs, MemoryObjects};
+    use shared::fakes::{MemoryEvents, MemoryJobs, MemoryObjects};
 
     use super::*;
 
-    fn handler() -> Handler<MemoryJobs, MemoryObjects> {
+    fn handler() -> Handler<MemoryJobs, MemoryObjects, MemoryEvents> {
         Handler {
             store: MemoryJobs::default(),
             objects: MemoryObjects::default(),
+            events: Some(MemoryEvents::default()),
             settings: JobSettings::default(),
             batch_concurrency: 4,
         }
@@ -398,6 +411,92 @@ mod tests {
             job.output_location.as_deref(),
             Some("s3://mcp-sagemaker-async-io/outputs/6c1f5d0e-demo-0002.out")
         );
+    }
+
+    fn events(h: &Handler<MemoryJobs, MemoryObjects, MemoryEvents>) -> &MemoryEvents {
+        h.events.as_ref().unwrap()
+    }
+
+    #[tokio::test]
+    async fn each_recorded_outcome_is_announced_after_its_write_and_a_retried_one_again() {
+        let h = handler();
+        h.handle(event("sns-success-response-body.json"))
+            .await
+            .unwrap();
+        h.handle(event("sns-failure.json")).await.unwrap();
+        let put = events(&h).put();
+        assert_eq!(
+            put.iter()
+                .map(|e| (e.detail_type(), e.status))
+                .collect::<Vec<_>>(),
+            [
+                ("Async Job Completed", "completed"),
+                ("Async Job Failed", "failed")
+            ]
+        );
+        let failure: Value = serde_json::from_str(&message("sns-failure.json")).unwrap();
+        assert_eq!(
+            put[1].failure_reason.as_deref(),
+            failure["failureReason"].as_str()
+        );
+        assert_eq!(
+            put[0].output_location.as_deref(),
+            Some("s3://mcp-sagemaker-async-io/outputs/6c1f5d0e-demo-0002.out")
+        );
+        // SNS delivers the same notification again: nothing new is written, the event is put
+        // again (consumers dedupe on inference_id).
+        h.handle(event("sns-success-response-body.json"))
+            .await
+            .unwrap();
+        let put = events(&h).put();
+        assert_eq!(put.len(), 3);
+        assert_eq!(put[2], put[0]);
+    }
+
+    #[tokio::test]
+    async fn no_event_without_a_write_and_no_acknowledgement_without_an_event() {
+        let h = handler();
+        h.store.fail_writes();
+        let good = message("sns-success-response-body.json");
+        let answer = h.handle(sqs(&[("m-1", &good)])).await.unwrap();
+        assert_eq!(
+            answer,
+            json!({"batchItemFailures": [{"itemIdentifier": "m-1"}]})
+        );
+        assert!(
+            events(&h).put().is_empty(),
+            "nothing recorded, nothing announced"
+        );
+
+        let h = handler();
+        events(&h).set_failing(true);
+        let answer = h.handle(sqs(&[("m-2", &good)])).await.unwrap();
+        // Recorded, but not announced: the message comes back, and its retry announces it.
+        assert_eq!(
+            answer,
+            json!({"batchItemFailures": [{"itemIdentifier": "m-2"}]})
+        );
+        assert_eq!(
+            h.store.job("demo-response-body-0002").unwrap().status,
+            JobStatus::Completed
+        );
+        let err = h
+            .handle(event("sns-success-response-body.json"))
+            .await
+            .unwrap_err();
+        assert!(
+            err.to_string().contains("completion event was not put"),
+            "{err}"
+        );
+        events(&h).set_failing(false);
+        h.handle(sqs(&[("m-2", &good)])).await.unwrap();
+        assert_eq!(events(&h).put().len(), 1);
+
+        // No bus: recorded, nothing put, acknowledged.
+        let mut h = handler();
+        h.events = None;
+        let answer = h.handle(sqs(&[("m-3", &good)])).await.unwrap();
+        assert_eq!(answer, json!({"batchItemFailures": []}));
     }
 
     #[tokio::test]

@@ -7,6 +7,7 @@ use serde_json::Value;
 use notification_handler::Handler;
 use shared::adapters::aws::{dynamodb_client, load_sdk_config, s3_client};
 use shared::adapters::dynamodb::DynamoJobs;
+use shared::adapters::eventbridge::{eventbridge_client, EventBridgeEvents};
 use shared::adapters::s3::S3Objects;
 use shared::config::{metrics_namespace, Env, NotificationHandlerConfig};
 use shared::telemetry;
@@ -23,6 +24,10 @@ async fn main() -> Result<(), Error> {
     let handler = Handler {
         store: DynamoJobs::new(dynamodb_client(&sdk), &config.results_table),
         objects: S3Objects::new(s3_client(&sdk)),
+        events: config
+            .event_bus_name
+            .as_ref()
+            .map(|bus| EventBridgeEvents::new(eventbridge_client(&sdk), bus)),
         settings: config.job_settings(),
         batch_concurrency: config.batch_concurrency,
     };

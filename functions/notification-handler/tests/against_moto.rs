@@ -14,6 +14,7 @@ use serde_json::{json, Value};
 use notification_handler::Handler;
 use shared::adapters::aws::{dynamodb_client, s3_client};
 use shared::adapters::dynamodb::{attribute_to_json, DynamoJobs};
+use shared::adapters::eventbridge::EventBridgeEvents;
 use shared::adapters::s3::S3Objects;
 use shared::domain::job::JobPolicy;
 use shared::usecases::JobSettings;
@@ -67,10 +68,11 @@ impl Stack {
         name
     }
 
-    fn handler(&self, table: &str) -> Handler<DynamoJobs, S3Objects> {
+    fn handler(&self, table: &str) -> Handler<DynamoJobs, S3Objects, EventBridgeEvents> {
         Handler {
             store: DynamoJobs::new(dynamodb_client(&self.sdk), table),
             objects: S3Objects::new(s3_client(&self.sdk)),
+            events: None,
             settings: JobSettings {
                 policy: JobPolicy {
                     result_ttl_secs: TTL_SECS,

@@ -4,6 +4,8 @@
 
 pub mod aws;
 pub mod dynamodb;
+#[cfg(feature = "eventbridge")]
+pub mod eventbridge;
 #[cfg(feature = "s3")]
 pub mod s3;
 #[cfg(feature = "sagemaker")]

@@ -2,6 +2,7 @@
 //! writes, and the parsing of what SageMaker and EventBridge deliver.
 
 pub mod caller;
+pub mod completion;
 pub mod item;
 pub mod job;
 pub mod notification;

@@ -4,6 +4,7 @@
 use chrono::{DateTime, Utc};
 use serde_json::Value;
 
+use crate::domain::completion::JobCompletion;
 use crate::domain::item::{Applied, Attr};
 use crate::domain::job::{
     self, failure_excerpt, JobStatus, OutcomeRecord, Probe, MAX_FAILURE_EXCERPT_BYTES,
@@ -12,7 +13,9 @@ use crate::domain::job::{
 use crate::domain::notification::{InferenceOutcome, OutcomeKind};
 use crate::domain::s3_location::S3Location;
 use crate::domain::time::{parse_rfc3339, rfc3339, ttl_after};
-use crate::ports::{JobStore, ObjectError, ObjectPrefix, ObjectStore, StoreError};
+use crate::ports::{
+    CompletionEvents, EventError, JobStore, ObjectError, ObjectPrefix, ObjectStore, StoreError,
+};
 use crate::usecases::JobSettings;
 use crate::util::truncate_utf8;
 
@@ -29,9 +32,38 @@ pub enum Recorded {
         known_job: bool,
         /// From the request's receipt (or submission) to its outcome, by the recorded times.
         took_ms: Option<u64>,
+        /// The event the recorded job announces.
+        completion: Option<JobCompletion>,
     },
     /// The item already holds a terminal state; nothing changed.
-    AlreadyFinal { inference_id: String },
+    AlreadyFinal {
+        inference_id: String,
+        /// The stored job's event when it holds this same outcome: a delivery retried (or a
+        /// notification after the outcome was reconciled) announces it again, so an event whose
+        /// put failed the first time is not lost.
+        repeated: Option<JobCompletion>,
+    },
+}
+
+impl Recorded {
+    /// The event to put for this outcome, if any.
+    pub fn completion(&self) -> Option<&JobCompletion> {
+        match self {
+            Recorded::Written { completion, .. } => completion.as_ref(),
+            Recorded::AlreadyFinal { repeated, .. } => repeated.as_ref(),
+        }
+    }
+}
+
+/// Puts the outcome's event, when it has one: after the write, never instead of it.
+pub async fn announce<E: CompletionEvents>(
+    events: &E,
+    recorded: &Recorded,
+) -> Result<(), EventError> {
+    match recorded.completion() {
+        Some(completion) => events.put(completion).await,
+        None => Ok(()),
+    }
 }
 
 /// One notification: reads the output (from the body when SageMaker included it, else one
@@ -116,16 +148,22 @@ async fn write_outcome<S: JobStore>(
     store: &S,
     mut record: OutcomeRecord,
 ) -> Result<Recorded, StoreError> {
-    let applied = match store.write(&job::record_outcome(&record)).await {
+    let mut write = job::record_outcome(&record);
+    let applied = match store.write(&write).await {
         Err(StoreError::Rejected { .. }) if record.result.is_some() => {
             tracing::warn!(inference_id = %record.inference_id, "DynamoDB rejected the inline result; storing a pointer only");
             record.result = None;
-            store.write(&job::record_outcome(&record)).await?
+            write = job::record_outcome(&record);
+            store.write(&write).await?
         }
         other => other?,
     };
     Ok(match applied {
         Applied::Written { previous } => {
+            // The item as now stored: the write applied to what it replaced.
+            let completion = write
+                .apply_to(previous.as_ref())
+                .and_then(|stored| JobCompletion::of_item(&stored));
             // The stored submit time when the job was submitted here, else SageMaker's receipt.
             let submitted_at = previous
                 .as_ref()
@@ -139,9 +177,14 @@ async fn write_outcome<S: JobStore>(
                 took_ms: elapsed_ms(submitted_at.as_deref(), &record.completed_at),
                 inference_id: record.inference_id,
                 status: record.status,
+                completion,
             }
         }
-        Applied::Refused(_) => Recorded::AlreadyFinal {
+        Applied::Refused(stored) => Recorded::AlreadyFinal {
+            repeated: stored
+                .as_ref()
+                .and_then(JobCompletion::of_item)
+                .filter(|c| c.status == record.status.as_str()),
             inference_id: record.inference_id,
         },
     })
@@ -298,6 +341,7 @@ mod tests {
             .await
             .unwrap();
 
+        let completion = recorded.completion().cloned().unwrap();
         assert_eq!(
             recorded,
             Recorded::Written {
@@ -307,7 +351,25 @@ mod tests {
                 known_job: true,
                 // The stored submit time (10:14:00.000) to SageMaker's event time (10:15:01.902).
                 took_ms: Some(61_902),
+                completion: Some(completion.clone()),
             }
+        );
+        // The event says what the item now holds: the stored submit time beside the outcome's.
+        assert_eq!(
+            (
+                completion.inference_id.as_str(),
+                completion.status,
+                completion.submitted_at.as_deref(),
+                completion.completed_at.as_deref(),
+                completion.output_location.as_deref(),
+            ),
+            (
+                "j1",
+                "completed",
+                Some("2026-11-20T10:14:00.000Z"),
+                Some("2026-11-20T10:15:01.902Z"),
+                Some("s3://b/out/1")
+            )
         );
         let item = store.job("j1").unwrap();
         assert_eq!(
@@ -345,13 +407,21 @@ mod tests {
         let recorded = record_notification(&store, &objects, SETTINGS, late_failure, now())
             .await
             .unwrap();
+        // Another outcome than the one recorded: nothing to announce again.
         assert_eq!(
             recorded,
             Recorded::AlreadyFinal {
-                inference_id: "j2".into()
+                inference_id: "j2".into(),
+                repeated: None,
             }
         );
         assert_eq!(store.job("j2").unwrap().status, JobStatus::Completed);
+        // The same outcome delivered again: its event is put again (at least once).
+        let again = record_notification(&store, &objects, SETTINGS, success("j2"), now())
+            .await
+            .unwrap();
+        assert!(matches!(&again, Recorded::AlreadyFinal { .. }));
+        assert_eq!(again.completion(), first.completion());
     }
 
     #[tokio::test]
