@@ -723,3 +723,143 @@ async fn a_100_message_batch_reports_exactly_its_bad_messages() {
         );
     }
 }
+
+/// A bus of its own with a rule (this project's source and detail types) that delivers to an
+/// SQS queue, as a consumer of the events would set it up; the bus name and the queue's URL.
+async fn event_bus_to_queue(st: &Stack) -> (String, String) {
+    let events = aws_sdk_eventbridge::Client::new(&st.sdk);
+    let sqs = aws_sdk_sqs::Client::new(&st.sdk);
+    let bus = unique("completions");
+    events.create_event_bus().name(&bus).send().await.unwrap();
+    let queue_url = sqs
+        .create_queue()
+        .queue_name(unique("completions"))
+        .send()
+        .await
+        .unwrap()
+        .queue_url
+        .unwrap();
+    let queue_arn = sqs
+        .get_queue_attributes()
+        .queue_url(&queue_url)
+        .attribute_names(aws_sdk_sqs::types::QueueAttributeName::QueueArn)
+        .send()
+        .await
+        .unwrap()
+        .attributes
+        .unwrap()[&aws_sdk_sqs::types::QueueAttributeName::QueueArn]
+        .clone();
+    let pattern = json!({"source": ["mcp.async-jobs"],
+                         "detail-type": ["Async Job Completed", "Async Job Failed"]});
+    events
+        .put_rule()
+        .name("to-queue")
+        .event_bus_name(&bus)
+        .event_pattern(pattern.to_string())
+        .send()
+        .await
+        .unwrap();
+    events
+        .put_targets()
+        .rule("to-queue")
+        .event_bus_name(&bus)
+        .targets(
+            aws_sdk_eventbridge::types::Target::builder()
+                .id("queue")
+                .arn(queue_arn)
+                .build()
+                .unwrap(),
+        )
+        .send()
+        .await
+        .unwrap();
+    (bus, queue_url)
+}
+
+/// The events the rule delivered so far, as EventBridge's JSON.
+async fn delivered(st: &Stack, queue_url: &str) -> Vec<Value> {
+    let sqs = aws_sdk_sqs::Client::new(&st.sdk);
+    let mut all = Vec::new();
+    loop {
+        let out = sqs
+            .receive_message()
+            .queue_url(queue_url)
+            .max_number_of_messages(10)
+            .send()
+            .await
+            .unwrap();
+        let messages = out.messages.unwrap_or_default();
+        if messages.is_empty() {
+            return all;
+        }
+        for m in messages {
+            all.push(serde_json::from_str(m.body().unwrap()).unwrap());
+        }
+    }
+}
+
+#[tokio::test]
+async fn each_outcome_reaches_the_bus_and_through_a_rule_its_queue_once_written() {
+    let st = stack().await;
+    let table = st.new_table().await;
+    let (bus, queue_url) = event_bus_to_queue(&st).await;
+    let mut handler = st.handler(&table);
+    handler.events = Some(EventBridgeEvents::new(
+        aws_sdk_eventbridge::Client::new(&st.sdk),
+        &bus,
+    ));
+    let (ok_id, failed_id) = (unique("event-ok"), unique("event-failed"));
+    let location = st.put_output(r#"{"label":"private"}"#).await;
+    let success = sample("sns-success.json", &ok_id, |m| set_output(m, &location));
+    handler.handle(success.clone()).await.unwrap();
+    let failure = sample("sns-failure.json", &failed_id, |m| {
+        m["responseParameters"] = json!({});
+    });
+    handler.handle(failure).await.unwrap();
+    // SNS delivers the success again.
+    handler.handle(success).await.unwrap();
+
+    let events = delivered(&st, &queue_url).await;
+    let seen: Vec<(&str, &str)> = events
+        .iter()
+        .map(|e| {
+            (
+                e["detail-type"].as_str().unwrap(),
+                e["detail"]["inference_id"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        seen,
+        [
+            ("Async Job Completed", ok_id.as_str()),
+            ("Async Job Failed", failed_id.as_str()),
+            ("Async Job Completed", ok_id.as_str()),
+        ]
+    );
+    assert!(events.iter().all(|e| e["source"] == "mcp.async-jobs"));
+    // Field by field: what the table holds, never the result.
+    assert_eq!(
+        events[0]["detail"],
+        json!({"inference_id": ok_id, "status": "completed", "output_location": location,
+               "submitted_at": "2026-11-20T10:14:12.455Z", "completed_at": "2026-11-20T10:15:01.902Z",
+               "endpoint_name": "mcp-doc-processor-async"})
+    );
+    assert_eq!(events[2]["detail"], events[0]["detail"]);
+    let failed = &events[1]["detail"];
+    assert_eq!(failed["status"], "failed");
+    assert!(
+        failed["failure_reason"].as_str().unwrap().len() > 5,
+        "{failed}"
+    );
+    assert!(!events[0].to_string().contains("private"));
+
+    // A write that fails (no such table): no event.
+    let mut broken = st.handler(&unique("no-such-table"));
+    broken.events = handler.events.clone();
+    let lost = sample("sns-success.json", &unique("event-lost"), |m| {
+        set_output(m, &location)
+    });
+    assert!(broken.handle(lost).await.is_err());
+    assert!(delivered(&st, &queue_url).await.is_empty());
+}
