@@ -522,3 +522,84 @@ def test_a_url_without_iam_auth_lets_everyone_in_and_one_with_it_nobody(case):
                                           "Principal": "*", "InvokedViaFunctionUrl": True},
     }
     assert stack.props("McpToolsFunctionUrl")["AuthType"] == "NONE"
+
+
+# ---------------------------------------------------------------- completion events
+
+EVENT_FUNCTIONS = ["NotificationHandlerFunction", "McpToolsFunction", "GatewayTargetFunction"]
+WEBHOOK = {"CompletionEvents": "stack-bus", "CompletionWebhookUrl": "https://hooks.example.com/jobs",
+           "CompletionWebhookApiKey": "k-123", "AgentCoreGatewayId": "gw-1234567890",
+           "AgentCoreGatewayRoleArn": "arn:aws:iam::123456789012:role/gateway"}
+
+
+def put_events_statements(stack: Deployed, role: str) -> list:
+    return [s for policy in stack.props(role)["Policies"] for s in policy["PolicyDocument"]["Statement"]
+            if "events:PutEvents" in ([s["Action"]] if isinstance(s["Action"], str) else s["Action"])]
+
+
+def test_without_completion_events_nothing_is_put_anywhere():
+    stack = Deployed(CFN, AgentCoreGatewayId=WEBHOOK["AgentCoreGatewayId"],
+                     AgentCoreGatewayRoleArn=WEBHOOK["AgentCoreGatewayRoleArn"])
+    for function in EVENT_FUNCTIONS:
+        assert "EVENT_BUS_NAME" not in stack.props(function)["Environment"]["Variables"], function
+    for role in ("NotificationHandlerRole", "McpToolsRole"):
+        assert put_events_statements(stack, role) == [], role
+    assert not [n for n in stack.resources if n.startswith("Completion")]
+
+
+@pytest.mark.parametrize("bus, name, arn", [
+    ("default-bus", "default", "arn:aws:events:us-east-1:123456789012:event-bus/default"),
+    ("stack-bus", {"Ref": "CompletionEventBus"}, {"Fn::GetAtt": ["CompletionEventBus", "Arn"]}),
+])
+def test_each_function_that_records_outcomes_may_put_on_the_bus_it_is_told_and_only_there(bus, name, arn):
+    stack = Deployed(CFN, CompletionEvents=bus, AgentCoreGatewayId=WEBHOOK["AgentCoreGatewayId"],
+                     AgentCoreGatewayRoleArn=WEBHOOK["AgentCoreGatewayRoleArn"])
+    for function in EVENT_FUNCTIONS:
+        assert stack.props(function)["Environment"]["Variables"]["EVENT_BUS_NAME"] == name, function
+    for role in ("NotificationHandlerRole", "McpToolsRole"):
+        assert [(s["Action"], s["Resource"]) for s in put_events_statements(stack, role)] == [
+            ("events:PutEvents", arn)], role
+    assert ("CompletionEventBus" in stack.resources) == (bus == "stack-bus")
+    assert stack.outputs["CompletionEventBusName"]["Value"] == name
+    assert "CompletionWebhookRule" not in stack.resources
+
+
+def test_a_webhook_is_an_api_destination_with_retries_a_dlq_and_an_alarm():
+    stack = Deployed(CFN, **WEBHOOK)
+    connection = stack.props("CompletionWebhookConnection")
+    assert connection["AuthorizationType"] == "API_KEY"
+    assert connection["AuthParameters"]["ApiKeyAuthParameters"] == {"ApiKeyName": "x-api-key", "ApiKeyValue": "k-123"}
+    destination = stack.props("CompletionWebhookDestination")
+    assert destination["InvocationEndpoint"] == WEBHOOK["CompletionWebhookUrl"]
+    assert destination["HttpMethod"] == "POST"
+    assert destination["ConnectionArn"] == {"Fn::GetAtt": ["CompletionWebhookConnection", "Arn"]}
+    rule = stack.props("CompletionWebhookRule")
+    assert rule["EventBusName"] == {"Ref": "CompletionEventBus"}
+    assert rule["EventPattern"] == {"source": ["mcp.async-jobs"],
+                                    "detail-type": ["Async Job Completed", "Async Job Failed"]}
+    [target] = rule["Targets"]
+    assert target["Arn"] == {"Fn::GetAtt": ["CompletionWebhookDestination", "Arn"]}
+    assert target["RoleArn"] == {"Fn::GetAtt": ["CompletionWebhookRole", "Arn"]}
+    assert target["RetryPolicy"] == {"MaximumRetryAttempts": 185, "MaximumEventAgeInSeconds": 86400}
+    assert target["DeadLetterConfig"] == {"Arn": {"Fn::GetAtt": ["CompletionWebhookDLQ", "Arn"]}}
+    [statement] = stack.props("CompletionWebhookRole")["Policies"][0]["PolicyDocument"]["Statement"]
+    assert (statement["Action"], statement["Resource"]) == (
+        "events:InvokeApiDestination", {"Fn::GetAtt": ["CompletionWebhookDestination", "Arn"]})
+    [allowed] = stack.props("CompletionWebhookDLQPolicy")["PolicyDocument"]["Statement"]
+    assert allowed["Principal"] == {"Service": "events.amazonaws.com"}
+    assert allowed["Condition"] == {"ArnEquals": {"aws:SourceArn": {"Fn::GetAtt": ["CompletionWebhookRule", "Arn"]}}}
+    alarm = stack.props("CompletionWebhookDLQDepthAlarm")
+    assert alarm["Dimensions"] == [{"Name": "QueueName", "Value": {"Fn::GetAtt": ["CompletionWebhookDLQ", "QueueName"]}}]
+    assert stack.outputs["CompletionWebhookDLQUrl"]["Value"] == {"Ref": "CompletionWebhookDLQ"}
+    assert refusals(**WEBHOOK) == []
+    matches = lint(with_defaults(CFN, **WEBHOOK), config=ManualArgs(regions=["us-east-1"]))
+    assert not matches, "\n".join(str(m) for m in matches)
+
+
+@pytest.mark.parametrize("parameters", [
+    {"CompletionWebhookUrl": "https://hooks.example.com/jobs", "CompletionWebhookApiKey": "k"},
+    {"CompletionEvents": "default-bus", "CompletionWebhookUrl": "https://hooks.example.com/jobs"},
+])
+def test_a_webhook_without_events_or_a_key_is_refused(parameters):
+    assert refusals(**parameters) == ["WebhookNeedsEventsAndKey"]
+    assert not allowed("CompletionWebhookUrl", "http://hooks.example.com/jobs")

@@ -23,6 +23,7 @@ OPERATIONS = {
     "start_pipeline_execution": "sagemaker:StartPipelineExecution",
     "list_pipeline_execution_steps": "sagemaker:ListPipelineExecutionSteps",
     "describe_pipeline_definition_for_execution": "sagemaker:DescribePipelineDefinitionForExecution",
+    "put_events": "events:PutEvents",
     "invoke_endpoint_async": "sagemaker:InvokeEndpointAsync",
     "stop_pipeline_execution": "sagemaker:StopPipelineExecution",
 }
