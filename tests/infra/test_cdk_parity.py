@@ -65,6 +65,14 @@ PARITY_CASES = {
         "TargetBacklogPerInstance": "3", "MaxConcurrentInvocationsPerInstance": "16", "VariantName": "blue",
         "EndpointKmsKeyId": "arn:aws:kms:us-east-1:123456789012:key/k", "OutputPrefix": "async/out/",
         "FailurePrefix": "async/err/", "SuccessTopicArn": "arn:aws:sns:us-east-1:123456789012:their-success"},
+    "completion events, default bus, gateway target": {**GATEWAY, "CompletionEvents": "default-bus"},
+    "completion events, stack bus, webhook": {
+        "CompletionEvents": "stack-bus", "CompletionWebhookUrl": "https://hooks.example.com/jobs",
+        "CompletionWebhookApiKeyName": "x-hook-key", "CompletionWebhookApiKey": "k-123",
+        "AlarmTopicArn": "arn:aws:sns:us-east-1:123456789012:alarms"},
+    "completion events, default bus, webhook": {
+        "CompletionEvents": "default-bus", "CompletionWebhookUrl": "https://hooks.example.com/jobs",
+        "CompletionWebhookApiKey": "k-123"},
     "every other setting": {
         "PipelineParameters": "input_data_uri=TrainingData,max_epochs=Epochs", "UseSqsBuffer": "true",
         "NarrowEventsToPipeline": "false", "ResultTtlSecs": "7200", "InlineResultMaxBytes": "1024",
@@ -82,9 +90,13 @@ REFUSED = {
     "NONE without a token": (URL_AUTH, "BearerTokenForUrlAuthNone"),
     "model without its role": ({"ModelName": "m"}, "ExecutionRoleForEndpoint"),
     "gateway without its role": ({"AgentCoreGatewayId": "gw-1234567890"}, "GatewayRoleForGatewayTarget"),
+    "webhook without events": ({"CompletionWebhookUrl": "https://hooks.example.com/jobs",
+                                "CompletionWebhookApiKey": "k"}, "WebhookNeedsEventsAndKey"),
+    "webhook without a key": ({"CompletionEvents": "stack-bus", "CompletionWebhookUrl": "https://hooks.example.com/jobs"},
+                              "WebhookNeedsEventsAndKey"),
 }
 LINTED = ["defaults", "wiring: endpoint, existing topics, SQS buffer, KMS key", "auth: oauth, Cognito",
-          "gateway target, own name, OAuth, tracing", "every other setting"]
+          "gateway target, own name, OAuth, tracing", "every other setting", "completion events, stack bus, webhook"]
 
 
 # ---------------------------------------------------------------- the CDK side: one node process

@@ -108,6 +108,17 @@ export interface McpAsyncJobsProps {
   /** With createUserPool, the app client's redirect URLs. @default ['http://localhost:3030/callback'] */
   readonly oauthCallbackUrls?: string[];
   /**
+   * Announce each recorded job outcome on EventBridge (source mcp.async-jobs): not at all, on the
+   * account's default bus, or on a bus the construct creates. @default 'none'
+   */
+  readonly completionEvents?: 'none' | 'default-bus' | 'stack-bus';
+  /** An https URL each completion event is POSTed to (an API destination). @default '' (none) */
+  readonly completionWebhookUrl?: string;
+  /** The header the webhook's key is sent in. @default 'x-api-key' */
+  readonly completionWebhookApiKeyName?: string;
+  /** The webhook's key; required with completionWebhookUrl. @default 'none' (not set) */
+  readonly completionWebhookApiKey?: string;
+  /**
    * mcp-tools' timeout in seconds: a check that asks for progress may wait this long less 10 s,
    * its notifications streamed (a plain call waits 20 s at most). @default 120
    */
@@ -220,6 +231,14 @@ function ruleViolations(s: Settings): string[] {
     errors.push('BearerTokenForUrlAuthNone: functionUrlAuthType NONE without OAuth needs bearerTokenSha256 or '
       + 'bearerTokens, or the MCP server would be open to anyone');
   }
+  if (given(s.completionWebhookUrl)) {
+    if (s.completionEvents === 'none') {
+      errors.push('WebhookNeedsEventsAndKey: CompletionWebhookUrl needs CompletionEvents default-bus or stack-bus.');
+    }
+    if (s.completionWebhookApiKey === 'none') {
+      errors.push('WebhookNeedsEventsAndKey: CompletionWebhookUrl needs CompletionWebhookApiKey.');
+    }
+  }
   if (oauth && s.functionUrlAuthType !== 'NONE') {
     errors.push('UrlAuthNoneForOAuth: OAuth (oauthIssuer or createUserPool) needs functionUrlAuthType NONE: the '
       + 'function checks the access token itself, and with AWS_IAM no OAuth client could get past the Function URL');
@@ -272,6 +291,10 @@ export class McpAsyncJobs extends Construct {
   public readonly pipelineResultsQueue: sqs.Queue;
   public readonly pipelineResultsDlq: sqs.Queue;
   public readonly asyncFailureDlq: sqs.Queue;
+  /** The bus recorded outcomes are announced on; undefined without completion events. */
+  public readonly completionEventBusName?: string;
+  /** Completion events the webhook did not take; undefined without a webhook. */
+  public readonly completionWebhookDlq?: sqs.Queue;
   /** The topic the endpoint's NotificationConfig names as SuccessTopic (created, or the one given). */
   public readonly successTopicArn: string;
   public readonly errorTopicArn: string;
@@ -534,6 +557,69 @@ export class McpAsyncJobs extends Construct {
       destinationConfig: { onFailure: { destination: dlq.queueArn } },
     }), configId);
 
+    // ---------------------------------------------------------------- completion events (optional)
+    // Each recorded job outcome is put on the bus (EVENT_BUS_NAME) after its write; rules route it on.
+
+    const eventBus = s.completionEvents === 'stack-bus'
+      ? this.pin(new events.CfnEventBus(this, 'CompletionEventBus', { name: `${name}-completions` }), 'CompletionEventBus')
+      : undefined;
+    const eventBusName = s.completionEvents === 'none' ? undefined : eventBus ? eventBus.ref : 'default';
+    const putEvents = s.completionEvents === 'none'
+      ? []
+      : [allow(['events:PutEvents'], [eventBus ? eventBus.attrArn : `arn:${partition}:events:${region}:${account}:event-bus/default`])];
+    if (given(s.completionWebhookUrl) && eventBusName) {
+      // EventBridge signs nothing: the key goes in a header from the connection's secret.
+      const connection = this.pin(new events.CfnConnection(this, 'CompletionWebhookConnection', {
+        description: `The completion webhook of stack ${name}.`,
+        authorizationType: 'API_KEY',
+        authParameters: {
+          apiKeyAuthParameters: { apiKeyName: s.completionWebhookApiKeyName, apiKeyValue: s.completionWebhookApiKey },
+        },
+      }), 'CompletionWebhookConnection');
+      const destination = this.pin(new events.CfnApiDestination(this, 'CompletionWebhookDestination', {
+        connectionArn: connection.attrArn,
+        invocationEndpoint: s.completionWebhookUrl,
+        httpMethod: 'POST',
+        invocationRateLimitPerSecond: 10,
+      }), 'CompletionWebhookDestination');
+      const webhookRole = new iam.Role(this, 'CompletionWebhookRole', {
+        assumedBy: new iam.ServicePrincipal('events.amazonaws.com'),
+      });
+      (webhookRole.node.defaultChild as iam.CfnRole).policies = [{
+        policyName: 'completion-webhook',
+        policyDocument: { Version: '2012-10-17', Statement: [allow(['events:InvokeApiDestination'], [destination.attrArn])] },
+      }];
+      this.pin(webhookRole, 'CompletionWebhookRole');
+      const webhookDlq = queue('CompletionWebhookDLQ');
+      const webhookRule = this.pin(new events.CfnRule(this, 'CompletionWebhookRule', {
+        description: 'Every completion event of this stack\'s jobs, to the webhook.',
+        eventBusName,
+        eventPattern: { 'source': ['mcp.async-jobs'], 'detail-type': ['Async Job Completed', 'Async Job Failed'] },
+        targets: [{
+          id: 'webhook',
+          arn: destination.attrArn,
+          roleArn: webhookRole.roleArn,
+          retryPolicy: { maximumRetryAttempts: 185, maximumEventAgeInSeconds: 86400 },
+          deadLetterConfig: { arn: webhookDlq.queueArn },
+        }],
+      }), 'CompletionWebhookRule');
+      this.pin(new sqs.CfnQueuePolicy(this, 'CompletionWebhookDLQPolicy', {
+        queues: [webhookDlq.queueUrl],
+        policyDocument: {
+          Version: '2012-10-17',
+          Statement: [{
+            Effect: 'Allow',
+            Principal: { Service: 'events.amazonaws.com' },
+            Action: 'sqs:SendMessage',
+            Resource: webhookDlq.queueArn,
+            Condition: { ArnEquals: { 'aws:SourceArn': webhookRule.attrArn } },
+          }],
+        },
+      }), 'CompletionWebhookDLQPolicy');
+      this.completionWebhookDlq = webhookDlq;
+    }
+    this.completionEventBusName = eventBusName;
+
     // ---------------------------------------------------------------- notification-handler
 
     const notificationHandlerLogs = logGroup('NotificationHandlerLogGroup', 'notification-handler');
@@ -555,6 +641,7 @@ export class McpAsyncJobs extends Construct {
       ...(bufferQueue
         ? [allow(['sqs:ReceiveMessage', 'sqs:DeleteMessage', 'sqs:GetQueueAttributes'], [bufferQueue.queueArn])]
         : []),
+      ...putEvents,
     ]);
     this.notificationHandler = fn('NotificationHandlerFunction', 'notification-handler', {
       description: 'Records SageMaker async inference outcomes in the results table.',
@@ -565,6 +652,7 @@ export class McpAsyncJobs extends Construct {
         RESULTS_TABLE: this.resultsTable.tableName,
         RESULT_TTL_SECS: String(s.resultTtlSecs),
         INLINE_RESULT_MAX_BYTES: String(s.inlineResultMaxBytes),
+        EVENT_BUS_NAME: eventBusName,
       },
     });
     const notificationHandler = this.notificationHandler;
@@ -766,6 +854,8 @@ export class McpAsyncJobs extends Construct {
       allow(['sagemaker:DescribePipelineExecution', 'sagemaker:ListPipelineExecutionSteps',
         'sagemaker:DescribePipelineDefinitionForExecution', 'sagemaker:StopPipelineExecution'],
         [`${pipelineArn}/execution/*`]),
+      // An outcome a status check finds in S3 is announced as a notification's is.
+      ...putEvents,
     ]);
     const toolsEnvironment = {
       RESULTS_TABLE: this.resultsTable.tableName,
@@ -776,6 +866,7 @@ export class McpAsyncJobs extends Construct {
       RESULT_TTL_SECS: String(s.resultTtlSecs),
       INLINE_RESULT_MAX_BYTES: String(s.inlineResultMaxBytes),
       PIPELINE_PARAMETERS: s.pipelineParameters,
+      EVENT_BUS_NAME: eventBusName,
     };
     // Only the chosen auth mode's variables: oauth with an issuer or the user pool, else bearer
     // with auth type NONE, else iam.
@@ -899,6 +990,10 @@ export class McpAsyncJobs extends Construct {
     if (bufferDlq) {
       depthAlarm('NotificationBufferDLQDepthAlarm', 'Buffered notifications failed five times and wait in the buffer DLQ.', bufferDlq);
     }
+    if (this.completionWebhookDlq) {
+      depthAlarm('CompletionWebhookDLQDepthAlarm', 'Completion events the webhook did not take within a day wait in its DLQ.',
+        this.completionWebhookDlq);
+    }
 
     const own = (id: string, metricName: string, fnName: string): cloudwatch.CfnAlarm.MetricDataQueryProperty => ({
       id,
@@ -977,6 +1072,13 @@ export class McpAsyncJobs extends Construct {
 
     const output = (outputId: string, value: string, description?: string) =>
       this.pin(new CfnOutput(this, `Output${outputId}`, { value, description }), outputId);
+    if (this.completionEventBusName) {
+      output('CompletionEventBusName', this.completionEventBusName,
+        'The EventBridge bus each recorded job outcome is announced on (source mcp.async-jobs).');
+    }
+    if (this.completionWebhookDlq) {
+      output('CompletionWebhookDLQUrl', this.completionWebhookDlq.queueUrl, 'Completion events the webhook did not take within a day.');
+    }
     output('Dashboard', `https://${region}.console.aws.amazon.com/cloudwatch/home?region=${region}#dashboards:name=${name}-jobs`,
       'The CloudWatch dashboard of jobs, runs, tool calls and the functions.');
     output('McpFunctionUrl', this.mcpToolsUrl.attrFunctionUrl, 'The MCP server; point clients at this URL followed by mcp.');

@@ -73,6 +73,12 @@ export const PARAMETERS: Readonly<Record<string, ParameterSpec>> = {
     prop: 'userPoolDomainPrefix', kind: 'string', default: '', pattern: '^([a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)?$',
   },
   OAuthCallbackUrls: { prop: 'oauthCallbackUrls', kind: 'list', default: 'http://localhost:3030/callback' },
+  CompletionEvents: { prop: 'completionEvents', kind: 'string', default: 'none', allowed: ['none', 'default-bus', 'stack-bus'] },
+  CompletionWebhookUrl: { prop: 'completionWebhookUrl', kind: 'string', default: '', pattern: '^(https://\\S+)?$' },
+  CompletionWebhookApiKeyName: {
+    prop: 'completionWebhookApiKeyName', kind: 'string', default: 'x-api-key', pattern: '^[A-Za-z0-9-]{1,512}$',
+  },
+  CompletionWebhookApiKey: { prop: 'completionWebhookApiKey', kind: 'string', default: 'none' },
   ToolsTimeoutSecs: { prop: 'toolsTimeoutSecs', kind: 'number', default: '120', min: 30, max: 900 },
   AllowedOrigins: { prop: 'allowedOrigins', kind: 'string', default: '' },
   LogRetentionDays: {
