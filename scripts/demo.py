@@ -5,7 +5,9 @@ Everything runs for real on 127.0.0.1: moto (S3, DynamoDB, SQS), the SageMaker s
 async endpoint with a small model, a training pipeline), and the four functions under
 `cargo lambda watch`. The demo is an MCP client, like an agent:
 1. submit_job / check_job_status: the stand-in endpoint reads the input, runs the model, writes
-   the output and notifies notification-handler, which records it; check_job_status returns it;
+   the output and notifies notification-handler, which records it and announces it on an
+   EventBridge bus (a rule delivers the events to an SQS queue here); check_job_status waits
+   for it, streaming progress notifications, and returns it;
 2. trigger_training / check_training_result: the stand-in pipeline runs, its EventBridge events
    reach pipeline-router, which records the outcome and sends it to SQS;
 3. the sample events of events/ through `cargo lambda invoke`: every notification case,
@@ -48,12 +50,41 @@ async def jobs(url: str) -> bool:
             print(f"submit_job {json.dumps(args)[:60]:<62} -> {job['inference_id']} {job['status']}")
         outcomes = []
         for inference_id in ids:
-            status = (await client.call_tool("check_job_status", {"inference_id": inference_id, "wait_secs": 20}))
+            started = time.monotonic()
+
+            async def progress(value, total, message):
+                print(f"  progress at {time.monotonic() - started:4.1f} s: {message}")
+
+            status = await client.call_tool("check_job_status", {"inference_id": inference_id, "wait_secs": 20},
+                                            progress_callback=progress)
             s = status.structured_content
             detail = json.dumps(s.get("result")) if s.get("result") else s.get("failure_reason", "")
             print(f"check_job_status {inference_id} -> {s['status']:<9} {detail[:90]}")
             outcomes.append(s["status"])
     return outcomes == ["completed", "completed", "failed"]
+
+
+def completion_bus(events, sqs) -> tuple[str, str]:
+    """A bus for the jobs' completion events, and a rule that delivers them to a queue, as a
+    consumer of the events would set it up: the bus name and the queue's URL."""
+    name = "demo-completions"
+    events.create_event_bus(Name=name)
+    queue_url = sqs.create_queue(QueueName=name)["QueueUrl"]
+    queue_arn = sqs.get_queue_attributes(QueueUrl=queue_url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
+    events.put_rule(Name="jobs-to-queue", EventBusName=name, EventPattern=json.dumps(
+        {"source": ["mcp.async-jobs"], "detail-type": ["Async Job Completed", "Async Job Failed"]}))
+    events.put_targets(Rule="jobs-to-queue", EventBusName=name, Targets=[{"Id": "queue", "Arn": queue_arn}])
+    return name, queue_url
+
+
+def completion_events(sqs, queue_url: str) -> bool:
+    found = []
+    while messages := sqs.receive_message(QueueUrl=queue_url, MaxNumberOfMessages=10).get("Messages", []):
+        found.extend(json.loads(m["Body"]) for m in messages)
+    print(f"completion events delivered by the rule to {queue_url.rsplit('/', 1)[-1]}:")
+    for event in found:
+        print(f"  {event['detail-type']:<20} {json.dumps(event['detail'])[:150]}")
+    return sorted(e["detail-type"] for e in found) == ["Async Job Completed", "Async Job Completed", "Async Job Failed"]
 
 
 async def training(url: str, sqs, queue_url: str) -> bool:
@@ -131,14 +162,16 @@ def sample_events(port: int, s3, ddb, table: str, bucket: str) -> bool:
 
 def main() -> int:
     region, endpoint = os.environ["AWS_REGION"], os.environ["AWS_ENDPOINT_URL"]
-    clients = {name: boto3.client(name, endpoint_url=endpoint, region_name=region) for name in ("s3", "dynamodb", "sqs")}
+    clients = {name: boto3.client(name, endpoint_url=endpoint, region_name=region)
+               for name in ("s3", "dynamodb", "sqs", "events")}
+    bus, events_queue = completion_bus(clients["events"], clients["sqs"])
     port = int(os.environ["LAMBDA_PORT"])
     url = f"http://127.0.0.1:{port}/lambda-url/mcp-tools/mcp"
     print(f"functions under cargo lambda watch on 127.0.0.1:{port} (log: .local/demo.log); MCP at {url}")
-    watch = start_watch(port, {"AUTH_MODE": "none"}, "demo")
+    watch = start_watch(port, {"AUTH_MODE": "none", "EVENT_BUS_NAME": bus}, "demo")
     try:
         section("1. jobs through MCP: submit_job, then check_job_status (the stand-in endpoint runs the model)")
-        results = [asyncio.run(jobs(url))]
+        results = [asyncio.run(jobs(url)) and completion_events(clients["sqs"], events_queue)]
         section("2. training through MCP: trigger_training, then check_training_result")
         results.append(asyncio.run(training(url, clients["sqs"], os.environ["PIPELINE_RESULTS_QUEUE_URL"])))
         section("3. the sample events of events/ through cargo lambda invoke")
