@@ -81,7 +81,7 @@ export interface McpAsyncJobsProps {
   readonly narrowEventsToPipeline?: boolean;
   /** @default 3600 */
   readonly resultTtlSecs?: number;
-  /** @default 65536 */
+  /** @default 4096 */
   readonly inlineResultMaxBytes?: number;
   /** AWS_IAM (SigV4 callers) or NONE (the function checks a bearer or OAuth token). @default 'AWS_IAM' */
   readonly functionUrlAuthType?: 'AWS_IAM' | 'NONE';

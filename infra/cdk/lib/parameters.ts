@@ -55,7 +55,7 @@ export const PARAMETERS: Readonly<Record<string, ParameterSpec>> = {
   UseSqsBuffer: { prop: 'useSqsBuffer', kind: 'boolean', default: 'false', allowed: BOOLEAN },
   NarrowEventsToPipeline: { prop: 'narrowEventsToPipeline', kind: 'boolean', default: 'true', allowed: BOOLEAN },
   ResultTtlSecs: { prop: 'resultTtlSecs', kind: 'number', default: '3600', min: 60, max: 31536000 },
-  InlineResultMaxBytes: { prop: 'inlineResultMaxBytes', kind: 'number', default: '65536', min: 0, max: 262144 },
+  InlineResultMaxBytes: { prop: 'inlineResultMaxBytes', kind: 'number', default: '4096', min: 0, max: 262144 },
   FunctionUrlAuthType: { prop: 'functionUrlAuthType', kind: 'string', default: 'AWS_IAM', allowed: ['AWS_IAM', 'NONE'] },
   BearerTokenSha256: { prop: 'bearerTokenSha256', kind: 'string', default: '', pattern: '^([0-9a-f]{64})?$' },
   BearerTokens: {
