@@ -67,7 +67,7 @@ PARITY_CASES = {
         "FailurePrefix": "async/err/", "SuccessTopicArn": "arn:aws:sns:us-east-1:123456789012:their-success"},
     "every other setting": {
         "PipelineParameters": "input_data_uri=TrainingData,max_epochs=Epochs", "UseSqsBuffer": "true",
-        "NarrowEventsToPipeline": "false", "ResultTtlSecs": "7200", "InlineResultMaxBytes": "1024",
+        "SqsBatchSize": "100", "SqsBatchingWindowSecs": "1", "NarrowEventsToPipeline": "false", "ResultTtlSecs": "7200", "InlineResultMaxBytes": "1024",
         "AllowedOrigins": "https://app.example.com", "LogRetentionDays": "365",
         "AlarmTopicArn": "arn:aws:sns:us-east-1:123456789012:alarms", "ApplicationLogLevel": "DEBUG",
         "SystemLogLevel": "INFO", "TracingMode": "Active", "FailureRateThreshold": "0.5"},

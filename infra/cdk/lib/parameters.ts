@@ -53,6 +53,8 @@ export const PARAMETERS: Readonly<Record<string, ParameterSpec>> = {
     pattern: '^([a-z_]+=[A-Za-z0-9_-]+)(,[a-z_]+=[A-Za-z0-9_-]+)*$',
   },
   UseSqsBuffer: { prop: 'useSqsBuffer', kind: 'boolean', default: 'false', allowed: BOOLEAN },
+  SqsBatchSize: { prop: 'sqsBatchSize', kind: 'number', default: '10', min: 1, max: 1000 },
+  SqsBatchingWindowSecs: { prop: 'sqsBatchingWindowSecs', kind: 'number', default: '0', min: 0, max: 60 },
   NarrowEventsToPipeline: { prop: 'narrowEventsToPipeline', kind: 'boolean', default: 'true', allowed: BOOLEAN },
   ResultTtlSecs: { prop: 'resultTtlSecs', kind: 'number', default: '3600', min: 60, max: 31536000 },
   InlineResultMaxBytes: { prop: 'inlineResultMaxBytes', kind: 'number', default: '4096', min: 0, max: 262144 },
