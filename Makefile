@@ -10,7 +10,7 @@ INSPECTOR := tests/inspector/node_modules/.bin/mcp-inspector
 # The official MCP conformance suite, pinned (scripts/conformance.py runs it).
 CONFORMANCE := tests/conformance/node_modules/.bin/conformance
 
-.PHONY: help venv test compile unit-test demo serve conformance bench fmt lint lint-infra build build-sam sam-build-debug deploy \
+.PHONY: help venv test compile unit-test demo serve conformance bench bench-cost fmt lint lint-infra build build-sam sam-build-debug deploy \
 	deploy-guided redrive doctor wire-endpoint tool-schema cdk-test cdk-unit cdk-synth cdk-bootstrap cdk-deploy clean
 
 help:
@@ -20,6 +20,7 @@ help:
 	@echo "             made up and printed once) or AUTH=oauth (with a local dev authorization server); default none"
 	@echo "make conformance  the official MCP conformance suite (2026-07-28 requirements, tasks) against mcp-tools"
 	@echo "make bench  release builds against a Python/boto3 reference on the local stack; writes BENCHMARKS.md"
+	@echo "make bench-cost  what a job costs, by AWS service (BENCHMARKS.md's cost section alone, a minute)"
 	@echo "make lint   rustfmt and clippy"
 	@echo "make build  release binaries for Lambda (arm64) in target/lambda/"
 	@echo "make tool-schema  write the AgentCore Gateway target's tool schema (infra/gateway-tool-schema.json, template)"
@@ -147,6 +148,13 @@ bench: venv rust-target
 	AWS_LC_SYS_NO_JITTER_ENTROPY=1 cargo build --release --locked -q --manifest-path bench/entropy/Cargo.toml \
 		--target-dir target/entropy-no-jitter
 	$(PY) bench/run.py
+
+# The cost section of BENCHMARKS.md alone (bench/run.py --cost-only): the functions' release
+# builds for this machine and about a minute of run.
+bench-cost: venv
+	$(PY) -m pip install --quiet --disable-pip-version-check -r bench/requirements.txt
+	cargo build --release --locked $(FUNCTION_BINS)
+	$(PY) bench/run.py --cost-only
 
 fmt:
 	cargo fmt --all

@@ -1,8 +1,10 @@
 """moto in this process, behind a recorder, over HTTP and over HTTPS.
 
 The recorder names every AWS call (service and operation), keeps its request so a minimal client
-can replay it for the floor, and times the emulator's own handling of it. FixedLatencyAws stands
-in for services that answer many calls at once, each after a network round trip.
+can replay it for the floor, and times the emulator's own handling of it. With `sizing` on it
+also records what AWS bills by size (cost.py): each DynamoDB item before and after a write, each
+item a read returns. FixedLatencyAws stands in for services that answer many calls at once, each
+after a network round trip.
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ from __future__ import annotations
 import datetime
 import io
 import ipaddress
+import json
 import re
 import socket
 import ssl
@@ -18,10 +21,11 @@ import threading
 import time
 import urllib.parse
 import zlib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from moto.moto_server.werkzeug_app import DomainDispatcherApplication, create_backend_app
+from cost import item_size
 from runtime_api import read_body, read_head
 
 SYSTEM_CA_FILES = ("/etc/ssl/certs/ca-certificates.crt", "/etc/pki/tls/certs/ca-bundle.crt")
@@ -37,6 +41,18 @@ class Call:
     headers: list[tuple[str, str]]
     body: bytes
     server_ms: float
+    response_bytes: int = 0
+    status: int = 200
+    # DynamoDB, with Recorder.sizing: the item's size (DynamoDB's rules) before and after a
+    # write (None: no item), and the size of each item a read returned.
+    old_size: int | None = None
+    new_size: int | None = None
+    read_sizes: list[int] = field(default_factory=list)
+    consistent: bool = False
+
+    @property
+    def request_bytes(self) -> int:
+        return len(self.body)
 
 
 def operation_of(environ: dict, body: bytes) -> str:
@@ -45,7 +61,8 @@ def operation_of(environ: dict, body: bytes) -> str:
         service, _, op = target.partition(".")
         service = {"DynamoDB_20120810": "DynamoDB", "AmazonSQS": "SQS"}.get(service, service)
         return f"{service} {op}"
-    auth = environ.get("HTTP_AUTHORIZATION", "")
+    # Signed in a header, or presigned in the query.
+    auth = environ.get("HTTP_AUTHORIZATION") or urllib.parse.unquote(environ.get("QUERY_STRING", ""))
     scope = re.search(r"Credential=[^/]+/[^/]+/[^/]+/([^/]+)/", auth)
     service = scope.group(1) if scope else "?"
     method, path = environ["REQUEST_METHOD"], environ.get("PATH_INFO", "")
@@ -62,12 +79,43 @@ def operation_of(environ: dict, body: bytes) -> str:
     return f"{service} {method} {path}"
 
 
+DYNAMODB_WRITES = ("DynamoDB PutItem", "DynamoDB UpdateItem", "DynamoDB DeleteItem")
+# Calls moto does not implement, answered here: a run's steps (check_training_status lists them).
+CANNED = {"SageMaker ListPipelineExecutionSteps": b'{"PipelineExecutionSteps": []}'}
+
+
+def canned_app(body: bytes):
+    def app(environ, start_response):
+        start_response("200 OK", [("Content-Type", "application/x-amz-json-1.1"), ("Content-Length", str(len(body)))])
+        return [body]
+    return app
+
+
+def region_of(environ: dict) -> str:
+    scope = re.search(r"Credential=[^/]+/[^/]+/([^/]+)/", environ.get("HTTP_AUTHORIZATION", ""))
+    return scope.group(1) if scope else "us-east-1"
+
+
+def stored_size(region: str, request: dict) -> int | None:
+    """The size of the item a DynamoDB write names, as stored in moto now (None: no item)."""
+    from moto.core import DEFAULT_ACCOUNT_ID
+    from moto.dynamodb.models import dynamodb_backends
+
+    backend = dynamodb_backends[DEFAULT_ACCOUNT_ID][region]
+    table = backend.get_table(request["TableName"])
+    named = request.get("Key") or request["Item"]
+    keys = {k: named[k] for k in (table.hash_key_attr, table.range_key_attr) if k}
+    item = backend.get_item(request["TableName"], keys)
+    return item_size(item.to_json()["Attributes"]) if item else None
+
+
 class Recorder:
     """WSGI middleware in front of moto."""
 
     def __init__(self, app):
         self.app = app
         self.calls: list[Call] = []
+        self.sizing = False  # off while latency is measured: the lookups take time of their own
         self._lock = threading.Lock()
 
     def mark(self) -> int:
@@ -81,14 +129,33 @@ class Recorder:
         length = int(environ.get("CONTENT_LENGTH") or 0)
         body = environ["wsgi.input"].read(length) if length else b""
         environ["wsgi.input"] = io.BytesIO(body)
+        operation = operation_of(environ, body)
+        sized = self.sizing and operation.startswith("DynamoDB ")
+        request = json.loads(body) if sized and body else {}
+        old = stored_size(region_of(environ), request) if sized and operation in DYNAMODB_WRITES else None
+        status = []
+
+        def recorded_start_response(line, response_headers, exc_info=None):
+            status.append(int(line.split()[0]))
+            return start_response(line, response_headers, exc_info)
+
+        app = canned_app(CANNED[operation]) if operation in CANNED else self.app
         started = time.perf_counter()
-        answer = b"".join(self.app(environ, start_response))
+        answer = b"".join(app(environ, recorded_start_response))
         server_ms = (time.perf_counter() - started) * 1000
         headers = [(k[5:].replace("_", "-").title(), v) for k, v in environ.items() if k.startswith("HTTP_")]
         if environ.get("CONTENT_TYPE"):
             headers.append(("Content-Type", environ["CONTENT_TYPE"]))
-        call = Call(operation_of(environ, body), environ["REQUEST_METHOD"], environ["RAW_URI"], headers, body,
-                    server_ms)
+        call = Call(operation, environ["REQUEST_METHOD"], environ["RAW_URI"], headers, body, server_ms,
+                    response_bytes=len(answer), status=status[0] if status else 0)
+        if sized:
+            call.consistent = bool(request.get("ConsistentRead"))
+            if operation in DYNAMODB_WRITES:
+                call.old_size, call.new_size = old, stored_size(region_of(environ), request)
+            elif operation in ("DynamoDB GetItem", "DynamoDB Query") and call.status == 200:
+                got = json.loads(answer)
+                items = [got["Item"]] if "Item" in got else got.get("Items", [])
+                call.read_sizes = [item_size(i) for i in items]
         with self._lock:
             self.calls.append(call)
         return [answer]

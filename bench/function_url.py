@@ -78,9 +78,14 @@ class FunctionUrl:
                 if inv.response is None:
                     self.wfile.write(http_response(502, {}, inv.error or b""))
                     return
-                answer = json.loads(inv.response)
-                out = answer.get("body") or ""
-                out = base64.b64decode(out) if answer.get("isBase64Encoded") else out.encode()
+                # A streamed reply (RESPONSE_STREAM) is its JSON prelude, eight NULs, then the body.
+                prelude, streamed, body_bytes = inv.response.partition(b"\0" * 8)
+                answer = json.loads(prelude)
+                if streamed:
+                    out = body_bytes
+                else:
+                    out = answer.get("body") or ""
+                    out = base64.b64decode(out) if answer.get("isBase64Encoded") else out.encode()
                 out_headers = {k: v for k, v in (answer.get("headers") or {}).items() if k.lower() != "content-length"}
                 self.wfile.write(http_response(answer.get("statusCode", 200), out_headers, out))
 

@@ -3,7 +3,9 @@ on the samples; every figure comes from the data as it is."""
 
 from __future__ import annotations
 
-from results import Results, Target
+from results import Cost, Results, Target
+
+COST_SERVICES = ("Lambda", "DynamoDB", "S3", "SNS", "SQS")
 
 
 def fmt(ms: float) -> str:
@@ -151,6 +153,72 @@ def batches(r: Results) -> list[str]:
     return lines
 
 
+def usd(dollars: float) -> str:
+    """Dollars per million of something, from dollars per one."""
+    per_million = dollars * 1e6
+    return "–" if per_million == 0 else f"${per_million:.3f}" if per_million < 1 else f"${per_million:.2f}"
+
+
+def price_table(c: Cost) -> list[str]:
+    names = {
+        "lambda_request": "Lambda request", "lambda_arm64_gb_second": "Lambda duration, arm64, per GB-second",
+        "dynamodb_write_unit": "DynamoDB on-demand write request unit", "dynamodb_read_unit":
+            "DynamoDB on-demand read request unit", "s3_put": "S3 Standard PUT, COPY, POST, LIST request",
+        "s3_get": "S3 Standard GET and other requests", "sns_publish": "SNS publish (per 64 KiB chunk)",
+        "sns_delivery": "SNS delivery to Lambda or SQS", "sqs_request": "SQS standard request (per 64 KiB chunk)",
+        "eventbridge_aws_event": "EventBridge: an AWS service's event on the default bus",
+    }
+    lines = [f"Prices ({c.region}, on-demand, read {c.checked}; no free tier):", "",
+             "| price | per million (per GB-second for duration) |", "|---|---|"]
+    for key, value in c.prices.items():
+        shown = f"${value:.10f}".rstrip("0") if key == "lambda_arm64_gb_second" else usd(value)
+        lines.append(f"| {names.get(key, key)} | {'free' if value == 0 else shown} |")
+    lines += ["", "Sources: " + "; ".join(f"{what}: {where}" for what, where in c.sources) + "."]
+    return lines
+
+
+def cost(r: Results) -> list[str]:
+    return cost_section(r.cost) if r.cost else []
+
+
+COST_HEADING = "## What a job costs"
+
+
+def cost_section(c: Cost) -> list[str]:
+    lines = ["", COST_HEADING, ""] + ([c.provenance, ""] if c.provenance else []) + [c.headline, "",
+             "Every call below was counted at the emulator in this run, with each DynamoDB item's size before and "
+             "after each write and each read's, and each request's bytes (bench/emulator.py); bench/cost.py prices "
+             "them. Dollars per million jobs, by service; units are per job.", "",
+             "| scenario | notification handler | output | " + " | ".join(COST_SERVICES)
+             + " | per million jobs | write units | read units | largest term |",
+             "|---|---|---|" + "---|" * len(COST_SERVICES) + "---|---|---|---|"]
+    for row in c.rows:
+        services = " | ".join(usd(row.by_service.get(s, 0.0)) for s in COST_SERVICES)
+        lines.append(f"| {row.scenario} | {row.design} | {row.output} | {services} | **${row.per_million:.2f}** | "
+                     f"{row.write_units:g} | {row.read_units:g} | {row.dominant} |")
+    lines += ["", "### The defaults, before and after", "",
+              "| setting | case | before | after | saved |", "|---|---|---|---|---|"]
+    lines += [f"| {ch.setting} | {ch.case} | {ch.before} | {ch.after} | {ch.saved} |" for ch in c.changes]
+    lines += ["", "### What the model leaves out, and how it counts", ""]
+    lines += [f"- {note}" for note in c.notes]
+    lines += [""] + price_table(c)
+    return lines
+
+
+def splice_cost(text: str, c: Cost) -> str:
+    """BENCHMARKS.md with its cost section replaced by `c`'s (or put in before the criterion
+    section, or at the end), the rest as it was."""
+    section = "\n".join(cost_section(c)[1:]) + "\n"
+    start = text.find("\n" + COST_HEADING + "\n")
+    if start >= 0:
+        end = text.find("\n## ", start + 1)
+        return text[:start + 1] + section + (text[end:] if end >= 0 else "")
+    before = text.find("\n## Handler CPU per notification")
+    if before >= 0:
+        return text[:before + 1] + section + text[before:]
+    return text.rstrip("\n") + "\n\n" + section
+
+
 def criterion(r: Results) -> list[str]:
     lines = ["", "## Handler CPU per notification (criterion, no I/O)", "", "| benchmark | median |", "|---|---|"]
     for name, us in sorted(r.criterion_us.items()):
@@ -182,6 +250,6 @@ def artifacts(r: Results) -> list[str]:
 
 def render(r: Results) -> str:
     """The whole of BENCHMARKS.md."""
-    sections = (header, targets, cold_start, warm, mcp_tools, calls_per_operation, batches, criterion, entropy,
+    sections = (header, targets, cold_start, warm, mcp_tools, calls_per_operation, batches, cost, criterion, entropy,
                 artifacts)
     return "\n".join(line for section in sections for line in section(r)) + "\n"

@@ -100,6 +100,43 @@ class Entropy:
 
 
 @dataclass
+class CostRow:
+    """One scenario's price, per job, by service (dollars)."""
+    scenario: str  # "job, one check", ...
+    design: str  # which notification handler, at which inline limit
+    output: str  # "small (70 B)", ...
+    by_service: dict[str, float]
+    total: float
+    per_million: float
+    write_units: float
+    read_units: float
+    dominant: str  # the largest term, e.g. "DynamoDB UpdateItem, 65 write units: $40.6 per million"
+
+
+@dataclass
+class CostChange:
+    """A default weighed by the model: what it costs as it was and as it is."""
+    setting: str
+    case: str
+    before: str  # e.g. "$43.1 per million jobs (65 write units, 17 read units)"
+    after: str
+    saved: str  # e.g. "97%", or "none"
+
+
+@dataclass
+class Cost:
+    region: str
+    checked: str  # when the prices were read
+    prices: dict[str, float]
+    sources: list[tuple[str, str]]
+    rows: list[CostRow]
+    headline: str  # the sentence BENCHMARKS.md and the README lead with
+    changes: list[CostChange]
+    notes: list[str]
+    provenance: str = ""  # set when the section was made apart from the rest of the file
+
+
+@dataclass
 class Results:
     environment: Environment
     targets: list[Target]
@@ -117,3 +154,4 @@ class Results:
     criterion_us: dict[str, float] = field(default_factory=dict)
     entropy: list[Entropy] = field(default_factory=list)  # empty when bench/entropy was not built
     sizes_mb: dict[str, tuple[float, float]] = field(default_factory=dict)  # zipped, unzipped
+    cost: Cost | None = None

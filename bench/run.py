@@ -29,6 +29,7 @@ import tempfile
 import threading
 import time
 import urllib.parse
+import urllib.request
 import uuid
 import zipfile
 from dataclasses import dataclass, field
@@ -42,9 +43,10 @@ import boto3  # noqa: E402
 from emulator import SYSTEM_ROOTS, Call, Emulator, FixedLatencyAws  # noqa: E402
 from function_url import FunctionUrl  # noqa: E402
 from local_stack import IO_BUCKET, REGION, RESULTS_TABLE, create_resources  # noqa: E402
-from render import render  # noqa: E402
+from render import render, splice_cost  # noqa: E402
 from runtime_api import RuntimeApi, read_message  # noqa: E402
 
+import cost  # noqa: E402
 import results  # noqa: E402
 
 RELEASE = ROOT / "target" / "release"
@@ -53,6 +55,19 @@ FUNCTIONS = ["notification-handler", "pipeline-router", "mcp-tools", "gateway-ta
 EVENTS = ROOT / "events"
 MEMORY_MB = 128
 OUTPUT_BODY = json.dumps({"label": "invoice", "confidence": 0.97, "spans": [[0, 7], [12, 18]]}).encode()
+
+
+def json_of_length(n: int) -> bytes:
+    """A JSON object of exactly n bytes, one string inside."""
+    return json.dumps({"text": "a" * (n - 12)}).encode()
+
+
+# The outputs a job's cost is priced for: small JSON, 64 KiB (inline at the old default, the
+# most it allowed), 1 MiB (a pointer at any setting).
+COST_OUTPUTS = {"small": OUTPUT_BODY, "medium": json_of_length(64 * 1024), "large": json_of_length(1024 * 1024)}
+# The long poll priced: wait_secs=5 on a job whose notification arrives 2 s in.
+LONG_POLL_WAIT_S, LONG_POLL_DONE_S = 5, 2.0
+COST_REPEATS = 5
 
 
 # ------------------------------------------------------------------ processes
@@ -320,6 +335,8 @@ def main() -> int:
     parser.add_argument("--delay-ms", type=float, default=10.0,
                         help="added to every AWS call in the batch comparison, for the network round trip")
     parser.add_argument("--out", default=str(ROOT / "BENCHMARKS.md"))
+    parser.add_argument("--cost-only", action="store_true",
+                        help="price a job only (about a minute), and replace that section of --out")
     args = parser.parse_args()
 
     missing = [f for f in FUNCTIONS if not (RELEASE / f).exists()]
@@ -359,6 +376,17 @@ def main() -> int:
 
     def fresh(prefix: str) -> str:
         return f"{prefix}-{next(ids):08d}"
+
+    if args.cost_only:
+        priced = summarize_cost(bench_cost(emulator, stack, rust, python_ref, handler_env, tools_env, work, fresh))
+        env = environment(args, time.time() - started_at)
+        priced.provenance = (f"This section alone is from `bench/run.py --cost-only` ({env.date}, {env.cores} cores, "
+                             f"{env.took_s:.0f} s); the rest of the file is from the run its header names.")
+        out = Path(args.out)
+        out.write_text(splice_cost(out.read_text() if out.exists() else "# Benchmarks\n", priced))
+        emulator.stop()
+        print(f"the cost section of {args.out} rewritten; function logs in {work}", file=sys.stderr)
+        return 0
 
     def notification(i, body=False):
         return sns_event(fresh("cold"), output, body), None
@@ -420,6 +448,9 @@ def main() -> int:
             report["batch"][(backend, concurrency)] = batch_run(fn, endpoint, count, output, fresh)
     fixed.stop()
 
+    print("what a job costs (each call's billed size) ...", file=sys.stderr, flush=True)
+    report["cost"] = bench_cost(emulator, stack, rust, python_ref, handler_env, tools_env, work, fresh)
+
     report["criterion"] = criterion()
     report["sizes"] = sizes()
     report["entropy"] = entropy()
@@ -429,6 +460,218 @@ def main() -> int:
     print(text)
     print(f"written to {args.out}; function logs in {work}", file=sys.stderr)
     return 0
+
+
+# ------------------------------------------------------------------ what a job costs
+
+
+def notification_message(inference_id: str, output_location: str) -> str:
+    """The SNS message SageMaker publishes for a completed job."""
+    return json.loads(sns_event(inference_id, output_location))["Records"][0]["Sns"]["Message"]
+
+
+def sns_delivery(message: str, topic_arn: str) -> bytes:
+    """The event SNS invokes a subscribed function with."""
+    event = json.loads((EVENTS / "sns-success.json").read_text())
+    event["Records"][0]["Sns"].update({"Message": message, "MessageId": str(uuid.uuid4()), "TopicArn": topic_arn})
+    return json.dumps(event).encode()
+
+
+def sqs_delivery(messages: list[dict], queue_arn: str) -> bytes:
+    """The event Lambda's poller invokes a function with, from ReceiveMessage's messages."""
+    template = json.loads((EVENTS / "sqs-batch.json").read_text())["Records"][0]
+    records = [{**copy.deepcopy(template), "messageId": m["MessageId"], "receiptHandle": m["ReceiptHandle"],
+                "body": m["Body"], "md5OfBody": m["MD5OfBody"], "eventSourceARN": queue_arn} for m in messages]
+    return json.dumps({"Records": records}).encode()
+
+
+@dataclass
+class Part:
+    """What one step of a job cost: the AWS calls counted and the Lambda invocations."""
+    calls: list = field(default_factory=list)
+    invocations: list = field(default_factory=list)
+
+    def bill(self) -> cost.Bill:
+        return cost.bill(self.calls, self.invocations)
+
+
+def bench_cost(emulator: Emulator, stack: dict, rust: dict, python_ref: Function, handler_env: dict,
+               tools_env: dict, work: Path, fresh) -> dict:
+    """Each priced scenario once, every call's billed size recorded: a job end to end (submit,
+    SageMaker's output and notification, the notification recorded, one check) for each output
+    size and design; the same job with a long-poll check; the SQS buffer's notification path at
+    two batch sizes; a training run. Returns the parts of each, unpriced."""
+    from mcp import Client
+
+    recorder = emulator.recorder
+    recorder.sizing = True
+    s3, sns, sqs = aws(emulator, "s3"), aws(emulator, "sns"), aws(emulator, "sqs")
+    direct_topic = sns.create_topic(Name="bench-cost-direct")["TopicArn"]
+    buffered_topic = sns.create_topic(Name="bench-cost-buffered")["TopicArn"]
+    queue_url = sqs.create_queue(QueueName="bench-cost-buffer", Attributes={"VisibilityTimeout": "180"})["QueueUrl"]
+    queue_arn = sqs.get_queue_attributes(QueueUrl=queue_url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
+    sns.subscribe(TopicArn=buffered_topic, Protocol="sqs", Endpoint=queue_arn)
+    aws(emulator, "sagemaker").create_pipeline(
+        PipelineName=tools_env["PIPELINE_NAME"], RoleArn="arn:aws:iam::123456789012:role/bench",
+        PipelineDefinition=json.dumps({"Version": "2020-12-01", "Steps": [], "Parameters": [
+            {"Name": n, "Type": "String"} for n in ("InputDataUri", "MaxEpochs", "AccuracyThreshold",
+                                                    "TrainingInstanceType")]}))
+
+    designs = {
+        "Rust, inline up to 4 KiB (new default)": Function(
+            "notification-handler", [str(RELEASE / "notification-handler")],
+            {**handler_env, "INLINE_RESULT_MAX_BYTES": "4096"}, work / "cost-handler-4k.log"),
+        "Rust, inline up to 64 KiB (old default)": Function(
+            "notification-handler", [str(RELEASE / "notification-handler")],
+            {**handler_env, "INLINE_RESULT_MAX_BYTES": "65536"}, work / "cost-handler-64k.log"),
+        "Python reference (whole result inline up to 64 KiB)": Function(
+            python_ref.name, python_ref.command, {**python_ref.env, "INLINE_RESULT_MAX_BYTES": "65536"},
+            work / "cost-reference.log"),
+    }
+    procs = {}
+    for label, fn in designs.items():
+        runtime = RuntimeApi(fn.name)
+        procs[label] = (runtime, fn.spawn(runtime, emulator.http_endpoint)[0])
+    router_runtime = RuntimeApi("pipeline-router")
+    router_proc, _ = rust["pipeline-router"].spawn(router_runtime, emulator.http_endpoint)
+    tools = rust["mcp-tools"]
+    tools_runtime = RuntimeApi(tools.name)
+    front = FunctionUrl(tools_runtime)
+    tools_proc, _ = tools.spawn(tools_runtime, emulator.http_endpoint)
+    out: dict = {"jobs": {}, "long_polls": {}, "buffer": {}, "training": None}
+
+    def notify(label: str, inference_id: str, body: bytes, topic: str) -> tuple[Part, Part]:
+        """SageMaker's part (the output written, the notification published), then the
+        notification recorded by the design's handler, as SNS delivers it to a function. A long
+        poll's reads may come in between: they are the check's."""
+        def since(mark: int) -> list:
+            return [c for c in recorder.since(mark) if c.operation != "DynamoDB GetItem"]
+
+        location = f"s3://{IO_BUCKET}/outputs/{inference_id}.out"
+        mark = recorder.mark()
+        s3.put_object(Bucket=IO_BUCKET, Key=f"outputs/{inference_id}.out", Body=body)
+        message = notification_message(inference_id, location)
+        sns.publish(TopicArn=topic, Message=message)
+        sagemaker = Part(since(mark))
+        mark = recorder.mark()
+        inv = procs[label][0].invoke(sns_delivery(message, topic))
+        answer_of(inv, label)
+        return sagemaker, Part(since(mark), [cost.Invocation(designs[label].name, inv.duration_ms)])
+
+    async def measure():
+        async with Client(front.url) as client:
+            async def tool(name: str, arguments: dict) -> tuple[dict, Part]:
+                mark, before = recorder.mark(), len(front.invocations)
+                result = await client.call_tool(name, arguments)
+                if getattr(result, "is_error", False):
+                    raise SystemExit(f"mcp-tools {name}: {result.content}")
+                part = Part(recorder.since(mark), [cost.Invocation("mcp-tools", i.duration_ms)
+                                                   for i in front.invocations[before:]])
+                return result.structured_content, part
+
+            def fetch(reply: dict, part: Part) -> None:
+                """A pointer's output, fetched by the client from its presigned URL."""
+                if reply.get("result_url"):
+                    mark = recorder.mark()
+                    with urllib.request.urlopen(reply["result_url"], timeout=30) as resp:
+                        resp.read()
+                    part.calls += recorder.since(mark)
+
+            async def submit() -> tuple[str, Part]:
+                reply, part = await tool("submit_job", {"document": "Invoice 7: total 12.50 EUR",
+                                                        "idempotency_key": fresh("cost")})
+                return reply["inference_id"], part
+
+            async def one_check_job(label: str, body: bytes) -> dict:
+                inference_id, submitted = await submit()
+                sagemaker, notified = notify(label, inference_id, body, direct_topic)
+                reply, checked = await tool("check_job_status", {"inference_id": inference_id})
+                fetch(reply, checked)
+                return {"submit": submitted, "sagemaker": sagemaker, "notification": notified, "check": checked}
+
+            # Each process's first calls open its connections: not what a warm job costs.
+            for label in designs:
+                await one_check_job(label, OUTPUT_BODY)
+            await tool("trigger_training", {"input_data_uri": f"s3://{IO_BUCKET}/train/", "session_id": "sess-warm"})
+            for label in designs:
+                for size, body in COST_OUTPUTS.items():
+                    # The calls are the same each time; the median job by price evens out the durations.
+                    runs = sorted([await one_check_job(label, body) for _ in range(COST_REPEATS)],
+                                  key=lambda parts: sum(p.bill().total for p in parts.values()))
+                    out["jobs"][(label, size)] = runs[len(runs) // 2]
+                for size, body in COST_OUTPUTS.items():
+                    # The same job, checked by a long poll that the notification ends.
+                    inference_id, submitted = await submit()
+                    waiting = asyncio.create_task(tool("check_job_status", {"inference_id": inference_id,
+                                                                            "wait_secs": LONG_POLL_WAIT_S}))
+                    await asyncio.sleep(LONG_POLL_DONE_S)
+                    sagemaker, notified = await asyncio.to_thread(notify, label, inference_id, body, direct_topic)
+                    reply, polled = await waiting
+                    # The notification's own calls happened during the wait: they are its part.
+                    theirs = {id(c) for c in notified.calls + sagemaker.calls}
+                    polled.calls = [c for c in polled.calls if id(c) not in theirs]
+                    fetch(reply, polled)
+                    out["long_polls"][(label, size)] = {"submit": submitted, "sagemaker": sagemaker,
+                                                        "notification": notified, "check": polled}
+            # The SQS buffer: 100 notifications (a backlog) through the queue, taken in batches
+            # the way Lambda's poller takes them: ReceiveMessage (10 at most a call) until the
+            # batch is full or the queue empty, one invocation, DeleteMessageBatch (10 a call).
+            label = next(iter(designs))
+            for batch_size in (10, 100):
+                ids = [(await submit())[0] for _ in range(100)]
+                for inference_id in ids:
+                    s3.put_object(Bucket=IO_BUCKET, Key=f"outputs/{inference_id}.out", Body=OUTPUT_BODY)
+                    sns.publish(TopicArn=buffered_topic,
+                                Message=notification_message(inference_id, f"s3://{IO_BUCKET}/outputs/{inference_id}.out"))
+                mark, part = recorder.mark(), Part()
+                while True:
+                    batch = []
+                    while len(batch) < batch_size:
+                        got = sqs.receive_message(QueueUrl=queue_url, MaxNumberOfMessages=min(10, batch_size - len(batch)),
+                                                  WaitTimeSeconds=0).get("Messages", [])
+                        if not got:
+                            break
+                        batch += got
+                    if not batch:
+                        break
+                    inv = procs[label][0].invoke(sqs_delivery(batch, queue_arn), timeout=300)
+                    failed = {f["itemIdentifier"] for f in answer_of(inv, "buffer batch").get("batchItemFailures", [])}
+                    if failed:
+                        raise SystemExit(f"SQS buffer: {len(failed)} notifications failed")
+                    part.invocations.append(cost.Invocation("notification-handler", inv.duration_ms))
+                    for i in range(0, len(batch), 10):
+                        sqs.delete_message_batch(QueueUrl=queue_url, Entries=[
+                            {"Id": str(n), "ReceiptHandle": m["ReceiptHandle"]} for n, m in enumerate(batch[i:i + 10])])
+                part.calls = recorder.since(mark)
+                out["buffer"][batch_size] = {"notifications": len(ids), "path": part}
+            # A training run: triggered, its Succeeded event routed, its status checked.
+            reply, triggered = await tool("trigger_training", {"input_data_uri": f"s3://{IO_BUCKET}/train/",
+                                                               "session_id": "sess-cost"})
+            arn = reply["execution_arn"]
+            described = aws(emulator, "sagemaker").describe_pipeline_execution(PipelineExecutionArn=arn)
+            event = json.loads(router_event(arn.rsplit("/", 1)[1], "sess-cost"))
+            event["resources"] = [arn.split("/execution/")[0], arn]
+            event["detail"].update({"pipelineArn": arn.split("/execution/")[0], "pipelineExecutionArn": arn,
+                                    "pipelineExecutionDescription": described["PipelineExecutionDescription"]})
+            mark = recorder.mark()
+            inv = router_runtime.invoke(json.dumps(event).encode())
+            answer_of(inv, "pipeline-router")
+            routed = Part(recorder.since(mark), [cost.Invocation("pipeline-router", inv.duration_ms)])
+            _, checked = await tool("check_training_status", {"execution_arn": arn})
+            out["training"] = {"trigger": triggered, "event": routed, "check": checked}
+
+    gc.disable()
+    try:
+        asyncio.run(measure())
+    finally:
+        gc.enable()
+        recorder.sizing = False
+        for runtime, proc in procs.values():
+            stop(proc, runtime)
+        stop(router_proc, router_runtime)
+        stop(tools_proc, tools_runtime)
+        front.close()
+    return out
 
 
 def batch_run(fn: Function, endpoint: str, count, output: str, fresh, batches: int = 3) -> dict:
@@ -613,6 +856,157 @@ def environment(args, took_s: float) -> results.Environment:
         events=args.events, cold=args.cold, delay_ms=args.delay_ms)
 
 
+OUTPUT_LABELS = {"small": f"small ({len(OUTPUT_BODY)} B)", "medium": "medium (64 KiB)", "large": "large (1 MiB)"}
+# The trickle the buffer's window is weighed at: a million jobs a month, evenly.
+TRICKLE_PER_S = 1e6 / (30 * 24 * 3600)
+BUFFER_WINDOW_S = {10: 0, 100: 1}
+
+
+def per_million(dollars: float) -> str:
+    return f"${dollars * 1e6:.2f} per million"
+
+
+def summarize_cost(c: dict) -> results.Cost:
+    """The cost table, its headline, and the defaults it weighs, from bench_cost's parts."""
+    def job(parts: dict) -> cost.Bill:
+        total = cost.Bill()
+        for part in parts.values():
+            total = total + part.bill()
+        return total
+
+    rows = []
+
+    def row(scenario: str, design: str, output: str, b: cost.Bill) -> cost.Bill:
+        d = b.dominant()
+        rows.append(results.CostRow(scenario, design, output, b.by_service(), b.total, b.total * 1e6,
+                                    b.units("write units"), b.units("read units"),
+                                    f"{d.what}, {d.quantity:g} {d.unit}: {per_million(d.dollars)}"))
+        return b
+
+    designs = list(dict.fromkeys(design for design, _ in c["jobs"]))
+    new, old, reference = designs
+    jobs = {key: row("job, one check", key[0], OUTPUT_LABELS[key[1]], job(parts)) for key, parts in c["jobs"].items()}
+    poll_label = f"job, long-poll check (wait_secs={LONG_POLL_WAIT_S}, notified {LONG_POLL_DONE_S:g} s in)"
+    polls = {key: row(poll_label, key[0], OUTPUT_LABELS[key[1]], job(parts)) for key, parts in c["long_polls"].items()}
+    base = c["jobs"][(new, "small")]
+    buffered = {}
+    for batch_size, measured in c["buffer"].items():
+        path = measured["path"].bill().scaled(1 / measured["notifications"])
+        # SNS's delivery into the queue is a SendMessage the emulator does not see (moto delivers in-process).
+        path.add(cost.Line("SQS", "SQS SendMessage (SNS delivering)", 1, "requests", cost.PRICES["sqs_request"]))
+        window = BUFFER_WINDOW_S[batch_size]
+        buffered[batch_size] = (path, row(
+            f"job, one check; SQS buffer, SqsBatchSize {batch_size}, SqsBatchingWindowSecs {window} (a backlog)",
+            new, OUTPUT_LABELS["small"], base["submit"].bill() + base["sagemaker"].bill() + path + base["check"].bill()))
+    training = job(c["training"]).add(cost.Line("EventBridge", "EventBridge status change event", 1, "events",
+                                                cost.PRICES["eventbridge_aws_event"]))
+    row("training run: trigger_training, the Succeeded event routed, one check_training_status", "Rust", "n/a",
+        training)
+
+    small, medium = jobs[(new, "small")], jobs[(new, "medium")]
+    ref_small, ref_medium, old_medium = jobs[(reference, "small")], jobs[(reference, "medium")], jobs[(old, "medium")]
+    poll = polls[(new, "small")]
+
+    def term(b: cost.Bill) -> str:
+        d = b.dominant()
+        return f"{d.what} ({d.quantity:g} {d.unit}, {per_million(d.dollars)})"
+
+    headline = (
+        f"A job (submit_job, SageMaker's output and notification, the notification recorded, one check_job_status; "
+        f"SNS direct) costs **{per_million(small.total)} jobs** with a small output and {per_million(medium.total)} "
+        f"with a 64 KiB one ({cost.PRICES_REGION} on-demand; SageMaker's instances excluded). The dominant term is "
+        f"{term(small)}: the input that submit_job stores and the output SageMaker writes. Lambda is "
+        f"{per_million(small.by_service()['Lambda'])} of it; a long-poll check instead of a plain one makes it "
+        f"{per_million(poll.total)}, the wait billed as duration. The Python reference's design (whole result "
+        f"inline, one Lambda per notification) costs {per_million(ref_small.total)} with a small output "
+        f"({ref_small.total / small.total:.2f}x) and {per_million(ref_medium.total)} with a 64 KiB one "
+        f"({ref_medium.total / medium.total:.1f}x), its dominant term then {term(ref_medium)}; the Rust handler at "
+        f"the old 64 KiB limit costs the same {per_million(old_medium.total)}: the difference is where the result "
+        f"is stored, not the language.")
+
+    def units(b: cost.Bill) -> str:
+        return f"{per_million(b.total)} ({b.units('write units'):g} write units, {b.units('read units'):g} read units)"
+
+    def saved(before: float, after: float) -> str:
+        if after <= before:
+            return f"{(before - after) / before:.0%} ({per_million(before - after)})"
+        ratio = after / before
+        return f"none: costs {ratio:.1f}x as much" if ratio >= 2 else f"none: costs {ratio - 1:.0%} more"
+
+    def same_units(a: cost.Bill, b: cost.Bill) -> bool:
+        """The same calls at the same units: only the Lambda durations differ, by noise."""
+        return all(a.units(u) == b.units(u) for u in ("write units", "read units", "requests"))
+
+    changes = []
+    for size in COST_OUTPUTS:
+        for label, table in (("one check", jobs), ("long-poll check", polls)):
+            before, after = table[(old, size)], table[(new, size)]
+            changes.append(results.CostChange(
+                "INLINE_RESULT_MAX_BYTES 65536 → 4096", f"{OUTPUT_LABELS[size]} output, {label}", units(before),
+                units(after), "none (the same calls and units)" if same_units(before, after)
+                else saved(before.total, after.total)))
+    (path10, job10), (path100, job100) = buffered[10], buffered[100]
+
+    def invocations(path: cost.Bill) -> float:
+        return sum(l.quantity for l in path.lines if l.what == "notification-handler requests")
+
+    changes.append(results.CostChange(
+        "SqsBatchSize 10, no window (kept) against 100 with a 1 s window", "a backlog of 100 notifications (measured)",
+        f"{per_million(path10.total)} notifications ({invocations(path10):.2f} invocations each)",
+        f"{per_million(path100.total)} notifications ({invocations(path100):.2f} invocations each)",
+        saved(path10.total, path100.total)))
+    trickle = cost.messages_per_invocation(100, 1, TRICKLE_PER_S)
+    request = cost.PRICES["lambda_request"]
+    waiting = 1 * cost.lambda_second(128)
+    changes.append(results.CostChange(
+        "SqsBatchSize 10, no window (kept) against 100 with a 1 s window",
+        "a trickle, a million jobs a month (model)",
+        f"1 invocation a notification: {per_million(request)} in requests",
+        f"{trickle:.2f} notifications an invocation: {per_million(request / trickle)} in requests, and each "
+        f"notification recorded up to 1 s later: {per_million(waiting)} of a waiting check's duration",
+        saved(request, request / trickle + waiting)))
+    # The backoff: a wait of 20 s (a plain call's longest) on a job that completes at a random moment in it.
+    polled = c["long_polls"][(new, "small")]["check"]
+    reads = [call for call in polled.calls if call.operation == "DynamoDB GetItem"]
+    pending_units = cost.read_units(reads[0].read_sizes, reads[0].consistent)
+    done_units = cost.read_units(reads[-1].read_sizes, reads[-1].consistent)
+    schedules = {name: cost.expected_long_poll(delays, 20, pending_units, done_units)
+                 for name, delays in cost.POLL_SCHEDULES.items()}
+    built_name, built = next(iter(schedules.items()))
+    for name, other in list(schedules.items())[1:]:
+        changes.append(results.CostChange(
+            f"long-poll backoff {built_name} (kept) against {name}",
+            "wait_secs=20 on a job that completes at a random moment in it (model; read sizes measured)",
+            f"{per_million(built['dollars'])} ({built['reads']:.1f} reads, {built['seconds']:.2f} s waited)",
+            f"{per_million(other['dollars'])} ({other['reads']:.1f} reads, {other['seconds']:.2f} s waited)",
+            saved(built["dollars"], other["dollars"])))
+
+    notes = [
+        "SageMaker's own charges (the endpoint's instances, the pipeline's jobs) are excluded; its requests here "
+        "(InvokeEndpointAsync, StartPipelineExecution, DescribePipelineExecution) have no per-request fee. "
+        "SageMaker's writing the output to S3 and publishing the notification are counted: the bench makes both "
+        "calls as SageMaker would, and the bucket's and the topic's owner pays for them.",
+        "Lambda: each invocation's measured duration on this machine against moto, billed per ms at 128 MB "
+        "(arm64); a real service answers at its own speed, and moto answers a batch's calls one at a time. Warm "
+        "invocations only: a cold start's init is billed too for a custom runtime, once per instance.",
+        "DynamoDB units are from the item sizes the emulator saw, by DynamoDB's published rules: a write the "
+        "larger of the item before and after per 1 KB, a strongly consistent read per 4 KB (every read here is "
+        "one). Every conditional write here succeeds; a refused one is billed too.",
+        "The SQS buffer's rows: the notification path per notification of a backlog of 100, taken as Lambda's "
+        "poller takes it (ReceiveMessage 10 at most a call until the batch is full, one invocation, "
+        "DeleteMessageBatch 10 a call), plus one SendMessage for SNS's delivery into the queue (assumed billed "
+        "to the queue's owner; not confirmed). SNS's deliveries to Lambda and to SQS are free. The pollers' "
+        "empty ReceiveMessage calls on an idle queue are a cost per month, not per job, and are left out.",
+        "The Python reference has a notification handler only: its design's submit and check are ours.",
+        "Left out: storage (S3 objects, DynamoDB items until their TTL), data transfer out of AWS (an output "
+        "leaves once, inline or by URL), CloudWatch Logs ingestion of each invocation's log lines and the custom "
+        "metrics, KMS requests for the topics' AWS managed key, free tiers, and the client's side (an inline "
+        "result also lands in an agent's context).",
+    ]
+    return results.Cost(region=cost.PRICES_REGION, checked=cost.PRICES_CHECKED, prices=dict(cost.PRICES),
+                        sources=list(cost.SOURCES), rows=rows, headline=headline, changes=changes, notes=notes)
+
+
 def summarize(r: dict, env: results.Environment) -> results.Results:
     """The figures of one run (medians, ratios, the targets) from what main() collected."""
     over = {False: "HTTP", True: "HTTPS", "scan": "HTTP, roots read from /etc/ssl/certs"}
@@ -679,7 +1073,7 @@ def summarize(r: dict, env: results.Environment) -> results.Results:
         runtime_ms=r["runtime_ms"], warm=warms, warm_comparisons=comparisons, mcp=mcp, mcp_rss_mb=r["mcp"]["rss_mb"],
         polls=polls, batch_calls=b[("moto", 16)]["calls"], batches=batches, criterion_us=r["criterion"],
         entropy=[results.Entropy(label, first, second) for label, (first, second) in r["entropy"].items()],
-        sizes_mb=r["sizes"])
+        sizes_mb=r["sizes"], cost=summarize_cost(r["cost"]) if r.get("cost") else None)
 
 
 if __name__ == "__main__":

@@ -11,7 +11,11 @@ use crate::usecases::JobSettings;
 /// the rest of the item (ids, locations, a bounded failure excerpt) always fits.
 pub const INLINE_RESULT_HARD_MAX_BYTES: u64 = 256 * 1024;
 pub const DEFAULT_RESULT_TTL_SECS: u64 = 3600;
-pub const DEFAULT_INLINE_RESULT_MAX_BYTES: u64 = 64 * 1024;
+/// An inline result is paid for by size: its completing write costs a write unit per KB, and
+/// every status check that reads it a read unit per 4 KB. At 4 KiB the largest inline item is a
+/// few units; past that a pointer (one small write, and one S3 GET if the output is fetched) is
+/// cheaper. BENCHMARKS.md has the figures.
+pub const DEFAULT_INLINE_RESULT_MAX_BYTES: u64 = 4 * 1024;
 
 /// The trigger_training arguments that become pipeline parameters.
 pub const TRAINING_ARGUMENTS: [&str; 4] = [
@@ -665,7 +669,7 @@ mod tests {
             NotificationHandlerConfig::from_env(&env(&[("RESULTS_TABLE", "results")])).unwrap();
         assert_eq!(cfg.results_table, "results");
         assert_eq!(cfg.result_ttl_secs, 3600);
-        assert_eq!(cfg.inline_result_max_bytes, 65536);
+        assert_eq!(cfg.inline_result_max_bytes, 4096);
     }
 
     #[test]

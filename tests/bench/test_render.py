@@ -114,3 +114,48 @@ def test_what_was_not_built_says_so():
     text = render(data(entropy=[], sizes_mb={}))
     assert "| (not built: run `make bench`) | | |" in text
     assert "| (no zips in target/lambda: run `make bench`) | | |" in text
+
+
+def test_the_cost_section_shows_each_scenario_by_service_and_each_default_weighed():
+    c = R.Cost(region="us-east-1", checked="2026-12-02",
+               prices={"lambda_request": 0.2e-6, "lambda_arm64_gb_second": 0.0000133334, "sns_delivery": 0.0},
+               sources=[("Lambda", "its pricing page")],
+               rows=[R.CostRow("job, one check", "Rust", "small (70 B)",
+                               {"Lambda": 0.61e-6, "DynamoDB": 1.9e-6, "S3": 10.4e-6, "SNS": 0.5e-6}, 13.41e-6, 13.41,
+                               3, 1, "S3 PutObject, 2 requests: $10.00 per million")],
+               headline="A job costs **$13.41 per million jobs**.",
+               changes=[R.CostChange("INLINE_RESULT_MAX_BYTES 65536 → 4096", "medium", "$55.00 per million",
+                                     "$14.00 per million", "75%")],
+               notes=["SageMaker is excluded."])
+    text = render(data(cost=c))
+    assert text.index("## SQS batch of 100 notifications") < text.index("## What a job costs") \
+        < text.index("## Handler CPU per notification")
+    assert "\nA job costs **$13.41 per million jobs**.\n" in text
+    rows = section(text, "What a job costs")
+    assert rows[0] == ("| job, one check | Rust | small (70 B) | $0.610 | $1.90 | $10.40 | $0.500 | – | **$13.41** | 3 | 1"
+                       " | S3 PutObject, 2 requests: $10.00 per million |")
+    assert "| INLINE_RESULT_MAX_BYTES 65536 → 4096 | medium | $55.00 per million | $14.00 per million | 75% |" in rows
+    assert "| Lambda request | $0.200 |" in rows and "| Lambda duration, arm64, per GB-second | $0.0000133334 |" in rows
+    assert "| SNS delivery to Lambda or SQS | free |" in rows
+    assert "- SageMaker is excluded." in text and "Sources: Lambda: its pricing page." in text
+
+
+def test_a_run_without_the_cost_phase_has_no_cost_section():
+    assert "## What a job costs" not in render(data())
+
+
+def test_a_cost_only_run_replaces_just_the_cost_section():
+    from render import splice_cost
+
+    def priced(headline):
+        return R.Cost(region="us-east-1", checked="2026-12-02", prices={}, sources=[], rows=[], headline=headline,
+                      changes=[], notes=[], provenance="This section alone is from a cost-only run.")
+
+    full = render(data())
+    first = splice_cost(full, priced("First."))
+    assert first.index("## SQS batch of 100") < first.index("## What a job costs") < first.index("## Handler CPU")
+    assert "\nThis section alone is from a cost-only run.\n\nFirst.\n" in first
+    second = splice_cost(first, priced("Second."))
+    assert "First." not in second and second.count("## What a job costs") == 1
+    assert second.replace("Second.", "First.") == first
+    assert splice_cost("# Benchmarks\n", priced("Alone.")).startswith("# Benchmarks\n\n## What a job costs\n")

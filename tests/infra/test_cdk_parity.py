@@ -75,7 +75,7 @@ PARITY_CASES = {
         "CompletionWebhookApiKey": "k-123"},
     "every other setting": {
         "PipelineParameters": "input_data_uri=TrainingData,max_epochs=Epochs", "UseSqsBuffer": "true",
-        "NarrowEventsToPipeline": "false", "ResultTtlSecs": "7200", "InlineResultMaxBytes": "1024",
+        "SqsBatchSize": "100", "SqsBatchingWindowSecs": "1", "NarrowEventsToPipeline": "false", "ResultTtlSecs": "7200", "InlineResultMaxBytes": "1024",
         "AllowedOrigins": "https://app.example.com", "LogRetentionDays": "365",
         "AlarmTopicArn": "arn:aws:sns:us-east-1:123456789012:alarms", "ApplicationLogLevel": "DEBUG",
         "SystemLogLevel": "INFO", "TracingMode": "Active", "FailureRateThreshold": "0.5"},

@@ -138,6 +138,21 @@ def test_mcp_tools_streams_its_replies_and_its_timeout_is_a_parameter():
     assert "FunctionUrlConfig" not in RESOURCES["GatewayTargetFunction"]["Properties"]
 
 
+def test_the_sqs_buffers_batch_and_window_are_parameters():
+    """Lambda takes a batch above 10 from a standard queue only with a batching window of 1 s or
+    more; the defaults (10, none) need none, and the queue's visibility timeout outlasts the
+    longest window allowed plus the function's timeout."""
+    props = RESOURCES["NotificationBufferEventSource"]["Properties"]
+    assert props["BatchSize"] == {"Ref": "SqsBatchSize"}
+    assert props["MaximumBatchingWindowInSeconds"] == {"Ref": "SqsBatchingWindowSecs"}
+    size, window = TEMPLATE["Parameters"]["SqsBatchSize"], TEMPLATE["Parameters"]["SqsBatchingWindowSecs"]
+    assert (size["Default"], size["MinValue"], size["MaxValue"]) == (10, 1, 1000)
+    assert (window["Default"], window["MinValue"], window["MaxValue"]) == (0, 0, 60)
+    assert "SqsBatchingWindowSecs of at least 1" in size["Description"]
+    visibility = RESOURCES["NotificationBufferQueue"]["Properties"]["VisibilityTimeout"]
+    assert visibility >= window["MaxValue"] + RESOURCES["NotificationHandlerFunction"]["Properties"]["Timeout"]
+
+
 def test_async_invocations_retry_then_go_to_a_dlq():
     for name in ("NotificationHandlerInvokeConfig", "PipelineRouterInvokeConfig"):
         props = RESOURCES[name]["Properties"]

@@ -77,11 +77,15 @@ export interface McpAsyncJobsProps {
   readonly pipelineParameters?: string;
   /** Deliver notifications through an SQS buffer queue (with a DLQ) instead of directly from SNS. @default false */
   readonly useSqsBuffer?: boolean;
+  /** With useSqsBuffer, the most notifications one invocation records; above 10 needs a batching window. @default 10 */
+  readonly sqsBatchSize?: number;
+  /** With useSqsBuffer, seconds Lambda may gather a batch before invoking. @default 0 */
+  readonly sqsBatchingWindowSecs?: number;
   /** Route only PipelineName's status changes. @default true */
   readonly narrowEventsToPipeline?: boolean;
   /** @default 3600 */
   readonly resultTtlSecs?: number;
-  /** @default 65536 */
+  /** @default 4096 */
   readonly inlineResultMaxBytes?: number;
   /** AWS_IAM (SigV4 callers) or NONE (the function checks a bearer or OAuth token). @default 'AWS_IAM' */
   readonly functionUrlAuthType?: 'AWS_IAM' | 'NONE';
@@ -681,7 +685,8 @@ export class McpAsyncJobs extends Construct {
       this.pin(new lambda.CfnEventSourceMapping(this, 'NotificationBufferEventSource', {
         eventSourceArn: bufferQueue.queueArn,
         functionName: notificationHandler.functionName,
-        batchSize: 10,
+        batchSize: s.sqsBatchSize,
+        maximumBatchingWindowInSeconds: s.sqsBatchingWindowSecs,
         functionResponseTypes: ['ReportBatchItemFailures'],
       }), 'NotificationBufferEventSource');
     } else {

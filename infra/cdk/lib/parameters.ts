@@ -53,9 +53,11 @@ export const PARAMETERS: Readonly<Record<string, ParameterSpec>> = {
     pattern: '^([a-z_]+=[A-Za-z0-9_-]+)(,[a-z_]+=[A-Za-z0-9_-]+)*$',
   },
   UseSqsBuffer: { prop: 'useSqsBuffer', kind: 'boolean', default: 'false', allowed: BOOLEAN },
+  SqsBatchSize: { prop: 'sqsBatchSize', kind: 'number', default: '10', min: 1, max: 1000 },
+  SqsBatchingWindowSecs: { prop: 'sqsBatchingWindowSecs', kind: 'number', default: '0', min: 0, max: 60 },
   NarrowEventsToPipeline: { prop: 'narrowEventsToPipeline', kind: 'boolean', default: 'true', allowed: BOOLEAN },
   ResultTtlSecs: { prop: 'resultTtlSecs', kind: 'number', default: '3600', min: 60, max: 31536000 },
-  InlineResultMaxBytes: { prop: 'inlineResultMaxBytes', kind: 'number', default: '65536', min: 0, max: 262144 },
+  InlineResultMaxBytes: { prop: 'inlineResultMaxBytes', kind: 'number', default: '4096', min: 0, max: 262144 },
   FunctionUrlAuthType: { prop: 'functionUrlAuthType', kind: 'string', default: 'AWS_IAM', allowed: ['AWS_IAM', 'NONE'] },
   BearerTokenSha256: { prop: 'bearerTokenSha256', kind: 'string', default: '', pattern: '^([0-9a-f]{64})?$' },
   BearerTokens: {
