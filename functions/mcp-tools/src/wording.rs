@@ -204,11 +204,13 @@ mod tests {
                 name: "Preprocess".into(),
                 status: "Succeeded".into(),
                 failure_reason: None,
+                model_package_arn: None,
             },
             StepStatus {
                 name: "Train".into(),
                 status: "Executing".into(),
                 failure_reason: None,
+                model_package_arn: None,
             },
         ];
         assert_eq!(

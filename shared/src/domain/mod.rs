@@ -4,6 +4,7 @@
 pub mod caller;
 pub mod item;
 pub mod job;
+pub mod lineage;
 pub mod notification;
 pub mod pipeline_definition;
 pub mod pipeline_event;
