@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use shared::config::ToolsConfig;
 use shared::domain::time::Clock;
-use shared::ports::{AsyncInvoker, JobStore, ObjectStore, PipelineControl, RunStore};
+use shared::ports::{AsyncInvoker, JobStore, LineageGraph, ObjectStore, PipelineControl, RunStore};
 use shared::usecases::JobSettings;
 
 /// The ports the tools call, as one bundle.
@@ -16,36 +16,41 @@ pub trait Backend: Send + Sync + 'static {
     type Objects: ObjectStore + Send + 'static;
     type Endpoint: AsyncInvoker + Send + 'static;
     type Pipeline: PipelineControl + Send + 'static;
+    type Lineage: LineageGraph + Send + 'static;
 
     fn jobs(&self) -> &Self::Jobs;
     fn runs(&self) -> &Self::Runs;
     fn objects(&self) -> &Self::Objects;
     fn endpoint(&self) -> &Self::Endpoint;
     fn pipeline(&self) -> &Self::Pipeline;
+    fn lineage(&self) -> &Self::Lineage;
 }
 
 /// One implementation of each port.
-pub struct Ports<J, R, O, E, P> {
+pub struct Ports<J, R, O, E, P, L> {
     pub jobs: J,
     pub runs: R,
     pub objects: O,
     pub endpoint: E,
     pub pipeline: P,
+    pub lineage: L,
 }
 
-impl<J, R, O, E, P> Backend for Ports<J, R, O, E, P>
+impl<J, R, O, E, P, L> Backend for Ports<J, R, O, E, P, L>
 where
     J: JobStore + Send + 'static,
     R: RunStore + Send + 'static,
     O: ObjectStore + Send + 'static,
     E: AsyncInvoker + Send + 'static,
     P: PipelineControl + Send + 'static,
+    L: LineageGraph + Send + 'static,
 {
     type Jobs = J;
     type Runs = R;
     type Objects = O;
     type Endpoint = E;
     type Pipeline = P;
+    type Lineage = L;
 
     fn jobs(&self) -> &J {
         &self.jobs
@@ -61,6 +66,9 @@ where
     }
     fn pipeline(&self) -> &P {
         &self.pipeline
+    }
+    fn lineage(&self) -> &L {
+        &self.lineage
     }
 }
 
@@ -89,17 +97,24 @@ mod aws {
     use shared::adapters::aws::{dynamodb_client, load_sdk_config, s3_client};
     use shared::adapters::dynamodb::{DynamoJobs, DynamoRuns};
     use shared::adapters::s3::S3Objects;
-    use shared::adapters::sagemaker::{sagemaker_client, SageMakerPipeline};
+    use shared::adapters::sagemaker::{sagemaker_client, SageMakerLineage, SageMakerPipeline};
     use shared::adapters::sagemaker_runtime::{sagemaker_runtime_client, SageMakerEndpoint};
 
-    pub type AwsPorts =
-        Ports<DynamoJobs, DynamoRuns, S3Objects, SageMakerEndpoint, SageMakerPipeline>;
+    pub type AwsPorts = Ports<
+        DynamoJobs,
+        DynamoRuns,
+        S3Objects,
+        SageMakerEndpoint,
+        SageMakerPipeline,
+        SageMakerLineage,
+    >;
 
     impl Deps<AwsPorts> {
         /// The SDK clients, from the standard AWS configuration (region, credentials, endpoints).
         pub async fn connect(config: ToolsConfig) -> Self {
             let sdk = load_sdk_config().await;
             let invoke_attempt_timeout = Duration::from_secs(config.invoke_attempt_timeout_secs);
+            let sagemaker = sagemaker_client(&sdk);
             let ports = Ports {
                 jobs: DynamoJobs::new(dynamodb_client(&sdk), &config.results_table),
                 runs: DynamoRuns::new(dynamodb_client(&sdk), &config.pipeline_results_table),
@@ -108,7 +123,8 @@ mod aws {
                     sagemaker_runtime_client(&sdk, invoke_attempt_timeout),
                     &config.async_endpoint_name,
                 ),
-                pipeline: SageMakerPipeline::new(sagemaker_client(&sdk), &config.pipeline_name),
+                pipeline: SageMakerPipeline::new(sagemaker.clone(), &config.pipeline_name),
+                lineage: SageMakerLineage::new(sagemaker),
             };
             Deps::new(config, ports, Clock::system())
         }
