@@ -1014,6 +1014,24 @@ async fn a_run_task_follows_the_run_and_cancel_stops_it() {
     );
 }
 
+#[tokio::test]
+async fn a_finished_run_tasks_result_names_the_model_package_it_registered() {
+    let w = world(&[]);
+    let args = json!({"input_data_uri": "s3://b/train/", "session_id": "s"});
+    let created = w.call_as_task(names::TRIGGER_TRAINING, args).await;
+    let task_id = created["taskId"].as_str().unwrap();
+    let n = w.ports().pipeline.started().len();
+    let arn = format!("arn:aws:sagemaker:us-east-1:123456789012:pipeline/p/execution/{n}");
+    let package = w.ports().lineage.register_model(&arn, "s3://b/train/");
+    w.ports().pipeline.succeed_with_model(&arn, &package);
+    let done = w.get_task(task_id).await.unwrap();
+    assert_eq!(done["status"], "completed", "{done}");
+    assert_eq!(done["result"]["isError"], false);
+    let result = &done["result"]["structuredContent"];
+    assert_eq!(result["model_package_arn"], package.as_str());
+    assert_eq!(result["steps"][3]["model_package_arn"], package.as_str());
+}
+
 // ------------------------------------------------------------------ arguments as strings
 
 #[tokio::test]
