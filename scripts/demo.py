@@ -10,7 +10,9 @@ async endpoint with a small model, a training pipeline), and the four functions 
    for it, streaming progress notifications, and returns it;
 2. trigger_training / check_training_result: the stand-in pipeline runs, its EventBridge events
    reach pipeline-router, which records the outcome and sends it to SQS;
-3. the sample events of events/ through `cargo lambda invoke`: every notification case,
+3. provenance: check_training_status names the model package the run registered, and
+   get_model_provenance walks the lineage the stand-in recorded (what built it, what it fed);
+4. the sample events of events/ through `cargo lambda invoke`: every notification case,
    including the bad ones.
 Expects the environment of `scripts/local_stack.py --sagemaker ... --standin-runtime --lambda`.
 """
@@ -87,7 +89,8 @@ def completion_events(sqs, queue_url: str) -> bool:
     return sorted(e["detail-type"] for e in found) == ["Async Job Completed", "Async Job Completed", "Async Job Failed"]
 
 
-async def training(url: str, sqs, queue_url: str) -> bool:
+async def training(url: str, sqs, queue_url: str) -> tuple[bool, str | None]:
+    """Runs two sessions' training; whether they ended as expected, and the run that succeeded."""
     async with Client(url, mode="legacy") as client:
         for session_id, threshold in (("sess-demo-1", 0.90), ("sess-demo-2", 0.99)):
             run = (await client.call_tool("trigger_training", {
@@ -109,7 +112,48 @@ async def training(url: str, sqs, queue_url: str) -> bool:
     for m in messages:
         body = json.loads(m["Body"])
         print(f"  {body['session_id']:<12} {body['status']:<10} event {body['event_id']}")
-    return sorted(r["status"] for r in finished.values()) == ["Failed", "Succeeded"] and len(messages) == 2
+    expected = sorted(r["status"] for r in finished.values()) == ["Failed", "Succeeded"] and len(messages) == 2
+    succeeded = next((r["execution_arn"] for r in finished.values() if r["status"] == "Succeeded"), None)
+    return expected, succeeded
+
+
+def short(arn: str) -> str:
+    """An ARN without its account prefix."""
+    return arn.split(":", 5)[-1] if arn.startswith("arn:") else arn
+
+
+async def provenance(url: str, execution_arn) -> bool:
+    if not execution_arn:
+        print("no run succeeded, so no model was registered")
+        return False
+    async with Client(url, mode="auto") as client:
+        status = (await client.call_tool("check_training_status", {"execution_arn": execution_arn})).structured_content
+        package = status.get("model_package_arn")
+        print(f"check_training_status {execution_arn.rsplit('/', 1)[-1]} -> {status['status']}, registered {short(package or '-')}")
+        if not package:
+            return False
+        ok = True
+        for direction, depth in (("upstream", 3), ("downstream", 2)):
+            result = await client.call_tool("get_model_provenance", {
+                "model_package_arn": package, "direction": direction, "max_depth": depth})
+            answer = result.structured_content
+            if result.is_error or not answer:
+                print(f"get_model_provenance {direction}: {result.content[0].text}")
+                ok = False
+                continue
+            root = answer["root"]
+            run = root.get("pipeline_execution") or {}
+            print(f"get_model_provenance {direction} (max_depth {depth}): {short(root['arn'])} {root.get('status')}, "
+                  f"{root.get('approval_status')}; made by {run.get('pipeline_name')} run "
+                  f"{run.get('execution_arn', '?').rsplit('/', 1)[-1]} ({run.get('status')}, session {run.get('session_id')})")
+            for node in answer["nodes"]:
+                what = node.get("artifact_type") or node.get("lineage_type") or ""
+                where = node.get("source_uri") or node.get("name") or ""
+                print(f"  depth {node['depth']} {node['kind']:<16} {what:<21} {where[:120]}")
+            kinds = sorted({e.get("association_type", "?") for e in answer["edges"]})
+            print(f"  {len(answer['edges'])} edges ({', '.join(kinds)}), truncated {answer['truncated']}")
+            ok = ok and bool(answer["nodes"])
+    return ok
 
 
 def invoke(port: int, event: str) -> tuple[bool, str]:
@@ -173,8 +217,11 @@ def main() -> int:
         section("1. jobs through MCP: submit_job, then check_job_status (the stand-in endpoint runs the model)")
         results = [asyncio.run(jobs(url)) and completion_events(clients["sqs"], events_queue)]
         section("2. training through MCP: trigger_training, then check_training_result")
-        results.append(asyncio.run(training(url, clients["sqs"], os.environ["PIPELINE_RESULTS_QUEUE_URL"])))
-        section("3. the sample events of events/ through cargo lambda invoke")
+        trained, succeeded = asyncio.run(training(url, clients["sqs"], os.environ["PIPELINE_RESULTS_QUEUE_URL"]))
+        results.append(trained)
+        section("3. provenance through MCP: the registered model package, then what built it and what it fed")
+        results.append(asyncio.run(provenance(url, succeeded)))
+        section("4. the sample events of events/ through cargo lambda invoke")
         results.append(sample_events(port, clients["s3"], clients["dynamodb"], os.environ["RESULTS_TABLE"],
                                      os.environ["IO_BUCKET"]))
         print("\nBad events were refused with the reason (Lambda retries them, then sends them to the failure\n"

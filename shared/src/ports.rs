@@ -6,6 +6,7 @@ use std::future::Future;
 use crate::domain::completion::JobCompletion;
 use crate::domain::item::{Applied, Write};
 use crate::domain::job::{Job, Locations};
+use crate::domain::lineage::{Association, Direction};
 use crate::domain::pipeline_status::ExecutionStatus;
 use crate::domain::progress::Progress;
 use crate::domain::run::{CompletionMessage, Run};
@@ -170,6 +171,8 @@ pub struct StepStatus {
     pub name: String,
     pub status: String,
     pub failure_reason: Option<String>,
+    /// The model package a RegisterModel step registered (its `Metadata.RegisterModel.Arn`).
+    pub model_package_arn: Option<String>,
 }
 
 /// A StartPipelineExecution request.
@@ -273,4 +276,70 @@ pub trait CompletionQueue: Sync {
         &self,
         message: &CompletionMessage,
     ) -> impl Future<Output = Result<(), QueueError>> + Send;
+}
+
+/// One page of ListAssociations.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct AssociationPage {
+    pub associations: Vec<Association>,
+    /// Where the next page starts; None on the last.
+    pub next_token: Option<String>,
+}
+
+/// What DescribeArtifact says of a lineage artifact.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ArtifactDescription {
+    pub arn: String,
+    pub name: Option<String>,
+    /// `DataSet`, `Model`, `Image`, ... as SageMaker or its creator typed it.
+    pub artifact_type: Option<String>,
+    /// What it stands for: an S3 URI, an image URI, a model package's ARN.
+    pub source_uri: Option<String>,
+}
+
+/// What DescribeModelPackage says of a model package.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ModelPackageDescription {
+    pub arn: String,
+    pub group_name: Option<String>,
+    pub version: Option<i32>,
+    /// Pending, InProgress, Completed, Failed or Deleting.
+    pub status: Option<String>,
+    /// Approved, Rejected or PendingManualApproval.
+    pub approval_status: Option<String>,
+    /// `MetadataProperties.GeneratedBy`: what made it, such as a pipeline execution's ARN.
+    pub generated_by: Option<String>,
+    /// RFC 3339.
+    pub created_at: Option<String>,
+}
+
+/// SageMaker's lineage: associations between lineage entities, the artifacts that stand for
+/// a resource, and the descriptions of artifacts and model packages. Nothing in it is per
+/// caller: IAM scopes it to the account and region.
+pub trait LineageGraph: Sync {
+    /// One page of the associations that end at `arn` (upstream) or start from it
+    /// (downstream), of every association type. `arn` must be a lineage entity's (see
+    /// [`crate::domain::lineage::EntityKind::has_associations`]): SageMaker refuses others.
+    fn associations(
+        &self,
+        arn: &str,
+        direction: Direction,
+        next_token: Option<&str>,
+    ) -> impl Future<Output = Result<AssociationPage, AwsFailure>> + Send;
+
+    /// The ARNs of the artifacts whose source URI is `source_uri` (all pages).
+    fn artifacts_with_source(
+        &self,
+        source_uri: &str,
+    ) -> impl Future<Output = Result<Vec<String>, AwsFailure>> + Send;
+
+    fn describe_artifact(
+        &self,
+        arn: &str,
+    ) -> impl Future<Output = Result<ArtifactDescription, AwsFailure>> + Send;
+
+    fn describe_model_package(
+        &self,
+        arn: &str,
+    ) -> impl Future<Output = Result<ModelPackageDescription, AwsFailure>> + Send;
 }

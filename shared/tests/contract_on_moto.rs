@@ -1,6 +1,6 @@
 //! The port contracts of `shared::port_contract` against the real adapters, one test per
-//! behaviour: DynamoDB, S3 and SQS on the local moto stack; SageMaker pipelines and the async
-//! endpoint on the SageMaker stand-in (both started by `make test` through
+//! behaviour: DynamoDB, S3 and SQS on the local moto stack; SageMaker pipelines, lineage and
+//! the async endpoint on the SageMaker stand-in (both started by `make test` through
 //! scripts/local_stack.py). The same behaviours run against the in-memory fakes as unit tests.
 
 use aws_sdk_dynamodb::types::{
@@ -104,6 +104,102 @@ mod sagemaker_pipeline_on_the_stand_in {
     }
 
     shared::pipeline_control_contract!(pipeline());
+}
+
+/// The lineage a run on the stand-in records, read through the real adapter with pages of one
+/// association. A model is registered by running the pipeline until its RegisterModel step
+/// names the package, read through the pipeline adapter.
+#[cfg(feature = "sagemaker")]
+mod sagemaker_lineage_on_the_stand_in {
+    use super::*;
+    use shared::adapters::sagemaker::{sagemaker_client, SageMakerLineage, SageMakerPipeline};
+    use shared::domain::lineage::Direction;
+    use shared::port_contract::lineage_graph::{Registered, Registrar};
+    use shared::ports::{
+        ArtifactDescription, AssociationPage, AwsFailure, LineageGraph, ModelPackageDescription,
+        PipelineControl, StartRequest,
+    };
+
+    struct Standin {
+        lineage: SageMakerLineage,
+        pipeline: SageMakerPipeline,
+    }
+
+    impl LineageGraph for Standin {
+        async fn associations(
+            &self,
+            arn: &str,
+            direction: Direction,
+            next_token: Option<&str>,
+        ) -> Result<AssociationPage, AwsFailure> {
+            self.lineage.associations(arn, direction, next_token).await
+        }
+
+        async fn artifacts_with_source(&self, source_uri: &str) -> Result<Vec<String>, AwsFailure> {
+            self.lineage.artifacts_with_source(source_uri).await
+        }
+
+        async fn describe_artifact(&self, arn: &str) -> Result<ArtifactDescription, AwsFailure> {
+            self.lineage.describe_artifact(arn).await
+        }
+
+        async fn describe_model_package(
+            &self,
+            arn: &str,
+        ) -> Result<ModelPackageDescription, AwsFailure> {
+            self.lineage.describe_model_package(arn).await
+        }
+    }
+
+    impl Registrar for Standin {
+        async fn register(&self, input_data_uri: &str) -> Registered {
+            let execution_arn = self
+                .pipeline
+                .start(&StartRequest {
+                    description: "session_id=contract-lineage".into(),
+                    parameters: vec![("InputDataUri".into(), input_data_uri.into())],
+                    client_request_token: uuid::Uuid::new_v4().simple().to_string(),
+                    max_parallel_steps: None,
+                })
+                .await
+                .expect("StartPipelineExecution");
+            let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+            loop {
+                let steps = self.pipeline.steps(&execution_arn).await.expect("steps");
+                let registered = steps.iter().find_map(|s| s.model_package_arn.clone());
+                if let Some(model_package_arn) = registered {
+                    let register = steps.iter().find(|s| s.name == "RegisterModel");
+                    assert_eq!(
+                        register.map(|s| s.status.as_str()),
+                        Some("Succeeded"),
+                        "only a RegisterModel step that succeeded names a package: {steps:?}"
+                    );
+                    return Registered {
+                        model_package_arn,
+                        execution_arn,
+                        input_data_uri: input_data_uri.to_owned(),
+                    };
+                }
+                assert!(
+                    std::time::Instant::now() < deadline,
+                    "no model registered: {steps:?}"
+                );
+                tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+            }
+        }
+    }
+
+    async fn lineage() -> Standin {
+        need("AWS_ENDPOINT_URL_SAGEMAKER");
+        let sdk = load_sdk_config().await;
+        let client = sagemaker_client(&sdk);
+        Standin {
+            lineage: SageMakerLineage::new(client.clone()).with_page_size(1),
+            pipeline: SageMakerPipeline::new(client, "contract-lineage"),
+        }
+    }
+
+    shared::lineage_graph_contract!(lineage());
 }
 
 /// The stand-in serves the async runtime on the same port as the control plane; the runtime

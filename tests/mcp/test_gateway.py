@@ -97,6 +97,27 @@ def test_a_training_run_through_the_gateway(servers, gateway):
     assert structured(over_url)["runs"] == [], "another caller's session of the same name is empty"
 
 
+def test_provenance_through_both_doors_differs_only_in_whose_session_it_shows(servers, gateway):
+    """Model packages and lineage are the account's, not a caller's: both doors see the same
+    graph; only the session of the run behind the package is its owner's to see."""
+    session = f"gw-prov-{uuid.uuid4().hex[:12]}"
+    arn = ok(call(servers, "trigger_training", {"input_data_uri": "s3://mcp-sagemaker-async-io/train/",
+                                                "session_id": session}))["execution_arn"]
+    deadline = time.time() + 120
+    while True:
+        status = ok(call(servers, "check_training_status", {"execution_arn": arn}))
+        if status["status"] != "Executing" or time.time() > deadline:
+            break
+        time.sleep(0.3)
+    args = {"model_package_arn": status["model_package_arn"], "max_depth": 3}
+    over_url, answer = through_both(servers, gateway, "get_model_provenance", args)
+    mine, theirs = structured(over_url), structured(answer)
+    assert mine["root"]["pipeline_execution"]["session_id"] == session
+    assert "session_id" not in theirs["root"]["pipeline_execution"]
+    del mine["root"]["pipeline_execution"]["session_id"]
+    assert mine == theirs
+
+
 @pytest.mark.parametrize("tool, args, expected", [
     ("submit_job", {"document": "x", "payload": {"a": 1}}, "not both"),
     ("check_job_status", {"inference_id": "never-submitted"}, "never-submitted"),
@@ -156,7 +177,7 @@ def test_the_exported_schema_is_json_schema_in_the_gateway_dialect(servers):
 
     listed = {t["name"] for t in SCHEMA}
     assert listed == {"submit_job", "check_job_status", "trigger_training", "check_training_status",
-                      "check_training_result"}
+                      "check_training_result", "get_model_provenance"}
     for tool in SCHEMA:
         assert set(tool) <= {"name", "description", "inputSchema", "outputSchema"} and tool["description"]
         for key in ("inputSchema", "outputSchema"):
@@ -171,7 +192,7 @@ def test_the_exported_schema_is_json_schema_in_the_gateway_dialect(servers):
 
 
 @pytest.mark.parametrize("tool", ["submit_job", "check_job_status", "trigger_training", "check_training_status",
-                                  "check_training_result"])
+                                  "check_training_result", "get_model_provenance"])
 def test_the_sample_events_work_with_cargo_lambda_invoke(servers, tool):
     import subprocess
     import sys
@@ -187,7 +208,7 @@ def test_the_sample_events_work_with_cargo_lambda_invoke(servers, tool):
     assert done.returncode == 0, done.stderr
     answer = json.loads(done.stdout)
     assert answer["content"][0]["type"] == "text"
-    if tool in ("check_job_status", "check_training_status"):
+    if tool in ("check_job_status", "check_training_status", "get_model_provenance"):
         # Their samples hold placeholders for the ids a real run returns.
         assert answer["isError"] is True, answer
     else:

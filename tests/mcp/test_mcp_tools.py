@@ -17,7 +17,8 @@ from mcp.shared._httpx_utils import create_mcp_http_client
 from conftest import error_text, ok, ALLOWED_ORIGIN, BEARER_TOKEN, ENDPOINT_NAME
 
 MODES = ["2026-07-28", "legacy"]
-TOOLS = {"submit_job", "check_job_status", "trigger_training", "check_training_status", "check_training_result"}
+TOOLS = {"submit_job", "check_job_status", "trigger_training", "check_training_status", "check_training_result",
+         "get_model_provenance"}
 
 
 async def _call(url, mode, name, args, headers=None):
@@ -83,7 +84,7 @@ def test_tools_are_listed_with_schemas_and_honest_annotations(servers, mode):
     # The most a streamed wait may ask; a plain call is held to 20 s (test_progress.py).
     assert tools["check_job_status"].input_schema["properties"]["wait_secs"]["maximum"] == 900
     assert set(tools["check_job_status"].input_schema["required"]) == {"inference_id"}
-    for name in ("check_job_status", "check_training_status", "check_training_result"):
+    for name in ("check_job_status", "check_training_status", "check_training_result", "get_model_provenance"):
         assert tools[name].annotations.read_only_hint is True, name
         assert tools[name].annotations.idempotent_hint is True, name
     assert tools["submit_job"].annotations.read_only_hint is False

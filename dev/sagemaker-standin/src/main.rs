@@ -23,6 +23,11 @@
 //! document `invoice`, `receipt`, `report` or `other` by its words; an input containing `FAIL`
 //! fails, as a model error would.
 //!
+//! Lineage: each run records what SageMaker's tracking would (its data, image, training job,
+//! model, and the model package RegisterModel makes, with its group's context), served by
+//! ListAssociations, ListArtifacts, DescribeArtifact and DescribeModelPackage; the RegisterModel
+//! step's `Metadata.RegisterModel.Arn` names the package (see `control_plane::lineage`).
+//!
 //! The fake training: accuracy = 0.80 + 0.015 × min(MaxEpochs, 12) (MaxEpochs defaults to 10,
 //! so 0.95); the run fails at EvaluateModel when that is below AccuracyThreshold (default 0.9),
 //! and at PreprocessData when InputDataUri is not an s3:// URI.
@@ -49,6 +54,9 @@
 //! - `POST /_standin/pipeline` `{"step_millis": N}`: pipeline steps (and endpoint creates and
 //!   updates) that start from then on take N ms (to act on a run while it executes);
 //!   `DELETE /_standin/pipeline` restores the default.
+//! - `POST /_standin/lineage` `{"page_size": N}`: no ListAssociations page holds more than N
+//!   (1 to 100); `DELETE` lifts the cap; `GET` answers `{"page_size", "list_associations_calls",
+//!   "continued_calls"}` (calls answered, and those that carried a NextToken).
 //! - `GET /_standin/invocations`: `{"invocations": [{"endpoint", "inference_id",
 //!   "input_location", "output_location", "failure_location", "fault", "answered"}, ...]}`, every
 //!   call received, refused ones too (their locations are null), in order, with the fault it got or
@@ -191,6 +199,12 @@ async fn main() {
         .route(
             "/_standin/pipeline",
             post(faults::set_pipeline).delete(faults::reset_pipeline),
+        )
+        .route(
+            "/_standin/lineage",
+            get(control_plane::lineage::get_lineage)
+                .post(control_plane::lineage::set_lineage)
+                .delete(control_plane::lineage::reset_lineage),
         )
         .with_state(state);
     let listener = tokio::net::TcpListener::bind(("127.0.0.1", port))

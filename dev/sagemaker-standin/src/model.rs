@@ -23,6 +23,9 @@ pub fn classify(input: &Value) -> Result<Value, String> {
     Ok(json!({"label": label, "confidence": confidence, "words": text.split_whitespace().count()}))
 }
 
+/// The training data of a run started without InputDataUri.
+pub const DEFAULT_INPUT_DATA_URI: &str = "s3://default/train";
+
 /// Why a step fails, from the run's parameters.
 pub fn step_failure(step: &str, parameters: &HashMap<String, String>) -> Option<String> {
     match step {
@@ -30,7 +33,7 @@ pub fn step_failure(step: &str, parameters: &HashMap<String, String>) -> Option<
             let uri = parameters
                 .get("InputDataUri")
                 .map(String::as_str)
-                .unwrap_or("s3://default/train");
+                .unwrap_or(DEFAULT_INPUT_DATA_URI);
             (!uri.starts_with("s3://"))
                 .then(|| format!("ClientError: InputDataUri {uri:?} is not an s3:// URI"))
         }

@@ -7,7 +7,7 @@ use std::time::Duration;
 use shared::config::ToolsConfig;
 use shared::domain::time::Clock;
 use shared::ports::{
-    AsyncInvoker, CompletionEvents, JobStore, ObjectStore, PipelineControl, RunStore,
+    AsyncInvoker, CompletionEvents, JobStore, LineageGraph, ObjectStore, PipelineControl, RunStore,
 };
 use shared::usecases::JobSettings;
 
@@ -18,6 +18,7 @@ pub trait Backend: Send + Sync + 'static {
     type Objects: ObjectStore + Send + 'static;
     type Endpoint: AsyncInvoker + Send + 'static;
     type Pipeline: PipelineControl + Send + 'static;
+    type Lineage: LineageGraph + Send + 'static;
     type Events: CompletionEvents + Send + 'static;
 
     fn jobs(&self) -> &Self::Jobs;
@@ -25,27 +26,30 @@ pub trait Backend: Send + Sync + 'static {
     fn objects(&self) -> &Self::Objects;
     fn endpoint(&self) -> &Self::Endpoint;
     fn pipeline(&self) -> &Self::Pipeline;
+    fn lineage(&self) -> &Self::Lineage;
     /// Where an outcome a status check records (from S3) is announced.
     fn events(&self) -> &Self::Events;
 }
 
 /// One implementation of each port.
-pub struct Ports<J, R, O, E, P, V> {
+pub struct Ports<J, R, O, E, P, L, V> {
     pub jobs: J,
     pub runs: R,
     pub objects: O,
     pub endpoint: E,
     pub pipeline: P,
+    pub lineage: L,
     pub events: V,
 }
 
-impl<J, R, O, E, P, V> Backend for Ports<J, R, O, E, P, V>
+impl<J, R, O, E, P, L, V> Backend for Ports<J, R, O, E, P, L, V>
 where
     J: JobStore + Send + 'static,
     R: RunStore + Send + 'static,
     O: ObjectStore + Send + 'static,
     E: AsyncInvoker + Send + 'static,
     P: PipelineControl + Send + 'static,
+    L: LineageGraph + Send + 'static,
     V: CompletionEvents + Send + 'static,
 {
     type Jobs = J;
@@ -53,6 +57,7 @@ where
     type Objects = O;
     type Endpoint = E;
     type Pipeline = P;
+    type Lineage = L;
     type Events = V;
 
     fn jobs(&self) -> &J {
@@ -69,6 +74,9 @@ where
     }
     fn pipeline(&self) -> &P {
         &self.pipeline
+    }
+    fn lineage(&self) -> &L {
+        &self.lineage
     }
     fn events(&self) -> &V {
         &self.events
@@ -101,7 +109,7 @@ mod aws {
     use shared::adapters::dynamodb::{DynamoJobs, DynamoRuns};
     use shared::adapters::eventbridge::{eventbridge_client, EventBridgeEvents};
     use shared::adapters::s3::S3Objects;
-    use shared::adapters::sagemaker::{sagemaker_client, SageMakerPipeline};
+    use shared::adapters::sagemaker::{sagemaker_client, SageMakerLineage, SageMakerPipeline};
     use shared::adapters::sagemaker_runtime::{sagemaker_runtime_client, SageMakerEndpoint};
 
     pub type AwsPorts = Ports<
@@ -110,6 +118,7 @@ mod aws {
         S3Objects,
         SageMakerEndpoint,
         SageMakerPipeline,
+        SageMakerLineage,
         Option<EventBridgeEvents>,
     >;
 
@@ -118,6 +127,7 @@ mod aws {
         pub async fn connect(config: ToolsConfig) -> Self {
             let sdk = load_sdk_config().await;
             let invoke_attempt_timeout = Duration::from_secs(config.invoke_attempt_timeout_secs);
+            let sagemaker = sagemaker_client(&sdk);
             let ports = Ports {
                 jobs: DynamoJobs::new(dynamodb_client(&sdk), &config.results_table),
                 runs: DynamoRuns::new(dynamodb_client(&sdk), &config.pipeline_results_table),
@@ -126,7 +136,8 @@ mod aws {
                     sagemaker_runtime_client(&sdk, invoke_attempt_timeout),
                     &config.async_endpoint_name,
                 ),
-                pipeline: SageMakerPipeline::new(sagemaker_client(&sdk), &config.pipeline_name),
+                pipeline: SageMakerPipeline::new(sagemaker.clone(), &config.pipeline_name),
+                lineage: SageMakerLineage::new(sagemaker),
                 events: config
                     .event_bus_name
                     .as_ref()

@@ -777,7 +777,10 @@ mod streaming_tests {
             streamed(&door, event("POST", "/mcp", json!({}), Some(list))).await;
         assert_eq!((status, content_type.as_str()), (200, "application/json"));
         let tools: Value = serde_json::from_str(&body).unwrap();
-        assert_eq!(tools["result"]["tools"].as_array().unwrap().len(), 5);
+        assert_eq!(
+            tools["result"]["tools"].as_array().unwrap().len(),
+            crate::contract::names::ALL.len()
+        );
 
         let submit = call("submit_job", json!({"document": "a"}), None);
         let (_, _, body) = streamed(&door, event("POST", "/mcp", json!({}), Some(submit))).await;

@@ -29,7 +29,7 @@ use shared::domain::time::rfc3339;
 use shared::telemetry::{self, OutcomeSource};
 use shared::usecases::task::{self, RunTaskState, TaskError, TaskState};
 use shared::usecases::training::{self, TriggerRequest};
-use shared::usecases::{check, outcome, submit};
+use shared::usecases::{check, lineage, outcome, submit};
 use tracing::{field::Empty, info_span, Instrument, Span};
 
 use crate::arguments;
@@ -269,6 +269,43 @@ impl<B: Backend> Tools<B> {
         .await
     }
 
+    /// What built a registered model, or what it went on to feed.
+    #[tool(
+        description = "The provenance of a registered model package (model_package_arn, as check_training_status \
+                       reports it): upstream (the default) what built it, such as its training job, data and image; \
+                       downstream what it went on to feed, such as its model group. Walks SageMaker's lineage \
+                       associations of every type, breadth first to max_depth (1-3, default 2), each entity once, at \
+                       most 50 entities (truncated says it stopped there), and names the pipeline run that made the \
+                       package. Read-only.",
+        annotations(
+            title = "Get model provenance",
+            read_only_hint = true,
+            idempotent_hint = true,
+            open_world_hint = true
+        )
+    )]
+    async fn get_model_provenance(
+        &self,
+        Parameters(args): Parameters<GetModelProvenanceArgs>,
+        extensions: Extensions,
+    ) -> Result<Json<ModelProvenanceOutput>, String> {
+        self.call(
+            names::GET_MODEL_PROVENANCE,
+            false,
+            &extensions,
+            args,
+            |request, caller| async move {
+                let d = &self.deps;
+                let (graph, pipeline) = (d.ports.lineage(), d.ports.pipeline());
+                let found = lineage::model_provenance(graph, pipeline, &caller, &request)
+                    .await
+                    .map_err(ToolError::from)?;
+                Ok(Json(ModelProvenanceOutput::new(found, &request)))
+            },
+        )
+        .await
+    }
+
     /// One tool call: its span (the tool and the ids it concerns; never its arguments, which
     /// may hold a job's input), its caller, its arguments checked, its work, one line for the
     /// access log, and its metric.
@@ -291,7 +328,8 @@ impl<B: Backend> Tools<B> {
             task,
             inference_id = Empty,
             session_id = Empty,
-            execution_arn = Empty
+            execution_arn = Empty,
+            model_package_arn = Empty
         );
         let started = tokio::time::Instant::now();
         let result = async {
@@ -660,7 +698,8 @@ impl<B: Backend> ServerHandler for Tools<B> {
             .with_instructions(
                 "Long-running ML work. submit_job returns an inference_id at once; poll check_job_status (wait_secs up to \
                  20, longer with a progress token) until it is completed or failed. trigger_training starts a pipeline run for a session; follow it with \
-                 check_training_status, and list a session's finished runs with check_training_result. Pass an \
+                 check_training_status, and list a session's finished runs with check_training_result. \
+                 get_model_provenance says what built a registered model (or what it fed). Pass an \
                  idempotency_key to submit_job and trigger_training so a retried call never starts work twice.",
             )
     }

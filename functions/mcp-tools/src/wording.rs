@@ -3,9 +3,10 @@
 //! their task forms and the Gateway door say the same.
 
 use shared::domain::job::{JobStatus, PendingCondition, Stage};
+use shared::domain::lineage::{Direction, Limits};
 use shared::domain::pipeline_status::{ExecutionStatus, PipelineStatus};
 use shared::domain::progress::{JobEvent, JobMilestone, RunEvent};
-use shared::ports::StepStatus;
+use shared::ports::{AwsFailure, StepStatus};
 use shared::usecases::check::JobNote;
 
 const AGAIN: &str = "Submit it again with the same idempotency_key to re-drive it under the same \
@@ -111,6 +112,42 @@ pub fn run_not_recorded(error: &str) -> String {
 pub const NO_CALLER: &str =
     "the request carries no authenticated caller; nothing was read or started";
 
+/// Beside get_model_provenance's answer: why there is little or nothing, or that there may be
+/// more than it shows.
+pub fn provenance_note(
+    direction: Direction,
+    has_lineage: bool,
+    found: usize,
+    truncated: bool,
+) -> Option<String> {
+    if !has_lineage {
+        return Some(
+            "SageMaker keeps no lineage for this model package (no lineage artifact has its ARN \
+             as source URI), so there is nothing to walk: `root` is all that is known."
+                .to_owned(),
+        );
+    }
+    if truncated {
+        return Some(format!(
+            "The walk stopped at {} entities or {} pages of associations with more left to read: \
+             ask again with a smaller max_depth to see the nearest entities whole.",
+            Limits::MAX_ENTITIES,
+            Limits::MAX_PAGES
+        ));
+    }
+    (found == 0).then(|| {
+        format!(
+            "Nothing is recorded {} of this model package in SageMaker's lineage.",
+            direction.as_str()
+        )
+    })
+}
+
+/// Beside an entity (or a run) get_model_provenance could not describe.
+pub fn not_described(operation: &str, failure: &AwsFailure) -> String {
+    format!("SageMaker {operation} failed: {failure}")
+}
+
 /// A progress notification's message while check_job_status waits.
 pub fn job_progress(event: &JobEvent) -> String {
     let (milestone, still) = match event {
@@ -204,11 +241,13 @@ mod tests {
                 name: "Preprocess".into(),
                 status: "Succeeded".into(),
                 failure_reason: None,
+                model_package_arn: None,
             },
             StepStatus {
                 name: "Train".into(),
                 status: "Executing".into(),
                 failure_reason: None,
+                model_package_arn: None,
             },
         ];
         assert_eq!(

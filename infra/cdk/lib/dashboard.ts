@@ -15,7 +15,8 @@ export interface DashboardNames {
   readonly pipelineResultsDlq: string;
 }
 
-const TOOLS = ['submit_job', 'check_job_status', 'trigger_training', 'check_training_status', 'check_training_result'];
+const TOOLS = ['submit_job', 'check_job_status', 'trigger_training', 'check_training_status', 'check_training_result',
+  'get_model_provenance'];
 const RUN_STATUSES = ['Succeeded', 'Failed', 'Stopped', 'CompletedWithFailures'];
 // The tools run behind two front doors; their metrics carry the function's name.
 const FRONT_DOORS: Array<[string, string]> = [['mcp-tools', 'URL'], ['gateway-target', 'Gateway']];

@@ -284,6 +284,10 @@ function allow(actions: string[], resources: string[]): Statement {
 // X-Ray takes no resource-level permissions.
 const xray = () => allow(['xray:PutTraceSegments', 'xray:PutTelemetryRecords'], ['*']);
 
+// Nor do SageMaker's lineage lists (the IAM service authorization reference names no resource
+// type for them).
+const lineageLists = () => allow(['sagemaker:ListAssociations', 'sagemaker:ListArtifacts'], ['*']);
+
 /**
  * The async side of SageMaker-backed MCP tools: the resources infra/template.yaml deploys for the
  * same parameter values, under the template's logical ids (so that tests/infra/test_cdk_parity.py
@@ -859,6 +863,10 @@ export class McpAsyncJobs extends Construct {
       allow(['sagemaker:DescribePipelineExecution', 'sagemaker:ListPipelineExecutionSteps',
         'sagemaker:DescribePipelineDefinitionForExecution', 'sagemaker:StopPipelineExecution'],
         [`${pipelineArn}/execution/*`]),
+      // get_model_provenance: a model package and the lineage around it.
+      allow(['sagemaker:DescribeModelPackage'], [`arn:${partition}:sagemaker:${region}:${account}:model-package/*`]),
+      allow(['sagemaker:DescribeArtifact'], [`arn:${partition}:sagemaker:${region}:${account}:artifact/*`]),
+      lineageLists(),
       // An outcome a status check finds in S3 is announced as a notification's is.
       ...putEvents,
     ]);

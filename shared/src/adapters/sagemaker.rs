@@ -1,11 +1,16 @@
 //! SageMaker pipelines (the sagemaker control plane): start the configured pipeline, describe
-//! any run, list a run's steps, read the definition it runs.
+//! any run, list a run's steps, read the definition it runs. And SageMaker's lineage: the
+//! associations between lineage entities, artifacts, model packages.
 
 use aws_sdk_sagemaker::types::{ParallelismConfiguration, Parameter, SortOrder};
 
 use crate::adapters::aws::classify;
+use crate::domain::lineage::{Association, Direction};
 use crate::domain::pipeline_status::ExecutionStatus;
-use crate::ports::{AwsFailure, ExecutionDescription, PipelineControl, StartRequest, StepStatus};
+use crate::ports::{
+    ArtifactDescription, AssociationPage, AwsFailure, ExecutionDescription, LineageGraph,
+    ModelPackageDescription, PipelineControl, StartRequest, StepStatus,
+};
 
 pub fn sagemaker_client(sdk: &aws_config::SdkConfig) -> aws_sdk_sagemaker::Client {
     aws_sdk_sagemaker::Client::new(sdk)
@@ -124,8 +129,144 @@ impl PipelineControl for SageMakerPipeline {
                     .map(|s| s.as_str().to_owned())
                     .unwrap_or_default(),
                 failure_reason: step.failure_reason().map(str::to_owned),
+                model_package_arn: step
+                    .metadata()
+                    .and_then(|m| m.register_model())
+                    .and_then(|r| r.arn())
+                    .filter(|arn| !arn.is_empty())
+                    .map(str::to_owned),
             });
         }
         Ok(steps)
+    }
+}
+
+/// SageMaker's lineage API: ListAssociations, ListArtifacts, DescribeArtifact,
+/// DescribeModelPackage.
+#[derive(Clone)]
+pub struct SageMakerLineage {
+    client: aws_sdk_sagemaker::Client,
+    page_size: i32,
+}
+
+impl SageMakerLineage {
+    /// ListAssociations' largest page: SageMaker's default is 10.
+    pub const PAGE_SIZE: i32 = 100;
+
+    pub fn new(client: aws_sdk_sagemaker::Client) -> Self {
+        Self {
+            client,
+            page_size: Self::PAGE_SIZE,
+        }
+    }
+
+    /// Smaller pages (1 to 100), so that following NextToken can be seen in tests.
+    pub fn with_page_size(self, page_size: i32) -> Self {
+        Self {
+            page_size: page_size.clamp(1, Self::PAGE_SIZE),
+            ..self
+        }
+    }
+}
+
+fn rfc3339(t: &aws_smithy_types::DateTime) -> Option<String> {
+    t.fmt(aws_smithy_types::date_time::Format::DateTime).ok()
+}
+
+impl LineageGraph for SageMakerLineage {
+    async fn associations(
+        &self,
+        arn: &str,
+        direction: Direction,
+        next_token: Option<&str>,
+    ) -> Result<AssociationPage, AwsFailure> {
+        let request = self
+            .client
+            .list_associations()
+            .max_results(self.page_size)
+            .set_next_token(next_token.map(str::to_owned));
+        let request = match direction {
+            Direction::Upstream => request.destination_arn(arn),
+            Direction::Downstream => request.source_arn(arn),
+        };
+        let out = request.send().await.map_err(|e| classify(&e))?;
+        let associations = out
+            .association_summaries()
+            .iter()
+            .filter_map(|a| {
+                Some(Association {
+                    source_arn: a.source_arn()?.to_owned(),
+                    source_name: a.source_name().map(str::to_owned),
+                    source_type: a.source_type().map(str::to_owned),
+                    destination_arn: a.destination_arn()?.to_owned(),
+                    destination_name: a.destination_name().map(str::to_owned),
+                    destination_type: a.destination_type().map(str::to_owned),
+                    association_type: a.association_type().map(|t| t.as_str().to_owned()),
+                })
+            })
+            .collect();
+        Ok(AssociationPage {
+            associations,
+            next_token: out.next_token.filter(|t| !t.is_empty()),
+        })
+    }
+
+    async fn artifacts_with_source(&self, source_uri: &str) -> Result<Vec<String>, AwsFailure> {
+        let mut pages = self
+            .client
+            .list_artifacts()
+            .source_uri(source_uri)
+            .into_paginator()
+            .items()
+            .send();
+        let mut arns = Vec::new();
+        while let Some(artifact) = pages.next().await {
+            let artifact = artifact.map_err(|e| classify(&e))?;
+            if let Some(arn) = artifact.artifact_arn() {
+                arns.push(arn.to_owned());
+            }
+        }
+        Ok(arns)
+    }
+
+    async fn describe_artifact(&self, arn: &str) -> Result<ArtifactDescription, AwsFailure> {
+        let out = self
+            .client
+            .describe_artifact()
+            .artifact_arn(arn)
+            .send()
+            .await
+            .map_err(|e| classify(&e))?;
+        Ok(ArtifactDescription {
+            arn: out.artifact_arn().unwrap_or(arn).to_owned(),
+            name: out.artifact_name().map(str::to_owned),
+            artifact_type: out.artifact_type().map(str::to_owned),
+            source_uri: out.source().and_then(|s| s.source_uri()).map(str::to_owned),
+        })
+    }
+
+    async fn describe_model_package(
+        &self,
+        arn: &str,
+    ) -> Result<ModelPackageDescription, AwsFailure> {
+        let out = self
+            .client
+            .describe_model_package()
+            .model_package_name(arn)
+            .send()
+            .await
+            .map_err(|e| classify(&e))?;
+        Ok(ModelPackageDescription {
+            arn: out.model_package_arn().unwrap_or(arn).to_owned(),
+            group_name: out.model_package_group_name().map(str::to_owned),
+            version: out.model_package_version(),
+            status: out.model_package_status().map(|s| s.as_str().to_owned()),
+            approval_status: out.model_approval_status().map(|s| s.as_str().to_owned()),
+            generated_by: out
+                .metadata_properties()
+                .and_then(|m| m.generated_by())
+                .map(str::to_owned),
+            created_at: out.creation_time().and_then(rfc3339),
+        })
     }
 }

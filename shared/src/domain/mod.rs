@@ -5,6 +5,7 @@ pub mod caller;
 pub mod completion;
 pub mod item;
 pub mod job;
+pub mod lineage;
 pub mod notification;
 pub mod pipeline_definition;
 pub mod pipeline_event;

@@ -12,15 +12,18 @@ use serde_json::{json, Value};
 use crate::AppState;
 
 pub mod endpoints;
+pub mod lineage;
 pub mod pipelines;
 
 /// What the control plane has created: endpoint configs and endpoints by name, pipelines by
-/// lowercase name (SageMaker's names are case-insensitive in ARNs).
+/// lowercase name (SageMaker's names are case-insensitive in ARNs), and the lineage and model
+/// packages the runs recorded.
 #[derive(Default)]
 pub struct Catalog {
     pub endpoint_configs: HashMap<String, endpoints::EndpointConfig>,
     pub endpoints: HashMap<String, endpoints::Endpoint>,
     pub pipelines: HashMap<String, pipelines::Pipeline>,
+    pub lineage: lineage::Lineage,
 }
 
 pub struct AwsError(pub StatusCode, pub &'static str, pub String);
@@ -81,6 +84,10 @@ pub async fn dispatch(
         Some("CreateEndpoint") => endpoints::create_endpoint(&state, &input)?,
         Some("DescribeEndpoint") => endpoints::describe_endpoint(&state, &input)?,
         Some("UpdateEndpoint") => endpoints::update_endpoint(&state, &input)?,
+        Some("ListAssociations") => lineage::list_associations(&state, &input)?,
+        Some("ListArtifacts") => lineage::list_artifacts(&state, &input)?,
+        Some("DescribeArtifact") => lineage::describe_artifact(&state, &input)?,
+        Some("DescribeModelPackage") => lineage::describe_model_package(&state, &input)?,
         _ => {
             return Err(AwsError(
                 StatusCode::BAD_REQUEST,

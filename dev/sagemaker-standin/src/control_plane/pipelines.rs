@@ -11,7 +11,7 @@ use axum::http::StatusCode;
 use chrono::{DateTime, Utc};
 use serde_json::{json, Value};
 
-use super::{epoch, str_field, validation, AwsError};
+use super::{epoch, lineage, str_field, validation, AwsError};
 use crate::{delivery, model, AppState, ACCOUNT};
 
 pub const STEPS: [&str; 4] = [
@@ -28,6 +28,8 @@ pub struct Step {
     pub started: DateTime<Utc>,
     pub ended: Option<DateTime<Utc>>,
     pub failure_reason: Option<String>,
+    /// ListPipelineExecutionSteps' `Metadata`, once the step has something to name.
+    pub metadata: Option<Value>,
 }
 
 #[derive(Clone)]
@@ -363,6 +365,9 @@ pub fn list_steps(state: &AppState, input: &Value) -> Result<Value, AwsError> {
             if let Some(r) = &s.failure_reason {
                 v["FailureReason"] = json!(r);
             }
+            if let Some(m) = &s.metadata {
+                v["Metadata"] = m.clone();
+            }
             v
         })
         .collect();
@@ -376,6 +381,9 @@ pub fn list_steps(state: &AppState, input: &Value) -> Result<Value, AwsError> {
 pub async fn execute(state: AppState, arn: String) {
     delivery::deliver(&state, &arn, None).await;
     let parameters = state.runs.lock().unwrap()[&arn].parameters.clone();
+    let input_data_uri = parameters
+        .get("InputDataUri")
+        .map_or(model::DEFAULT_INPUT_DATA_URI, String::as_str);
     let mut failure = None;
     for name in STEPS {
         update(&state, &arn, |run| {
@@ -385,8 +393,12 @@ pub async fn execute(state: AppState, arn: String) {
                 started: Utc::now(),
                 ended: None,
                 failure_reason: None,
+                metadata: None,
             })
         });
+        if name == "TrainModel" {
+            lineage::training_started(&state, &arn, input_data_uri);
+        }
         tokio::time::sleep(step_duration(&state)).await;
         if state.runs.lock().unwrap()[&arn].status == "Stopping" {
             update(&state, &arn, |run| {
@@ -399,9 +411,25 @@ pub async fn execute(state: AppState, arn: String) {
             return;
         }
         let step_failure = model::step_failure(name, &parameters);
+        // What a step that succeeded leaves in lineage, recorded before it is seen to succeed.
+        let metadata = match name {
+            _ if step_failure.is_some() => None,
+            "TrainModel" => {
+                let run = state.runs.lock().unwrap()[&arn].clone();
+                lineage::training_succeeded(&state, &run, input_data_uri);
+                Some(json!({"TrainingJob": {"Arn": lineage::training_job_arn(&state, &arn)}}))
+            }
+            "RegisterModel" => {
+                let run = state.runs.lock().unwrap()[&arn].clone();
+                let package = lineage::model_registered(&state, &run, input_data_uri);
+                Some(json!({"RegisterModel": {"Arn": package}}))
+            }
+            _ => None,
+        };
         update(&state, &arn, |run| {
             let step = run.steps.last_mut().expect("step just pushed");
             step.ended = Some(Utc::now());
+            step.metadata = metadata.clone();
             step.status = if step_failure.is_some() {
                 "Failed"
             } else {

@@ -1,0 +1,482 @@
+//! Model provenance: a model package, what made it, and its lineage in one direction, walked
+//! breadth first to a depth with bounded work (see [`crate::domain::lineage`]).
+//!
+//! Model packages and lineage are not per caller (IAM scopes them to the account); only the
+//! session id of the pipeline run behind a package is, and it is shown to that run's owner
+//! alone. The owner tag itself is never shown.
+
+use crate::domain::caller::{Caller, Owner};
+use crate::domain::lineage::{self, Describe, Direction, Edge, Entity, EntityKind, Limits, Walk};
+use crate::domain::pipeline_event::{owner_from_description, session_id_from_description};
+use crate::ports::{
+    ArtifactDescription, AwsFailure, LineageGraph, ModelPackageDescription, PipelineControl,
+};
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProvenanceRequest {
+    pub model_package_arn: String,
+    pub direction: Direction,
+    /// 1 to 3.
+    pub max_depth: u32,
+}
+
+/// A pipeline execution, as DescribePipelineExecution says it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ExecutionSummary {
+    pub pipeline_name: Option<String>,
+    pub status: String,
+    pub failure_reason: Option<String>,
+    /// The session that triggered it, when the run is the caller's.
+    pub session_id: Option<String>,
+}
+
+/// What describes an entity beyond its association.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Described {
+    Artifact(ArtifactDescription),
+    PipelineExecution(ExecutionSummary),
+    /// Its ARN's kind and its association's name and type say what it is.
+    FromAssociation,
+    /// The describing call failed; the entity stays in the answer without it.
+    Failed {
+        operation: &'static str,
+        failure: AwsFailure,
+    },
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Found {
+    pub entity: Entity,
+    pub described: Described,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Provenance {
+    pub model_package: ModelPackageDescription,
+    /// The pipeline execution the package's `GeneratedBy` names, described.
+    pub generated_by: Option<(String, Described)>,
+    /// The artifacts that stand for the package in lineage: where the walk starts.
+    pub lineage_arns: Vec<String>,
+    pub found: Vec<Found>,
+    pub edges: Vec<Edge>,
+    /// The walk stopped at its limits with more left to read.
+    pub truncated: bool,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ProvenanceError {
+    /// DescribeModelPackage knows no such package.
+    #[error("no model package {arn} was found: check the model_package_arn (check_training_status reports the one a run registered)")]
+    NotFound { arn: String },
+    #[error("SageMaker {operation} failed: {failure}")]
+    Aws {
+        operation: &'static str,
+        failure: AwsFailure,
+    },
+}
+
+fn aws(operation: &'static str) -> impl FnOnce(AwsFailure) -> ProvenanceError {
+    move |failure| ProvenanceError::Aws { operation, failure }
+}
+
+/// SageMaker answers an unknown model package with a ValidationException (and some
+/// describes with ResourceNotFound).
+fn is_unknown(failure: &AwsFailure) -> bool {
+    matches!(
+        failure.code.as_deref(),
+        Some("ValidationException" | "ResourceNotFound")
+    )
+}
+
+/// The model package, its maker, and its lineage `request.direction` to `request.max_depth`.
+/// A refused lineage call is an error; a refused describe of one entity is noted on it.
+pub async fn model_provenance<L, P>(
+    lineage: &L,
+    pipeline: &P,
+    caller: &Caller,
+    request: &ProvenanceRequest,
+) -> Result<Provenance, ProvenanceError>
+where
+    L: LineageGraph,
+    P: PipelineControl,
+{
+    let arn = &request.model_package_arn;
+    let model_package = match lineage.describe_model_package(arn).await {
+        Ok(described) => described,
+        Err(failure) if is_unknown(&failure) => {
+            return Err(ProvenanceError::NotFound { arn: arn.clone() })
+        }
+        Err(failure) => return Err(aws("DescribeModelPackage")(failure)),
+    };
+    let generated_by = match model_package.generated_by.as_deref() {
+        Some(maker) if EntityKind::of_arn(maker) == Some(EntityKind::PipelineExecution) => {
+            let described = describe_execution(pipeline, caller, maker).await;
+            Some((maker.to_owned(), described))
+        }
+        _ => None,
+    };
+    let lineage_arns = lineage
+        .artifacts_with_source(&model_package.arn)
+        .await
+        .map_err(aws("ListArtifacts"))?;
+    let mut walk = Walk::new(
+        &lineage_arns,
+        request.direction,
+        Limits::to_depth(request.max_depth),
+    );
+    while let Some(listing) = walk.next_listing() {
+        let mut next_token: Option<String> = None;
+        while walk.take_page() {
+            let page = lineage
+                .associations(&listing.arn, request.direction, next_token.as_deref())
+                .await
+                .map_err(aws("ListAssociations"))?;
+            walk.record(&listing, &page.associations);
+            if !walk.wants_next_page(page.next_token.as_deref()) {
+                break;
+            }
+            next_token = page.next_token;
+        }
+    }
+    let graph = walk.finish();
+    let mut found = Vec::with_capacity(graph.entities.len());
+    for entity in graph.entities {
+        let described = describe(lineage, pipeline, caller, &entity).await;
+        found.push(Found { entity, described });
+    }
+    Ok(Provenance {
+        model_package,
+        generated_by,
+        lineage_arns,
+        found,
+        edges: graph.edges,
+        truncated: graph.truncated,
+    })
+}
+
+async fn describe<L: LineageGraph, P: PipelineControl>(
+    lineage: &L,
+    pipeline: &P,
+    caller: &Caller,
+    entity: &Entity,
+) -> Described {
+    match entity.kind.as_ref().map(EntityKind::describe) {
+        Some(Describe::Artifact) => match lineage.describe_artifact(&entity.arn).await {
+            Ok(artifact) => Described::Artifact(artifact),
+            Err(failure) => Described::Failed {
+                operation: "DescribeArtifact",
+                failure,
+            },
+        },
+        Some(Describe::PipelineExecution) => {
+            describe_execution(pipeline, caller, &entity.arn).await
+        }
+        Some(Describe::FromAssociation) | None => Described::FromAssociation,
+    }
+}
+
+async fn describe_execution<P: PipelineControl>(
+    pipeline: &P,
+    caller: &Caller,
+    execution_arn: &str,
+) -> Described {
+    match pipeline.describe(execution_arn).await {
+        Ok(described) => {
+            let description = described.description.as_deref().unwrap_or_default();
+            let owner = owner_from_description(description);
+            let session_id = caller
+                .owns(owner.as_ref().map(Owner::as_str))
+                .then(|| session_id_from_description(description))
+                .flatten();
+            Described::PipelineExecution(ExecutionSummary {
+                pipeline_name: lineage::pipeline_of_execution(execution_arn).map(str::to_owned),
+                status: described.status.as_str().to_owned(),
+                failure_reason: described.failure_reason,
+                session_id,
+            })
+        }
+        Err(failure) => Described::Failed {
+            operation: "DescribePipelineExecution",
+            failure,
+        },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::domain::caller::Principal;
+    use crate::domain::pipeline_event::execution_description;
+    use crate::fakes::{FakePipeline, MemoryLineage};
+    use crate::ports::StartRequest;
+
+    fn local() -> Caller {
+        Principal::Local.caller()
+    }
+
+    fn request(arn: &str, direction: Direction, max_depth: u32) -> ProvenanceRequest {
+        ProvenanceRequest {
+            model_package_arn: arn.to_owned(),
+            direction,
+            max_depth,
+        }
+    }
+
+    /// A run started as trigger_training starts one (session `s-1`, the local caller's), that
+    /// registered a model: its execution ARN and model package ARN.
+    async fn registered(pipeline: &FakePipeline, lineage: &MemoryLineage) -> (String, String) {
+        let now = chrono::Utc::now();
+        let execution = pipeline
+            .start(&StartRequest {
+                description: execution_description("s-1", &local().owner, now),
+                parameters: vec![("InputDataUri".into(), "s3://b/train/".into())],
+                client_request_token: uuid::Uuid::new_v4().simple().to_string(),
+                max_parallel_steps: None,
+            })
+            .await
+            .unwrap();
+        let package = lineage.register_model(&execution, "s3://b/train/");
+        pipeline.succeed_with_model(&execution, &package);
+        (execution, package)
+    }
+
+    fn kinds(p: &Provenance) -> Vec<(String, u32)> {
+        p.found
+            .iter()
+            .map(|f| {
+                let kind = f.entity.kind.as_ref().map_or("?", EntityKind::as_str);
+                let what = match &f.described {
+                    Described::Artifact(a) => a.artifact_type.clone().unwrap_or_default(),
+                    _ => f.entity.lineage_type.clone().unwrap_or_default(),
+                };
+                (format!("{kind}:{what}"), f.entity.depth)
+            })
+            .collect()
+    }
+
+    #[tokio::test]
+    async fn upstream_is_what_built_the_model_to_the_depth_asked() {
+        let (pipeline, lineage) = (FakePipeline::default(), MemoryLineage::default());
+        let (execution, package) = registered(&pipeline, &lineage).await;
+        let two = model_provenance(
+            &lineage,
+            &pipeline,
+            &local(),
+            &request(&package, Direction::Upstream, 2),
+        )
+        .await
+        .unwrap();
+        assert_eq!(two.model_package.group_name.as_deref(), Some("p-models"));
+        assert_eq!(two.lineage_arns.len(), 1);
+        let mut found = kinds(&two);
+        found.sort();
+        assert_eq!(
+            found,
+            [
+                ("artifact:Image".to_owned(), 1),
+                ("artifact:Model".to_owned(), 1),
+                ("trial_component:SageMakerTrainingJob".to_owned(), 2)
+            ]
+        );
+        assert_eq!(two.edges.len(), 3);
+        assert!(!two.truncated);
+        let Some((maker, Described::PipelineExecution(run))) = &two.generated_by else {
+            panic!("{:?}", two.generated_by);
+        };
+        assert_eq!(maker, &execution);
+        assert_eq!(run.pipeline_name.as_deref(), Some("p"));
+        assert_eq!(run.status, "Succeeded");
+        assert_eq!(run.session_id.as_deref(), Some("s-1"));
+
+        let three = model_provenance(
+            &lineage,
+            &pipeline,
+            &local(),
+            &request(&package, Direction::Upstream, 3),
+        )
+        .await
+        .unwrap();
+        let data = three
+            .found
+            .iter()
+            .find(|f| matches!(&f.described, Described::Artifact(a) if a.artifact_type.as_deref() == Some("DataSet")))
+            .expect("the training data, three steps up");
+        assert_eq!(data.entity.depth, 3);
+        assert_eq!(
+            three.found.len(),
+            4,
+            "the image is reached twice, kept once"
+        );
+        assert_eq!(three.edges.len(), 5, "both of the image's edges");
+        let one = model_provenance(
+            &lineage,
+            &pipeline,
+            &local(),
+            &request(&package, Direction::Upstream, 1),
+        )
+        .await
+        .unwrap();
+        assert_eq!(one.found.len(), 2);
+    }
+
+    #[tokio::test]
+    async fn downstream_is_what_the_model_went_on_to_feed() {
+        let (pipeline, lineage) = (FakePipeline::default(), MemoryLineage::default());
+        let (_, package) = registered(&pipeline, &lineage).await;
+        let down = model_provenance(
+            &lineage,
+            &pipeline,
+            &local(),
+            &request(&package, Direction::Downstream, 2),
+        )
+        .await
+        .unwrap();
+        assert_eq!(kinds(&down), [("context:ModelGroup".to_owned(), 1)]);
+        assert_eq!(
+            down.edges[0].association_type.as_deref(),
+            Some("AssociatedWith")
+        );
+        assert_eq!(down.edges[0].source_arn, down.lineage_arns[0]);
+    }
+
+    #[tokio::test]
+    async fn every_page_is_followed() {
+        let (pipeline, lineage) = (
+            FakePipeline::default(),
+            MemoryLineage::default().with_page_size(1),
+        );
+        let (_, package) = registered(&pipeline, &lineage).await;
+        let paged = model_provenance(
+            &lineage,
+            &pipeline,
+            &local(),
+            &request(&package, Direction::Upstream, 3),
+        )
+        .await
+        .unwrap();
+        assert_eq!(paged.found.len(), 4);
+        // The package's artifact (2 pages), the model (1), the image (1, empty), the job (2).
+        assert_eq!(lineage.calls("ListAssociations"), 6);
+    }
+
+    #[tokio::test]
+    async fn another_callers_run_is_shown_without_its_session() {
+        let (pipeline, lineage) = (FakePipeline::default(), MemoryLineage::default());
+        let (_, package) = registered(&pipeline, &lineage).await;
+        let someone = Principal::Bearer {
+            name: "someone".into(),
+        }
+        .caller();
+        let theirs = model_provenance(
+            &lineage,
+            &pipeline,
+            &someone,
+            &request(&package, Direction::Upstream, 1),
+        )
+        .await
+        .unwrap();
+        let Some((_, Described::PipelineExecution(run))) = &theirs.generated_by else {
+            panic!("{:?}", theirs.generated_by);
+        };
+        assert_eq!(
+            (run.status.as_str(), run.session_id.as_deref()),
+            ("Succeeded", None)
+        );
+    }
+
+    #[tokio::test]
+    async fn an_unknown_package_is_not_found_and_a_refused_call_names_itself() {
+        let (pipeline, lineage) = (FakePipeline::default(), MemoryLineage::default());
+        let missing = "arn:aws:sagemaker:us-east-1:123456789012:model-package/none/1";
+        let e = model_provenance(
+            &lineage,
+            &pipeline,
+            &local(),
+            &request(missing, Direction::Upstream, 2),
+        )
+        .await
+        .unwrap_err();
+        assert!(
+            matches!(&e, ProvenanceError::NotFound { arn } if arn == missing),
+            "{e}"
+        );
+        assert!(e
+            .to_string()
+            .starts_with(&format!("no model package {missing} was found")));
+
+        let (_, package) = registered(&pipeline, &lineage).await;
+        let denied = AwsFailure {
+            code: Some("AccessDeniedException".into()),
+            message: "not authorized to perform: sagemaker:ListAssociations".into(),
+            retryable: false,
+            ambiguous: false,
+        };
+        lineage.fail("ListAssociations", denied.clone());
+        let e = model_provenance(
+            &lineage,
+            &pipeline,
+            &local(),
+            &request(&package, Direction::Upstream, 2),
+        )
+        .await
+        .unwrap_err();
+        assert!(
+            matches!(&e, ProvenanceError::Aws { operation: "ListAssociations", failure } if *failure == denied),
+            "{e}"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_refused_describe_is_noted_on_its_entity_only() {
+        let (pipeline, lineage) = (FakePipeline::default(), MemoryLineage::default());
+        let (_, package) = registered(&pipeline, &lineage).await;
+        let denied = AwsFailure {
+            code: Some("AccessDeniedException".into()),
+            message: "no".into(),
+            retryable: false,
+            ambiguous: false,
+        };
+        lineage.fail("DescribeArtifact", denied);
+        let p = model_provenance(
+            &lineage,
+            &pipeline,
+            &local(),
+            &request(&package, Direction::Upstream, 1),
+        )
+        .await
+        .unwrap();
+        assert_eq!(p.found.len(), 2);
+        assert!(p.found.iter().all(|f| matches!(
+            f.described,
+            Described::Failed {
+                operation: "DescribeArtifact",
+                ..
+            }
+        )));
+    }
+
+    #[tokio::test]
+    async fn a_package_without_lineage_has_an_empty_graph() {
+        let (pipeline, lineage) = (FakePipeline::default(), MemoryLineage::default());
+        let arn = "arn:aws:sagemaker:us-east-1:123456789012:model-package/handmade/1";
+        lineage.add_model_package(ModelPackageDescription {
+            arn: arn.into(),
+            group_name: Some("handmade".into()),
+            version: Some(1),
+            status: Some("Completed".into()),
+            approval_status: Some("Approved".into()),
+            generated_by: None,
+            created_at: None,
+        });
+        let p = model_provenance(
+            &lineage,
+            &pipeline,
+            &local(),
+            &request(arn, Direction::Upstream, 3),
+        )
+        .await
+        .unwrap();
+        assert!(p.lineage_arns.is_empty() && p.found.is_empty() && p.generated_by.is_none());
+        assert_eq!(lineage.calls("ListAssociations"), 0);
+    }
+}
