@@ -945,7 +945,7 @@ def summarize_cost(c: dict) -> results.Cost:
                 "INLINE_RESULT_MAX_BYTES 65536 → 4096", f"{OUTPUT_LABELS[size]} output, {label}", units(before),
                 units(after), "none (the same calls and units)" if same_units(before, after)
                 else saved(before.total, after.total)))
-    (path10, job10), (path100, job100) = buffered[10], buffered[100]
+    (path10, _), (path100, _) = buffered[10], buffered[100]
 
     def invocations(path: cost.Bill) -> float:
         return sum(l.quantity for l in path.lines if l.what == "notification-handler requests")
@@ -987,7 +987,9 @@ def summarize_cost(c: dict) -> results.Cost:
         "SageMaker's writing the output to S3 and publishing the notification are counted: the bench makes both "
         "calls as SageMaker would, and the bucket's and the topic's owner pays for them.",
         "Lambda: each invocation's measured duration on this machine against moto, billed per ms at 128 MB "
-        "(arm64); a real service answers at its own speed, and moto answers a batch's calls one at a time. Warm "
+        "(arm64); a real service answers at its own speed, and moto answers a batch's calls one at a time. "
+        "mcp-tools streams its replies (RESPONSE_STREAM), and through this bench's Runtime API each of its "
+        "invocations takes about 40 ms longer than a buffered reply did: these durations include that. Warm "
         "invocations only: a cold start's init is billed too for a custom runtime, once per instance.",
         "DynamoDB units are from the item sizes the emulator saw, by DynamoDB's published rules: a write the "
         "larger of the item before and after per 1 KB, a strongly consistent read per 4 KB (every read here is "
