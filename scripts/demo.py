@@ -66,10 +66,9 @@ async def jobs(url: str) -> bool:
     return outcomes == ["completed", "completed", "failed"]
 
 
-def completion_bus(events, sqs) -> tuple[str, str]:
+def completion_bus(events, sqs, name: str = "demo-completions") -> tuple[str, str]:
     """A bus for the jobs' completion events, and a rule that delivers them to a queue, as a
     consumer of the events would set it up: the bus name and the queue's URL."""
-    name = "demo-completions"
     events.create_event_bus(Name=name)
     queue_url = sqs.create_queue(QueueName=name)["QueueUrl"]
     queue_arn = sqs.get_queue_attributes(QueueUrl=queue_url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]

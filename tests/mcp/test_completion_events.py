@@ -13,6 +13,7 @@ import boto3
 import pytest
 
 from conftest import need, ok
+from demo import completion_bus
 from lambda_watch import WatchError, free_port, start_watch, stop
 from test_faults import call
 
@@ -21,13 +22,7 @@ from test_faults import call
 def bus(servers):
     kw = {"endpoint_url": os.environ["AWS_ENDPOINT_URL"], "region_name": os.environ["AWS_REGION"]}
     events, sqs = boto3.client("events", **kw), boto3.client("sqs", **kw)
-    name = f"completions-{uuid.uuid4().hex[:8]}"
-    events.create_event_bus(Name=name)
-    queue_url = sqs.create_queue(QueueName=name)["QueueUrl"]
-    queue_arn = sqs.get_queue_attributes(QueueUrl=queue_url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
-    events.put_rule(Name="to-queue", EventBusName=name, EventPattern=json.dumps(
-        {"source": ["mcp.async-jobs"], "detail-type": ["Async Job Completed", "Async Job Failed"]}))
-    events.put_targets(Rule="to-queue", EventBusName=name, Targets=[{"Id": "queue", "Arn": queue_arn}])
+    name, queue_url = completion_bus(events, sqs, f"completions-{uuid.uuid4().hex[:8]}")
 
     def delivered():
         found = []
