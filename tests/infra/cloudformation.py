@@ -18,8 +18,11 @@ from samtranslator.yaml_helper import yaml_parse
 ROOT = Path(__file__).resolve().parents[2]
 TEMPLATE = ROOT / "infra" / "template.yaml"
 PSEUDO = {"AWS::Partition": "aws", "AWS::Region": "us-east-1", "AWS::AccountId": "123456789012",
-          "AWS::StackName": "mcp-jobs", "AWS::URLSuffix": "amazonaws.com"}
-# Values for the parameters without a default, as a user would give them.
+          "AWS::StackName": "mcp-jobs", "AWS::URLSuffix": "amazonaws.com",
+          "AWS::StackId": "arn:aws:cloudformation:us-east-1:123456789012:stack/mcp-jobs/"
+                          "4f0c2a30-9d1e-11f0-8de9-0a1b2c3d4e5f"}
+# Values for the parameters without a default, and the pipeline (without it the stack is
+# inference-only), as a user would give them.
 REQUIRED = {"AsyncEndpointName": "doc-processor-async", "PipelineName": "intent-classifier",
             "IoBucketName": "mcp-io-bucket"}
 
@@ -42,9 +45,11 @@ def translated() -> dict:
 class Deployed:
     """One stack's view of the translated template for a set of parameter values."""
 
-    def __init__(self, cfn: dict, **parameters):
+    def __init__(self, cfn: dict, stack_name: str = PSEUDO["AWS::StackName"], **parameters):
         unknown = set(parameters) - set(cfn["Parameters"])
         assert not unknown, f"no such parameters: {unknown}"
+        self.pseudo = {**PSEUDO, "AWS::StackName": stack_name,
+                       "AWS::StackId": PSEUDO["AWS::StackId"].replace("/mcp-jobs/", f"/{stack_name}/")}
         self.values = {name: str(spec.get("Default", "")) for name, spec in cfn["Parameters"].items()}
         self.values.update(REQUIRED)
         self.values.update({k: str(v) for k, v in parameters.items()})
@@ -93,16 +98,34 @@ class Deployed:
                 return [v.strip() for v in self.values[ref].split(",")]
             if ref in self.values:
                 return self.values[ref]
-            return PSEUDO.get(ref, node)
+            return self.pseudo.get(ref, node)
         if set(node) == {"Fn::Sub"} and isinstance(node["Fn::Sub"], str):
             return self.substitute(node["Fn::Sub"])
+        # The list functions, once their arguments are known (a resource's attribute stays as it is).
+        if set(node) == {"Fn::Join"}:
+            delimiter, values = node["Fn::Join"]
+            values = self.resolve(values)
+            if isinstance(values, list) and all(isinstance(v, str) for v in values):
+                return delimiter.join(values)
+            return {"Fn::Join": [delimiter, values]}
+        if set(node) == {"Fn::Split"}:
+            delimiter, text = node["Fn::Split"]
+            text = self.resolve(text)
+            return text.split(delimiter) if isinstance(text, str) else {"Fn::Split": [delimiter, text]}
+        if set(node) == {"Fn::Select"}:
+            index, values = node["Fn::Select"]
+            values = self.resolve(values)
+            if isinstance(values, list):
+                assert int(index) < len(values), f"Fn::Select index {index} out of {values}: CloudFormation refuses it"
+                return values[int(index)]
+            return {"Fn::Select": [index, values]}
         return {k: v for k, v in ((k, self.resolve(v)) for k, v in node.items()) if v is not NO_VALUE}
 
     def substitute(self, text: str):
         """Parameters and pseudo parameters substituted; a Sub naming a resource stays a Sub."""
         def value(match):
             name = match.group(1)
-            return self.values.get(name, PSEUDO.get(name, match.group(0)))
+            return self.values.get(name, self.pseudo.get(name, match.group(0)))
         result = re.sub(r"\$\{([A-Za-z0-9:]+)\}", value, text)
         return {"Fn::Sub": result} if "${" in result else result
 

@@ -24,7 +24,7 @@ OPERATIONS = {
     "list_pipeline_execution_steps": "sagemaker:ListPipelineExecutionSteps",
     "describe_pipeline_definition_for_execution": "sagemaker:DescribePipelineDefinitionForExecution",
     "put_events": "events:PutEvents",
-    "invoke_endpoint_async": "sagemaker:InvokeEndpointAsync",
+    "invoke_endpoint_async": "sagemaker:InvokeEndpointAsync", "describe_endpoint": "sagemaker:DescribeEndpoint",
     "stop_pipeline_execution": "sagemaker:StopPipelineExecution",
     "describe_model_package": "sagemaker:DescribeModelPackage", "describe_artifact": "sagemaker:DescribeArtifact",
     "list_associations": "sagemaker:ListAssociations", "list_artifacts": "sagemaker:ListArtifacts",
@@ -62,7 +62,7 @@ def test_the_template_decodes():
 @pytest.mark.parametrize("function", sorted(ACTIONS))
 def test_each_role_grants_exactly_the_listed_actions(function):
     granted = {a for s in statements(role_of(function)) for a in listify(s["Action"])}
-    expected = set(ACTIONS[function]["code"]) | set(ACTIONS[function]["platform"])
+    expected = set(ACTIONS[function]["code"]) | set(ACTIONS[function]["platform"]) | set(ACTIONS[function]["keys"])
     assert granted == expected, f"extra: {granted - expected}, missing: {expected - granted}"
 
 
@@ -85,6 +85,23 @@ def test_no_wildcard_actions_or_resources(function):
         for resource in listify(s["Resource"]):
             for value in branches(resource):
                 assert value != "*", s
+
+
+KEY_CONDITIONS = {"HasOutputKmsKey", "HasIoBucketKmsKey"}
+
+
+@pytest.mark.parametrize("function", sorted(ACTIONS))
+def test_kms_is_granted_only_with_a_customer_key(function):
+    """kms:* only in a statement that exists when a key parameter is set, and only on that key."""
+    for policy in RESOURCES[role_of(function)]["Properties"]["Policies"]:
+        for statement in policy["PolicyDocument"]["Statement"]:
+            for granted in branches(statement):
+                actions = set(listify(granted["Action"]))
+                if any(a.startswith("kms:") for a in actions):
+                    assert actions <= set(ACTIONS[function]["keys"]), granted
+                    assert statement["Fn::If"][0] in KEY_CONDITIONS, statement
+                    resources = [v for r in listify(granted["Resource"]) for v in branches(r)]
+                    assert resources and all("KmsKey" in json.dumps(r) for r in resources), granted
 
 
 @pytest.mark.parametrize("function", sorted(ACTIONS))
@@ -180,7 +197,9 @@ def test_tables_queues_and_topics_are_encrypted():
             assert props["TimeToLiveSpecification"] == {"AttributeName": "ttl", "Enabled": True}, name
         if resource["Type"] == "AWS::SQS::Queue":
             assert props["SqsManagedSseEnabled"] is True, name
-        if resource["Type"] == "AWS::SNS::Topic":
+        if resource["Type"] == "AWS::SNS::Topic" and name != "AlarmTopic":
+            # CloudWatch cannot publish to a topic under alias/aws/sns (its key policy is AWS's and
+            # names no CloudWatch), so the alarm topic, which carries only alarm states, is not.
             assert props["KmsMasterKeyId"], name
 
 
@@ -263,5 +282,5 @@ def test_alarms_on_outcomes_not_arriving_and_on_the_failure_rate():
     assert RESOURCES["JobFailureRateAlarm"]["Properties"]["Threshold"] == {"Ref": "FailureRateThreshold"}
     for name in ("OutcomesNotArrivingAlarm", "JobFailureRateAlarm"):
         props = RESOURCES[name]["Properties"]
-        assert props["AlarmActions"] == {"Fn::If": ["HasAlarmTopic", [{"Ref": "AlarmTopicArn"}], {"Ref": "AWS::NoValue"}]}
+        assert props["AlarmActions"] == [{"Fn::If": ["HasAlarmTopic", {"Ref": "AlarmTopicArn"}, {"Ref": "AlarmTopic"}]}]
         assert sum(1 for m in props["Metrics"] if m.get("ReturnData")) == 1
