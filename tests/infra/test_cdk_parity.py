@@ -73,6 +73,19 @@ PARITY_CASES = {
     "completion events, default bus, webhook": {
         "CompletionEvents": "default-bus", "CompletionWebhookUrl": "https://hooks.example.com/jobs",
         "CompletionWebhookApiKey": "k-123"},
+    "inference only, keys, the model role's policy": {
+        "PipelineName": "", "ModelName": "doc-classifier",
+        "ModelExecutionRoleArn": "arn:aws:iam::123456789012:role/service-role/AmazonSageMaker-ExecutionRole-1",
+        "EndpointKmsKeyId": "1234abcd-12ab-34cd-56ef-1234567890ab",
+        "IoBucketKmsKeyArn": "arn:aws:kms:us-east-1:123456789012:key/mrk-0123456789abcdef",
+        "AlarmEmail": "oncall@example.com"},
+    "endpoint, own role policy, bucket key, gateway": {
+        **GATEWAY, "ModelName": "doc-classifier", "ModelExecutionRoleArn": ROLE, "AttachModelRolePolicy": "false",
+        "IoBucketKmsKeyArn": "arn:aws:kms:us-east-1:123456789012:key/k-1"},
+    "a shared deployment": {
+        **GATEWAY, "DefaultRequestTtlSecs": "7200", "TrainingInputPrefixes": "s3://datasets/curated/,s3://other/x/",
+        "TrainingInstanceTypes": "ml.m5.xlarge,ml.g5.2xlarge", "CallerSubmitsPerMinute": "0", "CallerRunsPerHour": "3",
+        "CallerWaitsMax": "8", "ToolsReservedConcurrency": "25"},
     "every other setting": {
         "PipelineParameters": "input_data_uri=TrainingData,max_epochs=Epochs", "UseSqsBuffer": "true",
         "SqsBatchSize": "100", "SqsBatchingWindowSecs": "1", "NarrowEventsToPipeline": "false", "ResultTtlSecs": "7200", "InlineResultMaxBytes": "1024",
@@ -96,6 +109,7 @@ REFUSED = {
                               "WebhookNeedsEventsAndKey"),
 }
 LINTED = ["defaults", "wiring: endpoint, existing topics, SQS buffer, KMS key", "auth: oauth, Cognito",
+          "inference only, keys, the model role's policy", "a shared deployment",
           "gateway target, own name, OAuth, tracing", "every other setting", "completion events, stack bus, webhook"]
 
 

@@ -1,6 +1,6 @@
 import * as fs from 'fs';
 import * as path from 'path';
-import { Aws, CfnElement, CfnOutput, Duration, RemovalPolicy, Stack, Token } from 'aws-cdk-lib/core';
+import { Aws, CfnElement, CfnOutput, Duration, Fn, RemovalPolicy, Stack, Token } from 'aws-cdk-lib/core';
 import * as autoscaling from 'aws-cdk-lib/aws-applicationautoscaling';
 import * as agentcore from 'aws-cdk-lib/aws-bedrockagentcore';
 import * as cloudwatch from 'aws-cdk-lib/aws-cloudwatch';
@@ -41,8 +41,8 @@ function packageRoot(from: string): string {
 export interface McpAsyncJobsProps {
   /** The SageMaker asynchronous endpoint submit_job invokes (lowercase, as in its ARN). */
   readonly asyncEndpointName: string;
-  /** The SageMaker pipeline trigger_training starts (lowercase, as in its ARN). */
-  readonly pipelineName: string;
+  /** The SageMaker pipeline trigger_training starts (lowercase, as in its ARN). @default '' (an inference-only stack: no training tools, no pipeline-router) */
+  readonly pipelineName?: string;
   /** The existing bucket of the endpoint's inputs and outputs (inputs go to inputs/). */
   readonly ioBucketName: string;
   /** Key prefix of the endpoint's S3OutputPath. @default 'outputs/' */
@@ -55,8 +55,10 @@ export interface McpAsyncJobsProps {
   readonly errorTopicArn?: string;
   /** An existing SageMaker Model: the async endpoint is then created here, wired and scaling to zero. @default - the endpoint exists already */
   readonly modelName?: string;
-  /** The endpoint's execution role; the topics created here let it publish. Required with modelName. */
+  /** The endpoint's execution role (a path of at most three levels); the topics created here let it publish. Required with modelName. */
   readonly modelExecutionRoleArn?: string;
+  /** With modelName, attach to that role the policy SageMaker needs for this stack's outcomes. @default true */
+  readonly attachModelRolePolicy?: boolean;
   /** @default 'ml.m5.large' */
   readonly endpointInstanceType?: string;
   /** @default 1 */
@@ -71,8 +73,10 @@ export interface McpAsyncJobsProps {
   readonly maxConcurrentInvocationsPerInstance?: number;
   /** @default 'AllTraffic' */
   readonly variantName?: string;
-  /** A KMS key for the endpoint's volume and S3 outputs. @default - none */
+  /** A KMS key (its ARN or ID, not an alias) for the endpoint's volume and S3 outputs. @default - none */
   readonly endpointKmsKeyId?: string;
+  /** The ARN of the customer managed key of the bucket's default encryption. @default - none */
+  readonly ioBucketKmsKeyArn?: string;
   /** trigger_training's arguments mapped to the pipeline's parameter names (tool_arg=Name,...). @default the seed pipeline's names */
   readonly pipelineParameters?: string;
   /** Deliver notifications through an SQS buffer queue (with a DLQ) instead of directly from SNS. @default false */
@@ -131,8 +135,10 @@ export interface McpAsyncJobsProps {
   readonly allowedOrigins?: string;
   /** @default 30 */
   readonly logRetentionDays?: number;
-  /** SNS topic for alarm notifications. @default - alarms notify nobody */
+  /** An existing SNS topic for alarm notifications. @default - a topic is created */
   readonly alarmTopicArn?: string;
+  /** Without alarmTopicArn, an e-mail address subscribed to the created alarm topic. @default - none */
+  readonly alarmEmail?: string;
   /** @default 'INFO' */
   readonly applicationLogLevel?: 'TRACE' | 'DEBUG' | 'INFO' | 'WARN' | 'ERROR' | 'FATAL';
   /** @default 'WARN' */
@@ -141,6 +147,20 @@ export interface McpAsyncJobsProps {
   readonly tracingMode?: 'Active' | 'PassThrough';
   /** Share of job outcomes that are failures (15 minutes, at least 5) that raises the alarm. @default 0.2 */
   readonly failureRateThreshold?: number;
+  /** submit_job's request_ttl_secs when a caller gives none. @default 3600 */
+  readonly defaultRequestTtlSecs?: number;
+  /** Where trigger_training's input_data_uri may point (s3://bucket/prefix/,...). @default '' (s3://<ioBucketName>/train/) */
+  readonly trainingInputPrefixes?: string;
+  /** The training_instance_type values trigger_training accepts, comma-separated. @default 'ml.m5.xlarge' */
+  readonly trainingInstanceTypes?: string;
+  /** Jobs one caller may submit per minute (0: no quota). @default 60 */
+  readonly callerSubmitsPerMinute?: number;
+  /** Training runs one caller may start per hour (0: no quota). @default 10 */
+  readonly callerRunsPerHour?: number;
+  /** Long waits one caller may hold at once (0: no quota). @default 4 */
+  readonly callerWaitsMax?: number;
+  /** Concurrent executions reserved for mcp-tools (0: none). @default 0 */
+  readonly toolsReservedConcurrency?: number;
   /** An AgentCore Gateway: the tools are then also deployed as its Lambda target. */
   readonly agentCoreGatewayId?: string;
   /** With agentCoreGatewayId, the Gateway's execution role (allowed to invoke the target). */
@@ -154,7 +174,7 @@ export interface McpAsyncJobsProps {
   readonly functionsDir?: string;
   /** The Gateway target's tool schema (make tool-schema). @default <repository>/infra/gateway-tool-schema.json */
   readonly toolSchemaFile?: string;
-  /** The prefix of physical names (functions, log groups, dashboard, metrics namespace). @default the stack's name (AWS::StackName) */
+  /** The prefix of physical names (log groups, dashboard, metrics namespace; CloudFormation names the functions). @default the stack's name (AWS::StackName) */
   readonly namePrefix?: string;
   /** Prepended to every logical id, which are otherwise the template's (for two of these in one stack). @default '' */
   readonly logicalIdPrefix?: string;
@@ -296,8 +316,9 @@ const lineageLists = () => allow(['sagemaker:ListAssociations', 'sagemaker:ListA
 export class McpAsyncJobs extends Construct {
   public readonly resultsTable: dynamodb.Table;
   public readonly pipelineResultsTable: dynamodb.Table;
-  public readonly pipelineResultsQueue: sqs.Queue;
-  public readonly pipelineResultsDlq: sqs.Queue;
+  /** The completion queue of pipeline runs; undefined in an inference-only stack. */
+  public readonly pipelineResultsQueue?: sqs.Queue;
+  public readonly pipelineResultsDlq?: sqs.Queue;
   public readonly asyncFailureDlq: sqs.Queue;
   /** The bus recorded outcomes are announced on; undefined without completion events. */
   public readonly completionEventBusName?: string;
@@ -307,7 +328,8 @@ export class McpAsyncJobs extends Construct {
   public readonly successTopicArn: string;
   public readonly errorTopicArn: string;
   public readonly notificationHandler: lambda.Function;
-  public readonly pipelineRouter: lambda.Function;
+  /** Undefined in an inference-only stack. */
+  public readonly pipelineRouter?: lambda.Function;
   public readonly mcpTools: lambda.Function;
   public readonly mcpToolsUrl: lambda.CfnUrl;
   /** For IAM callers of the Function URL. */
@@ -316,6 +338,8 @@ export class McpAsyncJobs extends Construct {
   public readonly userPool?: cognito.CfnUserPool;
   public readonly userPoolClient?: cognito.CfnUserPoolClient;
   public readonly endpoint?: sagemaker.CfnEndpoint;
+  /** The topic the alarms notify (alarmTopicArn, or the one created). */
+  public readonly alarmTopicArn: string;
 
   private readonly idPrefix: string;
 
@@ -343,7 +367,7 @@ export class McpAsyncJobs extends Construct {
     const oauthAuth = given(s.oauthIssuer) || createCognito;
     const bearerAuth = s.functionUrlAuthType === 'NONE' && !oauthAuth;
     const gateway = given(s.agentCoreGatewayId);
-    const alarmActions = given(s.alarmTopicArn) ? [s.alarmTopicArn] : undefined;
+    const hasPipeline = given(s.pipelineName);
     const tracing = () => (s.tracingMode === 'Active' ? [xray()] : []);
 
     // ---------------------------------------------------------------- storage
@@ -355,7 +379,9 @@ export class McpAsyncJobs extends Construct {
       timeToLiveAttribute: 'ttl',
       pointInTimeRecoverySpecification: { pointInTimeRecoveryEnabled: true },
       encryption: dynamodb.TableEncryption.AWS_MANAGED,
-      removalPolicy: RemovalPolicy.RETAIN,
+      // Kept on delete (DeletionPolicy RetainExceptOnCreate) and on replacement, but not after a
+      // failed first create.
+      removalPolicy: RemovalPolicy.RETAIN_ON_UPDATE_OR_DELETE,
     }), tableId);
     this.resultsTable = table('ResultsTable', 'inference_id');
     this.pipelineResultsTable = table('PipelineResultsTable', 'session_id', 'execution_arn');
@@ -367,10 +393,12 @@ export class McpAsyncJobs extends Construct {
       removalPolicy: RemovalPolicy.DESTROY,
       ...more,
     }), queueId);
-    this.pipelineResultsDlq = queue('PipelineResultsDLQ');
-    this.pipelineResultsQueue = queue('PipelineResultsQueue', {
-      deadLetterQueue: { queue: this.pipelineResultsDlq, maxReceiveCount: 5 },
-    });
+    if (hasPipeline) {
+      this.pipelineResultsDlq = queue('PipelineResultsDLQ');
+      this.pipelineResultsQueue = queue('PipelineResultsQueue', {
+        deadLetterQueue: { queue: this.pipelineResultsDlq, maxReceiveCount: 5 },
+      });
+    }
     // Events that notification-handler or pipeline-router failed on after Lambda's retries.
     this.asyncFailureDlq = queue('AsyncFailureDLQ');
     const dlq = this.asyncFailureDlq;
@@ -402,6 +430,47 @@ export class McpAsyncJobs extends Construct {
       : undefined;
     const successTopicPolicy = topicPolicy('SuccessTopicPolicy', successTopic);
     const errorTopicPolicy = topicPolicy('ErrorTopicPolicy', errorTopic);
+
+    // Where the alarms notify, when no alarmTopicArn is given. Not encrypted: CloudWatch cannot
+    // publish to a topic under alias/aws/sns, whose key policy AWS owns; alarm states carry no job data.
+    if (given(s.alarmTopicArn)) {
+      this.alarmTopicArn = s.alarmTopicArn;
+    } else {
+      const alarmTopic = this.pin(new sns.CfnTopic(this, 'AlarmTopic', { displayName: `${name} alarms` }), 'AlarmTopic');
+      this.alarmTopicArn = alarmTopic.ref;
+      if (given(s.alarmEmail)) {
+        this.pin(new sns.CfnSubscription(this, 'AlarmEmailSubscriptionToTopic', {
+          topicArn: alarmTopic.ref, protocol: 'email', endpoint: s.alarmEmail,
+        }), 'AlarmEmailSubscriptionToTopic');
+      }
+    }
+    const alarmActions = [this.alarmTopicArn];
+
+    // Customer managed keys: the endpoint's (outputs) and the bucket's default (inputs, and outputs without one).
+    const endpointKeyArn = !given(s.endpointKmsKeyId) ? undefined : s.endpointKmsKeyId.startsWith('arn:')
+      ? s.endpointKmsKeyId : `arn:${partition}:kms:${region}:${account}:key/${s.endpointKmsKeyId}`;
+    const bucketKeyArn = given(s.ioBucketKmsKeyArn) ? s.ioBucketKmsKeyArn : undefined;
+    const outputKeys = [endpointKeyArn, bucketKeyArn].filter(given);
+    const decryptOutputs = () => (outputKeys.length > 0 ? [allow(['kms:Decrypt'], outputKeys)] : []);
+
+    // SageMaker publishes and writes as the Model's execution role, which this stack does not own:
+    // what it needs for this stack is attached to it (by its name, the ARN's last element).
+    const modelRolePolicy = createEndpoint && s.attachModelRolePolicy
+      ? this.pin(new iam.CfnPolicy(this, 'ModelExecutionRolePolicy', {
+        // Named after the stack's id: any stack name fits, and two stacks on one role keep their own.
+        policyName: Fn.join('', ['mcp-async-jobs-', Fn.select(2, Fn.split('/', Aws.STACK_ID))]),
+        roles: [s.modelExecutionRoleArn.split('/').pop() as string],
+        policyDocument: {
+          Version: '2012-10-17',
+          Statement: [
+            { Sid: 'PublishOutcomes', ...allow(['sns:Publish'], [this.successTopicArn, this.errorTopicArn]) },
+            { Sid: 'WriteOutcomes', ...allow(['s3:PutObject'], readableOutcomes) },
+            { Sid: 'ReadInputs', ...allow(['s3:GetObject'], [`${bucketArn}/inputs/*`]) },
+            ...(outputKeys.length > 0 ? [{ Sid: 'UseKeys', ...allow(['kms:GenerateDataKey', 'kms:Decrypt'], outputKeys) }] : []),
+          ],
+        },
+      }), 'ModelExecutionRolePolicy')
+      : undefined;
 
     // ---------------------------------------------------------------- the async endpoint (optional)
     // Wired at creation: SageMaker publishes outcomes only to the NotificationConfig topics and
@@ -440,6 +509,8 @@ export class McpAsyncJobs extends Construct {
         tags: [
           { key: 'success-topic-policy', value: successTopicPolicy ? successTopicPolicy.ref : 'existing-topic' },
           { key: 'error-topic-policy', value: errorTopicPolicy ? errorTopicPolicy.ref : 'existing-topic' },
+          // And the execution role's policy: SageMaker writes and publishes as that role.
+          { key: 'model-role-policy', value: modelRolePolicy ? modelRolePolicy.ref : 'not-attached' },
         ],
       }), 'AsyncEndpointConfig');
 
@@ -530,10 +601,11 @@ export class McpAsyncJobs extends Construct {
 
     const fn = (fnId: string, binary: string, options: {
       description: string; role: iam.IRole; logGroup: logs.LogGroup; timeoutSecs: number;
-      environment: Record<string, string | undefined>;
+      environment: Record<string, string | undefined>; reservedConcurrentExecutions?: number;
     }) => {
       const created = new lambda.Function(this, fnId, {
-        functionName: `${name}-${binary}`,
+        // No functionName: CloudFormation names it (stack-LogicalId-random, at most 64), so a stack
+        // name of any length deploys.
         description: options.description,
         role: options.role,
         runtime: lambda.Runtime.PROVIDED_AL2023,
@@ -544,6 +616,7 @@ export class McpAsyncJobs extends Construct {
         // enough; raising it buys CPU (Lambda scales CPU with memory), not room.
         memorySize: 128,
         timeout: Duration.seconds(options.timeoutSecs),
+        reservedConcurrentExecutions: options.reservedConcurrentExecutions,
         logGroup: options.logGroup,
         loggingFormat: lambda.LoggingFormat.JSON,
         applicationLogLevelV2: s.applicationLogLevel as lambda.ApplicationLogLevel,
@@ -645,6 +718,7 @@ export class McpAsyncJobs extends Construct {
       ...tracing(),
       allow(['dynamodb:UpdateItem'], [this.resultsTable.tableArn]),
       allow(['s3:GetObject'], readableOutcomes),
+      ...decryptOutputs(),
       allow(['sqs:SendMessage'], [dlq.queueArn]),
       ...(bufferQueue
         ? [allow(['sqs:ReceiveMessage', 'sqs:DeleteMessage', 'sqs:GetQueueAttributes'], [bufferQueue.queueArn])]
@@ -709,67 +783,72 @@ export class McpAsyncJobs extends Construct {
 
     // ---------------------------------------------------------------- pipeline-router
 
-    const pipelineRouterLogs = logGroup('PipelineRouterLogGroup', 'pipeline-router');
-    const pipelineRouterRole = role('PipelineRouterRole', 'pipeline-router', [
-      writeLogs(pipelineRouterLogs),
-      ...tracing(),
-      allow(['dynamodb:UpdateItem'], [this.pipelineResultsTable.tableArn]),
-      allow(['sqs:SendMessage'], [this.pipelineResultsQueue.queueArn, dlq.queueArn]),
-      allow(['sagemaker:DescribePipelineExecution'], [s.narrowEventsToPipeline
-        ? `${pipelineArn}/execution/*`
-        : `arn:${partition}:sagemaker:${region}:${account}:pipeline/*/execution/*`]),
-    ]);
-    this.pipelineRouter = fn('PipelineRouterFunction', 'pipeline-router', {
-      description: 'Records SageMaker pipeline run outcomes and sends them to SQS.',
-      role: pipelineRouterRole,
-      logGroup: pipelineRouterLogs,
-      timeoutSecs: 30,
-      environment: {
-        PIPELINE_RESULTS_TABLE: this.pipelineResultsTable.tableName,
-        PIPELINE_RESULTS_QUEUE_URL: this.pipelineResultsQueue.queueUrl,
-        RESULT_TTL_SECS: String(s.resultTtlSecs),
-      },
-    });
-    onFailureToDlq('PipelineRouterInvokeConfig', this.pipelineRouter);
-
-    const rule = this.pin(new events.CfnRule(this, 'PipelineStatusRule', {
-      description: 'SageMaker pipeline runs reaching a terminal status, to pipeline-router.',
-      eventPattern: {
-        'source': ['aws.sagemaker'],
-        'detail-type': ['SageMaker Model Building Pipeline Execution Status Change'],
-        'detail': {
-          currentPipelineExecutionStatus: ['Succeeded', 'Failed', 'Stopped', 'CompletedWithFailures'],
-          ...(s.narrowEventsToPipeline ? { pipelineArn: [pipelineArn] } : {}),
+    // Only with a pipeline: an inference-only stack has no router, no rule, no completion queue.
+    const pipelineResultsQueue = this.pipelineResultsQueue;
+    if (hasPipeline && pipelineResultsQueue) {
+      const pipelineRouterLogs = logGroup('PipelineRouterLogGroup', 'pipeline-router');
+      const pipelineRouterRole = role('PipelineRouterRole', 'pipeline-router', [
+        writeLogs(pipelineRouterLogs),
+        ...tracing(),
+        allow(['dynamodb:UpdateItem'], [this.pipelineResultsTable.tableArn]),
+        allow(['sqs:SendMessage'], [pipelineResultsQueue.queueArn, dlq.queueArn]),
+        allow(['sagemaker:DescribePipelineExecution'], [s.narrowEventsToPipeline
+          ? `${pipelineArn}/execution/*`
+          : `arn:${partition}:sagemaker:${region}:${account}:pipeline/*/execution/*`]),
+      ]);
+      const router = fn('PipelineRouterFunction', 'pipeline-router', {
+        description: 'Records SageMaker pipeline run outcomes and sends them to SQS.',
+        role: pipelineRouterRole,
+        logGroup: pipelineRouterLogs,
+        timeoutSecs: 30,
+        environment: {
+          PIPELINE_RESULTS_TABLE: this.pipelineResultsTable.tableName,
+          PIPELINE_RESULTS_QUEUE_URL: pipelineResultsQueue.queueUrl,
+          RESULT_TTL_SECS: String(s.resultTtlSecs),
         },
-      },
-      targets: [{
-        id: 'pipeline-router',
-        arn: this.pipelineRouter.functionArn,
-        retryPolicy: { maximumRetryAttempts: 185, maximumEventAgeInSeconds: 86400 },
-        deadLetterConfig: { arn: dlq.queueArn },
-      }],
-    }), 'PipelineStatusRule');
-    this.pin(new lambda.CfnPermission(this, 'PipelineStatusRulePermission', {
-      functionName: this.pipelineRouter.functionName,
-      action: 'lambda:InvokeFunction',
-      principal: 'events.amazonaws.com',
-      sourceArn: rule.attrArn,
-    }), 'PipelineStatusRulePermission');
+      });
+      this.pipelineRouter = router;
+      onFailureToDlq('PipelineRouterInvokeConfig', router);
 
-    this.pin(new sqs.CfnQueuePolicy(this, 'AsyncFailureDLQPolicy', {
-      queues: [dlq.queueUrl],
-      policyDocument: {
-        Version: '2012-10-17',
-        Statement: [{
-          // EventBridge puts events it could not deliver to pipeline-router here.
-          Effect: 'Allow',
-          Principal: { Service: 'events.amazonaws.com' },
-          Action: 'sqs:SendMessage',
-          Resource: dlq.queueArn,
-          Condition: { ArnEquals: { 'aws:SourceArn': rule.attrArn } },
+      const rule = this.pin(new events.CfnRule(this, 'PipelineStatusRule', {
+        description: 'SageMaker pipeline runs reaching a terminal status, to pipeline-router.',
+        eventPattern: {
+          'source': ['aws.sagemaker'],
+          'detail-type': ['SageMaker Model Building Pipeline Execution Status Change'],
+          'detail': {
+            currentPipelineExecutionStatus: ['Succeeded', 'Failed', 'Stopped', 'CompletedWithFailures'],
+            ...(s.narrowEventsToPipeline ? { pipelineArn: [pipelineArn] } : {}),
+          },
+        },
+        targets: [{
+          id: 'pipeline-router',
+          arn: router.functionArn,
+          retryPolicy: { maximumRetryAttempts: 185, maximumEventAgeInSeconds: 86400 },
+          deadLetterConfig: { arn: dlq.queueArn },
         }],
-      },
-    }), 'AsyncFailureDLQPolicy');
+      }), 'PipelineStatusRule');
+      this.pin(new lambda.CfnPermission(this, 'PipelineStatusRulePermission', {
+        functionName: router.functionName,
+        action: 'lambda:InvokeFunction',
+        principal: 'events.amazonaws.com',
+        sourceArn: rule.attrArn,
+      }), 'PipelineStatusRulePermission');
+
+      this.pin(new sqs.CfnQueuePolicy(this, 'AsyncFailureDLQPolicy', {
+        queues: [dlq.queueUrl],
+        policyDocument: {
+          Version: '2012-10-17',
+          Statement: [{
+            // EventBridge puts events it could not deliver to pipeline-router here.
+            Effect: 'Allow',
+            Principal: { Service: 'events.amazonaws.com' },
+            Action: 'sqs:SendMessage',
+            Resource: dlq.queueArn,
+            Condition: { ArnEquals: { 'aws:SourceArn': rule.attrArn } },
+          }],
+        },
+      }), 'AsyncFailureDLQPolicy');
+    }
 
     // ------------------------------------------- a Cognito user pool as the authorization server (optional)
     // For teams without an identity provider. Only an administrator creates users: a pool open to
@@ -854,15 +933,22 @@ export class McpAsyncJobs extends Construct {
       allow(['dynamodb:PutItem', 'dynamodb:GetItem', 'dynamodb:UpdateItem'], [this.resultsTable.tableArn]),
       allow(['dynamodb:PutItem', 'dynamodb:Query'], [this.pipelineResultsTable.tableArn]),
       allow(['s3:PutObject'], [`${bucketArn}/inputs/*`]),
+      // The inputs it writes under a bucket key: S3 asks KMS for a data key as this role.
+      ...(bucketKeyArn ? [allow(['kms:GenerateDataKey'], [bucketKeyArn])] : []),
       // Presigned result URLs are signed with this role's credentials, and check_job_status
       // reads an output or failure object itself when its notification did not arrive.
       allow(['s3:GetObject'], readableOutcomes),
-      allow(['sagemaker:InvokeEndpointAsync'],
+      ...decryptOutputs(),
+      // DescribeEndpoint: whether the endpoint is at zero instances when a job is submitted.
+      allow(['sagemaker:InvokeEndpointAsync', 'sagemaker:DescribeEndpoint'],
         [`arn:${partition}:sagemaker:${region}:${account}:endpoint/${s.asyncEndpointName}`]),
-      allow(['sagemaker:StartPipelineExecution'], [pipelineArn]),
-      allow(['sagemaker:DescribePipelineExecution', 'sagemaker:ListPipelineExecutionSteps',
-        'sagemaker:DescribePipelineDefinitionForExecution', 'sagemaker:StopPipelineExecution'],
-        [`${pipelineArn}/execution/*`]),
+      // The training tools, only with a pipeline.
+      ...(hasPipeline ? [
+        allow(['sagemaker:StartPipelineExecution'], [pipelineArn]),
+        allow(['sagemaker:DescribePipelineExecution', 'sagemaker:ListPipelineExecutionSteps',
+          'sagemaker:DescribePipelineDefinitionForExecution', 'sagemaker:StopPipelineExecution'],
+          [`${pipelineArn}/execution/*`]),
+      ] : []),
       // get_model_provenance: a model package and the lineage around it.
       allow(['sagemaker:DescribeModelPackage'], [`arn:${partition}:sagemaker:${region}:${account}:model-package/*`]),
       allow(['sagemaker:DescribeArtifact'], [`arn:${partition}:sagemaker:${region}:${account}:artifact/*`]),
@@ -879,6 +965,12 @@ export class McpAsyncJobs extends Construct {
       RESULT_TTL_SECS: String(s.resultTtlSecs),
       INLINE_RESULT_MAX_BYTES: String(s.inlineResultMaxBytes),
       PIPELINE_PARAMETERS: s.pipelineParameters,
+      DEFAULT_REQUEST_TTL_SECS: String(s.defaultRequestTtlSecs),
+      TRAINING_INPUT_PREFIXES: given(s.trainingInputPrefixes) ? s.trainingInputPrefixes : `s3://${s.ioBucketName}/train/`,
+      TRAINING_INSTANCE_TYPES: s.trainingInstanceTypes,
+      CALLER_SUBMITS_PER_MINUTE: String(s.callerSubmitsPerMinute),
+      CALLER_RUNS_PER_HOUR: String(s.callerRunsPerHour),
+      CALLER_WAITS_MAX: String(s.callerWaitsMax),
       EVENT_BUS_NAME: eventBusName,
     };
     // Only the chosen auth mode's variables: oauth with an issuer or the user pool, else bearer
@@ -890,6 +982,7 @@ export class McpAsyncJobs extends Construct {
       logGroup: mcpToolsLogs,
       // A plain wait is 20 s at most; a streamed one (with a progress token) up to this less 10 s.
       timeoutSecs: s.toolsTimeoutSecs,
+      reservedConcurrentExecutions: s.toolsReservedConcurrency > 0 ? s.toolsReservedConcurrency : undefined,
       environment: {
         AUTH_MODE: oauthAuth ? 'oauth' : bearerAuth ? 'bearer' : 'iam',
         MCP_BEARER_TOKEN_SHA256: bearerAuth && given(s.bearerTokenSha256) ? s.bearerTokenSha256 : undefined,
@@ -989,8 +1082,10 @@ export class McpAsyncJobs extends Construct {
       this.depthOrErrorsAlarm(alarmId, description, 'AWS/Lambda', 'Errors', 'FunctionName', target.functionName, 'Sum', alarmActions);
     errorsAlarm('NotificationHandlerErrorsAlarm',
       'notification-handler failed on a notification (it is retried, then sent to the failure DLQ).', notificationHandler);
-    errorsAlarm('PipelineRouterErrorsAlarm',
-      'pipeline-router failed on a status change (it is retried, then sent to the failure DLQ).', this.pipelineRouter);
+    if (this.pipelineRouter) {
+      errorsAlarm('PipelineRouterErrorsAlarm',
+        'pipeline-router failed on a status change (it is retried, then sent to the failure DLQ).', this.pipelineRouter);
+    }
     errorsAlarm('McpToolsErrorsAlarm',
       'mcp-tools invocations failed (tool errors are not function errors; these are crashes or timeouts).', this.mcpTools);
     const depthAlarm = (alarmId: string, description: string, waiting: sqs.Queue) =>
@@ -998,8 +1093,10 @@ export class McpAsyncJobs extends Construct {
         waiting.queueName, 'Maximum', alarmActions);
     depthAlarm('AsyncFailureDLQDepthAlarm',
       'Notifications or pipeline events that could not be recorded are waiting in the failure DLQ.', dlq);
-    depthAlarm('PipelineResultsDLQDepthAlarm',
-      'Completion messages the consumer could not process are waiting in the DLQ.', this.pipelineResultsDlq);
+    if (this.pipelineResultsDlq) {
+      depthAlarm('PipelineResultsDLQDepthAlarm',
+        'Completion messages the consumer could not process are waiting in the DLQ.', this.pipelineResultsDlq);
+    }
     if (bufferDlq) {
       depthAlarm('NotificationBufferDLQDepthAlarm', 'Buffered notifications failed five times and wait in the buffer DLQ.', bufferDlq);
     }
@@ -1074,10 +1171,11 @@ export class McpAsyncJobs extends Construct {
         namespace,
         region,
         notificationHandler: notificationHandler.functionName,
-        pipelineRouter: this.pipelineRouter.functionName,
+        // An inference-only stack has neither: its widgets show no data.
+        pipelineRouter: this.pipelineRouter ? this.pipelineRouter.functionName : 'none',
         mcpTools: this.mcpTools.functionName,
         asyncFailureDlq: dlq.queueName,
-        pipelineResultsDlq: this.pipelineResultsDlq.queueName,
+        pipelineResultsDlq: this.pipelineResultsDlq ? this.pipelineResultsDlq.queueName : 'none',
       })),
     }), 'Dashboard');
 
@@ -1100,7 +1198,10 @@ export class McpAsyncJobs extends Construct {
     }
     output('ResultsTableName', this.resultsTable.tableName);
     output('PipelineResultsTableName', this.pipelineResultsTable.tableName);
-    output('PipelineResultsQueueUrl', this.pipelineResultsQueue.queueUrl);
+    if (this.pipelineResultsQueue) {
+      output('PipelineResultsQueueUrl', this.pipelineResultsQueue.queueUrl);
+    }
+    output('AlarmTopic', this.alarmTopicArn, 'The SNS topic the alarms notify (AlarmTopicArn, or the one the stack created).');
     output('AsyncFailureDLQUrl', dlq.queueUrl, 'Notifications and pipeline events that failed after retries.');
     output('SuccessTopic', this.successTopicArn,
       'The endpoint\'s NotificationConfig SuccessTopic (set by the stack with ModelName, else by make wire-endpoint).');

@@ -20,20 +20,27 @@ export interface ParameterSpec {
 }
 
 const ROLE_ARN = '^(arn:aws[a-zA-Z-]*:iam::[0-9]{12}:role/.+)?$';
+/** A role ARN whose name the template can find: a path of at most three levels. */
+const MODEL_ROLE_ARN = '^(arn:aws[a-zA-Z-]*:iam::[0-9]{12}:role/([\\w+=,.@-]+/){0,3}[\\w+=,.@-]{1,64})?$';
+const KMS_KEY_ARN = 'arn:aws[a-zA-Z-]*:kms:[a-z0-9-]+:[0-9]{12}:key/[a-zA-Z0-9-]{1,64}';
+const TRAINING_ARGUMENT = '(?:input_data_uri|max_epochs|accuracy_threshold|training_instance_type)=[A-Za-z0-9_-]{1,256}';
+const S3_PREFIX = 's3://[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]/([^,\\s]+/)?';
+const INSTANCE_TYPE = 'ml\\.[a-z0-9]+\\.[a-z0-9]+';
 const HTTPS_URL = '^(https://[^\\s]+)?$';
 const SCOPE = '^[!#-\\[\\]-~]*$';
 const BOOLEAN = ['true', 'false'];
 
 export const PARAMETERS: Readonly<Record<string, ParameterSpec>> = {
   AsyncEndpointName: { prop: 'asyncEndpointName', kind: 'string', pattern: '^[a-z0-9](-*[a-z0-9]){0,62}$' },
-  PipelineName: { prop: 'pipelineName', kind: 'string', pattern: '^[a-z0-9](-*[a-z0-9]){0,255}$' },
+  PipelineName: { prop: 'pipelineName', kind: 'string', default: '', pattern: '^([a-z0-9](-*[a-z0-9]){0,255})?$' },
   IoBucketName: { prop: 'ioBucketName', kind: 'string', pattern: '^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$' },
   OutputPrefix: { prop: 'outputPrefix', kind: 'string', default: 'outputs/' },
   FailurePrefix: { prop: 'failurePrefix', kind: 'string', default: 'failures/' },
   SuccessTopicArn: { prop: 'successTopicArn', kind: 'string', default: '' },
   ErrorTopicArn: { prop: 'errorTopicArn', kind: 'string', default: '' },
   ModelName: { prop: 'modelName', kind: 'string', default: '', pattern: '^([a-zA-Z0-9](-*[a-zA-Z0-9]){0,62})?$' },
-  ModelExecutionRoleArn: { prop: 'modelExecutionRoleArn', kind: 'string', default: '', pattern: ROLE_ARN },
+  ModelExecutionRoleArn: { prop: 'modelExecutionRoleArn', kind: 'string', default: '', pattern: MODEL_ROLE_ARN },
+  AttachModelRolePolicy: { prop: 'attachModelRolePolicy', kind: 'boolean', default: 'true', allowed: BOOLEAN },
   EndpointInstanceType: {
     prop: 'endpointInstanceType', kind: 'string', default: 'ml.m5.large', pattern: '^ml\\.[a-z0-9]+\\.[a-z0-9]+$',
   },
@@ -45,12 +52,15 @@ export const PARAMETERS: Readonly<Record<string, ParameterSpec>> = {
     prop: 'maxConcurrentInvocationsPerInstance', kind: 'number', default: '4', min: 1, max: 1000,
   },
   VariantName: { prop: 'variantName', kind: 'string', default: 'AllTraffic', pattern: '^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}$' },
-  EndpointKmsKeyId: { prop: 'endpointKmsKeyId', kind: 'string', default: '' },
+  EndpointKmsKeyId: { prop: 'endpointKmsKeyId', kind: 'string', default: '', pattern: `^(${KMS_KEY_ARN}|[a-zA-Z0-9-]{1,64})?$` },
+  IoBucketKmsKeyArn: { prop: 'ioBucketKmsKeyArn', kind: 'string', default: '', pattern: `^(${KMS_KEY_ARN})?$` },
   PipelineParameters: {
     prop: 'pipelineParameters', kind: 'string',
     default: 'input_data_uri=InputDataUri,max_epochs=MaxEpochs,accuracy_threshold=AccuracyThreshold,'
       + 'training_instance_type=TrainingInstanceType',
-    pattern: '^([a-z_]+=[A-Za-z0-9_-]+)(,[a-z_]+=[A-Za-z0-9_-]+)*$',
+    // What mcp-tools would refuse: an unknown or repeated argument, a name twice, input_data_uri missing.
+    pattern: '^(?=(?:.*,)?input_data_uri=)(?!(?:.*,)?([a-z_]+)=.*,\\1=)(?!.*=([A-Za-z0-9_-]+),(?:.*,)?[a-z_]+=\\2(?:,|$))'
+      + `${TRAINING_ARGUMENT}(?:,${TRAINING_ARGUMENT})*$`,
   },
   UseSqsBuffer: { prop: 'useSqsBuffer', kind: 'boolean', default: 'false', allowed: BOOLEAN },
   SqsBatchSize: { prop: 'sqsBatchSize', kind: 'number', default: '10', min: 1, max: 1000 },
@@ -89,12 +99,24 @@ export const PARAMETERS: Readonly<Record<string, ParameterSpec>> = {
       '2192', '2557', '2922', '3288', '3653'],
   },
   AlarmTopicArn: { prop: 'alarmTopicArn', kind: 'string', default: '' },
+  AlarmEmail: { prop: 'alarmEmail', kind: 'string', default: '', pattern: '^([^@\\s]+@[^@\\s]+\\.[^@\\s]+)?$' },
   ApplicationLogLevel: {
     prop: 'applicationLogLevel', kind: 'string', default: 'INFO', allowed: ['TRACE', 'DEBUG', 'INFO', 'WARN', 'ERROR', 'FATAL'],
   },
   SystemLogLevel: { prop: 'systemLogLevel', kind: 'string', default: 'WARN', allowed: ['DEBUG', 'INFO', 'WARN'] },
   TracingMode: { prop: 'tracingMode', kind: 'string', default: 'PassThrough', allowed: ['Active', 'PassThrough'] },
   FailureRateThreshold: { prop: 'failureRateThreshold', kind: 'number', default: '0.2', min: 0, max: 1 },
+  DefaultRequestTtlSecs: { prop: 'defaultRequestTtlSecs', kind: 'number', default: '3600', min: 60, max: 21600 },
+  TrainingInputPrefixes: {
+    prop: 'trainingInputPrefixes', kind: 'string', default: '', pattern: `^(${S3_PREFIX}(,${S3_PREFIX})*)?$`,
+  },
+  TrainingInstanceTypes: {
+    prop: 'trainingInstanceTypes', kind: 'string', default: 'ml.m5.xlarge', pattern: `^${INSTANCE_TYPE}(,${INSTANCE_TYPE})*$`,
+  },
+  CallerSubmitsPerMinute: { prop: 'callerSubmitsPerMinute', kind: 'number', default: '60', min: 0, max: 100000 },
+  CallerRunsPerHour: { prop: 'callerRunsPerHour', kind: 'number', default: '10', min: 0, max: 10000 },
+  CallerWaitsMax: { prop: 'callerWaitsMax', kind: 'number', default: '4', min: 0, max: 1000 },
+  ToolsReservedConcurrency: { prop: 'toolsReservedConcurrency', kind: 'number', default: '0', min: 0, max: 10000 },
   AgentCoreGatewayId: { prop: 'agentCoreGatewayId', kind: 'string', default: '', pattern: '^(([0-9a-z][-]?){1,100}-[0-9a-z]{10})?$' },
   AgentCoreGatewayRoleArn: { prop: 'agentCoreGatewayRoleArn', kind: 'string', default: '', pattern: ROLE_ARN },
   AgentCoreTargetName: { prop: 'agentCoreTargetName', kind: 'string', default: 'mcp-tools', pattern: '^([0-9a-zA-Z][-]?){1,100}$' },

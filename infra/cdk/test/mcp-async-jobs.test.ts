@@ -41,14 +41,20 @@ describe('McpAsyncJobs', () => {
   it('deploys the functions from their builds: provided.al2023, arm64, bootstrap', () => {
     const template = synth();
     template.resourceCountIs('AWS::Lambda::Function', 3);
+    // CloudFormation names the functions, so a stack name of any length deploys.
+    for (const fnResource of Object.values(template.findResources('AWS::Lambda::Function'))) {
+      assert.equal((fnResource as { Properties: Record<string, unknown> }).Properties.FunctionName, undefined);
+    }
     for (const binary of ['notification-handler', 'pipeline-router', 'mcp-tools']) {
       template.hasResourceProperties('AWS::Lambda::Function', {
-        FunctionName: { 'Fn::Join': ['', [{ Ref: 'AWS::StackName' }, `-${binary}`]] },
+        LoggingConfig: { LogGroup: { Ref: `${binary.split('-').map((w) => w[0].toUpperCase() + w.slice(1)).join('')}LogGroup` } },
         Runtime: 'provided.al2023',
         Architectures: ['arm64'],
         Handler: 'bootstrap',
         MemorySize: 128,
         TracingConfig: { Mode: 'PassThrough' },
+      });
+      template.hasResourceProperties('AWS::Lambda::Function', {
         LoggingConfig: { LogFormat: 'JSON', ApplicationLogLevel: 'INFO', SystemLogLevel: 'WARN' },
       });
     }
@@ -65,14 +71,14 @@ describe('McpAsyncJobs', () => {
     new McpAsyncJobs(stack, 'Green', { ...REQUIRED, functionsDir, logicalIdPrefix: 'Green', namePrefix: 'jobs-green' });
     const both = Template.fromStack(stack);
     both.resourceCountIs('AWS::DynamoDB::Table', 4);
-    both.hasResourceProperties('AWS::Lambda::Function', { FunctionName: 'jobs-green-mcp-tools' });
+    both.hasResourceProperties('AWS::Logs::LogGroup', { LogGroupName: '/aws/lambda/jobs-green-mcp-tools' });
     assert.ok(Object.keys(both.toJSON().Resources).includes('BlueResultsTable'));
     assert.ok(Object.keys(both.toJSON().Outputs).includes('GreenMcpFunctionUrl'));
   });
 
-  it('keeps the tables when the stack goes, and nothing else', () => {
+  it('keeps the tables when the stack goes (not after a failed first create), and nothing else', () => {
     const template = synth();
-    template.allResources('AWS::DynamoDB::Table', { DeletionPolicy: 'Retain', UpdateReplacePolicy: 'Retain' });
+    template.allResources('AWS::DynamoDB::Table', { DeletionPolicy: 'RetainExceptOnCreate', UpdateReplacePolicy: 'Retain' });
     template.allResources('AWS::Logs::LogGroup', { DeletionPolicy: 'Delete' });
     template.allResources('AWS::SQS::Queue', { DeletionPolicy: 'Delete' });
   });
