@@ -19,14 +19,25 @@ The checks:
   maps a tool argument to;
 - rule: the EventBridge rule routing pipeline runs to pipeline-router is enabled;
 - DLQs: the dead-letter queues are empty;
-- alarms: every alarm has an action.
+- alarms: every alarm has an action;
+- endpoint role: iam:SimulatePrincipalPolicy says the endpoint's execution role (DescribeEndpoint,
+  DescribeEndpointConfig, DescribeModel) may sns:Publish to both topics, s3:PutObject under the
+  output and failure prefixes, s3:GetObject under inputs/, and kms:GenerateDataKey and kms:Decrypt
+  on the outputs' key (the endpoint config's, and --bucket-kms-key-arn); the topics', bucket's
+  and key's own policies are given to the simulation when they can be read;
+- function roles: the same for each function's role, on each call its code makes
+  (infra/iam-actions.json) on this stack's resources, and kms:Decrypt (and for mcp-tools
+  kms:GenerateDataKey) on the keys in play.
+Each denial is a FAIL line that prints the IAM statement to add.
 With --stack-name every name comes from the stack (its parameters, outputs and resources); an
 explicit option overrides one. A check whose names are not known is skipped, and says so.
-AWS access is boto3's standard chain (AWS_PROFILE, AWS_REGION, AWS_ENDPOINT_URL[_<SERVICE>]).
+AWS access is boto3's standard chain (AWS_PROFILE, AWS_ENDPOINT_URL[_<SERVICE>]) in the region
+scripts/aws_region.py picks (AWS_REGION, AWS_DEFAULT_REGION, the profile's), which it prints first.
 IAM (read only): cloudformation:DescribeStacks, cloudformation:ListStackResources,
-sagemaker:DescribeEndpoint, sagemaker:DescribeEndpointConfig, sagemaker:DescribePipeline,
-sns:ListSubscriptionsByTopic, sns:GetSubscriptionAttributes, events:DescribeRule,
-sqs:GetQueueAttributes, cloudwatch:DescribeAlarms.
+sagemaker:DescribeEndpoint, sagemaker:DescribeEndpointConfig, sagemaker:DescribeModel,
+sagemaker:DescribePipeline, sns:ListSubscriptionsByTopic, sns:GetSubscriptionAttributes,
+sns:GetTopicAttributes, s3:GetBucketPolicy, kms:GetKeyPolicy, events:DescribeRule,
+sqs:GetQueueAttributes, cloudwatch:DescribeAlarms, iam:SimulatePrincipalPolicy on the roles.
 """
 
 from __future__ import annotations
@@ -37,14 +48,21 @@ import sys
 from dataclasses import dataclass, field
 from typing import Callable, Optional
 
-import boto3
+from pathlib import Path
+
 from botocore.exceptions import BotoCoreError, ClientError
 
+import aws_region
+import model_role
 from stack import StackError, add_wiring_arguments, read_stack, under_prefix
 
 SEED_PIPELINE_PARAMETERS = ("input_data_uri=InputDataUri,max_epochs=MaxEpochs,"
                             "accuracy_threshold=AccuracyThreshold,training_instance_type=TrainingInstanceType")
 DLQS = ("AsyncFailureDLQ", "PipelineResultsDLQ", "NotificationBufferDLQ")
+IAM_ACTIONS = Path(__file__).resolve().parents[1] / "infra" / "iam-actions.json"
+# The functions whose roles are checked, and the template's role each runs with.
+FUNCTION_ROLES = {"notification-handler": "NotificationHandlerRole", "pipeline-router": "PipelineRouterRole",
+                  "mcp-tools": "McpToolsRole"}
 
 
 @dataclass
@@ -64,6 +82,19 @@ class Targets:
     dlq_urls: list = field(default_factory=list)
     alarms: list = field(default_factory=list)
     stack: Optional[str] = None
+    inference_only: bool = False
+    # The permission checks: the endpoint's execution role (else found through DescribeModel), each
+    # function's role, and what their ARNs need.
+    model_role: Optional[str] = None
+    function_roles: dict = field(default_factory=dict)
+    region: str = ""
+    account: str = ""
+    partition: str = "aws"
+    results_table: Optional[str] = None
+    pipeline_results_table: Optional[str] = None
+    pipeline_queue_url: Optional[str] = None
+    event_bus: Optional[str] = None
+    bucket_key: Optional[str] = None
 
 
 @dataclass
@@ -94,7 +125,20 @@ def skip(check: str, why: str) -> Result:
 
 def targets_from_stack(session, name: str) -> Targets:
     stack = read_stack(session, name)
+    account, partition = stack.account(), stack.partition()
+    roles = {fn: f"arn:{partition}:iam::{account}:role/{stack.physical_id(role)}"
+             for fn, role in FUNCTION_ROLES.items() if stack.physical_id(role) and account}
+    bus = stack.outputs.get("CompletionEventBusName")
     return Targets(
+        inference_only=not stack.parameter("PipelineName"),
+        function_roles=roles,
+        account=account,
+        partition=partition,
+        results_table=stack.physical_id("ResultsTable"),
+        pipeline_results_table=stack.physical_id("PipelineResultsTable"),
+        pipeline_queue_url=stack.physical_id("PipelineResultsQueue"),
+        event_bus=bus,
+        bucket_key=stack.parameter("IoBucketKmsKeyArn") or None,
         stack=name,
         endpoint=stack.parameter("AsyncEndpointName"),
         success_topic=stack.outputs.get("SuccessTopic"),
@@ -122,6 +166,19 @@ def apply_overrides(targets: Targets, args: argparse.Namespace) -> Targets:
         targets.dlq_urls = args.dlq_url
     if args.alarm_name:
         targets.alarms = args.alarm_name
+    if args.model_execution_role_arn:
+        targets.model_role = args.model_execution_role_arn
+    if args.bucket_kms_key_arn:
+        targets.bucket_key = args.bucket_kms_key_arn
+    for given in args.function_role or []:
+        function, sep, arn = given.partition("=")
+        if not sep or function not in FUNCTION_ROLES:
+            raise ValueError(f"--function-role {given!r}: give FUNCTION=ROLE_ARN, FUNCTION one of "
+                             f"{', '.join(FUNCTION_ROLES)}")
+        targets.function_roles[function] = arn
+    for name in ("results_table", "pipeline_results_table", "pipeline_queue_url", "event_bus"):
+        if getattr(args, name) is not None:
+            setattr(targets, name, getattr(args, name))
     return targets
 
 
@@ -254,6 +311,8 @@ def declared_parameters(definition: str) -> set:
 
 def check_pipeline(sm, t: Targets) -> Result:
     if not t.pipeline:
+        if t.inference_only:
+            return ok("pipeline", "none: an inference-only stack (PipelineName empty), no training tools")
         return skip("pipeline", "no pipeline name (give --pipeline-name)")
     try:
         mapping = parse_pipeline_parameters(t.pipeline_parameters)
@@ -280,6 +339,8 @@ def check_pipeline(sm, t: Targets) -> Result:
 
 def check_rule(events, t: Targets) -> Result:
     if not t.rule:
+        if t.inference_only:
+            return ok("rule", "none: an inference-only stack routes no pipeline runs")
         return skip("rule", "no EventBridge rule name (give --rule-name)")
     try:
         rule = events.describe_rule(Name=t.rule)
@@ -318,8 +379,171 @@ def check_alarms(cloudwatch, t: Targets) -> Result:
     if missing or silent:
         detail = "; ".join(filter(None, [missing and f"not found: {', '.join(missing)}",
                                         silent and f"no action: {', '.join(silent)}"]))
-        return fail("alarms", detail, "set AlarmTopicArn to an SNS topic someone reads, and redeploy")
+        return fail("alarms", detail, "redeploy with AlarmTopicArn empty (the stack then creates a topic; "
+                                      "AlarmEmail subscribes an address) or set to an SNS topic someone reads")
     return ok("alarms", f"{len(t.alarms)} alarm(s), each with an action")
+
+
+# ------------------------------------------------------------------------------ permissions
+
+def queue_arn_of_url(url: str, partition: str) -> Optional[str]:
+    """https://sqs.<region>.amazonaws.com/<account>/<name> -> arn:<partition>:sqs:<region>:<account>:<name>."""
+    parts = url.rstrip("/").split("/")
+    if len(parts) < 2:
+        return None
+    host = parts[2] if len(parts) > 2 else ""
+    region = host.split(".")[1] if host.startswith("sqs.") else ""
+    return f"arn:{partition}:sqs:{region}:{parts[-2]}:{parts[-1]}" if region else None
+
+
+class ResourcePolicies:
+    """The resource policies the simulation is given beside the role's own (a topic policy grants
+    the stack's topics to the execution role); None where there is none or it cannot be read."""
+
+    def __init__(self, session):
+        self.session, self.cache = session, {}
+
+    def of(self, resource: str) -> Optional[str]:
+        service = resource.split(":")[2] if resource.count(":") >= 5 else ""
+        if service == "s3":
+            key = resource.split(":::", 1)[1].split("/", 1)[0]
+        elif service in ("sns", "kms"):
+            key = resource
+        else:
+            return None
+        if (service, key) not in self.cache:
+            self.cache[(service, key)] = self._read(service, key)
+        return self.cache[(service, key)]
+
+    def _read(self, service: str, key: str) -> Optional[str]:
+        try:
+            if service == "sns":
+                return self.session.client("sns").get_topic_attributes(TopicArn=key)["Attributes"].get("Policy")
+            if service == "s3":
+                return self.session.client("s3").get_bucket_policy(Bucket=key)["Policy"]
+            return self.session.client("kms").get_key_policy(KeyId=key, PolicyName="default")["Policy"]
+        except (ClientError, BotoCoreError):
+            return None
+
+
+def simulate(iam, policies: ResourcePolicies, role: str, action: str, resource: str) -> str:
+    """IAM's decision for `role` doing `action` on `resource`: allowed, implicitDeny or explicitDeny."""
+    request = {"PolicySourceArn": role, "ActionNames": [action], "ResourceArns": [resource]}
+    resource_policy = policies.of(resource) if resource != "*" else None
+    if resource_policy:
+        request["ResourcePolicy"] = resource_policy
+    results = iam.simulate_principal_policy(**request)["EvaluationResults"]
+    return results[0]["EvalDecision"] if results else "implicitDeny"
+
+
+def check_role(iam, policies: ResourcePolicies, who: str, role: str, needed: list, what: str) -> list:
+    """One line when `role` may do all of `needed` [(label, action, granted, simulated)], else a
+    FAIL per denial with the statement to add."""
+    denied = []
+    for label, action, granted, simulated in needed:
+        decision = simulate(iam, policies, role, action, simulated)
+        if decision != "allowed":
+            denied.append(fail(f"{who} role {action} ({label})",
+                               f"{role} may not {action} on {simulated} ({decision})",
+                               "add to the role's policy: " + json.dumps(model_role.statement(action, granted))
+                               + (" and remove the statement that denies it" if decision == "explicitDeny" else "")))
+    if denied:
+        return denied
+    actions = sorted({action for _, action, _, _ in needed})
+    return [ok(f"{who} role", f"{role} may {what} ({len(needed)} simulated: {', '.join(actions)})")]
+
+
+def key_arns(t: Targets, config: Optional[dict]) -> list:
+    """The customer managed keys outputs are written with: the endpoint config's, the bucket's."""
+    keys = model_role.config_key_arns(config or {}, t.partition, t.region, t.account) if t.account else []
+    return keys + ([t.bucket_key] if t.bucket_key and t.bucket_key not in keys else [])
+
+
+def check_endpoint_role(sm, iam, policies: ResourcePolicies, config: Optional[dict], t: Targets) -> list:
+    if config is None or "AsyncInferenceConfig" not in config:
+        return [skip("endpoint role", "no async endpoint config to read")]
+    if not (t.success_topic and t.error_topic and t.bucket):
+        return [skip("endpoint role", "the stack's topics and bucket are not known")]
+    role = t.model_role
+    if not role:
+        try:
+            role = model_role.execution_role(sm, config)
+        except (ClientError, LookupError) as e:
+            return [skip("endpoint role", f"its execution role is not known ({e}); give --model-execution-role-arn")]
+    t.account = t.account or role.split(":")[4]
+    needed = model_role.requirements(t.success_topic, t.error_topic, t.bucket, t.output_prefix, t.failure_prefix,
+                                     key_arns(t, config), t.partition)
+    return check_role(iam, policies, "endpoint", role, needed,
+                      "publish and write every outcome, and read the inputs")
+
+
+def function_calls(t: Targets, keys: list) -> dict:
+    """{function: [(label, action, granted, simulated)]}: each call its code makes on this stack's
+    resources (infra/iam-actions.json's `code`), and the keys. A call on a resource this
+    deployment has none of (no pipeline, no completion events) is left out."""
+    p, region, account = t.partition, t.region, t.account
+    table = (lambda name: f"arn:{p}:dynamodb:{region}:{account}:table/{name}" if name else None)
+    results, runs = table(t.results_table), table(t.pipeline_results_table)
+    s3 = f"arn:{p}:s3:::{t.bucket}" if t.bucket else None
+    prefix = (lambda pre: (f"{s3}/{pre}*", f"{s3}/{pre}doctor-check") if s3 else (None, None))
+    (out_g, out_s), (fail_g, fail_s), (in_g, in_s) = prefix(t.output_prefix), prefix(t.failure_prefix), prefix("inputs/")
+    sagemaker = f"arn:{p}:sagemaker:{region}:{account}"
+    pipeline = f"{sagemaker}:pipeline/{t.pipeline}" if t.pipeline else None
+    execution = (f"{pipeline}/execution/*", f"{pipeline}/execution/doctor-check") if pipeline else (None, None)
+    endpoint = f"{sagemaker}:endpoint/{t.endpoint}" if t.endpoint else None
+    bus = None
+    if t.event_bus:
+        bus = t.event_bus if t.event_bus.startswith("arn:") else f"arn:{p}:events:{region}:{account}:event-bus/{t.event_bus}"
+    queue = queue_arn_of_url(t.pipeline_queue_url, p) if t.pipeline_queue_url else None
+
+    def same(label, action, resource):
+        return (label, action, resource, resource)
+    reads = [("outputs", "s3:GetObject", out_g, out_s), ("failures", "s3:GetObject", fail_g, fail_s)]
+    decrypt = [same("key", "kms:Decrypt", key) for key in keys]
+    calls = {
+        "notification-handler": [same("results table", "dynamodb:UpdateItem", results), *reads,
+                                 same("event bus", "events:PutEvents", bus), *decrypt],
+        "pipeline-router": [same("pipeline results table", "dynamodb:UpdateItem", runs),
+                            same("completion queue", "sqs:SendMessage", queue),
+                            ("runs", "sagemaker:DescribePipelineExecution", *execution)],
+        "mcp-tools": [*(same("results table", a, results) for a in ("dynamodb:PutItem", "dynamodb:GetItem",
+                                                                    "dynamodb:UpdateItem")),
+                      *(same("pipeline results table", a, runs) for a in ("dynamodb:PutItem", "dynamodb:Query")),
+                      ("inputs", "s3:PutObject", in_g, in_s), *reads,
+                      same("endpoint", "sagemaker:InvokeEndpointAsync", endpoint),
+                      same("endpoint", "sagemaker:DescribeEndpoint", endpoint),
+                      same("pipeline", "sagemaker:StartPipelineExecution", pipeline),
+                      *(("runs", a, *execution) for a in ("sagemaker:DescribePipelineExecution",
+                                                         "sagemaker:ListPipelineExecutionSteps",
+                                                         "sagemaker:DescribePipelineDefinitionForExecution",
+                                                         "sagemaker:StopPipelineExecution")),
+                      ("model packages", "sagemaker:DescribeModelPackage", f"{sagemaker}:model-package/*",
+                       f"{sagemaker}:model-package/doctor-check/1"),
+                      ("lineage", "sagemaker:DescribeArtifact", f"{sagemaker}:artifact/*", f"{sagemaker}:artifact/doctor-check"),
+                      same("lineage", "sagemaker:ListAssociations", "*"), same("lineage", "sagemaker:ListArtifacts", "*"),
+                      same("event bus", "events:PutEvents", bus), *decrypt,
+                      *(same("key", "kms:GenerateDataKey", t.bucket_key) for _ in [1] if t.bucket_key)],
+    }
+    return {fn: [c for c in needed if c[2] and c[3]] for fn, needed in calls.items()}
+
+
+def check_function_roles(iam, policies: ResourcePolicies, config: Optional[dict], t: Targets) -> list:
+    if not t.function_roles:
+        return [skip("function roles", "not known (give --stack-name, or --function-role FUNCTION=ROLE_ARN)")]
+    t.account = t.account or next(iter(t.function_roles.values())).split(":")[4]
+    calls = function_calls(t, key_arns(t, config))
+    return [line for fn, role in sorted(t.function_roles.items())
+            for line in check_role(iam, policies, fn, role, calls[fn], "make every call its code makes")]
+
+
+def check_permissions(session, sm, config: Optional[dict], t: Targets) -> list:
+    """The endpoint's and the functions' roles, through IAM's policy simulator."""
+    iam, policies = session.client("iam"), ResourcePolicies(session)
+    try:
+        return check_endpoint_role(sm, iam, policies, config, t) + check_function_roles(iam, policies, config, t)
+    except ClientError as e:
+        return [fail("permissions", f"IAM's policy simulator refused ({e.response['Error'].get('Message', e)})",
+                     "allow whoever runs the doctor iam:SimulatePrincipalPolicy on the stack's and the model's roles")]
 
 
 def run_checks(session, t: Targets) -> list:
@@ -335,6 +559,7 @@ def run_checks(session, t: Targets) -> list:
                 check_pipeline(sm, t), check_rule(session.client("events"), t)]
     results += [check_dlq(sqs, t, url) for url in t.dlq_urls] or [skip("DLQs", "no queue URLs (give --dlq-url)")]
     results.append(check_alarms(session.client("cloudwatch"), t))
+    results += check_permissions(session, sm, config, t)
     return results
 
 
@@ -359,15 +584,24 @@ def main(argv: Optional[list] = None) -> int:
     parser.add_argument("--buffer-queue-url", help="the SQS buffer queue, when notifications go through it")
     parser.add_argument("--dlq-url", action="append", help="a dead-letter queue (repeatable)")
     parser.add_argument("--alarm-name", action="append", help="an alarm (repeatable)")
+    parser.add_argument("--model-execution-role-arn", help="the endpoint's execution role (default: its Model's)")
+    parser.add_argument("--function-role", action="append", metavar="FUNCTION=ROLE_ARN",
+                        help=f"a function's role ({', '.join(FUNCTION_ROLES)}; repeatable)")
+    parser.add_argument("--bucket-kms-key-arn", help="the bucket's default encryption key (IoBucketKmsKeyArn)")
+    parser.add_argument("--results-table", help="the results table's name (for the function roles' checks)")
+    parser.add_argument("--pipeline-results-table", help="the pipeline results table's name")
+    parser.add_argument("--pipeline-queue-url", help="the pipeline results (completion) queue")
+    parser.add_argument("--event-bus", help="the completion events' bus (name or ARN), if any")
     args = parser.parse_args(argv)
 
-    session = boto3.session.Session()
     try:
+        session = aws_region.session(out=sys.stdout)
         targets = targets_from_stack(session, args.stack_name) if args.stack_name else Targets()
-    except StackError as e:
+        targets = apply_overrides(targets, args)
+    except (StackError, aws_region.NoRegion, ValueError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
-    targets = apply_overrides(targets, args)
+    targets.region = session.region_name
     results = guarded(lambda: run_checks(session, targets))
     for result in results:
         print(result.line())

@@ -22,12 +22,15 @@ ends) and make the exit status 1. Replaying is safe: a recorded outcome is never
 (pipeline-router may send its completion message again, which consumers already treat as a
 duplicate).
 
-With --stack-name the queue is the stack's AsyncFailureDLQUrl output and the functions are
-STACK-notification-handler and STACK-pipeline-router; an explicit option overrides either.
+With --stack-name the queue is the stack's AsyncFailureDLQUrl output and the functions are the
+stack's NotificationHandlerFunction and PipelineRouterFunction (none in an inference-only stack);
+an explicit option overrides either.
 For the SQS buffer's DLQ (NotificationBufferDLQ), pass its --queue-url.
-AWS access is boto3's standard chain (AWS_PROFILE, AWS_DEFAULT_REGION, AWS_ENDPOINT_URL[_<SERVICE>]).
+AWS access is boto3's standard chain (AWS_PROFILE, AWS_ENDPOINT_URL[_<SERVICE>]) in the region
+scripts/aws_region.py picks (AWS_REGION, AWS_DEFAULT_REGION, the profile's), which it prints first.
 IAM: sqs:ReceiveMessage, sqs:DeleteMessage, sqs:ChangeMessageVisibility on the queue,
-lambda:InvokeFunction on both functions, cloudformation:DescribeStacks with --stack-name.
+lambda:InvokeFunction on both functions, cloudformation:DescribeStacks and
+cloudformation:ListStackResources with --stack-name.
 """
 
 from __future__ import annotations
@@ -38,7 +41,7 @@ import sys
 from datetime import datetime, timezone
 from typing import Optional
 
-import boto3
+import aws_region
 from botocore.config import Config
 from botocore.exceptions import BotoCoreError, ClientError
 from stack import StackError, read_stack
@@ -192,14 +195,17 @@ def resolve(args: argparse.Namespace, session) -> tuple:
     """The queue URL and the functions by role; ValueError says what is missing."""
     queue_url, handler, router = args.queue_url, args.notification_handler, args.pipeline_router
     if args.stack_name:
-        stack = read_stack(session, args.stack_name, with_resources=False)
+        stack = read_stack(session, args.stack_name)
         if not queue_url:
             try:
                 queue_url = stack.output("AsyncFailureDLQUrl")
             except StackError as e:
                 raise ValueError(str(e)) from e
-        handler = handler or f"{args.stack_name}-notification-handler"
-        router = router or f"{args.stack_name}-pipeline-router"
+        # CloudFormation names the functions: their names are the resources' physical ids.
+        handler = handler or stack.physical_id("NotificationHandlerFunction")
+        router = router or stack.physical_id("PipelineRouterFunction")
+        if not router and not stack.parameter("PipelineName"):
+            router = "(none: an inference-only stack)"
     missing = [flag for flag, value in (("--queue-url", queue_url), ("--notification-handler", handler),
                                         ("--pipeline-router", router)) if not value]
     if missing:
@@ -223,7 +229,11 @@ def main(argv: Optional[list] = None) -> int:
     if args.max is not None and args.max < 1:
         parser.error("--max must be at least 1")
 
-    session = boto3.session.Session()
+    try:
+        session = aws_region.session()
+    except aws_region.NoRegion as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
     try:
         queue_url, functions = resolve(args, session)
     except ValueError as e:

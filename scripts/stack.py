@@ -14,6 +14,8 @@ class StackError(Exception):
 @dataclass
 class Stack:
     name: str
+    # arn:aws:cloudformation:<region>:<account>:stack/<name>/<id>, when read from CloudFormation
+    stack_id: str = ""
     parameters: dict = field(default_factory=dict)
     outputs: dict = field(default_factory=dict)
     # logical id -> (resource type, physical id)
@@ -32,6 +34,14 @@ class Stack:
         resource = self.resources.get(logical_id)
         return resource[1] if resource else None
 
+    def account(self) -> str:
+        parts = self.stack_id.split(":")
+        return parts[4] if len(parts) > 5 else ""
+
+    def partition(self) -> str:
+        parts = self.stack_id.split(":")
+        return parts[1] if len(parts) > 5 else "aws"
+
     def of_type(self, resource_type: str) -> list:
         """The physical ids of every resource of one type, by logical id order."""
         return [physical for _, (kind, physical) in sorted(self.resources.items()) if kind == resource_type]
@@ -46,6 +56,7 @@ def read_stack(session, name: str, with_resources: bool = True) -> Stack:
         raise StackError(f"could not read stack {name}: {e}") from e
     stack = Stack(
         name=name,
+        stack_id=described.get("StackId", ""),
         parameters={p["ParameterKey"]: p.get("ResolvedValue", p.get("ParameterValue", ""))
                     for p in described.get("Parameters", [])},
         outputs={o["OutputKey"]: o["OutputValue"] for o in described.get("Outputs", [])},

@@ -7,13 +7,14 @@ import sys
 import pytest
 from botocore.stub import Stubber
 
-from wiring import SCRIPTS, Setup, async_config, lines_by_check, run_script, standin
+from wiring import FUNCTION_ROLES, ROLE, ROOT, SCRIPTS, Setup, async_config, lines_by_check, run_script, standin
 
 sys.path.insert(0, str(SCRIPTS))
 import doctor  # noqa: E402
 
 CHECKS = {"endpoint", "topics", "output path", "failure path", "response in message", "success subscription",
-          "error subscription", "pipeline", "rule", "alarms"}
+          "error subscription", "pipeline", "rule", "alarms", "endpoint role", "notification-handler role",
+          "pipeline-router role", "mcp-tools role"}
 
 
 def run_doctor(setup: Setup):
@@ -213,3 +214,133 @@ def test_with_a_stack_name_every_name_comes_from_the_stack():
 def test_malformed_pipeline_parameters_are_named(text, error):
     with pytest.raises(ValueError, match=error):
         doctor.parse_pipeline_parameters(text)
+
+
+# ---------------------------------------------------------------- permissions (IAM's simulator, played)
+
+
+def failed_lines(stdout: str) -> list:
+    return [line for line in stdout.splitlines() if line.startswith("FAIL")]
+
+
+def printed_statement(line: str) -> dict:
+    return json.loads(line.split("add to the role's policy: ", 1)[1].split(" and remove", 1)[0])
+
+
+def test_every_role_may_do_what_it_must(iam):
+    setup = Setup().build()
+    result, lines = run_doctor(setup)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert result.stdout.splitlines()[0] == "region us-east-1 (from AWS_REGION)"
+    assert lines["endpoint role"][1].startswith(f"ok    endpoint role: {ROLE} may publish and write every outcome")
+    for function, role in FUNCTION_ROLES.items():
+        assert f"{role} may make every call its code makes" in lines[f"{function} role"][1], result.stdout
+    simulated = {(r["role"], a, res) for r in iam.requests for a in r["actions"] for res in r["resources"]}
+    bucket = setup.bucket
+    assert {(ROLE, "sns:Publish", setup.success_topic), (ROLE, "sns:Publish", setup.error_topic),
+            (ROLE, "s3:PutObject", f"arn:aws:s3:::{bucket}/outputs/doctor-check.out"),
+            (ROLE, "s3:PutObject", f"arn:aws:s3:::{bucket}/failures/doctor-check.out"),
+            (ROLE, "s3:GetObject", f"arn:aws:s3:::{bucket}/inputs/doctor-check.json")} <= simulated
+    # No key in play, no KMS asked about.
+    assert not [s for s in simulated if s[1].startswith("kms:")]
+    # The topic's own policy (where a stack's topic grants the role) goes to the simulation too.
+    assert all(r["resource_policy"] for r in iam.requests if r["actions"] == ["sns:Publish"])
+
+
+def test_a_denied_publish_is_a_fail_with_the_statement_to_add(iam):
+    setup = Setup().build()
+    iam.deny(ROLE, "sns:Publish", setup.error_topic)
+    result, lines = run_doctor(setup)
+    assert result.returncode == 1, result.stdout
+    (line,) = failed_lines(result.stdout)
+    assert line.startswith(f"FAIL  endpoint role sns:Publish (error topic): {ROLE} may not sns:Publish on "
+                           f"{setup.error_topic} (implicitDeny). Fix: add to the role's policy: ")
+    assert printed_statement(line) == {"Effect": "Allow", "Action": "sns:Publish", "Resource": setup.error_topic}
+    # Everything else, the function roles included, still passes.
+    assert all(s == "ok" for c, (s, _) in lines.items() if c != "endpoint role sns:Publish (error topic)")
+
+
+def test_each_denial_of_a_function_role_is_a_fail_line(iam):
+    setup = Setup().build()
+    tools = FUNCTION_ROLES["mcp-tools"]
+    iam.deny(tools, "s3:PutObject", f"arn:aws:s3:::{setup.bucket}/inputs/*")
+    iam.deny(tools, "sagemaker:DescribeEndpoint", "*", decision="explicitDeny")
+    result, _ = run_doctor(setup)
+    assert result.returncode == 1
+    lines = failed_lines(result.stdout)
+    assert len(lines) == 2, result.stdout
+    put, describe = lines
+    assert put.startswith(f"FAIL  mcp-tools role s3:PutObject (inputs): {tools} may not s3:PutObject on "
+                          f"arn:aws:s3:::{setup.bucket}/inputs/doctor-check (implicitDeny)")
+    # The statement grants the prefix, not the object the simulation asked about.
+    assert printed_statement(put) == {"Effect": "Allow", "Action": "s3:PutObject",
+                                      "Resource": f"arn:aws:s3:::{setup.bucket}/inputs/*"}
+    endpoint = f"arn:aws:sagemaker:us-east-1:123456789012:endpoint/{setup.endpoint}"
+    assert f"may not sagemaker:DescribeEndpoint on {endpoint} (explicitDeny)" in describe
+    assert describe.endswith(" and remove the statement that denies it")
+    assert "mcp-tools role" not in lines_by_check(result.stdout)
+
+
+def test_a_customer_key_is_simulated_for_the_endpoint_and_the_readers(iam):
+    setup = Setup().build()
+    key = "arn:aws:kms:us-east-1:123456789012:key/1234abcd-12ab-34cd-56ef-1234567890ab"
+    iam.deny(ROLE, "kms:GenerateDataKey", key)
+    iam.deny(FUNCTION_ROLES["notification-handler"], "kms:Decrypt", key)
+    result = run_script("doctor.py", setup.doctor_args() + ["--bucket-kms-key-arn", key])
+    checks = {line.split(": ", 1)[0] for line in failed_lines(result.stdout)}
+    assert checks == {"FAIL  endpoint role kms:GenerateDataKey (key)", "FAIL  notification-handler role kms:Decrypt (key)"}
+    simulated = {(r["role"], a) for r in iam.requests for a in r["actions"] if r["resources"] == [key]}
+    assert (FUNCTION_ROLES["mcp-tools"], "kms:GenerateDataKey") in simulated
+    assert (FUNCTION_ROLES["pipeline-router"], "kms:Decrypt") not in simulated
+
+
+def test_the_checks_cover_every_call_the_code_makes():
+    """infra/iam-actions.json's `code`, for each function the doctor checks, on a full stack."""
+    actions = json.loads((ROOT / "infra" / "iam-actions.json").read_text())["functions"]
+    t = doctor.Targets(endpoint="e", success_topic="s", error_topic="e", bucket="b", pipeline="p", region="us-east-1",
+                       account="123456789012", results_table="r", pipeline_results_table="pr",
+                       pipeline_queue_url="https://sqs.us-east-1.amazonaws.com/123456789012/q", event_bus="default",
+                       bucket_key="arn:aws:kms:us-east-1:123456789012:key/k")
+    calls = doctor.function_calls(t, [t.bucket_key])
+    for function, spec in actions.items():
+        if spec["binary"] == "gateway-target":
+            continue  # mcp-tools' role
+        checked = {action for _, action, _, _ in calls[spec["binary"]]}
+        assert set(spec["code"]) <= checked, (function, set(spec["code"]) - checked)
+        assert checked <= set(spec["code"]) | set(spec["keys"]), (function, checked - set(spec["code"]))
+    assert doctor.queue_arn_of_url(t.pipeline_queue_url, "aws") == "arn:aws:sqs:us-east-1:123456789012:q"
+    # An inference-only stack: no training calls to check.
+    t.pipeline, t.pipeline_queue_url = None, None
+    assert not {a for _, a, _, _ in doctor.function_calls(t, [])["mcp-tools"]} & {"sagemaker:StartPipelineExecution"}
+    assert doctor.function_calls(t, [])["pipeline-router"] == [
+        c for c in doctor.function_calls(t, [])["pipeline-router"] if c[0] == "pipeline results table"]
+
+
+def test_with_a_stack_name_the_roles_come_from_the_stack():
+    import boto3
+    session = boto3.session.Session(region_name="us-east-1", aws_access_key_id="x", aws_secret_access_key="x")
+    cloudformation = session.client("cloudformation")
+    resources = {"NotificationHandlerRole": "s-NotificationHandlerRole-A", "McpToolsRole": "s-McpToolsRole-B",
+                 "ResultsTable": "s-ResultsTable-C"}
+    with Stubber(cloudformation) as stub:
+        stub.add_response("describe_stacks", {"Stacks": [{
+            "StackName": "s", "StackId": "arn:aws:cloudformation:us-east-1:210987654321:stack/s/uuid",
+            "CreationTime": "2026-01-01T00:00:00Z", "StackStatus": "CREATE_COMPLETE",
+            "Parameters": [{"ParameterKey": "PipelineName", "ParameterValue": ""},
+                           {"ParameterKey": "IoBucketKmsKeyArn", "ParameterValue": ""}]}]}, {"StackName": "s"})
+        stub.add_response("list_stack_resources", {"StackResourceSummaries": [
+            {"LogicalResourceId": k, "ResourceType": "AWS::IAM::Role", "PhysicalResourceId": p,
+             "ResourceStatus": "CREATE_COMPLETE", "LastUpdatedTimestamp": "2026-01-01T00:00:00Z"}
+            for k, p in resources.items()]}, {"StackName": "s"})
+
+        class OneClient:
+            def client(self, name):
+                return cloudformation
+        targets = doctor.targets_from_stack(OneClient(), "s")
+    assert targets.function_roles == {
+        "notification-handler": "arn:aws:iam::210987654321:role/s-NotificationHandlerRole-A",
+        "mcp-tools": "arn:aws:iam::210987654321:role/s-McpToolsRole-B"}
+    assert targets.inference_only and targets.account == "210987654321" and targets.results_table == "s-ResultsTable-C"
+    assert targets.bucket_key is None
+    assert doctor.check_pipeline(None, targets).line() == (
+        "ok    pipeline: none: an inference-only stack (PipelineName empty), no training tools")

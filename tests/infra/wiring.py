@@ -20,6 +20,10 @@ SCRIPTS = ROOT / "scripts"
 ACCOUNT = "123456789012"
 SEED_PARAMETERS = ["InputDataUri", "MaxEpochs", "AccuracyThreshold", "TrainingInstanceType"]
 ROLE = f"arn:aws:iam::{ACCOUNT}:role/endpoint-execution"
+# The roles the doctor's permission checks simulate (tests/infra/fake_iam.py plays the simulator).
+FUNCTION_ROLES = {"notification-handler": f"arn:aws:iam::{ACCOUNT}:role/doctor-NotificationHandlerRole",
+                  "pipeline-router": f"arn:aws:iam::{ACCOUNT}:role/doctor-PipelineRouterRole",
+                  "mcp-tools": f"arn:aws:iam::{ACCOUNT}:role/doctor-McpToolsRole"}
 
 
 def local_stack() -> dict:
@@ -146,7 +150,10 @@ class Setup:
         args = ["--endpoint-name", self.endpoint, "--success-topic-arn", self.success_topic,
                 "--error-topic-arn", self.error_topic, "--bucket", self.bucket,
                 "--pipeline-name", self.pipeline, "--rule-name", self.rule,
-                "--notification-handler", self.handler, "--dlq-url", self.dlq_url, "--alarm-name", self.alarm]
+                "--notification-handler", self.handler, "--dlq-url", self.dlq_url, "--alarm-name", self.alarm,
+                "--model-execution-role-arn", ROLE, "--results-table", f"doctor-{self.id}-results",
+                "--pipeline-results-table", f"doctor-{self.id}-runs", "--pipeline-queue-url", self.dlq_url]
+        args += [a for fn, role in FUNCTION_ROLES.items() for a in ("--function-role", f"{fn}={role}")]
         if self.pipeline_parameters is not None:
             args += ["--pipeline-parameters", self.pipeline_parameters]
         return args
