@@ -28,9 +28,13 @@ help:
 	@echo "make build-sam  sam build (release, arm64) into .aws-sam/"
 	@echo "make deploy-guided  first deployment: sam build + sam deploy --guided, in your AWS region; saves samconfig.toml"
 	@echo "make deploy         redeploy without questions, from what deploy-guided saved in samconfig.toml"
-	@echo "make doctor STACK=<name>  check a deployed stack's wiring (endpoint, topics, S3 paths, pipeline, rule, DLQs, alarms)"
+	@echo "             (every deploy, doctor, wire-endpoint, redrive and cdk command uses your region:"
+	@echo "             AWS_REGION, else AWS_DEFAULT_REGION, else your profile's; samconfig.toml's is not used)"
+	@echo "make doctor STACK=<name>  check a deployed stack's wiring (endpoint, topics, S3 paths, pipeline, rule, DLQs,"
+	@echo "             alarms) and simulate its roles' permissions (the endpoint's execution role, each function's)"
 	@echo "make wire-endpoint STACK=<name>  wire an existing endpoint to the stack (new EndpointConfig + UpdateEndpoint;"
-	@echo "             ARGS=--dry-run prints the difference only)"
+	@echo "             ARGS=--dry-run prints the difference only) and print its execution role's policy"
+	@echo "             (ATTACH_ROLE_POLICY=1 attaches it)"
 	@echo "make cdk-test   the CDK construct's checks (tsc, node --test, parity with the SAM template, cfn-lint)"
 	@echo "make cdk-synth PARAMS=\"AsyncEndpointName=... PipelineName=... IoBucketName=...\"  synthesize the CDK app"
 	@echo "             (the template's parameters, Name=Value; STACK=<name>; offline) into infra/cdk/cdk.out/"
@@ -206,8 +210,10 @@ sam-build-debug: venv rust-target lint-infra
 		--build-dir $(SAM_DEBUG)/build
 	$(PY) scripts/check_sam_build.py $(SAM_DEBUG)/build
 
-# The first deployment asks for the stack name and parameters and saves the answers (with the
-# region) in samconfig.toml; later ones redeploy from there without a question.
+# The first deployment asks for the stack name and parameters and saves the answers in
+# samconfig.toml; later ones redeploy from there without a question. Both deploy to the caller's
+# region (scripts/aws_region.py), given to sam deploy so that a region saved in samconfig.toml
+# never wins: the doctor, wire-endpoint and redrive look in the same one.
 deploy-guided: build-sam
 	@region=$$($(PY) scripts/aws_region.py) && echo "Deploying to $$region" && \
 		$(SAM_DEPLOY) deploy --guided --config-file samconfig.toml --region "$$region"
@@ -215,7 +221,9 @@ deploy-guided: build-sam
 deploy: build-sam
 	@grep -q '^stack_name' samconfig.toml || { echo "error: samconfig.toml has no stack_name yet;" \
 		"run make deploy-guided once first" >&2; exit 2; }
-	$(SAM_DEPLOY) deploy --config-file samconfig.toml --no-confirm-changeset --no-fail-on-empty-changeset
+	@region=$$($(PY) scripts/aws_region.py) && echo "Deploying to $$region" && \
+		$(SAM_DEPLOY) deploy --config-file samconfig.toml --region "$$region" --no-confirm-changeset \
+		--no-fail-on-empty-changeset
 
 # Replays a deployed stack's failure DLQ through its functions (scripts/redrive.py): STACK=<name>,
 # or QUEUE_URL, NOTIFICATION_HANDLER and PIPELINE_ROUTER (e.g. for the SQS buffer's DLQ); ARGS
@@ -236,11 +244,14 @@ doctor: venv
 	$(PY) scripts/doctor.py $(if $(STACK),--stack-name '$(STACK)') $(ARGS)
 
 # Wires an existing endpoint to a stack (scripts/wire_endpoint.py): a copy of its EndpointConfig
-# with the stack's topics and S3 paths, then UpdateEndpoint. ARGS="--dry-run" only prints the
-# difference; ARGS="--wait" waits until the endpoint is InService again.
+# with the stack's topics and S3 paths, then UpdateEndpoint; prints the policy its execution role
+# needs. ARGS="--dry-run" only prints; ARGS="--wait" waits until the endpoint is InService again;
+# ATTACH_ROLE_POLICY=1 puts the policy on the role.
 wire-endpoint: venv
-	@test -n "$(STACK)$(ARGS)" || { echo "usage: make wire-endpoint STACK=<name> [ARGS=\"--dry-run\"]" >&2; exit 2; }
-	$(PY) scripts/wire_endpoint.py $(if $(STACK),--stack-name '$(STACK)') $(ARGS)
+	@test -n "$(STACK)$(ARGS)" || { echo "usage: make wire-endpoint STACK=<name> [ATTACH_ROLE_POLICY=1]" \
+		"[ARGS=\"--dry-run\"]" >&2; exit 2; }
+	$(PY) scripts/wire_endpoint.py $(if $(STACK),--stack-name '$(STACK)') \
+		$(if $(filter 1 true yes,$(ATTACH_ROLE_POLICY)),--attach-role-policy) $(ARGS)
 
 clean:
 	cargo clean

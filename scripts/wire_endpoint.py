@@ -2,9 +2,10 @@
 """Wires an existing SageMaker async endpoint to a stack: SageMaker then publishes every outcome
 to the stack's topics and writes it where the functions may read.
 
-    wire_endpoint.py --stack-name STACK [--dry-run] [--wait]
+    wire_endpoint.py --stack-name STACK [--dry-run] [--wait] [--attach-role-policy]
     wire_endpoint.py --endpoint-name E --success-topic-arn T --error-topic-arn T --bucket B
                      [--output-prefix outputs/] [--failure-prefix failures/] [--dry-run] [--wait]
+                     [--attach-role-policy]
 
 An EndpointConfig cannot be changed, so this reads the endpoint's current one, copies it (its
 production variants, KMS key, data capture, client config and the rest, unchanged) with the
@@ -20,11 +21,17 @@ difference and changes nothing; nothing is created either when the endpoint is a
 (delete it once the endpoint runs on the new one, if nothing else uses it).
 With --stack-name the names come from the stack (parameters AsyncEndpointName, IoBucketName,
 OutputPrefix, FailurePrefix; outputs SuccessTopic, ErrorTopic); an explicit option overrides one.
-The endpoint's execution role also needs sns:Publish on both topics and s3:PutObject under both
-prefixes (the stack's own topics allow it when the stack has ModelExecutionRoleArn).
-AWS access is boto3's standard chain. IAM: sagemaker:DescribeEndpoint,
-sagemaker:DescribeEndpointConfig, sagemaker:CreateEndpointConfig, sagemaker:UpdateEndpoint,
-iam:PassRole on the config's ExecutionRoleArn when it has one, cloudformation:DescribeStacks.
+SageMaker publishes and writes as the endpoint's execution role (its Model's ExecutionRoleArn,
+read with DescribeModel, or --model-execution-role-arn). Its policy (sns:Publish on both topics,
+s3:PutObject under both prefixes, s3:GetObject under inputs/, kms:GenerateDataKey and kms:Decrypt
+on the outputs' key: the config's, and the stack's IoBucketKmsKeyArn or --bucket-kms-key-arn) is
+printed every run; --attach-role-policy puts it on the role as the inline policy
+mcp-async-jobs-<endpoint> (not on a dry run). make doctor then simulates it.
+AWS access is boto3's standard chain in the region scripts/aws_region.py picks, printed first.
+IAM: sagemaker:DescribeEndpoint, sagemaker:DescribeEndpointConfig, sagemaker:DescribeModel,
+sagemaker:CreateEndpointConfig, sagemaker:UpdateEndpoint, iam:PassRole on the config's
+ExecutionRoleArn when it has one, cloudformation:DescribeStacks; with --attach-role-policy
+iam:PutRolePolicy on the execution role.
 """
 
 from __future__ import annotations
@@ -38,9 +45,10 @@ import time
 from datetime import datetime, timezone
 from typing import Optional
 
-import boto3
 from botocore.exceptions import BotoCoreError, ClientError
 
+import aws_region
+import model_role
 from stack import StackError, add_wiring_arguments, read_stack, under_prefix
 
 # What DescribeEndpointConfig returns that CreateEndpointConfig takes back.
@@ -64,6 +72,9 @@ def wiring_from_stack(session, name: str) -> dict:
         "bucket": stack.parameter("IoBucketName"),
         "output_prefix": stack.parameter("OutputPrefix", "outputs/"),
         "failure_prefix": stack.parameter("FailurePrefix", "failures/"),
+        "bucket_key": stack.parameter("IoBucketKmsKeyArn") or None,
+        "account": stack.account(),
+        "partition": stack.partition(),
     }
 
 
@@ -135,6 +146,27 @@ def wire(sm, wiring: dict, dry_run: bool, out=sys.stdout) -> Optional[str]:
     return name
 
 
+def role_policy(sm, wiring: dict, region: str, out=sys.stdout) -> tuple:
+    """(the execution role's ARN, the policy it needs for this wiring), printed on `out`."""
+    endpoint = sm.describe_endpoint(EndpointName=wiring["endpoint"])
+    config = sm.describe_endpoint_config(EndpointConfigName=endpoint["EndpointConfigName"])
+    role = wiring.get("role") or model_role.execution_role(sm, config)
+    account, partition = wiring.get("account") or role.split(":")[4], wiring.get("partition") or role.split(":")[1]
+    keys = model_role.config_key_arns(config, partition, region, account)
+    keys += [wiring["bucket_key"]] if wiring.get("bucket_key") and wiring["bucket_key"] not in keys else []
+    document = model_role.policy_document(model_role.requirements(
+        wiring["success_topic"], wiring["error_topic"], wiring["bucket"], wiring["output_prefix"],
+        wiring["failure_prefix"], keys, partition))
+    print(f"The endpoint's execution role {role} needs this policy (--attach-role-policy puts it on the role as "
+          f"{policy_name(wiring)}):", file=out)
+    print(json.dumps(document, indent=2), file=out)
+    return role, document
+
+
+def policy_name(wiring: dict) -> str:
+    return f"mcp-async-jobs-{wiring['endpoint']}"[:128]
+
+
 def main(argv: Optional[list] = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                      formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -145,16 +177,23 @@ def main(argv: Optional[list] = None) -> int:
     parser.add_argument("--wait", action="store_true", help="wait until the endpoint is InService again")
     parser.add_argument("--poll-secs", type=float, default=30.0, help="with --wait, seconds between checks (30)")
     parser.add_argument("--timeout-secs", type=float, default=3600.0, help="with --wait, give up after (3600)")
+    parser.add_argument("--model-execution-role-arn", help="the endpoint's execution role (default: its Model's)")
+    parser.add_argument("--bucket-kms-key-arn", help="the bucket's default encryption key (IoBucketKmsKeyArn)")
+    parser.add_argument("--attach-role-policy", action="store_true",
+                        help="put the printed policy on the execution role (iam:PutRolePolicy)")
     args = parser.parse_args(argv)
 
-    session = boto3.session.Session()
     wiring = {"output_prefix": "outputs/", "failure_prefix": "failures/"}
     try:
+        session = aws_region.session(out=sys.stdout)
         if args.stack_name:
             wiring.update(wiring_from_stack(session, args.stack_name))
-    except StackError as e:
+    except (StackError, aws_region.NoRegion) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
+    wiring["role"] = args.model_execution_role_arn
+    if args.bucket_kms_key_arn:
+        wiring["bucket_key"] = args.bucket_kms_key_arn
     for key in ("endpoint", "success_topic", "error_topic", "bucket", "output_prefix", "failure_prefix"):
         if getattr(args, key) is not None:
             wiring[key] = getattr(args, key)
@@ -166,6 +205,18 @@ def main(argv: Optional[list] = None) -> int:
     sm = session.client("sagemaker")
     try:
         name = wire(sm, wiring, args.dry_run)
+        try:
+            role, document = role_policy(sm, wiring, session.region_name)
+        except (ClientError, LookupError) as e:
+            print(f"warning: the endpoint's execution role is not known ({e}): give --model-execution-role-arn "
+                  "to print the policy it needs", file=sys.stderr)
+            role = document = None
+        if args.attach_role_policy and role and not args.dry_run:
+            session.client("iam").put_role_policy(RoleName=model_role.role_name(role), PolicyName=policy_name(wiring),
+                                                  PolicyDocument=json.dumps(document))
+            print(f"attached {policy_name(wiring)} to role {model_role.role_name(role)}")
+        elif args.attach_role_policy and not role:
+            return 1
         if name and args.wait:
             status = wait_in_service(sm, wiring["endpoint"], args.poll_secs, args.timeout_secs)
             print(f"endpoint {wiring['endpoint']} is {status}")

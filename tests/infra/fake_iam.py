@@ -1,7 +1,8 @@
 """IAM's policy simulator, played on 127.0.0.1 for the doctor's tests: moto has no
-SimulatePrincipalPolicy. It answers the Query API's SimulatePrincipalPolicy (the only action it
-knows) with `allowed` for every action and resource, except the (role, action, resource) triples
-a test denies; it records each request it answered."""
+SimulatePrincipalPolicy. It answers the Query API's SimulatePrincipalPolicy with `allowed` for
+every action and resource, except the (role, action, resource) triples a test denies, and
+records each request it answered; PutRolePolicy (make wire-endpoint's --attach-role-policy) is
+recorded in `attached` and answered. Nothing else is known."""
 
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ class FakeIam:
     def __init__(self):
         self.denied: list = []  # (role, action, resource glob, decision)
         self.requests: list = []
+        self.attached: list = []
         fake = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -54,6 +56,7 @@ class FakeIam:
     def reset(self) -> None:
         self.denied.clear()
         self.requests.clear()
+        self.attached.clear()
 
     def decide(self, role: str, action: str, resource: str) -> str:
         for denied_role, denied_action, glob, decision in self.denied:
@@ -65,9 +68,14 @@ class FakeIam:
         def members(name):
             return [form[k][0] for k in sorted((k for k in form if k.startswith(f"{name}.member.")),
                                                key=lambda k: int(k.rsplit(".", 1)[1]))]
+        if form.get("Action", [""])[0] == "PutRolePolicy":
+            self.attached.append({k: form[k][0] for k in ("RoleName", "PolicyName", "PolicyDocument")})
+            return 200, (f'<PutRolePolicyResponse xmlns="{NAMESPACE}"><ResponseMetadata><RequestId>fake</RequestId>'
+                         f"</ResponseMetadata></PutRolePolicyResponse>")
         if form.get("Action", [""])[0] != "SimulatePrincipalPolicy":
             return 400, (f'<ErrorResponse xmlns="{NAMESPACE}"><Error><Type>Sender</Type><Code>InvalidAction</Code>'
-                         f"<Message>only SimulatePrincipalPolicy is played here</Message></Error></ErrorResponse>")
+                         f"<Message>only SimulatePrincipalPolicy and PutRolePolicy are played here</Message>"
+                         f"</Error></ErrorResponse>")
         role = form["PolicySourceArn"][0]
         self.requests.append({"role": role, "actions": members("ActionNames"), "resources": members("ResourceArns"),
                               "resource_policy": form.get("ResourcePolicy", [None])[0]})

@@ -137,3 +137,41 @@ def test_after_wiring_outputs_land_under_the_granted_prefix():
     result = run_script("wire_endpoint.py", setup.wiring_args() + ["--wait", "--poll-secs", "0.05"])
     assert result.returncode == 0, result.stdout + result.stderr
     assert output_location_of_a_job(setup).startswith(f"s3://{setup.bucket}/outputs/")
+
+
+def printed_policy(stdout: str) -> dict:
+    import json
+    text = stdout.split("needs this policy", 1)[1].split(":\n", 1)[1]
+    return json.JSONDecoder().raw_decode(text)[0]
+
+
+def test_the_execution_roles_policy_is_printed_and_attached_on_request(iam):
+    import json
+    setup = miswired()
+    role = "arn:aws:iam::123456789012:role/service-role/AmazonSageMaker-ExecutionRole-1"
+    args = setup.wiring_args() + ["--model-execution-role-arn", role]
+    dry = run_script("wire_endpoint.py", args + ["--dry-run", "--attach-role-policy"])
+    assert dry.returncode == 0, dry.stderr
+    assert f"The endpoint's execution role {role} needs this policy" in dry.stdout
+    assert iam.attached == [], "a dry run attaches nothing"
+    s3 = f"arn:aws:s3:::{setup.bucket}"
+    expected = {"Version": "2012-10-17", "Statement": [
+        {"Sid": "PublishOutcomes", "Effect": "Allow", "Action": "sns:Publish",
+         "Resource": [setup.success_topic, setup.error_topic]},
+        {"Sid": "WriteOutcomes", "Effect": "Allow", "Action": "s3:PutObject",
+         "Resource": [f"{s3}/outputs/*", f"{s3}/failures/*"]},
+        {"Sid": "ReadInputs", "Effect": "Allow", "Action": "s3:GetObject", "Resource": [f"{s3}/inputs/*"]}]}
+    assert printed_policy(dry.stdout) == expected
+
+    key = "arn:aws:kms:us-east-1:123456789012:key/k-1"
+    result = run_script("wire_endpoint.py", args + ["--attach-role-policy", "--bucket-kms-key-arn", key])
+    assert result.returncode == 0, result.stdout + result.stderr
+    (attached,) = iam.attached
+    assert (attached["RoleName"], attached["PolicyName"]) == ("AmazonSageMaker-ExecutionRole-1",
+                                                              f"mcp-async-jobs-{setup.endpoint}")
+    document = json.loads(attached["PolicyDocument"])
+    assert document == printed_policy(result.stdout)
+    assert document["Statement"][:3] == expected["Statement"]
+    assert document["Statement"][3] == {"Sid": "UseKeys", "Effect": "Allow",
+                                        "Action": ["kms:GenerateDataKey", "kms:Decrypt"], "Resource": [key]}
+    assert f"attached mcp-async-jobs-{setup.endpoint} to role AmazonSageMaker-ExecutionRole-1" in result.stdout
