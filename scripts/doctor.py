@@ -386,13 +386,14 @@ def check_alarms(cloudwatch, t: Targets) -> Result:
 
 # ------------------------------------------------------------------------------ permissions
 
-def queue_arn_of_url(url: str, partition: str) -> Optional[str]:
-    """https://sqs.<region>.amazonaws.com/<account>/<name> -> arn:<partition>:sqs:<region>:<account>:<name>."""
+def queue_arn_of_url(url: str, partition: str, region: str = "") -> Optional[str]:
+    """https://sqs.<region>.amazonaws.com/<account>/<name> -> arn:<partition>:sqs:<region>:<account>:<name>
+    (`region` for a URL that does not say, an emulator's)."""
     parts = url.rstrip("/").split("/")
-    if len(parts) < 2:
+    if len(parts) < 5:
         return None
-    host = parts[2] if len(parts) > 2 else ""
-    region = host.split(".")[1] if host.startswith("sqs.") else ""
+    host = parts[2]
+    region = host.split(".")[1] if host.startswith("sqs.") else region
     return f"arn:{partition}:sqs:{region}:{parts[-2]}:{parts[-1]}" if region else None
 
 
@@ -494,7 +495,7 @@ def function_calls(t: Targets, keys: list) -> dict:
     bus = None
     if t.event_bus:
         bus = t.event_bus if t.event_bus.startswith("arn:") else f"arn:{p}:events:{region}:{account}:event-bus/{t.event_bus}"
-    queue = queue_arn_of_url(t.pipeline_queue_url, p) if t.pipeline_queue_url else None
+    queue = queue_arn_of_url(t.pipeline_queue_url, p, region) if t.pipeline_queue_url else None
 
     def same(label, action, resource):
         return (label, action, resource, resource)
