@@ -120,6 +120,25 @@ describe('McpAsyncJobs', () => {
     assert.throws(() => synth({ logRetentionDays: 42 }), /logRetentionDays 42 is not one of/);
     assert.throws(() => synth({ maxConcurrentInvocationsPerInstance: 0 }), /is below 1/);
     assert.throws(() => synth({ asyncEndpointName: undefined }), /asyncEndpointName is required/);
+    // What the tools would refuse at cold start, refused here (lookaheads and back-references).
+    for (const bad of ['input_data_uri=A,max_epochs=A', 'max_epochs=E', 'input_data_uri=A,input_data_uri=B',
+      'input_data_uri=A,learning_rate=L']) {
+      assert.throws(() => synth({ pipelineParameters: bad }), /pipelineParameters .* does not match/, bad);
+    }
+    synth({ pipelineParameters: 'max_epochs=Epochs,input_data_uri=Data' });
+    assert.throws(() => synth({ endpointKmsKeyId: 'alias/ml' }), /endpointKmsKeyId "alias\/ml" does not match/);
+    assert.throws(() => synth({ modelExecutionRoleArn: 'arn:aws:iam::123456789012:role/a/b/c/d/r', modelName: 'm' }),
+      /modelExecutionRoleArn/);
+  });
+
+  it('deploys an inference-only stack without a pipeline name', () => {
+    const template = synth({ pipelineName: undefined });
+    template.resourceCountIs('AWS::Events::Rule', 0);
+    template.resourceCountIs('AWS::Lambda::Function', 2);
+    template.resourceCountIs('AWS::DynamoDB::Table', 2);
+    template.hasResourceProperties('AWS::Lambda::Function', {
+      Environment: { Variables: { PIPELINE_NAME: '', TRAINING_INPUT_PREFIXES: 's3://mcp-io-bucket/train/' } },
+    });
   });
 
   it('takes tokens (CloudFormation parameters of the enclosing stack) without checking them', () => {
