@@ -5,6 +5,8 @@
 use std::str::FromStr;
 
 use crate::domain::job::JobPolicy;
+use crate::domain::quota::QuotaLimits;
+use crate::domain::training_input::S3Prefix;
 use crate::usecases::JobSettings;
 
 /// DynamoDB items must stay under 400 KB; the inline result is capped well below that so
@@ -24,6 +26,13 @@ pub const TRAINING_ARGUMENTS: [&str; 4] = [
     "accuracy_threshold",
     "training_instance_type",
 ];
+/// The instance types a run may ask for when `TRAINING_INSTANCE_TYPES` is unset: the
+/// reference pipeline's default.
+pub const DEFAULT_TRAINING_INSTANCE_TYPES: &str = "ml.m5.xlarge";
+/// How long a request may wait in the endpoint's queue when submit_job does not say: long
+/// enough for an endpoint scaled to zero to start an instance and load the model.
+pub const DEFAULT_REQUEST_TTL_SECS: u32 = 3600;
+
 /// The parameter names of the reference pipeline.
 pub const DEFAULT_PIPELINE_PARAMETERS: &str = "input_data_uri=InputDataUri,max_epochs=MaxEpochs,\
     accuracy_threshold=AccuracyThreshold,training_instance_type=TrainingInstanceType";
@@ -247,7 +256,11 @@ pub struct ToolsConfig {
     pub pipeline_results_table: String,
     pub io_bucket: String,
     pub async_endpoint_name: String,
+    /// The pipeline trigger_training starts; empty for a stack with no training (its training
+    /// tools are not served).
     pub pipeline_name: String,
+    /// The region the functions run in (`AWS_REGION`): an ARN of another is no run of ours.
+    pub region: Option<String>,
     pub result_ttl_secs: u64,
     /// Largest output stored inline when a status check reads it from S3 itself.
     pub inline_result_max_bytes: u64,
@@ -262,8 +275,18 @@ pub struct ToolsConfig {
     pub pipeline_max_parallel_steps: Option<u32>,
     /// How often a tasks client should poll `tasks/get`.
     pub task_poll_interval_ms: u64,
-    /// The pipeline's own name for each trigger_training argument it takes.
-    pub pipeline_parameters: PipelineParameters,
+    /// The pipeline's own name for each trigger_training argument it takes; a bad mapping is
+    /// kept as its error, for trigger_training to answer with, and takes no other tool down.
+    pub pipeline_parameters: Result<PipelineParameters, ConfigError>,
+    /// Where training data may be read from (`TRAINING_INPUT_PREFIXES`).
+    pub training_input_prefixes: Vec<S3Prefix>,
+    /// The instance types a run may ask for (`TRAINING_INSTANCE_TYPES`).
+    pub training_instance_types: Vec<String>,
+    /// What each caller may start (`CALLER_SUBMITS_PER_MINUTE`, `CALLER_RUNS_PER_HOUR`,
+    /// `CALLER_WAITS_MAX`).
+    pub quotas: QuotaLimits,
+    /// submit_job's `request_ttl_secs` when a call gives none (`DEFAULT_REQUEST_TTL_SECS`).
+    pub default_request_ttl_secs: u32,
     /// Where an outcome a status check finds in S3 (and records) is announced; None: nowhere.
     pub event_bus_name: Option<String>,
 }
@@ -376,6 +399,11 @@ impl McpToolsConfig {
 }
 
 impl ToolsConfig {
+    /// Whether the stack has a pipeline, and so the training tools.
+    pub fn serves_training(&self) -> bool {
+        !self.pipeline_name.is_empty()
+    }
+
     /// What the job use cases are told: the lifecycle's timings from this configuration.
     pub fn job_settings(&self) -> JobSettings {
         let policy = JobPolicy {
@@ -399,7 +427,12 @@ impl ToolsConfig {
                 "ASYNC_ENDPOINT_NAME",
                 "the name of the SageMaker async endpoint",
             )?,
-            pipeline_name: env.required("PIPELINE_NAME", "the name of the SageMaker pipeline")?,
+            pipeline_name: (env.0)("PIPELINE_NAME")
+                .map(|name| name.trim().to_owned())
+                .unwrap_or_default(),
+            region: (env.0)("AWS_REGION")
+                .map(|r| r.trim().to_owned())
+                .filter(|r| !r.is_empty()),
             result_ttl_secs: result_ttl_secs(env)?,
             inline_result_max_bytes: inline_result_max_bytes(env)?,
             function_timeout_secs: env.number_in(
@@ -429,9 +462,37 @@ impl ToolsConfig {
             pipeline_parameters: match (env.0)("PIPELINE_PARAMETERS")
                 .filter(|v| !v.trim().is_empty())
             {
-                Some(text) => PipelineParameters::parse(&text)?,
-                None => PipelineParameters::default(),
+                Some(text) => PipelineParameters::parse(&text),
+                None => Ok(PipelineParameters::default()),
             },
+            training_input_prefixes: training_input_prefixes(env)?,
+            training_instance_types: training_instance_types(env)?,
+            quotas: QuotaLimits {
+                submits_per_minute: env.number_in(
+                    "CALLER_SUBMITS_PER_MINUTE",
+                    QuotaLimits::default().submits_per_minute,
+                    0..=100_000,
+                    "jobs each caller may submit per minute, 0 (no limit) to 100000",
+                )?,
+                runs_per_hour: env.number_in(
+                    "CALLER_RUNS_PER_HOUR",
+                    QuotaLimits::default().runs_per_hour,
+                    0..=10_000,
+                    "training runs each caller may start per hour, 0 (no limit) to 10000",
+                )?,
+                waits_max: env.number_in(
+                    "CALLER_WAITS_MAX",
+                    QuotaLimits::default().waits_max,
+                    0..=1_000,
+                    "long waits each caller may hold at once, 0 (no limit) to 1000",
+                )?,
+            },
+            default_request_ttl_secs: env.number_in(
+                "DEFAULT_REQUEST_TTL_SECS",
+                DEFAULT_REQUEST_TTL_SECS,
+                60..=21_600,
+                "seconds from 60 to 21600 (SageMaker's limit for a request's queue TTL)",
+            )?,
             pipeline_max_parallel_steps: match (env.0)("PIPELINE_MAX_PARALLEL_STEPS")
                 .filter(|v| !v.trim().is_empty())
             {
@@ -614,6 +675,67 @@ fn parse_sha256(hex: &str) -> Option<[u8; 32]> {
     Some(out)
 }
 
+/// `TRAINING_INPUT_PREFIXES`: comma-separated `s3://bucket/prefix/` entries training data may
+/// be read from; unset, the IO bucket's `train/`.
+fn training_input_prefixes<F: Fn(&str) -> Option<String>>(
+    env: &Env<F>,
+) -> Result<Vec<S3Prefix>, ConfigError> {
+    const EXPECTED: &str = "comma-separated s3://bucket/prefix/ entries (lowercase bucket \
+        names; no ., .. or empty path segments), e.g. s3://my-bucket/train/,s3://datasets/intents/";
+    let text = match (env.0)("TRAINING_INPUT_PREFIXES").filter(|v| !v.trim().is_empty()) {
+        Some(text) => text,
+        None => format!(
+            "s3://{}/train/",
+            env.required("IO_BUCKET", "the S3 bucket for job inputs")?
+        ),
+    };
+    let invalid = || ConfigError::Invalid {
+        name: "TRAINING_INPUT_PREFIXES",
+        value: text.clone(),
+        expected: EXPECTED,
+    };
+    let prefixes = text
+        .split(',')
+        .map(str::trim)
+        .filter(|e| !e.is_empty())
+        .map(|e| S3Prefix::parse(e).ok_or_else(invalid))
+        .collect::<Result<Vec<_>, _>>()?;
+    if prefixes.is_empty() {
+        return Err(invalid());
+    }
+    Ok(prefixes)
+}
+
+/// `TRAINING_INSTANCE_TYPES`: the comma-separated instance types a run may ask for.
+fn training_instance_types<F: Fn(&str) -> Option<String>>(
+    env: &Env<F>,
+) -> Result<Vec<String>, ConfigError> {
+    let text = (env.0)("TRAINING_INSTANCE_TYPES")
+        .filter(|v| !v.trim().is_empty())
+        .unwrap_or_else(|| DEFAULT_TRAINING_INSTANCE_TYPES.to_owned());
+    let types: Vec<String> = text
+        .split(',')
+        .map(|t| t.trim().to_owned())
+        .filter(|t| !t.is_empty())
+        .collect();
+    let ok = !types.is_empty()
+        && types.iter().all(|t| {
+            t.starts_with("ml.")
+                && t.len() <= 64
+                && t.chars()
+                    .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '.')
+        });
+    if ok {
+        Ok(types)
+    } else {
+        Err(ConfigError::Invalid {
+            name: "TRAINING_INSTANCE_TYPES",
+            value: text,
+            expected: "comma-separated SageMaker instance types, e.g. ml.m5.xlarge,ml.g5.xlarge",
+        })
+    }
+}
+
 /// `INLINE_RESULT_MAX_BYTES`, for every writer of outcomes.
 pub fn inline_result_max_bytes<F: Fn(&str) -> Option<String>>(
     env: &Env<F>,
@@ -771,7 +893,7 @@ mod tests {
     #[test]
     fn pipeline_parameters_map_arguments_to_the_pipelines_names() {
         let cfg = McpToolsConfig::from_env(&env(&mcp_env(&[("AUTH_MODE", "iam")]))).unwrap();
-        let p = &cfg.tools.pipeline_parameters;
+        let p = cfg.tools.pipeline_parameters.as_ref().unwrap();
         assert_eq!(p.name_for("input_data_uri"), Some("InputDataUri"));
         assert_eq!(p.name_for("max_epochs"), Some("MaxEpochs"));
         assert_eq!(p.name_for("accuracy_threshold"), Some("AccuracyThreshold"));
@@ -787,7 +909,7 @@ mod tests {
             ),
         ])))
         .unwrap();
-        let p = &cfg.tools.pipeline_parameters;
+        let p = cfg.tools.pipeline_parameters.as_ref().unwrap();
         assert_eq!(p.name_for("input_data_uri"), Some("TrainData"));
         assert_eq!(p.name_for("max_epochs"), Some("Epochs-N"));
         assert_eq!(p.name_for("accuracy_threshold"), None);
@@ -804,16 +926,81 @@ mod tests {
             "input_data_uri=A,max_epochs=A",
             "input_data_uri=A,learning_rate=LR",
         ] {
-            let err = McpToolsConfig::from_env(&env(&mcp_env(&[
+            // Kept as an error for trigger_training: the other tools still start.
+            let cfg = McpToolsConfig::from_env(&env(&mcp_env(&[
                 ("AUTH_MODE", "iam"),
                 ("PIPELINE_PARAMETERS", bad),
             ])))
-            .unwrap_err();
-            let text = err.to_string();
+            .unwrap();
+            let text = cfg.tools.pipeline_parameters.unwrap_err().to_string();
             assert!(
                 text.contains("PIPELINE_PARAMETERS") && text.contains(bad),
                 "{bad}: {text}"
             );
+        }
+    }
+
+    #[test]
+    fn sharing_settings_default_from_the_bucket_and_are_checked() {
+        let cfg = McpToolsConfig::from_env(&env(&mcp_env(&[("AUTH_MODE", "iam")]))).unwrap();
+        let t = &cfg.tools;
+        let prefixes: Vec<String> = t
+            .training_input_prefixes
+            .iter()
+            .map(|p| p.to_string())
+            .collect();
+        assert_eq!(prefixes, ["s3://b/train/"]);
+        assert_eq!(t.training_instance_types, ["ml.m5.xlarge"]);
+        assert_eq!(t.quotas, QuotaLimits::default());
+        assert_eq!(t.default_request_ttl_secs, 3600);
+        assert!(t.serves_training());
+        let cfg = McpToolsConfig::from_env(&env(&mcp_env(&[
+            ("AUTH_MODE", "iam"),
+            ("TRAINING_INPUT_PREFIXES", "s3://data-a/train, s3://data-b/"),
+            ("TRAINING_INSTANCE_TYPES", "ml.m5.xlarge, ml.g5.2xlarge"),
+            ("CALLER_SUBMITS_PER_MINUTE", "0"),
+            ("CALLER_RUNS_PER_HOUR", "3"),
+            ("CALLER_WAITS_MAX", "1"),
+            ("DEFAULT_REQUEST_TTL_SECS", "600"),
+            ("PIPELINE_NAME", " "),
+        ])))
+        .unwrap();
+        let t = &cfg.tools;
+        let prefixes: Vec<String> = t
+            .training_input_prefixes
+            .iter()
+            .map(|p| p.to_string())
+            .collect();
+        assert_eq!(prefixes, ["s3://data-a/train/", "s3://data-b/"]);
+        assert_eq!(t.training_instance_types, ["ml.m5.xlarge", "ml.g5.2xlarge"]);
+        assert_eq!(
+            t.quotas,
+            QuotaLimits {
+                submits_per_minute: 0,
+                runs_per_hour: 3,
+                waits_max: 1
+            }
+        );
+        assert_eq!(t.default_request_ttl_secs, 600);
+        assert!(
+            !t.serves_training(),
+            "an empty pipeline name: no training tools"
+        );
+        for (name, bad) in [
+            ("TRAINING_INPUT_PREFIXES", "s3://b/../x/"),
+            ("TRAINING_INPUT_PREFIXES", "https://b/x/"),
+            ("TRAINING_INPUT_PREFIXES", " , "),
+            ("TRAINING_INSTANCE_TYPES", "m5.xlarge"),
+            ("CALLER_SUBMITS_PER_MINUTE", "-1"),
+            ("CALLER_RUNS_PER_HOUR", "many"),
+            ("CALLER_WAITS_MAX", "1001"),
+            ("DEFAULT_REQUEST_TTL_SECS", "59"),
+        ] {
+            let vars = mcp_env(&[("AUTH_MODE", "iam"), (name, bad)]);
+            let err = McpToolsConfig::from_env(&env(&vars))
+                .unwrap_err()
+                .to_string();
+            assert!(err.contains(name), "{name}={bad:?}: {err}");
         }
     }
 

@@ -24,6 +24,20 @@ pub struct AwsFailure {
     pub ambiguous: bool,
 }
 
+impl AwsFailure {
+    /// The failure without AWS's message (which can name a role, an account, a table or a
+    /// bucket): what may be stored on a caller's item and shown to that caller.
+    pub fn summary(&self) -> String {
+        let code = self.code.as_deref().unwrap_or("no error code");
+        let retry = if self.retryable {
+            "transient; retrying may succeed"
+        } else {
+            "retrying will not help"
+        };
+        format!("{code} ({retry})")
+    }
+}
+
 impl std::fmt::Display for AwsFailure {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         if let Some(code) = &self.code {

@@ -4,7 +4,9 @@
 //! `AWS_LAMBDA_LOG_FORMAT`), with every open span's fields on each line, so the request id and
 //! the job's own ids (set once on a span) are on every line below it. This project's crates log
 //! at `AWS_LAMBDA_LOG_LEVEL` (default INFO), dependencies at WARN; `RUST_LOG`, when set, decides
-//! everything instead.
+//! everything instead. Whatever either says, no dependency logs below INFO, and lambda_runtime
+//! not below DEBUG: at those levels they write raw events, requests and replies (bearer tokens,
+//! whole documents), which must never reach CloudWatch.
 //!
 //! Metrics: CloudWatch Embedded Metric Format documents on stdout (`metrics_cloudwatch_embedded`),
 //! flushed after each invocation, in one namespace with the function as the only fixed
@@ -103,14 +105,31 @@ pub fn log_filter(rust_log: Option<&str>, lambda_level: Option<&str>) -> String 
     filter
 }
 
+/// Whether a line may be written at all, whatever the filter asks: below INFO only this
+/// project's crates, and lambda_runtime down to DEBUG (its TRACE lines hold the raw event).
+/// rmcp's DEBUG lines hold every request and reply, the SDK's TRACE lines every HTTP exchange.
+pub fn may_log(target: &str, level: &tracing::Level) -> bool {
+    let krate = target.split("::").next().unwrap_or(target);
+    if *level <= tracing::Level::INFO {
+        return true;
+    }
+    match krate {
+        "lambda_runtime" => *level <= tracing::Level::DEBUG,
+        other => OUR_CRATES.contains(&other),
+    }
+}
+
 /// Logging for a function, from the environment Lambda sets.
 pub fn init_logging() {
+    use tracing_subscriber::layer::SubscriberExt;
+    use tracing_subscriber::util::SubscriberInitExt;
     let var = |name| std::env::var(name).ok();
     let filter = EnvFilter::new(log_filter(
         var("RUST_LOG").as_deref(),
         var("AWS_LAMBDA_LOG_LEVEL").as_deref(),
     ));
     let json = var("AWS_LAMBDA_LOG_FORMAT").is_some_and(|f| f.eq_ignore_ascii_case("json"));
+    let never = tracing_subscriber::filter::filter_fn(|m| may_log(m.target(), m.level()));
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_target(false);
@@ -121,9 +140,11 @@ pub fn init_logging() {
             .flatten_event(true)
             .with_current_span(false)
             .with_span_list(true)
+            .finish()
+            .with(never)
             .try_init()
     } else {
-        builder.without_time().try_init()
+        builder.without_time().finish().with(never).try_init()
     };
 }
 
@@ -262,6 +283,22 @@ mod tests {
         // The invocation span (and so the request id) stays.
         assert!(filter.contains("shared=warn") && filter.contains("lambda_runtime=info"));
         assert_eq!(log_filter(Some("rmcp=debug"), Some("WARN")), "rmcp=debug");
+        // Whatever the filter says, these are never written.
+        use tracing::Level;
+        assert!(!may_log(
+            "lambda_runtime::layers::api_response",
+            &Level::TRACE
+        ));
+        assert!(may_log("lambda_runtime::runtime", &Level::DEBUG));
+        assert!(!may_log("rmcp::service", &Level::DEBUG));
+        assert!(!may_log(
+            "aws_smithy_runtime::client::orchestrator",
+            &Level::TRACE
+        ));
+        assert!(!may_log("hyper", &Level::DEBUG));
+        assert!(may_log("rmcp::service", &Level::INFO));
+        assert!(may_log("mcp_tools::tools", &Level::TRACE));
+        assert!(may_log("shared::usecases::submit", &Level::DEBUG));
         assert!(log_filter(Some(" "), None).starts_with("warn,"));
     }
 }

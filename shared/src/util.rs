@@ -17,9 +17,37 @@ pub fn truncate_utf8(mut s: String, max: usize) -> String {
     s
 }
 
+/// The most of a caller's value any answer or log line quotes back.
+pub const QUOTE_MAX_CHARS: usize = 200;
+
+/// A caller's value as an answer quotes it: in double quotes, cut after
+/// [`QUOTE_MAX_CHARS`] characters (then `…` and how long it was), so a huge argument is
+/// never echoed whole.
+pub fn quote(value: &str) -> String {
+    let total = value.chars().count();
+    if total <= QUOTE_MAX_CHARS {
+        return format!("{value:?}");
+    }
+    let head: String = value.chars().take(QUOTE_MAX_CHARS).collect();
+    format!("{head:?}… ({total} characters)")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn quotes_are_cut_after_200_characters_with_the_length() {
+        assert_eq!(quote("abc"), "\"abc\"");
+        let exact = "é".repeat(200);
+        assert_eq!(quote(&exact), format!("{exact:?}"));
+        let long = format!("{}{}", "a".repeat(200), "b".repeat(99_800));
+        let quoted = quote(&long);
+        assert_eq!(
+            quoted,
+            format!("\"{}\"… (100000 characters)", "a".repeat(200))
+        );
+    }
 
     #[test]
     fn hex_is_lowercase_two_digits_per_byte() {

@@ -7,6 +7,7 @@
 //! expected, before serde could say `invalid type: string "five", expected u32`.
 
 use serde_json::{Map, Number, Value};
+use shared::util::quote;
 
 /// What a property's schema says its value is (besides `null`, for an optional one).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -105,8 +106,8 @@ impl Kind {
 }
 
 /// Coerces `arguments` in place to the types `input_schema` declares, or says which argument
-/// is wrong. Arguments the schema does not list are left for the tool's own check (which
-/// refuses unknown ones).
+/// is wrong. An argument the schema does not list is refused when the schema allows no others
+/// (named, and cut: a caller's name can be long); a value outside its `enum` too.
 pub fn coerce(
     input_schema: &Map<String, Value>,
     arguments: &mut Map<String, Value>,
@@ -114,10 +115,34 @@ pub fn coerce(
     let Some(properties) = input_schema.get("properties").and_then(Value::as_object) else {
         return Ok(());
     };
+    let closed = input_schema.get("additionalProperties") == Some(&Value::Bool(false));
     for (name, value) in arguments.iter_mut() {
         let Some(schema) = properties.get(name) else {
+            if closed {
+                let mut known: Vec<&str> = properties.keys().map(String::as_str).collect();
+                known.sort_unstable();
+                return Err(format!(
+                    "unknown argument {}; this tool takes: {}",
+                    quote(name),
+                    known.join(", ")
+                ));
+            }
             continue;
         };
+        if let Some(allowed) = schema.get("enum").and_then(Value::as_array) {
+            if !value.is_null() && !allowed.contains(value) {
+                let allowed: Vec<String> = allowed
+                    .iter()
+                    .filter(|v| !v.is_null())
+                    .map(Value::to_string)
+                    .collect();
+                return Err(format!(
+                    "`{name}` must be one of {}; got {}",
+                    allowed.join(", "),
+                    quoted_json(value)
+                ));
+            }
+        }
         let Some(kind) = Kind::of(schema) else {
             continue;
         };
@@ -129,8 +154,9 @@ pub fn coerce(
                 Some(parsed) => *value = parsed,
                 None => {
                     return Err(format!(
-                        "`{name}` must be {}; got {value}",
-                        kind.expected(schema)
+                        "`{name}` must be {}; got {}",
+                        kind.expected(schema),
+                        quoted_json(value)
                     ))
                 }
             }
@@ -138,6 +164,17 @@ pub fn coerce(
         check_range(name, schema, value)?;
     }
     Ok(())
+}
+
+/// A caller's value as JSON, cut as every quoted value is (200 characters, then `…` and its
+/// length).
+fn quoted_json(value: &Value) -> String {
+    let text = value.to_string();
+    if text.chars().count() <= shared::util::QUOTE_MAX_CHARS {
+        text
+    } else {
+        quote(&text)
+    }
 }
 
 /// A bound of the schema as the tools' own checks write numbers (`1`, not `1.0`).
@@ -285,6 +322,43 @@ mod tests {
         for (args, expected) in cases {
             assert_eq!(coerced(args.clone()), Err(expected.to_owned()), "{args}");
         }
+    }
+
+    #[test]
+    fn unknown_arguments_and_values_outside_an_enum_are_refused_and_long_ones_cut() {
+        let mut closed = schema();
+        closed.insert("additionalProperties".into(), Value::Bool(false));
+        let mut properties = closed["properties"].as_object().cloned().unwrap();
+        properties.insert(
+            "direction".into(),
+            json!({"type": "string", "enum": ["upstream", "downstream"]}),
+        );
+        closed.insert("properties".into(), Value::Object(properties));
+        let check = |args: Value| {
+            let mut args = args.as_object().cloned().unwrap();
+            coerce(&closed, &mut args)
+        };
+        let long = "x".repeat(100_000);
+        let message = check(json!({ long.clone(): 1 })).unwrap_err();
+        assert!(
+            message.starts_with(&format!(
+                "unknown argument \"{}\"… (100000 characters)",
+                "x".repeat(200)
+            )),
+            "{message}"
+        );
+        assert!(message.len() < 600, "{}", message.len());
+        assert_eq!(
+            check(json!({"direction": "sideways"})),
+            Err(
+                "`direction` must be one of \"upstream\", \"downstream\"; got \"sideways\""
+                    .to_owned()
+            )
+        );
+        assert_eq!(check(json!({"direction": "upstream"})), Ok(()));
+        let message = check(json!({ "wait_secs": long })).unwrap_err();
+        assert!(message.ends_with("… (100002 characters)"), "{message}");
+        assert!(message.len() < 600);
     }
 
     #[test]

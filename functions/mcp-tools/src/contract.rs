@@ -14,11 +14,14 @@ use shared::domain::job::{Job, Submission};
 use shared::domain::lineage::{self, Direction, EntityKind};
 use shared::domain::run::Run;
 use shared::domain::s3_location::S3Location;
+use shared::domain::training_input::check_input_uri;
 use shared::ports::{AwsFailure, ExecutionDescription, StepStatus, StoreError};
 use shared::usecases::check::{CheckError, JobReport};
 use shared::usecases::lineage::{Described, Found, Provenance, ProvenanceError, ProvenanceRequest};
+use shared::usecases::quota::QuotaError;
 use shared::usecases::submit::{SubmitError, Submitted};
 use shared::usecases::training::{StatusError, TriggerError, TriggerRequest};
+use shared::util::quote;
 
 /// The tools' names, as `tools/list` declares them (each is its method's name in `tools`).
 pub mod names {
@@ -28,6 +31,12 @@ pub mod names {
     pub const CHECK_TRAINING_STATUS: &str = "check_training_status";
     pub const CHECK_TRAINING_RESULT: &str = "check_training_result";
     pub const GET_MODEL_PROVENANCE: &str = "get_model_provenance";
+    /// The tools a stack without a pipeline does not serve.
+    pub const TRAINING: [&str; 3] = [
+        TRIGGER_TRAINING,
+        CHECK_TRAINING_STATUS,
+        CHECK_TRAINING_RESULT,
+    ];
     pub const ALL: [&str; 6] = [
         SUBMIT_JOB,
         CHECK_JOB_STATUS,
@@ -87,11 +96,12 @@ pub const INVOCATION_TIMEOUT_SECS: Bounds<u32> = Bounds {
     max: 3600,
     default: Some(300),
 };
+/// No fixed default: the deployment's (`DEFAULT_REQUEST_TTL_SECS`, 3600 unless changed).
 pub const REQUEST_TTL_SECS: Bounds<u32> = Bounds {
     name: "request_ttl_secs",
     min: 60,
     max: 21600,
-    default: Some(600),
+    default: None,
 };
 /// The schema's bounds: the most any call may ask, streamed (Lambda's longest timeout).
 /// [`allowed_wait`] holds each call to what it can have.
@@ -181,20 +191,13 @@ impl ToolError {
         }
     }
 
-    /// An AWS call that failed, saying which one and whether retrying can help.
+    /// An AWS call that failed, saying which one, its error code and whether retrying can
+    /// help. AWS's own text (which may name the role, the account, a table or a bucket) goes to
+    /// the log, never to the caller.
     pub fn aws(operation: &str, failure: &AwsFailure) -> Self {
-        let advice = if failure.retryable {
-            "This is transient (throttling or a service error): retrying the same call may succeed."
-        } else {
-            "Retrying the same call will not help."
-        };
-        let code = failure
-            .code
-            .as_deref()
-            .map(|c| format!("{c}: "))
-            .unwrap_or_default();
+        tracing::warn!(operation, %failure, "AWS call failed");
         Self {
-            message: format!("{operation} failed: {code}{}. {advice}", failure.message),
+            message: wording::aws_failed(operation, failure),
         }
     }
 }
@@ -228,7 +231,8 @@ pub struct SubmitJobArgs {
         range(min = REQUEST_TTL_SECS.min, max = REQUEST_TTL_SECS.max),
         description = REQUEST_TTL_SECS.describe(
             "Seconds the request may wait in the endpoint's queue before SageMaker drops it \
-             ({range}; at least twice `invocation_timeout_secs`)."
+             ({range}; at least twice `invocation_timeout_secs`). By default the deployment's \
+             (3600 unless set otherwise), long enough for an endpoint scaled to zero to start."
         )
     )]
     pub request_ttl_secs: Option<u32>,
@@ -264,6 +268,7 @@ impl ToolArgs for SubmitJobArgs {
             &caller.owner,
             &config.async_endpoint_name,
             &config.io_bucket,
+            config.default_request_ttl_secs,
         )
     }
 
@@ -279,6 +284,7 @@ impl SubmitJobArgs {
         owner: &Owner,
         endpoint_name: &str,
         io_bucket: &str,
+        default_request_ttl_secs: u32,
     ) -> Result<Submission, ToolError> {
         let inputs = match (self.document, self.payload) {
             (Some(_), Some(_)) => {
@@ -299,7 +305,9 @@ impl SubmitJobArgs {
         };
         let invocation_timeout_secs =
             INVOCATION_TIMEOUT_SECS.value(self.invocation_timeout_secs)?;
-        let request_ttl_secs = REQUEST_TTL_SECS.value(self.request_ttl_secs)?;
+        let request_ttl_secs = REQUEST_TTL_SECS
+            .check(self.request_ttl_secs)?
+            .unwrap_or(default_request_ttl_secs);
         if u64::from(request_ttl_secs) < 2 * u64::from(invocation_timeout_secs) {
             return Err(ToolError::invalid(format!(
                 "`request_ttl_secs` ({request_ttl_secs}) must be at least twice `invocation_timeout_secs` \
@@ -358,6 +366,15 @@ impl From<SubmitError> for ToolError {
     }
 }
 
+impl From<QuotaError> for ToolError {
+    fn from(e: QuotaError) -> Self {
+        if let QuotaError::Store { source, .. } = &e {
+            tracing::warn!(error = %source, "a quota count could not be written");
+        }
+        ToolError::invalid(wording::quota(&e))
+    }
+}
+
 // ---------------------------------------------------------------- check_job_status
 
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
@@ -394,6 +411,7 @@ impl ToolArgs for CheckJobStatusArgs {
 
     fn validate(self, _config: &ToolsConfig, _caller: &Caller) -> Result<CheckJob, ToolError> {
         if self.inference_id.trim().is_empty() || self.inference_id.len() > 1024 {
+            // Only its length is said: the id may be anything a caller sent.
             return Err(ToolError::invalid(
                 "`inference_id` must be the non-empty id returned by submit_job",
             ));
@@ -529,7 +547,8 @@ pub fn validate_session_id(session_id: &str) -> Result<(), ToolError> {
         Ok(())
     } else {
         Err(ToolError::invalid(format!(
-            "`session_id` {session_id:?} must be 1 to 128 letters, digits or `_ . : -`"
+            "`session_id` {} must be 1 to 128 letters, digits or `_ . : -`",
+            quote(session_id)
         )))
     }
 }
@@ -548,7 +567,12 @@ impl ToolArgs for TriggerTrainingArgs {
     type Valid = TriggerRequest;
 
     fn validate(self, config: &ToolsConfig, caller: &Caller) -> Result<TriggerRequest, ToolError> {
-        let parameters = self.parameters(&config.pipeline_parameters)?;
+        let names = config.pipeline_parameters.as_ref().map_err(|e| {
+            tracing::error!(error = %e, "trigger_training cannot run: the deployment's pipeline parameters are invalid");
+            ToolError::invalid(wording::PIPELINE_MISCONFIGURED)
+        })?;
+        let parameters = self.parameters(names)?;
+        self.within_allow_lists(config)?;
         let max_parallel_steps = MAX_PARALLEL_STEPS.check(self.max_parallel_steps)?;
         Ok(TriggerRequest {
             owner: caller.owner.clone(),
@@ -567,6 +591,31 @@ impl ToolArgs for TriggerTrainingArgs {
 }
 
 impl TriggerTrainingArgs {
+    /// The data and the instance type are ones the deployment allows any caller: the pipeline's
+    /// role reads what it is given, and its instances are billed to the account.
+    pub fn within_allow_lists(&self, config: &ToolsConfig) -> Result<(), ToolError> {
+        let uri = self.input_data_uri.trim();
+        let allowed = &config.training_input_prefixes;
+        match check_input_uri(uri, allowed) {
+            Ok(()) => {}
+            Err(refusal) => {
+                return Err(ToolError::invalid(wording::input_refused(
+                    uri, refusal, allowed,
+                )))
+            }
+        }
+        if let Some(instance) = &self.training_instance_type {
+            if !config.training_instance_types.iter().any(|t| t == instance) {
+                return Err(ToolError::invalid(format!(
+                    "`training_instance_type` {} is not one this deployment allows; use one of: {}",
+                    quote(instance),
+                    config.training_instance_types.join(", ")
+                )));
+            }
+        }
+        Ok(())
+    }
+
     /// The pipeline parameters to pass, under the pipeline's own names: only those given. An
     /// argument the pipeline takes no parameter for is refused rather than dropped.
     pub fn parameters(
@@ -579,7 +628,8 @@ impl TriggerTrainingArgs {
             && !(uri.starts_with("s3://") && uri.len() > 5 && !uri[5..].starts_with('/'))
         {
             return Err(ToolError::invalid(format!(
-                "`input_data_uri` {uri:?} is not an s3://bucket/prefix URI"
+                "`input_data_uri` {} is not an s3://bucket/prefix URI",
+                quote(uri)
             )));
         }
         let epochs = MAX_EPOCHS.check(self.max_epochs)?;
@@ -592,7 +642,8 @@ impl TriggerTrainingArgs {
                     .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '.');
             if !ok {
                 return Err(ToolError::invalid(format!(
-                    "`training_instance_type` {instance:?} is not a SageMaker instance type such as ml.m5.xlarge"
+                    "`training_instance_type` {} is not a SageMaker instance type such as ml.m5.xlarge",
+                    quote(instance)
                 )));
             }
         }
@@ -658,7 +709,8 @@ impl ToolArgs for CheckTrainingStatusArgs {
             })
         } else {
             Err(ToolError::invalid(format!(
-                "`execution_arn` {arn:?} is not a pipeline execution ARN (arn:aws:sagemaker:<region>:<account>:pipeline/<name>/execution/<id>)"
+                "`execution_arn` {} is not a pipeline execution ARN (arn:aws:sagemaker:<region>:<account>:pipeline/<name>/execution/<id>)",
+                quote(&arn)
             )))
         }
     }
@@ -796,14 +848,16 @@ impl From<StatusError> for ToolError {
 }
 
 impl From<StoreError> for ToolError {
+    /// Which call failed, never the table's name or DynamoDB's text (the log has both).
     fn from(e: StoreError) -> Self {
         match e {
             StoreError::Aws {
-                operation,
-                table,
-                failure,
-            } => ToolError::aws(&format!("DynamoDB {operation} on table {table}"), &failure),
-            other => ToolError::invalid(other.to_string()),
+                operation, failure, ..
+            } => ToolError::aws(&format!("DynamoDB {operation}"), &failure),
+            other => {
+                tracing::error!(error = %other, "the store refused or held an unreadable item");
+                ToolError::invalid(wording::STORE_FAILED)
+            }
         }
     }
 }
@@ -871,8 +925,9 @@ impl ToolArgs for GetModelProvenanceArgs {
                 ""
             };
             return Err(ToolError::invalid(format!(
-                "`model_package_arn` {arn:?} is not a model package ARN \
-                 (arn:aws:sagemaker:<region>:<account>:model-package/<group>/<version>){hint}"
+                "`model_package_arn` {} is not a model package ARN \
+                 (arn:aws:sagemaker:<region>:<account>:model-package/<group>/<version>){hint}",
+                quote(arn)
             )));
         }
         Ok(ProvenanceRequest {
@@ -1146,27 +1201,31 @@ mod tests {
     #[test]
     fn a_document_becomes_the_inputs_of_the_uploaded_object() {
         let s = args(json!({"document": "hello", "options": {"top_k": 3}}))
-            .submission(&owner(), "ep", "b")
+            .submission(&owner(), "ep", "b", 3600)
             .unwrap();
         assert_eq!(
             serde_json::from_slice::<Value>(&s.input).unwrap(),
             json!({"inputs": "hello", "parameters": {"top_k": 3}})
         );
-        assert_eq!((s.invocation_timeout_secs, s.request_ttl_secs), (300, 600));
+        assert_eq!(
+            (s.invocation_timeout_secs, s.request_ttl_secs),
+            (300, 3600),
+            "the deployment's default TTL"
+        );
         assert_eq!(s.inference_id.len(), 36);
         assert_eq!(
             s.input_location.to_string(),
             format!("s3://b/inputs/{}.json", s.inference_id)
         );
         let keyed = args(json!({"document": "hello", "idempotency_key": "k"}))
-            .submission(&owner(), "ep", "b")
+            .submission(&owner(), "ep", "b", 3600)
             .unwrap();
         assert_eq!(
             keyed.inference_id,
             shared::domain::job::inference_id_for_key(&owner(), "ep", "k")
         );
         let p = args(json!({"payload": {"a": 1}}))
-            .submission(&owner(), "ep", "b")
+            .submission(&owner(), "ep", "b", 3600)
             .unwrap();
         assert_eq!(
             serde_json::from_slice::<Value>(&p.input).unwrap(),
@@ -1206,11 +1265,13 @@ mod tests {
             ),
         ];
         for (a, expected) in cases {
-            let err = args(a.clone()).submission(&owner(), "ep", "b").unwrap_err();
+            let err = args(a.clone())
+                .submission(&owner(), "ep", "b", 3600)
+                .unwrap_err();
             assert!(err.message.contains(expected), "{a}: {err}");
         }
         let big = args(json!({"document": "x".repeat(MAX_INPUT_BYTES)}))
-            .submission(&owner(), "ep", "b")
+            .submission(&owner(), "ep", "b", 3600)
             .unwrap_err();
         assert!(big.message.contains("the limit is 4194304 bytes"), "{big}");
         assert!(
@@ -1229,10 +1290,11 @@ mod tests {
             t.parameters(&names).unwrap(),
             vec![("InputDataUri".to_owned(), "s3://b/train/".to_owned())]
         );
-        let all: TriggerTrainingArgs =
-            serde_json::from_value(json!({"input_data_uri": "s3://b/t", "session_id": "s-1",
-            "max_epochs": 5, "accuracy_threshold": 0.9, "training_instance_type": "ml.m5.xlarge"}))
-            .unwrap();
+        let all: TriggerTrainingArgs = serde_json::from_value(
+            json!({"input_data_uri": "s3://b/train/t", "session_id": "s-1",
+            "max_epochs": 5, "accuracy_threshold": 0.9, "training_instance_type": "ml.m5.xlarge"}),
+        )
+        .unwrap();
         assert_eq!(all.parameters(&names).unwrap().len(), 4);
         for (bad, expected) in [
             (
@@ -1240,31 +1302,31 @@ mod tests {
                 "input_data_uri",
             ),
             (
-                json!({"input_data_uri": "s3://b/t", "session_id": "a;session_id=b"}),
+                json!({"input_data_uri": "s3://b/train/t", "session_id": "a;session_id=b"}),
                 "session_id",
             ),
             (
-                json!({"input_data_uri": "s3://b/t", "session_id": ""}),
+                json!({"input_data_uri": "s3://b/train/t", "session_id": ""}),
                 "session_id",
             ),
             (
-                json!({"input_data_uri": "s3://b/t", "session_id": "s", "max_epochs": 0}),
+                json!({"input_data_uri": "s3://b/train/t", "session_id": "s", "max_epochs": 0}),
                 "max_epochs",
             ),
             (
-                json!({"input_data_uri": "s3://b/t", "session_id": "s", "accuracy_threshold": 1.5}),
+                json!({"input_data_uri": "s3://b/train/t", "session_id": "s", "accuracy_threshold": 1.5}),
                 "accuracy_threshold",
             ),
             (
-                json!({"input_data_uri": "s3://b/t", "session_id": "s", "training_instance_type": "m5.large"}),
+                json!({"input_data_uri": "s3://b/train/t", "session_id": "s", "training_instance_type": "m5.large"}),
                 "training_instance_type",
             ),
             (
-                json!({"input_data_uri": "s3://b/t", "session_id": "s", "max_parallel_steps": 0}),
+                json!({"input_data_uri": "s3://b/train/t", "session_id": "s", "max_parallel_steps": 0}),
                 "max_parallel_steps",
             ),
             (
-                json!({"input_data_uri": "s3://b/t", "session_id": "s", "idempotency_key": ""}),
+                json!({"input_data_uri": "s3://b/train/t", "session_id": "s", "idempotency_key": ""}),
                 "idempotency_key",
             ),
         ] {
@@ -1289,7 +1351,11 @@ mod tests {
             ambiguous: false,
         };
         let e = ToolError::aws("SageMaker InvokeEndpointAsync", &throttled);
-        assert_eq!(e.message, "SageMaker InvokeEndpointAsync failed: ThrottlingException: Rate exceeded. This is transient (throttling or a service error): retrying the same call may succeed.");
+        assert_eq!(e.message, "SageMaker InvokeEndpointAsync failed (ThrottlingException). This is transient (throttling or a service error): retrying the same call may succeed.");
+        assert!(
+            !e.message.contains("Rate exceeded"),
+            "AWS's text stays in the log"
+        );
         let missing = AwsFailure {
             code: Some("ValidationError".into()),
             message: "Endpoint x not found".into(),

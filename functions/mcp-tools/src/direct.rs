@@ -121,7 +121,7 @@ mod tests {
         assert_eq!(result.is_error, Some(true));
         let text = text(&result);
         assert!(
-            text.starts_with("failed to deserialize parameters: unknown field `wait`"),
+            text == "unknown argument \"wait\"; this tool takes: inference_id, wait_secs",
             "{text}"
         );
         assert_eq!(w.deps.ports.jobs.calls(), (0, 0));

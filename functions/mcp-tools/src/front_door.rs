@@ -76,9 +76,28 @@ fn host(headers: &http::HeaderMap) -> Option<&str> {
         .and_then(|v| v.to_str().ok())
 }
 
+/// The host an OAuth resource (audience and metadata URL) is built on when `OAUTH_AUDIENCE` is
+/// unset: the Function URL's own domain, as Lambda puts it in the event; the (checked) `Host`
+/// only where the event carries none (local runs).
+fn resource_host(request: &lambda_http::Request) -> &str {
+    let own = match request.request_context_ref() {
+        Some(RequestContext::ApiGatewayV2(context)) => context.domain_name.as_deref(),
+        _ => None,
+    };
+    own.filter(|d| http_guard::is_dns_host(d))
+        .or_else(|| host(request.headers()))
+        .unwrap_or_default()
+}
+
 /// What is refused before the caller is looked at: a path other than `/` and `/mcp` (and,
 /// in oauth mode, the protected resource metadata's), and a `Host` not served.
 pub fn refuse(config: &McpToolsConfig, path: &str, headers: &http::HeaderMap) -> Option<Refusal> {
+    if !host(headers).is_some_and(http_guard::is_dns_host) {
+        return Some(Refusal::new(
+            StatusCode::BAD_REQUEST,
+            "Bad Request: the Host header must be a DNS name (letters, digits, hyphens and dots, an optional port)",
+        ));
+    }
     let metadata = matches!(config.auth, AuthMode::OAuth(_)) && is_metadata_path(path);
     if !matches!(path.trim_end_matches('/'), "" | "/mcp") && !metadata {
         return Some(Refusal::new(
@@ -262,7 +281,7 @@ impl<B: Backend> FrontDoor<B> {
             _ => None,
         };
         if let Some((oauth, _)) = oauth.filter(|_| is_metadata_path(request.raw_http_path())) {
-            let resource = oauth::resource(oauth, host(request.headers()).unwrap_or_default());
+            let resource = oauth::resource(oauth, resource_host(&request));
             return json_response(&oauth::protected_resource_metadata(oauth, &resource));
         }
         let principal = match oauth {
@@ -295,7 +314,7 @@ impl<B: Backend> FrontDoor<B> {
         request: &lambda_http::Request,
     ) -> Result<Principal, Refusal> {
         let headers = request.headers();
-        let resource = oauth::resource(oauth, host(headers).unwrap_or_default());
+        let resource = oauth::resource(oauth, resource_host(request));
         let authorization = headers
             .get(http::header::AUTHORIZATION)
             .and_then(|v| v.to_str().ok());

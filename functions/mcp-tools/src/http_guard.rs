@@ -4,6 +4,38 @@ use sha2::{Digest, Sha256};
 
 use shared::config::NamedToken;
 
+/// A `Host` as DNS writes a name: labels of letters, digits and hyphens (not at a label's
+/// ends) joined by dots, at most 253 characters, and an optional port. Anything else (a
+/// userinfo part, a path, spaces, an IP literal in brackets) is refused before the request is
+/// looked at further, and no URL is ever built from it.
+pub fn is_dns_host(host: &str) -> bool {
+    let name = match host.rsplit_once(':') {
+        Some((name, port)) => {
+            let port_ok = !port.is_empty()
+                && port.len() <= 5
+                && port.bytes().all(|b| b.is_ascii_digit())
+                && port.parse::<u32>().is_ok_and(|p| p <= 65_535);
+            if !port_ok {
+                return false;
+            }
+            name
+        }
+        None => host,
+    };
+    let name = name.strip_suffix('.').unwrap_or(name);
+    !name.is_empty()
+        && name.len() <= 253
+        && name.split('.').all(|label| {
+            !label.is_empty()
+                && label.len() <= 63
+                && !label.starts_with('-')
+                && !label.ends_with('-')
+                && label
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b == b'-')
+        })
+}
+
 /// The `Host` (port ignored) is one of `allowed`: an exact name, or `*.suffix` for any
 /// subdomain of suffix (a Function URL's host is `<url-id>.lambda-url.<region>.on.aws`).
 pub fn host_allowed(host: Option<&str>, allowed: &[String]) -> bool {
@@ -67,6 +99,35 @@ pub fn bearer_name<'a>(authorization: Option<&str>, tokens: &'a [NamedToken]) ->
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_dns_names_with_an_optional_port_are_hosts() {
+        for ok in [
+            "abc123.lambda-url.us-east-1.on.aws",
+            "127.0.0.1:9000",
+            "localhost",
+            "mcp.example.com.",
+            "a-b.example:443",
+        ] {
+            assert!(is_dns_host(ok), "{ok}");
+        }
+        for bad in [
+            "",
+            "evil.example@abc.lambda-url.us-east-1.on.aws",
+            "abc.lambda-url.us-east-1.on.aws/x",
+            "abc .on.aws",
+            "-a.example",
+            "a..b",
+            "[::1]:80",
+            "a.example:",
+            "a.example:99999",
+            "a.example:80:80",
+            "a\"b.example",
+            &"a".repeat(64),
+        ] {
+            assert!(!is_dns_host(bad), "{bad}");
+        }
+    }
 
     #[test]
     fn a_task_request_without_mcp_name_gets_it_from_the_body() {

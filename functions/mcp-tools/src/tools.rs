@@ -23,13 +23,14 @@ use rmcp::{tool, tool_handler, tool_router, Json, ServerHandler};
 
 use shared::domain::caller::{Caller, Principal};
 use shared::domain::job::{self, JobStatus, Submission};
+use shared::domain::lineage::{account_of_function, Scope};
 use shared::domain::pipeline_status::PipelineStatus;
 use shared::domain::run;
 use shared::domain::time::rfc3339;
 use shared::telemetry::{self, OutcomeSource};
 use shared::usecases::task::{self, RunTaskState, TaskError, TaskState};
 use shared::usecases::training::{self, TriggerRequest};
-use shared::usecases::{check, lineage, outcome, submit};
+use shared::usecases::{check, lineage, outcome, quota, submit};
 use tracing::{field::Empty, info_span, Instrument, Span};
 
 use crate::arguments;
@@ -61,11 +62,18 @@ impl<B> Clone for Tools<B> {
 
 #[tool_router]
 impl<B: Backend> Tools<B> {
-    /// Tools whose requests each carry the caller their front door established.
+    /// Tools whose requests each carry the caller their front door established. A stack with
+    /// no pipeline serves no training tools.
     pub fn new(deps: Arc<Deps<B>>) -> Self {
+        let mut router = Self::tool_router();
+        if !deps.config.serves_training() {
+            for name in names::TRAINING {
+                router.remove_route(name);
+            }
+        }
         Self {
             deps,
-            router: Arc::new(Self::tool_router()),
+            router: Arc::new(router),
             sole_caller: None,
         }
     }
@@ -145,6 +153,8 @@ impl<B: Backend> Tools<B> {
                 let wait = wait_within(wait, left);
                 let (jobs, objects) = (d.ports.jobs(), d.ports.objects());
                 let (settings, id) = (d.settings, &c.inference_id);
+                let quotas = &d.config.quotas;
+                let lease = quota::claim_wait(jobs, quotas, &caller.owner, wait, clock()).await?;
                 let check = check::check_job(
                     jobs,
                     objects,
@@ -155,7 +165,9 @@ impl<B: Backend> Tools<B> {
                     clock,
                     &mut progress,
                 );
-                let report = check.await.map_err(ToolError::from)?;
+                let report = check.await;
+                quota::release_wait(jobs, lease).await;
+                let report = report.map_err(ToolError::from)?;
                 if let Some(recorded) = &report.reconciled {
                     self.reconciled(recorded).await;
                 }
@@ -223,11 +235,19 @@ impl<B: Backend> Tools<B> {
             let wait = allowed_wait(run.wait_secs, streamed, &d.config)?;
             let wait = wait_within(wait, left);
             let arn = run.execution_arn;
-            let pipeline = d.ports.pipeline();
-            let (described, steps) =
-                training::follow_run(pipeline, &caller, &arn, wait, &mut progress)
-                    .await
-                    .map_err(ToolError::from)?;
+            if !self.scope(extensions).holds_run(&arn) {
+                // Another pipeline's, region's or account's: unknown, and SageMaker not asked.
+                return Err(ToolError::from(training::StatusError::NotFound {
+                    execution_arn: arn,
+                }));
+            }
+            let (pipeline, jobs) = (d.ports.pipeline(), d.ports.jobs());
+            let quotas = &d.config.quotas;
+            let now = d.clock.now();
+            let lease = quota::claim_wait(jobs, quotas, &caller.owner, wait, now).await?;
+            let followed = training::follow_run(pipeline, &caller, &arn, wait, &mut progress).await;
+            quota::release_wait(jobs, lease).await;
+            let (described, steps) = followed.map_err(ToolError::from)?;
             Ok(Json(TrainingStatusOutput::new(arn, described, steps)))
         })
         .await
@@ -289,13 +309,19 @@ impl<B: Backend> Tools<B> {
         Parameters(args): Parameters<GetModelProvenanceArgs>,
         extensions: Extensions,
     ) -> Result<Json<ModelProvenanceOutput>, String> {
+        let extensions = &extensions;
         self.call(
             names::GET_MODEL_PROVENANCE,
             false,
-            &extensions,
+            extensions,
             args,
             |request, caller| async move {
                 let d = &self.deps;
+                if !self.scope(extensions).holds(&request.model_package_arn) {
+                    // Another region's or account's: unknown, and SageMaker not asked.
+                    let arn = request.model_package_arn;
+                    return Err(ToolError::from(lineage::ProvenanceError::NotFound { arn }));
+                }
                 let (graph, pipeline) = (d.ports.lineage(), d.ports.pipeline());
                 let found = lineage::model_provenance(graph, pipeline, &caller, &request)
                     .await
@@ -342,7 +368,7 @@ impl<B: Backend> Tools<B> {
         }
         .instrument(span.clone())
         .await
-        .map_err(|e| e.message);
+        .map_err(|e| wording::bounded(e.message));
         let elapsed_ms = started.elapsed().as_millis() as u64;
         span.in_scope(|| match &result {
             Ok(_) => tracing::info!(elapsed_ms, "tool call"),
@@ -362,21 +388,19 @@ impl<B: Backend> Tools<B> {
         }
     }
 
-    /// submit_job's work, for the tool and its task form.
+    /// submit_job's work, for the tool and its task form: counted against the caller's quota
+    /// first (a replay is not), so a caller over it starts nothing.
     async fn submit(&self, submission: Submission) -> Result<submit::Submitted, ToolError> {
         let d = &self.deps;
         let (jobs, objects, endpoint) = (d.ports.jobs(), d.ports.objects(), d.ports.endpoint());
-        let submitted = submit::submit_job(
-            jobs,
-            objects,
-            endpoint,
-            d.settings,
-            &submission,
-            d.clock.now(),
-        )
-        .await;
+        let now = d.clock.now();
+        let taken = quota::take_submit(jobs, &d.config.quotas, &submission, now).await?;
+        let submitted =
+            submit::submit_job(jobs, objects, endpoint, d.settings, &submission, now).await;
         match &submitted {
             Ok(s) if !s.replay => telemetry::job_submitted(),
+            // A concurrent call with the same key submitted it: this one started nothing.
+            Ok(_) => quota::give_back(jobs, taken).await,
             Err(submit::SubmitError::Refused { .. }) => telemetry::job_refused(),
             _ => {}
         }
@@ -390,15 +414,32 @@ impl<B: Backend> Tools<B> {
         request: TriggerRequest,
     ) -> Result<(TriggerTrainingOutput, Option<String>), ToolError> {
         let d = &self.deps;
-        let (pipeline, runs) = (d.ports.pipeline(), d.ports.runs());
-        let t = training::trigger_training(pipeline, runs, &request, d.clock.now()).await?;
+        let (pipeline, runs, jobs) = (d.ports.pipeline(), d.ports.runs(), d.ports.jobs());
+        let now = d.clock.now();
+        let taken = quota::take_run(jobs, &d.config.quotas, &request.owner, now).await?;
+        let t = match training::trigger_training(pipeline, runs, &request, now).await {
+            // A retried key's run: nothing new started.
+            Ok(t) if t.already_recorded => {
+                quota::give_back(jobs, taken).await;
+                t
+            }
+            Ok(t) => t,
+            // SageMaker started nothing.
+            Err(e) => {
+                quota::give_back(jobs, taken).await;
+                return Err(e.into());
+            }
+        };
         Span::current().record("execution_arn", t.execution_arn.as_str());
         tracing::info!("run started");
         let output = TriggerTrainingOutput {
             execution_arn: t.execution_arn,
             status: PipelineStatus::Executing.as_str().into(),
             session_id: request.session_id,
-            message: t.recording_failed.as_deref().map(wording::run_not_recorded),
+            message: t
+                .recording_failed
+                .as_ref()
+                .map(|_| wording::RUN_NOT_RECORDED.to_owned()),
         };
         Ok((output, t.task_secret))
     }
@@ -556,6 +597,20 @@ impl<B: Backend> Tools<B> {
 }
 
 impl<B> Tools<B> {
+    /// Where this deployment's runs and model packages live: the configured region and
+    /// pipeline, and the account of the function being invoked (from the invocation's context,
+    /// when the runtime gives a real one).
+    fn scope<'a>(&'a self, extensions: &'a Extensions) -> Scope<'a> {
+        let config = &self.deps.config;
+        let account =
+            lambda_context(extensions).and_then(|c| account_of_function(&c.invoked_function_arn));
+        Scope {
+            region: config.region.as_deref(),
+            account,
+            pipeline: Some(config.pipeline_name.as_str()).filter(|p| !p.is_empty()),
+        }
+    }
+
     /// The caller the front door established, on the HTTP request (Function URL) or on its
     /// own (other front doors, see [`crate::direct`]); else the transport's sole caller.
     /// Nothing here reads a header.
@@ -573,6 +628,33 @@ impl<B> Tools<B> {
     fn task_caller(&self, extensions: &Extensions) -> Result<Caller, ErrorData> {
         self.caller_of(extensions)
             .ok_or_else(|| ErrorData::internal_error(wording::NO_CALLER, None))
+    }
+}
+
+impl<B: Backend> Tools<B> {
+    /// A call to its tool: submit_job and trigger_training as tasks for a client that declared
+    /// the extension, everything else (and tools not served) through the router.
+    async fn route(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+        wants_task: bool,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let extensions = &context.extensions;
+        let served = self.router.has_route(&request.name);
+        match request.name.as_ref() {
+            names::SUBMIT_JOB if wants_task && served => {
+                Ok(self.submit_as_task(request.arguments, extensions).await)
+            }
+            names::TRIGGER_TRAINING if wants_task && served => {
+                Ok(self.trigger_as_task(request.arguments, extensions).await)
+            }
+            _ => {
+                self.router
+                    .call(ToolCallContext::new(self, request, context))
+                    .await
+            }
+        }
     }
 }
 
@@ -625,20 +707,21 @@ impl<B: Backend> ServerHandler for Tools<B> {
         let wants_task = context
             .client_capabilities()
             .is_some_and(|c| c.supports_tasks());
-        let extensions = &context.extensions;
-        match request.name.as_ref() {
-            names::SUBMIT_JOB if wants_task => {
-                Ok(self.submit_as_task(request.arguments, extensions).await)
+        let answer = self.route(request, context, wants_task).await;
+        // rmcp's own argument errors quote what they could not read: cut, as ours are.
+        answer.map(|response| match response {
+            CallToolResponse::Complete(mut result) if result.is_error == Some(true) => {
+                for block in result.content.iter_mut() {
+                    if let Some(text) = block.as_text().map(|t| t.text.clone()) {
+                        if text.chars().count() > wording::ERROR_MAX_CHARS {
+                            *block = ContentBlock::text(wording::bounded(text));
+                        }
+                    }
+                }
+                CallToolResponse::Complete(result)
             }
-            names::TRIGGER_TRAINING if wants_task => {
-                Ok(self.trigger_as_task(request.arguments, extensions).await)
-            }
-            _ => {
-                self.router
-                    .call(ToolCallContext::new(self, request, context))
-                    .await
-            }
-        }
+            other => other,
+        })
     }
 
     /// `tasks/get`, for a job's task or a run's.
@@ -718,15 +801,20 @@ impl<B: Backend> ServerHandler for Tools<B> {
 /// comes inside the HTTP request (Function URL), or on its own (other front doors, see
 /// [`crate::direct`]).
 fn remaining_time(extensions: &Extensions) -> Option<Duration> {
-    let context = match extensions.get::<http::request::Parts>() {
-        Some(parts) => parts.extensions.lambda_context_ref(),
-        None => extensions.get::<lambda_http::Context>(),
-    };
+    let context = lambda_context(extensions);
     let now_ms = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .ok()?
         .as_millis() as u64;
     time_left(context?.deadline, now_ms)
+}
+
+/// The Lambda context: inside the HTTP request (Function URL), or on its own (other front doors).
+fn lambda_context(extensions: &Extensions) -> Option<&lambda_http::Context> {
+    match extensions.get::<http::request::Parts>() {
+        Some(parts) => parts.extensions.lambda_context_ref(),
+        None => extensions.get::<lambda_http::Context>(),
+    }
 }
 
 /// From a deadline in epoch milliseconds. Local emulators pass a duration there instead, far
@@ -754,8 +842,10 @@ fn task_status(status: JobStatus) -> TaskStatus {
 fn task_error(e: TaskError) -> ErrorData {
     match e {
         TaskError::NotFound => ErrorData::invalid_params(e.to_string(), None),
+        // Which call failed goes to the log; the caller learns only that a retry may help.
         TaskError::Store(_) | TaskError::Pipeline { .. } => {
-            ErrorData::internal_error(e.to_string(), None)
+            tracing::warn!(error = %e, "a task method failed");
+            ErrorData::internal_error(wording::TASK_FAILED, None)
         }
     }
 }
@@ -766,7 +856,7 @@ fn task_arguments<T: serde::de::DeserializeOwned>(
     arguments: Option<rmcp::model::JsonObject>,
 ) -> Result<T, String> {
     serde_json::from_value(serde_json::Value::Object(arguments.unwrap_or_default()))
-        .map_err(|e| format!("failed to deserialize parameters: {e}"))
+        .map_err(|e| wording::bounded(format!("failed to deserialize parameters: {e}")))
 }
 
 /// A tool error as a `tools/call` answer.

@@ -51,7 +51,7 @@ pub(crate) fn world(extra: &[(&'static str, &'static str)]) -> World {
         ("PIPELINE_RESULTS_TABLE", "p"),
         ("IO_BUCKET", "b"),
         ("ASYNC_ENDPOINT_NAME", ENDPOINT),
-        ("PIPELINE_NAME", "pl"),
+        ("PIPELINE_NAME", "p"),
     ];
     vars.extend_from_slice(extra);
     let config = ToolsConfig::from_env(&Env::from_lookup(move |k| {
@@ -329,12 +329,12 @@ async fn bad_submit_arguments_are_tool_errors_and_touch_nothing() {
             "`request_ttl_secs` is 59; it must be from 60 to 21600",
         ),
         (
-            json!({"document": "a", "invocation_timeout_secs": 400}),
+            json!({"document": "a", "invocation_timeout_secs": 2000}),
             "at least twice",
         ),
         (
             json!({"document": "a", "endpoint": "other"}),
-            "unknown field `endpoint`",
+            "unknown argument \"endpoint\"",
         ),
     ] {
         let message = w.tool_error(names::SUBMIT_JOB, args.clone()).await;
@@ -535,20 +535,20 @@ async fn a_pipeline_with_its_own_parameter_names_gets_them_and_refuses_what_it_l
     )]);
     w.ok(
         names::TRIGGER_TRAINING,
-        json!({"input_data_uri": "s3://b/t", "session_id": "s", "accuracy_threshold": 0.9}),
+        json!({"input_data_uri": "s3://b/train/t", "session_id": "s", "accuracy_threshold": 0.9}),
     )
     .await;
     assert_eq!(
         w.ports().pipeline.started()[0].parameters,
         [
-            ("TrainingData".to_owned(), "s3://b/t".to_owned()),
+            ("TrainingData".to_owned(), "s3://b/train/t".to_owned()),
             ("MinAccuracy".to_owned(), "0.9".to_owned())
         ]
     );
     let message = w
         .tool_error(
             names::TRIGGER_TRAINING,
-            json!({"input_data_uri": "s3://b/t", "session_id": "s", "max_epochs": 15}),
+            json!({"input_data_uri": "s3://b/train/t", "session_id": "s", "max_epochs": 15}),
         )
         .await;
     assert_eq!(
@@ -562,7 +562,8 @@ async fn a_pipeline_with_its_own_parameter_names_gets_them_and_refuses_what_it_l
 #[tokio::test]
 async fn the_same_training_key_returns_the_same_run() {
     let w = world(&[]);
-    let args = json!({"input_data_uri": "s3://b/t", "session_id": "s", "idempotency_key": "run-1"});
+    let args =
+        json!({"input_data_uri": "s3://b/train/t", "session_id": "s", "idempotency_key": "run-1"});
     let first = w.ok(names::TRIGGER_TRAINING, args.clone()).await;
     let again = w.ok(names::TRIGGER_TRAINING, args).await;
     assert_eq!(first["execution_arn"], again["execution_arn"]);
@@ -575,7 +576,7 @@ async fn check_training_status_reports_the_run_or_says_which_call_failed() {
     let out = w
         .ok(
             names::TRIGGER_TRAINING,
-            json!({"input_data_uri": "s3://b/t", "session_id": "s"}),
+            json!({"input_data_uri": "s3://b/train/t", "session_id": "s"}),
         )
         .await;
     let arn = out["execution_arn"].as_str().unwrap();
@@ -604,7 +605,7 @@ async fn check_training_status_reports_the_run_or_says_which_call_failed() {
         .await;
     assert_eq!(
         message,
-        format!("no training run {unknown} was found: check the execution_arn that trigger_training returned")
+        format!("no training run \"{unknown}\" was found: check the execution_arn that trigger_training returned")
     );
     let message = w
         .tool_error(
@@ -816,7 +817,7 @@ async fn get_model_provenance_refuses_what_it_cannot_answer() {
     let missing = "arn:aws:sagemaker:us-east-1:123456789012:model-package/none/1";
     assert_eq!(
         w.tool_error(names::GET_MODEL_PROVENANCE, json!({"model_package_arn": missing})).await,
-        format!("no model package {missing} was found: check the model_package_arn (check_training_status reports the one a run registered)")
+        format!("no model package \"{missing}\" was found: check the model_package_arn (check_training_status reports the one a run registered)")
     );
     let group = "arn:aws:sagemaker:us-east-1:123456789012:model-package-group/none";
     let message = w
@@ -840,7 +841,7 @@ async fn get_model_provenance_refuses_what_it_cannot_answer() {
         ),
         (
             json!({"model_package_arn": missing, "direction": "sideways"}),
-            "unknown variant `sideways`",
+            "`direction` must be one of \"upstream\", \"downstream\"; got \"sideways\"",
         ),
         (
             json!({"model_package_arn": "model-1"}),
@@ -848,7 +849,7 @@ async fn get_model_provenance_refuses_what_it_cannot_answer() {
         ),
         (
             json!({"model_package_arn": missing, "depth": 1}),
-            "unknown field `depth`",
+            "unknown argument \"depth\"",
         ),
     ] {
         let message = w
@@ -880,8 +881,9 @@ async fn get_model_provenance_refuses_what_it_cannot_answer() {
         .await;
     assert_eq!(
         message,
-        "SageMaker ListAssociations failed: AccessDeniedException: not authorized to perform: \
-         sagemaker:ListAssociations. Retrying the same call will not help."
+        "SageMaker ListAssociations failed (AccessDeniedException). Retrying the same call will \
+         not help.",
+        "AWS's own text (which names the role) stays in the log"
     );
 }
 
@@ -899,8 +901,8 @@ async fn a_job_task_is_working_then_completed_with_the_result() {
         created["statusMessage"],
         "invoked: SageMaker has queued the request"
     );
-    // request 600 + timeout 300 + result TTL 3600 seconds.
-    assert_eq!(created["ttlMs"], 4_500_000);
+    // request 3600 (the deployment's default) + timeout 300 + result TTL 3600 seconds.
+    assert_eq!(created["ttlMs"], 7_500_000);
     assert_eq!(created["pollIntervalMs"], 5000);
     let task_id = created["taskId"].as_str().unwrap();
     let (inference_id, secret) = task_id.rsplit_once('.').unwrap();
@@ -993,7 +995,7 @@ async fn a_bad_argument_to_a_task_form_is_the_same_tool_error_as_a_plain_call() 
 #[tokio::test]
 async fn a_run_task_follows_the_run_and_cancel_stops_it() {
     let w = world(&[]);
-    let args = json!({"input_data_uri": "s3://b/t", "session_id": "s"});
+    let args = json!({"input_data_uri": "s3://b/train/t", "session_id": "s"});
     let created = w.call_as_task(names::TRIGGER_TRAINING, args.clone()).await;
     assert_eq!(created["status"], "working", "{created}");
     let task_id = created["taskId"].as_str().unwrap();
@@ -1066,13 +1068,13 @@ async fn numbers_and_booleans_sent_as_strings_are_taken_for_their_values() {
     );
     w.ok(
         names::TRIGGER_TRAINING,
-        json!({"input_data_uri": "s3://b/t", "session_id": "s", "max_epochs": "15", "accuracy_threshold": "0.9"}),
+        json!({"input_data_uri": "s3://b/train/t", "session_id": "s", "max_epochs": "15", "accuracy_threshold": "0.9"}),
     )
     .await;
     assert_eq!(
         w.ports().pipeline.started()[0].parameters,
         [
-            ("InputDataUri".to_owned(), "s3://b/t".to_owned()),
+            ("InputDataUri".to_owned(), "s3://b/train/t".to_owned()),
             ("MaxEpochs".to_owned(), "15".to_owned()),
             ("AccuracyThreshold".to_owned(), "0.9".to_owned())
         ]
@@ -1103,12 +1105,12 @@ async fn a_bad_string_is_refused_naming_the_argument_and_what_was_expected() {
         ),
         (
             names::TRIGGER_TRAINING,
-            json!({"input_data_uri": "s3://b/t", "session_id": "s", "accuracy_threshold": "1e999"}),
+            json!({"input_data_uri": "s3://b/train/t", "session_id": "s", "accuracy_threshold": "1e999"}),
             "`accuracy_threshold` must be a number from 0 to 1; got \"1e999\"",
         ),
         (
             names::TRIGGER_TRAINING,
-            json!({"input_data_uri": "s3://b/t", "session_id": "s", "max_epochs": " 5"}),
+            json!({"input_data_uri": "s3://b/train/t", "session_id": "s", "max_epochs": " 5"}),
             "`max_epochs` must be a whole number from 1 to 1000; got \" 5\"",
         ),
     ] {

@@ -6,8 +6,12 @@ use shared::domain::job::{JobStatus, PendingCondition, Stage};
 use shared::domain::lineage::{Direction, Limits};
 use shared::domain::pipeline_status::{ExecutionStatus, PipelineStatus};
 use shared::domain::progress::{JobEvent, JobMilestone, RunEvent};
+use shared::domain::quota::Quota;
+use shared::domain::training_input::{InputRefusal, S3Prefix};
 use shared::ports::{AwsFailure, StepStatus};
 use shared::usecases::check::JobNote;
+use shared::usecases::quota::QuotaError;
+use shared::util::quote;
 
 const AGAIN: &str = "Submit it again with the same idempotency_key to re-drive it under the same \
                      inference_id (without a key, submit it as a new job).";
@@ -99,12 +103,27 @@ pub const RUN_STOPPED: &str = "the run was stopped";
 /// A new run task's status message.
 pub const RUN_STARTED: &str = "Executing: the run has started";
 
-/// Beside trigger_training's answer when the run started but could not be recorded.
-pub fn run_not_recorded(error: &str) -> String {
-    format!(
-        "The run started, but recording it failed ({error}); check_training_result will list it once it \
-         finishes."
-    )
+/// Beside trigger_training's answer when the run started but could not be recorded (the log
+/// says why).
+pub const RUN_NOT_RECORDED: &str = "The run started, but recording it failed; \
+    check_training_result will list it once it finishes.";
+
+/// A task method that failed on AWS's side (the log says which call and why).
+pub const TASK_FAILED: &str =
+    "the task could not be read or changed just now (an AWS call failed); retrying may succeed";
+
+/// The longest error text a tool answers with; every caller's value in it is already cut to
+/// 200 characters, so only a message quoting many values could reach it.
+pub const ERROR_MAX_CHARS: usize = 2000;
+
+/// An error text cut to [`ERROR_MAX_CHARS`] (then `…`).
+pub fn bounded(text: String) -> String {
+    if text.chars().count() <= ERROR_MAX_CHARS {
+        return text;
+    }
+    let mut cut: String = text.chars().take(ERROR_MAX_CHARS).collect();
+    cut.push('…');
+    cut
 }
 
 /// A request that reached the tools without an authenticated caller: a front door's bug, never
@@ -145,7 +164,81 @@ pub fn provenance_note(
 
 /// Beside an entity (or a run) get_model_provenance could not describe.
 pub fn not_described(operation: &str, failure: &AwsFailure) -> String {
-    format!("SageMaker {operation} failed: {failure}")
+    aws_failed(&format!("SageMaker {operation}"), failure)
+}
+
+/// An AWS call that failed, as a caller may read it: the call, AWS's error code, and whether
+/// a retry helps. AWS's message is not repeated: it can name the role, the account, a table
+/// or a bucket.
+pub fn aws_failed(operation: &str, failure: &AwsFailure) -> String {
+    let code = failure
+        .code
+        .as_deref()
+        .map(|c| format!(" ({c})"))
+        .unwrap_or_default();
+    let advice = if failure.retryable {
+        "This is transient (throttling or a service error): retrying the same call may succeed."
+    } else {
+        "Retrying the same call will not help."
+    };
+    format!("{operation} failed{code}. {advice}")
+}
+
+/// The store refused an item or held one it could not read: the log says which.
+pub const STORE_FAILED: &str =
+    "the results table could not be used for this call; retrying may succeed";
+
+/// trigger_training on a deployment whose pipeline parameter map is invalid.
+pub const PIPELINE_MISCONFIGURED: &str = "trigger_training cannot start runs on this deployment: \
+    its pipeline parameter map (PIPELINE_PARAMETERS) is invalid. Nothing was started; the \
+    deployment's operator must fix it (the function's log names the problem).";
+
+/// A training input the deployment does not allow, with where training may read.
+pub fn input_refused(uri: &str, refusal: InputRefusal, allowed: &[S3Prefix]) -> String {
+    let allowed: Vec<String> = allowed.iter().map(S3Prefix::to_string).collect();
+    let why = match refusal {
+        InputRefusal::NotS3 => "is not an s3://bucket/prefix URI",
+        InputRefusal::Segments => "has a `.`, `..` or empty path segment",
+        InputRefusal::Outside => "is not under a prefix this deployment allows",
+    };
+    format!(
+        "`input_data_uri` {} {why}; training may read only under: {}. Nothing was started.",
+        quote(uri),
+        allowed.join(", ")
+    )
+}
+
+/// A quota reached, or its count not written; nothing was started either way.
+pub fn quota(e: &QuotaError) -> String {
+    match e {
+        QuotaError::Exceeded {
+            quota: Quota::Submits,
+            limit,
+            retry_after_secs,
+        } => format!(
+            "Quota reached: each caller may submit {limit} jobs per minute. Nothing was submitted; \
+             try again in {retry_after_secs} s."
+        ),
+        QuotaError::Exceeded {
+            quota: Quota::Runs,
+            limit,
+            retry_after_secs,
+        } => format!(
+            "Quota reached: each caller may start {limit} training runs per hour. Nothing was \
+             started; try again in {retry_after_secs} s."
+        ),
+        QuotaError::Exceeded {
+            quota: Quota::Waits,
+            limit,
+            retry_after_secs,
+        } => format!(
+            "Quota reached: each caller may hold {limit} waits at once. Call again with wait_secs 0 \
+             to read the status without waiting, or wait: a place frees within {retry_after_secs} s."
+        ),
+        QuotaError::Store { .. } => "This call could not be counted against the caller's quota, \
+             so nothing was started; retrying may succeed."
+            .to_owned(),
+    }
 }
 
 /// A progress notification's message while check_job_status waits.

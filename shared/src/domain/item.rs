@@ -90,6 +90,8 @@ pub enum Change {
     Set(&'static str, Attr),
     /// Sets the attribute only when the item does not have it yet (keeps submit-time fields).
     SetIfAbsent(&'static str, Attr),
+    /// Adds to a number attribute, taking a missing one as 0 (an atomic counter).
+    Add(&'static str, i64),
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -141,6 +143,10 @@ impl Write {
                         Change::SetIfAbsent(name, value) => {
                             item.entry((*name).to_owned())
                                 .or_insert_with(|| value.clone());
+                        }
+                        Change::Add(name, delta) => {
+                            let was = item.get(*name).and_then(Attr::as_n).unwrap_or(0);
+                            item.insert((*name).to_owned(), Attr::N(was + delta));
                         }
                     }
                 }

@@ -10,6 +10,7 @@ use chrono::{DateTime, Utc};
 use crate::domain::caller::Caller;
 use crate::domain::job::{reconcile_probe, Job, JobStatus, PendingCondition};
 use crate::domain::progress::{JobEvent, JobProgress};
+use crate::domain::quota::is_quota_key;
 use crate::domain::s3_location::S3Location;
 use crate::ports::{JobStore, ObjectStore, ProgressSink, StoreError};
 use crate::usecases::outcome::{reconcile, Recorded};
@@ -41,7 +42,7 @@ pub enum JobNote {
 
 #[derive(Debug, thiserror::Error)]
 pub enum CheckError {
-    #[error("no job with inference_id {inference_id:?}: it was not submitted here, or its record expired ({result_ttl_secs} s after completion)")]
+    #[error("no job with inference_id {}: it was not submitted here, or its record expired ({result_ttl_secs} s after completion)", crate::util::quote(inference_id))]
     NotFound {
         inference_id: String,
         result_ttl_secs: u64,
@@ -91,6 +92,13 @@ where
     let mut probed = false;
     let mut reconciled = None;
     let mut attempt = 0;
+    if is_quota_key(inference_id) {
+        // The results table's quota counters are no jobs.
+        return Err(CheckError::NotFound {
+            inference_id: inference_id.to_owned(),
+            result_ttl_secs: settings.policy.result_ttl_secs,
+        });
+    }
     loop {
         let now = clock();
         let job = store

@@ -1,11 +1,12 @@
 //! Model provenance: a model package, what made it, and its lineage in one direction, walked
 //! breadth first to a depth with bounded work (see [`crate::domain::lineage`]).
 //!
-//! Model packages and lineage are not per caller (IAM scopes them to the account); only the
-//! session id of the pipeline run behind a package is, and it is shown to that run's owner
-//! alone. The owner tag itself is never shown.
+//! Provenance follows ownership: a model package made by a run of these tools (its
+//! `GeneratedBy`, or any pipeline execution in the lineage walked, carries an owner tag) is
+//! its owner's alone; to anyone else it is exactly an unknown ARN. A package made outside the
+//! tools (no owner tag anywhere) answers to any caller. The owner tag itself is never shown.
 
-use crate::domain::caller::{Caller, Owner};
+use crate::domain::caller::Caller;
 use crate::domain::lineage::{self, Describe, Direction, Edge, Entity, EntityKind, Limits, Walk};
 use crate::domain::pipeline_event::{owner_from_description, session_id_from_description};
 use crate::ports::{
@@ -66,7 +67,7 @@ pub struct Provenance {
 #[derive(Debug, thiserror::Error)]
 pub enum ProvenanceError {
     /// DescribeModelPackage knows no such package.
-    #[error("no model package {arn} was found: check the model_package_arn (check_training_status reports the one a run registered)")]
+    #[error("no model package {} was found: check the model_package_arn (check_training_status reports the one a run registered)", crate::util::quote(arn))]
     NotFound { arn: String },
     #[error("SageMaker {operation} failed: {failure}")]
     Aws {
@@ -80,12 +81,24 @@ fn aws(operation: &'static str) -> impl FnOnce(AwsFailure) -> ProvenanceError {
 }
 
 /// SageMaker answers an unknown model package with a ValidationException (and some
-/// describes with ResourceNotFound).
+/// describes with ResourceNotFound). A package the tools' role may not read is answered as
+/// unknown too: AWS's refusal would name the role and the account.
 fn is_unknown(failure: &AwsFailure) -> bool {
     matches!(
         failure.code.as_deref(),
-        Some("ValidationException" | "ResourceNotFound")
+        Some("ValidationException" | "ResourceNotFound" | "AccessDeniedException" | "AccessDenied")
     )
+}
+
+/// Whose a pipeline execution is, by the owner tag in its description.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Maker {
+    /// No owner tag: not started by these tools.
+    Untagged,
+    TheCaller,
+    Another,
+    /// It could not be described, so whose it is cannot be told.
+    Unknown,
 }
 
 /// The model package, its maker, and its lineage `request.direction` to `request.max_depth`.
@@ -101,16 +114,22 @@ where
     P: PipelineControl,
 {
     let arn = &request.model_package_arn;
+    let not_found = || ProvenanceError::NotFound { arn: arn.clone() };
     let model_package = match lineage.describe_model_package(arn).await {
         Ok(described) => described,
         Err(failure) if is_unknown(&failure) => {
-            return Err(ProvenanceError::NotFound { arn: arn.clone() })
+            tracing::info!(%failure, "model package answered as unknown");
+            return Err(not_found());
         }
         Err(failure) => return Err(aws("DescribeModelPackage")(failure)),
     };
     let generated_by = match model_package.generated_by.as_deref() {
         Some(maker) if EntityKind::of_arn(maker) == Some(EntityKind::PipelineExecution) => {
-            let described = describe_execution(pipeline, caller, maker).await;
+            let (described, whose) = describe_execution(pipeline, caller, maker).await;
+            if !matches!(whose, Maker::Untagged | Maker::TheCaller) {
+                // Another caller's run made it, or whose run it is cannot be told.
+                return Err(not_found());
+            }
             Some((maker.to_owned(), described))
         }
         _ => None,
@@ -141,7 +160,12 @@ where
     let graph = walk.finish();
     let mut found = Vec::with_capacity(graph.entities.len());
     for entity in graph.entities {
-        let described = describe(lineage, pipeline, caller, &entity).await;
+        let (described, whose) = describe(lineage, pipeline, caller, &entity).await;
+        if matches!(whose, Maker::Another | Maker::Unknown) {
+            // A run in its lineage is another caller's (or cannot be told): the package, and
+            // all it leads to, is not this caller's to see.
+            return Err(not_found());
+        }
         found.push(Found { entity, described });
     }
     Ok(Provenance {
@@ -159,19 +183,22 @@ async fn describe<L: LineageGraph, P: PipelineControl>(
     pipeline: &P,
     caller: &Caller,
     entity: &Entity,
-) -> Described {
+) -> (Described, Maker) {
     match entity.kind.as_ref().map(EntityKind::describe) {
         Some(Describe::Artifact) => match lineage.describe_artifact(&entity.arn).await {
-            Ok(artifact) => Described::Artifact(artifact),
-            Err(failure) => Described::Failed {
-                operation: "DescribeArtifact",
-                failure,
-            },
+            Ok(artifact) => (Described::Artifact(artifact), Maker::Untagged),
+            Err(failure) => (
+                Described::Failed {
+                    operation: "DescribeArtifact",
+                    failure,
+                },
+                Maker::Untagged,
+            ),
         },
         Some(Describe::PipelineExecution) => {
             describe_execution(pipeline, caller, &entity.arn).await
         }
-        Some(Describe::FromAssociation) | None => Described::FromAssociation,
+        Some(Describe::FromAssociation) | None => (Described::FromAssociation, Maker::Untagged),
     }
 }
 
@@ -179,26 +206,34 @@ async fn describe_execution<P: PipelineControl>(
     pipeline: &P,
     caller: &Caller,
     execution_arn: &str,
-) -> Described {
+) -> (Described, Maker) {
     match pipeline.describe(execution_arn).await {
         Ok(described) => {
             let description = described.description.as_deref().unwrap_or_default();
-            let owner = owner_from_description(description);
-            let session_id = caller
-                .owns(owner.as_ref().map(Owner::as_str))
+            let whose = match owner_from_description(description) {
+                None => Maker::Untagged,
+                Some(owner) if caller.owns(Some(owner.as_str())) => Maker::TheCaller,
+                Some(_) => Maker::Another,
+            };
+            let session_id = (whose == Maker::TheCaller)
                 .then(|| session_id_from_description(description))
                 .flatten();
-            Described::PipelineExecution(ExecutionSummary {
+            let summary = ExecutionSummary {
                 pipeline_name: lineage::pipeline_of_execution(execution_arn).map(str::to_owned),
                 status: described.status.as_str().to_owned(),
                 failure_reason: described.failure_reason,
                 session_id,
-            })
+            };
+            (Described::PipelineExecution(summary), whose)
         }
-        Err(failure) => Described::Failed {
-            operation: "DescribePipelineExecution",
-            failure,
-        },
+        Err(failure) => {
+            tracing::warn!(%failure, "a pipeline execution in the lineage could not be described");
+            let failed = Described::Failed {
+                operation: "DescribePipelineExecution",
+                failure,
+            };
+            (failed, Maker::Unknown)
+        }
     }
 }
 
@@ -360,14 +395,73 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn another_callers_run_is_shown_without_its_session() {
+    async fn another_callers_model_is_exactly_an_unknown_one() {
         let (pipeline, lineage) = (FakePipeline::default(), MemoryLineage::default());
         let (_, package) = registered(&pipeline, &lineage).await;
         let someone = Principal::Bearer {
             name: "someone".into(),
         }
         .caller();
-        let theirs = model_provenance(
+        let missing = "arn:aws:sagemaker:us-east-1:123456789012:model-package/none/1";
+        for direction in [Direction::Upstream, Direction::Downstream] {
+            let theirs = model_provenance(
+                &lineage,
+                &pipeline,
+                &someone,
+                &request(&package, direction, 3),
+            )
+            .await
+            .unwrap_err();
+            let unknown = model_provenance(
+                &lineage,
+                &pipeline,
+                &someone,
+                &request(missing, direction, 3),
+            )
+            .await
+            .unwrap_err();
+            assert_eq!(
+                theirs.to_string().replace(&package, missing),
+                unknown.to_string(),
+                "the same words as an unknown ARN"
+            );
+        }
+        assert_eq!(
+            lineage.calls("ListAssociations"),
+            0,
+            "nothing of its lineage was read for them"
+        );
+        // The owner still sees it whole.
+        assert!(model_provenance(
+            &lineage,
+            &pipeline,
+            &local(),
+            &request(&package, Direction::Upstream, 3)
+        )
+        .await
+        .is_ok());
+    }
+
+    #[tokio::test]
+    async fn a_package_made_outside_the_tools_answers_to_anyone() {
+        let (pipeline, lineage) = (FakePipeline::default(), MemoryLineage::default());
+        // A run started outside the tools: its description carries no owner tag.
+        let execution = pipeline
+            .start(&StartRequest {
+                description: "a run started from the console".into(),
+                parameters: vec![],
+                client_request_token: uuid::Uuid::new_v4().simple().to_string(),
+                max_parallel_steps: None,
+            })
+            .await
+            .unwrap();
+        let package = lineage.register_model(&execution, "s3://b/train/");
+        pipeline.succeed_with_model(&execution, &package);
+        let someone = Principal::Bearer {
+            name: "someone".into(),
+        }
+        .caller();
+        let found = model_provenance(
             &lineage,
             &pipeline,
             &someone,
@@ -375,13 +469,31 @@ mod tests {
         )
         .await
         .unwrap();
-        let Some((_, Described::PipelineExecution(run))) = &theirs.generated_by else {
-            panic!("{:?}", theirs.generated_by);
+        let Some((_, Described::PipelineExecution(run))) = &found.generated_by else {
+            panic!("{:?}", found.generated_by);
         };
-        assert_eq!(
-            (run.status.as_str(), run.session_id.as_deref()),
-            ("Succeeded", None)
-        );
+        assert_eq!(run.session_id, None);
+    }
+
+    #[tokio::test]
+    async fn a_package_whose_maker_cannot_be_described_is_unknown() {
+        let (pipeline, lineage) = (FakePipeline::default(), MemoryLineage::default());
+        let (_, package) = registered(&pipeline, &lineage).await;
+        pipeline.fail_describe(AwsFailure {
+            code: Some("AccessDeniedException".into()),
+            message: "User: arn:aws:sts::123456789012:assumed-role/tools is not authorized".into(),
+            retryable: false,
+            ambiguous: false,
+        });
+        let e = model_provenance(
+            &lineage,
+            &pipeline,
+            &local(),
+            &request(&package, Direction::Upstream, 1),
+        )
+        .await
+        .unwrap_err();
+        assert!(matches!(e, ProvenanceError::NotFound { .. }), "{e}");
     }
 
     #[tokio::test]
@@ -402,7 +514,7 @@ mod tests {
         );
         assert!(e
             .to_string()
-            .starts_with(&format!("no model package {missing} was found")));
+            .starts_with(&format!("no model package \"{missing}\" was found")));
 
         let (_, package) = registered(&pipeline, &lineage).await;
         let denied = AwsFailure {

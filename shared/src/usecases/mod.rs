@@ -8,6 +8,7 @@ use crate::domain::job::JobPolicy;
 pub mod check;
 pub mod lineage;
 pub mod outcome;
+pub mod quota;
 pub mod route;
 pub mod submit;
 pub mod task;

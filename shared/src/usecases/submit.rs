@@ -249,6 +249,7 @@ impl<S: JobStore, O: ObjectStore, I: AsyncInvoker> Submit<'_, S, O, I> {
             .put_json(&s.input_location, s.input.clone())
             .await
         {
+            tracing::warn!(attempt, error = %e, "the input could not be uploaded");
             let failure = match &e {
                 crate::ports::ObjectError::Aws { failure, .. } => failure.clone(),
                 other => AwsFailure {
@@ -258,9 +259,9 @@ impl<S: JobStore, O: ObjectStore, I: AsyncInvoker> Submit<'_, S, O, I> {
                     ambiguous: false,
                 },
             };
-            return self
-                .refuse(attempt, e.to_string(), failure, submitted)
-                .await;
+            // Stored on the job and shown to its caller: no bucket, no AWS text.
+            let reason = format!("S3 PutObject of the input failed: {}", failure.summary());
+            return self.refuse(attempt, reason, failure, submitted).await;
         }
         let request = InvokeRequest {
             inference_id: id.to_owned(),
@@ -280,7 +281,8 @@ impl<S: JobStore, O: ObjectStore, I: AsyncInvoker> Submit<'_, S, O, I> {
                 Ok(answer)
             }
             Err(failure) if failure.ambiguous => {
-                let error = format!("SageMaker InvokeEndpointAsync: {failure}");
+                tracing::warn!(attempt, %failure, "InvokeEndpointAsync failed ambiguously");
+                let error = format!("SageMaker InvokeEndpointAsync: {}", failure.summary());
                 let write = job::mark_uncertain(id, attempt, &error, lost_after);
                 if let Applied::Refused(_) = self.store.write(&write).await? {
                     tracing::warn!(
@@ -295,7 +297,11 @@ impl<S: JobStore, O: ObjectStore, I: AsyncInvoker> Submit<'_, S, O, I> {
                 Ok(answer)
             }
             Err(failure) => {
-                let reason = format!("SageMaker InvokeEndpointAsync refused it: {failure}");
+                tracing::warn!(attempt, %failure, "InvokeEndpointAsync refused the request");
+                let reason = format!(
+                    "SageMaker InvokeEndpointAsync refused it: {}",
+                    failure.summary()
+                );
                 self.refuse(attempt, reason, failure, submitted).await
             }
         }
@@ -451,8 +457,7 @@ mod tests {
             answer.note,
             Some(PendingCondition::Uncertain {
                 invoke_error: Some(
-                    "SageMaker InvokeEndpointAsync: InternalFailure: An internal error occurred \
-                     (transient; retrying may succeed)"
+                    "SageMaker InvokeEndpointAsync: InternalFailure (transient; retrying may succeed)"
                         .into()
                 )
             })

@@ -8,6 +8,7 @@ use crate::domain::caller::Caller;
 use crate::domain::item::Applied;
 use crate::domain::job::{self, secrets_match, task_secret_matches, Job, JobStatus, Stage};
 use crate::domain::pipeline_status::{ExecutionStatus, PipelineStatus};
+use crate::domain::quota::is_quota_key;
 use crate::domain::run::Run;
 use crate::domain::task_id::TaskId;
 use crate::ports::{
@@ -63,7 +64,7 @@ fn job_task(task_id: &str) -> Result<(String, String), TaskError> {
         Some(TaskId::Job {
             inference_id,
             secret,
-        }) => Ok((inference_id, secret)),
+        }) if !is_quota_key(&inference_id) => Ok((inference_id, secret)),
         _ => Err(TaskError::NotFound),
     }
 }

@@ -127,7 +127,10 @@ pub async fn trigger_training<P: PipelineControl, R: RunStore>(
 #[derive(Debug, thiserror::Error)]
 pub enum StatusError {
     /// SageMaker knows no such run, or it is another caller's: one answer for both.
-    #[error("no training run {execution_arn} was found: check the execution_arn that trigger_training returned")]
+    #[error(
+        "no training run {} was found: check the execution_arn that trigger_training returned",
+        crate::util::quote(execution_arn)
+    )]
     NotFound { execution_arn: String },
     #[error("SageMaker DescribePipelineExecution failed: {0}")]
     Describe(AwsFailure),
@@ -146,8 +149,15 @@ pub async fn training_status<P: PipelineControl>(
     };
     let described = match pipeline.describe(execution_arn).await {
         Ok(described) => described,
-        Err(failure) if failure.code.as_deref() == Some("ResourceNotFound") => {
-            return Err(not_found())
+        // A run the tools' role may not read is unknown too: AWS's refusal names the role.
+        Err(failure)
+            if matches!(
+                failure.code.as_deref(),
+                Some("ResourceNotFound" | "AccessDeniedException" | "AccessDenied")
+            ) =>
+        {
+            tracing::info!(%failure, "run answered as unknown");
+            return Err(not_found());
         }
         Err(failure) => return Err(StatusError::Describe(failure)),
     };

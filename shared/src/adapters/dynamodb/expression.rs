@@ -53,17 +53,31 @@ impl Expression {
     }
 
     pub fn update(&mut self, changes: &[Change]) -> String {
-        let clauses: Vec<String> = changes
-            .iter()
-            .map(|change| match change {
-                Change::Set(name, value) => format!("{} = {}", self.name(name), self.value(value)),
+        let (mut set, mut add) = (Vec::new(), Vec::new());
+        for change in changes {
+            match change {
+                Change::Set(name, value) => {
+                    set.push(format!("{} = {}", self.name(name), self.value(value)))
+                }
                 Change::SetIfAbsent(name, value) => {
                     let (n, v) = (self.name(name), self.value(value));
-                    format!("{n} = if_not_exists({n}, {v})")
+                    set.push(format!("{n} = if_not_exists({n}, {v})"));
                 }
-            })
-            .collect();
-        format!("SET {}", clauses.join(", "))
+                Change::Add(name, delta) => add.push(format!(
+                    "{} {}",
+                    self.name(name),
+                    self.value(&Attr::N(*delta))
+                )),
+            }
+        }
+        let mut clauses = Vec::new();
+        if !set.is_empty() {
+            clauses.push(format!("SET {}", set.join(", ")));
+        }
+        if !add.is_empty() {
+            clauses.push(format!("ADD {}", add.join(", ")));
+        }
+        clauses.join(" ")
     }
 }
 
@@ -98,6 +112,15 @@ mod tests {
         assert_eq!(
             u,
             "SET #status = :v4, #submitted_at = if_not_exists(#submitted_at, :v5)"
+        );
+        let counted = e.update(&[
+            Change::Add("quota_count", 1),
+            Change::Set("ttl", Attr::N(9)),
+        ]);
+        assert_eq!(counted, "SET #ttl = :v7 ADD #quota_count :v6");
+        assert_eq!(
+            e.update(&[Change::Add("quota_count", -1)]),
+            "ADD #quota_count :v8"
         );
     }
 }

@@ -24,6 +24,8 @@ pub struct Submission {
     pub task_secret: String,
     /// Whose job it is.
     pub owner: Owner,
+    /// The id derives from an idempotency key, so a job may already be stored under it.
+    pub keyed: bool,
 }
 
 impl Submission {
@@ -55,6 +57,7 @@ impl Submission {
             request_ttl_secs,
             task_secret: new_task_secret(),
             owner: owner.clone(),
+            keyed: idempotency_key.is_some(),
         }
     }
 

@@ -1,0 +1,331 @@
+//! Quotas per owner (see [`crate::domain::quota`]): taken before work starts, given back when
+//! the call turned out to start nothing, and wait slots claimed for a long wait and freed after.
+
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+
+use crate::domain::caller::Owner;
+use crate::domain::item::Applied;
+use crate::domain::job::{plan_submit, Submission, SubmitPlan};
+use crate::domain::quota::{lease_until, Quota, QuotaLimits, WaitSlot, WindowCounter};
+use crate::ports::{JobStore, StoreError};
+
+/// A wait's lease outlives the wait by this much, for the reply to leave.
+const LEASE_MARGIN_SECS: i64 = 15;
+
+#[derive(Debug, thiserror::Error)]
+pub enum QuotaError {
+    /// The caller is at the limit; nothing was started.
+    #[error("quota reached: {limit} {quota:?}; frees in {retry_after_secs} s")]
+    Exceeded {
+        quota: Quota,
+        limit: u32,
+        retry_after_secs: u64,
+    },
+    /// The count could not be written, so the call was not made (a retry may succeed).
+    #[error("the {quota:?} count could not be written: {source}")]
+    Store {
+        quota: Quota,
+        #[source]
+        source: StoreError,
+    },
+}
+
+/// A count taken for a call, to give back if the call started nothing.
+#[derive(Debug)]
+pub struct Taken(WindowCounter);
+
+/// Takes one from the owner's window for `quota`; None when that quota is off.
+async fn take<S: JobStore>(
+    store: &S,
+    owner: &Owner,
+    quota: Quota,
+    limit: u32,
+    window_secs: i64,
+    now: DateTime<Utc>,
+) -> Result<Option<Taken>, QuotaError> {
+    let now_secs = now.timestamp();
+    let Some(counter) = WindowCounter::of(owner, quota, limit, window_secs, now_secs) else {
+        return Ok(None);
+    };
+    match store.write(&counter.take()).await {
+        Ok(Applied::Written { .. }) => Ok(Some(Taken(counter))),
+        Ok(Applied::Refused(_)) => Err(QuotaError::Exceeded {
+            quota,
+            limit,
+            retry_after_secs: counter.retry_after(now_secs),
+        }),
+        Err(source) => Err(QuotaError::Store { quota, source }),
+    }
+}
+
+/// A submission counts when it starts work: a new job, or a lost one re-driven. A replay of
+/// a key's job, or a key in use by a concurrent call, does not. Without a key every
+/// submission is new, and nothing is read.
+pub async fn take_submit<S: JobStore>(
+    store: &S,
+    limits: &QuotaLimits,
+    submission: &Submission,
+    now: DateTime<Utc>,
+) -> Result<Option<Taken>, QuotaError> {
+    if limits.submits_per_minute == 0 {
+        return Ok(None);
+    }
+    if submission.keyed {
+        let stored = store
+            .get(&submission.inference_id, now)
+            .await
+            .map_err(|source| QuotaError::Store {
+                quota: Quota::Submits,
+                source,
+            })?;
+        let plan = plan_submit(stored.as_ref(), submission, now);
+        if !matches!(plan, SubmitPlan::Reserve | SubmitPlan::Redrive { .. }) {
+            return Ok(None);
+        }
+    }
+    let limit = limits.submits_per_minute;
+    take(store, &submission.owner, Quota::Submits, limit, 60, now).await
+}
+
+/// A training run to be started counts against the owner's runs per hour.
+pub async fn take_run<S: JobStore>(
+    store: &S,
+    limits: &QuotaLimits,
+    owner: &Owner,
+    now: DateTime<Utc>,
+) -> Result<Option<Taken>, QuotaError> {
+    take(store, owner, Quota::Runs, limits.runs_per_hour, 3600, now).await
+}
+
+/// Gives back a count for a call that started nothing after all (a replay found late). A
+/// failure only leaves the count one high until the window ends: logged, not raised.
+pub async fn give_back<S: JobStore>(store: &S, taken: Option<Taken>) {
+    let Some(Taken(counter)) = taken else { return };
+    if let Err(e) = store.write(&counter.give_back()).await {
+        tracing::warn!(error = %e, "a quota count was not given back");
+    }
+}
+
+/// A wait slot held by one long wait.
+#[derive(Debug)]
+pub struct WaitLease(WaitSlot);
+
+/// Claims one of the owner's wait slots for `wait`; None when the quota is off or there is
+/// no wait. The slots are tried in turn; when all are held, the error says when the first
+/// lease runs out.
+pub async fn claim_wait<S: JobStore>(
+    store: &S,
+    limits: &QuotaLimits,
+    owner: &Owner,
+    wait: Duration,
+    now: DateTime<Utc>,
+) -> Result<Option<WaitLease>, QuotaError> {
+    if limits.waits_max == 0 || wait.is_zero() {
+        return Ok(None);
+    }
+    let now_secs = now.timestamp();
+    let until = now_secs + wait.as_secs() as i64 + 1 + LEASE_MARGIN_SECS;
+    let lease = uuid::Uuid::new_v4().simple().to_string();
+    let mut frees_at: Option<i64> = None;
+    for slot in 0..limits.waits_max {
+        let claim = WaitSlot::new(owner, slot, &lease);
+        match store.write(&claim.claim(until, now_secs)).await {
+            Ok(Applied::Written { .. }) => return Ok(Some(WaitLease(claim))),
+            Ok(Applied::Refused(stored)) => {
+                let held_until = lease_until(stored.as_ref()).unwrap_or(until);
+                frees_at = Some(frees_at.map_or(held_until, |f| f.min(held_until)));
+            }
+            Err(source) => {
+                return Err(QuotaError::Store {
+                    quota: Quota::Waits,
+                    source,
+                })
+            }
+        }
+    }
+    Err(QuotaError::Exceeded {
+        quota: Quota::Waits,
+        limit: limits.waits_max,
+        retry_after_secs: (frees_at.unwrap_or(until) - now_secs).max(1) as u64,
+    })
+}
+
+/// Frees a wait's slot. A failure leaves it held until its lease runs out: logged.
+pub async fn release_wait<S: JobStore>(store: &S, lease: Option<WaitLease>) {
+    let Some(WaitLease(slot)) = lease else { return };
+    if let Err(e) = store.write(&slot.free()).await {
+        tracing::warn!(error = %e, "a wait slot was not freed; it frees when its lease runs out");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::domain::caller::Principal;
+    use crate::fakes::MemoryJobs;
+
+    fn owner(name: &str) -> Owner {
+        Principal::Bearer { name: name.into() }.caller().owner
+    }
+
+    fn limits() -> QuotaLimits {
+        QuotaLimits {
+            submits_per_minute: 2,
+            runs_per_hour: 1,
+            waits_max: 2,
+        }
+    }
+
+    fn submission(owner: &Owner, key: Option<&str>) -> Submission {
+        Submission::new(owner, "e", "b", b"{}".to_vec(), key, 300, 3600)
+    }
+
+    fn at(secs: i64) -> DateTime<Utc> {
+        DateTime::from_timestamp(secs, 0).unwrap()
+    }
+
+    #[tokio::test]
+    async fn submits_count_per_owner_per_minute_and_say_when_the_window_frees() {
+        let store = MemoryJobs::default();
+        let (alice, bob) = (owner("alice"), owner("bob"));
+        let now = at(1_800_000_010);
+        for _ in 0..2 {
+            assert!(
+                take_submit(&store, &limits(), &submission(&alice, None), now)
+                    .await
+                    .unwrap()
+                    .is_some()
+            );
+        }
+        let Err(QuotaError::Exceeded {
+            quota,
+            limit,
+            retry_after_secs,
+        }) = take_submit(&store, &limits(), &submission(&alice, None), now).await
+        else {
+            panic!("the third submit of the minute is refused");
+        };
+        assert_eq!((quota, limit, retry_after_secs), (Quota::Submits, 2, 50));
+        // Another caller is not affected; the next minute starts again.
+        assert!(take_submit(&store, &limits(), &submission(&bob, None), now)
+            .await
+            .is_ok());
+        let next_minute = at(1_800_000_060);
+        assert!(
+            take_submit(&store, &limits(), &submission(&alice, None), next_minute)
+                .await
+                .is_ok()
+        );
+    }
+
+    #[tokio::test]
+    async fn a_replay_is_not_counted_and_a_given_back_count_frees_its_place() {
+        let store = MemoryJobs::default();
+        let alice = owner("alice");
+        let now = at(1_800_000_000);
+        let keyed = submission(&alice, Some("k"));
+        let taken = take_submit(&store, &limits(), &keyed, now).await.unwrap();
+        assert!(taken.is_some(), "a new key's job starts work");
+        // Its job is stored: the same key again starts nothing and counts nothing.
+        let policy = crate::domain::job::JobPolicy::default();
+        store
+            .write(&crate::domain::job::reserve(&keyed, &policy, now))
+            .await
+            .unwrap();
+        assert!(take_submit(&store, &limits(), &keyed, now)
+            .await
+            .unwrap()
+            .is_none());
+        let second = take_submit(&store, &limits(), &submission(&alice, None), now)
+            .await
+            .unwrap();
+        assert!(
+            take_submit(&store, &limits(), &submission(&alice, None), now)
+                .await
+                .is_err()
+        );
+        give_back(&store, second).await;
+        assert!(
+            take_submit(&store, &limits(), &submission(&alice, None), now)
+                .await
+                .is_ok()
+        );
+    }
+
+    #[tokio::test]
+    async fn a_quota_of_zero_is_off_and_a_failed_count_refuses_the_call() {
+        let store = MemoryJobs::default();
+        let off = QuotaLimits {
+            submits_per_minute: 0,
+            runs_per_hour: 0,
+            waits_max: 0,
+        };
+        let alice = owner("alice");
+        let now = at(1_800_000_000);
+        for _ in 0..5 {
+            assert!(take_run(&store, &off, &alice, now).await.unwrap().is_none());
+        }
+        assert_eq!(store.calls().1, 0, "nothing written");
+        store.fail_writes();
+        let err = take_run(&store, &limits(), &alice, now).await.unwrap_err();
+        assert!(
+            matches!(
+                err,
+                QuotaError::Store {
+                    quota: Quota::Runs,
+                    ..
+                }
+            ),
+            "{err}"
+        );
+    }
+
+    #[tokio::test]
+    async fn waits_hold_slots_until_released_or_their_leases_run_out() {
+        let store = MemoryJobs::default();
+        let (alice, bob) = (owner("alice"), owner("bob"));
+        let now = at(1_800_000_000);
+        let wait = Duration::from_secs(60);
+        let a = claim_wait(&store, &limits(), &alice, wait, now)
+            .await
+            .unwrap();
+        let b = claim_wait(&store, &limits(), &alice, wait, now)
+            .await
+            .unwrap();
+        assert!(a.is_some() && b.is_some());
+        let Err(QuotaError::Exceeded {
+            quota: Quota::Waits,
+            retry_after_secs,
+            ..
+        }) = claim_wait(&store, &limits(), &alice, wait, now).await
+        else {
+            panic!("a third wait at once is refused");
+        };
+        assert_eq!(retry_after_secs, 60 + 1 + LEASE_MARGIN_SECS as u64);
+        assert!(claim_wait(&store, &limits(), &bob, wait, now)
+            .await
+            .unwrap()
+            .is_some());
+        assert!(
+            claim_wait(&store, &limits(), &alice, Duration::ZERO, now)
+                .await
+                .unwrap()
+                .is_none(),
+            "no wait, no slot"
+        );
+        release_wait(&store, a).await;
+        assert!(claim_wait(&store, &limits(), &alice, wait, now)
+            .await
+            .unwrap()
+            .is_some());
+        // A wait whose function died never frees its slot: its lease runs out instead.
+        let later = at(1_800_000_000 + 60 + 1 + LEASE_MARGIN_SECS);
+        assert!(claim_wait(&store, &limits(), &alice, wait, later)
+            .await
+            .unwrap()
+            .is_some());
+        drop(b);
+    }
+}
