@@ -270,6 +270,8 @@ pub struct FakeInvoker {
     endpoint_name: String,
     faults: Mutex<VecDeque<InvokeFault>>,
     calls: Mutex<Vec<String>>,
+    /// What DescribeEndpoint would say of the instances (one, unless set).
+    instances: Mutex<Option<u32>>,
 }
 
 impl FakeInvoker {
@@ -278,11 +280,22 @@ impl FakeInvoker {
             endpoint_name: endpoint_name.into(),
             faults: Mutex::default(),
             calls: Mutex::default(),
+            instances: Mutex::new(Some(1)),
         }
     }
 
     pub fn fail_next(&self, fault: InvokeFault) {
         self.faults.lock().unwrap().push_back(fault);
+    }
+
+    /// The endpoint now runs this many instances (0: scaled to zero).
+    pub fn set_instances(&self, count: Option<u32>) {
+        *self.instances.lock().unwrap() = count;
+    }
+
+    /// How many invokes were made, of any id.
+    pub fn invocations(&self) -> usize {
+        self.calls.lock().unwrap().len()
     }
 
     /// How many times this inference id was invoked.
@@ -326,6 +339,11 @@ impl AsyncInvoker for FakeInvoker {
                 ambiguous: false,
             }),
         }
+    }
+
+    async fn current_instances(&self) -> Result<Option<u32>, AwsFailure> {
+        tokio::task::yield_now().await;
+        Ok(*self.instances.lock().unwrap())
     }
 }
 

@@ -168,6 +168,10 @@ pub trait AsyncInvoker: Sync {
         &self,
         request: &InvokeRequest,
     ) -> impl Future<Output = Result<Locations, AwsFailure>> + Send;
+
+    /// How many instances the endpoint runs now (its variants' current counts); None when
+    /// SageMaker does not say. An endpoint scaled to zero queues requests until one starts.
+    fn current_instances(&self) -> impl Future<Output = Result<Option<u32>, AwsFailure>> + Send;
 }
 
 /// What DescribePipelineExecution says of a run.

@@ -215,8 +215,9 @@ mod sagemaker_endpoint_on_the_stand_in {
         let bucket = need("IO_BUCKET");
         let sdk = aws_config::from_env().endpoint_url(standin).load().await;
         let client = sagemaker_runtime_client(&sdk, std::time::Duration::from_secs(5));
+        let control = shared::adapters::sagemaker::sagemaker_client(&sdk);
         Endpoint {
-            invoker: SageMakerEndpoint::new(client, "contract-endpoint"),
+            invoker: SageMakerEndpoint::new(client, control, "contract-endpoint"),
             endpoint_name: "contract-endpoint".into(),
             input_location: format!("s3://{bucket}/contract/inputs/none.json"),
         }

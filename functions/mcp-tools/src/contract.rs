@@ -349,7 +349,11 @@ impl From<Submitted> for SubmitJobOutput {
             failure_location: s.failure_location,
             submitted_at: s.submitted_at,
             idempotent_replay: s.replay,
-            message: s.note.as_ref().map(wording::submitted),
+            message: match (&s.note, s.endpoint_at_zero) {
+                (Some(condition), _) => Some(wording::submitted(condition)),
+                (None, true) => Some(wording::ENDPOINT_AT_ZERO.to_owned()),
+                (None, false) => None,
+            },
         }
     }
 }
@@ -466,6 +470,14 @@ impl From<JobReport> for JobStatusOutput {
             completed_at,
             ..
         } = r.job;
+        let expired = (status == shared::domain::job::JobStatus::Failed)
+            .then(|| {
+                failure_reason
+                    .as_deref()
+                    .filter(|r| wording::expired_in_queue(r))
+            })
+            .flatten()
+            .map(|_| wording::EXPIRED_IN_QUEUE.to_owned());
         JobStatusOutput {
             inference_id,
             status: status.as_str().to_owned(),
@@ -476,7 +488,7 @@ impl From<JobReport> for JobStatusOutput {
             submitted_at,
             completed_at,
             probably_lost: r.probably_lost,
-            message: r.note.as_ref().map(wording::job_note),
+            message: r.note.as_ref().map(wording::job_note).or(expired),
         }
     }
 }

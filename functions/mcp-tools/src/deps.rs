@@ -134,6 +134,7 @@ mod aws {
                 objects: S3Objects::new(s3_client(&sdk)),
                 endpoint: SageMakerEndpoint::new(
                     sagemaker_runtime_client(&sdk, invoke_attempt_timeout),
+                    sagemaker.clone(),
                     &config.async_endpoint_name,
                 ),
                 pipeline: SageMakerPipeline::new(sagemaker.clone(), &config.pipeline_name),

@@ -13,6 +13,8 @@ pub mod front_door;
 pub mod http_guard;
 pub mod oauth;
 pub mod progress;
+#[cfg(test)]
+mod sharing_tests;
 pub mod tools;
 #[cfg(test)]
 mod tools_tests;

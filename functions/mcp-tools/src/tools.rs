@@ -91,6 +91,11 @@ impl<B: Backend> Tools<B> {
         Self::tool_router().list_all()
     }
 
+    /// The tools this deployment serves (without training tools when it has no pipeline).
+    pub fn served(&self) -> Vec<rmcp::model::Tool> {
+        self.router.list_all()
+    }
+
     /// Starts an asynchronous inference on the configured SageMaker endpoint and returns at once.
     #[tool(
         description = "Submit a document or JSON payload to the asynchronous ML endpoint. Returns an inference_id at \
@@ -488,6 +493,7 @@ impl<B: Backend> Tools<B> {
         .with_poll_interval_ms(self.deps.config.task_poll_interval_ms)
         .with_status_message(match &submitted.note {
             Some(condition) => wording::submitted(condition),
+            None if submitted.endpoint_at_zero => wording::ENDPOINT_AT_ZERO.to_owned(),
             None => wording::JOB_INVOKED.to_owned(),
         });
         CallToolResponse::Task(CreateTaskResult::new(task))

@@ -92,7 +92,7 @@ impl World {
         }
     }
 
-    fn ports(&self) -> &FakePorts {
+    pub(crate) fn ports(&self) -> &FakePorts {
         &self.deps.ports
     }
 
@@ -151,7 +151,7 @@ impl World {
         request(self.tools.clone(), principal, method, params, None).await
     }
 
-    async fn call_as_task(&self, tool: &str, arguments: Value) -> Value {
+    pub(crate) async fn call_as_task(&self, tool: &str, arguments: Value) -> Value {
         self.task_request("tools/call", json!({"name": tool, "arguments": arguments}))
             .await
             .unwrap()
@@ -640,7 +640,7 @@ async fn check_training_result_lists_nothing_for_a_new_session_and_refuses_a_bad
 
 /// A run triggered through the tool (session `s-1`) that ended registering a model trained on
 /// `s3://b/train/`: its execution ARN and model package ARN.
-async fn registered_model(w: &World) -> (String, String) {
+pub(crate) async fn registered_model(w: &World) -> (String, String) {
     let out = w
         .ok(
             names::TRIGGER_TRAINING,

@@ -25,7 +25,8 @@ pub fn pending(condition: &PendingCondition) -> String {
         ),
         PendingCondition::ProbablyLost => format!(
             "No outcome has arrived long after the request's TTL and invocation timeout. SageMaker drops \
-             requests that expire in its queue, and without an error topic nobody is told. {AGAIN}"
+             requests that expire in its queue, and without an error topic nobody is told. {AGAIN} \
+             If the endpoint was scaled to zero, give a larger request_ttl_secs (up to 21600)."
         ),
         PendingCondition::Submitting => "The submission is still in progress.".to_owned(),
         PendingCondition::Uncertain { invoke_error } => uncertain(invoke_error.as_deref()),
@@ -81,6 +82,24 @@ pub fn job_task_working(stage: Option<Stage>, note: Option<&JobNote>) -> String 
 
 /// A new job task's status message once SageMaker took the request.
 pub const JOB_INVOKED: &str = "invoked: SageMaker has queued the request";
+
+/// Whether a failure reason says the request expired in SageMaker's queue (its request TTL
+/// ran out before an instance took it). SageMaker's exact words are not documented: any
+/// mention of expiry or the TTL counts.
+pub fn expired_in_queue(failure_reason: &str) -> bool {
+    let reason = failure_reason.to_ascii_lowercase();
+    reason.contains("expired") || reason.contains("ttl") || reason.contains("time to live")
+}
+
+/// Beside a job that failed because it expired in the queue.
+pub const EXPIRED_IN_QUEUE: &str = "The request expired in SageMaker's queue before an instance \
+    took it (an endpoint scaled to zero takes minutes to start). Submit it again with a larger \
+    request_ttl_secs (up to 21600), or have the endpoint keep an instance running.";
+
+/// Beside submit_job's answer when the endpoint had no instance running.
+pub const ENDPOINT_AT_ZERO: &str = "invoked: SageMaker has queued the request, but the endpoint \
+    is scaled to zero: the first outcome waits for an instance to start and load the model \
+    (typically several minutes). The request waits in the queue for request_ttl_secs.";
 
 /// A working run task's status message: the step it is on.
 pub fn run_task_working(status: &ExecutionStatus, steps: &[StepStatus]) -> String {

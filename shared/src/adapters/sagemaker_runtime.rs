@@ -1,5 +1,6 @@
 //! The configured SageMaker async endpoint (sagemaker-runtime InvokeEndpointAsync).
 
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use aws_config::SdkConfig;
@@ -24,17 +25,32 @@ pub fn sagemaker_runtime_client(
     aws_sdk_sagemakerruntime::Client::from_conf(conf)
 }
 
+/// An instance count read this recently is used again: DescribeEndpoint is a control-plane
+/// call with a low rate limit, and submits come in bursts.
+const INSTANCES_FRESH_FOR: Duration = Duration::from_secs(30);
+
+/// The last instance count read, and when.
+type InstancesRead = Arc<Mutex<Option<(tokio::time::Instant, Option<u32>)>>>;
+
 #[derive(Clone)]
 pub struct SageMakerEndpoint {
     client: aws_sdk_sagemakerruntime::Client,
+    control: aws_sdk_sagemaker::Client,
     endpoint_name: String,
+    instances: InstancesRead,
 }
 
 impl SageMakerEndpoint {
-    pub fn new(client: aws_sdk_sagemakerruntime::Client, endpoint_name: impl Into<String>) -> Self {
+    pub fn new(
+        client: aws_sdk_sagemakerruntime::Client,
+        control: aws_sdk_sagemaker::Client,
+        endpoint_name: impl Into<String>,
+    ) -> Self {
         Self {
             client,
+            control,
             endpoint_name: endpoint_name.into(),
+            instances: Arc::default(),
         }
     }
 }
@@ -62,5 +78,28 @@ impl AsyncInvoker for SageMakerEndpoint {
             output_location: out.output_location,
             failure_location: out.failure_location,
         })
+    }
+
+    async fn current_instances(&self) -> Result<Option<u32>, AwsFailure> {
+        if let Some((read_at, count)) = *self.instances.lock().unwrap() {
+            if read_at.elapsed() < INSTANCES_FRESH_FOR {
+                return Ok(count);
+            }
+        }
+        let out = self
+            .control
+            .describe_endpoint()
+            .endpoint_name(&self.endpoint_name)
+            .send()
+            .await
+            .map_err(|e| classify(&e))?;
+        let counts: Vec<i32> = out
+            .production_variants()
+            .iter()
+            .filter_map(|v| v.current_instance_count())
+            .collect();
+        let count = (!counts.is_empty()).then(|| counts.iter().map(|c| (*c).max(0) as u32).sum());
+        *self.instances.lock().unwrap() = Some((tokio::time::Instant::now(), count));
+        Ok(count)
     }
 }

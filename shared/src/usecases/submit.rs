@@ -31,6 +31,9 @@ pub struct Submitted {
     pub note: Option<PendingCondition>,
     /// The stored secret of the job's task id (none for items from before tasks).
     pub task_secret: Option<String>,
+    /// The endpoint ran no instance when the job was queued: its first outcome waits for one
+    /// to start (minutes).
+    pub endpoint_at_zero: bool,
 }
 
 impl Submitted {
@@ -44,6 +47,7 @@ impl Submitted {
             submitted_at: job.submitted_at.clone().unwrap_or_default(),
             replay: true,
             task_secret: job.task_secret.clone(),
+            endpoint_at_zero: false,
             note: match job.stage {
                 Some(Stage::Uncertain) => Some(PendingCondition::Uncertain {
                     invoke_error: job.invoke_error.clone(),
@@ -243,6 +247,7 @@ impl<S: JobStore, O: ObjectStore, I: AsyncInvoker> Submit<'_, S, O, I> {
             replay: false,
             note: None,
             task_secret: Some(s.task_secret.clone()),
+            endpoint_at_zero: false,
         };
         if let Err(e) = self
             .objects
@@ -269,7 +274,19 @@ impl<S: JobStore, O: ObjectStore, I: AsyncInvoker> Submit<'_, S, O, I> {
             invocation_timeout_secs: s.invocation_timeout_secs,
             request_ttl_secs: s.request_ttl_secs,
         };
-        match self.invoker.invoke(&request).await {
+        // Asked beside the invoke, so it adds no time: whether the endpoint is at zero.
+        let (invoked, instances) = tokio::join!(
+            self.invoker.invoke(&request),
+            self.invoker.current_instances()
+        );
+        answer.endpoint_at_zero = match instances {
+            Ok(count) => count == Some(0),
+            Err(failure) => {
+                tracing::info!(%failure, "the endpoint's instance count could not be read");
+                false
+            }
+        };
+        match invoked {
             Ok(locations) => {
                 let write = job::mark_invoked(id, attempt, &locations, lost_after);
                 if let Applied::Refused(_) = self.store.write(&write).await? {
