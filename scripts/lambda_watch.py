@@ -47,9 +47,11 @@ def relay_runner_env() -> dict:
     return {var: f"{sys.executable} {ROOT / 'scripts' / 'runtime_relay.py'}"}
 
 
-def start_watch(port: int, extra_env: dict, name: str, timeout: float = 300) -> subprocess.Popen:
+def start_watch(port: int, extra_env: dict, name: str, timeout: float = 300,
+                concurrency: int = 1) -> subprocess.Popen:
     """Runs `cargo lambda watch` on 127.0.0.1:port (log and env file in .local/NAME.*) and
-    returns once it listens. The functions are built on their first invocation."""
+    returns once it listens. The functions are built on their first invocation. Each function
+    serves `concurrency` invocations at once (cargo lambda's default is one at a time)."""
     env = {k: os.environ[k] for k in STACK_ENV if k in os.environ}
     env.update(FUNCTION_ENV)
     env.update(extra_env)
@@ -61,7 +63,8 @@ def start_watch(port: int, extra_env: dict, name: str, timeout: float = 300) -> 
     with open(LOCAL / f"{name}.log", "w") as log:
         proc = subprocess.Popen(
             ["cargo", "lambda", "watch", "--invoke-address", "127.0.0.1", "--invoke-port", str(port),
-             "--ignore-changes", "--disable-cors", "--env-file", str(env_file)],
+             "--ignore-changes", "--disable-cors", "--env-file", str(env_file),
+             "--concurrency", str(concurrency)],
             cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, env={**os.environ, "PATH": path, **relay_runner_env()},
         )
     deadline = time.time() + timeout

@@ -1,5 +1,7 @@
-"""The fake IAM policy simulator (fake_iam.py) for every doctor run of these tests: started once,
-bound to 127.0.0.1, reached through AWS_ENDPOINT_URL_IAM, stopped at the end."""
+"""The fake IAM policy simulator (fake_iam.py) for every doctor run of the modules that import
+these fixtures: started once per module, bound to 127.0.0.1, reached through
+AWS_ENDPOINT_URL_IAM, stopped at the end. (Not a conftest.py: tests/mcp has one, and both would
+be imported as the one module `conftest`.)"""
 
 import os
 
@@ -8,7 +10,7 @@ import pytest
 from fake_iam import FakeIam
 
 
-@pytest.fixture(scope="session", autouse=True)
+@pytest.fixture(scope="module", autouse=True)
 def fake_iam():
     with FakeIam() as fake:
         before = os.environ.get("AWS_ENDPOINT_URL_IAM")

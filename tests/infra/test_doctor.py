@@ -11,6 +11,7 @@ from wiring import FUNCTION_ROLES, ROLE, ROOT, SCRIPTS, Setup, async_config, lin
 
 sys.path.insert(0, str(SCRIPTS))
 import doctor  # noqa: E402
+from iam_fixtures import fake_iam, iam  # noqa: F401 (fixtures)
 
 CHECKS = {"endpoint", "topics", "output path", "failure path", "response in message", "success subscription",
           "error subscription", "pipeline", "rule", "alarms", "endpoint role", "notification-handler role",

@@ -8,6 +8,7 @@ from wiring import SCRIPTS, Setup, async_config, lines_by_check, run_script
 
 sys.path.insert(0, str(SCRIPTS))
 import wire_endpoint  # noqa: E402
+from iam_fixtures import fake_iam, iam  # noqa: F401 (fixtures)
 
 
 def miswired() -> Setup:

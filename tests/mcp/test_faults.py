@@ -73,7 +73,8 @@ def test_a_refusal_fails_the_job_with_the_reason_and_the_same_key_redrives_it(fa
     args = {"document": "receipt for coffee", "idempotency_key": key}
     faulty.arm("refuse-400")
     text = error_text(call(faulty.url, "submit_job", args))
-    assert "ValidationError" in text and "not found" in text and "Nothing was queued" in text
+    assert "ValidationError" in text and "Nothing was queued" in text
+    assert "not found" not in text, "SageMaker's own text (it can name the account) stays in the log"
     inference_id = text.split("job ")[1].split(" ")[0]
     failed = ok(call(faulty.url, "check_job_status", {"inference_id": inference_id}))
     assert failed["status"] == "failed" and "ValidationError" in failed["failure_reason"]

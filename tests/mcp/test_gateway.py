@@ -97,9 +97,9 @@ def test_a_training_run_through_the_gateway(servers, gateway):
     assert structured(over_url)["runs"] == [], "another caller's session of the same name is empty"
 
 
-def test_provenance_through_both_doors_differs_only_in_whose_session_it_shows(servers, gateway):
-    """Model packages and lineage are the account's, not a caller's: both doors see the same
-    graph; only the session of the run behind the package is its owner's to see."""
+def test_a_model_package_is_its_makers_and_unknown_through_the_other_door(servers, gateway):
+    """Provenance follows ownership: the package a run of the URL's caller registered is that
+    caller's; the Gateway (another caller) gets exactly the answer an unknown package gets."""
     session = f"gw-prov-{uuid.uuid4().hex[:12]}"
     arn = ok(call(servers, "trigger_training", {"input_data_uri": "s3://mcp-sagemaker-async-io/train/",
                                                 "session_id": session}))["execution_arn"]
@@ -109,28 +109,35 @@ def test_provenance_through_both_doors_differs_only_in_whose_session_it_shows(se
         if status["status"] != "Executing" or time.time() > deadline:
             break
         time.sleep(0.3)
-    args = {"model_package_arn": status["model_package_arn"], "max_depth": 3}
-    over_url, answer = through_both(servers, gateway, "get_model_provenance", args)
-    mine, theirs = structured(over_url), structured(answer)
-    assert mine["root"]["pipeline_execution"]["session_id"] == session
-    assert "session_id" not in theirs["root"]["pipeline_execution"]
-    del mine["root"]["pipeline_execution"]["session_id"]
-    assert mine == theirs
+    package = status["model_package_arn"]
+    over_url, answer = through_both(servers, gateway, "get_model_provenance",
+                                    {"model_package_arn": package, "max_depth": 3})
+    assert structured(over_url)["root"]["pipeline_execution"]["session_id"] == session
+    unknown = package.rsplit("/", 1)[0] + "/999999"
+    _, never = through_both(servers, gateway, "get_model_provenance", {"model_package_arn": unknown})
+    assert answer["isError"] is True
+    assert answer["content"][0]["text"].replace(package, unknown) == never["content"][0]["text"]
 
 
 @pytest.mark.parametrize("tool, args, expected", [
     ("submit_job", {"document": "x", "payload": {"a": 1}}, "not both"),
     ("check_job_status", {"inference_id": "never-submitted"}, "never-submitted"),
-    ("check_job_status", {"inference_id": "x", "wait": 3}, "failed to deserialize parameters"),
+    ("check_job_status", {"inference_id": "x", "wait": 3}, 'unknown argument "wait"'),
     ("check_training_result", {"session_id": "a; b"}, "`session_id`"),
     ("trigger_training", {"session_id": "s"}, "input_data_uri"),
     ("check_job_status", {"inference_id": "x", "wait_secs": "five"},
      '`wait_secs` must be a whole number from 0 to 900; got "five"'),
-    ("trigger_training", {"input_data_uri": "s3://b/t", "session_id": "s", "accuracy_threshold": "2"},
+    ("trigger_training", {"input_data_uri": "s3://mcp-sagemaker-async-io/train/", "session_id": "s",
+                          "accuracy_threshold": "2"},
      "`accuracy_threshold` is 2; it must be from 0 to 1"),
     # An AWS failure: the stand-in has no such run.
+    ("check_training_status",
+     {"execution_arn": "arn:aws:sagemaker:us-east-1:123456789012:pipeline/mcp-intent-classifier-pipeline/execution/nope"},
+     'no training run "arn:aws:sagemaker:us-east-1:123456789012:pipeline/mcp-intent-classifier-pipeline/execution/nope"'
+     " was found"),
+    # Another pipeline's run: the same answer, decided before any AWS call.
     ("check_training_status", {"execution_arn": "arn:aws:sagemaker:us-east-1:123456789012:pipeline/p/execution/nope"},
-     "no training run arn:aws:sagemaker:us-east-1:123456789012:pipeline/p/execution/nope was found"),
+     'no training run "arn:aws:sagemaker:us-east-1:123456789012:pipeline/p/execution/nope" was found'),
 ])
 def test_tool_errors_are_the_same_through_both_doors(servers, gateway, tool, args, expected):
     over_url, answer = through_both(servers, gateway, tool, args)

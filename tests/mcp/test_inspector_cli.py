@@ -44,7 +44,7 @@ def test_wait_secs_given_as_the_cli_gives_it(servers):
 
 
 def test_training_numbers_given_as_the_cli_gives_them(servers):
-    triggered = inspector(servers, "trigger_training", input_data_uri="s3://training-data/intents/",
+    triggered = inspector(servers, "trigger_training", input_data_uri="s3://mcp-sagemaker-async-io/train/intents/",
                           session_id="inspector-cli", max_epochs=15, accuracy_threshold=0.9)
     assert triggered.get("isError") is not True, triggered
     assert triggered["structuredContent"]["status"] == "Executing"

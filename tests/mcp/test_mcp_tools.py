@@ -203,7 +203,7 @@ def test_a_pending_job_long_past_its_deadline_is_probably_lost(servers, aws):
     ({"document": "a", "invocation_timeout_secs": 4000}, "`invocation_timeout_secs` is 4000"),
     ({"document": "a", "request_ttl_secs": 30}, "`request_ttl_secs` is 30"),
     ({"document": "a", "invocation_timeout_secs": 600, "request_ttl_secs": 900}, "at least twice"),
-    ({"document": "a", "endpoint_name": "other"}, "unknown field `endpoint_name`"),
+    ({"document": "a", "endpoint_name": "other"}, 'unknown argument "endpoint_name"'),
     ({"document": 42}, "`document` must be a string; got 42"),
     ({"payload": "not an object"}, '`payload` must be a JSON object; got "not an object"'),
     ({"document": "a", "invocation_timeout_secs": "five"}, '`invocation_timeout_secs` must be a whole number from 1 to 3600; got "five"'),
@@ -271,7 +271,7 @@ def test_training_runs_are_started_followed_and_recorded(servers):
 
 def test_a_failed_training_run_reports_the_failed_step(servers):
     session = f"sess-{uuid.uuid4().hex[:12]}"
-    arn = ok(call(servers, "trigger_training", {"input_data_uri": "s3://b/train", "session_id": session,
+    arn = ok(call(servers, "trigger_training", {"input_data_uri": "s3://mcp-sagemaker-async-io/train/", "session_id": session,
                                                 "accuracy_threshold": 0.99}))["execution_arn"]
     status = finished_training(servers, arn)
     assert status["status"] == "Failed"
@@ -282,12 +282,13 @@ def test_a_failed_training_run_reports_the_failed_step(servers):
 
 def test_training_errors(servers):
     assert "`session_id`" in error_text(call(servers, "trigger_training",
-                                             {"input_data_uri": "s3://b/t", "session_id": "a; session_id=b"}))
+                                             {"input_data_uri": "s3://mcp-sagemaker-async-io/train/",
+                                              "session_id": "a; session_id=b"}))
     assert "`input_data_uri`" in error_text(call(servers, "trigger_training",
                                                  {"input_data_uri": "file:///tmp", "session_id": "s1"}))
     missing = "arn:aws:sagemaker:us-east-1:123456789012:pipeline/p/execution/doesnotexist"
     text = error_text(call(servers, "check_training_status", {"execution_arn": missing}))
-    assert text == f"no training run {missing} was found: check the execution_arn that trigger_training returned"
+    assert text == f'no training run "{missing}" was found: check the execution_arn that trigger_training returned'
     assert "not a pipeline execution ARN" in error_text(call(servers, "check_training_status", {"execution_arn": "x"}))
     assert ok(call(servers, "check_training_result", {"session_id": "never-used"}))["runs"] == []
 

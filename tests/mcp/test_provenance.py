@@ -126,12 +126,12 @@ def test_every_page_is_followed(servers, registered):
 def test_an_unknown_or_malformed_model_package_is_a_tool_error(servers):
     missing = f"{ACCOUNT_ARN}:model-package/{GROUP}/999999"
     assert error_text(call(servers, "get_model_provenance", {"model_package_arn": missing})) == (
-        f"no model package {missing} was found: check the model_package_arn "
+        f'no model package "{missing}" was found: check the model_package_arn '
         "(check_training_status reports the one a run registered)")
     group = f"{ACCOUNT_ARN}:model-package-group/{GROUP}"
     assert "that is a model package group" in error_text(
         call(servers, "get_model_provenance", {"model_package_arn": group}))
     assert "`max_depth`" in error_text(
         call(servers, "get_model_provenance", {"model_package_arn": missing, "max_depth": 4}))
-    assert "unknown variant `sideways`" in error_text(
+    assert '`direction` must be one of "upstream", "downstream"; got "sideways"' in error_text(
         call(servers, "get_model_provenance", {"model_package_arn": missing, "direction": "sideways"}))
