@@ -6,7 +6,8 @@ use std::time::Duration;
 use chrono::Utc;
 use serde_json::{json, Value};
 
-use crate::{AppState, ACCOUNT};
+use crate::answer::millis;
+use crate::state::{AppState, ACCOUNT};
 
 /// The SNS event Lambda receives for one message published to `topic` (a topic name).
 pub fn sns_event(region: &str, topic: &str, message: &Value) -> Value {
@@ -16,7 +17,7 @@ pub fn sns_event(region: &str, topic: &str, message: &Value) -> Value {
         "Sns": {
             "Type": "Notification", "MessageId": uuid::Uuid::new_v4().to_string(),
             "TopicArn": format!("arn:aws:sns:{region}:{ACCOUNT}:{topic}"),
-            "Subject": null, "Message": message.to_string(), "Timestamp": crate::runtime::millis(Utc::now()),
+            "Subject": null, "Message": message.to_string(), "Timestamp": millis(Utc::now()),
             "SignatureVersion": "1", "Signature": "EXAMPLE",
             "SigningCertUrl": "https://sns.amazonaws.com/cert.pem",
             "UnsubscribeUrl": "https://sns.amazonaws.com/unsubscribe", "MessageAttributes": {}

@@ -78,48 +78,21 @@
 //! mode up to 5: to make every attempt fail, arm the fault `times` >= the attempts; with fewer,
 //! the SDK's retry succeeds and the caller never sees the fault.
 
+mod answer;
 mod control_plane;
 mod delivery;
 mod faults;
 mod model;
 mod runtime;
+mod state;
 
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use axum::routing::{get, post};
 use axum::Router;
 
-use control_plane::pipelines::Run;
-use control_plane::Catalog;
-use faults::Control;
-
-const ACCOUNT: &str = "123456789012";
-
-#[derive(Clone)]
-struct Settings {
-    region: String,
-    step: Duration,
-    inference: Duration,
-    hang: Duration,
-    lambda_invoke_url: Option<String>,
-}
-
-#[derive(Clone)]
-struct AppState {
-    settings: Settings,
-    runs: Arc<Mutex<HashMap<String, Run>>>,
-    /// ClientRequestToken → execution ARN: a retried start returns the first run.
-    tokens: Arc<Mutex<HashMap<String, String>>>,
-    http: reqwest::Client,
-    s3: aws_sdk_s3::Client,
-    /// Faults waiting for the next InvokeEndpointAsync calls, and every call received. One
-    /// lock for both, so the recorded order is the order in which faults were consumed.
-    control: Arc<Mutex<Control>>,
-    /// Endpoint configs, endpoints and pipelines the control plane created.
-    catalog: Arc<Mutex<Catalog>>,
-}
+use state::{AppState, Settings};
 
 /// From the standard AWS configuration, as the functions build theirs: with an endpoint
 /// override (moto on 127.0.0.1) path-style addressing, since an emulator cannot serve

@@ -14,12 +14,14 @@ use serde_json::{json, Value};
 use base64::engine::general_purpose::STANDARD as BASE64;
 use base64::Engine;
 
+use crate::answer::{millis, runtime_error};
 use crate::control_plane::endpoints;
-use crate::faults::{Fault, Invocation};
+use crate::state::control::{Fault, Invocation};
+use crate::state::{AppState, ACCOUNT};
+use crate::{delivery, model};
 
 /// SageMaker includes responses up to 128 KB in the success notification.
 const MAX_INCLUDED_RESPONSE_BYTES: usize = 128 * 1024;
-use crate::{delivery, model, AppState, ACCOUNT};
 
 /// `s3://bucket/key`. The stand-in's own, so it builds without the product crate.
 #[derive(Debug, Clone)]
@@ -47,21 +49,6 @@ impl fmt::Display for S3Location {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "s3://{}/{}", self.bucket, self.key)
     }
-}
-
-/// An error as SageMaker Runtime (restJson) sends it: the SDK takes the code from
-/// `x-amzn-errortype` and the message from the body.
-pub fn runtime_error(status: StatusCode, code: &str, message: String) -> Response {
-    (
-        status,
-        [
-            ("content-type", "application/json".to_owned()),
-            ("x-amzn-errortype", code.to_owned()),
-            ("x-amzn-requestid", uuid::Uuid::new_v4().to_string()),
-        ],
-        json!({ "message": message }).to_string(),
-    )
-        .into_response()
 }
 
 pub async fn invoke_async(
@@ -246,10 +233,6 @@ impl Wiring {
                 .is_some_and(|a| a.iter().any(|t| t == "SUCCESS_NOTIFICATION_TOPIC")),
         }
     }
-}
-
-pub fn millis(t: DateTime<Utc>) -> String {
-    t.to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
 }
 
 pub async fn infer(state: AppState, job: Job) {

@@ -5,11 +5,12 @@
 //! AsyncInferenceConfig). An endpoint is `Creating` or `Updating` for one pipeline step's time,
 //! then `InService` (with the new config, after an update).
 
-use chrono::{DateTime, Utc};
-use serde_json::{json, Map, Value};
+use chrono::Utc;
+use serde_json::{json, Value};
 
-use super::{epoch, str_field, validation, AwsError};
-use crate::{AppState, ACCOUNT};
+use crate::answer::{epoch, str_field, validation, AwsError};
+use crate::state::endpoints::{Endpoint, EndpointConfig};
+use crate::state::{AppState, ACCOUNT};
 
 /// The CreateEndpointConfig fields DescribeEndpointConfig gives back (Tags are not).
 const CONFIG_FIELDS: [&str; 10] = [
@@ -25,25 +26,6 @@ const CONFIG_FIELDS: [&str; 10] = [
     "MetricsConfig",
 ];
 const TOPIC_TYPES: [&str; 2] = ["SUCCESS_NOTIFICATION_TOPIC", "ERROR_NOTIFICATION_TOPIC"];
-
-#[derive(Clone)]
-pub struct EndpointConfig {
-    pub name: String,
-    pub arn: String,
-    /// The CONFIG_FIELDS the create request gave, as given.
-    pub fields: Map<String, Value>,
-    pub created: DateTime<Utc>,
-}
-
-#[derive(Clone)]
-pub struct Endpoint {
-    pub name: String,
-    pub arn: String,
-    pub config_name: String,
-    pub status: &'static str,
-    pub created: DateTime<Utc>,
-    pub modified: DateTime<Utc>,
-}
 
 fn arn(state: &AppState, kind: &str, name: &str) -> String {
     format!(
@@ -274,7 +256,7 @@ pub fn update_endpoint(state: &AppState, input: &Value) -> Result<Value, AwsErro
 
 /// A create or update finishing: after one step's time the endpoint serves `config_name`.
 async fn settle(state: AppState, name: String, config_name: String) {
-    tokio::time::sleep(super::pipelines::step_duration(&state)).await;
+    tokio::time::sleep(state.step_duration()).await;
     let mut catalog = state.catalog.lock().unwrap();
     if let Some(endpoint) = catalog.endpoints.get_mut(&name) {
         endpoint.config_name = config_name;

@@ -17,62 +17,16 @@
 //! `POST /_standin/lineage {"page_size": N}` caps every page at N on top of that (SageMaker may
 //! send fewer than MaxResults with a NextToken), so a caller's pagination shows.
 
-use std::collections::HashMap;
-
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::Response;
-use chrono::{DateTime, Utc};
+use chrono::Utc;
 use serde_json::{json, Value};
 
-use super::{epoch, str_field, validation, AwsError};
-use crate::faults::{control_error, json_response};
-use crate::{AppState, ACCOUNT};
-
-pub struct Artifact {
-    pub arn: String,
-    pub artifact_type: &'static str,
-    pub source_uri: String,
-    pub created: DateTime<Utc>,
-}
-
-/// A context or trial component: what its associations say of it.
-pub struct Entity {
-    pub name: String,
-    pub lineage_type: &'static str,
-}
-
-pub struct Association {
-    pub source: String,
-    pub destination: String,
-    pub association_type: &'static str,
-    pub created: DateTime<Utc>,
-}
-
-pub struct ModelPackage {
-    pub arn: String,
-    pub group: String,
-    pub version: u32,
-    pub generated_by: String,
-    pub image: String,
-    pub model_data_url: String,
-    pub created: DateTime<Utc>,
-}
-
-#[derive(Default)]
-pub struct Lineage {
-    pub artifacts: Vec<Artifact>,
-    pub entities: HashMap<String, Entity>,
-    /// Oldest first.
-    pub associations: Vec<Association>,
-    pub model_packages: Vec<ModelPackage>,
-    pub group_versions: HashMap<String, u32>,
-    /// `POST /_standin/lineage`: no page holds more.
-    pub page_size_cap: Option<usize>,
-    /// ListAssociations calls answered, and how many of them carried a NextToken.
-    pub list_calls: u64,
-    pub continued_calls: u64,
-}
+use crate::answer::{control_error, epoch, json_response, str_field, validation, AwsError};
+use crate::state::lineage::{Artifact, Association, Entity, Lineage, ModelPackage};
+use crate::state::pipelines::Run;
+use crate::state::{AppState, ACCOUNT};
 
 fn arn(state: &AppState, resource: &str) -> String {
     format!(
@@ -99,48 +53,32 @@ fn is_lineage_entity(arn: &str) -> bool {
         )
 }
 
-impl Lineage {
-    /// The artifact for `source_uri`, made when there is none yet.
-    fn artifact(
-        &mut self,
-        state: &AppState,
-        artifact_type: &'static str,
-        source_uri: &str,
-    ) -> String {
-        if let Some(a) = self.artifacts.iter().find(|a| a.source_uri == source_uri) {
-            return a.arn.clone();
-        }
-        let arn = arn(
-            state,
-            &format!("artifact/{}", uuid::Uuid::new_v4().simple()),
-        );
-        self.artifacts.push(Artifact {
-            arn: arn.clone(),
-            artifact_type,
-            source_uri: source_uri.to_owned(),
-            created: Utc::now(),
-        });
-        arn
+/// The artifact for `source_uri`, made when there is none yet. Here, not on `Lineage`: its ARN
+/// needs the settings' region, and the records know nothing of the settings.
+fn artifact(
+    lineage: &mut Lineage,
+    state: &AppState,
+    artifact_type: &'static str,
+    source_uri: &str,
+) -> String {
+    if let Some(a) = lineage
+        .artifacts
+        .iter()
+        .find(|a| a.source_uri == source_uri)
+    {
+        return a.arn.clone();
     }
-
-    fn associate(&mut self, source: &str, destination: &str, association_type: &'static str) {
-        self.associations.push(Association {
-            source: source.to_owned(),
-            destination: destination.to_owned(),
-            association_type,
-            created: Utc::now(),
-        });
-    }
-
-    fn name_and_type(&self, arn: &str) -> (Option<String>, Option<&'static str>) {
-        if let Some(a) = self.artifacts.iter().find(|a| a.arn == arn) {
-            return (None, Some(a.artifact_type));
-        }
-        match self.entities.get(arn) {
-            Some(e) => (Some(e.name.clone()), Some(e.lineage_type)),
-            None => (None, None),
-        }
-    }
+    let arn = arn(
+        state,
+        &format!("artifact/{}", uuid::Uuid::new_v4().simple()),
+    );
+    lineage.artifacts.push(Artifact {
+        arn: arn.clone(),
+        artifact_type,
+        source_uri: source_uri.to_owned(),
+        created: Utc::now(),
+    });
+    arn
 }
 
 fn image_uri(state: &AppState) -> String {
@@ -200,8 +138,8 @@ fn pipeline_name(pipeline_arn: &str) -> &str {
 pub fn training_started(state: &AppState, execution_arn: &str, input_data_uri: &str) {
     let mut catalog = state.catalog.lock().unwrap();
     let lineage = &mut catalog.lineage;
-    let data = lineage.artifact(state, "DataSet", input_data_uri);
-    let image = lineage.artifact(state, "Image", &image_uri(state));
+    let data = artifact(lineage, state, "DataSet", input_data_uri);
+    let image = artifact(lineage, state, "Image", &image_uri(state));
     let job = trial_component(state, execution_arn);
     lineage.entities.insert(
         job.clone(),
@@ -215,20 +153,16 @@ pub fn training_started(state: &AppState, execution_arn: &str, input_data_uri: &
 }
 
 /// TrainModel succeeded: its job produced the model.
-pub fn training_succeeded(state: &AppState, run: &super::pipelines::Run, input_data_uri: &str) {
+pub fn training_succeeded(state: &AppState, run: &Run, input_data_uri: &str) {
     let url = model_data_url(input_data_uri, pipeline_name(&run.pipeline_arn), &run.arn);
     let mut catalog = state.catalog.lock().unwrap();
     let lineage = &mut catalog.lineage;
-    let model = lineage.artifact(state, "Model", &url);
+    let model = artifact(lineage, state, "Model", &url);
     lineage.associate(&trial_component(state, &run.arn), &model, "Produced");
 }
 
 /// RegisterModel succeeded: the new model package's ARN.
-pub fn model_registered(
-    state: &AppState,
-    run: &super::pipelines::Run,
-    input_data_uri: &str,
-) -> String {
+pub fn model_registered(state: &AppState, run: &Run, input_data_uri: &str) -> String {
     let pipeline = pipeline_name(&run.pipeline_arn);
     // Group names are at most 63 characters.
     let group = format!("{}-models", &pipeline[..pipeline.len().min(56)]);
@@ -241,9 +175,9 @@ pub fn model_registered(
         *v
     };
     let package = arn(state, &format!("model-package/{group}/{version}"));
-    let model = lineage.artifact(state, "Model", &url);
-    let image = lineage.artifact(state, "Image", &image_uri(state));
-    let package_artifact = lineage.artifact(state, "ModelPackage", &package);
+    let model = artifact(lineage, state, "Model", &url);
+    let image = artifact(lineage, state, "Image", &image_uri(state));
+    let package_artifact = artifact(lineage, state, "ModelPackage", &package);
     let context_name = format!("{group}-aws-model-package-group");
     let context = arn(state, &format!("context/{context_name}"));
     lineage.entities.entry(context.clone()).or_insert(Entity {

@@ -1,56 +1,18 @@
 //! The SageMaker control plane (awsJson1_1, `X-Amz-Target: SageMaker.<Operation>`): one
-//! dispatcher, SageMaker's error shape, and the operations by resource.
-
-use std::collections::HashMap;
+//! dispatcher and the operations by resource. SageMaker's error shape is in `answer`, what the
+//! operations keep in `state`.
 
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
-use chrono::{DateTime, Utc};
-use serde_json::{json, Value};
+use serde_json::Value;
 
-use crate::AppState;
+use crate::answer::AwsError;
+use crate::state::AppState;
 
 pub mod endpoints;
 pub mod lineage;
 pub mod pipelines;
-
-/// What the control plane has created: endpoint configs and endpoints by name, pipelines by
-/// lowercase name (SageMaker's names are case-insensitive in ARNs), and the lineage and model
-/// packages the runs recorded.
-#[derive(Default)]
-pub struct Catalog {
-    pub endpoint_configs: HashMap<String, endpoints::EndpointConfig>,
-    pub endpoints: HashMap<String, endpoints::Endpoint>,
-    pub pipelines: HashMap<String, pipelines::Pipeline>,
-    pub lineage: lineage::Lineage,
-}
-
-pub struct AwsError(pub StatusCode, pub &'static str, pub String);
-
-impl IntoResponse for AwsError {
-    fn into_response(self) -> Response {
-        let body = json!({"__type": self.1, "message": self.2}).to_string();
-        (
-            self.0,
-            [("content-type", "application/x-amz-json-1.1")],
-            body,
-        )
-            .into_response()
-    }
-}
-
-pub fn validation(message: impl Into<String>) -> AwsError {
-    AwsError(
-        StatusCode::BAD_REQUEST,
-        "ValidationException",
-        message.into(),
-    )
-}
-
-pub fn epoch(t: DateTime<Utc>) -> f64 {
-    t.timestamp_millis() as f64 / 1000.0
-}
 
 pub async fn dispatch(
     State(state): State<AppState>,
@@ -101,16 +63,4 @@ pub async fn dispatch(
         output.to_string(),
     )
         .into_response())
-}
-
-pub fn str_field<'a>(input: &'a Value, name: &str) -> Result<&'a str, AwsError> {
-    input
-        .get(name)
-        .and_then(Value::as_str)
-        .filter(|s| !s.is_empty())
-        .ok_or_else(|| {
-            validation(format!(
-                "1 validation error detected: {name} must not be null"
-            ))
-        })
 }

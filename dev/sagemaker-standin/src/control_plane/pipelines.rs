@@ -5,14 +5,16 @@
 //! was never created (the local stack's tests start runs without one).
 
 use std::collections::HashMap;
-use std::time::Duration;
 
 use axum::http::StatusCode;
-use chrono::{DateTime, Utc};
+use chrono::Utc;
 use serde_json::{json, Value};
 
-use super::{epoch, lineage, str_field, validation, AwsError};
-use crate::{delivery, model, AppState, ACCOUNT};
+use super::lineage;
+use crate::answer::{epoch, str_field, validation, AwsError};
+use crate::state::pipelines::{Pipeline, Run, Step};
+use crate::state::{AppState, ACCOUNT};
+use crate::{delivery, model};
 
 pub const STEPS: [&str; 4] = [
     "PreprocessData",
@@ -20,56 +22,6 @@ pub const STEPS: [&str; 4] = [
     "EvaluateModel",
     "RegisterModel",
 ];
-
-#[derive(Clone)]
-pub struct Step {
-    pub name: &'static str,
-    pub status: &'static str,
-    pub started: DateTime<Utc>,
-    pub ended: Option<DateTime<Utc>>,
-    pub failure_reason: Option<String>,
-    /// ListPipelineExecutionSteps' `Metadata`, once the step has something to name.
-    pub metadata: Option<Value>,
-}
-
-#[derive(Clone)]
-pub struct Run {
-    pub pipeline_arn: String,
-    pub arn: String,
-    pub display_name: String,
-    pub description: Option<String>,
-    pub parameters: HashMap<String, String>,
-    /// `ParallelismConfiguration.MaxParallelExecutionSteps`, when the start gave it.
-    pub max_parallel_steps: Option<u64>,
-    pub status: &'static str,
-    pub failure_reason: Option<String>,
-    pub started: DateTime<Utc>,
-    pub modified: DateTime<Utc>,
-    pub steps: Vec<Step>,
-}
-
-/// A pipeline as CreatePipeline made it.
-#[derive(Clone)]
-pub struct Pipeline {
-    pub name: String,
-    pub arn: String,
-    pub display_name: String,
-    pub definition: String,
-    pub description: Option<String>,
-    pub role_arn: String,
-    pub created: DateTime<Utc>,
-}
-
-/// How long a pipeline step (and an endpoint's create or update) takes: `--step-millis`, or
-/// what the control API set.
-pub fn step_duration(state: &AppState) -> Duration {
-    state
-        .control
-        .lock()
-        .unwrap()
-        .step_millis
-        .map_or(state.settings.step, Duration::from_millis)
-}
 
 fn pipeline_arn(state: &AppState, name: &str) -> String {
     format!(
@@ -399,7 +351,7 @@ pub async fn execute(state: AppState, arn: String) {
         if name == "TrainModel" {
             lineage::training_started(&state, &arn, input_data_uri);
         }
-        tokio::time::sleep(step_duration(&state)).await;
+        tokio::time::sleep(state.step_duration()).await;
         if state.runs.lock().unwrap()[&arn].status == "Stopping" {
             update(&state, &arn, |run| {
                 let step = run.steps.last_mut().expect("step just pushed");

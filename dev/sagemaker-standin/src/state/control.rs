@@ -1,0 +1,85 @@
+//! The control API's records: the faults armed for the next InvokeEndpointAsync calls, every
+//! call received, and the step duration it set.
+
+use std::collections::VecDeque;
+
+/// A fault the control API arms for the next InvokeEndpointAsync calls.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Fault {
+    /// Queued and run as normal, but answered 500 InternalFailure: the caller cannot tell
+    /// whether SageMaker took the request.
+    AcceptThen500,
+    /// Queued and run as normal, then no answer for `--hang-millis`, then 500 InternalFailure:
+    /// a client with a shorter timeout sees a timeout.
+    AcceptThenHang,
+    /// Not queued: 400 ValidationError, as SageMaker answers for an unknown endpoint.
+    Refuse400,
+    /// Queued and run, the output or failure written to S3, but no notification delivered: a
+    /// lost SNS delivery.
+    AcceptSilently,
+}
+
+impl Fault {
+    pub const ALL: [Fault; 4] = [
+        Fault::AcceptThen500,
+        Fault::AcceptThenHang,
+        Fault::Refuse400,
+        Fault::AcceptSilently,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Fault::AcceptThen500 => "accept-then-500",
+            Fault::AcceptThenHang => "accept-then-hang",
+            Fault::Refuse400 => "refuse-400",
+            Fault::AcceptSilently => "accept-silently",
+        }
+    }
+
+    pub fn parse(name: &str) -> Option<Fault> {
+        Fault::ALL.into_iter().find(|f| f.name() == name)
+    }
+}
+
+/// One InvokeEndpointAsync call as received, for `GET /_standin/invocations`.
+#[derive(serde::Serialize)]
+pub struct Invocation {
+    pub endpoint: String,
+    pub inference_id: Option<String>,
+    pub input_location: Option<String>,
+    pub output_location: Option<String>,
+    pub failure_location: Option<String>,
+    pub fault: Option<&'static str>,
+    /// Whether the caller has been sent its answer yet (an `accept-then-hang` call is not, until
+    /// `--hang-millis` passed): what a test counts instead of timing the caller.
+    pub answered: bool,
+    /// Which call this is, to find it again once answered.
+    #[serde(skip)]
+    pub call: u64,
+}
+
+#[derive(Default)]
+pub struct Control {
+    pub faults: VecDeque<Fault>,
+    pub invocations: Vec<Invocation>,
+    /// Overrides `--step-millis` for steps that start from now on.
+    pub step_millis: Option<u64>,
+    /// Calls received so far, numbering the invocations.
+    pub calls: u64,
+}
+
+impl Control {
+    /// Records a call; its number marks it answered later.
+    pub fn record(&mut self, mut invocation: Invocation) -> u64 {
+        self.calls += 1;
+        invocation.call = self.calls;
+        self.invocations.push(invocation);
+        self.calls
+    }
+
+    pub fn mark_answered(&mut self, call: u64) {
+        if let Some(i) = self.invocations.iter_mut().rev().find(|i| i.call == call) {
+            i.answered = true;
+        }
+    }
+}

@@ -1,0 +1,46 @@
+//! Pipelines and their runs as the control plane keeps them (`control_plane::pipelines` starts,
+//! moves and describes them).
+
+use std::collections::HashMap;
+
+use chrono::{DateTime, Utc};
+use serde_json::Value;
+
+#[derive(Clone)]
+pub struct Step {
+    pub name: &'static str,
+    pub status: &'static str,
+    pub started: DateTime<Utc>,
+    pub ended: Option<DateTime<Utc>>,
+    pub failure_reason: Option<String>,
+    /// ListPipelineExecutionSteps' `Metadata`, once the step has something to name.
+    pub metadata: Option<Value>,
+}
+
+#[derive(Clone)]
+pub struct Run {
+    pub pipeline_arn: String,
+    pub arn: String,
+    pub display_name: String,
+    pub description: Option<String>,
+    pub parameters: HashMap<String, String>,
+    /// `ParallelismConfiguration.MaxParallelExecutionSteps`, when the start gave it.
+    pub max_parallel_steps: Option<u64>,
+    pub status: &'static str,
+    pub failure_reason: Option<String>,
+    pub started: DateTime<Utc>,
+    pub modified: DateTime<Utc>,
+    pub steps: Vec<Step>,
+}
+
+/// A pipeline as CreatePipeline made it.
+#[derive(Clone)]
+pub struct Pipeline {
+    pub name: String,
+    pub arn: String,
+    pub display_name: String,
+    pub definition: String,
+    pub description: Option<String>,
+    pub role_arn: String,
+    pub created: DateTime<Utc>,
+}
