@@ -231,59 +231,45 @@ def test_the_tools_get_the_pipeline_parameter_map(function):
 
 # ---------------------------------------------------------------- the environment the code reads
 
-CONFIG_RS = (ROOT / "shared" / "src" / "config.rs").read_text().split("#[cfg(test)]")[0]
-# The Env methods that read a variable by name; closures taking `name: &'static str` count too.
-READERS = ("required", "number_in", "list")
-# Required only in one AUTH_MODE (by the function that mode's arm calls); the template sets them in
-# that mode. Bearer mode needs at least one of BEARER_TOKENS instead (bearer_tokens refuses none).
-MODE_ONLY = {"OAUTH_ISSUER": "oauth"}
-BEARER_TOKENS = {"MCP_BEARER_TOKENS", "MCP_BEARER_TOKEN_SHA256"}
+# Each function's configuration lists the variables it reads (`VARIABLES`) and those without
+# which it does not start (`REQUIRED`), beside the code that reads them; a Rust test in each
+# crate holds the reading code to its list. Here the lists are held to the template.
+CONFIG_FILES = {
+    "notification-handler": ["functions/notification-handler/src/config.rs"],
+    "pipeline-router": ["functions/pipeline-router/src/config.rs"],
+    "mcp-tools": ["functions/mcp-tools/src/config/mod.rs", "functions/mcp-tools/src/config/auth.rs",
+                  "functions/mcp-tools/src/config/tools.rs"],
+    "gateway-target": ["functions/mcp-tools/src/config/tools.rs"],
+}
 FUNCTIONS = {"NotificationHandlerFunction": "notification-handler", "PipelineRouterFunction": "pipeline-router",
              "McpToolsFunction": "mcp-tools", "GatewayTargetFunction": "gateway-target"}
-# Set by the template for trigger_training's argument map; the tools read it (shared's config) once it is parsed there.
-COMING = {"McpToolsFunction": {"PIPELINE_PARAMETERS"}, "GatewayTargetFunction": {"PIPELINE_PARAMETERS"}}
 
 
-def blocks() -> dict:
-    """config.rs's `impl X` blocks and top-level `fn`s by name, with their text."""
-    found, starts = {}, [(m.start(), m.group(1) or m.group(2))
-                         for m in re.finditer(r"^impl(?:<[^>]*>)? (\w+)|^(?:pub )?fn (\w+)", CONFIG_RS, re.M)]
-    for (start, name), (end, _) in zip(starts, starts[1:] + [(len(CONFIG_RS), "")]):
-        found[name] = CONFIG_RS[start:end]
-    return found
-
-
-def variables_of(name: str, seen: frozenset = frozenset()) -> tuple:
-    """(read, required) environment variable names of a config type or helper, with what it calls."""
-    text = blocks()[name]
-    readers = set(READERS) | set(re.findall(r"let (\w+) = \|name: &'static str", text))
-    read_pattern = rf'\b(?:{"|".join(sorted(readers))})\(\s*"([A-Z0-9_]+)"|\(env\.0\)\("([A-Z0-9_]+)"\)'
-    read = {a or b for a, b in re.findall(read_pattern, text)}
-    required = set(re.findall(r'required\(\s*"([A-Z0-9_]+)"', text))
-    for callee in set(re.findall(r"(\w+)::from_env\(", text)) | set(re.findall(r"\b(\w+)\(env\)", text)):
-        if callee in blocks() and callee != name and callee not in seen:
-            more_read, more_required = variables_of(callee, seen | {name})
-            read, required = read | more_read, required | more_required
-    return read, required
+def listed(path: str, const: str) -> set:
+    """The names in `pub const <const>: &[&str] = &[...]` of a Rust file (empty when absent)."""
+    text = (ROOT / path).read_text().split("#[cfg(test)]")[0]
+    found = re.search(rf"pub const {const}: &\[&str\] = &\[(.*?)\];", text, re.S)
+    return set(re.findall(r'"([A-Z0-9_]+)"', found.group(1))) if found else set()
 
 
 def function_variables(binary: str) -> tuple:
-    main = (ROOT / "functions" / binary / "src" / "main.rs").read_text()
+    """(read, required) variable names of a function, from its configuration's lists."""
     read, required = set(), set()
-    for config in set(re.findall(r"(\w+Config)::from_env", main)) | set(re.findall(r"\b(metrics_namespace)\(", main)):
-        more_read, more_required = variables_of(config)
-        read, required = read | more_read, required | more_required
-    assert read, f"found no configuration read by {binary}'s main.rs"
+    for path in CONFIG_FILES[binary]:
+        read |= listed(path, "VARIABLES")
+        required |= listed(path, "REQUIRED")
+    assert read, f"found no variables listed for {binary}"
     return read, required
 
 
-def auth_arm(mode: str) -> str:
-    """The config function McpToolsConfig's `"<mode>" =>` arm calls."""
-    (callee,) = re.findall(rf'"{mode}" => [^,]*?\b(\w+)(?:::from_env)?\(env\)', blocks()["McpToolsConfig"])
-    return callee
+AUTH_RS = "functions/mcp-tools/src/config/auth.rs"
+# Required only in one AUTH_MODE; the template sets them in that mode. Bearer mode needs at least
+# one of BEARER_TOKENS instead.
+MODE_ONLY = {name: "oauth" for name in listed(AUTH_RS, "OAUTH_REQUIRED")}
+BEARER_TOKENS = listed(AUTH_RS, "BEARER_ONE_OF")
 
 
-def test_the_config_parser_finds_what_the_code_reads():
+def test_the_lists_hold_what_the_code_reads():
     read, required = function_variables("mcp-tools")
     assert {"RESULTS_TABLE", "IO_BUCKET", "AUTH_MODE", "FUNCTION_TIMEOUT_SECS", "METRICS_NAMESPACE"} <= read
     assert {"RESULTS_TABLE", "ASYNC_ENDPOINT_NAME", "AUTH_MODE"} <= required
@@ -291,14 +277,9 @@ def test_the_config_parser_finds_what_the_code_reads():
             "OAUTH_CLIENT_IDS"} | BEARER_TOKENS <= read
     assert "OAUTH_AUDIENCE" not in required, "optional: the resource defaults to the request's own URL"
     assert "RESULT_TTL_SECS" in function_variables("pipeline-router")[0]
-    for name, mode in MODE_ONLY.items():
-        mode_read, mode_required = variables_of(auth_arm(mode))
-        assert name in mode_required, (name, mode)
-    # Bearer mode: either token variable, and none at all is refused.
-    tokens = auth_arm("bearer")
-    tokens_read, tokens_required = variables_of(tokens)
-    assert BEARER_TOKENS <= tokens_read and not BEARER_TOKENS & tokens_required
-    assert re.search(r"if tokens\.is_empty\(\) \{\s*return Err\(ConfigError::Missing", blocks()[tokens])
+    assert MODE_ONLY == {"OAUTH_ISSUER": "oauth"}
+    assert BEARER_TOKENS == {"MCP_BEARER_TOKENS", "MCP_BEARER_TOKEN_SHA256"}
+    assert not BEARER_TOKENS & required
 
 
 URL_AUTH = {"FunctionUrlAuthType": "NONE"}
@@ -332,7 +313,7 @@ def test_each_function_gets_every_variable_its_code_requires_and_nothing_it_does
             assert BEARER_TOKENS & set(variables)
     needed = (required - set(MODE_ONLY)) | {v for v in required if MODE_ONLY.get(v) == mode}
     assert needed <= set(variables), f"required but not set: {needed - set(variables)}"
-    unread = set(variables) - read - COMING.get(function, set())
+    unread = set(variables) - read
     assert not unread, f"set but never read by {FUNCTIONS[function]}: {unread}"
 
 

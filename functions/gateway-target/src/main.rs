@@ -7,8 +7,9 @@ use lambda_runtime::{service_fn, Error, LambdaEvent};
 use serde_json::Value;
 
 use gateway_target::handle;
+use mcp_tools::config::ToolsConfig;
 use mcp_tools::{Deps, Tools};
-use shared::config::{metrics_namespace, Env, ToolsConfig};
+use shared::config::Env;
 use shared::telemetry;
 
 // One thread: Lambda hands a process one event at a time and the work waits on AWS, so worker
@@ -16,8 +17,8 @@ use shared::telemetry;
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> Result<(), Error> {
     telemetry::init_logging();
-    let metrics = telemetry::init_metrics("gateway-target", &metrics_namespace(&Env::process()))?;
     let config = ToolsConfig::from_env(&Env::process())?;
+    let metrics = telemetry::init_metrics("gateway-target", &config.metrics_namespace)?;
     let tools = Tools::new(Arc::new(Deps::connect(config).await));
     telemetry::run(
         metrics,

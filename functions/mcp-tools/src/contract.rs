@@ -6,7 +6,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use shared::config::{PipelineParameters, ToolsConfig};
+use crate::config::{PipelineParameters, ToolsConfig};
 
 use crate::wording;
 use shared::domain::caller::{Caller, Owner};

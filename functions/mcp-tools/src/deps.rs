@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use shared::config::ToolsConfig;
+use crate::config::ToolsConfig;
 use shared::domain::time::Clock;
 use shared::ports::{
     AsyncInvoker, CompletionEvents, JobStore, LineageGraph, ObjectStore, PipelineControl, RunStore,

@@ -14,7 +14,7 @@ use rmcp::transport::streamable_http_server::{
     session::never::NeverSessionManager, StreamableHttpServerConfig, StreamableHttpService,
 };
 
-use shared::config::{AuthMode, McpToolsConfig, OAuthConfig};
+use crate::config::{AuthMode, McpToolsConfig, OAuthConfig};
 use shared::domain::caller::Principal;
 use shared::domain::time::Clock;
 

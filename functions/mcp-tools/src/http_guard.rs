@@ -2,7 +2,7 @@
 
 use sha2::{Digest, Sha256};
 
-use shared::config::NamedToken;
+use crate::config::NamedToken;
 
 /// A `Host` as DNS writes a name: labels of letters, digits and hyphens (not at a label's
 /// ends) joined by dots, at most 253 characters, and an optional port. Anything else (a

@@ -6,6 +6,7 @@
 //! `front_door` the HTTP front door (who the caller is).
 
 pub mod arguments;
+pub mod config;
 pub mod contract;
 pub mod deps;
 pub mod direct;

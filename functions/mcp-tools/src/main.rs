@@ -5,8 +5,9 @@ use std::sync::Arc;
 
 use lambda_http::{service_fn, Error, Request};
 
+use mcp_tools::config::McpToolsConfig;
 use mcp_tools::{Deps, FrontDoor};
-use shared::config::{metrics_namespace, Env, McpToolsConfig};
+use shared::config::Env;
 use shared::telemetry;
 
 // One thread: Lambda hands a process one event at a time and the work waits on AWS, so worker
@@ -14,8 +15,8 @@ use shared::telemetry;
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> Result<(), Error> {
     telemetry::init_logging();
-    let metrics = telemetry::init_metrics("mcp-tools", &metrics_namespace(&Env::process()))?;
     let config = McpToolsConfig::from_env(&Env::process())?;
+    let metrics = telemetry::init_metrics("mcp-tools", &config.tools.metrics_namespace)?;
     let deps = Arc::new(Deps::connect(config.tools.clone()).await);
     let front_door = Arc::new(FrontDoor::new(config, deps));
     // Streamed (the Function URL's InvokeMode is RESPONSE_STREAM): progress notifications reach

@@ -18,13 +18,13 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::config::OAuthConfig;
 use base64::Engine as _;
 use jsonwebtoken::jwk::{
     AlgorithmParameters, EllipticCurve, Jwk, JwkSet, KeyAlgorithm, KeyOperations, PublicKeyUse,
 };
 use jsonwebtoken::{Algorithm, DecodingKey, Validation};
 use serde::Deserialize;
-use shared::config::OAuthConfig;
 use tokio::sync::{Mutex, RwLock};
 use tokio::time::Instant;
 
@@ -726,7 +726,7 @@ fn metadata_urls(issuer: &str) -> Vec<String> {
 /// The rule the configuration holds the issuer and a configured `jwks_uri` to, for a URL
 /// found in the issuer's metadata.
 fn check_url(url: &str) -> Result<(), KeyError> {
-    if shared::config::https_or_loopback(url) {
+    if crate::config::auth::https_or_loopback(url) {
         Ok(())
     } else {
         Err(KeyError::InsecureUrl(url.to_owned()))

@@ -8,7 +8,8 @@ use chrono::{DateTime, Utc};
 use rmcp::model::{CallToolResult, ErrorCode, JsonObject};
 use serde_json::{json, Value};
 
-use shared::config::{Env, ToolsConfig};
+use crate::config::ToolsConfig;
+use shared::config::Env;
 use shared::domain::caller::Principal;
 use shared::domain::job::{JobStatus, Stage};
 use shared::domain::notification::{parse_notification, Notification};
@@ -264,7 +265,7 @@ fn the_router_serves_exactly_the_named_tools_with_their_schemas() {
         .find(|t| t.name == names::TRIGGER_TRAINING)
         .unwrap();
     let properties = trigger.input_schema["properties"].as_object().unwrap();
-    for argument in shared::config::TRAINING_ARGUMENTS {
+    for argument in crate::config::TRAINING_ARGUMENTS {
         assert!(properties.contains_key(argument), "{argument}");
     }
     assert_eq!(properties["accuracy_threshold"]["maximum"], json!(1.0));

@@ -16,11 +16,12 @@ use rmcp::service::RunningService;
 use rmcp::{RoleClient, ServiceExt};
 use serde_json::json;
 
+use mcp_tools::config::ToolsConfig;
 use mcp_tools::{Deps, Tools};
 use shared::adapters::aws::{dynamodb_client, load_sdk_config, s3_client};
 use shared::adapters::dynamodb::DynamoJobs;
 use shared::adapters::s3::S3Objects;
-use shared::config::{Env, ToolsConfig};
+use shared::config::Env;
 use shared::domain::caller::Principal;
 use shared::domain::notification::{parse_notification, Notification};
 use shared::domain::s3_location::S3Location;

@@ -2,6 +2,8 @@
 //! SNS through an SQS buffer queue, then announces each on EventBridge (when a bus is set).
 //! Only translation lives here; the rules are in `shared`.
 
+pub mod config;
+
 use aws_lambda_events::sns::SnsRecord;
 use aws_lambda_events::sqs::{SqsBatchResponse, SqsMessage};
 use futures::stream::{self, StreamExt};

@@ -4,12 +4,13 @@
 use lambda_runtime::{service_fn, Error, LambdaEvent};
 use serde_json::Value;
 
+use notification_handler::config::NotificationHandlerConfig;
 use notification_handler::Handler;
 use shared::adapters::aws::{dynamodb_client, load_sdk_config, s3_client};
 use shared::adapters::dynamodb::DynamoJobs;
 use shared::adapters::eventbridge::{eventbridge_client, EventBridgeEvents};
 use shared::adapters::s3::S3Objects;
-use shared::config::{metrics_namespace, Env, NotificationHandlerConfig};
+use shared::config::Env;
 use shared::telemetry;
 
 // One thread: Lambda hands a process one event at a time and the work waits on AWS, so worker
@@ -17,9 +18,8 @@ use shared::telemetry;
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> Result<(), Error> {
     telemetry::init_logging();
-    let metrics =
-        telemetry::init_metrics("notification-handler", &metrics_namespace(&Env::process()))?;
     let config = NotificationHandlerConfig::from_env(&Env::process())?;
+    let metrics = telemetry::init_metrics("notification-handler", &config.metrics_namespace)?;
     let sdk = load_sdk_config().await;
     let handler = Handler {
         store: DynamoJobs::new(dynamodb_client(&sdk), &config.results_table),

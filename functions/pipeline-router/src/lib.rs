@@ -1,6 +1,8 @@
 //! pipeline-router: the EventBridge target for "SageMaker Model Building Pipeline Execution
 //! Status Change". It only translates the event; the rules are in `shared::usecases::route`.
 
+pub mod config;
+
 use serde_json::{json, Value};
 use tracing::{field::Empty, info_span, Instrument, Span};
 

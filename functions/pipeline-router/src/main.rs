@@ -4,12 +4,13 @@
 use lambda_runtime::{service_fn, Error, LambdaEvent};
 use serde_json::Value;
 
+use pipeline_router::config::PipelineRouterConfig;
 use pipeline_router::Handler;
 use shared::adapters::aws::{dynamodb_client, load_sdk_config};
 use shared::adapters::dynamodb::DynamoRuns;
 use shared::adapters::sagemaker::{sagemaker_client, SageMakerPipeline};
 use shared::adapters::sqs::{sqs_client, SqsCompletionQueue};
-use shared::config::{metrics_namespace, Env, PipelineRouterConfig};
+use shared::config::Env;
 use shared::telemetry;
 
 // One thread: Lambda hands a process one event at a time and the work waits on AWS, so worker
@@ -17,8 +18,8 @@ use shared::telemetry;
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> Result<(), Error> {
     telemetry::init_logging();
-    let metrics = telemetry::init_metrics("pipeline-router", &metrics_namespace(&Env::process()))?;
     let config = PipelineRouterConfig::from_env(&Env::process())?;
+    let metrics = telemetry::init_metrics("pipeline-router", &config.metrics_namespace)?;
     let sdk = load_sdk_config().await;
     let handler = Handler {
         store: DynamoRuns::new(dynamodb_client(&sdk), &config.pipeline_results_table),

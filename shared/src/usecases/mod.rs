@@ -14,6 +14,12 @@ pub mod submit;
 pub mod task;
 pub mod training;
 
+/// An inline result is paid for by size: its completing write costs a write unit per KB, and
+/// every status check that reads it a read unit per 4 KB. At 4 KiB the largest inline item is a
+/// few units; past that a pointer (one small write, and one S3 GET if the output is fetched) is
+/// cheaper. BENCHMARKS.md has the figures.
+pub const DEFAULT_INLINE_RESULT_MAX_BYTES: u64 = 4 * 1024;
+
 /// What the job use cases are told by configuration: one value per function, built once at
 /// cold start (`ToolsConfig::job_settings`, `NotificationHandlerConfig::job_settings`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -30,7 +36,7 @@ impl Default for JobSettings {
     fn default() -> Self {
         Self {
             policy: JobPolicy::default(),
-            inline_result_max_bytes: 64 * 1024,
+            inline_result_max_bytes: DEFAULT_INLINE_RESULT_MAX_BYTES,
             in_progress_wait: Duration::from_secs(5),
         }
     }

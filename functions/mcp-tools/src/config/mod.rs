@@ -1,0 +1,190 @@
+//! mcp-tools' configuration, read once at cold start: the tools' own settings ([`tools`], the
+//! same for every front door), how callers are authenticated ([`auth`]), and what the Function
+//! URL's front door serves (hosts, origins). Each part lists the variables it reads.
+
+pub mod auth;
+pub mod tools;
+
+use shared::config::{ConfigError, Env};
+
+pub use auth::{AuthMode, NamedToken, OAuthConfig, DEFAULT_TOKEN_NAME};
+pub use tools::{PipelineParameters, ToolsConfig, TRAINING_ARGUMENTS};
+
+/// The variables the front door reads besides the tools' and the auth modes'.
+pub const VARIABLES: &[&str] = &["AUTH_MODE", "MCP_ALLOWED_HOSTS", "MCP_ALLOWED_ORIGINS"];
+/// The ones without which mcp-tools does not start (beside the tools' own).
+pub const REQUIRED: &[&str] = &["AUTH_MODE"];
+
+use auth::bearer_tokens;
+
+/// Configuration of `mcp-tools`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct McpToolsConfig {
+    /// What the tools need: the same for every front door.
+    pub tools: ToolsConfig,
+    pub auth: AuthMode,
+    /// `Host` values served: exact names, or `*.suffix` patterns.
+    pub allowed_hosts: Vec<String>,
+    /// Browser origins allowed; a request with any other `Origin` gets 403.
+    pub allowed_origins: Vec<String>,
+}
+
+impl McpToolsConfig {
+    pub fn from_env<F: Fn(&str) -> Option<String>>(env: &Env<F>) -> Result<Self, ConfigError> {
+        const AUTH: &str = "iam (the Function URL checks SigV4), bearer (MCP_BEARER_TOKENS or \
+            MCP_BEARER_TOKEN_SHA256), oauth (OAUTH_ISSUER, OAUTH_AUDIENCE) or none (local only)";
+        let auth = match env
+            .required("AUTH_MODE", AUTH)?
+            .to_ascii_lowercase()
+            .as_str()
+        {
+            "iam" => AuthMode::Iam,
+            "none" => AuthMode::None,
+            "bearer" => AuthMode::Bearer {
+                tokens: bearer_tokens(env)?,
+            },
+            "oauth" => AuthMode::OAuth(OAuthConfig::from_env(env)?),
+            _ => {
+                return Err(ConfigError::Invalid {
+                    name: "AUTH_MODE",
+                    value: env.required("AUTH_MODE", AUTH)?,
+                    expected: AUTH,
+                })
+            }
+        };
+        let region_hosts = match env.optional("AWS_REGION") {
+            Some(region) => format!("*.lambda-url.{region}.on.aws"),
+            None => "*.on.aws".to_owned(),
+        };
+        Ok(Self {
+            tools: ToolsConfig::from_env(env)?,
+            auth,
+            allowed_hosts: env.list(
+                "MCP_ALLOWED_HOSTS",
+                &format!("{region_hosts},127.0.0.1,localhost"),
+            ),
+            allowed_origins: env.list("MCP_ALLOWED_ORIGINS", ""),
+        })
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod test_env {
+    use shared::config::Env;
+
+    pub fn env(vars: &[(&str, &str)]) -> Env<impl Fn(&str) -> Option<String>> {
+        shared::config::recording_env(vars).0
+    }
+
+    pub fn mcp_env(extra: &[(&'static str, &'static str)]) -> Vec<(&'static str, &'static str)> {
+        let mut vars = vec![
+            ("RESULTS_TABLE", "r"),
+            ("PIPELINE_RESULTS_TABLE", "p"),
+            ("IO_BUCKET", "b"),
+            ("ASYNC_ENDPOINT_NAME", "e"),
+            ("PIPELINE_NAME", "pl"),
+            ("AWS_REGION", "eu-west-1"),
+        ];
+        vars.extend_from_slice(extra);
+        vars
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::test_env::{env, mcp_env};
+    use super::*;
+
+    #[test]
+    fn mcp_tools_refuses_to_start_without_auth_mode() {
+        let err = McpToolsConfig::from_env(&env(&mcp_env(&[]))).unwrap_err();
+        assert!(err.to_string().contains("AUTH_MODE is not set"), "{err}");
+        let err = McpToolsConfig::from_env(&env(&mcp_env(&[("AUTH_MODE", "open")]))).unwrap_err();
+        assert!(
+            err.to_string().contains("AUTH_MODE=\"open\" is invalid"),
+            "{err}"
+        );
+        let err = McpToolsConfig::from_env(&env(&mcp_env(&[("AUTH_MODE", "bearer")]))).unwrap_err();
+        assert!(
+            err.to_string().contains("MCP_BEARER_TOKENS")
+                && err.to_string().contains("MCP_BEARER_TOKEN_SHA256"),
+            "{err}"
+        );
+        let err = McpToolsConfig::from_env(&env(&mcp_env(&[
+            ("AUTH_MODE", "bearer"),
+            ("MCP_BEARER_TOKEN_SHA256", "abc"),
+        ])))
+        .unwrap_err();
+        assert!(err.to_string().contains("64 hex digits"), "{err}");
+    }
+
+    #[test]
+    fn mcp_tools_defaults() {
+        let hash = "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08";
+        let cfg = McpToolsConfig::from_env(&env(&mcp_env(&[
+            ("AUTH_MODE", "bearer"),
+            ("MCP_BEARER_TOKEN_SHA256", hash),
+        ])))
+        .unwrap();
+        let AuthMode::Bearer { tokens } = cfg.auth else {
+            panic!()
+        };
+        assert_eq!(tokens.len(), 1);
+        assert_eq!(tokens[0].name, DEFAULT_TOKEN_NAME);
+        assert_eq!(tokens[0].sha256[0], 0x9f);
+        assert_eq!(
+            cfg.allowed_hosts,
+            ["*.lambda-url.eu-west-1.on.aws", "127.0.0.1", "localhost"]
+        );
+        assert!(cfg.allowed_origins.is_empty());
+        let cfg = McpToolsConfig::from_env(&env(&mcp_env(&[
+            ("AUTH_MODE", "iam"),
+            ("MCP_ALLOWED_HOSTS", "mcp.example.com, x.y"),
+        ])))
+        .unwrap();
+        assert_eq!(cfg.allowed_hosts, ["mcp.example.com", "x.y"]);
+    }
+
+    #[test]
+    fn each_mode_reads_only_listed_variables() {
+        let mut listed: Vec<&str> = VARIABLES
+            .iter()
+            .chain(auth::VARIABLES)
+            .chain(tools::VARIABLES)
+            .copied()
+            .collect();
+        listed.sort_unstable();
+        listed.dedup();
+        let mut seen = std::collections::BTreeSet::new();
+        for mode in [
+            &[("AUTH_MODE", "iam")][..],
+            &[("AUTH_MODE", "none")],
+            &[
+                ("AUTH_MODE", "bearer"),
+                (
+                    "MCP_BEARER_TOKENS",
+                    "a:9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08",
+                ),
+            ],
+            &[
+                ("AUTH_MODE", "oauth"),
+                ("OAUTH_ISSUER", "https://issuer.example.com"),
+            ],
+        ] {
+            let mut vars = mcp_env(&[]);
+            vars.extend_from_slice(mode);
+            let (env, asked) = shared::config::recording_env(&vars);
+            McpToolsConfig::from_env(&env).unwrap();
+            seen.extend(asked.borrow().iter().cloned());
+        }
+        let seen: Vec<String> = seen.into_iter().collect();
+        assert_eq!(seen, listed);
+        let err = McpToolsConfig::from_env(&env(&mcp_env(&[("AUTH_MODE", "oauth")]))).unwrap_err();
+        assert!(
+            auth::OAUTH_REQUIRED
+                .iter()
+                .all(|v| err.to_string().contains(v)),
+            "{err}"
+        );
+    }
+}

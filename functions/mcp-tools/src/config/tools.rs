@@ -1,0 +1,483 @@
+//! What the tools need, the same for every front door (the Function URL server and the
+//! AgentCore Gateway target): tables, bucket, endpoint, pipeline, timings, and what callers
+//! may share.
+
+use shared::config::{
+    event_bus_name, inline_result_max_bytes, job_settings, metrics_namespace, result_ttl_secs,
+    results_table, ConfigError, Env, CRASH_MARGIN_SECS,
+};
+use shared::domain::job::JobPolicy;
+use shared::domain::quota::QuotaLimits;
+use shared::domain::training_input::S3Prefix;
+use shared::usecases::JobSettings;
+
+/// Every variable the tools read (both tools functions); the template test compares it with
+/// what the template sets, and a test here holds `from_env` to it.
+pub const VARIABLES: &[&str] = &[
+    "RESULTS_TABLE",
+    "PIPELINE_RESULTS_TABLE",
+    "IO_BUCKET",
+    "ASYNC_ENDPOINT_NAME",
+    "PIPELINE_NAME",
+    "AWS_REGION",
+    "RESULT_TTL_SECS",
+    "INLINE_RESULT_MAX_BYTES",
+    "FUNCTION_TIMEOUT_SECS",
+    "RECONCILE_AFTER_SECS",
+    "INVOKE_ATTEMPT_TIMEOUT_SECS",
+    "TASK_POLL_INTERVAL_MS",
+    "PIPELINE_PARAMETERS",
+    "PIPELINE_MAX_PARALLEL_STEPS",
+    "TRAINING_INPUT_PREFIXES",
+    "TRAINING_INSTANCE_TYPES",
+    "CALLER_SUBMITS_PER_MINUTE",
+    "CALLER_RUNS_PER_HOUR",
+    "CALLER_WAITS_MAX",
+    "DEFAULT_REQUEST_TTL_SECS",
+    "EVENT_BUS_NAME",
+    "METRICS_NAMESPACE",
+];
+/// The ones without which the tools do not start.
+pub const REQUIRED: &[&str] = &[
+    "RESULTS_TABLE",
+    "PIPELINE_RESULTS_TABLE",
+    "IO_BUCKET",
+    "ASYNC_ENDPOINT_NAME",
+];
+
+/// The trigger_training arguments that become pipeline parameters.
+pub const TRAINING_ARGUMENTS: [&str; 4] = [
+    "input_data_uri",
+    "max_epochs",
+    "accuracy_threshold",
+    "training_instance_type",
+];
+/// The instance types a run may ask for when `TRAINING_INSTANCE_TYPES` is unset: the
+/// reference pipeline's default.
+pub const DEFAULT_TRAINING_INSTANCE_TYPES: &str = "ml.m5.xlarge";
+/// How long a request may wait in the endpoint's queue when submit_job does not say: long
+/// enough for an endpoint scaled to zero to start an instance and load the model.
+pub const DEFAULT_REQUEST_TTL_SECS: u32 = 3600;
+
+/// The parameter names of the reference pipeline.
+pub const DEFAULT_PIPELINE_PARAMETERS: &str = "input_data_uri=InputDataUri,max_epochs=MaxEpochs,\
+    accuracy_threshold=AccuracyThreshold,training_instance_type=TrainingInstanceType";
+
+/// The tools' own settings, shared by the Function URL server and the AgentCore Gateway target.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ToolsConfig {
+    pub results_table: String,
+    pub pipeline_results_table: String,
+    pub io_bucket: String,
+    pub async_endpoint_name: String,
+    /// The pipeline trigger_training starts; empty for a stack with no training (its training
+    /// tools are not served).
+    pub pipeline_name: String,
+    /// The region the functions run in (`AWS_REGION`): an ARN of another is no run of ours.
+    pub region: Option<String>,
+    pub result_ttl_secs: u64,
+    /// Largest output stored inline when a status check reads it from S3 itself.
+    pub inline_result_max_bytes: u64,
+    /// The function's own timeout: a reservation older than this (plus a margin) belongs to a
+    /// submission that crashed.
+    pub function_timeout_secs: u64,
+    /// A job pending this long with known output locations is looked for in S3.
+    pub reconcile_after_secs: u64,
+    /// How long one InvokeEndpointAsync attempt may take before its answer counts as lost.
+    pub invoke_attempt_timeout_secs: u64,
+    /// MaxParallelExecutionSteps for every run, when set; otherwise the pipeline's own.
+    pub pipeline_max_parallel_steps: Option<u32>,
+    /// How often a tasks client should poll `tasks/get`.
+    pub task_poll_interval_ms: u64,
+    /// The pipeline's own name for each trigger_training argument it takes; a bad mapping is
+    /// kept as its error, for trigger_training to answer with, and takes no other tool down.
+    pub pipeline_parameters: Result<PipelineParameters, ConfigError>,
+    /// Where training data may be read from (`TRAINING_INPUT_PREFIXES`).
+    pub training_input_prefixes: Vec<S3Prefix>,
+    /// The instance types a run may ask for (`TRAINING_INSTANCE_TYPES`).
+    pub training_instance_types: Vec<String>,
+    /// What each caller may start (`CALLER_SUBMITS_PER_MINUTE`, `CALLER_RUNS_PER_HOUR`,
+    /// `CALLER_WAITS_MAX`).
+    pub quotas: QuotaLimits,
+    /// submit_job's `request_ttl_secs` when a call gives none (`DEFAULT_REQUEST_TTL_SECS`).
+    pub default_request_ttl_secs: u32,
+    /// Where an outcome a status check finds in S3 (and records) is announced; None: nowhere.
+    pub event_bus_name: Option<String>,
+    /// The CloudWatch namespace of the function's metrics.
+    pub metrics_namespace: String,
+}
+
+/// `PIPELINE_PARAMETERS`: `argument=ParameterName,…`. A real pipeline names its parameters
+/// itself; an argument left out is one the pipeline does not take.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PipelineParameters(Vec<(String, String)>);
+
+impl PipelineParameters {
+    const EXPECTED: &'static str = "comma-separated argument=ParameterName pairs, e.g. \
+        input_data_uri=InputDataUri,max_epochs=MaxEpochs; arguments: input_data_uri (required), \
+        max_epochs, accuracy_threshold, training_instance_type; names: letters, digits, - and _";
+
+    pub fn parse(text: &str) -> Result<Self, ConfigError> {
+        let invalid = || ConfigError::Invalid {
+            name: "PIPELINE_PARAMETERS",
+            value: text.to_owned(),
+            expected: Self::EXPECTED,
+        };
+        let mut pairs: Vec<(String, String)> = Vec::new();
+        for entry in text.split(',').map(str::trim).filter(|e| !e.is_empty()) {
+            let (argument, name) = entry.split_once('=').ok_or_else(invalid)?;
+            let (argument, name) = (argument.trim(), name.trim());
+            // SageMaker's pattern for a parameter name: [A-Za-z0-9\-_]*, at most 256.
+            let name_ok = !name.is_empty()
+                && name.len() <= 256
+                && name
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
+            let repeated = pairs.iter().any(|(a, n)| a == argument || n == name);
+            if !TRAINING_ARGUMENTS.contains(&argument) || !name_ok || repeated {
+                return Err(invalid());
+            }
+            pairs.push((argument.to_owned(), name.to_owned()));
+        }
+        // The one required argument must reach the pipeline, or every run would be refused.
+        if !pairs.iter().any(|(a, _)| a == "input_data_uri") {
+            return Err(invalid());
+        }
+        Ok(Self(pairs))
+    }
+
+    /// The pipeline's parameter name for a trigger_training argument, if it takes one.
+    pub fn name_for(&self, argument: &str) -> Option<&str> {
+        self.0
+            .iter()
+            .find(|(a, _)| a == argument)
+            .map(|(_, n)| n.as_str())
+    }
+
+    /// The arguments the pipeline takes, in the configured order.
+    pub fn arguments(&self) -> impl Iterator<Item = &str> {
+        self.0.iter().map(|(a, _)| a.as_str())
+    }
+}
+
+impl Default for PipelineParameters {
+    fn default() -> Self {
+        Self::parse(DEFAULT_PIPELINE_PARAMETERS).expect("the default mapping parses")
+    }
+}
+
+impl ToolsConfig {
+    /// Whether the stack has a pipeline, and so the training tools.
+    pub fn serves_training(&self) -> bool {
+        !self.pipeline_name.is_empty()
+    }
+
+    /// What the job use cases are told: the lifecycle's timings from this configuration.
+    pub fn job_settings(&self) -> JobSettings {
+        let policy = JobPolicy {
+            result_ttl_secs: self.result_ttl_secs,
+            submit_crash_after_secs: self.function_timeout_secs + CRASH_MARGIN_SECS,
+            reconcile_after_secs: self.reconcile_after_secs,
+            ..JobPolicy::default()
+        };
+        job_settings(policy, self.inline_result_max_bytes)
+    }
+
+    pub fn from_env<F: Fn(&str) -> Option<String>>(env: &Env<F>) -> Result<Self, ConfigError> {
+        Ok(Self {
+            results_table: results_table(env)?,
+            pipeline_results_table: env.required(
+                "PIPELINE_RESULTS_TABLE",
+                "the name of the DynamoDB pipeline results table",
+            )?,
+            io_bucket: env.required("IO_BUCKET", "the S3 bucket for job inputs")?,
+            async_endpoint_name: env.required(
+                "ASYNC_ENDPOINT_NAME",
+                "the name of the SageMaker async endpoint",
+            )?,
+            pipeline_name: env.optional("PIPELINE_NAME").unwrap_or_default(),
+            region: env.optional("AWS_REGION"),
+            result_ttl_secs: result_ttl_secs(env)?,
+            inline_result_max_bytes: inline_result_max_bytes(env)?,
+            function_timeout_secs: env.number_in(
+                "FUNCTION_TIMEOUT_SECS",
+                45,
+                1..=900,
+                "the function's timeout in seconds, 1 to 900",
+            )?,
+            reconcile_after_secs: env.number_in(
+                "RECONCILE_AFTER_SECS",
+                60,
+                1..=86_400,
+                "a number of seconds from 1 to 86400",
+            )?,
+            invoke_attempt_timeout_secs: env.number_in(
+                "INVOKE_ATTEMPT_TIMEOUT_SECS",
+                5,
+                1..=30,
+                "a number of seconds from 1 to 30",
+            )?,
+            task_poll_interval_ms: env.number_in(
+                "TASK_POLL_INTERVAL_MS",
+                5000,
+                100..=60_000,
+                "milliseconds from 100 to 60000",
+            )?,
+            pipeline_parameters: match env.optional("PIPELINE_PARAMETERS") {
+                Some(text) => PipelineParameters::parse(&text),
+                None => Ok(PipelineParameters::default()),
+            },
+            training_input_prefixes: training_input_prefixes(env)?,
+            training_instance_types: training_instance_types(env)?,
+            quotas: QuotaLimits {
+                submits_per_minute: env.number_in(
+                    "CALLER_SUBMITS_PER_MINUTE",
+                    QuotaLimits::default().submits_per_minute,
+                    0..=100_000,
+                    "jobs each caller may submit per minute, 0 (no limit) to 100000",
+                )?,
+                runs_per_hour: env.number_in(
+                    "CALLER_RUNS_PER_HOUR",
+                    QuotaLimits::default().runs_per_hour,
+                    0..=10_000,
+                    "training runs each caller may start per hour, 0 (no limit) to 10000",
+                )?,
+                waits_max: env.number_in(
+                    "CALLER_WAITS_MAX",
+                    QuotaLimits::default().waits_max,
+                    0..=1_000,
+                    "long waits each caller may hold at once, 0 (no limit) to 1000",
+                )?,
+            },
+            default_request_ttl_secs: env.number_in(
+                "DEFAULT_REQUEST_TTL_SECS",
+                DEFAULT_REQUEST_TTL_SECS,
+                60..=21_600,
+                "seconds from 60 to 21600 (SageMaker's limit for a request's queue TTL)",
+            )?,
+            pipeline_max_parallel_steps: match env.optional("PIPELINE_MAX_PARALLEL_STEPS") {
+                None => None,
+                Some(_) => Some(env.number_in(
+                    "PIPELINE_MAX_PARALLEL_STEPS",
+                    1,
+                    1..=256,
+                    "a number of steps from 1 to 256, or unset for the pipeline's own setting",
+                )?),
+            },
+            event_bus_name: event_bus_name(env),
+            metrics_namespace: metrics_namespace(env),
+        })
+    }
+}
+
+/// `TRAINING_INPUT_PREFIXES`: comma-separated `s3://bucket/prefix/` entries training data may
+/// be read from; unset, the IO bucket's `train/`.
+fn training_input_prefixes<F: Fn(&str) -> Option<String>>(
+    env: &Env<F>,
+) -> Result<Vec<S3Prefix>, ConfigError> {
+    const EXPECTED: &str = "comma-separated s3://bucket/prefix/ entries (lowercase bucket \
+        names; no ., .. or empty path segments), e.g. s3://my-bucket/train/,s3://datasets/intents/";
+    let text = match env.optional("TRAINING_INPUT_PREFIXES") {
+        Some(text) => text,
+        None => format!(
+            "s3://{}/train/",
+            env.required("IO_BUCKET", "the S3 bucket for job inputs")?
+        ),
+    };
+    let invalid = || ConfigError::Invalid {
+        name: "TRAINING_INPUT_PREFIXES",
+        value: text.clone(),
+        expected: EXPECTED,
+    };
+    let prefixes = text
+        .split(',')
+        .map(str::trim)
+        .filter(|e| !e.is_empty())
+        .map(|e| S3Prefix::parse(e).ok_or_else(invalid))
+        .collect::<Result<Vec<_>, _>>()?;
+    if prefixes.is_empty() {
+        return Err(invalid());
+    }
+    Ok(prefixes)
+}
+
+/// `TRAINING_INSTANCE_TYPES`: the comma-separated instance types a run may ask for.
+fn training_instance_types<F: Fn(&str) -> Option<String>>(
+    env: &Env<F>,
+) -> Result<Vec<String>, ConfigError> {
+    let text = env
+        .optional("TRAINING_INSTANCE_TYPES")
+        .unwrap_or_else(|| DEFAULT_TRAINING_INSTANCE_TYPES.to_owned());
+    let types: Vec<String> = text
+        .split(',')
+        .map(|t| t.trim().to_owned())
+        .filter(|t| !t.is_empty())
+        .collect();
+    let ok = !types.is_empty()
+        && types.iter().all(|t| {
+            t.starts_with("ml.")
+                && t.len() <= 64
+                && t.chars()
+                    .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '.')
+        });
+    if ok {
+        Ok(types)
+    } else {
+        Err(ConfigError::Invalid {
+            name: "TRAINING_INSTANCE_TYPES",
+            value: text,
+            expected: "comma-separated SageMaker instance types, e.g. ml.m5.xlarge,ml.g5.xlarge",
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::test_env::{env, mcp_env};
+    use crate::config::McpToolsConfig;
+
+    #[test]
+    fn pipeline_parameters_map_arguments_to_the_pipelines_names() {
+        let cfg = McpToolsConfig::from_env(&env(&mcp_env(&[("AUTH_MODE", "iam")]))).unwrap();
+        let p = cfg.tools.pipeline_parameters.as_ref().unwrap();
+        assert_eq!(p.name_for("input_data_uri"), Some("InputDataUri"));
+        assert_eq!(p.name_for("max_epochs"), Some("MaxEpochs"));
+        assert_eq!(p.name_for("accuracy_threshold"), Some("AccuracyThreshold"));
+        assert_eq!(
+            p.name_for("training_instance_type"),
+            Some("TrainingInstanceType")
+        );
+        let cfg = McpToolsConfig::from_env(&env(&mcp_env(&[
+            ("AUTH_MODE", "iam"),
+            (
+                "PIPELINE_PARAMETERS",
+                " input_data_uri = TrainData , max_epochs=Epochs-N ",
+            ),
+        ])))
+        .unwrap();
+        let p = cfg.tools.pipeline_parameters.as_ref().unwrap();
+        assert_eq!(p.name_for("input_data_uri"), Some("TrainData"));
+        assert_eq!(p.name_for("max_epochs"), Some("Epochs-N"));
+        assert_eq!(p.name_for("accuracy_threshold"), None);
+        assert_eq!(
+            p.arguments().collect::<Vec<_>>(),
+            ["input_data_uri", "max_epochs"]
+        );
+        for bad in [
+            "max_epochs=MaxEpochs",
+            "input_data_uri",
+            "input_data_uri=",
+            "input_data_uri=Has Space",
+            "input_data_uri=A,input_data_uri=B",
+            "input_data_uri=A,max_epochs=A",
+            "input_data_uri=A,learning_rate=LR",
+        ] {
+            // Kept as an error for trigger_training: the other tools still start.
+            let cfg = McpToolsConfig::from_env(&env(&mcp_env(&[
+                ("AUTH_MODE", "iam"),
+                ("PIPELINE_PARAMETERS", bad),
+            ])))
+            .unwrap();
+            let text = cfg.tools.pipeline_parameters.unwrap_err().to_string();
+            assert!(
+                text.contains("PIPELINE_PARAMETERS") && text.contains(bad),
+                "{bad}: {text}"
+            );
+        }
+    }
+
+    #[test]
+    fn sharing_settings_default_from_the_bucket_and_are_checked() {
+        let cfg = McpToolsConfig::from_env(&env(&mcp_env(&[("AUTH_MODE", "iam")]))).unwrap();
+        let t = &cfg.tools;
+        let prefixes: Vec<String> = t
+            .training_input_prefixes
+            .iter()
+            .map(|p| p.to_string())
+            .collect();
+        assert_eq!(prefixes, ["s3://b/train/"]);
+        assert_eq!(t.training_instance_types, ["ml.m5.xlarge"]);
+        assert_eq!(t.quotas, QuotaLimits::default());
+        assert_eq!(t.default_request_ttl_secs, 3600);
+        assert!(t.serves_training());
+        let cfg = McpToolsConfig::from_env(&env(&mcp_env(&[
+            ("AUTH_MODE", "iam"),
+            ("TRAINING_INPUT_PREFIXES", "s3://data-a/train, s3://data-b/"),
+            ("TRAINING_INSTANCE_TYPES", "ml.m5.xlarge, ml.g5.2xlarge"),
+            ("CALLER_SUBMITS_PER_MINUTE", "0"),
+            ("CALLER_RUNS_PER_HOUR", "3"),
+            ("CALLER_WAITS_MAX", "1"),
+            ("DEFAULT_REQUEST_TTL_SECS", "600"),
+            ("PIPELINE_NAME", " "),
+        ])))
+        .unwrap();
+        let t = &cfg.tools;
+        let prefixes: Vec<String> = t
+            .training_input_prefixes
+            .iter()
+            .map(|p| p.to_string())
+            .collect();
+        assert_eq!(prefixes, ["s3://data-a/train/", "s3://data-b/"]);
+        assert_eq!(t.training_instance_types, ["ml.m5.xlarge", "ml.g5.2xlarge"]);
+        assert_eq!(
+            t.quotas,
+            QuotaLimits {
+                submits_per_minute: 0,
+                runs_per_hour: 3,
+                waits_max: 1
+            }
+        );
+        assert_eq!(t.default_request_ttl_secs, 600);
+        assert!(
+            !t.serves_training(),
+            "an empty pipeline name: no training tools"
+        );
+        for (name, bad) in [
+            ("TRAINING_INPUT_PREFIXES", "s3://b/../x/"),
+            ("TRAINING_INPUT_PREFIXES", "https://b/x/"),
+            ("TRAINING_INPUT_PREFIXES", " , "),
+            ("TRAINING_INSTANCE_TYPES", "m5.xlarge"),
+            ("CALLER_SUBMITS_PER_MINUTE", "-1"),
+            ("CALLER_RUNS_PER_HOUR", "many"),
+            ("CALLER_WAITS_MAX", "1001"),
+            ("DEFAULT_REQUEST_TTL_SECS", "59"),
+        ] {
+            let vars = mcp_env(&[("AUTH_MODE", "iam"), (name, bad)]);
+            let err = McpToolsConfig::from_env(&env(&vars))
+                .unwrap_err()
+                .to_string();
+            assert!(err.contains(name), "{name}={bad:?}: {err}");
+        }
+    }
+
+    #[test]
+    fn the_tools_read_exactly_the_variables_they_list() {
+        let (env, asked) = shared::config::recording_env(&[
+            ("RESULTS_TABLE", "r"),
+            ("PIPELINE_RESULTS_TABLE", "p"),
+            ("IO_BUCKET", "b"),
+            ("ASYNC_ENDPOINT_NAME", "e"),
+            ("PIPELINE_NAME", "pl"),
+            ("PIPELINE_MAX_PARALLEL_STEPS", "2"),
+        ]);
+        ToolsConfig::from_env(&env).unwrap();
+        let asked: Vec<String> = asked.borrow().iter().cloned().collect();
+        let mut listed: Vec<&str> = VARIABLES.to_vec();
+        listed.sort_unstable();
+        assert_eq!(asked, listed);
+        for name in REQUIRED {
+            let vars: Vec<(&str, &str)> = REQUIRED
+                .iter()
+                .filter(|r| *r != name)
+                .map(|r| (*r, "x"))
+                .collect();
+            let err = ToolsConfig::from_env(&env_of(&vars)).unwrap_err();
+            assert!(err.to_string().contains(name), "{err}");
+        }
+    }
+
+    fn env_of(vars: &[(&str, &str)]) -> Env<impl Fn(&str) -> Option<String>> {
+        shared::config::recording_env(vars).0
+    }
+}

@@ -1,0 +1,116 @@
+//! notification-handler's configuration, read once at cold start.
+
+use shared::config::{
+    event_bus_name, inline_result_max_bytes, job_settings, metrics_namespace, result_ttl_secs,
+    results_table, ConfigError, Env,
+};
+use shared::domain::job::JobPolicy;
+use shared::usecases::JobSettings;
+
+/// Every variable this function reads; the template test compares it with what the template
+/// sets, and a test here holds `from_env` to it.
+pub const VARIABLES: &[&str] = &[
+    "RESULTS_TABLE",
+    "RESULT_TTL_SECS",
+    "INLINE_RESULT_MAX_BYTES",
+    "BATCH_CONCURRENCY",
+    "EVENT_BUS_NAME",
+    "METRICS_NAMESPACE",
+];
+/// The ones without which it does not start.
+pub const REQUIRED: &[&str] = &["RESULTS_TABLE"];
+
+/// Configuration of `notification-handler`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NotificationHandlerConfig {
+    pub results_table: String,
+    pub result_ttl_secs: u64,
+    pub inline_result_max_bytes: u64,
+    /// How many messages of an SQS batch are recorded at once.
+    pub batch_concurrency: usize,
+    /// Where each recorded outcome is announced; None: nowhere.
+    pub event_bus_name: Option<String>,
+    /// The CloudWatch namespace of its metrics.
+    pub metrics_namespace: String,
+}
+
+impl NotificationHandlerConfig {
+    /// What the outcome use case is told.
+    pub fn job_settings(&self) -> JobSettings {
+        let policy = JobPolicy {
+            result_ttl_secs: self.result_ttl_secs,
+            ..JobPolicy::default()
+        };
+        job_settings(policy, self.inline_result_max_bytes)
+    }
+
+    pub fn from_env<F: Fn(&str) -> Option<String>>(env: &Env<F>) -> Result<Self, ConfigError> {
+        Ok(Self {
+            results_table: results_table(env)?,
+            result_ttl_secs: result_ttl_secs(env)?,
+            inline_result_max_bytes: inline_result_max_bytes(env)?,
+            batch_concurrency: env.number_in(
+                "BATCH_CONCURRENCY",
+                16,
+                1..=256,
+                "how many messages of a batch to record at once, 1 to 256",
+            )?,
+            event_bus_name: event_bus_name(env),
+            metrics_namespace: metrics_namespace(env),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use shared::config::recording_env;
+
+    fn env(vars: &[(&str, &str)]) -> Env<impl Fn(&str) -> Option<String>> {
+        recording_env(vars).0
+    }
+
+    #[test]
+    fn defaults_apply_when_only_the_table_is_set() {
+        let cfg =
+            NotificationHandlerConfig::from_env(&env(&[("RESULTS_TABLE", "results")])).unwrap();
+        assert_eq!(cfg.results_table, "results");
+        assert_eq!(cfg.result_ttl_secs, 3600);
+        assert_eq!(cfg.inline_result_max_bytes, 4096);
+    }
+
+    #[test]
+    fn missing_table_names_the_variable() {
+        let err = NotificationHandlerConfig::from_env(&env(&[])).unwrap_err();
+        assert!(err.to_string().contains("RESULTS_TABLE"), "{err}");
+    }
+
+    #[test]
+    fn it_reads_exactly_the_variables_it_lists() {
+        let (recorded, asked) = recording_env(&[("RESULTS_TABLE", "t")]);
+        NotificationHandlerConfig::from_env(&recorded).unwrap();
+        let asked: Vec<String> = asked.borrow().iter().cloned().collect();
+        let mut listed: Vec<&str> = VARIABLES.to_vec();
+        listed.sort_unstable();
+        assert_eq!(asked, listed);
+        assert_eq!(
+            REQUIRED,
+            ["RESULTS_TABLE"],
+            "the one the test above leaves out"
+        );
+    }
+
+    #[test]
+    fn batch_concurrency_is_bounded_and_named() {
+        for bad in ["0", "257", "many"] {
+            let err = NotificationHandlerConfig::from_env(&env(&[
+                ("RESULTS_TABLE", "t"),
+                ("BATCH_CONCURRENCY", bad),
+            ]))
+            .unwrap_err();
+            assert!(err.to_string().contains("BATCH_CONCURRENCY"), "{err}");
+        }
+        let cfg = NotificationHandlerConfig::from_env(&env(&[("RESULTS_TABLE", "t")])).unwrap();
+        assert_eq!((cfg.batch_concurrency, cfg.event_bus_name), (16, None));
+    }
+}
