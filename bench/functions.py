@@ -1,0 +1,44 @@
+"""The functions benched, each configured against the local stack: the four release builds and
+the Python reference (bench/reference), which records notifications as notification-handler does."""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from builds import RELEASE
+from processes import Function
+from stack import RESULTS_TABLE
+
+HERE = Path(__file__).resolve().parent
+
+
+@dataclass
+class Functions:
+    rust: dict  # by name
+    python_ref: Function
+    handler_env: dict  # notification-handler's configuration, for its variants
+    tools_env: dict  # mcp-tools' and gateway-target's
+
+
+def functions(stack: dict, work: Path) -> Functions:
+    """Each function's logs go to `work`."""
+    common = {"METRICS_NAMESPACE": "McpAsyncJobs/bench"}
+    handler_env = {**common, "RESULTS_TABLE": RESULTS_TABLE}
+    rust = {
+        "notification-handler": Function("notification-handler", [str(RELEASE / "notification-handler")],
+                                         handler_env, work / "notification-handler.log"),
+        "pipeline-router": Function("pipeline-router", [str(RELEASE / "pipeline-router")],
+                                    {**common, **{k: stack[k] for k in ("PIPELINE_RESULTS_TABLE", "PIPELINE_RESULTS_QUEUE_URL")}},
+                                    work / "pipeline-router.log"),
+    }
+    tools_env = {**common, **{k: stack[k] for k in ("RESULTS_TABLE", "PIPELINE_RESULTS_TABLE", "IO_BUCKET")},
+                 "ASYNC_ENDPOINT_NAME": "mcp-doc-processor-async", "PIPELINE_NAME": "mcp-intent-classifier-pipeline"}
+    rust["mcp-tools"] = Function("mcp-tools", [str(RELEASE / "mcp-tools")], {**tools_env, "AUTH_MODE": "none"},
+                                 work / "mcp-tools.log")
+    rust["gateway-target"] = Function("gateway-target", [str(RELEASE / "gateway-target")], tools_env,
+                                      work / "gateway-target.log")
+    python_ref = Function("python-reference", [sys.executable, "-m", "awslambdaric", "handler.lambda_handler"],
+                          {**handler_env, "PYTHONPATH": str(HERE / "reference")}, work / "python-reference.log")
+    return Functions(rust, python_ref, handler_env, tools_env)
