@@ -1,0 +1,127 @@
+"""mcp-tools through the official Python MCP client over Streamable HTTP, through a Function URL
+(function_url.py): cold start to the first answer, then each operation warm against its floor,
+and the calls of a check that waits."""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+import statistics
+import threading
+import time
+from dataclasses import dataclass
+
+from emulator import Emulator
+from floor import Floor
+from function_url import FunctionUrl
+from processes import Function, peak_rss_mb, stop
+from runtime_api import RuntimeApi
+from warm import WarmSamples
+
+
+def bench_mcp(fn: Function, emulator: Emulator, args, known: str, fresh, runtime_ms: float) -> dict:
+    """Cold start to the first answer, then each operation warm, through the official Python
+    MCP client over Streamable HTTP, through a Function URL, to the function."""
+    out: dict = {"cold": mcp_cold_starts(fn, emulator, args.cold), "ops": {}}
+    runtime = RuntimeApi(fn.name)
+    front = FunctionUrl(runtime)
+    proc, _ = fn.spawn(runtime, emulator.http_endpoint)
+    floor = Floor(emulator.http_endpoint)
+    pending = fresh("pending")
+    gc.disable()
+    try:
+        operations = Operations(emulator, front, floor, runtime_ms, args.events, out["ops"])
+        asyncio.run(operations.measure(known, pending, fresh))
+        out["rss_mb"] = peak_rss_mb(proc)
+    finally:
+        gc.enable()
+        stop(proc, runtime)
+        front.close()
+    return out
+
+
+def mcp_cold_starts(fn: Function, emulator: Emulator, n: int) -> list[dict]:
+    from mcp import Client
+
+    async def first_answer(url):
+        async with Client(url) as client:
+            await client.list_tools()
+
+    runs = []
+    for _ in range(n):
+        runtime = RuntimeApi(fn.name)
+        front = FunctionUrl(runtime)
+        # The client is started first and its first request waits at the Function URL, as a
+        # request that causes a cold start does; the process is spawned once it is there.
+        client = threading.Thread(target=lambda: asyncio.run(first_answer(front.url)))
+        client.start()
+        if not front.first_request.wait(60):
+            raise SystemExit("the MCP client sent no request")
+        proc, started = fn.spawn(runtime, emulator.http_endpoint)
+        client.join(60)
+        first = front.invocations[0]
+        runs.append({"init_ms": (runtime.first_next_ns - started) / 1e6,
+                     "first_response_ms": (first.done_ns - started) / 1e6,
+                     "first_event_ms": first.duration_ms})
+        stop(proc, runtime)
+        front.close()
+    return runs
+
+
+@dataclass
+class Operations:
+    """The warm operations of one live mcp-tools, into `ops`: by name, (samples, the client's
+    median ms) or, for a check that waits, the list of its AWS calls."""
+    emulator: Emulator
+    front: FunctionUrl
+    floor: Floor
+    runtime_ms: float
+    events: int
+    ops: dict
+
+    async def measure(self, known: str, pending: str, fresh) -> None:
+        from mcp import Client
+
+        async with Client(self.front.url) as client:
+            # A job that stays pending, for the long poll.
+            submitted = await client.call_tool("submit_job", {"document": "never answered", "idempotency_key": pending})
+            pending_id = submitted.structured_content["inference_id"]
+            ops = {
+                "tools/list": lambda i: client.list_tools(),
+                "check_job_status": lambda i: client.call_tool("check_job_status", {"inference_id": known}),
+                "submit_job": lambda i: client.call_tool(
+                    "submit_job", {"document": f"Invoice {i}: total 12.50 EUR", "idempotency_key": fresh("key")}),
+            }
+            for name, op in ops.items():
+                self.ops[name] = await self.timed(name, op)
+            # With wait_secs: on a finished job it answers at once; on a pending one it polls.
+            for label, job, wait in (("check_job_status wait_secs=5, finished job", known, 5),
+                                     ("check_job_status wait_secs=3, job stays pending", pending_id, 3)):
+                mark = self.emulator.recorder.mark()
+                await client.call_tool("check_job_status", {"inference_id": job, "wait_secs": wait})
+                self.ops[label] = [c.operation for c in self.emulator.recorder.since(mark)]
+
+    async def timed(self, name: str, op) -> tuple[WarmSamples, float]:
+        """`events` calls of op, the first 5 unmeasured: the function's time against the floor,
+        and the client's own median."""
+        warm = WarmSamples(runtime_ms=self.runtime_ms)
+        client_ms = []
+        for i in range(self.events + 5):
+            mark, before = self.emulator.recorder.mark(), len(self.front.invocations)
+            t = time.perf_counter()
+            result = await op(i)
+            elapsed = (time.perf_counter() - t) * 1000
+            if getattr(result, "is_error", False):
+                raise SystemExit(f"mcp-tools {name}: {result.content}")
+            calls = self.emulator.recorder.since(mark)
+            invocations = self.front.invocations[before:]
+            if i < 5:
+                continue
+            subs = {}
+            if name == "submit_job":
+                inference_id = result.structured_content["inference_id"]
+                subs = {inference_id: inference_id[::-1]}
+            client_ms.append(elapsed)
+            warm.add(sum(inv.duration_ms for inv in invocations), calls,
+                     self.floor.replay(calls, subs) if calls else 0.0)
+        return warm, statistics.median(client_ms)
