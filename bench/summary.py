@@ -1,0 +1,121 @@
+"""From samples to figures: the medians, ratios and targets of one run, as a results.Results
+(plain data, which render.py turns into BENCHMARKS.md)."""
+
+from __future__ import annotations
+
+import os
+import platform
+import statistics
+import time
+from pathlib import Path
+
+import boto3
+
+import results
+from cost_summary import summarize_cost
+from warm import WarmSamples
+
+OVER = {False: "HTTP", True: "HTTPS", "scan": "HTTP, roots read from /etc/ssl/certs"}
+
+
+def environment(args, took_s: float) -> results.Environment:
+    cpu = next((l.split(":", 1)[1].strip() for l in Path("/proc/cpuinfo").read_text().splitlines()
+                if l.startswith("model name")), platform.processor())
+    return results.Environment(
+        date=time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), took_s=took_s, cpu=cpu, cores=os.cpu_count(),
+        system=f"{platform.system()} {platform.release()}", machine=platform.machine(),
+        python=platform.python_version(), boto3=boto3.__version__,
+        events=args.events, cold=args.cold, delay_ms=args.delay_ms)
+
+
+def median_of(runs: list[dict], key: str) -> float:
+    return statistics.median(r[key] for r in runs)
+
+
+def typical_calls(calls: list[list[str]]) -> list[str]:
+    """The calls of a typical event: the most common list."""
+    lists = [tuple(c) for c in calls]
+    return list(max(set(lists), key=lists.count))
+
+
+def summarize(r: dict, env: results.Environment) -> results.Results:
+    """The figures of one run (medians, ratios, the targets) from what run.py collected."""
+    colds, ratio, tls_cost = cold_figures(r)
+    warms, comparisons = warm_figures(r["warm"])
+    ops = {name: v for name, v in r["mcp"]["ops"].items() if isinstance(v, tuple)}
+    mcp = [results.McpOperation(name, typical_calls(w.calls), w.median, w.floor, w.overhead, client_ms)
+           for name, (w, client_ms) in ops.items()]
+    polls = {name: v for name, v in r["mcp"]["ops"].items() if not isinstance(v, tuple)}
+    b = r["batch"]
+    batches = []
+    for backend in dict.fromkeys(k for k, _ in b):
+        seq, conc = b[(backend, 1)]["ms"], b[(backend, 16)]["ms"]
+        batches.append(results.Batch(backend, seq, conc, seq / conc, conc / 100))
+    return results.Results(
+        environment=env, targets=targets(r, ratio, ops), cold=colds, cold_ratio=ratio, tls_cost_ms=tls_cost,
+        runtime_ms=r["runtime_ms"], warm=warms, warm_comparisons=comparisons, mcp=mcp, mcp_rss_mb=r["mcp"]["rss_mb"],
+        polls=polls, batch_calls=b[("moto", 16)]["calls"], batches=batches, criterion_us=r["criterion"],
+        entropy=[results.Entropy(label, first, second) for label, (first, second) in r["entropy"].items()],
+        sizes_mb=r["sizes"], cost=summarize_cost(r["cost"]) if r.get("cost") else None)
+
+
+def cold_figures(r: dict) -> tuple[list[results.ColdStart], dict, dict]:
+    """Each cold start's medians; the reference's against notification-handler's, over HTTP and
+    HTTPS; and what TLS adds to each one's first event."""
+    cold = r["cold"]
+
+    def cold_start(function: str, over_: str, runs: list[dict]) -> results.ColdStart:
+        return results.ColdStart(function, over_, median_of(runs, "init_ms"), median_of(runs, "first_event_ms"),
+                                 median_of(runs, "first_response_ms"))
+
+    colds = [cold_start(name, OVER[tls], runs) for (name, tls), runs in cold.items()]
+    colds.append(cold_start("mcp-tools (MCP client, tools/list)", "HTTP", r["mcp"]["cold"]))
+    ratio = {}
+    for tls in (False, True):
+        ours, ref = cold[("notification-handler", tls)], cold[("python-reference", tls)]
+        ratio[OVER[tls]] = results.ColdRatio(*(median_of(ref, k) / median_of(ours, k)
+                                               for k in ("init_ms", "first_response_ms")))
+    tls_cost = {name: median_of(cold[(name, True)], "first_event_ms") - median_of(cold[(name, False)], "first_event_ms")
+                for name in ("notification-handler", "python-reference")}
+    return colds, ratio, tls_cost
+
+
+def warm_figures(warm: dict) -> tuple[list[results.Warm], list[results.WarmComparison]]:
+    """Each function's warm row, and notification-handler against the reference per event."""
+    def row(name: str, label: str, w: WarmSamples) -> results.Warm:
+        return results.Warm(name, label, typical_calls(w.calls), w.median, w.floor, statistics.median(w.server),
+                            w.overhead, w.cpu_ms, w.rss_mb)
+
+    warms = [row(name, label, w) for (name, label), w in warm.items()]
+    comparisons = []
+    for label in ("output in S3", "responseBody"):
+        ours, ref = warm[("notification-handler", label)], warm[("python-reference", label)]
+        comparisons.append(results.WarmComparison(
+            label, ours.overhead, ref.overhead,
+            ref.overhead / ours.overhead if ours.overhead > 0 and ref.overhead > 0 else None, ours.median, ref.median))
+    return warms, comparisons
+
+
+def targets(r: dict, ratio: dict, ops: dict) -> list[results.Target]:
+    """The issue's targets, each against what this run measured."""
+    cold, b = r["cold"], r["batch"]
+    ours_warm = [w for (name, _), w in r["warm"].items() if name != "python-reference"]
+    init = max(median_of(cold[("notification-handler", tls)], "init_ms") for tls in (False, True))
+    worst_overhead = max([w.overhead for w in ours_warm] + [w.overhead for w, _ in ops.values()])
+    cpu = max(r["criterion"].values(), default=float("nan"))
+    zips = max((z for z, _ in r["sizes"].values()), default=float("nan"))
+    rss = max([w.rss_mb for w in ours_warm] + [r["mcp"]["rss_mb"]])
+    fixed = next(k for k, _ in b if k != "moto")
+    speedup = b[(fixed, 1)]["ms"] / b[(fixed, 16)]["ms"]
+    init_ratio = min(x.init for x in ratio.values())
+    return [
+        results.Target("notification-handler init ≥ 40x shorter than the reference", init_ratio, "{:.0f}x",
+                       init_ratio >= 40),
+        results.Target("notification-handler init < 10 ms (HTTP and HTTPS)", init, "ms", init < 10),
+        results.Target("warm overhead above the floor ≤ 1 ms per event (worst of our rows)", worst_overhead, "ms",
+                       worst_overhead <= 1),
+        results.Target("handler CPU per notification < 20 µs", cpu, "{:.1f} µs", cpu < 20),
+        results.Target("each zip ≤ 5 MB", zips, "{:.2f} MB", zips <= 5),
+        results.Target("peak RSS ≤ 32 MB (worst function)", rss, "{:.1f} MB", rss <= 32),
+        results.Target(f"SQS batch of 100 ≥ 5x faster concurrent ({fixed})", speedup, "{:.1f}x", speedup >= 5),
+    ]
