@@ -3,8 +3,8 @@
 A job's bill is the sum of its AWS calls (each priced by the unit its service bills: DynamoDB
 request units from the item sizes before and after each write and the sizes each read returned,
 S3 requests by tier, SNS and SQS requests per 64 KiB chunk) and of its Lambda invocations
-(a request fee plus the billed duration at the function's memory). run.py counts; this file
-prices and has no I/O, so tests/bench/test_cost.py can check its arithmetic by hand.
+(a request fee plus the billed duration at the function's memory). cost_scenarios.py counts;
+this file prices and has no I/O, so tests/bench/test_cost.py can check its arithmetic by hand.
 """
 
 from __future__ import annotations

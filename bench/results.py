@@ -1,8 +1,8 @@
 """What one `make bench` run measured, as plain data: every figure BENCHMARKS.md shows, already
 reduced from the samples (medians, ratios, targets met), and nothing about how it is shown.
 
-run.py measures and builds a Results; render.py turns one into the table. Times are in
-milliseconds unless a name says otherwise.
+run.py measures, summary.py reduces the samples to a Results; render.py turns one into the
+table. Times are in milliseconds unless a name says otherwise.
 """
 
 from __future__ import annotations
