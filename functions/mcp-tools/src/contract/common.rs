@@ -1,0 +1,147 @@
+//! What every tool's contract shares: the tools' names, numeric bounds, the argument trait,
+//! the tool error and the translations of errors every family meets.
+
+use crate::config::ToolsConfig;
+
+use crate::wording;
+use shared::domain::caller::Caller;
+use shared::ports::{AwsFailure, StoreError};
+use shared::usecases::quota::QuotaError;
+
+/// The tools' names, as `tools/list` declares them (each is its method's name in `tools`).
+pub mod names {
+    pub const SUBMIT_JOB: &str = "submit_job";
+    pub const CHECK_JOB_STATUS: &str = "check_job_status";
+    pub const TRIGGER_TRAINING: &str = "trigger_training";
+    pub const CHECK_TRAINING_STATUS: &str = "check_training_status";
+    pub const CHECK_TRAINING_RESULT: &str = "check_training_result";
+    pub const GET_MODEL_PROVENANCE: &str = "get_model_provenance";
+    /// The tools a stack without a pipeline does not serve.
+    pub const TRAINING: [&str; 3] = [
+        TRIGGER_TRAINING,
+        CHECK_TRAINING_STATUS,
+        CHECK_TRAINING_RESULT,
+    ];
+    pub const ALL: [&str; 6] = [
+        SUBMIT_JOB,
+        CHECK_JOB_STATUS,
+        TRIGGER_TRAINING,
+        CHECK_TRAINING_STATUS,
+        CHECK_TRAINING_RESULT,
+        GET_MODEL_PROVENANCE,
+    ];
+}
+
+/// A numeric argument's range and default: the one source of its schema (`minimum`,
+/// `maximum`), its check, and the range its description states.
+#[derive(Debug, Clone, Copy)]
+pub struct Bounds<T> {
+    pub name: &'static str,
+    pub min: T,
+    pub max: T,
+    pub default: Option<T>,
+}
+
+impl<T: Copy + PartialOrd + std::fmt::Display> Bounds<T> {
+    /// The value given (or the default), when within the range.
+    pub fn check(&self, value: Option<T>) -> Result<Option<T>, ToolError> {
+        match value.or(self.default) {
+            Some(v) if !(self.min..=self.max).contains(&v) => Err(ToolError::invalid(format!(
+                "`{}` is {v}; it must be from {} to {}",
+                self.name, self.min, self.max
+            ))),
+            checked => Ok(checked),
+        }
+    }
+
+    /// `text` with `{range}` replaced by the range and default, e.g. `1 to 3600, default 300`.
+    pub fn describe(&self, text: &str) -> String {
+        let default = self
+            .default
+            .map(|d| format!(", default {d}"))
+            .unwrap_or_default();
+        text.replace("{range}", &format!("{} to {}{default}", self.min, self.max))
+    }
+}
+
+impl<T: Copy + PartialOrd + std::fmt::Display> Bounds<T> {
+    /// For an argument that has a default: the value to use.
+    pub fn value(&self, value: Option<T>) -> Result<T, ToolError> {
+        self.check(value).map(|v| v.unwrap_or(self.min))
+    }
+}
+
+/// A tool's arguments, checked once into what its use case takes.
+pub trait ToolArgs {
+    type Valid;
+
+    fn validate(self, config: &ToolsConfig, caller: &Caller) -> Result<Self::Valid, ToolError>;
+
+    /// Puts the ids the call concerns on its span (never the arguments themselves, which may
+    /// hold a job's input).
+    fn trace(_valid: &Self::Valid, _span: &tracing::Span) {}
+}
+
+/// A failure the model can act on, returned as a tool result with `isError: true`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ToolError {
+    pub message: String,
+}
+
+impl ToolError {
+    pub fn invalid(message: impl Into<String>) -> Self {
+        Self {
+            message: message.into(),
+        }
+    }
+
+    /// An AWS call that failed, saying which one, its error code and whether retrying can
+    /// help. AWS's own text (which may name the role, the account, a table or a bucket) goes to
+    /// the log, never to the caller.
+    pub fn aws(operation: &str, failure: &AwsFailure) -> Self {
+        tracing::warn!(operation, %failure, "AWS call failed");
+        Self {
+            message: wording::aws_failed(operation, failure),
+        }
+    }
+}
+
+impl std::fmt::Display for ToolError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl From<QuotaError> for ToolError {
+    fn from(e: QuotaError) -> Self {
+        if let QuotaError::Store { source, .. } = &e {
+            tracing::warn!(error = %source, "a quota count could not be written");
+        }
+        ToolError::invalid(wording::quota(&e))
+    }
+}
+
+impl From<StoreError> for ToolError {
+    /// Which call failed, never the table's name or DynamoDB's text (the log has both).
+    fn from(e: StoreError) -> Self {
+        match e {
+            StoreError::Aws {
+                operation, failure, ..
+            } => ToolError::aws(&format!("DynamoDB {operation}"), &failure),
+            other => {
+                tracing::error!(error = %other, "the store refused or held an unreadable item");
+                ToolError::invalid(wording::STORE_FAILED)
+            }
+        }
+    }
+}
+
+/// An `idempotency_key` as given, when it is 1 to 256 characters.
+pub(crate) fn checked_idempotency_key(key: Option<String>) -> Result<Option<String>, ToolError> {
+    match key {
+        Some(k) if k.is_empty() || k.len() > 256 => Err(ToolError::invalid(
+            "`idempotency_key` must be 1 to 256 characters",
+        )),
+        other => Ok(other),
+    }
+}

@@ -1,0 +1,20 @@
+//! The MCP tools' contract: typed arguments (their JSON Schema is derived), typed results
+//! (the `outputSchema`), validation, and the translation of use-case answers and errors into
+//! tool results. Nothing here touches AWS. One room per tool family ([`jobs`], [`training`],
+//! [`provenance`]) and one for how long a call may wait ([`waits`]); what every tool shares
+//! (names, bounds, the argument trait, the tool error) is here.
+
+mod common;
+mod jobs;
+mod provenance;
+mod training;
+mod waits;
+
+pub use common::*;
+pub use jobs::*;
+pub use provenance::*;
+pub use training::*;
+pub use waits::*;
+
+#[cfg(test)]
+mod tests;

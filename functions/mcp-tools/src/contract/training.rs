@@ -1,0 +1,382 @@
+//! trigger_training, check_training_status and check_training_result: their arguments, results
+//! and errors.
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use crate::config::{PipelineParameters, ToolsConfig};
+
+use super::common::*;
+use super::waits::{wait_description, WAIT_SECS};
+use crate::wording;
+use shared::domain::caller::Caller;
+use shared::domain::run::Run;
+use shared::domain::s3_location::S3Location;
+use shared::domain::training_input::check_input_uri;
+use shared::ports::{ExecutionDescription, StepStatus};
+use shared::usecases::training::{StatusError, TriggerError, TriggerRequest};
+use shared::util::quote;
+
+pub const MAX_EPOCHS: Bounds<u32> = Bounds {
+    name: "max_epochs",
+    min: 1,
+    max: 1000,
+    default: None,
+};
+pub const ACCURACY_THRESHOLD: Bounds<f64> = Bounds {
+    name: "accuracy_threshold",
+    min: 0.0,
+    max: 1.0,
+    default: None,
+};
+pub const MAX_PARALLEL_STEPS: Bounds<u32> = Bounds {
+    name: "max_parallel_steps",
+    min: 1,
+    max: 256,
+    default: None,
+};
+
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct TriggerTrainingArgs {
+    /// S3 URI of the training data (`s3://bucket/prefix`).
+    pub input_data_uri: String,
+    /// The caller's session; `check_training_result` lists the runs it triggered.
+    /// Letters, digits and `_ . : -`, at most 128 characters.
+    pub session_id: String,
+    #[schemars(
+        range(min = MAX_EPOCHS.min, max = MAX_EPOCHS.max),
+        description = MAX_EPOCHS.describe(
+            "Training epochs ({range}), for pipelines that take them (MaxEpochs by default)."
+        )
+    )]
+    pub max_epochs: Option<u32>,
+    #[schemars(
+        range(min = ACCURACY_THRESHOLD.min, max = ACCURACY_THRESHOLD.max),
+        description = ACCURACY_THRESHOLD.describe(
+            "Accuracy a model must reach to be registered ({range}), for pipelines that take it \
+             (AccuracyThreshold by default)."
+        )
+    )]
+    pub accuracy_threshold: Option<f64>,
+    /// Training instance type such as `ml.m5.xlarge` (TrainingInstanceType by default).
+    pub training_instance_type: Option<String>,
+    /// Retrying with the same key (and session) returns the first run instead of starting another.
+    pub idempotency_key: Option<String>,
+    #[schemars(
+        range(min = MAX_PARALLEL_STEPS.min, max = MAX_PARALLEL_STEPS.max),
+        description = MAX_PARALLEL_STEPS.describe(
+            "MaxParallelExecutionSteps for this run ({range}); by default the pipeline's own setting."
+        )
+    )]
+    pub max_parallel_steps: Option<u32>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct TriggerTrainingOutput {
+    pub execution_arn: String,
+    pub status: String,
+    pub session_id: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+}
+
+pub fn validate_session_id(session_id: &str) -> Result<(), ToolError> {
+    let ok = !session_id.is_empty()
+        && session_id.len() <= 128
+        && session_id
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "_.:-".contains(c));
+    if ok {
+        Ok(())
+    } else {
+        Err(ToolError::invalid(format!(
+            "`session_id` {} must be 1 to 128 letters, digits or `_ . : -`",
+            quote(session_id)
+        )))
+    }
+}
+
+impl ToolArgs for TriggerTrainingArgs {
+    type Valid = TriggerRequest;
+
+    fn validate(self, config: &ToolsConfig, caller: &Caller) -> Result<TriggerRequest, ToolError> {
+        let names = config.pipeline_parameters.as_ref().map_err(|e| {
+            tracing::error!(error = %e, "trigger_training cannot run: the deployment's pipeline parameters are invalid");
+            ToolError::invalid(wording::PIPELINE_MISCONFIGURED)
+        })?;
+        let parameters = self.parameters(names)?;
+        self.within_allow_lists(config)?;
+        let max_parallel_steps = MAX_PARALLEL_STEPS.check(self.max_parallel_steps)?;
+        Ok(TriggerRequest {
+            owner: caller.owner.clone(),
+            pipeline_name: config.pipeline_name.clone(),
+            session_id: self.session_id,
+            parameters,
+            idempotency_key: checked_idempotency_key(self.idempotency_key)?,
+            max_parallel_steps: max_parallel_steps.or(config.pipeline_max_parallel_steps),
+            result_ttl_secs: config.result_ttl_secs,
+        })
+    }
+
+    fn trace(valid: &TriggerRequest, span: &tracing::Span) {
+        span.record("session_id", valid.session_id.as_str());
+    }
+}
+
+impl TriggerTrainingArgs {
+    /// The data and the instance type are ones the deployment allows any caller: the pipeline's
+    /// role reads what it is given, and its instances are billed to the account.
+    pub fn within_allow_lists(&self, config: &ToolsConfig) -> Result<(), ToolError> {
+        let uri = self.input_data_uri.trim();
+        let allowed = &config.training_input_prefixes;
+        match check_input_uri(uri, allowed) {
+            Ok(()) => {}
+            Err(refusal) => {
+                return Err(ToolError::invalid(wording::input_refused(
+                    uri, refusal, allowed,
+                )))
+            }
+        }
+        if let Some(instance) = &self.training_instance_type {
+            if !config.training_instance_types.iter().any(|t| t == instance) {
+                return Err(ToolError::invalid(format!(
+                    "`training_instance_type` {} is not one this deployment allows; use one of: {}",
+                    quote(instance),
+                    config.training_instance_types.join(", ")
+                )));
+            }
+        }
+        Ok(())
+    }
+
+    /// The pipeline parameters to pass, under the pipeline's own names: only those given. An
+    /// argument the pipeline takes no parameter for is refused rather than dropped.
+    pub fn parameters(
+        &self,
+        names: &PipelineParameters,
+    ) -> Result<Vec<(String, String)>, ToolError> {
+        validate_session_id(&self.session_id)?;
+        let uri = self.input_data_uri.trim();
+        if uri.parse::<S3Location>().is_err()
+            && !(uri.starts_with("s3://") && uri.len() > 5 && !uri[5..].starts_with('/'))
+        {
+            return Err(ToolError::invalid(format!(
+                "`input_data_uri` {} is not an s3://bucket/prefix URI",
+                quote(uri)
+            )));
+        }
+        let epochs = MAX_EPOCHS.check(self.max_epochs)?;
+        let threshold = ACCURACY_THRESHOLD.check(self.accuracy_threshold)?;
+        if let Some(instance) = &self.training_instance_type {
+            let ok = instance.starts_with("ml.")
+                && instance.len() <= 64
+                && instance
+                    .chars()
+                    .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '.');
+            if !ok {
+                return Err(ToolError::invalid(format!(
+                    "`training_instance_type` {} is not a SageMaker instance type such as ml.m5.xlarge",
+                    quote(instance)
+                )));
+            }
+        }
+        let given = [
+            ("input_data_uri", Some(uri.to_owned())),
+            ("max_epochs", epochs.map(|e| e.to_string())),
+            ("accuracy_threshold", threshold.map(|t| t.to_string())),
+            (
+                "training_instance_type",
+                self.training_instance_type.clone(),
+            ),
+        ];
+        let mut parameters = Vec::new();
+        for (argument, value) in given {
+            let Some(value) = value else { continue };
+            let Some(name) = names.name_for(argument) else {
+                let taken: Vec<&str> = names.arguments().collect();
+                return Err(ToolError::invalid(format!(
+                    "`{argument}` was given, but this pipeline takes no parameter for it: \
+                     PIPELINE_PARAMETERS maps only {}. Call again without `{argument}`.",
+                    taken.join(", ")
+                )));
+            };
+            parameters.push((name.to_owned(), value));
+        }
+        Ok(parameters)
+    }
+}
+
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CheckTrainingStatusArgs {
+    /// The `execution_arn` returned by `trigger_training`.
+    pub execution_arn: String,
+    #[schemars(
+        range(min = WAIT_SECS.min, max = WAIT_SECS.max),
+        description = wait_description("a running run")
+    )]
+    pub wait_secs: Option<u32>,
+}
+
+/// A training status check to make: the run, and how long it may wait for the run to end.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CheckRun {
+    pub execution_arn: String,
+    /// As asked; [`allowed_wait`] decides what the call may have.
+    pub wait_secs: u32,
+}
+
+impl ToolArgs for CheckTrainingStatusArgs {
+    type Valid = CheckRun;
+
+    fn validate(self, _config: &ToolsConfig, _caller: &Caller) -> Result<CheckRun, ToolError> {
+        let arn = self.execution_arn;
+        if arn.starts_with("arn:")
+            && arn.contains(":pipeline/")
+            && arn.contains("/execution/")
+            && arn.len() <= 2048
+        {
+            Ok(CheckRun {
+                execution_arn: arn,
+                wait_secs: WAIT_SECS.value(self.wait_secs)?,
+            })
+        } else {
+            Err(ToolError::invalid(format!(
+                "`execution_arn` {} is not a pipeline execution ARN (arn:aws:sagemaker:<region>:<account>:pipeline/<name>/execution/<id>)",
+                quote(&arn)
+            )))
+        }
+    }
+
+    fn trace(valid: &CheckRun, span: &tracing::Span) {
+        span.record("execution_arn", valid.execution_arn.as_str());
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct TrainingStatusOutput {
+    pub execution_arn: String,
+    /// SageMaker's status: Executing, Stopping, Succeeded, Failed, Stopped or CompletedWithFailures.
+    pub status: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub failure_reason: Option<String>,
+    /// The model package the run registered (its RegisterModel step's), once registered: pass
+    /// it to `get_model_provenance`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub model_package_arn: Option<String>,
+    /// The run's steps, in the order they started.
+    pub steps: Vec<StepView>,
+}
+
+impl TrainingStatusOutput {
+    /// What check_training_status (and a finished run's task) reports for a run.
+    pub fn new(
+        execution_arn: String,
+        described: ExecutionDescription,
+        steps: Vec<StepStatus>,
+    ) -> Self {
+        // The last registration, should a run register more than one.
+        let model_package_arn = steps.iter().rev().find_map(|s| s.model_package_arn.clone());
+        Self {
+            execution_arn,
+            status: described.status.as_str().to_owned(),
+            failure_reason: described.failure_reason,
+            model_package_arn,
+            steps: steps.into_iter().map(StepView::from).collect(),
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct StepView {
+    pub name: String,
+    pub status: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub failure_reason: Option<String>,
+    /// The model package a RegisterModel step registered.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub model_package_arn: Option<String>,
+}
+
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CheckTrainingResultArgs {
+    /// The `session_id` given to `trigger_training`.
+    pub session_id: String,
+}
+
+impl ToolArgs for CheckTrainingResultArgs {
+    /// The session id.
+    type Valid = String;
+
+    fn validate(self, _config: &ToolsConfig, _caller: &Caller) -> Result<String, ToolError> {
+        validate_session_id(&self.session_id)?;
+        Ok(self.session_id)
+    }
+
+    fn trace(session_id: &String, span: &tracing::Span) {
+        span.record("session_id", session_id.as_str());
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct TrainingResultOutput {
+    pub session_id: String,
+    /// The session's runs, newest first. `pending`: triggered, not yet heard of.
+    pub runs: Vec<RunView>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct RunView {
+    pub execution_arn: String,
+    pub status: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub started_at: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ended_at: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub failure_reason: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub updated_at: Option<String>,
+}
+
+impl From<Run> for RunView {
+    fn from(r: Run) -> Self {
+        RunView {
+            execution_arn: r.execution_arn,
+            status: r.status.as_str().to_owned(),
+            started_at: r.started_at,
+            ended_at: r.ended_at,
+            failure_reason: r.failure_reason,
+            updated_at: r.updated_at,
+        }
+    }
+}
+
+impl From<StepStatus> for StepView {
+    fn from(s: StepStatus) -> Self {
+        StepView {
+            name: s.name,
+            status: s.status,
+            failure_reason: s.failure_reason,
+            model_package_arn: s.model_package_arn,
+        }
+    }
+}
+
+impl From<TriggerError> for ToolError {
+    fn from(e: TriggerError) -> Self {
+        ToolError::aws("SageMaker StartPipelineExecution", &e.0)
+    }
+}
+
+impl From<StatusError> for ToolError {
+    fn from(e: StatusError) -> Self {
+        match e {
+            StatusError::NotFound { .. } => ToolError::invalid(e.to_string()),
+            StatusError::Describe(f) => ToolError::aws("SageMaker DescribePipelineExecution", &f),
+            StatusError::Steps(f) => ToolError::aws("SageMaker ListPipelineExecutionSteps", &f),
+        }
+    }
+}
