@@ -16,6 +16,7 @@ pub mod oauth;
 pub mod progress;
 #[cfg(test)]
 mod sharing_tests;
+pub mod tasks;
 pub mod tools;
 #[cfg(test)]
 mod tools_tests;

@@ -13,22 +13,18 @@ use rmcp::handler::server::tool::ToolCallContext;
 use rmcp::handler::server::{router::tool::ToolRouter, wrapper::Parameters};
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, CancelTaskParams, ContentBlock,
-    CreateTaskResult, DetailedTask, ErrorData, Extensions, GetTaskParams, GetTaskResult,
-    Implementation, ProtocolVersion, ServerCapabilities, ServerConfig, Task, TaskPayload,
-    TaskStatus,
+    ErrorData, Extensions, GetTaskParams, GetTaskResult, Implementation, ProtocolVersion,
+    ServerCapabilities, ServerConfig,
 };
 use rmcp::service::RequestContext;
 use rmcp::RoleServer;
 use rmcp::{tool, tool_handler, tool_router, Json, ServerHandler};
 
 use shared::domain::caller::{Caller, Principal};
-use shared::domain::job::{self, JobStatus, Submission};
+use shared::domain::job::{JobStatus, Submission};
 use shared::domain::lineage::{account_of_function, Scope};
 use shared::domain::pipeline_status::PipelineStatus;
-use shared::domain::run;
-use shared::domain::time::rfc3339;
 use shared::telemetry::{self, OutcomeSource};
-use shared::usecases::task::{self, RunTaskState, TaskError, TaskState};
 use shared::usecases::training::{self, TriggerRequest};
 use shared::usecases::{check, lineage, outcome, quota, submit};
 use tracing::{field::Empty, info_span, Instrument, Span};
@@ -43,7 +39,7 @@ use crate::wording;
 const WAIT_MARGIN: Duration = Duration::from_secs(3);
 
 pub struct Tools<B> {
-    deps: Arc<Deps<B>>,
+    pub(crate) deps: Arc<Deps<B>>,
     router: Arc<ToolRouter<Tools<B>>>,
     /// The caller of every request, for a transport with one caller and no front door (an
     /// in-process or stdio client); None where each request brings its own.
@@ -340,7 +336,7 @@ impl<B: Backend> Tools<B> {
     /// One tool call: its span (the tool and the ids it concerns; never its arguments, which
     /// may hold a job's input), its caller, its arguments checked, its work, one line for the
     /// access log, and its metric.
-    async fn call<A, T, F, Fut>(
+    pub(crate) async fn call<A, T, F, Fut>(
         &self,
         tool: &'static str,
         task: bool,
@@ -386,7 +382,7 @@ impl<B: Backend> Tools<B> {
     /// An outcome a status check found in S3 and recorded: counted, and announced as a
     /// notification's would be. A put that fails is logged: the status check still answers,
     /// and the outcome stays recorded.
-    async fn reconciled(&self, recorded: &outcome::Recorded) {
+    pub(crate) async fn reconciled(&self, recorded: &outcome::Recorded) {
         telemetry::outcome(recorded, OutcomeSource::Reconciliation);
         if let Err(e) = outcome::announce(self.deps.ports.events(), recorded).await {
             tracing::warn!(error = %e, "the reconciled outcome's completion event was not put");
@@ -395,7 +391,10 @@ impl<B: Backend> Tools<B> {
 
     /// submit_job's work, for the tool and its task form: counted against the caller's quota
     /// first (a replay is not), so a caller over it starts nothing.
-    async fn submit(&self, submission: Submission) -> Result<submit::Submitted, ToolError> {
+    pub(crate) async fn submit(
+        &self,
+        submission: Submission,
+    ) -> Result<submit::Submitted, ToolError> {
         let d = &self.deps;
         let (jobs, objects, endpoint) = (d.ports.jobs(), d.ports.objects(), d.ports.endpoint());
         let now = d.clock.now();
@@ -414,7 +413,7 @@ impl<B: Backend> Tools<B> {
 
     /// trigger_training's work, for the tool and its task form: the answer, and the run's task
     /// secret when the run was recorded.
-    async fn trigger(
+    pub(crate) async fn trigger(
         &self,
         request: TriggerRequest,
     ) -> Result<(TriggerTrainingOutput, Option<String>), ToolError> {
@@ -448,158 +447,6 @@ impl<B: Backend> Tools<B> {
         };
         Ok((output, t.task_secret))
     }
-
-    /// submit_job for a client that declared the tasks extension: the job as a task, or the
-    /// tool error a plain call would get.
-    async fn submit_as_task(
-        &self,
-        arguments: Option<rmcp::model::JsonObject>,
-        extensions: &Extensions,
-    ) -> CallToolResponse {
-        let args: SubmitJobArgs = match task_arguments(arguments) {
-            Ok(args) => args,
-            Err(message) => return tool_error(message),
-        };
-        let lives_secs = |s: &Submission| {
-            u64::from(s.request_ttl_secs)
-                + u64::from(s.invocation_timeout_secs)
-                + self.deps.config.result_ttl_secs
-        };
-        let call = self.call(
-            names::SUBMIT_JOB,
-            true,
-            extensions,
-            args,
-            |s, _| async move {
-                let lives_secs = lives_secs(&s);
-                Ok((self.submit(s).await?, lives_secs))
-            },
-        );
-        let (submitted, lives_secs) = match call.await {
-            Ok(answer) => answer,
-            Err(message) => return tool_error(message),
-        };
-        let Some(secret) = submitted.task_secret.clone() else {
-            // A job recorded before tasks existed: answer as a plain call does.
-            return structured(SubmitJobOutput::from(submitted));
-        };
-        let task = Task::new(
-            job::task_id(&submitted.inference_id, &secret),
-            task_status(submitted.status),
-            submitted.submitted_at.clone(),
-            submitted.submitted_at.clone(),
-        )
-        .with_ttl_ms(lives_secs * 1000)
-        .with_poll_interval_ms(self.deps.config.task_poll_interval_ms)
-        .with_status_message(match &submitted.note {
-            Some(condition) => wording::submitted(condition),
-            None if submitted.endpoint_at_zero => wording::ENDPOINT_AT_ZERO.to_owned(),
-            None => wording::JOB_INVOKED.to_owned(),
-        });
-        CallToolResponse::Task(CreateTaskResult::new(task))
-    }
-
-    /// trigger_training for a client that declared the tasks extension.
-    async fn trigger_as_task(
-        &self,
-        arguments: Option<rmcp::model::JsonObject>,
-        extensions: &Extensions,
-    ) -> CallToolResponse {
-        let args: TriggerTrainingArgs = match task_arguments(arguments) {
-            Ok(args) => args,
-            Err(message) => return tool_error(message),
-        };
-        let call = self.call(names::TRIGGER_TRAINING, true, extensions, args, |r, _| {
-            self.trigger(r)
-        });
-        let (output, secret) = match call.await {
-            Ok(answer) => answer,
-            Err(message) => return tool_error(message),
-        };
-        let Some(secret) = secret else {
-            // The run could not be recorded: answer as a plain call does.
-            return structured(output);
-        };
-        let started = rfc3339(self.deps.clock.now());
-        let config = &self.deps.config;
-        let task = Task::new(
-            run::task_id(&output.session_id, &output.execution_arn, &secret),
-            TaskStatus::Working,
-            started.clone(),
-            started,
-        )
-        .with_ttl_ms((config.result_ttl_secs + training::PENDING_RUN_GRACE_SECS) * 1000)
-        .with_poll_interval_ms(config.task_poll_interval_ms)
-        .with_status_message(wording::RUN_STARTED);
-        CallToolResponse::Task(CreateTaskResult::new(task))
-    }
-
-    /// `tasks/get` for a job, from the results table: any instance answers for any task.
-    async fn get_job_task(&self, caller: &Caller, task_id: &str) -> Result<TaskAnswer, ErrorData> {
-        // The task id is a bearer handle: only its inference_id half goes on the span.
-        let span = info_span!("task", method = "tasks/get", inference_id = Empty);
-        let d = &self.deps;
-        let (jobs, objects) = (d.ports.jobs(), d.ports.objects());
-        let view = task::get_task(jobs, objects, d.settings, caller, task_id, d.clock.now())
-            .instrument(span.clone())
-            .await
-            .map_err(task_error)?;
-        span.record("inference_id", view.inference_id.as_str());
-        let (payload, message) = match view.state {
-            TaskState::Working { stage, note } => (
-                TaskPayload::Working,
-                Some(wording::job_task_working(stage, note.as_ref())),
-            ),
-            TaskState::Cancelled { reason } => (TaskPayload::Cancelled, Some(reason)),
-            TaskState::Done(report) => {
-                if let Some(recorded) = &report.reconciled {
-                    self.reconciled(recorded).await;
-                }
-                // A SageMaker failure is the tool's error, not the protocol's.
-                let failed = report.job.status == JobStatus::Failed;
-                (completed(JobStatusOutput::from(*report), failed)?, None)
-            }
-        };
-        Ok(TaskAnswer {
-            created_at: view.created_at,
-            last_updated_at: view.last_updated_at,
-            ttl_ms: view.ttl_ms,
-            payload,
-            message,
-        })
-    }
-
-    /// `tasks/get` for a training run: working with its current step, completed with what
-    /// check_training_status reports (a tool error when the run failed), cancelled once stopped.
-    async fn get_run_task(&self, caller: &Caller, task_id: &str) -> Result<TaskAnswer, ErrorData> {
-        let span = info_span!("task", method = "tasks/get", execution_arn = Empty);
-        let d = &self.deps;
-        let (runs, pipeline) = (d.ports.runs(), d.ports.pipeline());
-        let view = task::get_run_task(runs, pipeline, caller, task_id, d.clock.now())
-            .instrument(span.clone())
-            .await
-            .map_err(task_error)?;
-        span.record("execution_arn", view.execution_arn.as_str());
-        let (payload, message) = match view.state {
-            RunTaskState::Working { status, steps } => (
-                TaskPayload::Working,
-                Some(wording::run_task_working(&status, &steps)),
-            ),
-            RunTaskState::Cancelled => (TaskPayload::Cancelled, Some(wording::RUN_STOPPED.into())),
-            RunTaskState::Done { described, steps } => {
-                let failed = !described.status.is(PipelineStatus::Succeeded);
-                let output = TrainingStatusOutput::new(view.execution_arn, described, steps);
-                (completed(output, failed)?, None)
-            }
-        };
-        Ok(TaskAnswer {
-            created_at: view.created_at,
-            last_updated_at: view.last_updated_at,
-            ttl_ms: view.ttl_ms,
-            payload,
-            message,
-        })
-    }
 }
 
 impl<B> Tools<B> {
@@ -631,7 +478,7 @@ impl<B> Tools<B> {
     }
 
     /// A task method's caller; without one nothing is read.
-    fn task_caller(&self, extensions: &Extensions) -> Result<Caller, ErrorData> {
+    pub(crate) fn task_caller(&self, extensions: &Extensions) -> Result<Caller, ErrorData> {
         self.caller_of(extensions)
             .ok_or_else(|| ErrorData::internal_error(wording::NO_CALLER, None))
     }
@@ -661,35 +508,6 @@ impl<B: Backend> Tools<B> {
                     .await
             }
         }
-    }
-}
-
-/// What `tasks/get` says of a job's or a run's task.
-struct TaskAnswer {
-    created_at: String,
-    last_updated_at: String,
-    /// Until the record expires.
-    ttl_ms: Option<u64>,
-    payload: TaskPayload,
-    message: Option<String>,
-}
-
-impl TaskAnswer {
-    fn into_result(self, task_id: String, poll_interval_ms: u64) -> GetTaskResult {
-        let mut task = Task::new(
-            task_id,
-            TaskStatus::Working,
-            self.created_at,
-            self.last_updated_at,
-        )
-        .with_poll_interval_ms(poll_interval_ms);
-        if let Some(ttl_ms) = self.ttl_ms {
-            task = task.with_ttl_ms(ttl_ms);
-        }
-        if let Some(message) = self.message {
-            task = task.with_status_message(message);
-        }
-        GetTaskResult::new(DetailedTask::new(task, self.payload))
     }
 }
 
@@ -736,14 +554,7 @@ impl<B: Backend> ServerHandler for Tools<B> {
         request: GetTaskParams,
         context: RequestContext<RoleServer>,
     ) -> Result<GetTaskResult, ErrorData> {
-        let caller = self.task_caller(&context.extensions)?;
-        let answer = if run::is_run_task(&request.task_id) {
-            self.get_run_task(&caller, &request.task_id).await?
-        } else {
-            self.get_job_task(&caller, &request.task_id).await?
-        };
-        let poll_interval_ms = self.deps.config.task_poll_interval_ms;
-        Ok(answer.into_result(request.task_id, poll_interval_ms))
+        self.read_task(request, &context.extensions).await
     }
 
     /// `tasks/cancel`: a pending job becomes `cancelled`, a running run is stopped; a finished
@@ -753,27 +564,7 @@ impl<B: Backend> ServerHandler for Tools<B> {
         request: CancelTaskParams,
         context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
-        let caller = self.task_caller(&context.extensions)?;
-        let span = info_span!("task", method = "tasks/cancel");
-        let d = &self.deps;
-        let now = d.clock.now();
-        let cancelled = if run::is_run_task(&request.task_id) {
-            let (runs, pipeline) = (d.ports.runs(), d.ports.pipeline());
-            task::cancel_run_task(runs, pipeline, &caller, &request.task_id, now)
-                .instrument(span)
-                .await
-        } else {
-            let ttl = d.config.result_ttl_secs;
-            let jobs = d.ports.jobs();
-            let cancelled = task::cancel_task(jobs, &caller, ttl, &request.task_id, now)
-                .instrument(span)
-                .await;
-            if let Ok(true) = cancelled {
-                telemetry::job_cancelled();
-            }
-            cancelled.map(|_| ())
-        };
-        cancelled.map_err(task_error)
+        self.cancel(request, &context.extensions).await
     }
 
     fn get_info(&self) -> ServerConfig {
@@ -835,60 +626,14 @@ fn wait_within(asked: Duration, left: Option<Duration>) -> Duration {
     left.map_or(asked, |left| asked.min(left.saturating_sub(WAIT_MARGIN)))
 }
 
-/// The task status of a job in a given state: only a pending job is still working; a failed
-/// job's task is completed, carrying a tool error (tasks fail for protocol errors only).
-fn task_status(status: JobStatus) -> TaskStatus {
-    match status {
-        JobStatus::Pending => TaskStatus::Working,
-        JobStatus::Cancelled => TaskStatus::Cancelled,
-        JobStatus::Completed | JobStatus::Failed => TaskStatus::Completed,
-    }
-}
-
-fn task_error(e: TaskError) -> ErrorData {
-    match e {
-        TaskError::NotFound => ErrorData::invalid_params(e.to_string(), None),
-        // Which call failed goes to the log; the caller learns only that a retry may help.
-        TaskError::Store(_) | TaskError::Pipeline { .. } => {
-            tracing::warn!(error = %e, "a task method failed");
-            ErrorData::internal_error(wording::TASK_FAILED, None)
-        }
-    }
-}
-
-/// A task form's typed arguments, or the message rmcp's router gives (as a tool error) when
-/// they do not parse.
-fn task_arguments<T: serde::de::DeserializeOwned>(
-    arguments: Option<rmcp::model::JsonObject>,
-) -> Result<T, String> {
-    serde_json::from_value(serde_json::Value::Object(arguments.unwrap_or_default()))
-        .map_err(|e| wording::bounded(format!("failed to deserialize parameters: {e}")))
-}
-
 /// A tool error as a `tools/call` answer.
-fn tool_error(message: String) -> CallToolResponse {
+pub(crate) fn tool_error(message: String) -> CallToolResponse {
     CallToolResult::error(vec![ContentBlock::text(message)]).into()
 }
 
 /// A tool result as a `tools/call` answer.
-fn structured(output: impl serde::Serialize) -> CallToolResponse {
+pub(crate) fn structured(output: impl serde::Serialize) -> CallToolResponse {
     CallToolResult::structured(serde_json::to_value(output).unwrap_or_default()).into()
-}
-
-/// A finished task's payload: the tool's structured result, marked `isError` when the work
-/// itself failed.
-fn completed(output: impl serde::Serialize, failed: bool) -> Result<TaskPayload, ErrorData> {
-    let output =
-        serde_json::to_value(output).map_err(|e| ErrorData::internal_error(e.to_string(), None))?;
-    let result = if failed {
-        CallToolResult::structured_error(output)
-    } else {
-        CallToolResult::structured(output)
-    };
-    match serde_json::to_value(result) {
-        Ok(serde_json::Value::Object(result)) => Ok(TaskPayload::Completed { result }),
-        _ => Err(ErrorData::internal_error("tool result", None)),
-    }
 }
 
 #[cfg(test)]
@@ -920,29 +665,5 @@ mod tests {
             wait_within(asked, Some(Duration::from_secs(2))),
             Duration::ZERO
         );
-    }
-
-    #[test]
-    fn only_a_pending_job_is_a_working_task() {
-        assert_eq!(task_status(JobStatus::Pending), TaskStatus::Working);
-        assert_eq!(task_status(JobStatus::Completed), TaskStatus::Completed);
-        assert_eq!(task_status(JobStatus::Failed), TaskStatus::Completed);
-        assert_eq!(task_status(JobStatus::Cancelled), TaskStatus::Cancelled);
-    }
-
-    #[test]
-    fn a_failed_jobs_payload_is_a_tool_error_a_completed_ones_is_not() {
-        let output = serde_json::json!({"inference_id": "j", "status": "failed"});
-        for failed in [true, false] {
-            let TaskPayload::Completed { result } = completed(&output, failed).unwrap() else {
-                panic!("not a completed payload");
-            };
-            assert_eq!(result["structuredContent"], output);
-            assert_eq!(
-                result.get("isError") == Some(&serde_json::Value::Bool(true)),
-                failed,
-                "{result:?}"
-            );
-        }
     }
 }

@@ -1,0 +1,328 @@
+//! The tasks extension (`io.modelcontextprotocol/tasks`): submit_job and trigger_training as
+//! tasks for a client that declared it, and `tasks/get` and `tasks/cancel` on those tasks. A
+//! task lives in the results tables (any instance answers for any task); nothing is kept in the
+//! process.
+
+use rmcp::model::{
+    CallToolResponse, CallToolResult, CancelTaskParams, CreateTaskResult, DetailedTask, ErrorData,
+    Extensions, GetTaskParams, GetTaskResult, Task, TaskPayload, TaskStatus,
+};
+use tracing::{field::Empty, info_span, Instrument};
+
+use shared::domain::caller::Caller;
+use shared::domain::job::{self, JobStatus, Submission};
+use shared::domain::pipeline_status::PipelineStatus;
+use shared::domain::run;
+use shared::domain::time::rfc3339;
+use shared::telemetry;
+use shared::usecases::task::{self, RunTaskState, TaskError, TaskState};
+use shared::usecases::training;
+
+use crate::contract::*;
+use crate::deps::Backend;
+use crate::tools::{structured, tool_error, Tools};
+use crate::wording;
+
+impl<B: Backend> Tools<B> {
+    /// submit_job for a client that declared the tasks extension: the job as a task, or the
+    /// tool error a plain call would get.
+    pub(crate) async fn submit_as_task(
+        &self,
+        arguments: Option<rmcp::model::JsonObject>,
+        extensions: &Extensions,
+    ) -> CallToolResponse {
+        let args: SubmitJobArgs = match task_arguments(arguments) {
+            Ok(args) => args,
+            Err(message) => return tool_error(message),
+        };
+        let lives_secs = |s: &Submission| {
+            u64::from(s.request_ttl_secs)
+                + u64::from(s.invocation_timeout_secs)
+                + self.deps.config.result_ttl_secs
+        };
+        let call = self.call(
+            names::SUBMIT_JOB,
+            true,
+            extensions,
+            args,
+            |s, _| async move {
+                let lives_secs = lives_secs(&s);
+                Ok((self.submit(s).await?, lives_secs))
+            },
+        );
+        let (submitted, lives_secs) = match call.await {
+            Ok(answer) => answer,
+            Err(message) => return tool_error(message),
+        };
+        let Some(secret) = submitted.task_secret.clone() else {
+            // A job recorded before tasks existed: answer as a plain call does.
+            return structured(SubmitJobOutput::from(submitted));
+        };
+        let task = Task::new(
+            job::task_id(&submitted.inference_id, &secret),
+            task_status(submitted.status),
+            submitted.submitted_at.clone(),
+            submitted.submitted_at.clone(),
+        )
+        .with_ttl_ms(lives_secs * 1000)
+        .with_poll_interval_ms(self.deps.config.task_poll_interval_ms)
+        .with_status_message(match &submitted.note {
+            Some(condition) => wording::submitted(condition),
+            None if submitted.endpoint_at_zero => wording::ENDPOINT_AT_ZERO.to_owned(),
+            None => wording::JOB_INVOKED.to_owned(),
+        });
+        CallToolResponse::Task(CreateTaskResult::new(task))
+    }
+
+    /// trigger_training for a client that declared the tasks extension.
+    pub(crate) async fn trigger_as_task(
+        &self,
+        arguments: Option<rmcp::model::JsonObject>,
+        extensions: &Extensions,
+    ) -> CallToolResponse {
+        let args: TriggerTrainingArgs = match task_arguments(arguments) {
+            Ok(args) => args,
+            Err(message) => return tool_error(message),
+        };
+        let call = self.call(names::TRIGGER_TRAINING, true, extensions, args, |r, _| {
+            self.trigger(r)
+        });
+        let (output, secret) = match call.await {
+            Ok(answer) => answer,
+            Err(message) => return tool_error(message),
+        };
+        let Some(secret) = secret else {
+            // The run could not be recorded: answer as a plain call does.
+            return structured(output);
+        };
+        let started = rfc3339(self.deps.clock.now());
+        let config = &self.deps.config;
+        let task = Task::new(
+            run::task_id(&output.session_id, &output.execution_arn, &secret),
+            TaskStatus::Working,
+            started.clone(),
+            started,
+        )
+        .with_ttl_ms((config.result_ttl_secs + training::PENDING_RUN_GRACE_SECS) * 1000)
+        .with_poll_interval_ms(config.task_poll_interval_ms)
+        .with_status_message(wording::RUN_STARTED);
+        CallToolResponse::Task(CreateTaskResult::new(task))
+    }
+
+    /// `tasks/get` for a job, from the results table: any instance answers for any task.
+    async fn get_job_task(&self, caller: &Caller, task_id: &str) -> Result<TaskAnswer, ErrorData> {
+        // The task id is a bearer handle: only its inference_id half goes on the span.
+        let span = info_span!("task", method = "tasks/get", inference_id = Empty);
+        let d = &self.deps;
+        let (jobs, objects) = (d.ports.jobs(), d.ports.objects());
+        let view = task::get_task(jobs, objects, d.settings, caller, task_id, d.clock.now())
+            .instrument(span.clone())
+            .await
+            .map_err(task_error)?;
+        span.record("inference_id", view.inference_id.as_str());
+        let (payload, message) = match view.state {
+            TaskState::Working { stage, note } => (
+                TaskPayload::Working,
+                Some(wording::job_task_working(stage, note.as_ref())),
+            ),
+            TaskState::Cancelled { reason } => (TaskPayload::Cancelled, Some(reason)),
+            TaskState::Done(report) => {
+                if let Some(recorded) = &report.reconciled {
+                    self.reconciled(recorded).await;
+                }
+                // A SageMaker failure is the tool's error, not the protocol's.
+                let failed = report.job.status == JobStatus::Failed;
+                (completed(JobStatusOutput::from(*report), failed)?, None)
+            }
+        };
+        Ok(TaskAnswer {
+            created_at: view.created_at,
+            last_updated_at: view.last_updated_at,
+            ttl_ms: view.ttl_ms,
+            payload,
+            message,
+        })
+    }
+
+    /// `tasks/get` for a training run: working with its current step, completed with what
+    /// check_training_status reports (a tool error when the run failed), cancelled once stopped.
+    async fn get_run_task(&self, caller: &Caller, task_id: &str) -> Result<TaskAnswer, ErrorData> {
+        let span = info_span!("task", method = "tasks/get", execution_arn = Empty);
+        let d = &self.deps;
+        let (runs, pipeline) = (d.ports.runs(), d.ports.pipeline());
+        let view = task::get_run_task(runs, pipeline, caller, task_id, d.clock.now())
+            .instrument(span.clone())
+            .await
+            .map_err(task_error)?;
+        span.record("execution_arn", view.execution_arn.as_str());
+        let (payload, message) = match view.state {
+            RunTaskState::Working { status, steps } => (
+                TaskPayload::Working,
+                Some(wording::run_task_working(&status, &steps)),
+            ),
+            RunTaskState::Cancelled => (TaskPayload::Cancelled, Some(wording::RUN_STOPPED.into())),
+            RunTaskState::Done { described, steps } => {
+                let failed = !described.status.is(PipelineStatus::Succeeded);
+                let output = TrainingStatusOutput::new(view.execution_arn, described, steps);
+                (completed(output, failed)?, None)
+            }
+        };
+        Ok(TaskAnswer {
+            created_at: view.created_at,
+            last_updated_at: view.last_updated_at,
+            ttl_ms: view.ttl_ms,
+            payload,
+            message,
+        })
+    }
+
+    /// `tasks/get`, for a job's task or a run's.
+    pub(crate) async fn read_task(
+        &self,
+        request: GetTaskParams,
+        extensions: &Extensions,
+    ) -> Result<GetTaskResult, ErrorData> {
+        let caller = self.task_caller(extensions)?;
+        let answer = if run::is_run_task(&request.task_id) {
+            self.get_run_task(&caller, &request.task_id).await?
+        } else {
+            self.get_job_task(&caller, &request.task_id).await?
+        };
+        let poll_interval_ms = self.deps.config.task_poll_interval_ms;
+        Ok(answer.into_result(request.task_id, poll_interval_ms))
+    }
+
+    /// `tasks/cancel`: a pending job becomes `cancelled`, a running run is stopped; a finished
+    /// one stays as it is.
+    pub(crate) async fn cancel(
+        &self,
+        request: CancelTaskParams,
+        extensions: &Extensions,
+    ) -> Result<(), ErrorData> {
+        let caller = self.task_caller(extensions)?;
+        let span = info_span!("task", method = "tasks/cancel");
+        let d = &self.deps;
+        let now = d.clock.now();
+        let cancelled = if run::is_run_task(&request.task_id) {
+            let (runs, pipeline) = (d.ports.runs(), d.ports.pipeline());
+            task::cancel_run_task(runs, pipeline, &caller, &request.task_id, now)
+                .instrument(span)
+                .await
+        } else {
+            let ttl = d.config.result_ttl_secs;
+            let jobs = d.ports.jobs();
+            let cancelled = task::cancel_task(jobs, &caller, ttl, &request.task_id, now)
+                .instrument(span)
+                .await;
+            if let Ok(true) = cancelled {
+                telemetry::job_cancelled();
+            }
+            cancelled.map(|_| ())
+        };
+        cancelled.map_err(task_error)
+    }
+}
+
+/// What `tasks/get` says of a job's or a run's task.
+struct TaskAnswer {
+    created_at: String,
+    last_updated_at: String,
+    /// Until the record expires.
+    ttl_ms: Option<u64>,
+    payload: TaskPayload,
+    message: Option<String>,
+}
+
+impl TaskAnswer {
+    fn into_result(self, task_id: String, poll_interval_ms: u64) -> GetTaskResult {
+        let mut task = Task::new(
+            task_id,
+            TaskStatus::Working,
+            self.created_at,
+            self.last_updated_at,
+        )
+        .with_poll_interval_ms(poll_interval_ms);
+        if let Some(ttl_ms) = self.ttl_ms {
+            task = task.with_ttl_ms(ttl_ms);
+        }
+        if let Some(message) = self.message {
+            task = task.with_status_message(message);
+        }
+        GetTaskResult::new(DetailedTask::new(task, self.payload))
+    }
+}
+
+/// The task status of a job in a given state: only a pending job is still working; a failed
+/// job's task is completed, carrying a tool error (tasks fail for protocol errors only).
+fn task_status(status: JobStatus) -> TaskStatus {
+    match status {
+        JobStatus::Pending => TaskStatus::Working,
+        JobStatus::Cancelled => TaskStatus::Cancelled,
+        JobStatus::Completed | JobStatus::Failed => TaskStatus::Completed,
+    }
+}
+
+fn task_error(e: TaskError) -> ErrorData {
+    match e {
+        TaskError::NotFound => ErrorData::invalid_params(e.to_string(), None),
+        // Which call failed goes to the log; the caller learns only that a retry may help.
+        TaskError::Store(_) | TaskError::Pipeline { .. } => {
+            tracing::warn!(error = %e, "a task method failed");
+            ErrorData::internal_error(wording::TASK_FAILED, None)
+        }
+    }
+}
+
+/// A task form's typed arguments, or the message rmcp's router gives (as a tool error) when
+/// they do not parse.
+fn task_arguments<T: serde::de::DeserializeOwned>(
+    arguments: Option<rmcp::model::JsonObject>,
+) -> Result<T, String> {
+    serde_json::from_value(serde_json::Value::Object(arguments.unwrap_or_default()))
+        .map_err(|e| wording::bounded(format!("failed to deserialize parameters: {e}")))
+}
+
+/// A finished task's payload: the tool's structured result, marked `isError` when the work
+/// itself failed.
+fn completed(output: impl serde::Serialize, failed: bool) -> Result<TaskPayload, ErrorData> {
+    let output =
+        serde_json::to_value(output).map_err(|e| ErrorData::internal_error(e.to_string(), None))?;
+    let result = if failed {
+        CallToolResult::structured_error(output)
+    } else {
+        CallToolResult::structured(output)
+    };
+    match serde_json::to_value(result) {
+        Ok(serde_json::Value::Object(result)) => Ok(TaskPayload::Completed { result }),
+        _ => Err(ErrorData::internal_error("tool result", None)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_a_pending_job_is_a_working_task() {
+        assert_eq!(task_status(JobStatus::Pending), TaskStatus::Working);
+        assert_eq!(task_status(JobStatus::Completed), TaskStatus::Completed);
+        assert_eq!(task_status(JobStatus::Failed), TaskStatus::Completed);
+        assert_eq!(task_status(JobStatus::Cancelled), TaskStatus::Cancelled);
+    }
+
+    #[test]
+    fn a_failed_jobs_payload_is_a_tool_error_a_completed_ones_is_not() {
+        let output = serde_json::json!({"inference_id": "j", "status": "failed"});
+        for failed in [true, false] {
+            let TaskPayload::Completed { result } = completed(&output, failed).unwrap() else {
+                panic!("not a completed payload");
+            };
+            assert_eq!(result["structuredContent"], output);
+            assert_eq!(
+                result.get("isError") == Some(&serde_json::Value::Bool(true)),
+                failed,
+                "{result:?}"
+            );
+        }
+    }
+}
