@@ -34,7 +34,10 @@ def functions(stack: dict, work: Path) -> Functions:
                                     work / "pipeline-router.log"),
     }
     tools_env = {**common, **{k: stack[k] for k in ("RESULTS_TABLE", "PIPELINE_RESULTS_TABLE", "IO_BUCKET")},
-                 "ASYNC_ENDPOINT_NAME": "mcp-doc-processor-async", "PIPELINE_NAME": "mcp-intent-classifier-pipeline"}
+                 "ASYNC_ENDPOINT_NAME": "mcp-doc-processor-async", "PIPELINE_NAME": "mcp-intent-classifier-pipeline",
+                 # The bench is one caller making thousands of calls: the quotas stay on (their
+                 # writes are part of what a job costs) with limits it never reaches.
+                 "CALLER_SUBMITS_PER_MINUTE": "100000", "CALLER_RUNS_PER_HOUR": "10000", "CALLER_WAITS_MAX": "1000"}
     rust["mcp-tools"] = Function("mcp-tools", [str(RELEASE / "mcp-tools")], {**tools_env, "AUTH_MODE": "none"},
                                  work / "mcp-tools.log")
     rust["gateway-target"] = Function("gateway-target", [str(RELEASE / "gateway-target")], tools_env,
