@@ -159,19 +159,50 @@ pub type Asked = std::rc::Rc<std::cell::RefCell<std::collections::BTreeSet<Strin
 
 /// An environment of `vars` that records every variable asked for: each function's test holds
 /// what its configuration reads to the list it declares.
+/// A lookup that answers from a test's own variables.
 #[cfg(any(test, feature = "testing"))]
-pub fn recording_env(vars: &[(&str, &str)]) -> (Env<impl Fn(&str) -> Option<String>>, Asked) {
+pub type TestLookup = Box<dyn Fn(&str) -> Option<String>>;
+
+/// The environment a configuration's tests read from.
+#[cfg(any(test, feature = "testing"))]
+pub type TestEnv = Env<TestLookup>;
+
+/// Reads a configuration from `vars` and asserts that it asked for exactly the variables of
+/// `lists` (a function's declared lists): the list cannot drift from the code that reads.
+#[cfg(any(test, feature = "testing"))]
+pub fn assert_reads_exactly<T, E: std::fmt::Debug>(
+    read: impl Fn(&TestEnv) -> Result<T, E>,
+    vars: &[(&str, &str)],
+    lists: &[&[&str]],
+) {
+    let (env, asked) = recording_env(vars);
+    read(&env).expect("the configuration reads");
+    let asked: Vec<String> = asked.borrow().iter().cloned().collect();
+    let mut listed: Vec<&str> = lists.iter().flat_map(|l| l.iter().copied()).collect();
+    listed.sort_unstable();
+    listed.dedup();
+    assert_eq!(asked, listed, "the variables read and the ones listed");
+}
+
+/// An environment of `vars` alone, for a configuration's tests.
+#[cfg(any(test, feature = "testing"))]
+pub fn test_env(vars: &[(&str, &str)]) -> TestEnv {
+    recording_env(vars).0
+}
+
+#[cfg(any(test, feature = "testing"))]
+pub fn recording_env(vars: &[(&str, &str)]) -> (TestEnv, Asked) {
     let map: std::collections::HashMap<String, String> = vars
         .iter()
         .map(|(k, v)| (k.to_string(), v.to_string()))
         .collect();
     let asked = std::rc::Rc::new(std::cell::RefCell::new(std::collections::BTreeSet::new()));
     let seen = asked.clone();
-    let env = Env::from_lookup(move |k: &str| {
+    let lookup: TestLookup = Box::new(move |k: &str| {
         seen.borrow_mut().insert(k.to_owned());
         map.get(k).cloned()
     });
-    (env, asked)
+    (Env::from_lookup(lookup), asked)
 }
 
 #[cfg(test)]

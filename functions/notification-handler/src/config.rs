@@ -64,11 +64,7 @@ impl NotificationHandlerConfig {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use shared::config::recording_env;
-
-    fn env(vars: &[(&str, &str)]) -> Env<impl Fn(&str) -> Option<String>> {
-        recording_env(vars).0
-    }
+    use shared::config::{assert_reads_exactly, test_env as env};
 
     #[test]
     fn defaults_apply_when_only_the_table_is_set() {
@@ -87,16 +83,12 @@ mod tests {
 
     #[test]
     fn it_reads_exactly_the_variables_it_lists() {
-        let (recorded, asked) = recording_env(&[("RESULTS_TABLE", "t")]);
-        NotificationHandlerConfig::from_env(&recorded).unwrap();
-        let asked: Vec<String> = asked.borrow().iter().cloned().collect();
-        let mut listed: Vec<&str> = VARIABLES.to_vec();
-        listed.sort_unstable();
-        assert_eq!(asked, listed);
+        let read = |env: &_| NotificationHandlerConfig::from_env(env);
+        assert_reads_exactly(read, &[("RESULTS_TABLE", "t")], &[VARIABLES]);
         assert_eq!(
             REQUIRED,
             ["RESULTS_TABLE"],
-            "the one the test above leaves out"
+            "the one the read above is given"
         );
     }
 

@@ -50,11 +50,7 @@ impl PipelineRouterConfig {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use shared::config::recording_env;
-
-    fn env(vars: &[(&str, &str)]) -> Env<impl Fn(&str) -> Option<String>> {
-        recording_env(vars).0
-    }
+    use shared::config::{assert_reads_exactly, test_env as env};
 
     #[test]
     fn pipeline_router_needs_table_and_queue_url() {
@@ -85,17 +81,14 @@ mod tests {
 
     #[test]
     fn it_reads_exactly_the_variables_it_lists() {
-        let (env, asked) = recording_env(&[
+        let vars = [
             ("PIPELINE_RESULTS_TABLE", "t"),
             (
                 "PIPELINE_RESULTS_QUEUE_URL",
                 "https://sqs.us-east-1.amazonaws.com/1/q",
             ),
-        ]);
-        PipelineRouterConfig::from_env(&env).unwrap();
-        let asked: Vec<String> = asked.borrow().iter().cloned().collect();
-        let mut listed: Vec<&str> = VARIABLES.to_vec();
-        listed.sort_unstable();
-        assert_eq!(asked, listed);
+        ];
+        let read = |env: &_| PipelineRouterConfig::from_env(env);
+        assert_reads_exactly(read, &vars, &[VARIABLES]);
     }
 }

@@ -70,11 +70,7 @@ impl McpToolsConfig {
 
 #[cfg(test)]
 pub(crate) mod test_env {
-    use shared::config::Env;
-
-    pub fn env(vars: &[(&str, &str)]) -> Env<impl Fn(&str) -> Option<String>> {
-        shared::config::recording_env(vars).0
-    }
+    pub use shared::config::test_env as env;
 
     pub fn mcp_env(extra: &[(&'static str, &'static str)]) -> Vec<(&'static str, &'static str)> {
         let mut vars = vec![

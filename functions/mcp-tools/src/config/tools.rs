@@ -7,7 +7,7 @@ use shared::config::{
     results_table, ConfigError, Env, CRASH_MARGIN_SECS,
 };
 use shared::domain::job::JobPolicy;
-use shared::domain::quota::QuotaLimits;
+use shared::domain::quota::{Quota, QuotaLimits};
 use shared::domain::training_input::S3Prefix;
 use shared::usecases::JobSettings;
 
@@ -230,24 +230,9 @@ impl ToolsConfig {
             training_input_prefixes: training_input_prefixes(env)?,
             training_instance_types: training_instance_types(env)?,
             quotas: QuotaLimits {
-                submits_per_minute: env.number_in(
-                    "CALLER_SUBMITS_PER_MINUTE",
-                    QuotaLimits::default().submits_per_minute,
-                    0..=100_000,
-                    "jobs each caller may submit per minute, 0 (no limit) to 100000",
-                )?,
-                runs_per_hour: env.number_in(
-                    "CALLER_RUNS_PER_HOUR",
-                    QuotaLimits::default().runs_per_hour,
-                    0..=10_000,
-                    "training runs each caller may start per hour, 0 (no limit) to 10000",
-                )?,
-                waits_max: env.number_in(
-                    "CALLER_WAITS_MAX",
-                    QuotaLimits::default().waits_max,
-                    0..=1_000,
-                    "long waits each caller may hold at once, 0 (no limit) to 1000",
-                )?,
+                submits_per_minute: quota(env, "CALLER_SUBMITS_PER_MINUTE", Quota::Submits)?,
+                runs_per_hour: quota(env, "CALLER_RUNS_PER_HOUR", Quota::Runs)?,
+                waits_max: quota(env, "CALLER_WAITS_MAX", Quota::Waits)?,
             },
             default_request_ttl_secs: env.number_in(
                 "DEFAULT_REQUEST_TTL_SECS",
@@ -268,6 +253,33 @@ impl ToolsConfig {
             metrics_namespace: metrics_namespace(env),
         })
     }
+}
+
+/// One per-caller quota (`0`: off), with its default and bounds.
+fn quota<F: Fn(&str) -> Option<String>>(
+    env: &Env<F>,
+    name: &'static str,
+    quota: Quota,
+) -> Result<u32, ConfigError> {
+    let defaults = QuotaLimits::default();
+    let (default, max, expected) = match quota {
+        Quota::Submits => (
+            defaults.submits_per_minute,
+            100_000,
+            "jobs each caller may submit per minute, 0 (no limit) to 100000",
+        ),
+        Quota::Runs => (
+            defaults.runs_per_hour,
+            10_000,
+            "training runs each caller may start per hour, 0 (no limit) to 10000",
+        ),
+        Quota::Waits => (
+            defaults.waits_max,
+            1_000,
+            "long waits each caller may hold at once, 0 (no limit) to 1000",
+        ),
+    };
+    env.number_in(name, default, 0..=max, expected)
 }
 
 /// `TRAINING_INPUT_PREFIXES`: comma-separated `s3://bucket/prefix/` entries training data may
@@ -453,31 +465,24 @@ mod tests {
 
     #[test]
     fn the_tools_read_exactly_the_variables_they_list() {
-        let (env, asked) = shared::config::recording_env(&[
+        let vars = [
             ("RESULTS_TABLE", "r"),
             ("PIPELINE_RESULTS_TABLE", "p"),
             ("IO_BUCKET", "b"),
             ("ASYNC_ENDPOINT_NAME", "e"),
             ("PIPELINE_NAME", "pl"),
             ("PIPELINE_MAX_PARALLEL_STEPS", "2"),
-        ]);
-        ToolsConfig::from_env(&env).unwrap();
-        let asked: Vec<String> = asked.borrow().iter().cloned().collect();
-        let mut listed: Vec<&str> = VARIABLES.to_vec();
-        listed.sort_unstable();
-        assert_eq!(asked, listed);
+        ];
+        let read = |env: &_| ToolsConfig::from_env(env);
+        shared::config::assert_reads_exactly(read, &vars, &[VARIABLES]);
         for name in REQUIRED {
             let vars: Vec<(&str, &str)> = REQUIRED
                 .iter()
                 .filter(|r| *r != name)
                 .map(|r| (*r, "x"))
                 .collect();
-            let err = ToolsConfig::from_env(&env_of(&vars)).unwrap_err();
+            let err = ToolsConfig::from_env(&env(&vars)).unwrap_err();
             assert!(err.to_string().contains(name), "{err}");
         }
-    }
-
-    fn env_of(vars: &[(&str, &str)]) -> Env<impl Fn(&str) -> Option<String>> {
-        shared::config::recording_env(vars).0
     }
 }
