@@ -55,18 +55,6 @@ impl PipelineStatus {
     }
 }
 
-impl Serialize for PipelineStatus {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.serialize_str(self.as_str())
-    }
-}
-
-impl fmt::Display for PipelineStatus {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
 /// What DescribePipelineExecution reports: a known status, or a word this code does not know.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ExecutionStatus {
@@ -98,18 +86,6 @@ impl ExecutionStatus {
 impl From<PipelineStatus> for ExecutionStatus {
     fn from(status: PipelineStatus) -> Self {
         ExecutionStatus::Known(status)
-    }
-}
-
-impl Serialize for ExecutionStatus {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.serialize_str(self.as_str())
-    }
-}
-
-impl fmt::Display for ExecutionStatus {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
     }
 }
 
@@ -152,11 +128,24 @@ impl From<PipelineStatus> for RunStatus {
     }
 }
 
-impl fmt::Display for RunStatus {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
+/// Each status serializes and displays as its word (`as_str`), and nothing else.
+macro_rules! said_as_its_word {
+    ($($status:ty),*) => {$(
+        impl Serialize for $status {
+            fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+                s.serialize_str(self.as_str())
+            }
+        }
+
+        impl fmt::Display for $status {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str(self.as_str())
+            }
+        }
+    )*};
 }
+
+said_as_its_word!(PipelineStatus, ExecutionStatus, RunStatus);
 
 #[cfg(test)]
 mod tests {
