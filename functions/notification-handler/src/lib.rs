@@ -50,6 +50,8 @@ pub struct Handler<S, R, E> {
     pub settings: JobSettings,
     /// How many messages of an SQS batch are recorded at once (each is a few AWS calls).
     pub batch_concurrency: usize,
+    /// The time, as outcomes are recorded at it (the system's; a test's own in tests).
+    pub clock: shared::domain::time::Clock,
 }
 
 impl<S: JobStore, R: ObjectStore, E: CompletionEvents> Handler<S, R, E> {
@@ -171,7 +173,7 @@ impl<S: JobStore, R: ObjectStore, E: CompletionEvents> Handler<S, R, E> {
             &self.objects,
             self.settings,
             outcome,
-            shared::domain::time::now(),
+            self.clock.now(),
         )
         .await?;
         match &recorded {
@@ -235,6 +237,7 @@ mod tests {
 
     fn handler() -> Handler<MemoryJobs, MemoryObjects, MemoryEvents> {
         Handler {
+            clock: shared::domain::time::Clock::system(),
             store: MemoryJobs::default(),
             objects: MemoryObjects::default(),
             events: Some(MemoryEvents::default()),

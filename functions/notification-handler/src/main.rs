@@ -22,6 +22,7 @@ async fn main() -> Result<(), Error> {
     let metrics = telemetry::init_metrics("notification-handler", &config.metrics_namespace)?;
     let sdk = load_sdk_config().await;
     let handler = Handler {
+        clock: shared::domain::time::Clock::system(),
         store: DynamoJobs::new(dynamodb_client(&sdk), &config.results_table),
         objects: S3Objects::new(s3_client(&sdk)),
         events: config

@@ -70,6 +70,7 @@ impl Stack {
 
     fn handler(&self, table: &str) -> Handler<DynamoJobs, S3Objects, EventBridgeEvents> {
         Handler {
+            clock: shared::domain::time::Clock::system(),
             store: DynamoJobs::new(dynamodb_client(&self.sdk), table),
             objects: S3Objects::new(s3_client(&self.sdk)),
             events: None,

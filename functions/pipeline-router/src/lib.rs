@@ -41,6 +41,8 @@ pub struct Handler<S, P, Q> {
     pub pipeline: P,
     pub queue: Q,
     pub result_ttl_secs: u64,
+    /// The time, as runs are recorded at it (the system's; a test's own in tests).
+    pub clock: shared::domain::time::Clock,
 }
 
 impl<S: RunStore, P: PipelineControl, Q: CompletionQueue> Handler<S, P, Q> {
@@ -69,7 +71,7 @@ impl<S: RunStore, P: PipelineControl, Q: CompletionQueue> Handler<S, P, Q> {
             &self.queue,
             self.result_ttl_secs,
             change,
-            shared::domain::time::now(),
+            self.clock.now(),
         )
         .await
         .inspect_err(|e| tracing::error!(error = %e, "pipeline event not routed"))?;
@@ -112,6 +114,7 @@ mod tests {
 
     fn handler() -> Handler<MemoryRuns, FakePipeline, MemoryQueue> {
         Handler {
+            clock: shared::domain::time::Clock::system(),
             store: MemoryRuns::default(),
             pipeline: FakePipeline::default(),
             queue: MemoryQueue::default(),

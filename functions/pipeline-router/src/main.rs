@@ -22,6 +22,7 @@ async fn main() -> Result<(), Error> {
     let metrics = telemetry::init_metrics("pipeline-router", &config.metrics_namespace)?;
     let sdk = load_sdk_config().await;
     let handler = Handler {
+        clock: shared::domain::time::Clock::system(),
         store: DynamoRuns::new(dynamodb_client(&sdk), &config.pipeline_results_table),
         // Describes any run; the pipeline name is only used to start runs, which this never does.
         pipeline: SageMakerPipeline::new(sagemaker_client(&sdk), ""),

@@ -93,6 +93,7 @@ impl Stack {
         queue_url: &str,
     ) -> Handler<DynamoRuns, SageMakerPipeline, SqsCompletionQueue> {
         Handler {
+            clock: shared::domain::time::Clock::system(),
             store: DynamoRuns::new(dynamodb_client(&self.sdk), table),
             pipeline: SageMakerPipeline::new(sagemaker_client(&self.sdk), ""),
             queue: SqsCompletionQueue::new(sqs_client(&self.sdk), queue_url),
