@@ -1,6 +1,7 @@
-//! The HTTP front door: what is refused before MCP sees a request (paths, hosts, callers
-//! without credentials), and who the caller is. The principal is established here, once per
-//! request, and handed to the tools as a request extension; nothing below reads a header.
+//! The HTTP front door: what is refused before MCP sees a request (paths, hosts), the one
+//! parse of its JSON-RPC body, and the one call that says who the caller is
+//! ([`crate::auth`]). The principal is handed to the tools as a request extension; nothing
+//! below reads a header.
 
 use std::convert::Infallible;
 use std::sync::Arc;
@@ -8,19 +9,17 @@ use std::sync::Arc;
 use bytes::Bytes;
 use http::StatusCode;
 use http_body_util::{combinators::BoxBody, BodyExt, Full};
-use lambda_http::request::RequestContext;
 use lambda_http::RequestExt;
 use rmcp::transport::streamable_http_server::{
     session::never::NeverSessionManager, StreamableHttpServerConfig, StreamableHttpService,
 };
 
+use crate::auth::oauth::metadata;
+use crate::auth::oauth::verify::Verifier;
+use crate::auth::{Access, Authenticator, Refusal};
 use crate::config::{AuthMode, McpToolsConfig, OAuthConfig};
-use shared::domain::caller::Principal;
-use shared::domain::time::Clock;
-
 use crate::deps::{Backend, Deps};
-use crate::http_guard;
-use crate::oauth::{self, Challenge, Verifier};
+use crate::http_guard::{self, RpcBody};
 use crate::tools::Tools;
 
 /// A Function URL request is at most 6 MB.
@@ -30,32 +29,8 @@ pub type HttpResponse = http::Response<BoxBody<Bytes, Infallible>>;
 
 pub type McpService<B> = StreamableHttpService<Tools<B>, NeverSessionManager>;
 
-/// A request refused before MCP sees it: its status, its `WWW-Authenticate` challenge, and a
-/// line saying why.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Refusal {
-    pub status: StatusCode,
-    pub challenge: Option<String>,
-    pub text: &'static str,
-}
-
+/// A refusal as the HTTP reply: its status, its challenge, and its line as plain text.
 impl Refusal {
-    fn new(status: StatusCode, text: &'static str) -> Self {
-        Self {
-            status,
-            challenge: None,
-            text,
-        }
-    }
-
-    fn challenged(status: StatusCode, challenge: impl Into<String>, text: &'static str) -> Self {
-        Self {
-            status,
-            challenge: Some(challenge.into()),
-            text,
-        }
-    }
-
     pub fn into_response(self) -> HttpResponse {
         let mut builder = http::Response::builder()
             .status(self.status)
@@ -69,43 +44,24 @@ impl Refusal {
     }
 }
 
-/// The request's `Host`, if it is text.
-fn host(headers: &http::HeaderMap) -> Option<&str> {
-    headers
-        .get(http::header::HOST)
-        .and_then(|v| v.to_str().ok())
-}
-
-/// The host an OAuth resource (audience and metadata URL) is built on when `OAUTH_AUDIENCE` is
-/// unset: the Function URL's own domain, as Lambda puts it in the event; the (checked) `Host`
-/// only where the event carries none (local runs).
-fn resource_host(request: &lambda_http::Request) -> &str {
-    let own = match request.request_context_ref() {
-        Some(RequestContext::ApiGatewayV2(context)) => context.domain_name.as_deref(),
-        _ => None,
-    };
-    own.filter(|d| http_guard::is_dns_host(d))
-        .or_else(|| host(request.headers()))
-        .unwrap_or_default()
-}
-
 /// What is refused before the caller is looked at: a path other than `/` and `/mcp` (and,
 /// in oauth mode, the protected resource metadata's), and a `Host` not served.
 pub fn refuse(config: &McpToolsConfig, path: &str, headers: &http::HeaderMap) -> Option<Refusal> {
-    if !host(headers).is_some_and(http_guard::is_dns_host) {
+    let host = http_guard::host(headers);
+    if !host.is_some_and(http_guard::is_dns_host) {
         return Some(Refusal::new(
             StatusCode::BAD_REQUEST,
             "Bad Request: the Host header must be a DNS name (letters, digits, hyphens and dots, an optional port)",
         ));
     }
-    let metadata = matches!(config.auth, AuthMode::OAuth(_)) && is_metadata_path(path);
+    let metadata = matches!(config.auth, AuthMode::OAuth(_)) && metadata::is_metadata_path(path);
     if !matches!(path.trim_end_matches('/'), "" | "/mcp") && !metadata {
         return Some(Refusal::new(
             StatusCode::NOT_FOUND,
             "Not Found: MCP is served at /mcp",
         ));
     }
-    if !http_guard::host_allowed(host(headers), &config.allowed_hosts) {
+    if !http_guard::host_allowed(host, &config.allowed_hosts) {
         return Some(Refusal::new(
             StatusCode::FORBIDDEN,
             "Forbidden: Host header is not allowed",
@@ -114,94 +70,23 @@ pub fn refuse(config: &McpToolsConfig, path: &str, headers: &http::HeaderMap) ->
     None
 }
 
-/// The caller of a request in `iam`, `bearer` and `none` mode, or the refusal.
-pub fn identify(
-    auth: &AuthMode,
-    headers: &http::HeaderMap,
-    context: Option<&RequestContext>,
-) -> Result<Principal, Refusal> {
-    match auth {
-        AuthMode::None => Ok(Principal::Local),
-        AuthMode::Iam => iam_principal(context).ok_or_else(|| {
-            Refusal::new(
-                StatusCode::FORBIDDEN,
-                "Forbidden: the request carries no IAM identity (the Function URL's auth type must be AWS_IAM)",
-            )
-        }),
-        AuthMode::Bearer { tokens } => {
-            let authorization = headers
-                .get(http::header::AUTHORIZATION)
-                .and_then(|v| v.to_str().ok());
-            match http_guard::bearer_name(authorization, tokens) {
-                Some(name) => Ok(Principal::Bearer {
-                    name: name.to_owned(),
-                }),
-                None => {
-                    let challenge = if authorization.is_some() {
-                        r#"Bearer realm="mcp-tools", error="invalid_token""#
-                    } else {
-                        r#"Bearer realm="mcp-tools""#
-                    };
-                    Err(Refusal::challenged(
-                        StatusCode::UNAUTHORIZED,
-                        challenge,
-                        "Unauthorized: a valid bearer token is required",
-                    ))
-                }
-            }
-        }
-        // Verified by [`FrontDoor::oauth_principal`], which may have to fetch the keys.
-        AuthMode::OAuth(_) => Err(Refusal::new(
-            StatusCode::INTERNAL_SERVER_ERROR,
-            "Internal Server Error: OAuth tokens are verified by the front door",
-        )),
-    }
-}
-
-/// What a request may do, by what it calls: the scope an OAuth token needs for it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Access {
-    /// Reads the caller's work (and everything that is not a tool call: discovery, listing).
-    Read,
-    /// Starts or stops work: a tool that is not read-only, or `tasks/cancel`.
-    Write,
-}
-
 /// The access a JSON-RPC body asks for; a body that is not JSON-RPC asks for nothing more
 /// than reading (rmcp refuses it). A batch asks for the most any of its requests does.
-pub fn access_of(body: &[u8], write_tools: &[String]) -> Access {
-    let Ok(value) = serde_json::from_slice::<serde_json::Value>(body) else {
-        return Access::Read;
-    };
-    let messages = match &value {
-        serde_json::Value::Array(batch) => batch.iter().collect(),
-        single => vec![single],
-    };
-    let writes = messages.iter().any(|m| {
-        match m.get("method").and_then(|v| v.as_str()) {
-            Some("tools/call") => m
-                .pointer("/params/name")
-                .and_then(|v| v.as_str())
-                // An unknown tool is refused by rmcp; asking for it needs no more than reading.
-                .is_some_and(|name| write_tools.iter().any(|t| t == name)),
-            Some("tasks/cancel") => true,
-            _ => false,
-        }
+pub fn access_of(body: &RpcBody, write_tools: &[String]) -> Access {
+    let writes = body.messages.iter().any(|m| match m.method.as_deref() {
+        Some("tools/call") => m
+            .tool
+            .as_deref()
+            // An unknown tool is refused by rmcp; asking for it needs no more than reading.
+            .is_some_and(|name| write_tools.iter().any(|t| t == name)),
+        Some("tasks/cancel") => true,
+        _ => false,
     });
     if writes {
         Access::Write
     } else {
         Access::Read
     }
-}
-
-/// The IAM identity Lambda put in a SigV4-signed Function URL request's context.
-fn iam_principal(context: Option<&RequestContext>) -> Option<Principal> {
-    let RequestContext::ApiGatewayV2(context) = context? else {
-        return None;
-    };
-    let iam = context.authorizer.as_ref()?.iam.as_ref()?;
-    Principal::iam(iam.user_arn.as_deref()?)
 }
 
 /// rmcp's defaults are for a local server: set each for Lambda. Hosts are checked by
@@ -224,14 +109,13 @@ pub fn mcp_service<B: Backend>(deps: Arc<Deps<B>>, allowed_origins: &[String]) -
     )
 }
 
-/// The Function URL's front door: the configuration, the token verifier (oauth mode, and
-/// only then), the tools that need the write scope, the clock tokens are checked by, and the
-/// MCP service behind it. Built once at cold start.
+/// The Function URL's front door: the configuration, who may call (built from the auth
+/// mode), the tools that need the write scope, and the MCP service behind it. Built once at
+/// cold start.
 pub struct FrontDoor<B: Backend> {
     config: McpToolsConfig,
-    verifier: Option<Verifier>,
+    auth: Authenticator,
     write_tools: Vec<String>,
-    clock: Clock,
     mcp: McpService<B>,
 }
 
@@ -247,14 +131,9 @@ impl<B: Backend> FrontDoor<B> {
         deps: Arc<Deps<B>>,
         verifier: impl FnOnce(&OAuthConfig) -> Verifier,
     ) -> Self {
-        let verifier = match &config.auth {
-            AuthMode::OAuth(oauth) => Some(verifier(oauth)),
-            _ => None,
-        };
         Self {
-            verifier,
+            auth: Authenticator::new(&config.auth, deps.clock.clone(), verifier),
             write_tools: write_tools::<B>(),
-            clock: deps.clock.clone(),
             mcp: mcp_service(deps, &config.allowed_origins),
             config,
         }
@@ -273,86 +152,37 @@ impl<B: Backend> FrontDoor<B> {
     }
 
     async fn answer(&self, mut request: lambda_http::Request) -> HttpResponse {
-        if let Some(refusal) = refuse(&self.config, request.raw_http_path(), request.headers()) {
+        let path = request.raw_http_path();
+        if let Some(refusal) = refuse(&self.config, path, request.headers()) {
             return refusal.into_response();
         }
-        let oauth = match (&self.config.auth, &self.verifier) {
-            (AuthMode::OAuth(oauth), Some(verifier)) => Some((oauth, verifier)),
-            _ => None,
-        };
-        if let Some((oauth, _)) = oauth.filter(|_| is_metadata_path(request.raw_http_path())) {
-            let resource = oauth::resource(oauth, resource_host(&request));
-            return json_response(&oauth::protected_resource_metadata(oauth, &resource));
+        let context = request.request_context_ref();
+        if let Some(oauth) = self.auth.oauth() {
+            if metadata::is_metadata_path(path) {
+                let host = metadata::resource_host(context, request.headers());
+                let resource = metadata::resource(&oauth.config, host);
+                let document = metadata::protected_resource_metadata(&oauth.config, &resource);
+                return json_response(&document);
+            }
         }
-        let principal = match oauth {
-            Some((oauth, verifier)) => self.oauth_principal(oauth, verifier, &request).await,
-            None => identify(
-                &self.config.auth,
-                request.headers(),
-                request.request_context_ref(),
-            ),
-        };
-        let principal = match principal {
+        // The only parse before rmcp's: what the body calls decides the scope it needs, and a
+        // task request's id may stand in for its missing header.
+        let rpc = RpcBody::parse(request.body().as_ref());
+        let access = access_of(&rpc, &self.write_tools);
+        let principal = match self
+            .auth
+            .authenticate(request.headers(), context, access)
+            .await
+        {
             Ok(principal) => principal,
             Err(refusal) => return refusal.into_response(),
         };
         request.extensions_mut().insert(principal);
-        if let Some(name) =
-            http_guard::missing_task_name(request.headers(), request.body().as_ref())
+        if let Some(name) = http_guard::missing_task_name(request.headers(), rpc.task_id.as_deref())
         {
             request.headers_mut().insert("mcp-name", name);
         }
         self.mcp.handle(request).await
-    }
-
-    /// The caller an OAuth access token names, when it is valid for this resource and carries
-    /// the scope the request needs. A token only in the query string is not looked at.
-    async fn oauth_principal(
-        &self,
-        oauth: &OAuthConfig,
-        verifier: &Verifier,
-        request: &lambda_http::Request,
-    ) -> Result<Principal, Refusal> {
-        let headers = request.headers();
-        let resource = oauth::resource(oauth, resource_host(request));
-        let authorization = headers
-            .get(http::header::AUTHORIZATION)
-            .and_then(|v| v.to_str().ok());
-        let Some(token) = http_guard::bearer_token(authorization) else {
-            return Err(Refusal::challenged(
-                StatusCode::UNAUTHORIZED,
-                oauth::challenge(oauth, &resource, Challenge::MissingToken),
-                "Unauthorized: an OAuth access token is required (see the resource_metadata in WWW-Authenticate)",
-            ));
-        };
-        let now_secs = u64::try_from(self.clock.now().timestamp()).unwrap_or(0);
-        let claims = match verifier.verify(token, now_secs, &resource).await {
-            Ok(claims) => claims,
-            Err(e) => {
-                // Why, never the token.
-                tracing::info!(reason = %e, "access token refused");
-                return Err(Refusal::challenged(
-                    StatusCode::UNAUTHORIZED,
-                    oauth::challenge(oauth, &resource, Challenge::InvalidToken),
-                    "Unauthorized: the access token is not valid for this server",
-                ));
-            }
-        };
-        let needed = match access_of(request.body().as_ref(), &self.write_tools) {
-            Access::Read => &oauth.read_scope,
-            Access::Write => &oauth.write_scope,
-        };
-        if !claims.has_scope(needed) {
-            return Err(Refusal::challenged(
-                StatusCode::FORBIDDEN,
-                oauth::challenge(oauth, &resource, Challenge::InsufficientScope(needed)),
-                "Forbidden: the access token lacks the scope this call needs",
-            ));
-        }
-        Ok(Principal::OAuth {
-            issuer: claims.issuer,
-            subject: claims.subject,
-        })
     }
 }
 
@@ -366,12 +196,6 @@ pub fn write_tools<B: Backend>() -> Vec<String> {
         .collect()
 }
 
-/// RFC 9728's well-known paths, for the resource at `/mcp` and at `/`.
-fn is_metadata_path(path: &str) -> bool {
-    let path = path.trim_end_matches('/');
-    path == oauth::METADATA_PATH || path.strip_prefix(oauth::METADATA_PATH) == Some("/mcp")
-}
-
 fn json_response(value: &serde_json::Value) -> HttpResponse {
     http::Response::builder()
         .status(StatusCode::OK)
@@ -383,35 +207,7 @@ fn json_response(value: &serde_json::Value) -> HttpResponse {
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
-    use shared::config::Env;
-
-    pub(crate) fn config(auth: &str) -> McpToolsConfig {
-        let vars = [
-            ("RESULTS_TABLE", "r"),
-            ("PIPELINE_RESULTS_TABLE", "p"),
-            ("IO_BUCKET", "b"),
-            ("ASYNC_ENDPOINT_NAME", "e"),
-            ("PIPELINE_NAME", "pl"),
-            ("AWS_REGION", "us-east-1"),
-            ("AUTH_MODE", auth),
-            // sha256("secret")
-            (
-                "MCP_BEARER_TOKEN_SHA256",
-                "2bb80d537b1da3e38bd30361aa855686bde0eacd7162fef6a25fe97bf527a25b",
-            ),
-            // sha256("test")
-            (
-                "MCP_BEARER_TOKENS",
-                "agent-a:9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08",
-            ),
-        ];
-        McpToolsConfig::from_env(&Env::from_lookup(move |k| {
-            vars.iter()
-                .find(|(n, _)| *n == k)
-                .map(|(_, v)| v.to_string())
-        }))
-        .unwrap()
-    }
+    pub(crate) use crate::auth::tests::config;
 
     fn headers(pairs: &[(&'static str, &str)]) -> http::HeaderMap {
         pairs
@@ -442,66 +238,6 @@ pub(crate) mod tests {
                 .status,
             403
         );
-    }
-
-    #[test]
-    fn each_named_token_is_its_own_caller_and_a_wrong_one_is_refused() {
-        let bearer = config("bearer");
-        let no_token = identify(&bearer.auth, &headers(&[]), None).unwrap_err();
-        assert_eq!(no_token.status, 401);
-        assert_eq!(
-            no_token.challenge.as_deref(),
-            Some(r#"Bearer realm="mcp-tools""#)
-        );
-        let wrong = identify(
-            &bearer.auth,
-            &headers(&[("authorization", "Bearer nope")]),
-            None,
-        )
-        .unwrap_err();
-        assert_eq!(wrong.status, 401);
-        assert!(wrong.challenge.unwrap().contains("invalid_token"));
-        for (token, name) in [("secret", "default"), ("test", "agent-a")] {
-            let header = format!("Bearer {token}");
-            let principal = identify(
-                &bearer.auth,
-                &headers(&[("authorization", header.as_str())]),
-                None,
-            )
-            .unwrap();
-            assert_eq!(principal, Principal::Bearer { name: name.into() });
-        }
-    }
-
-    fn url_context(authorizer: serde_json::Value) -> RequestContext {
-        let context = serde_json::json!({
-            "accountId": "123456789012", "apiId": "abc", "domainName": "abc.lambda-url.us-east-1.on.aws",
-            "domainPrefix": "abc", "requestId": "r", "routeKey": "$default", "stage": "$default",
-            "time": "20/Nov/2026:10:00:00 +0000", "timeEpoch": 1_795_000_000_000u64,
-            "http": {"method": "POST", "path": "/mcp", "protocol": "HTTP/1.1", "sourceIp": "1.2.3.4", "userAgent": "t"},
-            "authorizer": authorizer,
-        });
-        RequestContext::ApiGatewayV2(serde_json::from_value(context).unwrap())
-    }
-
-    #[test]
-    fn an_iam_caller_is_its_identity_and_a_request_without_one_is_refused() {
-        let iam = config("iam");
-        let signed = url_context(serde_json::json!({"iam": {
-            "accessKey": "AKIA", "accountId": "123456789012", "callerId": "AROA:s",
-            "userArn": "arn:aws:sts::123456789012:assumed-role/Agent/s-1", "userId": "AROA:s"
-        }}));
-        assert_eq!(
-            identify(&iam.auth, &headers(&[]), Some(&signed)).unwrap(),
-            Principal::Iam {
-                arn: "arn:aws:sts::123456789012:assumed-role/Agent".into()
-            }
-        );
-        let unsigned = url_context(serde_json::Value::Null);
-        for context in [Some(&unsigned), None] {
-            let refused = identify(&iam.auth, &headers(&[]), context).unwrap_err();
-            assert_eq!(refused.status, 403);
-        }
     }
 }
 
@@ -543,7 +279,11 @@ mod access_tests {
             ),
             ("not json".into(), Access::Read),
         ] {
-            assert_eq!(access_of(body.as_bytes(), &write_tools), access, "{body}");
+            assert_eq!(
+                access_of(&RpcBody::parse(body.as_bytes()), &write_tools),
+                access,
+                "{body}"
+            );
         }
     }
 }
@@ -554,8 +294,10 @@ mod oauth_door_tests {
     use lambda_http::RequestExt;
     use serde_json::{json, Value};
 
+    use shared::domain::caller::Principal;
+
     use super::*;
-    use crate::oauth::tests as keys;
+    use crate::auth::oauth::fixtures as keys;
     use crate::tools_tests::world;
 
     fn door() -> (

@@ -1,8 +1,7 @@
-//! Checks mcp-tools makes on the HTTP request before MCP sees it.
+//! What the front door reads of the HTTP request before MCP sees it: the `Host`, checked, and
+//! the JSON-RPC body, parsed once.
 
-use sha2::{Digest, Sha256};
-
-use crate::config::NamedToken;
+use serde_json::Value;
 
 /// A `Host` as DNS writes a name: labels of letters, digits and hyphens (not at a label's
 /// ends) joined by dots, at most 253 characters, and an optional port. Anything else (a
@@ -54,46 +53,75 @@ pub fn host_allowed(host: Option<&str>, allowed: &[String]) -> bool {
     })
 }
 
+/// The request's `Host`, if it is text.
+pub fn host(headers: &http::HeaderMap) -> Option<&str> {
+    headers
+        .get(http::header::HOST)
+        .and_then(|v| v.to_str().ok())
+}
+
+/// What the front door reads of a JSON-RPC body, parsed once: each message's method and the
+/// tool it calls, and a lone request's task id. A body that is not JSON has no messages (rmcp
+/// refuses it).
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct RpcBody {
+    pub messages: Vec<RpcMessage>,
+    /// `params.taskId` of a body that is one message (not a batch).
+    pub task_id: Option<String>,
+}
+
+/// One JSON-RPC message, as far as the front door reads it.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct RpcMessage {
+    pub method: Option<String>,
+    /// `params.name`: the tool a `tools/call` calls.
+    pub tool: Option<String>,
+}
+
+impl RpcBody {
+    pub fn parse(body: &[u8]) -> Self {
+        let Ok(value) = serde_json::from_slice::<Value>(body) else {
+            return Self::default();
+        };
+        // A member that is not text is read as absent, as rmcp would refuse it anyway.
+        let text = |m: &Value, pointer: &str| {
+            m.pointer(pointer)
+                .and_then(Value::as_str)
+                .map(str::to_owned)
+        };
+        let message = |m: &Value| RpcMessage {
+            method: text(m, "/method"),
+            tool: text(m, "/params/name"),
+        };
+        match &value {
+            Value::Array(batch) => Self {
+                messages: batch.iter().map(message).collect(),
+                task_id: None,
+            },
+            single => Self {
+                messages: vec![message(single)],
+                task_id: text(single, "/params/taskId"),
+            },
+        }
+    }
+}
+
 /// The `Mcp-Name` a `tasks/*` request should carry (its `taskId`), when it carries none.
 /// rmcp 3.11 requires the header on `tasks/get`, `tasks/update` and `tasks/cancel`, while the
 /// Python SDK 2.3 under FastMCP's tasks client sends it only for tools, prompts and resources; the
-/// body holds the same value, so a missing header is filled from it. A header that is present
-/// is left for rmcp to check against the body.
-pub fn missing_task_name(headers: &http::HeaderMap, body: &[u8]) -> Option<http::HeaderValue> {
+/// body holds the same value (`task_id`, from [`RpcBody`]), so a missing header is filled from
+/// it. A header that is present is left for rmcp to check against the body.
+pub fn missing_task_name(
+    headers: &http::HeaderMap,
+    task_id: Option<&str>,
+) -> Option<http::HeaderValue> {
     let method = headers.get("mcp-method")?.to_str().ok()?;
     if !matches!(method, "tasks/get" | "tasks/update" | "tasks/cancel")
         || headers.contains_key("mcp-name")
     {
         return None;
     }
-    let request: serde_json::Value = serde_json::from_slice(body).ok()?;
-    let task_id = request.pointer("/params/taskId")?.as_str()?;
-    http::HeaderValue::from_str(task_id).ok()
-}
-
-/// The token in `Authorization: Bearer <token>`, if the header has that form.
-pub fn bearer_token(authorization: Option<&str>) -> Option<&str> {
-    let (scheme, rest) = authorization?.trim().split_once(' ')?;
-    let token = rest.trim();
-    (scheme.eq_ignore_ascii_case("bearer") && !token.is_empty()).then_some(token)
-}
-
-/// The named token whose SHA-256 is the presented token's. Every hash is compared in
-/// constant time, so the answer takes as long whichever token (if any) matches.
-pub fn bearer_name<'a>(authorization: Option<&str>, tokens: &'a [NamedToken]) -> Option<&'a str> {
-    let token = bearer_token(authorization)?;
-    let digest = Sha256::digest(token.as_bytes());
-    let mut found = None;
-    for known in tokens {
-        let diff = digest
-            .iter()
-            .zip(&known.sha256)
-            .fold(0u8, |acc, (a, b)| acc | (a ^ b));
-        if diff == 0 {
-            found = Some(known.name.as_str());
-        }
-    }
-    found
+    http::HeaderValue::from_str(task_id?).ok()
 }
 
 #[cfg(test)]
@@ -137,6 +165,9 @@ mod tests {
                 .map(|(k, v)| (http::HeaderName::from_static(k), v.parse().unwrap()))
                 .collect()
         };
+        let missing_task_name = |headers: &http::HeaderMap, body: &[u8]| {
+            super::missing_task_name(headers, RpcBody::parse(body).task_id.as_deref())
+        };
         let body =
             br#"{"jsonrpc":"2.0","id":1,"method":"tasks/get","params":{"taskId":"abc.123"}}"#;
         assert_eq!(
@@ -177,21 +208,5 @@ mod tests {
             &allowed
         ));
         assert!(!host_allowed(None, &allowed));
-    }
-
-    #[test]
-    fn bearer_tokens_are_checked_by_hash_and_named() {
-        let named = |name: &str, token: &[u8]| NamedToken {
-            name: name.to_owned(),
-            sha256: Sha256::digest(token).into(),
-        };
-        let tokens = [named("a", b"test"), named("b", b"other")];
-        assert_eq!(bearer_name(Some("Bearer test"), &tokens), Some("a"));
-        assert_eq!(bearer_name(Some("bearer  other "), &tokens), Some("b"));
-        assert_eq!(bearer_name(Some("Bearer wrong"), &tokens), None);
-        assert_eq!(bearer_name(Some("Basic dGVzdA=="), &tokens), None);
-        assert_eq!(bearer_name(Some("Bearer"), &tokens), None);
-        assert_eq!(bearer_name(Some("Bearer "), &tokens), None);
-        assert_eq!(bearer_name(None, &tokens), None);
     }
 }

@@ -3,16 +3,17 @@
 //! `contract` holds the tools' argument and result types, `tools` the tools themselves (each
 //! one use case of `shared`), `deps` what they run on (settings, ports, clock), `direct` a tool
 //! call without HTTP (for other front doors, such as an AgentCore Gateway target), and
-//! `front_door` the HTTP front door (who the caller is).
+//! `front_door` the HTTP front door (paths, hosts, the one parse of the body) and `auth` who
+//! the caller is, by auth mode.
 
 pub mod arguments;
+pub mod auth;
 pub mod config;
 pub mod contract;
 pub mod deps;
 pub mod direct;
 pub mod front_door;
 pub mod http_guard;
-pub mod oauth;
 pub mod progress;
 #[cfg(test)]
 mod sharing_tests;

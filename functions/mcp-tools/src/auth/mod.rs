@@ -1,0 +1,195 @@
+//! Who the caller is, by `AUTH_MODE`: [`iam`] (the identity Lambda checked), [`bearer`]
+//! (named static tokens), [`oauth`] (access tokens of one issuer), or none (local runs). The
+//! front door asks once per request, through [`Authenticator::authenticate`]; nothing below
+//! the front door reads a credential.
+
+pub mod bearer;
+pub mod iam;
+pub mod oauth;
+pub mod refusal;
+
+use lambda_http::request::RequestContext;
+use shared::domain::caller::Principal;
+use shared::domain::time::Clock;
+
+use crate::config::{AuthMode, NamedToken, OAuthConfig};
+use oauth::verify::Verifier;
+use oauth::OAuth;
+pub use refusal::{Access, Refusal};
+
+/// The configured mode with what it checks callers against, built once at cold start (the
+/// oauth mode's verifier keeps the keys it fetched).
+pub enum Authenticator {
+    None,
+    Iam,
+    Bearer(Vec<NamedToken>),
+    /// Boxed: the verifier and its key cache are far larger than the other modes.
+    OAuth(Box<OAuth>),
+}
+
+impl Authenticator {
+    /// `verifier` makes the oauth mode's verifier from its settings (tests give it other
+    /// keys); `clock` is what tokens are checked by.
+    pub fn new(
+        mode: &AuthMode,
+        clock: Clock,
+        verifier: impl FnOnce(&OAuthConfig) -> Verifier,
+    ) -> Self {
+        match mode {
+            AuthMode::None => Self::None,
+            AuthMode::Iam => Self::Iam,
+            AuthMode::Bearer { tokens } => Self::Bearer(tokens.clone()),
+            AuthMode::OAuth(config) => Self::OAuth(Box::new(OAuth::new(
+                config.clone(),
+                verifier(config),
+                clock,
+            ))),
+        }
+    }
+
+    /// The oauth mode's settings and verifier; `None` in every other mode.
+    pub fn oauth(&self) -> Option<&OAuth> {
+        match self {
+            Self::OAuth(oauth) => Some(oauth),
+            _ => None,
+        }
+    }
+
+    /// The caller of a request, or why it is refused. `access` is what the request asks to
+    /// do (only OAuth scopes tell reading from writing).
+    pub async fn authenticate(
+        &self,
+        headers: &http::HeaderMap,
+        context: Option<&RequestContext>,
+        access: Access,
+    ) -> Result<Principal, Refusal> {
+        let authorization = || {
+            headers
+                .get(http::header::AUTHORIZATION)
+                .and_then(|v| v.to_str().ok())
+        };
+        match self {
+            Self::None => Ok(Principal::Local),
+            Self::Iam => iam::principal(context),
+            Self::Bearer(tokens) => bearer::principal(authorization(), tokens),
+            Self::OAuth(oauth) => {
+                let host = oauth::metadata::resource_host(context, headers);
+                let resource = oauth::metadata::resource(&oauth.config, host);
+                oauth.principal(authorization(), &resource, access).await
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use shared::config::Env;
+
+    use super::*;
+    use crate::config::McpToolsConfig;
+
+    pub(crate) fn config(auth: &str) -> McpToolsConfig {
+        let vars = [
+            ("RESULTS_TABLE", "r"),
+            ("PIPELINE_RESULTS_TABLE", "p"),
+            ("IO_BUCKET", "b"),
+            ("ASYNC_ENDPOINT_NAME", "e"),
+            ("PIPELINE_NAME", "pl"),
+            ("AWS_REGION", "us-east-1"),
+            ("AUTH_MODE", auth),
+            // sha256("secret")
+            (
+                "MCP_BEARER_TOKEN_SHA256",
+                "2bb80d537b1da3e38bd30361aa855686bde0eacd7162fef6a25fe97bf527a25b",
+            ),
+            // sha256("test")
+            (
+                "MCP_BEARER_TOKENS",
+                "agent-a:9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08",
+            ),
+        ];
+        McpToolsConfig::from_env(&Env::from_lookup(move |k| {
+            vars.iter()
+                .find(|(n, _)| *n == k)
+                .map(|(_, v)| v.to_string())
+        }))
+        .unwrap()
+    }
+
+    fn headers(pairs: &[(&'static str, &str)]) -> http::HeaderMap {
+        pairs
+            .iter()
+            .map(|(k, v)| (http::HeaderName::from_static(k), v.parse().unwrap()))
+            .collect()
+    }
+
+    /// The caller `config`'s mode finds in a request (not oauth: no scope is looked at).
+    async fn identify(
+        config: &McpToolsConfig,
+        headers: &http::HeaderMap,
+        context: Option<&RequestContext>,
+    ) -> Result<Principal, Refusal> {
+        let verifier = |_: &OAuthConfig| unreachable!("not in oauth mode");
+        Authenticator::new(&config.auth, Clock::default(), verifier)
+            .authenticate(headers, context, Access::Read)
+            .await
+    }
+
+    #[tokio::test]
+    async fn each_named_token_is_its_own_caller_and_a_wrong_one_is_refused() {
+        let bearer = config("bearer");
+        let no_token = identify(&bearer, &headers(&[]), None).await.unwrap_err();
+        assert_eq!(no_token.status, 401);
+        assert_eq!(
+            no_token.challenge.as_deref(),
+            Some(r#"Bearer realm="mcp-tools""#)
+        );
+        let wrong = identify(&bearer, &headers(&[("authorization", "Bearer nope")]), None)
+            .await
+            .unwrap_err();
+        assert_eq!(wrong.status, 401);
+        assert!(wrong.challenge.unwrap().contains("invalid_token"));
+        for (token, name) in [("secret", "default"), ("test", "agent-a")] {
+            let header = format!("Bearer {token}");
+            let principal = identify(
+                &bearer,
+                &headers(&[("authorization", header.as_str())]),
+                None,
+            )
+            .await
+            .unwrap();
+            assert_eq!(principal, Principal::Bearer { name: name.into() });
+        }
+    }
+
+    fn url_context(authorizer: serde_json::Value) -> RequestContext {
+        let context = serde_json::json!({
+            "accountId": "123456789012", "apiId": "abc", "domainName": "abc.lambda-url.us-east-1.on.aws",
+            "domainPrefix": "abc", "requestId": "r", "routeKey": "$default", "stage": "$default",
+            "time": "20/Nov/2026:10:00:00 +0000", "timeEpoch": 1_795_000_000_000u64,
+            "http": {"method": "POST", "path": "/mcp", "protocol": "HTTP/1.1", "sourceIp": "1.2.3.4", "userAgent": "t"},
+            "authorizer": authorizer,
+        });
+        RequestContext::ApiGatewayV2(serde_json::from_value(context).unwrap())
+    }
+
+    #[tokio::test]
+    async fn an_iam_caller_is_its_identity_and_a_request_without_one_is_refused() {
+        let iam = config("iam");
+        let signed = url_context(serde_json::json!({"iam": {
+            "accessKey": "AKIA", "accountId": "123456789012", "callerId": "AROA:s",
+            "userArn": "arn:aws:sts::123456789012:assumed-role/Agent/s-1", "userId": "AROA:s"
+        }}));
+        assert_eq!(
+            identify(&iam, &headers(&[]), Some(&signed)).await.unwrap(),
+            Principal::Iam {
+                arn: "arn:aws:sts::123456789012:assumed-role/Agent".into()
+            }
+        );
+        let unsigned = url_context(serde_json::Value::Null);
+        for context in [Some(&unsigned), None] {
+            let refused = identify(&iam, &headers(&[]), context).await.unwrap_err();
+            assert_eq!(refused.status, 403);
+        }
+    }
+}
