@@ -43,11 +43,14 @@ pub async fn request<B: Backend>(
     let mut message: ClientJsonRpcMessage = serde_json::from_value(request)
         .map_err(|e| ErrorData::internal_error(format!("{method} request: {e}"), None))?;
     if let ClientJsonRpcMessage::Request(request) = &mut message {
-        let extensions = request.request.extensions_mut();
-        extensions.insert(caller);
+        // The caller and the invocation (its deadline) where the Function URL's door hands
+        // them over: on the request's HTTP parts, which rmcp puts in the extensions.
+        let (mut parts, ()) = http::Request::new(()).into_parts();
+        parts.extensions.insert(caller);
         if let Some(lambda) = lambda {
-            extensions.insert(lambda);
+            parts.extensions.insert(lambda);
         }
+        request.request.extensions_mut().insert(parts);
     }
 
     let (transport, mut replies) = OneshotTransport::<RoleServer>::new(message);
