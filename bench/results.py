@@ -130,7 +130,7 @@ class Cost:
     prices: dict[str, float]
     sources: list[tuple[str, str]]
     rows: list[CostRow]
-    headline: str  # the sentence BENCHMARKS.md and the README lead with
+    headline: str  # the sentence BENCHMARKS.md leads with
     changes: list[CostChange]
     notes: list[str]
     provenance: str = ""  # set when the section was made apart from the rest of the file
