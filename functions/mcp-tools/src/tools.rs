@@ -464,15 +464,13 @@ impl<B> Tools<B> {
         }
     }
 
-    /// The caller the front door established, on the HTTP request (Function URL) or on its
-    /// own (other front doors, see [`crate::direct`]); else the transport's sole caller.
-    /// Nothing here reads a header.
+    /// The caller the front door established on the request's parts (both doors put it
+    /// there, see [`crate::direct`]); else the transport's sole caller. Nothing here reads a
+    /// header.
     fn caller_of(&self, extensions: &Extensions) -> Option<Caller> {
-        let principal = match extensions.get::<http::request::Parts>() {
-            Some(parts) => parts.extensions.get::<Principal>(),
-            None => extensions.get::<Principal>(),
-        };
-        principal
+        extensions
+            .get::<http::request::Parts>()
+            .and_then(|parts| parts.extensions.get::<Principal>())
             .or(self.sole_caller.as_ref())
             .map(Principal::caller)
     }
@@ -606,12 +604,12 @@ fn remaining_time(extensions: &Extensions) -> Option<Duration> {
     time_left(context?.deadline, now_ms)
 }
 
-/// The Lambda context: inside the HTTP request (Function URL), or on its own (other front doors).
+/// The Lambda context, on the request's parts, where both doors put it.
 fn lambda_context(extensions: &Extensions) -> Option<&lambda_http::Context> {
-    match extensions.get::<http::request::Parts>() {
-        Some(parts) => parts.extensions.lambda_context_ref(),
-        None => extensions.get::<lambda_http::Context>(),
-    }
+    extensions
+        .get::<http::request::Parts>()?
+        .extensions
+        .lambda_context_ref()
 }
 
 /// From a deadline in epoch milliseconds. Local emulators pass a duration there instead, far
