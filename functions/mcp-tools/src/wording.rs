@@ -203,6 +203,50 @@ pub fn aws_failed(operation: &str, failure: &AwsFailure) -> String {
     format!("{operation} failed{code}. {advice}")
 }
 
+/// An id that names no job of the caller's (never submitted, another caller's, or expired).
+pub fn job_not_found(inference_id: &str, result_ttl_secs: u64) -> String {
+    format!(
+        "no job with inference_id {}: it was not submitted here, or its record expired \
+         ({result_ttl_secs} s after completion)",
+        quote(inference_id)
+    )
+}
+
+/// A run the caller may not see, for whatever reason: one answer.
+pub fn run_not_found(execution_arn: &str) -> String {
+    format!(
+        "no training run {} was found: check the execution_arn that trigger_training returned",
+        quote(execution_arn)
+    )
+}
+
+/// A model package the caller may not see, for whatever reason: one answer.
+pub fn model_package_not_found(arn: &str) -> String {
+    format!(
+        "no model package {} was found: check the model_package_arn (check_training_status \
+         reports the one a run registered)",
+        quote(arn)
+    )
+}
+
+/// An idempotency key used again with another input.
+pub const INPUT_CONFLICT: &str =
+    "this idempotency_key was already used with a different input; use a new key for a new job";
+
+/// A submission SageMaker (or S3, for the input) definitely did not take.
+pub fn submit_refused(inference_id: &str, reason: &str, transient: bool) -> String {
+    let transient = if transient {
+        " The cause looks transient."
+    } else {
+        ""
+    };
+    format!(
+        "job {inference_id} was not submitted: {reason}. Nothing was queued; submitting again \
+         (with the same idempotency_key, if one was given) may succeed once the cause is fixed.\
+         {transient}"
+    )
+}
+
 /// The store refused an item or held one it could not read: the log says which.
 pub const STORE_FAILED: &str =
     "the results table could not be used for this call; retrying may succeed";

@@ -42,7 +42,11 @@ pub enum JobNote {
 
 #[derive(Debug, thiserror::Error)]
 pub enum CheckError {
-    #[error("no job with inference_id {}: it was not submitted here, or its record expired ({result_ttl_secs} s after completion)", crate::util::quote(inference_id))]
+    /// Never submitted here, another caller's, or expired: one answer for all three.
+    #[error(
+        "no job {} (unknown, another caller's, or expired)",
+        crate::util::quote(inference_id)
+    )]
     NotFound {
         inference_id: String,
         result_ttl_secs: u64,
@@ -235,8 +239,7 @@ mod tests {
         .await
         .unwrap_err();
         assert!(
-            err.to_string()
-                .contains("no job with inference_id \"nope\""),
+            matches!(&err, CheckError::NotFound { inference_id, .. } if inference_id == "nope"),
             "{err}"
         );
         let s = invoked(&jobs).await;

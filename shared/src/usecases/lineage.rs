@@ -67,7 +67,10 @@ pub struct Provenance {
 #[derive(Debug, thiserror::Error)]
 pub enum ProvenanceError {
     /// DescribeModelPackage knows no such package.
-    #[error("no model package {} was found: check the model_package_arn (check_training_status reports the one a run registered)", crate::util::quote(arn))]
+    #[error(
+        "no model package {} (unknown, or not the caller's to see)",
+        crate::util::quote(arn)
+    )]
     NotFound { arn: String },
     #[error("SageMaker {operation} failed: {failure}")]
     Aws {
@@ -512,9 +515,10 @@ mod tests {
             matches!(&e, ProvenanceError::NotFound { arn } if arn == missing),
             "{e}"
         );
-        assert!(e
-            .to_string()
-            .starts_with(&format!("no model package \"{missing}\" was found")));
+        assert_eq!(
+            e.to_string(),
+            format!("no model package \"{missing}\" (unknown, or not the caller's to see)")
+        );
 
         let (_, package) = registered(&pipeline, &lineage).await;
         let denied = AwsFailure {

@@ -63,12 +63,10 @@ impl Submitted {
 
 #[derive(Debug, thiserror::Error)]
 pub enum SubmitError {
-    #[error(
-        "this idempotency_key was already used with a different input; use a new key for a new job"
-    )]
+    #[error("the idempotency_key was used before with a different input")]
     InputConflict,
     /// SageMaker (or S3, for the input) definitely did not take the request.
-    #[error("job {inference_id} was not submitted: {reason}. Nothing was queued; submitting again (with the same idempotency_key, if one was given) may succeed once the cause is fixed.")]
+    #[error("job {inference_id} was not submitted: {reason}")]
     Refused {
         inference_id: String,
         reason: String,

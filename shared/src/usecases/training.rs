@@ -128,7 +128,7 @@ pub async fn trigger_training<P: PipelineControl, R: RunStore>(
 pub enum StatusError {
     /// SageMaker knows no such run, or it is another caller's: one answer for both.
     #[error(
-        "no training run {} was found: check the execution_arn that trigger_training returned",
+        "no training run {} (unknown, another caller's, or not this deployment's)",
         crate::util::quote(execution_arn)
     )]
     NotFound { execution_arn: String },

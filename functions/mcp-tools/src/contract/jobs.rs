@@ -185,10 +185,16 @@ impl From<SubmitError> for ToolError {
     fn from(e: SubmitError) -> Self {
         match e {
             SubmitError::Store(e) => e.into(),
-            SubmitError::Refused { ref failure, .. } if failure.retryable => ToolError {
-                message: format!("{e} The cause looks transient."),
-            },
-            other => ToolError::invalid(other.to_string()),
+            SubmitError::InputConflict => ToolError::invalid(wording::INPUT_CONFLICT),
+            SubmitError::Refused {
+                inference_id,
+                reason,
+                failure,
+            } => ToolError::invalid(wording::submit_refused(
+                &inference_id,
+                &reason,
+                failure.retryable,
+            )),
         }
     }
 }
@@ -302,7 +308,10 @@ impl From<CheckError> for ToolError {
     fn from(e: CheckError) -> Self {
         match e {
             CheckError::Store(e) => e.into(),
-            not_found => ToolError::invalid(not_found.to_string()),
+            CheckError::NotFound {
+                inference_id,
+                result_ttl_secs,
+            } => ToolError::invalid(wording::job_not_found(&inference_id, result_ttl_secs)),
         }
     }
 }

@@ -304,7 +304,9 @@ impl ModelProvenanceOutput {
 impl From<ProvenanceError> for ToolError {
     fn from(e: ProvenanceError) -> Self {
         match e {
-            ProvenanceError::NotFound { .. } => ToolError::invalid(e.to_string()),
+            ProvenanceError::NotFound { arn } => {
+                ToolError::invalid(wording::model_package_not_found(&arn))
+            }
             ProvenanceError::Aws { operation, failure } => {
                 ToolError::aws(&format!("SageMaker {operation}"), &failure)
             }

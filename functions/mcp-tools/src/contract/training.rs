@@ -374,7 +374,9 @@ impl From<TriggerError> for ToolError {
 impl From<StatusError> for ToolError {
     fn from(e: StatusError) -> Self {
         match e {
-            StatusError::NotFound { .. } => ToolError::invalid(e.to_string()),
+            StatusError::NotFound { execution_arn } => {
+                ToolError::invalid(wording::run_not_found(&execution_arn))
+            }
             StatusError::Describe(f) => ToolError::aws("SageMaker DescribePipelineExecution", &f),
             StatusError::Steps(f) => ToolError::aws("SageMaker ListPipelineExecutionSteps", &f),
         }
