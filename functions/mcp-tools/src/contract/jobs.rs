@@ -10,7 +10,7 @@ use super::common::*;
 use super::waits::{wait_description, WAIT_SECS};
 use crate::wording;
 use shared::domain::caller::{Caller, Owner};
-use shared::domain::job::{Job, Submission};
+use shared::domain::job::{Job, JobStatus, Submission};
 use shared::usecases::check::{CheckError, JobReport};
 use shared::usecases::submit::{SubmitError, Submitted};
 
@@ -31,6 +31,28 @@ pub const REQUEST_TTL_SECS: Bounds<u32> = Bounds {
     max: 21600,
     default: None,
 };
+/// A job's status, as both tools report it: its schema lists the four words.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+#[schemars(inline)]
+pub enum JobState {
+    Pending,
+    Completed,
+    Failed,
+    Cancelled,
+}
+
+impl From<JobStatus> for JobState {
+    fn from(status: JobStatus) -> Self {
+        match status {
+            JobStatus::Pending => JobState::Pending,
+            JobStatus::Completed => JobState::Completed,
+            JobStatus::Failed => JobState::Failed,
+            JobStatus::Cancelled => JobState::Cancelled,
+        }
+    }
+}
+
 // ---------------------------------------------------------------- submit_job
 
 #[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
@@ -67,7 +89,7 @@ pub struct SubmitJobOutput {
     pub inference_id: String,
     /// `pending` for a new job; a replayed `idempotency_key` returns the job's current status
     /// beside exactly what the first call returned.
-    pub status: String,
+    pub status: JobState,
     /// Where SageMaker will write the output.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub output_location: Option<String>,
@@ -167,7 +189,7 @@ impl From<Submitted> for SubmitJobOutput {
     fn from(s: Submitted) -> Self {
         SubmitJobOutput {
             inference_id: s.inference_id,
-            status: s.status.as_str().to_owned(),
+            status: s.status.into(),
             output_location: s.output_location,
             failure_location: s.failure_location,
             submitted_at: s.submitted_at,
@@ -246,7 +268,7 @@ impl ToolArgs for CheckJobStatusArgs {
 pub struct JobStatusOutput {
     pub inference_id: String,
     /// `pending`, `completed`, `failed` or `cancelled`.
-    pub status: String,
+    pub status: JobState,
     /// The output, when it is JSON and small enough to be stored inline.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub result: Option<Value>,
@@ -291,7 +313,7 @@ impl From<JobReport> for JobStatusOutput {
             .map(|_| wording::EXPIRED_IN_QUEUE.to_owned());
         JobStatusOutput {
             inference_id,
-            status: status.as_str().to_owned(),
+            status: status.into(),
             result_url: if result.is_none() { r.result_url } else { None },
             result,
             failure_reason,

@@ -203,3 +203,22 @@ fn aws_errors_say_which_call_and_whether_to_retry() {
         .message
         .ends_with("Retrying the same call will not help."));
 }
+
+#[test]
+fn a_jobs_status_is_one_of_four_words_in_the_output_schemas() {
+    for schema in [
+        schemars::schema_for!(JobStatusOutput),
+        schemars::schema_for!(SubmitJobOutput),
+    ] {
+        let schema = serde_json::to_value(schema).unwrap();
+        assert_eq!(
+            schema["properties"]["status"]["enum"],
+            json!(["pending", "completed", "failed", "cancelled"]),
+            "{schema}"
+        );
+    }
+    assert_eq!(
+        serde_json::to_value(JobState::from(shared::domain::job::JobStatus::Cancelled)).unwrap(),
+        json!("cancelled")
+    );
+}
