@@ -85,10 +85,14 @@ pub const JOB_INVOKED: &str = "invoked: SageMaker has queued the request";
 
 /// Whether a failure reason says the request expired in SageMaker's queue (its request TTL
 /// ran out before an instance took it). SageMaker's exact words are not documented: any
-/// mention of expiry or the TTL counts.
+/// mention of expiry or of the TTL as a word (`TTL`, `RequestTTLSeconds`) counts; "ttl" inside
+/// another word (`ThrottlingException`) does not.
 pub fn expired_in_queue(failure_reason: &str) -> bool {
     let reason = failure_reason.to_ascii_lowercase();
-    reason.contains("expired") || reason.contains("ttl") || reason.contains("time to live")
+    let ttl_word = reason
+        .split(|c: char| !c.is_ascii_alphanumeric())
+        .any(|word| word == "ttl" || word.starts_with("requestttl"));
+    reason.contains("expired") || reason.contains("time to live") || ttl_word
 }
 
 /// Beside a job that failed because it expired in the queue.
@@ -371,6 +375,25 @@ mod tests {
             submitted(&PendingCondition::Crashed),
             pending(&PendingCondition::Crashed)
         );
+    }
+
+    #[test]
+    fn only_an_expiry_or_the_ttl_reads_as_expired_in_the_queue() {
+        for expired in [
+            "Request expired in queue",
+            "Request TTL exceeded",
+            "RequestTTLSeconds elapsed before the request was processed",
+            "the request's time to live ran out",
+        ] {
+            assert!(expired_in_queue(expired), "{expired}");
+        }
+        for other in [
+            "ThrottlingException: Rate exceeded",
+            "ClientError: the model raised an error",
+            "ModelError: throttled by the container",
+        ] {
+            assert!(!expired_in_queue(other), "{other}");
+        }
     }
 
     #[test]
