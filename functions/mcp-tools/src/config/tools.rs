@@ -184,13 +184,17 @@ impl ToolsConfig {
     }
 
     pub fn from_env<F: Fn(&str) -> Option<String>>(env: &Env<F>) -> Result<Self, ConfigError> {
+        let results_table = results_table(env)?;
+        let pipeline_results_table = env.required(
+            "PIPELINE_RESULTS_TABLE",
+            "the name of the DynamoDB pipeline results table",
+        )?;
+        let io_bucket = env.required("IO_BUCKET", "the S3 bucket for job inputs")?;
         Ok(Self {
-            results_table: results_table(env)?,
-            pipeline_results_table: env.required(
-                "PIPELINE_RESULTS_TABLE",
-                "the name of the DynamoDB pipeline results table",
-            )?,
-            io_bucket: env.required("IO_BUCKET", "the S3 bucket for job inputs")?,
+            training_input_prefixes: training_input_prefixes(env, &io_bucket)?,
+            results_table,
+            pipeline_results_table,
+            io_bucket,
             async_endpoint_name: env.required(
                 "ASYNC_ENDPOINT_NAME",
                 "the name of the SageMaker async endpoint",
@@ -227,7 +231,6 @@ impl ToolsConfig {
                 Some(text) => PipelineParameters::parse(&text),
                 None => Ok(PipelineParameters::default()),
             },
-            training_input_prefixes: training_input_prefixes(env)?,
             training_instance_types: training_instance_types(env)?,
             quotas: QuotaLimits {
                 submits_per_minute: quota(env, "CALLER_SUBMITS_PER_MINUTE", Quota::Submits)?,
@@ -286,15 +289,13 @@ fn quota<F: Fn(&str) -> Option<String>>(
 /// be read from; unset, the IO bucket's `train/`.
 fn training_input_prefixes<F: Fn(&str) -> Option<String>>(
     env: &Env<F>,
+    io_bucket: &str,
 ) -> Result<Vec<S3Prefix>, ConfigError> {
     const EXPECTED: &str = "comma-separated s3://bucket/prefix/ entries (lowercase bucket \
         names; no ., .. or empty path segments), e.g. s3://my-bucket/train/,s3://datasets/intents/";
     let text = match env.optional("TRAINING_INPUT_PREFIXES") {
         Some(text) => text,
-        None => format!(
-            "s3://{}/train/",
-            env.required("IO_BUCKET", "the S3 bucket for job inputs")?
-        ),
+        None => format!("s3://{io_bucket}/train/"),
     };
     let invalid = || ConfigError::Invalid {
         name: "TRAINING_INPUT_PREFIXES",
