@@ -8,18 +8,8 @@ use serde_json::Value;
 /// userinfo part, a path, spaces, an IP literal in brackets) is refused before the request is
 /// looked at further, and no URL is ever built from it.
 pub fn is_dns_host(host: &str) -> bool {
-    let name = match host.rsplit_once(':') {
-        Some((name, port)) => {
-            let port_ok = !port.is_empty()
-                && port.len() <= 5
-                && port.bytes().all(|b| b.is_ascii_digit())
-                && port.parse::<u32>().is_ok_and(|p| p <= 65_535);
-            if !port_ok {
-                return false;
-            }
-            name
-        }
-        None => host,
+    let Some(name) = host_name(host) else {
+        return false;
     };
     let name = name.strip_suffix('.').unwrap_or(name);
     !name.is_empty()
@@ -35,15 +25,27 @@ pub fn is_dns_host(host: &str) -> bool {
         })
 }
 
+/// A `Host`'s name without its port; None when what follows the last `:` is no port (1 to 5
+/// digits, at most 65535).
+fn host_name(host: &str) -> Option<&str> {
+    match host.rsplit_once(':') {
+        Some((name, port)) => {
+            let port_ok = (1..=5).contains(&port.len())
+                && port.bytes().all(|b| b.is_ascii_digit())
+                && port.parse::<u32>().is_ok_and(|p| p <= 65_535);
+            port_ok.then_some(name)
+        }
+        None => Some(host),
+    }
+}
+
 /// The `Host` (port ignored) is one of `allowed`: an exact name, or `*.suffix` for any
 /// subdomain of suffix (a Function URL's host is `<url-id>.lambda-url.<region>.on.aws`).
 pub fn host_allowed(host: Option<&str>, allowed: &[String]) -> bool {
-    let Some(host) = host else { return false };
-    let name = match host.rsplit_once(':') {
-        Some((name, port)) if !port.is_empty() && port.chars().all(|c| c.is_ascii_digit()) => name,
-        _ => host,
-    }
-    .to_ascii_lowercase();
+    let Some(name) = host.and_then(host_name) else {
+        return false;
+    };
+    let name = name.to_ascii_lowercase();
     allowed.iter().any(|pattern| {
         let pattern = pattern.to_ascii_lowercase();
         match pattern.strip_prefix("*.") {
