@@ -20,9 +20,9 @@ use rmcp::service::RequestContext;
 use rmcp::RoleServer;
 use rmcp::{tool, tool_handler, tool_router, Json, ServerHandler};
 
+use shared::domain::arn::{account_of_function, Scope};
 use shared::domain::caller::{Caller, Principal};
 use shared::domain::job::{JobStatus, Submission};
-use shared::domain::lineage::{account_of_function, Scope};
 use shared::domain::pipeline_status::PipelineStatus;
 use shared::telemetry::{self, OutcomeSource};
 use shared::usecases::training::{self, TriggerRequest};
