@@ -43,6 +43,24 @@ where
         .await
 }
 
+/// Runs a function that takes JSON events (SNS, SQS, EventBridge): each invocation's payload
+/// goes to `handle`, under the layers [`run`] adds. The event functions' mains only wire.
+pub async fn run_events<H, F, R, E>(
+    metrics: &'static Collector,
+    handle: H,
+) -> Result<(), lambda_runtime::Error>
+where
+    H: Fn(serde_json::Value) -> F,
+    F: std::future::Future<Output = Result<R, E>>,
+    R: serde::Serialize,
+    E: Into<lambda_runtime::Diagnostic> + std::fmt::Debug,
+{
+    let service = lambda_runtime::service_fn(
+        move |event: lambda_runtime::LambdaEvent<serde_json::Value>| handle(event.payload),
+    );
+    run(metrics, service).await
+}
+
 /// The crates whose INFO lines are ours to keep. lambda_runtime's invocation span carries the
 /// request id, so it stays at INFO too.
 const OUR_CRATES: [&str; 6] = [

@@ -15,7 +15,7 @@ use shared::domain::pipeline_status::PipelineStatus;
 use shared::domain::run;
 use shared::domain::time::rfc3339;
 use shared::telemetry;
-use shared::usecases::task::{self, RunTaskState, TaskError, TaskState};
+use shared::usecases::task::{self, RunTaskState, TaskError, TaskState, TaskTimes};
 use shared::usecases::training;
 
 use crate::contract::*;
@@ -31,28 +31,23 @@ impl<B: Backend> Tools<B> {
         arguments: Option<rmcp::model::JsonObject>,
         extensions: &Extensions,
     ) -> CallToolResponse {
-        let args: SubmitJobArgs = match task_arguments(arguments) {
-            Ok(args) => args,
-            Err(message) => return tool_error(message),
-        };
         let lives_secs = |s: &Submission| {
             u64::from(s.request_ttl_secs)
                 + u64::from(s.invocation_timeout_secs)
                 + self.deps.config.result_ttl_secs
         };
-        let call = self.call(
+        let call = self.task_call::<SubmitJobArgs, _, _, _>(
             names::SUBMIT_JOB,
-            true,
+            arguments,
             extensions,
-            args,
-            |s, _| async move {
+            |s| async move {
                 let lives_secs = lives_secs(&s);
                 Ok((self.submit(s).await?, lives_secs))
             },
         );
         let (submitted, lives_secs) = match call.await {
             Ok(answer) => answer,
-            Err(message) => return tool_error(message),
+            Err(refused) => return refused,
         };
         let Some(secret) = submitted.task_secret.clone() else {
             // A job recorded before tasks existed: answer as a plain call does.
@@ -80,16 +75,15 @@ impl<B: Backend> Tools<B> {
         arguments: Option<rmcp::model::JsonObject>,
         extensions: &Extensions,
     ) -> CallToolResponse {
-        let args: TriggerTrainingArgs = match task_arguments(arguments) {
-            Ok(args) => args,
-            Err(message) => return tool_error(message),
-        };
-        let call = self.call(names::TRIGGER_TRAINING, true, extensions, args, |r, _| {
-            self.trigger(r)
-        });
+        let call = self.task_call::<TriggerTrainingArgs, _, _, _>(
+            names::TRIGGER_TRAINING,
+            arguments,
+            extensions,
+            |r| self.trigger(r),
+        );
         let (output, secret) = match call.await {
             Ok(answer) => answer,
-            Err(message) => return tool_error(message),
+            Err(refused) => return refused,
         };
         let Some(secret) = secret else {
             // The run could not be recorded: answer as a plain call does.
@@ -107,6 +101,26 @@ impl<B: Backend> Tools<B> {
         .with_poll_interval_ms(config.task_poll_interval_ms)
         .with_status_message(wording::RUN_STARTED);
         CallToolResponse::Task(CreateTaskResult::new(task))
+    }
+
+    /// A tool's work in its task form: its arguments read and checked, the work done as a plain
+    /// call does it; a refusal is the tool error a plain call would get.
+    async fn task_call<A, T, F, Fut>(
+        &self,
+        tool: &'static str,
+        arguments: Option<rmcp::model::JsonObject>,
+        extensions: &Extensions,
+        work: F,
+    ) -> Result<T, CallToolResponse>
+    where
+        A: ToolArgs + serde::de::DeserializeOwned,
+        F: FnOnce(A::Valid) -> Fut,
+        Fut: std::future::Future<Output = Result<T, ToolError>>,
+    {
+        let args: A = task_arguments(arguments).map_err(tool_error)?;
+        self.call(tool, true, extensions, args, |valid, _| work(valid))
+            .await
+            .map_err(tool_error)
     }
 
     /// `tasks/get` for a job, from the results table: any instance answers for any task.
@@ -136,9 +150,7 @@ impl<B: Backend> Tools<B> {
             }
         };
         Ok(TaskAnswer {
-            created_at: view.created_at,
-            last_updated_at: view.last_updated_at,
-            ttl_ms: view.ttl_ms,
+            times: view.times,
             payload,
             message,
         })
@@ -168,9 +180,7 @@ impl<B: Backend> Tools<B> {
             }
         };
         Ok(TaskAnswer {
-            created_at: view.created_at,
-            last_updated_at: view.last_updated_at,
-            ttl_ms: view.ttl_ms,
+            times: view.times,
             payload,
             message,
         })
@@ -225,10 +235,7 @@ impl<B: Backend> Tools<B> {
 
 /// What `tasks/get` says of a job's or a run's task.
 struct TaskAnswer {
-    created_at: String,
-    last_updated_at: String,
-    /// Until the record expires.
-    ttl_ms: Option<u64>,
+    times: TaskTimes,
     payload: TaskPayload,
     message: Option<String>,
 }
@@ -238,11 +245,11 @@ impl TaskAnswer {
         let mut task = Task::new(
             task_id,
             TaskStatus::Working,
-            self.created_at,
-            self.last_updated_at,
+            self.times.created_at,
+            self.times.last_updated_at,
         )
         .with_poll_interval_ms(poll_interval_ms);
-        if let Some(ttl_ms) = self.ttl_ms {
+        if let Some(ttl_ms) = self.times.ttl_ms {
             task = task.with_ttl_ms(ttl_ms);
         }
         if let Some(message) = self.message {

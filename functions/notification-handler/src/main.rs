@@ -1,8 +1,7 @@
 // The SDK futures nested in the handler are deeper than the default limit allows.
 #![recursion_limit = "256"]
 
-use lambda_runtime::{service_fn, Error, LambdaEvent};
-use serde_json::Value;
+use lambda_runtime::Error;
 
 use notification_handler::config::NotificationHandlerConfig;
 use notification_handler::Handler;
@@ -32,12 +31,5 @@ async fn main() -> Result<(), Error> {
         settings: config.job_settings(),
         batch_concurrency: config.batch_concurrency,
     };
-    let handler = &handler;
-    telemetry::run(
-        metrics,
-        service_fn(
-            move |event: LambdaEvent<Value>| async move { handler.handle(event.payload).await },
-        ),
-    )
-    .await
+    telemetry::run_events(metrics, |event| handler.handle(event)).await
 }

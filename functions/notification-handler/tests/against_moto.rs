@@ -42,6 +42,30 @@ async fn stack() -> Stack {
 }
 
 impl Stack {
+    /// A queue of its own: its URL and ARN.
+    async fn new_queue(&self, prefix: &str) -> (String, String) {
+        let sqs = aws_sdk_sqs::Client::new(&self.sdk);
+        let queue_url = sqs
+            .create_queue()
+            .queue_name(unique(prefix))
+            .send()
+            .await
+            .unwrap()
+            .queue_url
+            .unwrap();
+        let attribute = aws_sdk_sqs::types::QueueAttributeName::QueueArn;
+        let attributes = sqs
+            .get_queue_attributes()
+            .queue_url(&queue_url)
+            .attribute_names(attribute.clone())
+            .send()
+            .await
+            .unwrap()
+            .attributes
+            .unwrap();
+        (queue_url, attributes[&attribute].clone())
+    }
+
     async fn new_table(&self) -> String {
         let name = format!("results-{}", uuid::Uuid::new_v4());
         dynamodb_client(&self.sdk)
@@ -535,24 +559,7 @@ async fn sqs_batch_with_one_bad_message_reports_only_that_one() {
         .unwrap()
         .topic_arn
         .unwrap();
-    let queue_url = sqs
-        .create_queue()
-        .queue_name(unique("queue"))
-        .send()
-        .await
-        .unwrap()
-        .queue_url
-        .unwrap();
-    let queue_arn = sqs
-        .get_queue_attributes()
-        .queue_url(&queue_url)
-        .attribute_names(aws_sdk_sqs::types::QueueAttributeName::QueueArn)
-        .send()
-        .await
-        .unwrap()
-        .attributes
-        .unwrap()[&aws_sdk_sqs::types::QueueAttributeName::QueueArn]
-        .clone();
+    let (queue_url, queue_arn) = st.new_queue("queue").await;
     sns.subscribe()
         .topic_arn(&topic)
         .protocol("sqs")
@@ -729,27 +736,9 @@ async fn a_100_message_batch_reports_exactly_its_bad_messages() {
 /// SQS queue, as a consumer of the events would set it up; the bus name and the queue's URL.
 async fn event_bus_to_queue(st: &Stack) -> (String, String) {
     let events = aws_sdk_eventbridge::Client::new(&st.sdk);
-    let sqs = aws_sdk_sqs::Client::new(&st.sdk);
     let bus = unique("completions");
     events.create_event_bus().name(&bus).send().await.unwrap();
-    let queue_url = sqs
-        .create_queue()
-        .queue_name(unique("completions"))
-        .send()
-        .await
-        .unwrap()
-        .queue_url
-        .unwrap();
-    let queue_arn = sqs
-        .get_queue_attributes()
-        .queue_url(&queue_url)
-        .attribute_names(aws_sdk_sqs::types::QueueAttributeName::QueueArn)
-        .send()
-        .await
-        .unwrap()
-        .attributes
-        .unwrap()[&aws_sdk_sqs::types::QueueAttributeName::QueueArn]
-        .clone();
+    let (queue_url, queue_arn) = st.new_queue("completions").await;
     let pattern = json!({"source": ["mcp.async-jobs"],
                          "detail-type": ["Async Job Completed", "Async Job Failed"]});
     events

@@ -1,8 +1,7 @@
 // The SDK futures nested in the handler are deeper than the default limit allows.
 #![recursion_limit = "256"]
 
-use lambda_runtime::{service_fn, Error, LambdaEvent};
-use serde_json::Value;
+use lambda_runtime::Error;
 
 use pipeline_router::config::PipelineRouterConfig;
 use pipeline_router::Handler;
@@ -29,12 +28,5 @@ async fn main() -> Result<(), Error> {
         queue: SqsCompletionQueue::new(sqs_client(&sdk), &config.pipeline_results_queue_url),
         result_ttl_secs: config.result_ttl_secs,
     };
-    let handler = &handler;
-    telemetry::run(
-        metrics,
-        service_fn(
-            move |event: LambdaEvent<Value>| async move { handler.handle(event.payload).await },
-        ),
-    )
-    .await
+    telemetry::run_events(metrics, |event| handler.handle(event)).await
 }

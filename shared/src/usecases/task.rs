@@ -19,14 +19,39 @@ use crate::usecases::check::{check_job, CheckError, JobNote, JobReport};
 use crate::usecases::training::session_runs;
 use crate::usecases::JobSettings;
 
-/// A task as the extension shows it.
+/// When a task began and last changed, and how long its record lives on.
 #[derive(Debug, Clone, PartialEq)]
-pub struct TaskView {
-    pub inference_id: String,
+pub struct TaskTimes {
     pub created_at: String,
     pub last_updated_at: String,
     /// Until the record expires.
     pub ttl_ms: Option<u64>,
+}
+
+impl TaskTimes {
+    /// From a record's start, its last change (the start when none) and its `ttl` (epoch
+    /// seconds).
+    fn new(
+        created_at: Option<&String>,
+        updated_at: Option<&String>,
+        ttl: Option<i64>,
+        now: DateTime<Utc>,
+    ) -> Self {
+        let created_at = created_at.cloned().unwrap_or_default();
+        Self {
+            last_updated_at: updated_at.cloned().unwrap_or_else(|| created_at.clone()),
+            created_at,
+            ttl_ms: ttl
+                .map(|ttl| u64::try_from((ttl - now.timestamp()).max(0) * 1000).unwrap_or(0)),
+        }
+    }
+}
+
+/// A task as the extension shows it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TaskView {
+    pub inference_id: String,
+    pub times: TaskTimes,
     pub state: TaskState,
 }
 
@@ -146,15 +171,8 @@ pub async fn cancel_task<S: JobStore>(
 fn view(report: JobReport, now: DateTime<Utc>) -> TaskView {
     let job = &report.job;
     let inference_id = job.inference_id.clone();
-    let created_at = job.submitted_at.clone().unwrap_or_default();
-    let last_updated_at = job
-        .completed_at
-        .clone()
-        .or_else(|| job.reconciled_at.clone())
-        .unwrap_or_else(|| created_at.clone());
-    let ttl_ms = job
-        .ttl
-        .map(|ttl| u64::try_from((ttl - now.timestamp()).max(0) * 1000).unwrap_or(0));
+    let updated_at = job.completed_at.as_ref().or(job.reconciled_at.as_ref());
+    let times = TaskTimes::new(job.submitted_at.as_ref(), updated_at, job.ttl, now);
     let state = match job.status {
         JobStatus::Pending => TaskState::Working {
             stage: job.stage,
@@ -170,9 +188,7 @@ fn view(report: JobReport, now: DateTime<Utc>) -> TaskView {
     };
     TaskView {
         inference_id,
-        created_at,
-        last_updated_at,
-        ttl_ms,
+        times,
         state,
     }
 }
@@ -184,9 +200,7 @@ fn view(report: JobReport, now: DateTime<Utc>) -> TaskView {
 pub struct RunTaskView {
     pub session_id: String,
     pub execution_arn: String,
-    pub created_at: String,
-    pub last_updated_at: String,
-    pub ttl_ms: Option<u64>,
+    pub times: TaskTimes,
     pub state: RunTaskState,
 }
 
@@ -268,16 +282,14 @@ pub async fn get_run_task<R: RunStore, P: PipelineControl>(
             }
         }
     };
-    let created_at = found.started_at.clone().unwrap_or_default();
+    let times = TaskTimes::new(
+        found.started_at.as_ref(),
+        found.updated_at.as_ref(),
+        found.ttl,
+        now,
+    );
     Ok(RunTaskView {
-        last_updated_at: found
-            .updated_at
-            .clone()
-            .unwrap_or_else(|| created_at.clone()),
-        created_at,
-        ttl_ms: found
-            .ttl
-            .map(|ttl| u64::try_from((ttl - now.timestamp()).max(0) * 1000).unwrap_or(0)),
+        times,
         session_id: found.session_id,
         execution_arn: found.execution_arn,
         state,
@@ -346,7 +358,7 @@ mod tests {
             .await
             .unwrap();
         assert!(matches!(view.state, TaskState::Working { .. }), "{view:?}");
-        assert!(view.ttl_ms.unwrap() > 0);
+        assert!(view.times.ttl_ms.unwrap() > 0);
 
         // Another caller holding the very task id reads and cancels nothing.
         assert!(matches!(

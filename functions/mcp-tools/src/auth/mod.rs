@@ -83,18 +83,12 @@ impl Authenticator {
 
 #[cfg(test)]
 pub(crate) mod tests {
-    use shared::config::Env;
-
     use super::*;
+    use crate::config::test_env::{env, mcp_env};
     use crate::config::McpToolsConfig;
 
     pub(crate) fn config(auth: &str) -> McpToolsConfig {
-        let vars = [
-            ("RESULTS_TABLE", "r"),
-            ("PIPELINE_RESULTS_TABLE", "p"),
-            ("IO_BUCKET", "b"),
-            ("ASYNC_ENDPOINT_NAME", "e"),
-            ("PIPELINE_NAME", "pl"),
+        let vars = mcp_env(&[
             ("AWS_REGION", "us-east-1"),
             ("AUTH_MODE", auth),
             // sha256("secret")
@@ -107,13 +101,8 @@ pub(crate) mod tests {
                 "MCP_BEARER_TOKENS",
                 "agent-a:9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08",
             ),
-        ];
-        McpToolsConfig::from_env(&Env::from_lookup(move |k| {
-            vars.iter()
-                .find(|(n, _)| *n == k)
-                .map(|(_, v)| v.to_string())
-        }))
-        .unwrap()
+        ]);
+        McpToolsConfig::from_env(&env(&vars)).unwrap()
     }
 
     fn headers(pairs: &[(&'static str, &str)]) -> http::HeaderMap {

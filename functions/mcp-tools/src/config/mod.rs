@@ -72,8 +72,9 @@ impl McpToolsConfig {
 pub(crate) mod test_env {
     pub use shared::config::test_env as env;
 
-    pub fn mcp_env(extra: &[(&'static str, &'static str)]) -> Vec<(&'static str, &'static str)> {
-        let mut vars = vec![
+    /// The variables every configuration needs, with `extra` added or put in their place.
+    pub fn mcp_env<'a>(extra: &[(&'static str, &'a str)]) -> Vec<(&'static str, &'a str)> {
+        let mut vars: Vec<(&'static str, &'a str)> = vec![
             ("RESULTS_TABLE", "r"),
             ("PIPELINE_RESULTS_TABLE", "p"),
             ("IO_BUCKET", "b"),
@@ -81,6 +82,7 @@ pub(crate) mod test_env {
             ("PIPELINE_NAME", "pl"),
             ("AWS_REGION", "eu-west-1"),
         ];
+        vars.retain(|(name, _)| extra.iter().all(|(n, _)| n != name));
         vars.extend_from_slice(extra);
         vars
     }

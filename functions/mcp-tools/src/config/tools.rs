@@ -466,14 +466,7 @@ mod tests {
 
     #[test]
     fn the_tools_read_exactly_the_variables_they_list() {
-        let vars = [
-            ("RESULTS_TABLE", "r"),
-            ("PIPELINE_RESULTS_TABLE", "p"),
-            ("IO_BUCKET", "b"),
-            ("ASYNC_ENDPOINT_NAME", "e"),
-            ("PIPELINE_NAME", "pl"),
-            ("PIPELINE_MAX_PARALLEL_STEPS", "2"),
-        ];
+        let vars = mcp_env(&[("PIPELINE_MAX_PARALLEL_STEPS", "2")]);
         let read = |env: &_| ToolsConfig::from_env(env);
         shared::config::assert_reads_exactly(read, &vars, &[VARIABLES]);
         for name in REQUIRED {
