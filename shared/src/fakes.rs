@@ -11,7 +11,7 @@ use crate::domain::completion::JobCompletion;
 use crate::domain::item::{Applied, Attr, Change, Item, Write, WriteOp};
 use crate::domain::job::{attr, Job, Locations};
 use crate::domain::lineage::{Association, Direction};
-use crate::domain::pipeline_status::PipelineStatus;
+use crate::domain::pipeline_status::{PipelineStatus, StepState};
 use crate::domain::run::{self, CompletionMessage, Run};
 use crate::domain::s3_location::S3Location;
 use crate::ports::*;
@@ -480,7 +480,7 @@ impl PipelineControl for FakePipeline {
             .into_iter()
             .map(|name| StepStatus {
                 name: name.into(),
-                status: "Succeeded".into(),
+                status: StepState::Succeeded,
                 failure_reason: None,
                 model_package_arn: (name == "RegisterModel").then(|| model_package_arn.clone()),
             })

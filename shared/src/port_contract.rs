@@ -868,7 +868,10 @@ pub mod pipeline_control {
         );
         let steps = pipeline.steps(&arn).await.unwrap();
         for step in &steps {
-            assert!(!step.name.is_empty() && !step.status.is_empty(), "{step:?}");
+            assert!(
+                !step.name.is_empty() && !step.status.as_str().is_empty(),
+                "{step:?}"
+            );
         }
         let definition = pipeline.definition(&arn).await.unwrap();
         assert!(

@@ -7,7 +7,7 @@ use crate::domain::completion::JobCompletion;
 use crate::domain::item::{Applied, Write};
 use crate::domain::job::{Job, Locations};
 use crate::domain::lineage::{Association, Direction};
-use crate::domain::pipeline_status::ExecutionStatus;
+use crate::domain::pipeline_status::{ExecutionStatus, StepState};
 use crate::domain::progress::Progress;
 use crate::domain::run::{CompletionMessage, Run};
 use crate::domain::s3_location::S3Location;
@@ -187,7 +187,7 @@ pub struct ExecutionDescription {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct StepStatus {
     pub name: String,
-    pub status: String,
+    pub status: StepState,
     pub failure_reason: Option<String>,
     /// The model package a RegisterModel step registered (its `Metadata.RegisterModel.Arn`).
     pub model_package_arn: Option<String>,

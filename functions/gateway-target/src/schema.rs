@@ -86,19 +86,30 @@ fn dialect(
     }
     for union in ["anyOf", "oneOf"] {
         if let Some(members) = object.get(union).and_then(Value::as_array) {
-            let mut members = members.iter().filter(|m| !is_null_schema(m));
-            let (Some(only), None) = (members.next(), members.next()) else {
-                return Err(fail(
-                    path,
-                    &format!("{union} of more than one non-null schema"),
-                ));
-            };
+            let members: Vec<&Value> = members.iter().filter(|m| !is_null_schema(m)).collect();
             let mut merged = object.clone();
             merged.remove(union);
-            if let Some(only) = only.as_object() {
-                for (k, v) in only {
-                    merged.entry(k.clone()).or_insert_with(|| v.clone());
+            match members[..] {
+                [only] => {
+                    if let Some(only) = only.as_object() {
+                        for (k, v) in only {
+                            merged.entry(k.clone()).or_insert_with(|| v.clone());
+                        }
+                    }
                 }
+                // Members of one type (SageMaker's known words, or a later one) are that type:
+                // the dialect keeps no `enum` anyway.
+                _ => match one_type(&members) {
+                    Some(ty) => {
+                        merged.entry("type").or_insert_with(|| json!(ty));
+                    }
+                    None => {
+                        return Err(fail(
+                            path,
+                            &format!("{union} of more than one non-null schema"),
+                        ))
+                    }
+                },
             }
             return dialect(&Value::Object(merged), root, path, fail);
         }
@@ -160,6 +171,15 @@ fn dialect(
         }
     }
     Ok(Some(Value::Object(out)))
+}
+
+/// The type every member of a union has, when they all have the same one.
+fn one_type(members: &[&Value]) -> Option<String> {
+    let mut types = members
+        .iter()
+        .map(|m| m.get("type").and_then(Value::as_str));
+    let first = types.next()??;
+    types.all(|t| t == Some(first)).then(|| first.to_owned())
 }
 
 fn is_null_schema(schema: &Value) -> bool {
@@ -339,6 +359,11 @@ mod tests {
         assert_eq!(
             runs["items"]["required"],
             json!(["execution_arn", "status"])
+        );
+        // SageMaker's words, or a later one: one type in the dialect.
+        assert_eq!(
+            runs["items"]["properties"]["status"]["type"],
+            json!("string")
         );
         // Any JSON has no type in the dialect: left out, never required.
         let status = by_name("check_job_status");

@@ -438,7 +438,7 @@ impl<B: Backend> Tools<B> {
         tracing::info!("run started");
         let output = TriggerTrainingOutput {
             execution_arn: t.execution_arn,
-            status: PipelineStatus::Executing.as_str().into(),
+            status: PipelineStatus::Executing.into(),
             session_id: request.session_id,
             message: t
                 .recording_failed

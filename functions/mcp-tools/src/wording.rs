@@ -347,6 +347,7 @@ pub fn run_progress(event: &RunEvent) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use shared::domain::pipeline_status::StepState;
 
     #[test]
     fn each_condition_says_what_happened_and_what_to_do() {
@@ -418,13 +419,13 @@ mod tests {
         let steps = [
             StepStatus {
                 name: "Preprocess".into(),
-                status: "Succeeded".into(),
+                status: StepState::Succeeded,
                 failure_reason: None,
                 model_package_arn: None,
             },
             StepStatus {
                 name: "Train".into(),
-                status: "Executing".into(),
+                status: StepState::Executing,
                 failure_reason: None,
                 model_package_arn: None,
             },

@@ -6,7 +6,7 @@ use aws_sdk_sagemaker::types::{ParallelismConfiguration, Parameter, SortOrder};
 
 use crate::adapters::aws::classify;
 use crate::domain::lineage::{Association, Direction};
-use crate::domain::pipeline_status::ExecutionStatus;
+use crate::domain::pipeline_status::{ExecutionStatus, StepState};
 use crate::ports::{
     ArtifactDescription, AssociationPage, AwsFailure, ExecutionDescription, LineageGraph,
     ModelPackageDescription, PipelineControl, StartRequest, StepStatus,
@@ -124,10 +124,7 @@ impl PipelineControl for SageMakerPipeline {
             let step = step.map_err(|e| classify(&e))?;
             steps.push(StepStatus {
                 name: step.step_name().unwrap_or_default().to_owned(),
-                status: step
-                    .step_status()
-                    .map(|s| s.as_str().to_owned())
-                    .unwrap_or_default(),
+                status: StepState::parse(step.step_status().map_or("", |s| s.as_str())),
                 failure_reason: step.failure_reason().map(str::to_owned),
                 model_package_arn: step
                     .metadata()

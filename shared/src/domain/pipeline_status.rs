@@ -4,7 +4,7 @@
 
 use std::fmt;
 
-use serde::{Serialize, Serializer};
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 /// SageMaker's `PipelineExecutionStatus` values.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -128,6 +128,64 @@ impl From<PipelineStatus> for RunStatus {
     }
 }
 
+/// SageMaker's `StepStatus` for one step of a run; a word this code does not know is kept as
+/// written.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StepState {
+    Starting,
+    Executing,
+    Stopping,
+    Stopped,
+    Failed,
+    Succeeded,
+    /// Kept as SageMaker wrote it.
+    Unknown(String),
+}
+
+impl StepState {
+    /// The words SageMaker documents, in the order a step passes through them.
+    pub const KNOWN: [&'static str; 6] = [
+        "Starting",
+        "Executing",
+        "Stopping",
+        "Stopped",
+        "Failed",
+        "Succeeded",
+    ];
+
+    pub fn parse(s: &str) -> Self {
+        match s {
+            "Starting" => StepState::Starting,
+            "Executing" => StepState::Executing,
+            "Stopping" => StepState::Stopping,
+            "Stopped" => StepState::Stopped,
+            "Failed" => StepState::Failed,
+            "Succeeded" => StepState::Succeeded,
+            other => StepState::Unknown(other.to_owned()),
+        }
+    }
+
+    pub fn as_str(&self) -> &str {
+        match self {
+            StepState::Starting => "Starting",
+            StepState::Executing => "Executing",
+            StepState::Stopping => "Stopping",
+            StepState::Stopped => "Stopped",
+            StepState::Failed => "Failed",
+            StepState::Succeeded => "Succeeded",
+            StepState::Unknown(s) => s,
+        }
+    }
+
+    /// Whether the step is over (an unknown word is taken as not yet).
+    pub fn has_ended(&self) -> bool {
+        matches!(
+            self,
+            StepState::Succeeded | StepState::Failed | StepState::Stopped
+        )
+    }
+}
+
 /// Each status serializes and displays as its word (`as_str`), and nothing else.
 macro_rules! said_as_its_word {
     ($($status:ty),*) => {$(
@@ -145,11 +203,44 @@ macro_rules! said_as_its_word {
     )*};
 }
 
-said_as_its_word!(PipelineStatus, ExecutionStatus, RunStatus);
+said_as_its_word!(PipelineStatus, ExecutionStatus, RunStatus, StepState);
+
+/// Each status that keeps any word reads back from it (`parse`), so an answer that carries one
+/// decodes as it was sent.
+macro_rules! read_from_its_word {
+    ($($status:ty),*) => {$(
+        impl<'de> Deserialize<'de> for $status {
+            fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+                String::deserialize(d).map(|word| Self::parse(&word))
+            }
+        }
+    )*};
+}
+
+read_from_its_word!(ExecutionStatus, RunStatus, StepState);
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_step_word_round_trips_and_an_unknown_one_is_kept() {
+        for word in StepState::KNOWN {
+            let state = StepState::parse(word);
+            assert_eq!(state.as_str(), word);
+            assert!(!matches!(state, StepState::Unknown(_)), "{word}");
+            let json = serde_json::to_value(&state).unwrap();
+            assert_eq!(serde_json::from_value::<StepState>(json).unwrap(), state);
+        }
+        let later = StepState::parse("Paused");
+        assert_eq!(later, StepState::Unknown("Paused".into()));
+        assert!(!later.has_ended());
+        let ended: Vec<&str> = StepState::KNOWN
+            .into_iter()
+            .filter(|w| StepState::parse(w).has_ended())
+            .collect();
+        assert_eq!(ended, ["Stopped", "Failed", "Succeeded"]);
+    }
 
     #[test]
     fn every_known_word_round_trips() {

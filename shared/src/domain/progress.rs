@@ -6,6 +6,7 @@
 use std::time::Duration;
 
 use crate::domain::job::{Job, JobStatus, Stage};
+use crate::domain::pipeline_status::StepState;
 
 /// One progress notification: how far, of how much (when known), and what happened.
 #[derive(Debug, Clone, PartialEq)]
@@ -102,7 +103,7 @@ impl JobProgress {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct StepSeen<'a> {
     pub name: &'a str,
-    pub status: &'a str,
+    pub status: &'a StepState,
 }
 
 /// What a run notification says: the step that changed last, as step `number` (in the order
@@ -118,12 +119,7 @@ pub struct RunEvent {
 pub struct StepChange {
     pub number: usize,
     pub name: String,
-    pub status: String,
-}
-
-/// Whether a step is over, in SageMaker's `StepStatus` words.
-fn step_ended(status: &str) -> bool {
-    matches!(status, "Succeeded" | "Failed" | "Stopped")
+    pub status: StepState,
 }
 
 /// A run's notifications over one wait. `progress` counts a finished step as one and a started
@@ -132,7 +128,7 @@ fn step_ended(status: &str) -> bool {
 #[derive(Debug, Clone)]
 pub struct RunProgress {
     steps: Option<u32>,
-    seen: Vec<(String, String)>,
+    seen: Vec<(String, StepState)>,
     sent: Option<f64>,
 }
 
@@ -150,7 +146,7 @@ impl RunProgress {
     pub fn observe(&mut self, steps: &[StepSeen<'_>]) -> Option<Progress<RunEvent>> {
         // A fold from 0.0: a float sum of nothing is -0.0.
         let progress = steps.iter().fold(0.0, |sum, s| {
-            sum + if step_ended(s.status) { 1.0 } else { 0.5 }
+            sum + if s.status.has_ended() { 1.0 } else { 0.5 }
         });
         if self.sent.is_some_and(|sent| progress <= sent) {
             return None;
@@ -168,7 +164,7 @@ impl RunProgress {
             .or_else(|| steps.iter().enumerate().next_back());
         self.seen = steps
             .iter()
-            .map(|s| (s.name.to_owned(), s.status.to_owned()))
+            .map(|s| (s.name.to_owned(), s.status.clone()))
             .collect();
         self.sent = Some(progress);
         // A pipeline may have more steps than its definition's top level counts (or the count
@@ -183,7 +179,7 @@ impl RunProgress {
                 step: changed.map(|(i, s)| StepChange {
                     number: i + 1,
                     name: s.name.to_owned(),
-                    status: s.status.to_owned(),
+                    status: s.status.clone(),
                 }),
                 of,
             },
@@ -259,7 +255,11 @@ mod tests {
     fn seen<'a>(steps: &[(&'a str, &'a str)]) -> Vec<StepSeen<'a>> {
         steps
             .iter()
-            .map(|&(name, status)| StepSeen { name, status })
+            .map(|&(name, status)| StepSeen {
+                name,
+                // A test's few words, kept for the test's length.
+                status: Box::leak(Box::new(StepState::parse(status))),
+            })
             .collect()
     }
 

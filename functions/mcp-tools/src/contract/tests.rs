@@ -222,3 +222,51 @@ fn a_jobs_status_is_one_of_four_words_in_the_output_schemas() {
         json!("cancelled")
     );
 }
+
+#[test]
+fn run_and_step_statuses_list_sagemakers_words_and_admit_a_later_one() {
+    use shared::domain::pipeline_status::{ExecutionStatus, RunStatus, StepState};
+    let run_words = json!([
+        "Executing",
+        "Stopping",
+        "Succeeded",
+        "Failed",
+        "Stopped",
+        "CompletedWithFailures"
+    ]);
+    let status_of = |schema: serde_json::Value, pointer: &str| {
+        let status = schema.pointer(pointer).cloned().unwrap_or_default();
+        assert_eq!(status["anyOf"][1]["type"], "string", "{schema}");
+        status["anyOf"][0]["enum"].clone()
+    };
+    let status = serde_json::to_value(schemars::schema_for!(TrainingStatusOutput)).unwrap();
+    assert_eq!(status_of(status.clone(), "/properties/status"), run_words);
+    assert_eq!(
+        status_of(status, "/$defs/StepView/properties/status"),
+        json!([
+            "Starting",
+            "Executing",
+            "Stopping",
+            "Stopped",
+            "Failed",
+            "Succeeded"
+        ])
+    );
+    let trigger = serde_json::to_value(schemars::schema_for!(TriggerTrainingOutput)).unwrap();
+    assert_eq!(status_of(trigger, "/properties/status"), run_words);
+    let result = serde_json::to_value(schemars::schema_for!(TrainingResultOutput)).unwrap();
+    let recorded = status_of(result, "/$defs/RunView/properties/status");
+    assert_eq!(recorded[0], "pending");
+    assert_eq!(
+        recorded.as_array().unwrap()[1..],
+        run_words.as_array().unwrap()[..]
+    );
+    // A word SageMaker adds later goes out and comes back as written.
+    let later = "Paused";
+    let step: StepState = serde_json::from_value(json!(later)).unwrap();
+    let run: RunStatus = serde_json::from_value(json!(later)).unwrap();
+    let execution: ExecutionStatus = serde_json::from_value(json!(later)).unwrap();
+    assert_eq!(serde_json::to_value(&step).unwrap(), json!(later));
+    assert_eq!(serde_json::to_value(&run).unwrap(), json!(later));
+    assert_eq!(serde_json::to_value(&execution).unwrap(), json!(later));
+}

@@ -10,6 +10,7 @@ use super::common::*;
 use super::waits::{wait_description, WAIT_SECS};
 use crate::wording;
 use shared::domain::caller::Caller;
+use shared::domain::pipeline_status::{ExecutionStatus, PipelineStatus, RunStatus, StepState};
 use shared::domain::run::Run;
 use shared::domain::s3_location::S3Location;
 use shared::domain::training_input::check_input_uri;
@@ -75,7 +76,9 @@ pub struct TriggerTrainingArgs {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct TriggerTrainingOutput {
     pub execution_arn: String,
-    pub status: String,
+    /// `Executing`: SageMaker has started the run.
+    #[schemars(schema_with = "execution_status_schema")]
+    pub status: ExecutionStatus,
     pub session_id: String,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub message: Option<String>,
@@ -258,7 +261,8 @@ impl ToolArgs for CheckTrainingStatusArgs {
 pub struct TrainingStatusOutput {
     pub execution_arn: String,
     /// SageMaker's status: Executing, Stopping, Succeeded, Failed, Stopped or CompletedWithFailures.
-    pub status: String,
+    #[schemars(schema_with = "execution_status_schema")]
+    pub status: ExecutionStatus,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub failure_reason: Option<String>,
     /// The model package the run registered (its RegisterModel step's), once registered: pass
@@ -280,7 +284,7 @@ impl TrainingStatusOutput {
         let model_package_arn = steps.iter().rev().find_map(|s| s.model_package_arn.clone());
         Self {
             execution_arn,
-            status: described.status.as_str().to_owned(),
+            status: described.status,
             failure_reason: described.failure_reason,
             model_package_arn,
             steps: steps.into_iter().map(StepView::from).collect(),
@@ -291,7 +295,9 @@ impl TrainingStatusOutput {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct StepView {
     pub name: String,
-    pub status: String,
+    /// SageMaker's StepStatus: Starting, Executing, Stopping, Stopped, Failed or Succeeded.
+    #[schemars(schema_with = "step_state_schema")]
+    pub status: StepState,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub failure_reason: Option<String>,
     /// The model package a RegisterModel step registered.
@@ -330,7 +336,9 @@ pub struct TrainingResultOutput {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct RunView {
     pub execution_arn: String,
-    pub status: String,
+    /// `pending` (triggered, not yet heard of from SageMaker), then SageMaker's status.
+    #[schemars(schema_with = "run_status_schema")]
+    pub status: RunStatus,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub started_at: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -345,7 +353,7 @@ impl From<Run> for RunView {
     fn from(r: Run) -> Self {
         RunView {
             execution_arn: r.execution_arn,
-            status: r.status.as_str().to_owned(),
+            status: r.status,
             started_at: r.started_at,
             ended_at: r.ended_at,
             failure_reason: r.failure_reason,
@@ -381,4 +389,29 @@ impl From<StatusError> for ToolError {
             StatusError::Steps(f) => ToolError::aws("SageMaker ListPipelineExecutionSteps", &f),
         }
     }
+}
+
+/// A status in SageMaker's words: the schema lists the words it documents (`known`), and
+/// still admits one it adds later, which the tools pass on as written.
+fn sagemaker_words(known: &[&str]) -> schemars::Schema {
+    schemars::json_schema!({
+        "anyOf": [
+            {"type": "string", "enum": known},
+            {"type": "string", "description": "a status SageMaker added later, as it wrote it"}
+        ]
+    })
+}
+
+fn execution_status_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    sagemaker_words(&PipelineStatus::ALL.map(PipelineStatus::as_str))
+}
+
+fn run_status_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    let mut known = vec![RunStatus::PENDING];
+    known.extend(PipelineStatus::ALL.map(PipelineStatus::as_str));
+    sagemaker_words(&known)
+}
+
+fn step_state_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    sagemaker_words(&StepState::KNOWN)
 }
