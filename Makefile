@@ -11,7 +11,7 @@ INSPECTOR := tests/inspector/node_modules/.bin/mcp-inspector
 CONFORMANCE := tests/conformance/node_modules/.bin/conformance
 
 .PHONY: help venv test compile unit-test demo serve conformance bench bench-cost fmt lint lint-infra build build-sam sam-build-debug deploy \
-	deploy-guided redrive doctor wire-endpoint tool-schema cdk-test cdk-unit cdk-synth cdk-bootstrap cdk-deploy clean
+	deploy-guided catalog redrive doctor wire-endpoint tool-schema cdk-test cdk-unit cdk-synth cdk-bootstrap cdk-deploy clean
 
 help:
 	@echo "make demo   run the async loop locally (inference outcomes, pipeline runs) and show what is stored"
@@ -28,6 +28,8 @@ help:
 	@echo "make build-sam  sam build (release, arm64) into .aws-sam/"
 	@echo "make deploy-guided  first deployment: sam build + sam deploy --guided, in your AWS region; saves samconfig.toml"
 	@echo "make deploy         redeploy without questions, from what deploy-guided saved in samconfig.toml"
+	@echo "make catalog CATALOG=<file>  check a tool catalog (your models as tools), put it in the layer both deploys"
+	@echo "             ship and print the parameters they pass with it (CATALOG=none: deploys serve no catalog)"
 	@echo "             (every deploy, doctor, wire-endpoint, redrive and cdk command uses your region:"
 	@echo "             AWS_REGION, else AWS_DEFAULT_REGION, else your profile's; samconfig.toml's is not used)"
 	@echo "make doctor STACK=<name>  check a deployed stack's wiring (endpoint, topics, S3 paths, pipeline, rule, DLQs,"
@@ -196,8 +198,22 @@ lint-infra: venv
 	$(VENV)/bin/cfn-lint infra/template.yaml
 	$(SAM_OFFLINE) validate --lint --config-file samconfig.toml
 
+# The tool catalog's layer (the template's ToolCatalogLayer): make catalog fills it; sam build and
+# sam package need the directory even when it is empty and no catalog is deployed.
+CATALOG_LAYER := target/tool-catalog-layer
+
+# The catalog is checked as mcp-tools checks it at cold start (check-catalog names each mistake),
+# then copied into the layer; the deploys derive ToolCatalog, CatalogEndpointNames and
+# CatalogPipelineNames from what the layer holds (scripts/catalog.py).
+catalog: venv
+	@test -n "$(CATALOG)" || { echo "usage: make catalog CATALOG=path/to/catalog.json (CATALOG=none: no catalog)" >&2; exit 2; }
+	@if [ '$(CATALOG)' = none ]; then $(PY) scripts/catalog.py --layer-dir $(CATALOG_LAYER) clear; else \
+		cargo run --locked -q -p mcp-tools --bin check-catalog -- '$(CATALOG)' && \
+		$(PY) scripts/catalog.py --layer-dir $(CATALOG_LAYER) install '$(CATALOG)'; fi
+
 # sam build runs cargo lambda build --release --arm64 for each function, offline, into .aws-sam/.
 build-sam: venv rust-target
+	@mkdir -p $(CATALOG_LAYER)
 	$(SAM_OFFLINE) build --config-file samconfig.toml
 
 # The same sam build in SAM's debug mode (no --release), as `make test` runs it: the template,
@@ -206,6 +222,7 @@ build-sam: venv rust-target
 # `make build-sam` and `sam deploy` use.
 SAM_DEBUG := target/sam-debug
 sam-build-debug: venv rust-target lint-infra
+	@mkdir -p $(CATALOG_LAYER)
 	SAM_BUILD_MODE=debug CARGO_TARGET_DIR=$(CURDIR)/$(SAM_DEBUG) $(SAM_OFFLINE) build --config-file samconfig.toml \
 		--build-dir $(SAM_DEBUG)/build
 	$(PY) scripts/check_sam_build.py $(SAM_DEBUG)/build
@@ -213,17 +230,23 @@ sam-build-debug: venv rust-target lint-infra
 # The first deployment asks for the stack name and parameters and saves the answers in
 # samconfig.toml; later ones redeploy from there without a question. Both deploy to the caller's
 # region (scripts/aws_region.py), given to sam deploy so that a region saved in samconfig.toml
-# never wins: the doctor, wire-endpoint and redrive look in the same one.
+# never wins: the doctor, wire-endpoint and redrive look in the same one. Both pass the tool
+# catalog's parameters for what the layer holds (empty without a catalog) after the saved ones,
+# which a command line's --parameter-overrides would otherwise replace.
+CATALOG_OVERRIDES = overrides=$$($(PY) scripts/catalog.py --layer-dir $(CATALOG_LAYER) overrides \
+	--samconfig samconfig.toml) && mapfile -t overrides <<< "$$overrides"
+
 deploy-guided: build-sam
-	@region=$$($(PY) scripts/aws_region.py) && echo "Deploying to $$region" && \
-		$(SAM_DEPLOY) deploy --guided --config-file samconfig.toml --region "$$region"
+	@region=$$($(PY) scripts/aws_region.py) && echo "Deploying to $$region" && $(CATALOG_OVERRIDES) && \
+		$(SAM_DEPLOY) deploy --guided --config-file samconfig.toml --region "$$region" \
+		--parameter-overrides "$${overrides[@]}"
 
 deploy: build-sam
 	@grep -q '^stack_name' samconfig.toml || { echo "error: samconfig.toml has no stack_name yet;" \
 		"run make deploy-guided once first" >&2; exit 2; }
-	@region=$$($(PY) scripts/aws_region.py) && echo "Deploying to $$region" && \
+	@region=$$($(PY) scripts/aws_region.py) && echo "Deploying to $$region" && $(CATALOG_OVERRIDES) && \
 		$(SAM_DEPLOY) deploy --config-file samconfig.toml --region "$$region" --no-confirm-changeset \
-		--no-fail-on-empty-changeset
+		--no-fail-on-empty-changeset --parameter-overrides "$${overrides[@]}"
 
 # Replays a deployed stack's failure DLQ through its functions (scripts/redrive.py): STACK=<name>,
 # or QUEUE_URL, NOTIFICATION_HANDLER and PIPELINE_ROUTER (e.g. for the SQS buffer's DLQ); ARGS

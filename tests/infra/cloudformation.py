@@ -39,6 +39,7 @@ def translated() -> dict:
     os.environ.setdefault("AWS_DEFAULT_REGION", PSEUDO["AWS::Region"])
     sam = yaml_parse(TEMPLATE.read_text())
     sam["Globals"]["Function"]["CodeUri"] = "s3://mcp-artifacts/functions.zip"
+    sam["Resources"]["ToolCatalogLayer"]["Properties"]["ContentUri"] = "s3://mcp-artifacts/tool-catalog.zip"
     return transform(sam, {}, NoManagedPolicies())
 
 
@@ -80,6 +81,9 @@ class Deployed:
             return all(self.evaluate(a, all_conditions) for a in args)
         if function == "Fn::Or":
             return any(self.evaluate(a, all_conditions) for a in args)
+        if function == "Fn::EachMemberEquals":  # a Rule's
+            values, value = (self.resolve(a) for a in args)
+            return all(v == value for v in values)
         raise AssertionError(f"unexpected condition function {function}")
 
     def resolve(self, node):
@@ -101,6 +105,12 @@ class Deployed:
             return self.pseudo.get(ref, node)
         if set(node) == {"Fn::Sub"} and isinstance(node["Fn::Sub"], str):
             return self.substitute(node["Fn::Sub"])
+        if set(node) == {"Fn::Sub"}:
+            text, variables = node["Fn::Sub"]
+            variables = {k: self.resolve(v) for k, v in variables.items()}
+            if all(isinstance(v, str) for v in variables.values()):
+                return self.substitute(text, variables)
+            return {"Fn::Sub": [text, variables]}
         # The list functions, once their arguments are known (a resource's attribute stays as it is).
         if set(node) == {"Fn::Join"}:
             delimiter, values = node["Fn::Join"]
@@ -121,11 +131,12 @@ class Deployed:
             return {"Fn::Select": [index, values]}
         return {k: v for k, v in ((k, self.resolve(v)) for k, v in node.items()) if v is not NO_VALUE}
 
-    def substitute(self, text: str):
-        """Parameters and pseudo parameters substituted; a Sub naming a resource stays a Sub."""
+    def substitute(self, text: str, variables: dict | None = None):
+        """Parameters, pseudo parameters and the Sub's own variables substituted; a Sub naming a
+        resource stays a Sub."""
         def value(match):
             name = match.group(1)
-            return self.values.get(name, self.pseudo.get(name, match.group(0)))
+            return (variables or {}).get(name, self.values.get(name, self.pseudo.get(name, match.group(0))))
         result = re.sub(r"\$\{([A-Za-z0-9:]+)\}", value, text)
         return {"Fn::Sub": result} if "${" in result else result
 

@@ -1,0 +1,180 @@
+#!/usr/bin/env python3
+"""The tool catalog on its way to a stack: into the layer directory sam build packages, and the
+template parameters that follow from it.
+
+    catalog.py install FILE        copy FILE into the layer directory, print the parameter overrides
+    catalog.py clear               empty the layer directory (deploys then serve no catalog)
+    catalog.py overrides [--samconfig samconfig.toml]
+                                   the overrides a deploy passes: samconfig.toml's saved ones, then
+                                   the catalog's, one per line
+
+The catalog's full check (schemas, names, argument mappings) is mcp-tools' (make catalog runs its
+check-catalog first); this reads only what the template needs: each async tool's `endpoint` and
+each pipeline tool's `pipeline`, and refuses a catalog without them, naming the tool and the field.
+The parameters: ToolCatalog (the file's name; the functions read /opt/tool-catalog/<name>),
+CatalogEndpointNames and CatalogPipelineNames (each name once, in the catalog's order).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import shutil
+import sys
+import tomllib
+from pathlib import Path
+from typing import Optional
+
+ROOT = Path(__file__).resolve().parents[1]
+# The layer's content (the template's ToolCatalogLayer ContentUri); the file goes in tool-catalog/,
+# which Lambda extracts to /opt/tool-catalog/.
+LAYER_DIR = ROOT / "target" / "tool-catalog-layer"
+SUBDIR = "tool-catalog"
+# The template's patterns and limits (CatalogEndpointNames, CatalogPipelineNames, ToolCatalog).
+ENDPOINT_NAME = re.compile(r"[a-z0-9](-*[a-z0-9]){0,62}")
+PIPELINE_NAME = re.compile(r"[a-z0-9](-*[a-z0-9]){0,255}")
+FILE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
+MAX_NAMES = 10
+PARAMETERS = ("ToolCatalog", "CatalogEndpointNames", "CatalogPipelineNames")
+
+
+class CatalogError(Exception):
+    """The catalog cannot be used (the message names the file, the tool and the field)."""
+
+
+def load(path: Path) -> dict:
+    try:
+        catalog = json.loads(path.read_text())
+    except OSError as e:
+        raise CatalogError(f"{path}: cannot be read ({e.strerror or e})") from e
+    except ValueError as e:
+        raise CatalogError(f"{path}: not JSON ({e})") from e
+    if not isinstance(catalog, dict):
+        raise CatalogError(f"{path}: a catalog is a JSON object with async_tools and pipeline_tools")
+    return catalog
+
+
+def tools(catalog: dict, key: str, source: str) -> list:
+    found = catalog.get(key, [])
+    if not isinstance(found, list):
+        raise CatalogError(f"{source}: {key} must be a list of tools")
+    return found
+
+
+def field(tool, key: str, index: int, field_name: str, source: str) -> str:
+    where = f"{key}[{index}]"
+    if not isinstance(tool, dict):
+        raise CatalogError(f"{source}: {where} must be an object")
+    name = tool.get("name")
+    if isinstance(name, str) and name:
+        where += f" ({name})"
+    else:
+        raise CatalogError(f"{source}: {where}: \"name\" is missing or not a string")
+    value = tool.get(field_name)
+    if not isinstance(value, str) or not value:
+        raise CatalogError(f"{source}: {where}: \"{field_name}\" is missing or not a string")
+    return value
+
+
+def names(catalog: dict, source: str = "catalog") -> tuple:
+    """(endpoints, pipelines): each name once, in the catalog's order."""
+    endpoints: list = []
+    pipelines: list = []
+    found = 0
+    for key, field_name, pattern, into in (("async_tools", "endpoint", ENDPOINT_NAME, endpoints),
+                                           ("pipeline_tools", "pipeline", PIPELINE_NAME, pipelines)):
+        for i, tool in enumerate(tools(catalog, key, source)):
+            found += 1
+            value = field(tool, key, i, field_name, source)
+            if pattern.fullmatch(value) is None:
+                raise CatalogError(f"{source}: {key}[{i}] ({tool['name']}): \"{field_name}\" {value!r} is not a "
+                                   f"SageMaker {field_name} name as its ARN spells it (lowercase letters, digits, "
+                                   "hyphens)")
+            if value not in into:
+                into.append(value)
+        if len(into) > MAX_NAMES:
+            raise CatalogError(f"{source}: {len(into)} {field_name}s; the template grants at most {MAX_NAMES}")
+    if not found:
+        raise CatalogError(f"{source}: no tools: give async_tools, pipeline_tools or both")
+    return endpoints, pipelines
+
+
+def overrides(file_name: str, endpoints: list, pipelines: list) -> list:
+    values = (file_name, ",".join(endpoints), ",".join(pipelines))
+    return [f'{name}="{value}"' for name, value in zip(PARAMETERS, values)]
+
+
+def installed(layer_dir: Path) -> Optional[Path]:
+    files = sorted((layer_dir / SUBDIR).glob("*")) if (layer_dir / SUBDIR).is_dir() else []
+    if len(files) > 1:
+        raise CatalogError(f"{layer_dir / SUBDIR} holds {len(files)} files; run make catalog again")
+    return files[0] if files else None
+
+
+def layer_overrides(layer_dir: Path) -> list:
+    """The overrides for what the layer directory holds; empty values without a catalog."""
+    path = installed(layer_dir)
+    if path is None:
+        return overrides("", [], [])
+    endpoints, pipelines = names(load(path), str(path))
+    return overrides(path.name, endpoints, pipelines)
+
+
+def clear(layer_dir: Path) -> None:
+    shutil.rmtree(layer_dir / SUBDIR, ignore_errors=True)
+    layer_dir.mkdir(parents=True, exist_ok=True)
+
+
+def install(source: Path, layer_dir: Path) -> list:
+    if FILE_NAME.fullmatch(source.name) is None:
+        raise CatalogError(f"{source}: name the file with letters, digits, '.', '_' and '-' only "
+                           "(it becomes the ToolCatalog parameter)")
+    endpoints, pipelines = names(load(source), str(source))
+    clear(layer_dir)
+    (layer_dir / SUBDIR).mkdir()
+    shutil.copyfile(source, layer_dir / SUBDIR / source.name)
+    return overrides(source.name, endpoints, pipelines)
+
+
+def saved_overrides(samconfig: Path) -> list:
+    """The parameter_overrides `sam deploy --guided` saved (a command line's replace them)."""
+    if not samconfig.is_file():
+        return []
+    saved = tomllib.loads(samconfig.read_text()).get("default", {}).get("deploy", {}).get("parameters", {})
+    value = saved.get("parameter_overrides", [])
+    return [value] if isinstance(value, str) else [str(v) for v in value]
+
+
+def main(argv: Optional[list] = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                     formatter_class=argparse.RawDescriptionHelpFormatter,
+                                     epilog=__doc__.split("\n\n", 1)[1])
+    parser.add_argument("--layer-dir", type=Path, default=LAYER_DIR, help=f"default {LAYER_DIR.relative_to(ROOT)}")
+    commands = parser.add_subparsers(dest="command", required=True)
+    install_command = commands.add_parser("install", help="copy a catalog into the layer directory")
+    install_command.add_argument("file", type=Path)
+    commands.add_parser("clear", help="empty the layer directory")
+    overrides_command = commands.add_parser("overrides", help="the parameter overrides a deploy passes")
+    overrides_command.add_argument("--samconfig", type=Path, help="prepend the overrides saved there")
+    args = parser.parse_args(argv)
+
+    try:
+        if args.command == "install":
+            lines = install(args.file, args.layer_dir)
+            print(f"{args.file} is in {args.layer_dir / SUBDIR}; make deploy passes:", file=sys.stderr)
+            print(" ".join(lines))
+        elif args.command == "clear":
+            clear(args.layer_dir)
+            print(f"{args.layer_dir} is empty: deploys serve no catalog", file=sys.stderr)
+        else:
+            saved = saved_overrides(args.samconfig) if args.samconfig else []
+            print("\n".join(saved + layer_overrides(args.layer_dir)))
+    except CatalogError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
