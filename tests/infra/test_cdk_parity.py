@@ -23,7 +23,12 @@ CloudFormation:
   for (CDK adds the role a function's GetAtt names);
 - DeletionPolicy and UpdateReplacePolicy Delete are CloudFormation's default: written or not,
   the same;
-- the dashboard's body compared as the JSON it is (CDK writes it compact, the template by hand).
+- the dashboard's body compared as the JSON it is (CDK writes it compact, the template by hand);
+- the tool catalog's layer: SAM names it ToolCatalogLayer and a hash of its content's location,
+  CDK ToolCatalogLayer, and its Content (like a function's Code) is not compared.
+
+The construct takes the tool catalog itself where the template takes the names make catalog
+derives from it: a catalog case gives the CDK side the file (CDK_VALUES).
 """
 
 from __future__ import annotations
@@ -39,6 +44,7 @@ import pytest
 from cfnlint.api import ManualArgs, lint
 
 from cloudformation import PSEUDO, REQUIRED, Deployed
+from test_catalog import CATALOG, EXAMPLE
 from test_deployed import AUTH_CASES, CASES, CFN, COGNITO, ISSUER, ROLE, URL_AUTH, refusals
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -92,7 +98,15 @@ PARITY_CASES = {
         "AllowedOrigins": "https://app.example.com", "LogRetentionDays": "365",
         "AlarmTopicArn": "arn:aws:sns:us-east-1:123456789012:alarms", "ApplicationLogLevel": "DEBUG",
         "SystemLogLevel": "INFO", "TracingMode": "Active", "FailureRateThreshold": "0.5"},
+    # infra/catalog.example.json: two endpoints and a pipeline beside the stack's own.
+    "tool catalog, two endpoints, gateway target": {**GATEWAY, **CATALOG},
+    "tool catalog, every pipeline's runs": {**CATALOG, "NarrowEventsToPipeline": "false"},
+    "catalog names without a catalog": {"CatalogEndpointNames": "churn-scorer,doc-processor-async",
+                                        "CatalogPipelineNames": "intent-classifier-v2"},
 }
+# What the CDK side is given instead, case by case: the catalog itself, whose names it derives.
+CDK_VALUES = {case: {"ToolCatalog": str(EXAMPLE), "CatalogEndpointNames": "", "CatalogPipelineNames": ""}
+              for case, parameters in PARITY_CASES.items() if parameters.get("ToolCatalog")}
 # What the template's Rules refuse (test_deployed checks the same on the template), and the rule.
 REFUSED = {
     "OAuth with AWS_IAM": ({"OAuthIssuer": ISSUER}, "UrlAuthNoneForOAuth"),
@@ -107,10 +121,13 @@ REFUSED = {
                                 "CompletionWebhookApiKey": "k"}, "WebhookNeedsEventsAndKey"),
     "webhook without a key": ({"CompletionEvents": "stack-bus", "CompletionWebhookUrl": "https://hooks.example.com/jobs"},
                               "WebhookNeedsEventsAndKey"),
+    "catalog pipelines without PipelineName": ({"PipelineName": "", "CatalogPipelineNames": "p"},
+                                               "PipelineForCatalogPipelines"),
 }
 LINTED = ["defaults", "wiring: endpoint, existing topics, SQS buffer, KMS key", "auth: oauth, Cognito",
           "inference only, keys, the model role's policy", "a shared deployment",
-          "gateway target, own name, OAuth, tracing", "every other setting", "completion events, stack bus, webhook"]
+          "gateway target, own name, OAuth, tracing", "every other setting", "completion events, stack bus, webhook",
+          "tool catalog, two endpoints, gateway target"]
 
 
 # ---------------------------------------------------------------- the CDK side: one node process
@@ -141,7 +158,7 @@ def synthesized(tmp_path_factory) -> dict:
         (work / "functions" / binary / "bootstrap").write_text("#!/bin/sh\n")
     cases = {**PARITY_CASES, **{f"refused: {name}": parameters for name, (parameters, _) in REFUSED.items()}}
     request = {"functionsDir": str(work / "functions"),
-               "cases": {name: {**REQUIRED, **parameters} for name, parameters in cases.items()}}
+               "cases": {name: {**REQUIRED, **parameters, **CDK_VALUES.get(name, {})} for name, parameters in cases.items()}}
     (work / "request.json").write_text(json.dumps(request))
     subprocess.run([node, str(DRIVER), str(work / "request.json"), str(work / "result.json")], check=True,
                    env={**os.environ, "CDK_DISABLE_CLI_TELEMETRY": "true"})
@@ -302,6 +319,8 @@ def resource(logical_id: str, r: dict) -> dict:
     props = r.get("Properties", {})
     if r["Type"] == "AWS::Lambda::Function":
         props.pop("Code", None)
+    if r["Type"] == "AWS::Lambda::LayerVersion":
+        props.pop("Content", None)
     if isinstance(props.get("Tags"), list):
         tags = sorted((t for t in props["Tags"] if t.get("Key") != "lambda:createdBy"), key=lambda t: t["Key"])
         props["Tags"] = tags
@@ -320,7 +339,20 @@ def resource(logical_id: str, r: dict) -> dict:
     return r
 
 
+SAM_LAYER = re.compile(r"^ToolCatalogLayer[0-9a-f]{10}$")
+
+
+def unhashed(node):
+    """SAM's layer's logical id (ToolCatalogLayer and a hash) as CDK's, wherever it appears."""
+    if isinstance(node, list):
+        return [unhashed(n) for n in node]
+    if isinstance(node, dict):
+        return {("ToolCatalogLayer" if SAM_LAYER.match(k) else k): unhashed(v) for k, v in node.items()}
+    return "ToolCatalogLayer" if isinstance(node, str) and SAM_LAYER.match(node) else node
+
+
 def view(stack: Deployed) -> dict:
+    stack.resources = unhashed(stack.resources)
     return {"Resources": {n: resource(n, r) for n, r in stack.resources.items() if n not in CDK_ONLY},
             "Outputs": {n: canonical({k: v for k, v in o.items() if k != "Condition"}) for n, o in stack.outputs.items()}}
 

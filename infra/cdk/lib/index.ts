@@ -1,2 +1,2 @@
-export { McpAsyncJobs, McpAsyncJobsProps } from './mcp-async-jobs';
+export { McpAsyncJobs, McpAsyncJobsProps, ToolCatalog } from './mcp-async-jobs';
 export { PARAMETERS, ParameterSpec, parseParameter, propsFromParameters } from './parameters';

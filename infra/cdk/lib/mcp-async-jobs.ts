@@ -1,4 +1,5 @@
 import * as fs from 'fs';
+import * as os from 'os';
 import * as path from 'path';
 import { Aws, CfnElement, CfnOutput, Duration, Fn, RemovalPolicy, Stack, Token } from 'aws-cdk-lib/core';
 import * as autoscaling from 'aws-cdk-lib/aws-applicationautoscaling';
@@ -79,6 +80,17 @@ export interface McpAsyncJobsProps {
   readonly ioBucketKmsKeyArn?: string;
   /** trigger_training's arguments mapped to the pipeline's parameter names (tool_arg=Name,...). @default the seed pipeline's names */
   readonly pipelineParameters?: string;
+  /**
+   * The tool catalog: a path to its JSON file (relative to the repository), or the parsed catalog.
+   * The tools are then the catalog's: the file goes in a layer of mcp-tools and gateway-target
+   * (TOOL_CATALOG=/opt/tool-catalog/<file name>; catalog.json for a parsed one), and mcp-tools may
+   * invoke each endpoint and start each pipeline it names, whose runs are routed. @default - none
+   */
+  readonly catalog?: string | ToolCatalog;
+  /** Endpoints granted beside asyncEndpointName and the catalog's (the template's CatalogEndpointNames). @default [] */
+  readonly catalogEndpointNames?: string[];
+  /** Pipelines granted and routed beside pipelineName and the catalog's (CatalogPipelineNames); they need pipelineName. @default [] */
+  readonly catalogPipelineNames?: string[];
   /** Deliver notifications through an SQS buffer queue (with a DLQ) instead of directly from SNS. @default false */
   readonly useSqsBuffer?: boolean;
   /** With useSqsBuffer, the most notifications one invocation records; above 10 needs a batching window. @default 10 */
@@ -180,8 +192,18 @@ export interface McpAsyncJobsProps {
   readonly logicalIdPrefix?: string;
 }
 
+/**
+ * A tool catalog as mcp-tools reads it (TOOL_CATALOG). Only the names the wiring needs are typed
+ * here; mcp-tools' check-catalog checks the rest (make catalog runs it).
+ */
+export interface ToolCatalog {
+  readonly async_tools?: ReadonlyArray<{ readonly name: string; readonly endpoint: string; readonly [field: string]: unknown }>;
+  readonly pipeline_tools?: ReadonlyArray<{ readonly name: string; readonly pipeline: string; readonly [field: string]: unknown }>;
+}
+
 /** Every prop with its default applied. */
-type Settings = Required<Omit<McpAsyncJobsProps, 'functionsDir' | 'toolSchemaFile' | 'namePrefix' | 'logicalIdPrefix'>>;
+type Settings = Required<Omit<McpAsyncJobsProps, 'functionsDir' | 'toolSchemaFile' | 'namePrefix' | 'logicalIdPrefix' | 'catalog'>>
+  & { readonly catalog: string | ToolCatalog };
 
 /** gateway-target's: its calls do not stream, so a wait is 20 s at most. */
 const GATEWAY_TARGET_TIMEOUT_SECS = 45;
@@ -213,7 +235,18 @@ function settingsOf(props: McpAsyncJobsProps): Settings {
     if (Token.isUnresolved(value)) {
       continue;
     }
-    const text = spec.kind === 'list' ? undefined : String(value);
+    if (spec.prop === 'catalog' && typeof value === 'object' && value !== null) {
+      continue;
+    }
+    // The template's pattern is the catalog file's name's; a list's applies to each element.
+    const text = spec.kind === 'list' ? undefined : spec.prop === 'catalog' ? path.basename(String(value)) : String(value);
+    if (spec.kind === 'list' && Array.isArray(value) && spec.pattern) {
+      for (const element of value) {
+        if (!new RegExp(spec.pattern).test(String(element))) {
+          errors.push(`${spec.prop} ${describe(element)} does not match ${spec.pattern}`);
+        }
+      }
+    }
     if (spec.kind === 'number' && (typeof value !== 'number' || !Number.isFinite(value))) {
       errors.push(`${spec.prop} must be a number, not ${describe(value)}`);
     } else if (spec.kind === 'boolean' && typeof value !== 'boolean') {
@@ -281,6 +314,10 @@ function ruleViolations(s: Settings): string[] {
   if (given(s.modelName) && !given(s.modelExecutionRoleArn)) {
     errors.push('ExecutionRoleForEndpoint: modelName needs modelExecutionRoleArn (the Model\'s execution role), or the '
       + 'endpoint could not publish its outcomes');
+  }
+  if (s.catalogPipelineNames.some(given) && !given(s.pipelineName)) {
+    errors.push('PipelineForCatalogPipelines: catalog pipelines need pipelineName (the stack routes pipeline runs only '
+      + 'with it): set it to one of the catalog\'s pipelines');
   }
   if (given(s.agentCoreGatewayId) && !given(s.agentCoreGatewayRoleArn)) {
     errors.push('GatewayRoleForGatewayTarget: agentCoreGatewayId needs agentCoreGatewayRoleArn, or the Gateway could '
@@ -358,6 +395,20 @@ export class McpAsyncJobs extends Construct {
     const s3OutputPath = `s3://${s.ioBucketName}/${s.outputPrefix}`;
     const s3FailurePath = `s3://${s.ioBucketName}/${s.failurePrefix}`;
     const readableOutcomes = [`${bucketArn}/${s.outputPrefix}*`, `${bucketArn}/${s.failurePrefix}*`];
+    // The tool catalog's endpoints and pipelines, beside the stack's own (granted as the template
+    // grants CatalogEndpointNames and CatalogPipelineNames: in statements of their own).
+    const toolCatalog = given(s.catalog as string) || typeof s.catalog === 'object' ? loadCatalog(s.catalog) : undefined;
+    const unique = (names: string[]) => names.filter((n, i) => given(n) && names.indexOf(n) === i);
+    const fromCatalog = toolCatalog ? catalogNames(toolCatalog.parsed, toolCatalog.fileName) : { endpoints: [], pipelines: [] };
+    const catalogEndpoints = unique([...fromCatalog.endpoints, ...s.catalogEndpointNames]);
+    const catalogPipelines = unique([...fromCatalog.pipelines, ...s.catalogPipelineNames]);
+    if (catalogPipelines.length > 0 && !given(s.pipelineName)) {
+      throw new Error('McpAsyncJobs: PipelineForCatalogPipelines: the catalog\'s pipelines need pipelineName (the stack '
+        + 'routes pipeline runs only with it): set it to one of them');
+    }
+    const sagemakerArn = `arn:${partition}:sagemaker:${region}:${account}`;
+    const catalogPipelineArns = catalogPipelines.map((p) => `${sagemakerArn}:pipeline/${p}`);
+    const catalogExecutionArns = catalogPipelineArns.map((arn) => `${arn}/execution/*`);
 
     const createSuccessTopic = !given(s.successTopicArn);
     const createErrorTopic = !given(s.errorTopicArn);
@@ -602,6 +653,7 @@ export class McpAsyncJobs extends Construct {
     const fn = (fnId: string, binary: string, options: {
       description: string; role: iam.IRole; logGroup: logs.LogGroup; timeoutSecs: number;
       environment: Record<string, string | undefined>; reservedConcurrentExecutions?: number;
+      layers?: lambda.ILayerVersion[];
     }) => {
       const created = new lambda.Function(this, fnId, {
         // No functionName: CloudFormation names it (stack-LogicalId-random, at most 64), so a stack
@@ -617,6 +669,7 @@ export class McpAsyncJobs extends Construct {
         memorySize: 128,
         timeout: Duration.seconds(options.timeoutSecs),
         reservedConcurrentExecutions: options.reservedConcurrentExecutions,
+        layers: options.layers,
         logGroup: options.logGroup,
         loggingFormat: lambda.LoggingFormat.JSON,
         applicationLogLevelV2: s.applicationLogLevel as lambda.ApplicationLogLevel,
@@ -795,6 +848,9 @@ export class McpAsyncJobs extends Construct {
         allow(['sagemaker:DescribePipelineExecution'], [s.narrowEventsToPipeline
           ? `${pipelineArn}/execution/*`
           : `arn:${partition}:sagemaker:${region}:${account}:pipeline/*/execution/*`]),
+        // The catalog's pipelines' runs.
+        ...(s.narrowEventsToPipeline && catalogExecutionArns.length > 0
+          ? [allow(['sagemaker:DescribePipelineExecution'], catalogExecutionArns)] : []),
       ]);
       const router = fn('PipelineRouterFunction', 'pipeline-router', {
         description: 'Records SageMaker pipeline run outcomes and sends them to SQS.',
@@ -817,7 +873,7 @@ export class McpAsyncJobs extends Construct {
           'detail-type': ['SageMaker Model Building Pipeline Execution Status Change'],
           'detail': {
             currentPipelineExecutionStatus: ['Succeeded', 'Failed', 'Stopped', 'CompletedWithFailures'],
-            ...(s.narrowEventsToPipeline ? { pipelineArn: [pipelineArn] } : {}),
+            ...(s.narrowEventsToPipeline ? { pipelineArn: [pipelineArn, ...catalogPipelineArns] } : {}),
           },
         },
         targets: [{
@@ -949,6 +1005,14 @@ export class McpAsyncJobs extends Construct {
           'sagemaker:DescribePipelineDefinitionForExecution', 'sagemaker:StopPipelineExecution'],
           [`${pipelineArn}/execution/*`]),
       ] : []),
+      // The tool catalog's endpoints and pipelines beside those, each by name.
+      ...(catalogEndpoints.length > 0 ? [allow(['sagemaker:InvokeEndpointAsync', 'sagemaker:DescribeEndpoint'],
+        catalogEndpoints.map((e) => `${sagemakerArn}:endpoint/${e}`))] : []),
+      ...(catalogPipelines.length > 0 ? [
+        allow(['sagemaker:StartPipelineExecution'], catalogPipelineArns),
+        allow(['sagemaker:DescribePipelineExecution', 'sagemaker:ListPipelineExecutionSteps',
+          'sagemaker:DescribePipelineDefinitionForExecution', 'sagemaker:StopPipelineExecution'], catalogExecutionArns),
+      ] : []),
       // get_model_provenance: a model package and the lineage around it.
       allow(['sagemaker:DescribeModelPackage'], [`arn:${partition}:sagemaker:${region}:${account}:model-package/*`]),
       allow(['sagemaker:DescribeArtifact'], [`arn:${partition}:sagemaker:${region}:${account}:artifact/*`]),
@@ -962,6 +1026,7 @@ export class McpAsyncJobs extends Construct {
       IO_BUCKET: s.ioBucketName,
       ASYNC_ENDPOINT_NAME: s.asyncEndpointName,
       PIPELINE_NAME: s.pipelineName,
+      TOOL_CATALOG: toolCatalog ? `/opt/tool-catalog/${toolCatalog.fileName}` : '',
       RESULT_TTL_SECS: String(s.resultTtlSecs),
       INLINE_RESULT_MAX_BYTES: String(s.inlineResultMaxBytes),
       PIPELINE_PARAMETERS: s.pipelineParameters,
@@ -973,6 +1038,17 @@ export class McpAsyncJobs extends Construct {
       CALLER_WAITS_MAX: String(s.callerWaitsMax),
       EVENT_BUS_NAME: eventBusName,
     };
+    // The tool catalog, at /opt/tool-catalog/<file> in mcp-tools and gateway-target.
+    const catalogLayers = toolCatalog ? [this.pin(new lambda.LayerVersion(this, 'ToolCatalogLayer', {
+      // Named after the stack: stacks keep their own.
+      layerVersionName: `${name}-catalog`,
+      description: 'The tool catalog (ToolCatalog) mcp-tools and gateway-target read at cold start.',
+      code: lambda.Code.fromAsset(catalogLayerDir(toolCatalog.fileName, toolCatalog.content)),
+      compatibleArchitectures: [lambda.Architecture.ARM_64],
+      compatibleRuntimes: [lambda.Runtime.PROVIDED_AL2023],
+      // A new catalog is a new version; the functions move to it, and nothing else uses the old.
+      removalPolicy: RemovalPolicy.DESTROY,
+    }), 'ToolCatalogLayer')] : undefined;
     // Only the chosen auth mode's variables: oauth with an issuer or the user pool, else bearer
     // with auth type NONE, else iam.
     const oauthSetting = (value: string) => (oauthAuth && given(value) ? value : undefined);
@@ -983,6 +1059,7 @@ export class McpAsyncJobs extends Construct {
       // A plain wait is 20 s at most; a streamed one (with a progress token) up to this less 10 s.
       timeoutSecs: s.toolsTimeoutSecs,
       reservedConcurrentExecutions: s.toolsReservedConcurrency > 0 ? s.toolsReservedConcurrency : undefined,
+      layers: catalogLayers,
       environment: {
         AUTH_MODE: oauthAuth ? 'oauth' : bearerAuth ? 'bearer' : 'iam',
         MCP_BEARER_TOKEN_SHA256: bearerAuth && given(s.bearerTokenSha256) ? s.bearerTokenSha256 : undefined,
@@ -1051,6 +1128,7 @@ export class McpAsyncJobs extends Construct {
         role: mcpToolsRole,
         logGroup: gatewayTargetLogs,
         timeoutSecs: GATEWAY_TARGET_TIMEOUT_SECS,
+        layers: catalogLayers,
         environment: { ...toolsEnvironment, FUNCTION_TIMEOUT_SECS: String(GATEWAY_TARGET_TIMEOUT_SECS) },
       });
       this.gatewayTarget = target;
@@ -1274,4 +1352,55 @@ function toolSchema(file: string): agentcore.CfnGatewayTarget.ToolDefinitionProp
     throw new Error(`McpAsyncJobs: the Gateway target's tool schema ${file} is missing (make tool-schema writes it)`);
   }
   return JSON.parse(fs.readFileSync(file, 'utf8'));
+}
+
+/** The catalog's file name and content, from a path (relative to the repository) or the parsed catalog. */
+function loadCatalog(catalog: string | ToolCatalog): { fileName: string; content: string; parsed: ToolCatalog } {
+  if (typeof catalog !== 'string') {
+    return { fileName: 'catalog.json', content: JSON.stringify(catalog, null, 2), parsed: catalog };
+  }
+  const file = path.resolve(REPO_ROOT, catalog);
+  let content: string;
+  try {
+    content = fs.readFileSync(file, 'utf8');
+  } catch (error) {
+    throw new Error(`McpAsyncJobs: the tool catalog ${file} cannot be read (${(error as Error).message})`);
+  }
+  try {
+    return { fileName: path.basename(file), content, parsed: JSON.parse(content) as ToolCatalog };
+  } catch (error) {
+    throw new Error(`McpAsyncJobs: the tool catalog ${file} is not JSON (${(error as Error).message})`);
+  }
+}
+
+/** The endpoints and pipelines a catalog names, each once in its order; an error names the tool and the field. */
+function catalogNames(catalog: ToolCatalog, source: string): { endpoints: string[]; pipelines: string[] } {
+  const found = { endpoints: [] as string[], pipelines: [] as string[] };
+  const read = (key: 'async_tools' | 'pipeline_tools', field: 'endpoint' | 'pipeline', into: string[]) => {
+    const tools: unknown = (catalog as Record<string, unknown>)[key] ?? [];
+    if (!Array.isArray(tools)) {
+      throw new Error(`McpAsyncJobs: ${source}: ${key} must be a list of tools`);
+    }
+    tools.forEach((tool: Record<string, unknown>, i) => {
+      const where = `${key}[${i}]${typeof tool?.name === 'string' ? ` (${tool.name})` : ''}`;
+      const value = tool?.[field];
+      if (typeof value !== 'string' || value === '') {
+        throw new Error(`McpAsyncJobs: ${source}: ${where}: "${field}" is missing or not a string`);
+      }
+      if (!into.includes(value)) {
+        into.push(value);
+      }
+    });
+  };
+  read('async_tools', 'endpoint', found.endpoints);
+  read('pipeline_tools', 'pipeline', found.pipelines);
+  return found;
+}
+
+/** A directory holding tool-catalog/<file>: the layer's content (Lambda extracts it to /opt). */
+function catalogLayerDir(fileName: string, content: string): string {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'mcp-tool-catalog-'));
+  fs.mkdirSync(path.join(dir, 'tool-catalog'));
+  fs.writeFileSync(path.join(dir, 'tool-catalog', fileName), content);
+  return dir;
 }

@@ -62,6 +62,10 @@ export const PARAMETERS: Readonly<Record<string, ParameterSpec>> = {
     pattern: '^(?=(?:.*,)?input_data_uri=)(?!(?:.*,)?([a-z_]+)=.*,\\1=)(?!.*=([A-Za-z0-9_-]+),(?:.*,)?[a-z_]+=\\2(?:,|$))'
       + `${TRAINING_ARGUMENT}(?:,${TRAINING_ARGUMENT})*$`,
   },
+  // The catalog itself (a path, or its parsed JSON) where the template takes its file's name.
+  ToolCatalog: { prop: 'catalog', kind: 'string', default: '', pattern: '^([A-Za-z0-9][A-Za-z0-9._-]{0,127})?$' },
+  CatalogEndpointNames: { prop: 'catalogEndpointNames', kind: 'list', default: '', pattern: '^([a-z0-9](-*[a-z0-9]){0,62})?$' },
+  CatalogPipelineNames: { prop: 'catalogPipelineNames', kind: 'list', default: '', pattern: '^([a-z0-9](-*[a-z0-9]){0,255})?$' },
   UseSqsBuffer: { prop: 'useSqsBuffer', kind: 'boolean', default: 'false', allowed: BOOLEAN },
   SqsBatchSize: { prop: 'sqsBatchSize', kind: 'number', default: '10', min: 1, max: 1000 },
   SqsBatchingWindowSecs: { prop: 'sqsBatchingWindowSecs', kind: 'number', default: '0', min: 0, max: 60 },
