@@ -2,6 +2,7 @@
 //! the execution description, and the rules for recording and announcing an outcome.
 
 use chrono::{DateTime, Utc};
+use serde::Deserialize;
 use serde_json::Value;
 
 use crate::domain::caller::Owner;
@@ -17,12 +18,12 @@ pub enum PipelineEventError {
     Missing(&'static str),
     #[error("{field} is {value}, expected {expected}")]
     Unexpected {
-        field: &'static str,
+        field: String,
         value: String,
         expected: &'static str,
     },
     #[error("{field} is {value}, which is not an RFC 3339 time")]
-    BadTime { field: &'static str, value: String },
+    BadTime { field: String, value: String },
 }
 
 /// One "Pipeline Execution Status Change" event.
@@ -43,72 +44,132 @@ pub struct PipelineStatusChange {
     pub owner: Option<Owner>,
 }
 
+/// The event as EventBridge delivers it. Every field may be absent here, so that a missing one
+/// is named in the event's own words by the checks in [`parse_status_change`].
+#[derive(Deserialize)]
+struct Envelope {
+    id: Option<String>,
+    #[serde(rename = "detail-type")]
+    detail_type: Option<String>,
+    source: Option<String>,
+    time: Option<EventTime>,
+    detail: Option<Detail>,
+}
+
+/// SageMaker's `detail` of the event.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Detail {
+    pipeline_arn: Option<String>,
+    pipeline_execution_arn: Option<String>,
+    current_pipeline_execution_status: Option<String>,
+    previous_pipeline_execution_status: Option<String>,
+    execution_start_time: Option<EventTime>,
+    execution_end_time: Option<EventTime>,
+    pipeline_execution_description: Option<String>,
+}
+
+/// RFC 3339, or epoch milliseconds as a number.
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum EventTime {
+    Text(String),
+    Millis(i64),
+}
+
+impl EventTime {
+    fn read(self, field: &str) -> Result<DateTime<Utc>, PipelineEventError> {
+        let (time, value) = match self {
+            EventTime::Text(s) => (parse_rfc3339(&s), quoted(&s)),
+            EventTime::Millis(n) => (DateTime::from_timestamp_millis(n), n.to_string()),
+        };
+        time.ok_or_else(|| PipelineEventError::BadTime {
+            field: field.to_owned(),
+            value,
+        })
+    }
+}
+
 pub fn parse_status_change(event: &Value) -> Result<PipelineStatusChange, PipelineEventError> {
     use PipelineEventError::*;
-    let detail_type = required_str(event, "detail-type", "detail-type")?;
+    let envelope: Envelope =
+        serde_path_to_error::deserialize(event).map_err(|e| wrong_type(event, e.path()))?;
+    let detail_type = required("detail-type", envelope.detail_type)?;
     if detail_type != DETAIL_TYPE {
         return Err(Unexpected {
-            field: "detail-type",
-            value: quoted(detail_type),
+            field: "detail-type".into(),
+            value: quoted(&detail_type),
             expected: "\"SageMaker Model Building Pipeline Execution Status Change\"",
         });
     }
-    let source = required_str(event, "source", "source")?;
+    let source = required("source", envelope.source)?;
     if source != SOURCE {
         return Err(Unexpected {
-            field: "source",
-            value: quoted(source),
+            field: "source".into(),
+            value: quoted(&source),
             expected: "\"aws.sagemaker\"",
         });
     }
-    let detail = match event.get("detail") {
-        Some(d @ Value::Object(_)) => d,
-        None | Some(Value::Null) => return Err(Missing("detail")),
-        Some(other) => {
-            return Err(Unexpected {
-                field: "detail",
-                value: other.to_string(),
-                expected: "an object",
-            })
-        }
-    };
-    let description = optional_str(
-        detail,
-        "pipelineExecutionDescription",
-        "detail.pipelineExecutionDescription",
-    )?;
-    let status_text = required_str(
-        detail,
-        "currentPipelineExecutionStatus",
+    let detail = envelope.detail.ok_or(Missing("detail"))?;
+    let status_text = required(
         "detail.currentPipelineExecutionStatus",
+        detail.current_pipeline_execution_status,
     )?;
-    let status = PipelineStatus::from_sagemaker(status_text).ok_or_else(|| Unexpected {
-        field: "detail.currentPipelineExecutionStatus",
-        value: quoted(status_text),
+    let status = PipelineStatus::from_sagemaker(&status_text).ok_or_else(|| Unexpected {
+        field: "detail.currentPipelineExecutionStatus".into(),
+        value: quoted(&status_text),
         expected: "Executing, Stopping, Succeeded, Failed, Stopped or CompletedWithFailures",
     })?;
+    let time = |field: &str, t: Option<EventTime>| t.map(|t| t.read(field)).transpose();
+    let description = detail.pipeline_execution_description.as_deref();
     Ok(PipelineStatusChange {
-        event_id: required_str(event, "id", "id")?.to_owned(),
-        event_time: required_time(event, "time", "time")?,
-        pipeline_arn: required_str(detail, "pipelineArn", "detail.pipelineArn")?.to_owned(),
-        execution_arn: required_str(
-            detail,
-            "pipelineExecutionArn",
+        event_id: required("id", envelope.id)?,
+        event_time: time("time", envelope.time)?.ok_or(Missing("time"))?,
+        pipeline_arn: required("detail.pipelineArn", detail.pipeline_arn)?,
+        execution_arn: required(
             "detail.pipelineExecutionArn",
-        )?
-        .to_owned(),
+            detail.pipeline_execution_arn,
+        )?,
         status,
-        previous_status: optional_str(
-            detail,
-            "previousPipelineExecutionStatus",
-            "detail.previousPipelineExecutionStatus",
-        )?
-        .map(ExecutionStatus::parse),
-        started_at: optional_time(detail, "executionStartTime", "detail.executionStartTime")?,
-        ended_at: optional_time(detail, "executionEndTime", "detail.executionEndTime")?,
+        previous_status: detail
+            .previous_pipeline_execution_status
+            .as_deref()
+            .map(ExecutionStatus::parse),
+        started_at: time("detail.executionStartTime", detail.execution_start_time)?,
+        ended_at: time("detail.executionEndTime", detail.execution_end_time)?,
         session_id: description.and_then(session_id_from_description),
         owner: description.and_then(owner_from_description),
     })
+}
+
+/// A field that must be there and say something.
+fn required(field: &'static str, value: Option<String>) -> Result<String, PipelineEventError> {
+    value
+        .filter(|s| !s.trim().is_empty())
+        .ok_or(PipelineEventError::Missing(field))
+}
+
+/// What a field of the wrong JSON type is, named by its path and shown as it came.
+fn wrong_type(event: &Value, path: &serde_path_to_error::Path) -> PipelineEventError {
+    let field = path.to_string();
+    let pointer: String = path.iter().map(|segment| format!("/{segment}")).collect();
+    let value = event
+        .pointer(&pointer)
+        .map_or_else(|| "?".to_owned(), Value::to_string);
+    if field == "time" || field.ends_with("Time") {
+        PipelineEventError::BadTime { field, value }
+    } else {
+        let expected = if field == "detail" {
+            "an object"
+        } else {
+            "a string"
+        };
+        PipelineEventError::Unexpected {
+            field,
+            value,
+            expected,
+        }
+    }
 }
 
 /// A part `name=value` of a description such as `session_id=sess-42; triggered at 2026-…`:
@@ -149,72 +210,6 @@ pub fn execution_description(
 
 fn quoted(s: &str) -> String {
     format!("{s:?}")
-}
-
-fn optional_str<'a>(
-    v: &'a Value,
-    key: &str,
-    field: &'static str,
-) -> Result<Option<&'a str>, PipelineEventError> {
-    match v.get(key) {
-        None | Some(Value::Null) => Ok(None),
-        Some(Value::String(s)) => Ok(Some(s.as_str())),
-        Some(other) => Err(PipelineEventError::Unexpected {
-            field,
-            value: other.to_string(),
-            expected: "a string",
-        }),
-    }
-}
-
-fn required_str<'a>(
-    v: &'a Value,
-    key: &str,
-    field: &'static str,
-) -> Result<&'a str, PipelineEventError> {
-    match optional_str(v, key, field)? {
-        Some(s) if !s.trim().is_empty() => Ok(s),
-        _ => Err(PipelineEventError::Missing(field)),
-    }
-}
-
-/// RFC 3339, or epoch milliseconds as a number.
-fn optional_time(
-    v: &Value,
-    key: &str,
-    field: &'static str,
-) -> Result<Option<DateTime<Utc>>, PipelineEventError> {
-    match v.get(key) {
-        None | Some(Value::Null) => Ok(None),
-        Some(Value::String(s)) => {
-            parse_rfc3339(s)
-                .map(Some)
-                .ok_or_else(|| PipelineEventError::BadTime {
-                    field,
-                    value: quoted(s),
-                })
-        }
-        Some(Value::Number(n)) => n
-            .as_i64()
-            .and_then(DateTime::from_timestamp_millis)
-            .map(Some)
-            .ok_or_else(|| PipelineEventError::BadTime {
-                field,
-                value: n.to_string(),
-            }),
-        Some(other) => Err(PipelineEventError::BadTime {
-            field,
-            value: other.to_string(),
-        }),
-    }
-}
-
-fn required_time(
-    v: &Value,
-    key: &str,
-    field: &'static str,
-) -> Result<DateTime<Utc>, PipelineEventError> {
-    optional_time(v, key, field)?.ok_or(PipelineEventError::Missing(field))
 }
 
 #[cfg(test)]
