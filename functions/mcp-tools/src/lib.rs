@@ -15,8 +15,6 @@ pub mod direct;
 pub mod front_door;
 pub mod http_guard;
 pub mod progress;
-#[cfg(test)]
-mod sharing_tests;
 pub mod tasks;
 pub mod tools;
 #[cfg(test)]

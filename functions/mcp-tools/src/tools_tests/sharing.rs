@@ -6,8 +6,8 @@ use serde_json::json;
 
 use shared::domain::caller::Principal;
 
+use super::{registered_model, world};
 use crate::contract::names;
-use crate::tools_tests::{registered_model, world};
 
 fn bob() -> Principal {
     Principal::Bearer { name: "bob".into() }
