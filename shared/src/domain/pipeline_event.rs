@@ -126,10 +126,7 @@ pub fn parse_status_change(event: &Value) -> Result<PipelineStatusChange, Pipeli
         event_id: required("id", envelope.id)?,
         event_time: time("time", envelope.time)?.ok_or(Missing("time"))?,
         pipeline_arn: required("detail.pipelineArn", detail.pipeline_arn)?,
-        execution_arn: required(
-            "detail.pipelineExecutionArn",
-            detail.pipeline_execution_arn,
-        )?,
+        execution_arn: required("detail.pipelineExecutionArn", detail.pipeline_execution_arn)?,
         status,
         previous_status: detail
             .previous_pipeline_execution_status
