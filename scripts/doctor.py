@@ -7,7 +7,9 @@
 Each line is `ok`, `warn` or `FAIL` with what was found; a FAIL says how to fix it. The exit
 status is 1 when any check FAILs (warnings do not count), 2 when the stack cannot be read.
 The checks:
-- endpoint: the async endpoint exists and is InService;
+- endpoint: the async endpoint exists and is InService; it and the checks below that read its
+  config (topics, paths, response in message, endpoint role) are run for each endpoint of the
+  tool catalog too (CatalogEndpointNames), each line naming the endpoint;
 - topics: its EndpointConfig's NotificationConfig names the stack's success and error topics;
 - output path / failure path: S3OutputPath and S3FailurePath lie under the prefixes the
   functions may read (s3://IoBucketName/OutputPrefix, .../FailurePrefix);
@@ -16,7 +18,7 @@ The checks:
 - subscriptions: each topic has a confirmed subscription to notification-handler (or, with the
   SQS buffer, to the buffer queue);
 - pipeline: the pipeline exists and its definition declares every parameter PIPELINE_PARAMETERS
-  maps a tool argument to;
+  maps a tool argument to; each of the catalog's pipelines (CatalogPipelineNames) exists;
 - rule: the EventBridge rule routing pipeline runs to pipeline-router is enabled;
 - DLQs: the dead-letter queues are empty;
 - alarms: every alarm has an action;
@@ -45,7 +47,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Callable, Optional
 
 from pathlib import Path
@@ -54,7 +56,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 
 import aws_region
 import model_role
-from stack import StackError, add_wiring_arguments, read_stack, under_prefix
+from stack import StackError, add_wiring_arguments, names, read_stack, under_prefix
 
 SEED_PIPELINE_PARAMETERS = ("input_data_uri=InputDataUri,max_epochs=MaxEpochs,"
                             "accuracy_threshold=AccuracyThreshold,training_instance_type=TrainingInstanceType")
@@ -95,6 +97,9 @@ class Targets:
     pipeline_queue_url: Optional[str] = None
     event_bus: Optional[str] = None
     bucket_key: Optional[str] = None
+    # The tool catalog's endpoints and pipelines beside `endpoint` and `pipeline`.
+    catalog_endpoints: list = field(default_factory=list)
+    catalog_pipelines: list = field(default_factory=list)
 
 
 @dataclass
@@ -141,6 +146,8 @@ def targets_from_stack(session, name: str) -> Targets:
         bucket_key=stack.parameter("IoBucketKmsKeyArn") or None,
         stack=name,
         endpoint=stack.parameter("AsyncEndpointName"),
+        catalog_endpoints=names(stack.parameter("CatalogEndpointNames")),
+        catalog_pipelines=names(stack.parameter("CatalogPipelineNames")),
         success_topic=stack.outputs.get("SuccessTopic"),
         error_topic=stack.outputs.get("ErrorTopic"),
         bucket=stack.parameter("IoBucketName"),
@@ -162,6 +169,10 @@ def apply_overrides(targets: Targets, args: argparse.Namespace) -> Targets:
         value = getattr(args, name)
         if value is not None:
             setattr(targets, name, value)
+    if args.catalog_endpoint_name:
+        targets.catalog_endpoints = args.catalog_endpoint_name
+    if args.catalog_pipeline_name:
+        targets.catalog_pipelines = args.catalog_pipeline_name
     if args.dlq_url:
         targets.dlq_urls = args.dlq_url
     if args.alarm_name:
@@ -492,6 +503,8 @@ def function_calls(t: Targets, keys: list) -> dict:
     pipeline = f"{sagemaker}:pipeline/{t.pipeline}" if t.pipeline else None
     execution = (f"{pipeline}/execution/*", f"{pipeline}/execution/doctor-check") if pipeline else (None, None)
     endpoint = f"{sagemaker}:endpoint/{t.endpoint}" if t.endpoint else None
+    others = [e for e in t.catalog_endpoints if e != t.endpoint]
+    other_pipelines = [f"{sagemaker}:pipeline/{q}" for q in t.catalog_pipelines if q != t.pipeline]
     bus = None
     if t.event_bus:
         bus = t.event_bus if t.event_bus.startswith("arn:") else f"arn:{p}:events:{region}:{account}:event-bus/{t.event_bus}"
@@ -513,7 +526,12 @@ def function_calls(t: Targets, keys: list) -> dict:
                       ("inputs", "s3:PutObject", in_g, in_s), *reads,
                       same("endpoint", "sagemaker:InvokeEndpointAsync", endpoint),
                       same("endpoint", "sagemaker:DescribeEndpoint", endpoint),
+                      *(same(f"endpoint {e}", a, f"{sagemaker}:endpoint/{e}") for e in others
+                        for a in ("sagemaker:InvokeEndpointAsync", "sagemaker:DescribeEndpoint")),
                       same("pipeline", "sagemaker:StartPipelineExecution", pipeline),
+                      *(same(f"pipeline {q.rsplit('/', 1)[1]}", a, r) for q in other_pipelines
+                        for a, r in (("sagemaker:StartPipelineExecution", q),
+                                     ("sagemaker:DescribePipelineExecution", f"{q}/execution/doctor-check"))),
                       *(("runs", a, *execution) for a in ("sagemaker:DescribePipelineExecution",
                                                          "sagemaker:ListPipelineExecutionSteps",
                                                          "sagemaker:DescribePipelineDefinitionForExecution",
@@ -547,21 +565,48 @@ def check_permissions(session, sm, config: Optional[dict], t: Targets) -> list:
                      "allow whoever runs the doctor iam:SimulatePrincipalPolicy on the stack's and the model's roles")]
 
 
+def endpoint_checks(sm, t: Targets) -> tuple:
+    """The checks of one endpoint (t.endpoint) and its config, and the config."""
+    endpoint, config = check_endpoint(sm, t)
+    return [endpoint, check_topics(config, t), check_path(config, t, "S3OutputPath", t.output_prefix),
+            check_path(config, t, "S3FailurePath", t.failure_prefix), check_response_included(config, t)], config
+
+
+def catalog_endpoint_checks(session, sm, t: Targets) -> list:
+    """The same checks, and the endpoint role's, for each of the catalog's other endpoints: every
+    one publishes to the stack's topics and writes under its prefixes. Each line names its endpoint."""
+    results = []
+    for name in (e for e in t.catalog_endpoints if e != t.endpoint):
+        one = replace(t, endpoint=name, model_role=None)
+        lines, config = endpoint_checks(sm, one)
+        lines += check_endpoint_role(sm, session.client("iam"), ResourcePolicies(session), config, one)
+        for line in lines:
+            line.check = f"{line.check} ({name})"
+        results += lines
+    return results
+
+
+def check_catalog_pipeline(sm, name: str) -> Result:
+    try:
+        sm.describe_pipeline(PipelineName=name)
+    except ClientError as e:
+        return fail(f"pipeline ({name})", f"{name} cannot be described ({e.response['Error'].get('Message', e)})",
+                    "create the pipeline, or correct its name in the tool catalog and run make catalog again")
+    return ok(f"pipeline ({name})", f"{name} exists (the tool catalog maps its parameters)")
+
+
 def run_checks(session, t: Targets) -> list:
     sm = session.client("sagemaker")
     sns, sqs = session.client("sns"), session.client("sqs")
-    endpoint, config = check_endpoint(sm, t)
-    results = [endpoint, check_topics(config, t),
-               check_path(config, t, "S3OutputPath", t.output_prefix),
-               check_path(config, t, "S3FailurePath", t.failure_prefix)]
-    results.append(check_response_included(config, t))
+    results, config = endpoint_checks(sm, t)
     results += [check_subscriptions(sns, sqs, t, "success", t.success_topic),
                 check_subscriptions(sns, sqs, t, "error", t.error_topic),
                 check_pipeline(sm, t), check_rule(session.client("events"), t)]
+    results += [check_catalog_pipeline(sm, name) for name in t.catalog_pipelines if name != t.pipeline]
     results += [check_dlq(sqs, t, url) for url in t.dlq_urls] or [skip("DLQs", "no queue URLs (give --dlq-url)")]
     results.append(check_alarms(session.client("cloudwatch"), t))
     results += check_permissions(session, sm, config, t)
-    return results
+    return results + catalog_endpoint_checks(session, sm, t)
 
 
 def guarded(check: Callable[[], list]) -> list:
@@ -579,6 +624,10 @@ def main(argv: Optional[list] = None) -> int:
     parser.add_argument("--stack-name", help="the deployed stack: every name below comes from it")
     add_wiring_arguments(parser)
     parser.add_argument("--pipeline-name", dest="pipeline")
+    parser.add_argument("--catalog-endpoint-name", action="append",
+                        help="an endpoint of the tool catalog (CatalogEndpointNames; repeatable)")
+    parser.add_argument("--catalog-pipeline-name", action="append",
+                        help="a pipeline of the tool catalog (CatalogPipelineNames; repeatable)")
     parser.add_argument("--pipeline-parameters", help="PIPELINE_PARAMETERS (default the seed's names)")
     parser.add_argument("--rule-name", dest="rule", help="the EventBridge rule to pipeline-router")
     parser.add_argument("--notification-handler", metavar="NAME_OR_ARN")

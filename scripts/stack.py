@@ -79,6 +79,15 @@ def add_wiring_arguments(parser) -> None:
     parser.add_argument("--failure-prefix", help="FailurePrefix (default failures/)")
 
 
+def names(text: str | None) -> list:
+    """A CommaDelimitedList parameter's value (as DescribeStacks gives it) as its names, each once."""
+    found: list = []
+    for name in (n.strip() for n in (text or "").split(",")):
+        if name and name not in found:
+            found.append(name)
+    return found
+
+
 def under_prefix(path: str | None, prefix_uri: str) -> bool:
     """Whether objects SageMaker writes under `path` have keys that the IAM grant on
     `prefix_uri` (`s3://bucket/prefix*`) covers."""

@@ -21,6 +21,8 @@ difference and changes nothing; nothing is created either when the endpoint is a
 (delete it once the endpoint runs on the new one, if nothing else uses it).
 With --stack-name the names come from the stack (parameters AsyncEndpointName, IoBucketName,
 OutputPrefix, FailurePrefix; outputs SuccessTopic, ErrorTopic); an explicit option overrides one.
+Every endpoint the stack serves is wired, one after the other: AsyncEndpointName and each of the
+tool catalog's (CatalogEndpointNames); --endpoint-name wires that one alone.
 SageMaker publishes and writes as the endpoint's execution role (its Model's ExecutionRoleArn,
 read with DescribeModel, or --model-execution-role-arn). Its policy (sns:Publish on both topics,
 s3:PutObject under both prefixes, s3:GetObject under inputs/, kms:GenerateDataKey and kms:Decrypt
@@ -49,7 +51,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 
 import aws_region
 import model_role
-from stack import StackError, add_wiring_arguments, read_stack, under_prefix
+from stack import StackError, add_wiring_arguments, names, read_stack, under_prefix
 
 # What DescribeEndpointConfig returns that CreateEndpointConfig takes back.
 COPIED_FIELDS = ("ProductionVariants", "DataCaptureConfig", "KmsKeyId", "AsyncInferenceConfig", "ExplainerConfig",
@@ -67,6 +69,7 @@ def wiring_from_stack(session, name: str) -> dict:
     stack = read_stack(session, name, with_resources=False)
     return {
         "endpoint": stack.parameter("AsyncEndpointName"),
+        "catalog_endpoints": names(stack.parameter("CatalogEndpointNames")),
         "success_topic": stack.output("SuccessTopic"),
         "error_topic": stack.output("ErrorTopic"),
         "bucket": stack.parameter("IoBucketName"),
@@ -173,6 +176,8 @@ def main(argv: Optional[list] = None) -> int:
                                      epilog=__doc__.split("\n\n", 2)[2])
     parser.add_argument("--stack-name", help="the deployed stack the endpoint is wired to")
     add_wiring_arguments(parser)
+    parser.add_argument("--catalog-endpoint-name", action="append", dest="catalog_endpoints",
+                        help="an endpoint of the tool catalog, wired after --endpoint-name (repeatable)")
     parser.add_argument("--dry-run", action="store_true", help="print the difference, change nothing")
     parser.add_argument("--wait", action="store_true", help="wait until the endpoint is InService again")
     parser.add_argument("--poll-secs", type=float, default=30.0, help="with --wait, seconds between checks (30)")
@@ -202,6 +207,23 @@ def main(argv: Optional[list] = None) -> int:
     if missing:
         parser.error(f"give --stack-name, or {', '.join(missing)}")
 
+    if args.catalog_endpoints:
+        wiring["catalog_endpoints"] = args.catalog_endpoints
+    # With --stack-name alone, the stack's endpoint and its catalog's, each once; --endpoint-name
+    # (without --catalog-endpoint-name) wires that one alone.
+    catalog_endpoints = wiring.get("catalog_endpoints", []) if args.catalog_endpoints or not args.endpoint else []
+    endpoints = [wiring["endpoint"]] + [e for e in catalog_endpoints if e != wiring["endpoint"]]
+    status = 0
+    for endpoint in endpoints:
+        if len(endpoints) > 1:
+            print(f"== endpoint {endpoint}")
+        # --model-execution-role-arn is the stack's endpoint's; the others' are read from their Models.
+        role = wiring["role"] if endpoint == wiring["endpoint"] else None
+        status = max(status, wire_one(session, {**wiring, "endpoint": endpoint, "role": role}, args))
+    return status
+
+
+def wire_one(session, wiring: dict, args: argparse.Namespace) -> int:
     sm = session.client("sagemaker")
     try:
         name = wire(sm, wiring, args.dry_run)

@@ -108,9 +108,9 @@ class Deployed:
         if set(node) == {"Fn::Sub"}:
             text, variables = node["Fn::Sub"]
             variables = {k: self.resolve(v) for k, v in variables.items()}
-            if all(isinstance(v, str) for v in variables.values()):
-                return self.substitute(text, variables)
-            return {"Fn::Sub": [text, variables]}
+            # Resolved when nothing is left to CloudFormation (a catalog's ARN); else its variables are.
+            resolved = self.substitute(text, variables) if all(isinstance(v, str) for v in variables.values()) else None
+            return resolved if isinstance(resolved, str) else {"Fn::Sub": [text, variables]}
         # The list functions, once their arguments are known (a resource's attribute stays as it is).
         if set(node) == {"Fn::Join"}:
             delimiter, values = node["Fn::Join"]

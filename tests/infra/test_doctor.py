@@ -7,7 +7,8 @@ import sys
 import pytest
 from botocore.stub import Stubber
 
-from wiring import FUNCTION_ROLES, ROLE, ROOT, SCRIPTS, Setup, async_config, lines_by_check, run_script, standin
+from wiring import (FUNCTION_ROLES, ROLE, ROOT, SCRIPTS, Setup, async_config, catalog_endpoint, lines_by_check, run_script,
+                    standin)
 
 sys.path.insert(0, str(SCRIPTS))
 import doctor  # noqa: E402
@@ -345,3 +346,54 @@ def test_with_a_stack_name_the_roles_come_from_the_stack():
     assert targets.bucket_key is None
     assert doctor.check_pipeline(None, targets).line() == (
         "ok    pipeline: none: an inference-only stack (PipelineName empty), no training tools")
+
+
+# ---------------------------------------------------------------- the tool catalog's endpoints and pipelines
+
+
+def test_each_catalog_endpoint_gets_the_endpoint_checks_naming_it():
+    setup = Setup().build()
+    churn = catalog_endpoint(setup)
+    other = setup.aws["sns"].create_topic(Name=f"doctor-{setup.id}-someone-elses")["TopicArn"]
+    misrouted = catalog_endpoint(setup, async_config(setup, ErrorTopic=other), name="vision")
+    result = run_script("doctor.py", setup.doctor_args() + ["--catalog-endpoint-name", churn,
+                                                            "--catalog-endpoint-name", misrouted])
+    lines = lines_by_check(result.stdout)
+    for check in ("endpoint", "topics", "output path", "failure path", "response in message"):
+        assert lines[f"{check} ({churn})"][0] == "ok", result.stdout
+        assert f"{check} ({misrouted})" in lines, result.stdout
+    # Its execution role comes from its Model (the one given is the stack's endpoint's).
+    assert lines[f"endpoint role ({churn})"][0] in ("ok", "skip"), result.stdout
+    failed = {c for c, (s, _) in lines.items() if s == "FAIL"}
+    assert failed == {f"topics ({misrouted})"}, result.stdout
+    assert f"ErrorTopic is {other}" in lines[f"topics ({misrouted})"][1]
+    assert result.returncode == 1
+
+
+def test_a_catalog_endpoint_that_does_not_exist_fails_naming_it():
+    setup = Setup().build()
+    result = run_script("doctor.py", setup.doctor_args() + ["--catalog-endpoint-name", f"doctor-{setup.id}-gone"])
+    lines = lines_by_check(result.stdout)
+    assert {c for c, (s, _) in lines.items() if s == "FAIL"} == {f"endpoint (doctor-{setup.id}-gone)"}, result.stdout
+
+
+def test_each_catalog_pipeline_must_exist():
+    setup = Setup().build()
+    gone = f"doctor-{setup.id}-retired-pipeline"
+    result = run_script("doctor.py", setup.doctor_args() + ["--catalog-pipeline-name", setup.pipeline,
+                                                            "--catalog-pipeline-name", gone])
+    lines = lines_by_check(result.stdout)
+    assert {c for c, (s, _) in lines.items() if s == "FAIL"} == {f"pipeline ({gone})"}, result.stdout
+    assert "run make catalog again" in lines[f"pipeline ({gone})"][1]
+
+
+def test_the_function_roles_are_simulated_on_the_catalogs_endpoints_and_pipelines():
+    t = doctor.Targets(endpoint="docs", pipeline="train", catalog_endpoints=["docs", "churn"],
+                       catalog_pipelines=["train", "retrain"], region="us-east-1", account="123456789012")
+    calls = {(action, resource) for _, action, _, resource in doctor.function_calls(t, [])["mcp-tools"]}
+    arn = "arn:aws:sagemaker:us-east-1:123456789012"
+    for endpoint in ("docs", "churn"):
+        assert ("sagemaker:InvokeEndpointAsync", f"{arn}:endpoint/{endpoint}") in calls
+    assert ("sagemaker:StartPipelineExecution", f"{arn}:pipeline/retrain") in calls
+    assert ("sagemaker:DescribePipelineExecution", f"{arn}:pipeline/retrain/execution/doctor-check") in calls
+    assert len([c for c in calls if c[1] == f"{arn}:endpoint/docs"]) == 2

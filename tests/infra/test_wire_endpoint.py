@@ -4,7 +4,7 @@ the doctor then passes, and a second run has nothing to do."""
 
 import sys
 
-from wiring import SCRIPTS, Setup, async_config, lines_by_check, run_script
+from wiring import SCRIPTS, Setup, async_config, catalog_endpoint, lines_by_check, run_script
 
 sys.path.insert(0, str(SCRIPTS))
 import wire_endpoint  # noqa: E402
@@ -176,3 +176,23 @@ def test_the_execution_roles_policy_is_printed_and_attached_on_request(iam):
     assert document["Statement"][3] == {"Sid": "UseKeys", "Effect": "Allow",
                                         "Action": ["kms:GenerateDataKey", "kms:Decrypt"], "Resource": [key]}
     assert f"attached mcp-async-jobs-{setup.endpoint} to role AmazonSageMaker-ExecutionRole-1" in result.stdout
+
+
+def test_the_catalogs_endpoints_are_wired_too_or_one_alone():
+    setup = miswired()
+    other = setup.aws["sns"].create_topic(Name=f"doctor-{setup.id}-older-success")["TopicArn"]
+    churn = catalog_endpoint(setup, async_config(setup, SuccessTopic=other))
+    wait = ["--wait", "--poll-secs", "0.05"]
+    alone = run_script("wire_endpoint.py", setup.wiring_args() + wait)
+    assert alone.returncode == 0, alone.stderr
+    assert churn not in alone.stdout
+
+    result = run_script("wire_endpoint.py", setup.wiring_args() + wait + ["--catalog-endpoint-name", churn])
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert f"== endpoint {setup.endpoint}" in result.stdout and f"== endpoint {churn}" in result.stdout
+    assert f"endpoint {setup.endpoint} is already wired" in result.stdout
+    sm = setup.aws["sagemaker"]
+    config = sm.describe_endpoint_config(
+        EndpointConfigName=sm.describe_endpoint(EndpointName=churn)["EndpointConfigName"])
+    assert "-wired-" in config["EndpointConfigName"]
+    assert config["AsyncInferenceConfig"]["OutputConfig"]["NotificationConfig"]["SuccessTopic"] == setup.success_topic

@@ -177,3 +177,14 @@ def lines_by_check(stdout: str) -> dict:
         if sep and status.strip() in ("ok", "warn", "FAIL", "skip"):
             found[check] = (status.strip(), line)
     return found
+
+
+def catalog_endpoint(setup: Setup, config: dict | None = None, name: str = "churn") -> str:
+    """A second endpoint, as a tool catalog names one beside the stack's (correctly wired unless
+    `config` says otherwise); its name."""
+    primary, setup.endpoint = setup.endpoint, f"doctor-{setup.id}-{name}-async"
+    try:
+        setup.create_endpoint(config)
+        return setup.endpoint
+    finally:
+        setup.endpoint = primary
