@@ -111,29 +111,41 @@ pub const CRASH_MARGIN_SECS: u64 = 15;
 /// How long a call with an idempotency key waits for a concurrent first call to get its answer.
 const IN_PROGRESS_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
 
-pub fn job_settings(policy: JobPolicy, inline_result_max_bytes: u64) -> JobSettings {
-    JobSettings {
-        policy,
-        inline_result_max_bytes,
-        in_progress_wait: IN_PROGRESS_WAIT,
+/// What every writer of job items reads alike: the results table, how long an outcome is kept
+/// and the largest output kept inline.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct JobRecords {
+    pub results_table: String,
+    pub result_ttl_secs: u64,
+    pub inline_result_max_bytes: u64,
+}
+
+impl JobRecords {
+    pub fn from_env<F: Fn(&str) -> Option<String>>(env: &Env<F>) -> Result<Self, ConfigError> {
+        Ok(Self {
+            results_table: env
+                .required("RESULTS_TABLE", "the name of the DynamoDB results table")?,
+            result_ttl_secs: result_ttl_secs(env)?,
+            inline_result_max_bytes: env.number_in(
+                "INLINE_RESULT_MAX_BYTES",
+                DEFAULT_INLINE_RESULT_MAX_BYTES,
+                0..=INLINE_RESULT_HARD_MAX_BYTES,
+                "a byte count from 0 to 262144 (DynamoDB items are limited to 400 KB)",
+            )?,
+        })
     }
-}
 
-/// `INLINE_RESULT_MAX_BYTES`, for every writer of outcomes.
-pub fn inline_result_max_bytes<F: Fn(&str) -> Option<String>>(
-    env: &Env<F>,
-) -> Result<u64, ConfigError> {
-    env.number_in(
-        "INLINE_RESULT_MAX_BYTES",
-        DEFAULT_INLINE_RESULT_MAX_BYTES,
-        0..=INLINE_RESULT_HARD_MAX_BYTES,
-        "a byte count from 0 to 262144 (DynamoDB items are limited to 400 KB)",
-    )
-}
-
-/// `RESULTS_TABLE`, for notification-handler and the tools.
-pub fn results_table<F: Fn(&str) -> Option<String>>(env: &Env<F>) -> Result<String, ConfigError> {
-    env.required("RESULTS_TABLE", "the name of the DynamoDB results table")
+    /// What the job use cases are told: `policy` with this TTL.
+    pub fn job_settings(&self, policy: JobPolicy) -> JobSettings {
+        JobSettings {
+            policy: JobPolicy {
+                result_ttl_secs: self.result_ttl_secs,
+                ..policy
+            },
+            inline_result_max_bytes: self.inline_result_max_bytes,
+            in_progress_wait: IN_PROGRESS_WAIT,
+        }
+    }
 }
 
 /// `RESULT_TTL_SECS`, shared by every writer.
@@ -262,12 +274,18 @@ mod tests {
 
     #[test]
     fn the_shared_settings_default_and_refuse_malformed_values() {
-        let (env, _) = recording_env(&[]);
-        assert_eq!(result_ttl_secs(&env), Ok(DEFAULT_RESULT_TTL_SECS));
+        let (env, _) = recording_env(&[("RESULTS_TABLE", "t")]);
         assert_eq!(
-            inline_result_max_bytes(&env),
-            Ok(DEFAULT_INLINE_RESULT_MAX_BYTES)
+            JobRecords::from_env(&env),
+            Ok(JobRecords {
+                results_table: "t".into(),
+                result_ttl_secs: DEFAULT_RESULT_TTL_SECS,
+                inline_result_max_bytes: DEFAULT_INLINE_RESULT_MAX_BYTES,
+            })
         );
+        let (env, _) = recording_env(&[]);
+        let err = JobRecords::from_env(&env).unwrap_err().to_string();
+        assert!(err.contains("RESULTS_TABLE"), "{err}");
         assert_eq!(metrics_namespace(&env), "McpAsyncJobs");
         assert_eq!(event_bus_name(&env), None);
         for (name, value) in [
@@ -276,11 +294,8 @@ mod tests {
             ("INLINE_RESULT_MAX_BYTES", "-1"),
             ("INLINE_RESULT_MAX_BYTES", "500000"),
         ] {
-            let (env, _) = recording_env(&[(name, value)]);
-            let err = match name {
-                "RESULT_TTL_SECS" => result_ttl_secs(&env).unwrap_err(),
-                _ => inline_result_max_bytes(&env).unwrap_err(),
-            };
+            let (env, _) = recording_env(&[("RESULTS_TABLE", "t"), (name, value)]);
+            let err = JobRecords::from_env(&env).unwrap_err();
             let text = err.to_string();
             assert!(text.contains(name) && text.contains(value), "{text}");
         }

@@ -129,7 +129,7 @@ mod aws {
             let invoke_attempt_timeout = Duration::from_secs(config.invoke_attempt_timeout_secs);
             let sagemaker = sagemaker_client(&sdk);
             let ports = Ports {
-                jobs: DynamoJobs::new(dynamodb_client(&sdk), &config.results_table),
+                jobs: DynamoJobs::new(dynamodb_client(&sdk), &config.jobs.results_table),
                 runs: DynamoRuns::new(dynamodb_client(&sdk), &config.pipeline_results_table),
                 objects: S3Objects::new(s3_client(&sdk)),
                 endpoint: SageMakerEndpoint::new(

@@ -34,7 +34,7 @@ impl<B: Backend> Tools<B> {
         let lives_secs = |s: &Submission| {
             u64::from(s.request_ttl_secs)
                 + u64::from(s.invocation_timeout_secs)
-                + self.deps.config.result_ttl_secs
+                + self.deps.config.jobs.result_ttl_secs
         };
         let call = self.task_call::<SubmitJobArgs, _, _, _>(
             names::SUBMIT_JOB,
@@ -97,7 +97,7 @@ impl<B: Backend> Tools<B> {
             started.clone(),
             started,
         )
-        .with_ttl_ms((config.result_ttl_secs + training::PENDING_RUN_GRACE_SECS) * 1000)
+        .with_ttl_ms((config.jobs.result_ttl_secs + training::PENDING_RUN_GRACE_SECS) * 1000)
         .with_poll_interval_ms(config.task_poll_interval_ms)
         .with_status_message(wording::RUN_STARTED);
         CallToolResponse::Task(CreateTaskResult::new(task))
@@ -219,7 +219,7 @@ impl<B: Backend> Tools<B> {
                 .instrument(span)
                 .await
         } else {
-            let ttl = d.config.result_ttl_secs;
+            let ttl = d.config.jobs.result_ttl_secs;
             let jobs = d.ports.jobs();
             let cancelled = task::cancel_task(jobs, &caller, ttl, &request.task_id, now)
                 .instrument(span)

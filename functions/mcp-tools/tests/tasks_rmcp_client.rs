@@ -95,7 +95,7 @@ async fn complete(inference_id: &str, output: serde_json::Value) {
     let Notification::Outcome(outcome) = parse_notification(&message.to_string()).unwrap() else {
         panic!("not an outcome")
     };
-    let store = DynamoJobs::new(dynamodb_client(&sdk), &config.results_table);
+    let store = DynamoJobs::new(dynamodb_client(&sdk), &config.jobs.results_table);
     let settings = config.job_settings();
     record_notification(&store, &objects, settings, outcome, chrono::Utc::now())
         .await

@@ -1,9 +1,6 @@
 //! notification-handler's configuration, read once at cold start.
 
-use shared::config::{
-    event_bus_name, inline_result_max_bytes, job_settings, metrics_namespace, result_ttl_secs,
-    results_table, ConfigError, Env,
-};
+use shared::config::{event_bus_name, metrics_namespace, ConfigError, Env, JobRecords};
 use shared::domain::job::JobPolicy;
 use shared::usecases::JobSettings;
 
@@ -23,9 +20,8 @@ pub const REQUIRED: &[&str] = &["RESULTS_TABLE"];
 /// Configuration of `notification-handler`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NotificationHandlerConfig {
-    pub results_table: String,
-    pub result_ttl_secs: u64,
-    pub inline_result_max_bytes: u64,
+    /// The results table, the outcome TTL and the inline limit.
+    pub jobs: JobRecords,
     /// How many messages of an SQS batch are recorded at once.
     pub batch_concurrency: usize,
     /// Where each recorded outcome is announced; None: nowhere.
@@ -37,18 +33,12 @@ pub struct NotificationHandlerConfig {
 impl NotificationHandlerConfig {
     /// What the outcome use case is told.
     pub fn job_settings(&self) -> JobSettings {
-        let policy = JobPolicy {
-            result_ttl_secs: self.result_ttl_secs,
-            ..JobPolicy::default()
-        };
-        job_settings(policy, self.inline_result_max_bytes)
+        self.jobs.job_settings(JobPolicy::default())
     }
 
     pub fn from_env<F: Fn(&str) -> Option<String>>(env: &Env<F>) -> Result<Self, ConfigError> {
         Ok(Self {
-            results_table: results_table(env)?,
-            result_ttl_secs: result_ttl_secs(env)?,
-            inline_result_max_bytes: inline_result_max_bytes(env)?,
+            jobs: JobRecords::from_env(env)?,
             batch_concurrency: env.number_in(
                 "BATCH_CONCURRENCY",
                 16,
@@ -70,9 +60,9 @@ mod tests {
     fn defaults_apply_when_only_the_table_is_set() {
         let cfg =
             NotificationHandlerConfig::from_env(&env(&[("RESULTS_TABLE", "results")])).unwrap();
-        assert_eq!(cfg.results_table, "results");
-        assert_eq!(cfg.result_ttl_secs, 3600);
-        assert_eq!(cfg.inline_result_max_bytes, 4096);
+        assert_eq!(cfg.jobs.results_table, "results");
+        assert_eq!(cfg.jobs.result_ttl_secs, 3600);
+        assert_eq!(cfg.jobs.inline_result_max_bytes, 4096);
     }
 
     #[test]

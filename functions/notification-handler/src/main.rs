@@ -22,7 +22,7 @@ async fn main() -> Result<(), Error> {
     let sdk = load_sdk_config().await;
     let handler = Handler {
         clock: shared::domain::time::Clock::system(),
-        store: DynamoJobs::new(dynamodb_client(&sdk), &config.results_table),
+        store: DynamoJobs::new(dynamodb_client(&sdk), &config.jobs.results_table),
         objects: S3Objects::new(s3_client(&sdk)),
         events: config
             .event_bus_name

@@ -3,8 +3,7 @@
 //! may share.
 
 use shared::config::{
-    event_bus_name, inline_result_max_bytes, job_settings, metrics_namespace, result_ttl_secs,
-    results_table, ConfigError, Env, CRASH_MARGIN_SECS,
+    event_bus_name, metrics_namespace, ConfigError, Env, JobRecords, CRASH_MARGIN_SECS,
 };
 use shared::domain::job::JobPolicy;
 use shared::domain::quota::{Quota, QuotaLimits};
@@ -66,7 +65,9 @@ pub const DEFAULT_PIPELINE_PARAMETERS: &str = "input_data_uri=InputDataUri,max_e
 /// The tools' own settings, shared by the Function URL server and the AgentCore Gateway target.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ToolsConfig {
-    pub results_table: String,
+    /// The results table, the outcome TTL and the largest output stored inline when a status
+    /// check reads it from S3 itself.
+    pub jobs: JobRecords,
     pub pipeline_results_table: String,
     pub io_bucket: String,
     pub async_endpoint_name: String,
@@ -75,9 +76,6 @@ pub struct ToolsConfig {
     pub pipeline_name: String,
     /// The region the functions run in (`AWS_REGION`): an ARN of another is no run of ours.
     pub region: Option<String>,
-    pub result_ttl_secs: u64,
-    /// Largest output stored inline when a status check reads it from S3 itself.
-    pub inline_result_max_bytes: u64,
     /// The function's own timeout: a reservation older than this (plus a margin) belongs to a
     /// submission that crashed.
     pub function_timeout_secs: u64,
@@ -174,17 +172,15 @@ impl ToolsConfig {
 
     /// What the job use cases are told: the lifecycle's timings from this configuration.
     pub fn job_settings(&self) -> JobSettings {
-        let policy = JobPolicy {
-            result_ttl_secs: self.result_ttl_secs,
+        self.jobs.job_settings(JobPolicy {
             submit_crash_after_secs: self.function_timeout_secs + CRASH_MARGIN_SECS,
             reconcile_after_secs: self.reconcile_after_secs,
             ..JobPolicy::default()
-        };
-        job_settings(policy, self.inline_result_max_bytes)
+        })
     }
 
     pub fn from_env<F: Fn(&str) -> Option<String>>(env: &Env<F>) -> Result<Self, ConfigError> {
-        let results_table = results_table(env)?;
+        let jobs = JobRecords::from_env(env)?;
         let pipeline_results_table = env.required(
             "PIPELINE_RESULTS_TABLE",
             "the name of the DynamoDB pipeline results table",
@@ -192,7 +188,7 @@ impl ToolsConfig {
         let io_bucket = env.required("IO_BUCKET", "the S3 bucket for job inputs")?;
         Ok(Self {
             training_input_prefixes: training_input_prefixes(env, &io_bucket)?,
-            results_table,
+            jobs,
             pipeline_results_table,
             io_bucket,
             async_endpoint_name: env.required(
@@ -201,8 +197,6 @@ impl ToolsConfig {
             )?,
             pipeline_name: env.optional("PIPELINE_NAME").unwrap_or_default(),
             region: env.optional("AWS_REGION"),
-            result_ttl_secs: result_ttl_secs(env)?,
-            inline_result_max_bytes: inline_result_max_bytes(env)?,
             function_timeout_secs: env.number_in(
                 "FUNCTION_TIMEOUT_SECS",
                 45,

@@ -118,7 +118,7 @@ impl ToolArgs for TriggerTrainingArgs {
             parameters,
             idempotency_key: checked_idempotency_key(self.idempotency_key)?,
             max_parallel_steps: max_parallel_steps.or(config.pipeline_max_parallel_steps),
-            result_ttl_secs: config.result_ttl_secs,
+            result_ttl_secs: config.jobs.result_ttl_secs,
         })
     }
 
