@@ -14,14 +14,17 @@
 //! is Creating or Updating for one step's time, then InService with the new config); CreatePipeline
 //! and DescribePipeline keep a pipeline's definition (its `Parameters`). An endpoint created here
 //! is served as its AsyncInferenceConfig says (S3 paths, topics, IncludeInferenceResponseIn; no
-//! topic, no notification); any other endpoint name gets the local stack's topics and the input
-//! bucket's `outputs/` and `failures/`.
+//! topic, no notification); any other endpoint name gets the local stack's topics and
+//! `outputs/` and `failures/` in the input's bucket (for an inline input, the local stack's IO
+//! bucket, `mcp-sagemaker-async-io`).
 //!
-//! Async endpoint: `InvokeEndpointAsync` reads the input from S3 (moto), runs a small local model
-//! after `--inference-millis`, writes the output (or a failure) to S3, and
-//! delivers the real-shaped SNS notification to notification-handler. The model labels a
-//! document `invoice`, `receipt`, `report` or `other` by its words; an input containing `FAIL`
-//! fails, as a model error would.
+//! Async endpoint: `InvokeEndpointAsync` takes the input from S3 (moto) at `InputLocation`, or
+//! inline as the request's `Body` (at most 128,000 bytes; else 400 ValidationError, as for a Body
+//! given with an InputLocation), runs a small local model after `--inference-millis`, writes the
+//! output (or a failure) to S3, and delivers the real-shaped SNS notification to
+//! notification-handler (for an inline input, its `requestParameters` have no `inputLocation`).
+//! The model labels a document `invoice`, `receipt`, `report` or `other` by its words; an input
+//! containing `FAIL` fails, as a model error would.
 //!
 //! Lineage: each run records what SageMaker's tracking would (its data, image, training job,
 //! model, and the model package RegisterModel makes, with its group's context), served by
@@ -46,7 +49,8 @@
 //!
 //! Fault injection, for tests of what a caller does when SageMaker misbehaves. A control API on
 //! the same port arms faults for the next InvokeEndpointAsync calls, one consumed per call, in
-//! order (a call without a valid InputLocation is refused before any fault and consumes none):
+//! order (a call refused for its input, which is neither a valid InputLocation nor a Body of at
+//! most 128,000 bytes, is refused before any fault and consumes none):
 //! - `POST /_standin/faults` `{"fault": F, "times": N}` (N defaults to 1): arms F for the next N
 //!   calls, after those already armed; answers `{"faults": [...]}`, all that are armed. An
 //!   unknown F or a bad N is a 400 whose message names the field.
@@ -58,9 +62,12 @@
 //!   (1 to 100); `DELETE` lifts the cap; `GET` answers `{"page_size", "list_associations_calls",
 //!   "continued_calls"}` (calls answered, and those that carried a NextToken).
 //! - `GET /_standin/invocations`: `{"invocations": [{"endpoint", "inference_id",
-//!   "input_location", "output_location", "failure_location", "fault", "answered"}, ...]}`, every
-//!   call received, refused ones too (their locations are null), in order, with the fault it got or
-//!   null; `DELETE /_standin/invocations` empties it.
+//!   "input_location", "output_location", "failure_location", "content_type", "accept",
+//!   "inline_bytes", "fault", "answered"}, ...]}`, every call received, refused ones too (their
+//!   output and failure locations are null), in order, with the fault it got or null.
+//!   `content_type` and `accept` are the ContentType and Accept received, or null;
+//!   `inline_bytes` is the length of an inline Body, null for an input in S3 (whose
+//!   `input_location` is then set). `DELETE /_standin/invocations` empties it.
 //!
 //! The faults, as the SDK sees them:
 //! - `accept-then-500`: the job is queued and runs as normal (output or failure in S3,

@@ -5,6 +5,7 @@
 use std::fmt;
 use std::str::FromStr;
 
+use axum::body::{Body, Bytes};
 use axum::extract::{Path, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
@@ -22,6 +23,17 @@ use crate::{delivery, model};
 
 /// SageMaker includes responses up to 128 KB in the success notification.
 const MAX_INCLUDED_RESPONSE_BYTES: usize = 128 * 1024;
+
+/// The most InvokeEndpointAsync takes inline, as the request's Body.
+const MAX_INLINE_BODY_BYTES: usize = 128_000;
+
+/// How much of a body is read at all: enough to say how far over the limit a caller went,
+/// not so much that a runaway test eats the memory.
+const MAX_READ_BODY_BYTES: usize = 16 * 1024 * 1024;
+
+/// Where an endpoint the control plane did not create puts the outcomes of inline inputs: the
+/// local stack's IO bucket (scripts/local_stack.py), as its topics are the local stack's too.
+const LOCAL_STACK_IO_BUCKET: &str = "mcp-sagemaker-async-io";
 
 /// `s3://bucket/key`. The stand-in's own, so it builds without the product crate.
 #[derive(Debug, Clone)]
@@ -51,10 +63,60 @@ impl fmt::Display for S3Location {
     }
 }
 
+/// A request's input: in S3 (`InputLocation`), read when the job runs, or inline (`Body`).
+pub enum Input {
+    InputLocation(S3Location),
+    Body(Bytes),
+}
+
+impl Input {
+    async fn read(&self, state: &AppState) -> Result<Bytes, String> {
+        let location = match self {
+            Input::Body(body) => return Ok(body.clone()),
+            Input::InputLocation(location) => location,
+        };
+        let object = state
+            .s3
+            .get_object()
+            .bucket(&location.bucket)
+            .key(&location.key)
+            .send()
+            .await
+            .map_err(|e| format!("could not read {location}: {e}"))?;
+        object
+            .body
+            .collect()
+            .await
+            .map(|bytes| bytes.into_bytes())
+            .map_err(|e| format!("reading the input failed: {e}"))
+    }
+}
+
+/// Why a call's input is refused, before any fault applies: SageMaker takes the input inline
+/// or from S3, never both, and inline only up to 128,000 bytes.
+fn input_of(location: Option<&str>, body: Bytes) -> Result<Input, String> {
+    match (location, body.is_empty()) {
+        (Some(_), false) => Err(
+            "1 validation error detected: Body and InputLocation are exclusive: give the input \
+             inline or in S3, not both"
+                .into(),
+        ),
+        (None, false) if body.len() > MAX_INLINE_BODY_BYTES => Err(body_too_large(body.len())),
+        (None, false) => Ok(Input::Body(body)),
+        (Some(location), true) => location.parse().map(Input::InputLocation),
+        (None, true) => Err("1 validation error detected: InputLocation must not be null".into()),
+    }
+}
+
+fn body_too_large(got: impl fmt::Display) -> String {
+    format!("1 validation error detected: the inline Body is limited to 128,000 bytes (got {got})")
+}
+
 pub async fn invoke_async(
     State(state): State<AppState>,
     Path(endpoint): Path<String>,
     headers: HeaderMap,
+    body: Body,
 ) -> Response {
     let header = |name: &str| {
         headers
@@ -64,33 +126,49 @@ pub async fn invoke_async(
     };
     let caller_id = header("x-amzn-sagemaker-inference-id");
     let input_location = header("x-amzn-sagemaker-inputlocation");
+    // The SDK sends ContentType and Accept in these headers; the HTTP Content-Type of the
+    // Body is always application/octet-stream.
+    let content_type = header("x-amzn-sagemaker-content-type");
+    let accept = header("x-amzn-sagemaker-accept");
+    let body = match axum::body::to_bytes(body, MAX_READ_BODY_BYTES).await {
+        Ok(body) => Ok(body),
+        Err(_) => Err(body_too_large(format!("more than {MAX_READ_BODY_BYTES}"))),
+    };
     let mut invocation = Invocation {
         endpoint: endpoint.clone(),
         inference_id: caller_id.clone(),
         input_location: input_location.clone(),
         output_location: None,
         failure_location: None,
+        content_type,
+        accept,
+        inline_bytes: match &body {
+            Ok(body) if body.is_empty() => None,
+            Ok(body) => Some(body.len()),
+            // Not read to the end: the length the caller declared.
+            Err(_) => header("content-length").and_then(|n| n.parse().ok()),
+        },
         fault: None,
         answered: false,
         call: 0,
     };
     // A malformed call is refused before any fault applies: it consumes none.
-    let input: S3Location = match input_location.as_deref().map(str::parse) {
-        Some(Ok(input)) => input,
-        problem => {
+    let input = match body.and_then(|body| input_of(input_location.as_deref(), body)) {
+        Ok(input) => input,
+        Err(message) => {
             let mut control = state.control.lock().unwrap();
             let call = control.record(invocation);
             control.mark_answered(call);
-            let message = match problem {
-                Some(Err(e)) => e,
-                _ => "1 validation error detected: InputLocation must not be null".into(),
-            };
             return runtime_error(StatusCode::BAD_REQUEST, "ValidationError", message);
         }
     };
     let inference_id = caller_id.unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
     let object = uuid::Uuid::new_v4();
-    let wiring = Wiring::of(&state, &endpoint, &input.bucket);
+    let bucket = match &input {
+        Input::InputLocation(location) => &location.bucket,
+        Input::Body(_) => LOCAL_STACK_IO_BUCKET,
+    };
+    let wiring = Wiring::of(&state, &endpoint, bucket);
     let output = format!("{}/{object}.out", wiring.output_path);
     let failure = format!("{}/{object}-error.out", wiring.failure_path);
     let (fault, call) = {
@@ -175,7 +253,7 @@ async fn answer(
 pub struct Job {
     pub endpoint: String,
     pub inference_id: String,
-    pub input: S3Location,
+    pub input: Input,
     pub output: String,
     pub failure: String,
     pub received: DateTime<Utc>,
@@ -187,7 +265,8 @@ pub struct Job {
 /// Where an endpoint's outcomes go. An endpoint the control plane created follows its
 /// AsyncInferenceConfig, as SageMaker does: no topic, no notification; IncludeInferenceResponseIn
 /// puts the response in the success message. Any other endpoint name gets the local stack's
-/// topics and the IO bucket's `outputs/` and `failures/`.
+/// topics and `outputs/` and `failures/` in the input's bucket (for an inline input, the local
+/// stack's IO bucket).
 pub struct Wiring {
     pub output_path: String,
     pub failure_path: String,
@@ -237,22 +316,11 @@ impl Wiring {
 
 pub async fn infer(state: AppState, job: Job) {
     tokio::time::sleep(state.settings.inference).await;
-    let outcome = match state
-        .s3
-        .get_object()
-        .bucket(&job.input.bucket)
-        .key(&job.input.key)
-        .send()
-        .await
-    {
-        Ok(object) => match object.body.collect().await {
-            Ok(bytes) => serde_json::from_slice::<Value>(&bytes.into_bytes())
-                .map_err(|e| format!("the input is not JSON: {e}"))
-                .and_then(|v| model::classify(&v)),
-            Err(e) => Err(format!("reading the input failed: {e}")),
-        },
-        Err(e) => Err(format!("could not read {}: {e}", job.input)),
-    };
+    let outcome = job.input.read(&state).await.and_then(|bytes| {
+        serde_json::from_slice::<Value>(&bytes)
+            .map_err(|e| format!("the input is not JSON: {e}"))
+            .and_then(|v| model::classify(&v))
+    });
     let (location, body) = match &outcome {
         Ok(result) => (&job.output, result.to_string()),
         Err(reason) => (&job.failure, reason.clone()),
@@ -277,13 +345,16 @@ pub async fn infer(state: AppState, job: Job) {
         "eventTime": millis(Utc::now()),
         "receivedTime": millis(job.received),
         "invocationStatus": if outcome.is_ok() { "Completed" } else { "Failed" },
-        "requestParameters": {"contentType": "application/json", "endpointName": job.endpoint,
-                              "inputLocation": job.input.to_string()},
+        "requestParameters": {"contentType": "application/json", "endpointName": job.endpoint},
         "inferenceId": job.inference_id,
         "eventVersion": "1.0",
         "eventSource": "aws:sagemaker",
         "eventName": "InferenceResult",
     });
+    // An inline input has no location to name.
+    if let Input::InputLocation(location) = &job.input {
+        message["requestParameters"]["inputLocation"] = json!(location.to_string());
+    }
     let topic = match outcome {
         Ok(result) => {
             message["responseParameters"] =

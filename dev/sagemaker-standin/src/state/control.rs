@@ -49,6 +49,11 @@ pub struct Invocation {
     pub input_location: Option<String>,
     pub output_location: Option<String>,
     pub failure_location: Option<String>,
+    /// ContentType and Accept as received (their `X-Amzn-SageMaker-` headers).
+    pub content_type: Option<String>,
+    pub accept: Option<String>,
+    /// The length of an inline input (the request's Body); null for an input in S3.
+    pub inline_bytes: Option<usize>,
     pub fault: Option<&'static str>,
     /// Whether the caller has been sent its answer yet (an `accept-then-hang` call is not, until
     /// `--hang-millis` passed): what a test counts instead of timing the caller.
