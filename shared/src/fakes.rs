@@ -209,6 +209,15 @@ impl MemoryObjects {
         self.objects.lock().unwrap().contains_key(location)
     }
 
+    /// How many objects are stored.
+    pub fn len(&self) -> usize {
+        self.objects.lock().unwrap().len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
     /// How many reads were made (S3 probes and output reads).
     pub fn reads(&self) -> usize {
         *self.reads.lock().unwrap()
@@ -267,21 +276,32 @@ pub enum InvokeFault {
 }
 
 pub struct FakeInvoker {
-    endpoint_name: String,
+    /// The endpoints that exist; any other is refused as SageMaker refuses it.
+    endpoints: Vec<String>,
     faults: Mutex<VecDeque<InvokeFault>>,
-    calls: Mutex<Vec<String>>,
+    calls: Mutex<Vec<InvokeRequest>>,
     /// What DescribeEndpoint would say of the instances (one, unless set).
     instances: Mutex<Option<u32>>,
 }
 
 impl FakeInvoker {
     pub fn new(endpoint_name: &str) -> Self {
+        Self::serving(&[endpoint_name])
+    }
+
+    /// Async endpoints named `endpoint_names`.
+    pub fn serving(endpoint_names: &[&str]) -> Self {
         Self {
-            endpoint_name: endpoint_name.into(),
+            endpoints: endpoint_names.iter().map(|e| (*e).to_owned()).collect(),
             faults: Mutex::default(),
             calls: Mutex::default(),
             instances: Mutex::new(Some(1)),
         }
+    }
+
+    /// Every request received, in order.
+    pub fn requests(&self) -> Vec<InvokeRequest> {
+        self.calls.lock().unwrap().clone()
     }
 
     pub fn fail_next(&self, fault: InvokeFault) {
@@ -304,22 +324,30 @@ impl FakeInvoker {
             .lock()
             .unwrap()
             .iter()
-            .filter(|c| *c == inference_id)
+            .filter(|c| c.inference_id == inference_id)
             .count()
     }
 }
 
 impl AsyncInvoker for FakeInvoker {
-    fn endpoint_name(&self) -> &str {
-        &self.endpoint_name
-    }
-
     async fn invoke(&self, request: &InvokeRequest) -> Result<Locations, AwsFailure> {
         tokio::task::yield_now().await;
-        self.calls
-            .lock()
-            .unwrap()
-            .push(request.inference_id.clone());
+        self.calls.lock().unwrap().push(request.clone());
+        let refused = |message: String| AwsFailure {
+            code: Some("ValidationError".into()),
+            message,
+            retryable: false,
+            ambiguous: false,
+        };
+        if !self.endpoints.contains(&request.endpoint_name) {
+            return Err(refused(format!(
+                "Endpoint {} not found.",
+                request.endpoint_name
+            )));
+        }
+        if matches!(&request.input, InvokeInput::Inline(body) if body.len() > 128_000) {
+            return Err(refused("Body is limited to 128000 bytes.".into()));
+        }
         let fault = self.faults.lock().unwrap().pop_front();
         match fault {
             None => Ok(Locations {
@@ -332,16 +360,14 @@ impl AsyncInvoker for FakeInvoker {
                 retryable: true,
                 ambiguous: true,
             }),
-            Some(InvokeFault::Refused) => Err(AwsFailure {
-                code: Some("ValidationError".into()),
-                message: format!("Endpoint {} not found.", self.endpoint_name),
-                retryable: false,
-                ambiguous: false,
-            }),
+            Some(InvokeFault::Refused) => Err(refused(format!(
+                "Endpoint {} not found.",
+                request.endpoint_name
+            ))),
         }
     }
 
-    async fn current_instances(&self) -> Result<Option<u32>, AwsFailure> {
+    async fn current_instances(&self, _endpoint_name: &str) -> Result<Option<u32>, AwsFailure> {
         tokio::task::yield_now().await;
         Ok(*self.instances.lock().unwrap())
     }

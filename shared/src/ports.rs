@@ -151,19 +151,30 @@ pub trait ObjectStore: Sync {
     ) -> impl Future<Output = Result<String, ObjectError>> + Send;
 }
 
+/// Where an asynchronous inference request's input is: in S3, or in the request itself.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum InvokeInput {
+    /// `InputLocation`: an `s3://` URI.
+    S3(String),
+    /// `Body`: at most 128,000 bytes.
+    Inline(Vec<u8>),
+}
+
 /// One asynchronous inference request.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct InvokeRequest {
+    pub endpoint_name: String,
     pub inference_id: String,
-    pub input_location: String,
+    pub input: InvokeInput,
+    pub content_type: String,
+    pub accept: Option<String>,
     pub invocation_timeout_secs: u32,
     pub request_ttl_secs: u32,
 }
 
-/// The configured SageMaker async endpoint.
+/// SageMaker's async endpoints (InvokeEndpointAsync). The endpoints a deployment may invoke are
+/// its catalog's; IAM grants exactly those.
 pub trait AsyncInvoker: Sync {
-    fn endpoint_name(&self) -> &str;
-
     fn invoke(
         &self,
         request: &InvokeRequest,
@@ -171,7 +182,10 @@ pub trait AsyncInvoker: Sync {
 
     /// How many instances the endpoint runs now (its variants' current counts); None when
     /// SageMaker does not say. An endpoint scaled to zero queues requests until one starts.
-    fn current_instances(&self) -> impl Future<Output = Result<Option<u32>, AwsFailure>> + Send;
+    fn current_instances(
+        &self,
+        endpoint_name: &str,
+    ) -> impl Future<Output = Result<Option<u32>, AwsFailure>> + Send;
 }
 
 /// What DescribePipelineExecution says of a run.

@@ -207,17 +207,17 @@ mod sagemaker_lineage_on_the_stand_in {
 #[cfg(feature = "sagemaker-runtime")]
 mod sagemaker_endpoint_on_the_stand_in {
     use super::*;
-    use shared::adapters::sagemaker_runtime::{sagemaker_runtime_client, SageMakerEndpoint};
+    use shared::adapters::sagemaker_runtime::{sagemaker_runtime_client, SageMakerEndpoints};
     use shared::port_contract::async_invoker::Endpoint;
 
-    async fn endpoint() -> Endpoint<SageMakerEndpoint> {
+    async fn endpoint() -> Endpoint<SageMakerEndpoints> {
         let standin = need("AWS_ENDPOINT_URL_SAGEMAKER");
         let bucket = need("IO_BUCKET");
         let sdk = aws_config::from_env().endpoint_url(standin).load().await;
         let client = sagemaker_runtime_client(&sdk, std::time::Duration::from_secs(5));
         let control = shared::adapters::sagemaker::sagemaker_client(&sdk);
         Endpoint {
-            invoker: SageMakerEndpoint::new(client, control, "contract-endpoint"),
+            invoker: SageMakerEndpoints::new(client, control),
             endpoint_name: "contract-endpoint".into(),
             input_location: format!("s3://{bucket}/contract/inputs/none.json"),
         }

@@ -102,8 +102,10 @@ def test_submit_then_notify_then_check_returns_the_result(servers, aws, notify, 
     item = aws["ddb"].get_item(TableName=aws["table"], Key={"inference_id": {"S": inference_id}})["Item"]
     assert item["status"]["S"] == "pending"
     assert item["endpoint_name"]["S"] == ENDPOINT_NAME
-    uploaded = aws["s3"].get_object(Bucket=aws["bucket"], Key=f"inputs/{inference_id}.json")["Body"].read()
-    assert json.loads(uploaded) == {"inputs": "Invoice 42: total 12.50 EUR", "parameters": {"top_k": 2}}
+    # A small input goes inline (InvokeEndpointAsync's Body): no input object, no location.
+    assert "input_location" not in item
+    listed = aws["s3"].list_objects_v2(Bucket=aws["bucket"], Prefix=f"inputs/{inference_id}")
+    assert listed.get("KeyCount", 0) == 0
 
     pending = ok(call(servers, "check_job_status", {"inference_id": inference_id}, mode))
     assert pending["status"] == "pending" and not pending.get("probably_lost")

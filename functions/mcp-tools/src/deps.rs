@@ -110,13 +110,13 @@ mod aws {
     use shared::adapters::eventbridge::{eventbridge_client, EventBridgeEvents};
     use shared::adapters::s3::S3Objects;
     use shared::adapters::sagemaker::{sagemaker_client, SageMakerLineage, SageMakerPipeline};
-    use shared::adapters::sagemaker_runtime::{sagemaker_runtime_client, SageMakerEndpoint};
+    use shared::adapters::sagemaker_runtime::{sagemaker_runtime_client, SageMakerEndpoints};
 
     pub type AwsPorts = Ports<
         DynamoJobs,
         DynamoRuns,
         S3Objects,
-        SageMakerEndpoint,
+        SageMakerEndpoints,
         SageMakerPipeline,
         SageMakerLineage,
         Option<EventBridgeEvents>,
@@ -132,10 +132,9 @@ mod aws {
                 jobs: DynamoJobs::new(dynamodb_client(&sdk), &config.jobs.results_table),
                 runs: DynamoRuns::new(dynamodb_client(&sdk), &config.pipeline_results_table),
                 objects: S3Objects::new(s3_client(&sdk)),
-                endpoint: SageMakerEndpoint::new(
+                endpoint: SageMakerEndpoints::new(
                     sagemaker_runtime_client(&sdk, invoke_attempt_timeout),
                     sagemaker.clone(),
-                    &config.async_endpoint_name,
                 ),
                 pipeline: SageMakerPipeline::new(sagemaker.clone(), &config.pipeline_name),
                 lineage: SageMakerLineage::new(sagemaker),

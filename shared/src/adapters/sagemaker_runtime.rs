@@ -1,5 +1,7 @@
-//! The configured SageMaker async endpoint (sagemaker-runtime InvokeEndpointAsync).
+//! SageMaker async endpoints (sagemaker-runtime InvokeEndpointAsync), and how many instances
+//! each runs (DescribeEndpoint).
 
+use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -7,7 +9,7 @@ use aws_config::SdkConfig;
 
 use crate::adapters::aws::classify;
 use crate::domain::job::Locations;
-use crate::ports::{AsyncInvoker, AwsFailure, InvokeRequest};
+use crate::ports::{AsyncInvoker, AwsFailure, InvokeInput, InvokeRequest};
 
 /// A client whose every attempt gives up after `attempt_timeout`: InvokeEndpointAsync only
 /// queues the request, so an answer that takes longer is treated as lost (the job is then
@@ -29,67 +31,61 @@ pub fn sagemaker_runtime_client(
 /// call with a low rate limit, and submits come in bursts.
 const INSTANCES_FRESH_FOR: Duration = Duration::from_secs(30);
 
-/// The last instance count read, and when.
-type InstancesRead = Arc<Mutex<Option<(tokio::time::Instant, Option<u32>)>>>;
+/// Each endpoint's last instance count read, and when.
+type InstancesRead = Arc<Mutex<HashMap<String, (tokio::time::Instant, Option<u32>)>>>;
 
 #[derive(Clone)]
-pub struct SageMakerEndpoint {
+pub struct SageMakerEndpoints {
     client: aws_sdk_sagemakerruntime::Client,
     control: aws_sdk_sagemaker::Client,
-    endpoint_name: String,
     instances: InstancesRead,
 }
 
-impl SageMakerEndpoint {
+impl SageMakerEndpoints {
     pub fn new(
         client: aws_sdk_sagemakerruntime::Client,
         control: aws_sdk_sagemaker::Client,
-        endpoint_name: impl Into<String>,
     ) -> Self {
         Self {
             client,
             control,
-            endpoint_name: endpoint_name.into(),
             instances: Arc::default(),
         }
     }
 }
 
-impl AsyncInvoker for SageMakerEndpoint {
-    fn endpoint_name(&self) -> &str {
-        &self.endpoint_name
-    }
-
+impl AsyncInvoker for SageMakerEndpoints {
     async fn invoke(&self, r: &InvokeRequest) -> Result<Locations, AwsFailure> {
-        let out = self
+        let call = self
             .client
             .invoke_endpoint_async()
-            .endpoint_name(&self.endpoint_name)
+            .endpoint_name(&r.endpoint_name)
             .inference_id(&r.inference_id)
-            .input_location(&r.input_location)
-            .content_type("application/json")
-            .accept("application/json")
+            .content_type(&r.content_type)
+            .set_accept(r.accept.clone())
             .invocation_timeout_seconds(r.invocation_timeout_secs as i32)
-            .request_ttl_seconds(r.request_ttl_secs as i32)
-            .send()
-            .await
-            .map_err(|e| classify(&e))?;
+            .request_ttl_seconds(r.request_ttl_secs as i32);
+        let call = match &r.input {
+            InvokeInput::S3(location) => call.input_location(location),
+            InvokeInput::Inline(body) => call.body(aws_smithy_types::Blob::new(body.clone())),
+        };
+        let out = call.send().await.map_err(|e| classify(&e))?;
         Ok(Locations {
             output_location: out.output_location,
             failure_location: out.failure_location,
         })
     }
 
-    async fn current_instances(&self) -> Result<Option<u32>, AwsFailure> {
-        if let Some((read_at, count)) = *self.instances.lock().unwrap() {
+    async fn current_instances(&self, endpoint_name: &str) -> Result<Option<u32>, AwsFailure> {
+        if let Some((read_at, count)) = self.instances.lock().unwrap().get(endpoint_name) {
             if read_at.elapsed() < INSTANCES_FRESH_FOR {
-                return Ok(count);
+                return Ok(*count);
             }
         }
         let out = self
             .control
             .describe_endpoint()
-            .endpoint_name(&self.endpoint_name)
+            .endpoint_name(endpoint_name)
             .send()
             .await
             .map_err(|e| classify(&e))?;
@@ -99,7 +95,10 @@ impl AsyncInvoker for SageMakerEndpoint {
             .filter_map(|v| v.current_instance_count())
             .collect();
         let count = (!counts.is_empty()).then(|| counts.iter().map(|c| (*c).max(0) as u32).sum());
-        *self.instances.lock().unwrap() = Some((tokio::time::Instant::now(), count));
+        self.instances.lock().unwrap().insert(
+            endpoint_name.to_owned(),
+            (tokio::time::Instant::now(), count),
+        );
         Ok(count)
     }
 }

@@ -294,6 +294,26 @@ mod tests {
     }
 
     #[test]
+    fn a_success_for_an_inline_input_has_no_input_location() {
+        let mut message = real_success();
+        message["requestParameters"]
+            .as_object_mut()
+            .unwrap()
+            .remove("inputLocation");
+        let o = outcome(message);
+        assert_eq!(o.inference_id, "id-1");
+        assert_eq!(o.endpoint_name.as_deref(), Some("ep"));
+        assert_eq!(o.input_location, None);
+        assert!(matches!(
+            o.kind,
+            OutcomeKind::Completed {
+                output_location: Some(_),
+                ..
+            }
+        ));
+    }
+
+    #[test]
     fn real_success_shape() {
         let o = outcome(real_success());
         assert_eq!(o.inference_id, "id-1");

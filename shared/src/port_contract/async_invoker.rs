@@ -1,9 +1,10 @@
-//! The async endpoint: an accepted request answers where its outcome will be written.
+//! The async endpoints: an accepted request answers where its outcome will be written, whether
+//! its input is in S3 or inline.
 
 use crate::domain::s3_location::S3Location;
-use crate::ports::{AsyncInvoker, InvokeRequest};
+use crate::ports::{AsyncInvoker, InvokeInput, InvokeRequest};
 
-/// An invoker, the endpoint it was configured with, and an input it may name.
+/// An invoker, an endpoint it serves, and an input in S3 it may name.
 pub struct Endpoint<I> {
     pub invoker: I,
     pub endpoint_name: String,
@@ -12,15 +13,35 @@ pub struct Endpoint<I> {
 
 fn request<I>(e: &Endpoint<I>) -> InvokeRequest {
     InvokeRequest {
+        endpoint_name: e.endpoint_name.clone(),
         inference_id: uuid::Uuid::new_v4().to_string(),
-        input_location: e.input_location.clone(),
+        input: InvokeInput::S3(e.input_location.clone()),
+        content_type: "application/json".into(),
+        accept: Some("application/json".into()),
         invocation_timeout_secs: 300,
         request_ttl_secs: 600,
     }
 }
 
-pub async fn it_names_the_configured_endpoint<I: AsyncInvoker>(e: &Endpoint<I>) {
-    assert_eq!(e.invoker.endpoint_name(), e.endpoint_name);
+fn inline<I>(e: &Endpoint<I>, len: usize) -> InvokeRequest {
+    InvokeRequest {
+        input: InvokeInput::Inline(vec![b' '; len]),
+        content_type: "text/plain".into(),
+        accept: None,
+        ..request(e)
+    }
+}
+
+pub async fn an_input_of_128000_bytes_is_taken_inline<I: AsyncInvoker>(e: &Endpoint<I>) {
+    let at = e.invoker.invoke(&inline(e, 128_000)).await.unwrap();
+    assert!(at.output_location.is_some(), "{at:?}");
+}
+
+pub async fn an_inline_input_over_128000_bytes_is_refused_as_final<I: AsyncInvoker>(
+    e: &Endpoint<I>,
+) {
+    let refused = e.invoker.invoke(&inline(e, 128_001)).await.unwrap_err();
+    assert!(!refused.retryable && !refused.ambiguous, "{refused:?}");
 }
 
 pub async fn an_accepted_request_answers_both_locations_in_s3<I: AsyncInvoker>(e: &Endpoint<I>) {
@@ -48,7 +69,8 @@ macro_rules! async_invoker_contract {
             async_invoker,
             $make,
             [
-                it_names_the_configured_endpoint,
+                an_input_of_128000_bytes_is_taken_inline,
+                an_inline_input_over_128000_bytes_is_refused_as_final,
                 an_accepted_request_answers_both_locations_in_s3,
                 each_request_gets_its_own_output_location,
             ]

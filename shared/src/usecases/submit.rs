@@ -13,7 +13,9 @@ use crate::domain::job::{
     self, plan_submit, Job, JobStatus, PendingCondition, Stage, Submission, SubmitPlan,
 };
 use crate::domain::time::rfc3339;
-use crate::ports::{AsyncInvoker, AwsFailure, InvokeRequest, JobStore, ObjectStore, StoreError};
+use crate::ports::{
+    AsyncInvoker, AwsFailure, InvokeInput, InvokeRequest, JobStore, ObjectStore, StoreError,
+};
 use crate::usecases::JobSettings;
 
 /// What submit_job answers.
@@ -247,35 +249,45 @@ impl<S: JobStore, O: ObjectStore, I: AsyncInvoker> Submit<'_, S, O, I> {
             task_secret: Some(s.task_secret.clone()),
             endpoint_at_zero: false,
         };
-        if let Err(e) = self
-            .objects
-            .put_json(&s.input_location, s.input.clone())
-            .await
-        {
-            tracing::warn!(attempt, error = %e, "the input could not be uploaded");
-            let failure = match &e {
-                crate::ports::ObjectError::Aws { failure, .. } => failure.clone(),
-                other => AwsFailure {
-                    code: None,
-                    message: other.to_string(),
-                    retryable: true,
-                    ambiguous: false,
-                },
-            };
-            // Stored on the job and shown to its caller: no bucket, no AWS text.
-            let reason = format!("S3 PutObject of the input failed: {}", failure.summary());
-            return self.refuse(attempt, reason, failure, submitted).await;
-        }
+        let input = match &s.input_location {
+            None => Ok(InvokeInput::Inline(s.input.clone())),
+            Some(location) => self
+                .objects
+                .put_json(location, s.input.clone())
+                .await
+                .map(|()| InvokeInput::S3(location.to_string())),
+        };
+        let input = match input {
+            Ok(input) => input,
+            Err(e) => {
+                tracing::warn!(attempt, error = %e, "the input could not be uploaded");
+                let failure = match &e {
+                    crate::ports::ObjectError::Aws { failure, .. } => failure.clone(),
+                    other => AwsFailure {
+                        code: None,
+                        message: other.to_string(),
+                        retryable: true,
+                        ambiguous: false,
+                    },
+                };
+                // Stored on the job and shown to its caller: no bucket, no AWS text.
+                let reason = format!("S3 PutObject of the input failed: {}", failure.summary());
+                return self.refuse(attempt, reason, failure, submitted).await;
+            }
+        };
         let request = InvokeRequest {
+            endpoint_name: s.endpoint_name.clone(),
             inference_id: id.to_owned(),
-            input_location: s.input_location.to_string(),
+            input,
+            content_type: s.content_type.clone(),
+            accept: s.accept.clone(),
             invocation_timeout_secs: s.invocation_timeout_secs,
             request_ttl_secs: s.request_ttl_secs,
         };
         // Asked beside the invoke, so it adds no time: whether the endpoint is at zero.
         let (invoked, instances) = tokio::join!(
             self.invoker.invoke(&request),
-            self.invoker.current_instances()
+            self.invoker.current_instances(&s.endpoint_name)
         );
         answer.endpoint_at_zero = match instances {
             Ok(count) => count == Some(0),
@@ -408,7 +420,7 @@ mod tests {
     }
 
     #[tokio::test(start_paused = true)]
-    async fn a_submission_uploads_invokes_and_stores_both_locations() {
+    async fn a_small_input_goes_inline_and_both_locations_are_stored() {
         let w = World::new();
         let s = submission(None);
         let answer = w.submit(&s, t0()).await.unwrap();
@@ -417,8 +429,32 @@ mod tests {
         let job = w.jobs.job(&s.inference_id).unwrap();
         assert_eq!(job.stage, Some(Stage::Invoked));
         assert_eq!(job.output_location, answer.output_location);
-        assert!(w.objects.has(&s.input_location.to_string()));
-        assert_eq!(w.invoker.calls(&s.inference_id), 1);
+        assert_eq!(job.input_location, None);
+        assert!(w.objects.is_empty(), "no S3 object for an inline input");
+        let [request] = &w.invoker.requests()[..] else {
+            panic!("one invoke")
+        };
+        assert_eq!(request.input, InvokeInput::Inline(s.input.clone()));
+        assert_eq!(
+            (
+                request.endpoint_name.as_str(),
+                request.content_type.as_str()
+            ),
+            ("ep", "application/json")
+        );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_large_input_is_uploaded_and_named_by_its_location() {
+        let w = World::new();
+        let mut s = submission(None);
+        s = Submission::new(&s.owner, "ep", "b", vec![b' '; 128_001], None, 300, 600);
+        w.submit(&s, t0()).await.unwrap();
+        let location = s.input_location.clone().unwrap().to_string();
+        assert!(w.objects.has(&location));
+        let job = w.jobs.job(&s.inference_id).unwrap();
+        assert_eq!(job.input_location.as_deref(), Some(location.as_str()));
+        assert_eq!(w.invoker.requests()[0].input, InvokeInput::S3(location));
     }
 
     #[tokio::test(start_paused = true)]

@@ -20,8 +20,17 @@ async fn submit_job_stores_the_job_before_it_invokes_and_answers_pending() {
         job.output_location.as_deref(),
         out["output_location"].as_str()
     );
-    assert!(w.ports().objects.has(&format!("s3://b/inputs/{id}.json")));
-    assert_eq!(w.ports().endpoint.calls(id), 1);
+    // A small input goes inline: no S3 object, the body in the request.
+    assert!(!w.ports().objects.has(&format!("s3://b/inputs/{id}.json")));
+    let requests = w.ports().endpoint.requests();
+    assert_eq!(requests.len(), 1);
+    let shared::ports::InvokeInput::Inline(body) = &requests[0].input else {
+        panic!("{:?}", requests[0])
+    };
+    assert_eq!(
+        serde_json::from_slice::<Value>(body).unwrap(),
+        json!({"inputs": "hello"})
+    );
 }
 
 #[tokio::test]

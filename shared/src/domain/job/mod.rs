@@ -22,7 +22,10 @@ mod test_support;
 pub use condition::{PendingCondition, CANCELLED_REASON};
 pub use reconcile::{reconcile_probe, Probe};
 pub use state::{attr, BadJobItem, Job, JobPolicy, JobStatus, Stage};
-pub use submission::{inference_id_for_key, plan_submit, Submission, SubmitPlan};
+pub use submission::{
+    inference_id_for_key, plan_submit, Submission, SubmitPlan, DEFAULT_CONTENT_TYPE,
+    INLINE_INPUT_MAX_BYTES,
+};
 pub use task::{new_task_secret, parse_task_id, secrets_match, task_id, task_secret_matches};
 pub use transition::{
     cancel, failure_excerpt, mark_invoked, mark_refused, mark_uncertain, record_outcome, redrive,

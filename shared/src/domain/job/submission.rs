@@ -10,14 +10,25 @@ use crate::domain::job::task::new_task_secret;
 use crate::domain::s3_location::S3Location;
 use crate::util::hex;
 
-/// A validated submission: what is uploaded, and how long SageMaker may take.
+/// The largest input `InvokeEndpointAsync` takes inline (its `Body`); a larger one goes
+/// through S3.
+pub const INLINE_INPUT_MAX_BYTES: usize = 128_000;
+
+/// What the model is told the input is, and asked to answer in, when nothing else is said.
+pub const DEFAULT_CONTENT_TYPE: &str = "application/json";
+
+/// A validated submission: what is sent, where, and how long SageMaker may take.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Submission {
     pub inference_id: String,
     pub endpoint_name: String,
-    pub input_location: S3Location,
+    /// Where the input is uploaded; `None` when it fits inline ([`INLINE_INPUT_MAX_BYTES`]).
+    pub input_location: Option<S3Location>,
     pub input: Vec<u8>,
     pub input_sha256: String,
+    /// The input's MIME type (`ContentType`) and the one asked of the output (`Accept`).
+    pub content_type: String,
+    pub accept: Option<String>,
     pub invocation_timeout_secs: u32,
     pub request_ttl_secs: u32,
     /// Random, stored with the job: with the inference_id it makes the job's task id.
@@ -30,7 +41,7 @@ pub struct Submission {
 
 impl Submission {
     /// With an idempotency key the id is derived from it (and the owner); without one it is
-    /// random.
+    /// random. JSON in and out, unless [`Submission::with_content_type`] says otherwise.
     pub fn new(
         owner: &Owner,
         endpoint_name: &str,
@@ -45,20 +56,29 @@ impl Submission {
             None => uuid::Uuid::new_v4().to_string(),
         };
         Self {
-            input_location: S3Location {
+            input_location: (input.len() > INLINE_INPUT_MAX_BYTES).then(|| S3Location {
                 bucket: io_bucket.to_owned(),
                 key: format!("inputs/{inference_id}.json"),
-            },
+            }),
             inference_id,
             endpoint_name: endpoint_name.to_owned(),
             input_sha256: hex(&Sha256::digest(&input)),
             input,
+            content_type: DEFAULT_CONTENT_TYPE.to_owned(),
+            accept: Some(DEFAULT_CONTENT_TYPE.to_owned()),
             invocation_timeout_secs,
             request_ttl_secs,
             task_secret: new_task_secret(),
             owner: owner.clone(),
             keyed: idempotency_key.is_some(),
         }
+    }
+
+    /// The input's MIME type and the one asked of the output (`None`: the model's choice).
+    pub fn with_content_type(mut self, content_type: &str, accept: Option<&str>) -> Self {
+        self.content_type = content_type.to_owned();
+        self.accept = accept.map(str::to_owned);
+        self
     }
 
     /// Epoch seconds after which an invoked job is probably lost.
@@ -202,7 +222,7 @@ mod tests {
             "6e88ccc0-1c84-5dde-9940-2a4a4717b619"
         );
         assert_eq!(
-            submission().input_location.to_string(),
+            large_submission().input_location.unwrap().to_string(),
             "s3://bucket/inputs/c14bc613-a1b4-5b3a-a673-dc4b15c04d96.json"
         );
     }
@@ -217,8 +237,46 @@ mod tests {
         assert_ne!(id(&local, "ep", "k1"), id(&local, "ep", "k2"));
         assert_ne!(id(&local, "ep", "k1"), id(&other, "ep", "k1"));
         assert_eq!(
-            submission().input_location.to_string(),
+            large_submission().input_location.unwrap().to_string(),
             format!("s3://bucket/inputs/{}.json", submission().inference_id)
+        );
+    }
+
+    fn sized(len: usize) -> Submission {
+        let local = Principal::Local.caller().owner;
+        Submission::new(
+            &local,
+            "ep",
+            "bucket",
+            vec![b' '; len],
+            Some("k1"),
+            300,
+            600,
+        )
+    }
+
+    fn large_submission() -> Submission {
+        sized(INLINE_INPUT_MAX_BYTES + 1)
+    }
+
+    #[test]
+    fn an_input_of_at_most_128000_bytes_goes_inline_and_a_larger_one_through_s3() {
+        assert_eq!(INLINE_INPUT_MAX_BYTES, 128_000);
+        assert_eq!(sized(0).input_location, None);
+        assert_eq!(sized(128_000).input_location, None);
+        let large = sized(128_001);
+        assert_eq!(
+            large.input_location.map(|l| l.to_string()),
+            Some(format!("s3://bucket/inputs/{}.json", large.inference_id))
+        );
+        let s = sized(10).with_content_type("text/csv", None);
+        assert_eq!((s.content_type.as_str(), s.accept), ("text/csv", None));
+        assert_eq!(
+            (
+                submission().content_type.as_str(),
+                submission().accept.as_deref()
+            ),
+            ("application/json", Some("application/json"))
         );
     }
 }

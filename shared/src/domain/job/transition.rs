@@ -49,7 +49,6 @@ fn reserved_item(s: &Submission, attempt: i64, policy: &JobPolicy, now: DateTime
         (attr::ATTEMPT, Attr::N(attempt)),
         (attr::SUBMITTED_AT, Attr::s(rfc3339(now))),
         (attr::ENDPOINT_NAME, Attr::s(&s.endpoint_name)),
-        (attr::INPUT_LOCATION, Attr::s(s.input_location.to_string())),
         (attr::REQUEST_TTL_SECS, Attr::N(s.request_ttl_secs.into())),
         (
             attr::INVOCATION_TIMEOUT_SECS,
@@ -65,6 +64,12 @@ fn reserved_item(s: &Submission, attempt: i64, policy: &JobPolicy, now: DateTime
         (attr::TTL, Attr::N(ttl)),
     ]
     .into_iter()
+    // An input sent inline has no location.
+    .chain(
+        s.input_location
+            .as_ref()
+            .map(|l| (attr::INPUT_LOCATION, Attr::s(l.to_string()))),
+    )
     .map(|(k, v)| (k.to_owned(), v))
     .collect()
 }
