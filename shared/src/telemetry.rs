@@ -278,10 +278,10 @@ pub fn run_routed(status: &'static str, completion_sent: bool) {
 }
 
 /// One tool call, and whether it ended as a tool error.
-pub fn tool_call(tool: &'static str, is_error: bool) {
-    counter!(metric::TOOL_CALLS, "Tool" => tool).increment(1);
+pub fn tool_call(tool: &str, is_error: bool) {
+    counter!(metric::TOOL_CALLS, "Tool" => tool.to_owned()).increment(1);
     if is_error {
-        counter!(metric::TOOL_ERRORS, "Tool" => tool).increment(1);
+        counter!(metric::TOOL_ERRORS, "Tool" => tool.to_owned()).increment(1);
     }
 }
 

@@ -19,7 +19,7 @@ async fn main() -> Result<(), Error> {
     telemetry::init_logging();
     let config = ToolsConfig::from_env(&Env::process())?;
     let metrics = telemetry::init_metrics("gateway-target", &config.metrics_namespace)?;
-    let tools = Tools::new(Arc::new(Deps::connect(config).await));
+    let tools = Tools::new(Arc::new(Deps::connect(config).await?));
     telemetry::run(
         metrics,
         service_fn(move |event: LambdaEvent<Value>| handle(tools.clone(), event)),

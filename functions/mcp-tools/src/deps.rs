@@ -4,6 +4,7 @@
 
 use std::time::Duration;
 
+use crate::catalog::{Catalog, CatalogError};
 use crate::config::ToolsConfig;
 use shared::domain::time::Clock;
 use shared::ports::{
@@ -83,12 +84,14 @@ where
     }
 }
 
-/// Settings, ports and clock; the use cases' settings derived from the configuration once.
+/// Settings, ports and clock; the use cases' settings derived from the configuration once;
+/// the tool catalog, when the deployment has one.
 pub struct Deps<B> {
     pub config: ToolsConfig,
     pub settings: JobSettings,
     pub ports: B,
     pub clock: Clock,
+    pub catalog: Option<Catalog>,
 }
 
 impl<B: Backend> Deps<B> {
@@ -98,6 +101,24 @@ impl<B: Backend> Deps<B> {
             config,
             ports,
             clock,
+            catalog: None,
+        }
+    }
+
+    /// The tools are `catalog`'s, in place of submit_job and trigger_training.
+    pub fn with_catalog(self, catalog: Catalog) -> Self {
+        Self {
+            catalog: Some(catalog),
+            ..self
+        }
+    }
+
+    /// Whether the training tools are served: a catalog's pipeline tools, or else the
+    /// configured pipeline.
+    pub fn serves_training(&self) -> bool {
+        match &self.catalog {
+            Some(catalog) => !catalog.pipeline_tools.is_empty(),
+            None => self.config.serves_training(),
         }
     }
 }
@@ -123,8 +144,15 @@ mod aws {
     >;
 
     impl Deps<AwsPorts> {
-        /// The SDK clients, from the standard AWS configuration (region, credentials, endpoints).
-        pub async fn connect(config: ToolsConfig) -> Self {
+        /// The SDK clients, from the standard AWS configuration (region, credentials, endpoints),
+        /// and the tool catalog when `TOOL_CATALOG` names one: a catalog that fails its check
+        /// stops the cold start, naming each mistake.
+        pub async fn connect(config: ToolsConfig) -> Result<Self, CatalogError> {
+            let catalog = config
+                .tool_catalog
+                .as_deref()
+                .map(Catalog::load)
+                .transpose()?;
             let sdk = load_sdk_config().await;
             let invoke_attempt_timeout = Duration::from_secs(config.invoke_attempt_timeout_secs);
             let sagemaker = sagemaker_client(&sdk);
@@ -143,7 +171,11 @@ mod aws {
                     .as_ref()
                     .map(|bus| EventBridgeEvents::new(eventbridge_client(&sdk), bus)),
             };
-            Deps::new(config, ports, Clock::system())
+            let deps = Deps::new(config, ports, Clock::system());
+            Ok(match catalog {
+                Some(catalog) => deps.with_catalog(catalog),
+                None => deps,
+            })
         }
     }
 }

@@ -133,7 +133,7 @@ impl<B: Backend> FrontDoor<B> {
     ) -> Self {
         Self {
             auth: Authenticator::new(&config.auth, deps.clock.clone(), verifier),
-            write_tools: write_tools::<B>(),
+            write_tools: write_tools(&Tools::new(deps.clone()).served()),
             mcp: mcp_service(deps, &config.allowed_origins),
             config,
         }
@@ -186,11 +186,11 @@ impl<B: Backend> FrontDoor<B> {
     }
 }
 
-/// The tools that start or stop work, as the tools declare themselves: every one not marked
-/// read-only.
-pub fn write_tools<B: Backend>() -> Vec<String> {
-    Tools::<B>::definitions()
-        .into_iter()
+/// The tools that start or stop work, as the served tools (a catalog's included) declare
+/// themselves: every one not marked read-only.
+pub fn write_tools(served: &[rmcp::model::Tool]) -> Vec<String> {
+    served
+        .iter()
         .filter(|t| t.annotations.as_ref().and_then(|a| a.read_only_hint) != Some(true))
         .map(|t| t.name.to_string())
         .collect()
@@ -247,7 +247,7 @@ mod access_tests {
 
     #[test]
     fn tools_that_start_or_stop_work_need_write_and_the_rest_read() {
-        let write_tools = write_tools::<crate::AwsPorts>();
+        let write_tools = write_tools(&Tools::<crate::AwsPorts>::definitions());
         assert_eq!(write_tools, ["submit_job", "trigger_training"]);
         let call = |name: &str| {
             format!(

@@ -8,6 +8,7 @@
 
 pub mod arguments;
 pub mod auth;
+pub mod catalog;
 pub mod config;
 pub mod contract;
 pub mod deps;

@@ -17,7 +17,7 @@ async fn main() -> Result<(), Error> {
     telemetry::init_logging();
     let config = McpToolsConfig::from_env(&Env::process())?;
     let metrics = telemetry::init_metrics("mcp-tools", &config.tools.metrics_namespace)?;
-    let deps = Arc::new(Deps::connect(config.tools.clone()).await);
+    let deps = Arc::new(Deps::connect(config.tools.clone()).await?);
     let front_door = Arc::new(FrontDoor::new(config, deps));
     // Streamed (the Function URL's InvokeMode is RESPONSE_STREAM): progress notifications reach
     // the client while a tool waits, not all at once when it returns.

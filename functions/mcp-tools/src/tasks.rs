@@ -31,20 +31,39 @@ impl<B: Backend> Tools<B> {
         arguments: Option<rmcp::model::JsonObject>,
         extensions: &Extensions,
     ) -> CallToolResponse {
+        let args = task_arguments::<SubmitJobArgs>(arguments);
+        self.job_as_task(names::SUBMIT_JOB, args, extensions).await
+    }
+
+    /// An async catalog tool for a client that declared the tasks extension.
+    pub(crate) async fn catalog_job_as_task(
+        &self,
+        name: &str,
+        arguments: Option<rmcp::model::JsonObject>,
+        extensions: &Extensions,
+    ) -> CallToolResponse {
+        match self.catalog_job_args(name, arguments) {
+            Some(args) => self.job_as_task(name, Ok(args), extensions).await,
+            None => tool_error(wording::unknown_tool(name)),
+        }
+    }
+
+    /// A job started as a task by `tool`: the task, or the tool error a plain call would get.
+    async fn job_as_task<A: ToolArgs<Valid = Submission>>(
+        &self,
+        tool: &str,
+        args: Result<A, String>,
+        extensions: &Extensions,
+    ) -> CallToolResponse {
         let lives_secs = |s: &Submission| {
             u64::from(s.request_ttl_secs)
                 + u64::from(s.invocation_timeout_secs)
                 + self.deps.config.jobs.result_ttl_secs
         };
-        let call = self.task_call::<SubmitJobArgs, _, _, _>(
-            names::SUBMIT_JOB,
-            arguments,
-            extensions,
-            |s| async move {
-                let lives_secs = lives_secs(&s);
-                Ok((self.submit(s).await?, lives_secs))
-            },
-        );
+        let call = self.task_call(tool, args, extensions, |s| async move {
+            let lives_secs = lives_secs(&s);
+            Ok((self.submit(s).await?, lives_secs))
+        });
         let (submitted, lives_secs) = match call.await {
             Ok(answer) => answer,
             Err(refused) => return refused,
@@ -75,9 +94,9 @@ impl<B: Backend> Tools<B> {
         arguments: Option<rmcp::model::JsonObject>,
         extensions: &Extensions,
     ) -> CallToolResponse {
-        let call = self.task_call::<TriggerTrainingArgs, _, _, _>(
+        let call = self.task_call(
             names::TRIGGER_TRAINING,
-            arguments,
+            task_arguments::<TriggerTrainingArgs>(arguments),
             extensions,
             |r| self.trigger(r),
         );
@@ -103,21 +122,21 @@ impl<B: Backend> Tools<B> {
         CallToolResponse::Task(CreateTaskResult::new(task))
     }
 
-    /// A tool's work in its task form: its arguments read and checked, the work done as a plain
-    /// call does it; a refusal is the tool error a plain call would get.
+    /// A tool's work in its task form: its arguments (as read) checked, the work done as a
+    /// plain call does it; a refusal is the tool error a plain call would get.
     async fn task_call<A, T, F, Fut>(
         &self,
-        tool: &'static str,
-        arguments: Option<rmcp::model::JsonObject>,
+        tool: &str,
+        args: Result<A, String>,
         extensions: &Extensions,
         work: F,
     ) -> Result<T, CallToolResponse>
     where
-        A: ToolArgs + serde::de::DeserializeOwned,
+        A: ToolArgs,
         F: FnOnce(A::Valid) -> Fut,
         Fut: std::future::Future<Output = Result<T, ToolError>>,
     {
-        let args: A = task_arguments(arguments).map_err(tool_error)?;
+        let args = args.map_err(tool_error)?;
         self.call(tool, true, extensions, args, |valid, _| work(valid))
             .await
             .map_err(tool_error)

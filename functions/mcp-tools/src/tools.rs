@@ -10,11 +10,14 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use lambda_http::RequestExt;
 use rmcp::handler::server::tool::ToolCallContext;
-use rmcp::handler::server::{router::tool::ToolRouter, wrapper::Parameters};
+use rmcp::handler::server::{
+    router::tool::{ToolRoute, ToolRouter},
+    wrapper::Parameters,
+};
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, CancelTaskParams, ContentBlock,
-    ErrorData, Extensions, GetTaskParams, GetTaskResult, Implementation, ProtocolVersion,
-    ServerCapabilities, ServerConfig,
+    ErrorData, Extensions, GetTaskParams, GetTaskResult, Implementation, JsonObject,
+    ProtocolVersion, ServerCapabilities, ServerConfig,
 };
 use rmcp::service::RequestContext;
 use rmcp::RoleServer;
@@ -30,6 +33,7 @@ use shared::usecases::{check, lineage, outcome, quota, submit};
 use tracing::{field::Empty, info_span, Instrument, Span};
 
 use crate::arguments;
+use crate::catalog::Catalog;
 use crate::contract::*;
 use crate::deps::{Backend, Deps};
 use crate::progress::ClientProgress;
@@ -62,7 +66,10 @@ impl<B: Backend> Tools<B> {
     /// no pipeline serves no training tools.
     pub fn new(deps: Arc<Deps<B>>) -> Self {
         let mut router = Self::tool_router();
-        if !deps.config.serves_training() {
+        if let Some(catalog) = &deps.catalog {
+            Self::route_catalog(&mut router, catalog);
+        }
+        if !deps.serves_training() {
             for name in names::TRAINING {
                 router.remove_route(name);
             }
@@ -338,7 +345,7 @@ impl<B: Backend> Tools<B> {
     /// access log, and its metric.
     pub(crate) async fn call<A, T, F, Fut>(
         &self,
-        tool: &'static str,
+        tool: &str,
         task: bool,
         extensions: &Extensions,
         args: A,
@@ -386,6 +393,72 @@ impl<B: Backend> Tools<B> {
         telemetry::outcome(recorded, OutcomeSource::Reconciliation);
         if let Err(e) = outcome::announce(self.deps.ports.events(), recorded).await {
             tracing::warn!(error = %e, "the reconciled outcome's completion event was not put");
+        }
+    }
+
+    /// An async catalog tool's call, before it is checked; None for a name the catalog lacks.
+    pub(crate) fn catalog_job_args(
+        &self,
+        name: &str,
+        arguments: Option<JsonObject>,
+    ) -> Option<CatalogJobArgs<'_>> {
+        let catalog = self.deps.catalog.as_ref()?;
+        Some(CatalogJobArgs {
+            catalog,
+            tool: catalog.async_tool(name)?,
+            arguments: arguments.unwrap_or_default(),
+        })
+    }
+
+    /// An async catalog tool, called plainly: a job on its endpoint, answered as submit_job
+    /// answers.
+    async fn call_catalog_job(
+        &self,
+        name: &str,
+        arguments: Option<JsonObject>,
+        extensions: &Extensions,
+    ) -> CallToolResponse {
+        let Some(args) = self.catalog_job_args(name, arguments) else {
+            return tool_error(wording::unknown_tool(name));
+        };
+        let submitted = self
+            .call(name, false, extensions, args, |s, _| self.submit(s))
+            .await;
+        match submitted {
+            Ok(s) => structured(SubmitJobOutput::from(s)),
+            Err(message) => tool_error(message),
+        }
+    }
+
+    /// The catalog's tools in place of submit_job and trigger_training: each declared as
+    /// data, each call one route to the same work.
+    fn route_catalog(router: &mut ToolRouter<Self>, catalog: &Catalog) {
+        let submit_job = router
+            .get(names::SUBMIT_JOB)
+            .cloned()
+            .expect("submit_job is declared");
+        router.remove_route(names::SUBMIT_JOB);
+        router.remove_route(names::TRIGGER_TRAINING);
+        for tool in &catalog.async_tools {
+            let name = tool.spec.name.clone();
+            let definition = async_tool_definition(tool, &submit_job);
+            router.add_route(ToolRoute::new_dyn(
+                definition,
+                move |context: ToolCallContext<'_, Self>| {
+                    let name = name.clone();
+                    Box::pin(async move {
+                        let ToolCallContext {
+                            service,
+                            arguments,
+                            request_context,
+                            ..
+                        } = context;
+                        Ok(service
+                            .call_catalog_job(&name, arguments, &request_context.extensions)
+                            .await)
+                    })
+                },
+            ));
         }
     }
 
@@ -500,6 +573,9 @@ impl<B: Backend> Tools<B> {
             names::TRIGGER_TRAINING if wants_task && served => {
                 Ok(self.trigger_as_task(request.arguments, extensions).await)
             }
+            name if wants_task && served && self.catalog_job_args(name, None).is_some() => Ok(self
+                .catalog_job_as_task(name, request.arguments, extensions)
+                .await),
             _ => {
                 self.router
                     .call(ToolCallContext::new(self, request, context))

@@ -344,6 +344,11 @@ pub fn run_progress(event: &RunEvent) -> String {
     }
 }
 
+/// A tool name this deployment does not serve.
+pub fn unknown_tool(name: &str) -> String {
+    format!("no tool is called {}", quote(name))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

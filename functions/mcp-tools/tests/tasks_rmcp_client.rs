@@ -43,7 +43,7 @@ fn config() -> ToolsConfig {
 /// The tools on one end of an in-memory pipe, rmcp's client (declaring tasks) on the other.
 async fn client() -> RunningService<RoleClient, ClientConfig> {
     // One client on a pipe: the local caller, as a stdio transport would have it.
-    let deps = Arc::new(Deps::connect(config()).await);
+    let deps = Arc::new(Deps::connect(config()).await.unwrap());
     let tools = Tools::for_sole_caller(deps, Principal::Local);
     let (server_io, client_io) = tokio::io::duplex(1 << 20);
     tokio::spawn(async move {

@@ -18,6 +18,7 @@ pub const VARIABLES: &[&str] = &[
     "IO_BUCKET",
     "ASYNC_ENDPOINT_NAME",
     "PIPELINE_NAME",
+    "TOOL_CATALOG",
     "AWS_REGION",
     "RESULT_TTL_SECS",
     "INLINE_RESULT_MAX_BYTES",
@@ -74,6 +75,9 @@ pub struct ToolsConfig {
     /// The pipeline trigger_training starts; empty for a stack with no training (its training
     /// tools are not served).
     pub pipeline_name: String,
+    /// The tool catalog's path (`TOOL_CATALOG`): a team's models and pipelines as tools, in
+    /// place of submit_job and trigger_training. None: today's tools.
+    pub tool_catalog: Option<String>,
     /// The region the functions run in (`AWS_REGION`): an ARN of another is no run of ours.
     pub region: Option<String>,
     /// The function's own timeout: a reservation older than this (plus a margin) belongs to a
@@ -196,6 +200,7 @@ impl ToolsConfig {
                 "the name of the SageMaker async endpoint",
             )?,
             pipeline_name: env.optional("PIPELINE_NAME").unwrap_or_default(),
+            tool_catalog: env.optional("TOOL_CATALOG"),
             region: env.optional("AWS_REGION"),
             function_timeout_secs: env.number_in(
                 "FUNCTION_TIMEOUT_SECS",

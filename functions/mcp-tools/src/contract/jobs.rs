@@ -148,17 +148,11 @@ impl SubmitJobArgs {
             (Some(d), None) => Value::String(d),
             (None, Some(p)) => Value::Object(p),
         };
-        let invocation_timeout_secs =
-            INVOCATION_TIMEOUT_SECS.value(self.invocation_timeout_secs)?;
-        let request_ttl_secs = REQUEST_TTL_SECS
-            .check(self.request_ttl_secs)?
-            .unwrap_or(default_request_ttl_secs);
-        if u64::from(request_ttl_secs) < 2 * u64::from(invocation_timeout_secs) {
-            return Err(ToolError::invalid(format!(
-                "`request_ttl_secs` ({request_ttl_secs}) must be at least twice `invocation_timeout_secs` \
-                 ({invocation_timeout_secs}), or the request can expire from the queue while the model runs"
-            )));
-        }
+        let (invocation_timeout_secs, request_ttl_secs) = job_timings(
+            self.invocation_timeout_secs
+                .or(INVOCATION_TIMEOUT_SECS.default),
+            self.request_ttl_secs.or(Some(default_request_ttl_secs)),
+        )?;
         let idempotency_key = checked_idempotency_key(self.idempotency_key)?;
         let mut input = Map::new();
         input.insert("inputs".into(), inputs);
@@ -183,6 +177,23 @@ impl SubmitJobArgs {
             request_ttl_secs,
         ))
     }
+}
+
+/// How long the model may take and the request may wait, each in SageMaker's bounds, the wait
+/// at least twice the run.
+pub fn job_timings(
+    invocation_timeout_secs: Option<u32>,
+    request_ttl_secs: Option<u32>,
+) -> Result<(u32, u32), ToolError> {
+    let invocation_timeout_secs = INVOCATION_TIMEOUT_SECS.value(invocation_timeout_secs)?;
+    let request_ttl_secs = REQUEST_TTL_SECS.value(request_ttl_secs)?;
+    if u64::from(request_ttl_secs) < 2 * u64::from(invocation_timeout_secs) {
+        return Err(ToolError::invalid(format!(
+            "`request_ttl_secs` ({request_ttl_secs}) must be at least twice `invocation_timeout_secs` \
+             ({invocation_timeout_secs}), or the request can expire from the queue while the model runs"
+        )));
+    }
+    Ok((invocation_timeout_secs, request_ttl_secs))
 }
 
 impl From<Submitted> for SubmitJobOutput {

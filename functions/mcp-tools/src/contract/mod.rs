@@ -4,12 +4,14 @@
 //! [`provenance`]) and one for how long a call may wait ([`waits`]); what every tool shares
 //! (names, bounds, the argument trait, the tool error) is here.
 
+mod catalog;
 mod common;
 mod jobs;
 mod provenance;
 mod training;
 mod waits;
 
+pub use catalog::*;
 pub use common::*;
 pub use jobs::*;
 pub use provenance::*;

@@ -47,6 +47,19 @@ const ENDPOINT: &str = "ep";
 /// The tools on fresh fakes, with the settings of `extra` over the required ones, and a clock
 /// that follows tokio's (so a paused test moves it).
 pub(crate) fn world(extra: &[(&'static str, &'static str)]) -> World {
+    world_with(extra, None)
+}
+
+/// The example catalog's tools (infra/catalog.example.json) on fresh fakes.
+pub(crate) fn catalog_world() -> World {
+    let catalog = include_str!("../../../../infra/catalog.example.json");
+    world_with(&[], Some(crate::catalog::Catalog::parse(catalog).unwrap()))
+}
+
+fn world_with(
+    extra: &[(&'static str, &'static str)],
+    catalog: Option<crate::catalog::Catalog>,
+) -> World {
     let mut vars = vec![
         ("RESULTS_TABLE", "r"),
         ("PIPELINE_RESULTS_TABLE", "p"),
@@ -66,7 +79,11 @@ pub(crate) fn world(extra: &[(&'static str, &'static str)]) -> World {
         jobs: MemoryJobs::default(),
         runs: MemoryRuns::default(),
         objects: MemoryObjects::default(),
-        endpoint: FakeInvoker::new(ENDPOINT),
+        endpoint: FakeInvoker::serving(&[
+            ENDPOINT,
+            "mcp-doc-processor-async",
+            "mcp-churn-scorer-async",
+        ]),
         pipeline: FakePipeline::default(),
         lineage: MemoryLineage::default(),
         events: MemoryEvents::default(),
@@ -75,7 +92,11 @@ pub(crate) fn world(extra: &[(&'static str, &'static str)]) -> World {
     let clock = Clock::from_fn(move || {
         t0 + chrono::Duration::from_std(start.elapsed()).unwrap_or_default()
     });
-    let deps = Arc::new(Deps::new(config, ports, clock));
+    let deps = Deps::new(config, ports, clock);
+    let deps = Arc::new(match catalog {
+        Some(catalog) => deps.with_catalog(catalog),
+        None => deps,
+    });
     World {
         tools: Tools::new(deps.clone()),
         deps,
@@ -245,6 +266,7 @@ pub(crate) async fn registered_model(w: &World) -> (String, String) {
     (execution, package)
 }
 
+mod catalog;
 mod check;
 mod completion_events;
 mod listing;

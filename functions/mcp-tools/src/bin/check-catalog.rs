@@ -1,0 +1,36 @@
+//! `check-catalog FILE`: the tool catalog's cold-start check, before a deploy. Prints each
+//! tool it declares, or every mistake with its tool and field, and exits 1.
+
+use std::process::ExitCode;
+
+use mcp_tools::catalog::Catalog;
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let [path] = &args[..] else {
+        eprintln!("usage: check-catalog FILE");
+        return ExitCode::from(2);
+    };
+    match Catalog::load(path) {
+        Ok(catalog) => {
+            for t in &catalog.async_tools {
+                println!(
+                    "{}: async tool on endpoint {}",
+                    t.spec.name, t.spec.endpoint
+                );
+            }
+            for t in &catalog.pipeline_tools {
+                println!("{}: pipeline tool on {}", t.spec.name, t.spec.pipeline);
+            }
+            println!("{path}: the catalog is sound");
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("{path}: the catalog is refused:");
+            for mistake in &e.mistakes {
+                eprintln!("  {mistake}");
+            }
+            ExitCode::FAILURE
+        }
+    }
+}

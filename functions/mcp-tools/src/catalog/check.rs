@@ -1,0 +1,350 @@
+//! The catalog's checks: the file's shape, then each tool's fields, then the schemas compiled.
+//! Every mistake is collected, each with its tool and field, so one run names them all.
+
+use std::collections::BTreeSet;
+
+use serde_json::{Map, Value};
+
+use super::schema::Compiler;
+use super::*;
+use crate::contract::{INVOCATION_TIMEOUT_SECS, REQUEST_TTL_SECS};
+
+/// The JSON Schema dialect a catalog's schemas are written in.
+const DRAFT_2020_12: &str = "https://json-schema.org/draft/2020-12/schema";
+
+/// Where a mistake is: the tool's name when it has a usable one, else its place in the file.
+fn tool_label(kind: &str, index: usize, raw: &Value) -> String {
+    match raw.get("name").and_then(Value::as_str) {
+        Some(name) if is_tool_name(name) => name.to_owned(),
+        _ => format!("{kind}[{index}]"),
+    }
+}
+
+struct Mistakes(Vec<CatalogMistake>);
+
+impl Mistakes {
+    fn add(&mut self, tool: &str, field: &str, problem: impl Into<String>) {
+        self.0.push(CatalogMistake {
+            tool: tool.to_owned(),
+            field: field.to_owned(),
+            problem: problem.into(),
+        });
+    }
+}
+
+pub(super) fn catalog(text: &str) -> Result<Catalog, Vec<CatalogMistake>> {
+    let mut m = Mistakes(Vec::new());
+    let file: CatalogFile = match serde_json::from_str::<Value>(text) {
+        Err(e) => {
+            m.add("(file)", "(file)", format!("is not JSON: {e}"));
+            return Err(m.0);
+        }
+        Ok(value) => match serde_path_to_error::deserialize(&value) {
+            Ok(file) => file,
+            Err(e) => {
+                let field = e.path().to_string();
+                m.add("(file)", &field, e.into_inner().to_string());
+                return Err(m.0);
+            }
+        },
+    };
+    let total = file.async_tools.len() + file.pipeline_tools.len();
+    if total == 0 {
+        m.add(
+            "(file)",
+            "async_tools",
+            "the catalog declares no tool (give async_tools, pipeline_tools or both)",
+        );
+    }
+    if total > MAX_TOOLS {
+        m.add(
+            "(file)",
+            "(file)",
+            format!("{total} tools; at most {MAX_TOOLS}"),
+        );
+    }
+    let mut compiler = Compiler::new();
+    let mut names = BTreeSet::new();
+    let mut async_tools = Vec::new();
+    for (i, raw) in file.async_tools.iter().enumerate() {
+        let label = tool_label("async_tools", i, raw);
+        let Some(spec) = spec::<AsyncToolSpec>(&mut m, &label, raw) else {
+            continue;
+        };
+        common_fields(
+            &mut m,
+            &label,
+            &spec.name,
+            &spec.description,
+            spec.title.as_deref(),
+        );
+        unique(&mut m, &mut names, &label, &spec.name);
+        async_fields(&mut m, &label, &spec);
+        match compiler.compile(&spec.input_schema) {
+            Ok(input) => async_tools.push(AsyncTool { spec, input }),
+            Err(problem) => m.add(&label, "input_schema", problem),
+        }
+    }
+    let mut pipeline_tools = Vec::new();
+    for (i, raw) in file.pipeline_tools.iter().enumerate() {
+        let label = tool_label("pipeline_tools", i, raw);
+        let Some(spec) = spec::<PipelineToolSpec>(&mut m, &label, raw) else {
+            continue;
+        };
+        common_fields(
+            &mut m,
+            &label,
+            &spec.name,
+            &spec.description,
+            spec.title.as_deref(),
+        );
+        unique(&mut m, &mut names, &label, &spec.name);
+        pipeline_fields(&mut m, &label, &spec);
+        match compiler.compile(&pipeline_arguments_schema(&spec)) {
+            Ok(input) => pipeline_tools.push(PipelineTool { spec, input }),
+            Err(problem) => m.add(&label, "parameters", problem),
+        }
+    }
+    if m.0.is_empty() {
+        Ok(Catalog {
+            async_tools,
+            pipeline_tools,
+            schemas: compiler.finish(),
+        })
+    } else {
+        Err(m.0)
+    }
+}
+
+/// A tool's entry read as its type; a field missing, unknown or of the wrong type is named.
+fn spec<T: serde::de::DeserializeOwned>(m: &mut Mistakes, label: &str, raw: &Value) -> Option<T> {
+    match serde_path_to_error::deserialize(raw) {
+        Ok(spec) => Some(spec),
+        Err(e) => {
+            let path = e.path().to_string();
+            let field = if path == "." {
+                "(tool)".to_owned()
+            } else {
+                path
+            };
+            m.add(label, &field, e.into_inner().to_string());
+            None
+        }
+    }
+}
+
+/// MCP's advice for tool names, kept to what every client and the AgentCore Gateway take.
+fn is_tool_name(name: &str) -> bool {
+    (1..=64).contains(&name.len())
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+}
+
+fn common_fields(
+    m: &mut Mistakes,
+    label: &str,
+    name: &str,
+    description: &str,
+    title: Option<&str>,
+) {
+    if !is_tool_name(name) {
+        m.add(label, "name", "must be 1 to 64 letters, digits, `_` or `-`");
+    }
+    if GENERIC_TOOLS.contains(&name) {
+        m.add(
+            label,
+            "name",
+            format!("{name} is a generic tool's name; choose another"),
+        );
+    }
+    if description.trim().is_empty() || description.len() > 4096 {
+        m.add(
+            label,
+            "description",
+            "must say what the tool does, in 1 to 4096 bytes",
+        );
+    }
+    if title.is_some_and(|t| t.trim().is_empty() || t.len() > 128) {
+        m.add(label, "title", "must be 1 to 128 bytes");
+    }
+}
+
+fn unique(m: &mut Mistakes, names: &mut BTreeSet<String>, label: &str, name: &str) {
+    if !names.insert(name.to_owned()) {
+        m.add(label, "name", format!("{name} is declared twice"));
+    }
+}
+
+/// SageMaker's endpoint and pipeline names: letters, digits and single hyphens inside.
+fn is_sagemaker_name(name: &str, max: usize) -> bool {
+    let bytes = name.as_bytes();
+    (1..=max).contains(&bytes.len())
+        && bytes
+            .iter()
+            .all(|b| b.is_ascii_alphanumeric() || *b == b'-')
+        && bytes[0].is_ascii_alphanumeric()
+        && bytes[bytes.len() - 1].is_ascii_alphanumeric()
+}
+
+/// `type/subtype`, with optional parameters: what SageMaker passes to the container as given.
+fn is_mime_type(value: &str) -> bool {
+    let essence = value.split(';').next().unwrap_or_default().trim();
+    let token = |s: &str| {
+        !s.is_empty()
+            && s.chars()
+                .all(|c| c.is_ascii_alphanumeric() || "!#$&-^_.+".contains(c))
+    };
+    value.len() <= 256
+        && value.is_ascii()
+        && essence
+            .split_once('/')
+            .is_some_and(|(kind, sub)| token(kind) && token(sub))
+}
+
+fn async_fields(m: &mut Mistakes, label: &str, spec: &AsyncToolSpec) {
+    if !is_sagemaker_name(&spec.endpoint, 63) {
+        m.add(
+            label,
+            "endpoint",
+            "must be a SageMaker endpoint name: 1 to 63 letters, digits or hyphens, starting and ending with a letter or digit",
+        );
+    }
+    for (field, value) in [
+        ("content_type", &spec.content_type),
+        ("accept", &spec.accept),
+    ] {
+        if value.as_deref().is_some_and(|v| !is_mime_type(v)) {
+            m.add(label, field, "must be a MIME type such as application/json");
+        }
+    }
+    for (field, value, bounds) in [
+        (
+            "invocation_timeout_secs",
+            spec.invocation_timeout_secs,
+            INVOCATION_TIMEOUT_SECS,
+        ),
+        ("request_ttl_secs", spec.request_ttl_secs, REQUEST_TTL_SECS),
+    ] {
+        if value.is_some_and(|v| !(bounds.min..=bounds.max).contains(&v)) {
+            m.add(
+                label,
+                field,
+                format!("must be from {} to {}", bounds.min, bounds.max),
+            );
+        }
+    }
+    let schema = &spec.input_schema;
+    if schema.get("type").and_then(Value::as_str) != Some("object") {
+        m.add(
+            label,
+            "input_schema.type",
+            "must be \"object\": a tool's arguments are an object",
+        );
+    }
+    dialect(m, label, "input_schema", schema);
+    if let Some(properties) = schema.get("properties").and_then(Value::as_object) {
+        for name in ASYNC_COMMON_ARGUMENTS {
+            if properties.contains_key(name) {
+                m.add(
+                    label,
+                    &format!("input_schema.properties.{name}"),
+                    "is an argument every async tool takes; the model cannot have it",
+                );
+            }
+        }
+    }
+}
+
+fn pipeline_fields(m: &mut Mistakes, label: &str, spec: &PipelineToolSpec) {
+    if !is_sagemaker_name(&spec.pipeline, 256) {
+        m.add(
+            label,
+            "pipeline",
+            "must be a SageMaker pipeline name: 1 to 256 letters, digits or hyphens, starting and ending with a letter or digit",
+        );
+    }
+    let mut mapped = BTreeSet::new();
+    for (argument, p) in &spec.parameters {
+        let field = format!("parameters.{argument}");
+        let is_argument = (1..=64).contains(&argument.len())
+            && argument.starts_with(|c: char| c.is_ascii_lowercase())
+            && argument
+                .chars()
+                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_');
+        if !is_argument {
+            m.add(
+                label,
+                &field,
+                "an argument's name must be 1 to 64 lowercase letters, digits or `_`, starting with a letter",
+            );
+        }
+        if PIPELINE_COMMON_ARGUMENTS.contains(&argument.as_str()) {
+            m.add(
+                label,
+                &field,
+                "is an argument every pipeline tool takes; map another name",
+            );
+        }
+        let is_parameter = (1..=256).contains(&p.parameter.len())
+            && p.parameter
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
+        if !is_parameter {
+            m.add(
+                label,
+                &format!("{field}.parameter"),
+                "must be a pipeline parameter name: 1 to 256 letters, digits, `-` or `_`",
+            );
+        } else if !mapped.insert(p.parameter.as_str()) {
+            m.add(
+                label,
+                &format!("{field}.parameter"),
+                format!("{} is set by two arguments", p.parameter),
+            );
+        }
+        // A pipeline parameter is a String, Integer, Float or Boolean.
+        let scalar = ["string", "integer", "number", "boolean"];
+        if !p
+            .schema
+            .get("type")
+            .and_then(Value::as_str)
+            .is_some_and(|t| scalar.contains(&t))
+        {
+            m.add(
+                label,
+                &format!("{field}.schema.type"),
+                "must be \"string\", \"integer\", \"number\" or \"boolean\" (a pipeline parameter's types)",
+            );
+        }
+        dialect(m, label, &format!("{field}.schema"), &p.schema);
+    }
+}
+
+/// The dialect: 2020-12, when a schema says at all.
+fn dialect(m: &mut Mistakes, label: &str, field: &str, schema: &Map<String, Value>) {
+    if let Some(said) = schema.get("$schema") {
+        if said.as_str() != Some(DRAFT_2020_12) {
+            m.add(
+                label,
+                &format!("{field}.$schema"),
+                format!("must be {DRAFT_2020_12} or left out"),
+            );
+        }
+    }
+}
+
+/// A pipeline tool's arguments as one object schema: each argument optional (the pipeline
+/// has its defaults), nothing else allowed.
+pub(super) fn pipeline_arguments_schema(spec: &PipelineToolSpec) -> Map<String, Value> {
+    let properties: Map<String, Value> = spec
+        .parameters
+        .iter()
+        .map(|(argument, p)| (argument.clone(), Value::Object(p.schema.clone())))
+        .collect();
+    let mut schema = Map::new();
+    schema.insert("type".into(), "object".into());
+    schema.insert("properties".into(), Value::Object(properties));
+    schema.insert("additionalProperties".into(), false.into());
+    schema
+}

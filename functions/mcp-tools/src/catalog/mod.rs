@@ -1,0 +1,229 @@
+//! A team's async models and pipelines as tools, declared in one JSON file (`TOOL_CATALOG`):
+//! the file's format, the checks it passes before anything is served (at cold start, and by
+//! `make catalog` before a deploy), and each tool's input schema compiled once.
+//!
+//! ```json
+//! {"async_tools": [{"name", "title"?, "description", "endpoint", "content_type"?, "accept"?,
+//!                   "input_schema", "invocation_timeout_secs"?, "request_ttl_secs"?}],
+//!  "pipeline_tools": [{"name", "title"?, "description", "pipeline",
+//!                      "parameters": {"<argument>": {"parameter": "<PipelineParameterName>",
+//!                                                    "schema": {...}}}}]}
+//! ```
+
+mod check;
+mod schema;
+#[cfg(test)]
+mod tests;
+
+use std::collections::BTreeMap;
+
+use serde::Deserialize;
+use serde_json::{Map, Value};
+
+pub use schema::ArgumentError;
+
+use crate::contract::names;
+
+/// At most this many tools: each is listed to the agent on every `tools/list`.
+pub const MAX_TOOLS: usize = 50;
+
+/// A catalog file as written.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CatalogFile {
+    #[serde(default)]
+    pub async_tools: Vec<Value>,
+    #[serde(default)]
+    pub pipeline_tools: Vec<Value>,
+}
+
+/// A model behind an async endpoint, as one tool.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AsyncToolSpec {
+    pub name: String,
+    pub title: Option<String>,
+    pub description: String,
+    pub endpoint: String,
+    /// The request body's MIME type (`ContentType`); default `application/json`.
+    pub content_type: Option<String>,
+    /// The MIME type asked of the output (`Accept`); default none (the model's choice).
+    pub accept: Option<String>,
+    /// A JSON Schema (2020-12) object: the arguments the model takes, sent as the JSON body.
+    pub input_schema: Map<String, Value>,
+    pub invocation_timeout_secs: Option<u32>,
+    pub request_ttl_secs: Option<u32>,
+}
+
+/// A SageMaker pipeline, as one tool.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PipelineToolSpec {
+    pub name: String,
+    pub title: Option<String>,
+    pub description: String,
+    pub pipeline: String,
+    /// Each argument the tool takes, and the pipeline parameter it sets.
+    #[serde(default)]
+    pub parameters: BTreeMap<String, ParameterSpec>,
+}
+
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ParameterSpec {
+    /// The pipeline's own name for it.
+    pub parameter: String,
+    /// A JSON Schema of a string, integer, number or boolean.
+    pub schema: Map<String, Value>,
+}
+
+/// One mistake in a catalog: the tool (its name, or its place when it has none), the field,
+/// and what is wrong.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CatalogMistake {
+    pub tool: String,
+    pub field: String,
+    pub problem: String,
+}
+
+impl std::fmt::Display for CatalogMistake {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}: {}: {}", self.tool, self.field, self.problem)
+    }
+}
+
+/// Every mistake found, so one run of the check shows them all.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("the tool catalog{}: {}", source_name(.file), .mistakes.iter().map(ToString::to_string).collect::<Vec<_>>().join("; "))]
+pub struct CatalogError {
+    pub file: Option<String>,
+    pub mistakes: Vec<CatalogMistake>,
+}
+
+fn source_name(file: &Option<String>) -> String {
+    file.as_ref().map(|f| format!(" {f}")).unwrap_or_default()
+}
+
+/// A checked catalog: its tools, each with its input schema compiled.
+pub struct Catalog {
+    pub async_tools: Vec<AsyncTool>,
+    pub pipeline_tools: Vec<PipelineTool>,
+    schemas: schema::Compiled,
+}
+
+impl std::fmt::Debug for Catalog {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Catalog")
+            .field("async_tools", &self.async_tools)
+            .field("pipeline_tools", &self.pipeline_tools)
+            .finish_non_exhaustive()
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct AsyncTool {
+    pub spec: AsyncToolSpec,
+    input: schema::Index,
+}
+
+#[derive(Debug, Clone)]
+pub struct PipelineTool {
+    pub spec: PipelineToolSpec,
+    input: schema::Index,
+}
+
+impl Catalog {
+    /// Reads and checks the catalog at `path`.
+    pub fn load(path: &str) -> Result<Self, CatalogError> {
+        let text = std::fs::read_to_string(path).map_err(|e| CatalogError {
+            file: Some(path.to_owned()),
+            mistakes: vec![CatalogMistake {
+                tool: "(file)".into(),
+                field: "(file)".into(),
+                problem: format!("cannot be read: {e}"),
+            }],
+        })?;
+        Self::parse(&text).map_err(|e| CatalogError {
+            file: Some(path.to_owned()),
+            ..e
+        })
+    }
+
+    /// Checks a catalog's text: every mistake is named with its tool and field.
+    pub fn parse(text: &str) -> Result<Self, CatalogError> {
+        check::catalog(text).map_err(|mistakes| CatalogError {
+            file: None,
+            mistakes,
+        })
+    }
+
+    /// The async tool called `name`.
+    pub fn async_tool(&self, name: &str) -> Option<&AsyncTool> {
+        self.async_tools.iter().find(|t| t.spec.name == name)
+    }
+
+    /// The pipeline tool called `name`.
+    pub fn pipeline_tool(&self, name: &str) -> Option<&PipelineTool> {
+        self.pipeline_tools.iter().find(|t| t.spec.name == name)
+    }
+
+    /// Every endpoint the catalog names, once each.
+    pub fn endpoints(&self) -> Vec<&str> {
+        let mut names: Vec<&str> = self
+            .async_tools
+            .iter()
+            .map(|t| t.spec.endpoint.as_str())
+            .collect();
+        names.sort_unstable();
+        names.dedup();
+        names
+    }
+
+    /// Every pipeline the catalog names, once each.
+    pub fn pipelines(&self) -> Vec<&str> {
+        let mut names: Vec<&str> = self
+            .pipeline_tools
+            .iter()
+            .map(|t| t.spec.pipeline.as_str())
+            .collect();
+        names.sort_unstable();
+        names.dedup();
+        names
+    }
+
+    /// Checks an async tool's model arguments (the common ones taken out) against its schema.
+    pub fn check_async_arguments(
+        &self,
+        tool: &AsyncTool,
+        arguments: &Value,
+    ) -> Result<(), ArgumentError> {
+        self.schemas.check(tool.input, arguments)
+    }
+
+    /// Checks a pipeline tool's arguments (the common ones taken out) against their schemas.
+    pub fn check_pipeline_arguments(
+        &self,
+        tool: &PipelineTool,
+        arguments: &Value,
+    ) -> Result<(), ArgumentError> {
+        self.schemas.check(tool.input, arguments)
+    }
+}
+
+/// The arguments every async catalog tool takes beside its model's.
+pub const ASYNC_COMMON_ARGUMENTS: [&str; 3] = [
+    "idempotency_key",
+    "invocation_timeout_secs",
+    "request_ttl_secs",
+];
+
+/// The arguments every pipeline catalog tool takes beside its parameters.
+pub const PIPELINE_COMMON_ARGUMENTS: [&str; 2] = ["idempotency_key", "session_id"];
+
+/// The generic tools' names, which no catalog tool may take: they read what any tool started.
+pub const GENERIC_TOOLS: [&str; 4] = [
+    names::CHECK_JOB_STATUS,
+    names::CHECK_TRAINING_STATUS,
+    names::CHECK_TRAINING_RESULT,
+    names::GET_MODEL_PROVENANCE,
+];

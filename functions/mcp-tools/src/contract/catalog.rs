@@ -1,0 +1,122 @@
+//! A catalog tool's contract: its definition (the generic tool's, with the catalog's name,
+//! words and schema), and its arguments: the common ones checked as submit_job checks them,
+//! the model's against the tool's own schema, then sent to the model as the JSON body.
+
+use rmcp::model::{JsonObject, Tool};
+use serde_json::{Map, Value};
+
+use super::common::*;
+use super::jobs::{job_timings, MAX_INPUT_BYTES};
+use crate::catalog::{AsyncTool, Catalog, ASYNC_COMMON_ARGUMENTS};
+use crate::config::ToolsConfig;
+use shared::domain::caller::Caller;
+use shared::domain::job::{Submission, DEFAULT_CONTENT_TYPE};
+
+/// An async catalog tool as `tools/list` shows it: `generic` (submit_job's definition, so the
+/// annotations, the output schema and the task support are the same) with the tool's own name,
+/// title, description and input schema, plus the arguments every async tool takes.
+pub fn async_tool_definition(tool: &AsyncTool, generic: &Tool) -> Tool {
+    let spec = &tool.spec;
+    let mut input = spec.input_schema.clone();
+    let mut properties = input
+        .remove("properties")
+        .and_then(|p| match p {
+            Value::Object(p) => Some(p),
+            _ => None,
+        })
+        .unwrap_or_default();
+    let common = generic
+        .input_schema
+        .get("properties")
+        .and_then(Value::as_object);
+    for name in ASYNC_COMMON_ARGUMENTS {
+        if let Some(schema) = common.and_then(|c| c.get(name)) {
+            properties.insert(name.to_owned(), schema.clone());
+        }
+    }
+    input.insert("properties".into(), Value::Object(properties));
+    let mut definition = generic.clone();
+    definition.name = spec.name.clone().into();
+    definition.title = spec.title.clone();
+    definition.description = Some(spec.description.clone().into());
+    definition.input_schema = std::sync::Arc::new(input);
+    if let Some(annotations) = definition.annotations.as_mut() {
+        annotations.title = spec.title.clone();
+    }
+    definition
+}
+
+/// A call to an async catalog tool, before it is checked.
+pub struct CatalogJobArgs<'a> {
+    pub catalog: &'a Catalog,
+    pub tool: &'a AsyncTool,
+    pub arguments: JsonObject,
+}
+
+impl ToolArgs for CatalogJobArgs<'_> {
+    type Valid = Submission;
+
+    fn validate(self, config: &ToolsConfig, caller: &Caller) -> Result<Submission, ToolError> {
+        let spec = &self.tool.spec;
+        let mut model = self.arguments;
+        let idempotency_key = match model.remove("idempotency_key") {
+            None | Some(Value::Null) => None,
+            Some(Value::String(key)) => Some(key),
+            Some(_) => return Err(ToolError::invalid("`idempotency_key` must be a string")),
+        };
+        let idempotency_key = checked_idempotency_key(idempotency_key)?;
+        let (invocation_timeout_secs, request_ttl_secs) = job_timings(
+            seconds(&mut model, "invocation_timeout_secs")?
+                .or(spec.invocation_timeout_secs)
+                .or(super::INVOCATION_TIMEOUT_SECS.default),
+            seconds(&mut model, "request_ttl_secs")?
+                .or(spec.request_ttl_secs)
+                .or(Some(config.default_request_ttl_secs)),
+        )?;
+        let model = Value::Object(model);
+        self.catalog
+            .check_async_arguments(self.tool, &model)
+            .map_err(|e| ToolError::invalid(format!("{e}. Nothing was sent to the model.")))?;
+        let input = serde_json::to_vec(&model).expect("JSON values serialize");
+        if input.len() > MAX_INPUT_BYTES {
+            return Err(ToolError::invalid(format!(
+                "the arguments are {} bytes; the limit is {MAX_INPUT_BYTES} bytes (4 MiB)",
+                input.len()
+            )));
+        }
+        Ok(Submission::new(
+            &caller.owner,
+            &spec.endpoint,
+            &config.io_bucket,
+            input,
+            idempotency_key.as_deref(),
+            invocation_timeout_secs,
+            request_ttl_secs,
+        )
+        .with_content_type(
+            spec.content_type.as_deref().unwrap_or(DEFAULT_CONTENT_TYPE),
+            spec.accept.as_deref(),
+        ))
+    }
+
+    fn trace(valid: &Submission, span: &tracing::Span) {
+        span.record("inference_id", valid.inference_id.as_str());
+    }
+}
+
+/// A common argument in whole seconds (numbers sent as strings are already numbers here).
+fn seconds(arguments: &mut Map<String, Value>, name: &str) -> Result<Option<u32>, ToolError> {
+    match arguments.remove(name) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::Number(n)) => n
+            .as_u64()
+            .and_then(|n| u32::try_from(n).ok())
+            .map(Some)
+            .ok_or_else(|| {
+                ToolError::invalid(format!("`{name}` must be a whole number of seconds"))
+            }),
+        Some(_) => Err(ToolError::invalid(format!(
+            "`{name}` must be a whole number of seconds"
+        ))),
+    }
+}

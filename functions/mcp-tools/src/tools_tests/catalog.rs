@@ -1,0 +1,207 @@
+//! A catalog's models as tools: listed with their own schemas, each call a job on its own
+//! endpoint, a refused argument stores and invokes nothing.
+
+use super::*;
+use shared::ports::InvokeInput;
+
+fn listed(w: &World) -> Vec<rmcp::model::Tool> {
+    w.tools.served()
+}
+
+#[tokio::test]
+async fn the_catalogs_models_are_listed_in_place_of_submit_job_with_their_own_schemas() {
+    let w = catalog_world();
+    let tools = listed(&w);
+    let names: Vec<&str> = tools.iter().map(|t| t.name.as_ref()).collect();
+    for name in ["summarize_document", "score_churn_risk", "check_job_status"] {
+        assert!(names.contains(&name), "{name} not in {names:?}");
+    }
+    for gone in [names::SUBMIT_JOB, names::TRIGGER_TRAINING] {
+        assert!(!names.contains(&gone), "{gone} still in {names:?}");
+    }
+    let summarize = tools
+        .iter()
+        .find(|t| t.name == "summarize_document")
+        .unwrap();
+    assert_eq!(summarize.title.as_deref(), Some("Summarize a document"));
+    assert!(summarize
+        .description
+        .as_deref()
+        .unwrap()
+        .starts_with("Summarize a plain-text document"));
+    let properties = summarize.input_schema["properties"].as_object().unwrap();
+    let mut argument_names: Vec<&str> = properties.keys().map(String::as_str).collect();
+    argument_names.sort_unstable();
+    assert_eq!(
+        argument_names,
+        [
+            "document",
+            "idempotency_key",
+            "invocation_timeout_secs",
+            "max_sentences",
+            "request_ttl_secs"
+        ]
+    );
+    assert_eq!(properties["max_sentences"]["maximum"], 20);
+    assert_eq!(summarize.input_schema["required"], json!(["document"]));
+    // Answered as submit_job answers: the same output schema, a tool that starts work.
+    let submit_job = Tools::<FakePorts>::definitions()
+        .into_iter()
+        .find(|t| t.name == names::SUBMIT_JOB)
+        .unwrap();
+    assert_eq!(summarize.output_schema, submit_job.output_schema);
+    assert_eq!(
+        summarize.annotations.as_ref().unwrap().read_only_hint,
+        Some(false)
+    );
+    assert_eq!(
+        crate::front_door::write_tools(&tools),
+        [
+            "retrain_intent_classifier",
+            "score_churn_risk",
+            "summarize_document"
+        ]
+        .iter()
+        .filter(|n| names.contains(n))
+        .map(|n| n.to_string())
+        .collect::<Vec<_>>()
+    );
+}
+
+#[tokio::test]
+async fn a_call_is_a_job_on_the_tools_endpoint_with_the_arguments_as_its_body() {
+    let w = catalog_world();
+    let out = w
+        .ok(
+            "summarize_document",
+            json!({"document": "Q3 revenue rose 12%.", "max_sentences": "3",
+                   "idempotency_key": "q3", "invocation_timeout_secs": 120}),
+        )
+        .await;
+    assert_eq!(out["status"], "pending");
+    let id = out["inference_id"].as_str().unwrap();
+    let [request] = &w.ports().endpoint.requests()[..] else {
+        panic!("one invoke")
+    };
+    assert_eq!(request.endpoint_name, "mcp-doc-processor-async");
+    assert_eq!(
+        (request.content_type.as_str(), request.accept.as_deref()),
+        ("application/json", Some("application/json"))
+    );
+    // The common arguments are the tool's, not the model's; "3" was coerced to its schema's type.
+    let InvokeInput::Inline(body) = &request.input else {
+        panic!("{request:?}")
+    };
+    assert_eq!(
+        serde_json::from_slice::<Value>(body).unwrap(),
+        json!({"document": "Q3 revenue rose 12%.", "max_sentences": 3})
+    );
+    // The catalog's request TTL (3600) and the call's timeout.
+    assert_eq!(
+        (request.invocation_timeout_secs, request.request_ttl_secs),
+        (120, 3600)
+    );
+    let job = w.ports().jobs.job(id).unwrap();
+    assert_eq!(
+        job.endpoint_name.as_deref(),
+        Some("mcp-doc-processor-async")
+    );
+    // The generic status check reads it.
+    let status = w
+        .ok(names::CHECK_JOB_STATUS, json!({"inference_id": id}))
+        .await;
+    assert_eq!(status["status"], "pending");
+    // The same key replays the same job.
+    let again = w
+        .ok(
+            "summarize_document",
+            json!({"document": "Q3 revenue rose 12%.", "max_sentences": 3, "idempotency_key": "q3"}),
+        )
+        .await;
+    assert_eq!(again["inference_id"], id);
+    assert_eq!(w.ports().endpoint.invocations(), 1);
+}
+
+#[tokio::test]
+async fn the_second_model_gets_its_own_endpoint_and_no_accept_unless_the_catalog_says() {
+    let w = catalog_world();
+    let customers = json!([{"customer_id": "C0012345", "plan": "team", "tenure_months": 14,
+                            "monthly_spend_usd": 420.5}]);
+    w.ok("score_churn_risk", json!({"customers": customers}))
+        .await;
+    let request = &w.ports().endpoint.requests()[0];
+    assert_eq!(request.endpoint_name, "mcp-churn-scorer-async");
+    assert_eq!(request.accept, None);
+    assert_eq!(request.invocation_timeout_secs, 300);
+}
+
+#[tokio::test]
+async fn a_refused_argument_names_its_path_and_rule_and_stores_and_invokes_nothing() {
+    let w = catalog_world();
+    let message = w
+        .tool_error(
+            "score_churn_risk",
+            json!({"customers": [{"customer_id": "C0012345", "plan": "gold",
+                                  "tenure_months": 14, "monthly_spend_usd": 1}]}),
+        )
+        .await;
+    assert!(
+        message.starts_with("argument /customers/0/plan: value must be one of 'free', 'team'"),
+        "{message}"
+    );
+    assert!(
+        message.ends_with("Nothing was sent to the model."),
+        "{message}"
+    );
+    let message = w
+        .tool_error(
+            "summarize_document",
+            json!({"document": "x", "tone": "warm"}),
+        )
+        .await;
+    assert!(
+        message
+            .starts_with("unknown argument \"tone\"; this tool takes: document, idempotency_key"),
+        "{message}"
+    );
+    let message = w
+        .tool_error(
+            "summarize_document",
+            json!({"document": "x", "invocation_timeout_secs": 0}),
+        )
+        .await;
+    assert!(
+        message.contains("`invocation_timeout_secs` is 0"),
+        "{message}"
+    );
+    assert_eq!(w.ports().jobs.calls(), (0, 0), "nothing read or written");
+    assert_eq!(w.ports().endpoint.invocations(), 0);
+    assert!(w.ports().objects.is_empty());
+}
+
+#[tokio::test]
+async fn a_catalog_tools_task_form_is_a_job_task() {
+    let w = catalog_world();
+    let created = w
+        .call_as_task("summarize_document", json!({"document": "a"}))
+        .await;
+    assert_eq!(created["resultType"], "task", "{created}");
+    let task_id = created["taskId"].as_str().unwrap();
+    let inference_id = task_id.rsplit_once('.').unwrap().0;
+    assert_eq!(
+        w.ports().endpoint.requests()[0].endpoint_name,
+        "mcp-doc-processor-async"
+    );
+    w.notify(inference_id, "Completed", Some(json!({"summary": "a"})))
+        .await;
+    let done = w.get_task(task_id).await.unwrap();
+    assert_eq!(done["status"], "completed", "{done}");
+    assert_eq!(
+        done["result"]["structuredContent"]["result"],
+        json!({"summary": "a"})
+    );
+    let refused = w
+        .call_as_task("summarize_document", json!({"document": ""}))
+        .await;
+    assert_eq!(refused["isError"], true, "{refused}");
+}
