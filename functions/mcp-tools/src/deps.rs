@@ -105,7 +105,7 @@ impl<B: Backend> Deps<B> {
         }
     }
 
-    /// The tools are `catalog`'s, in place of submit_job and trigger_training.
+    /// The async tools are `catalog`'s, in place of submit_job.
     pub fn with_catalog(self, catalog: Catalog) -> Self {
         Self {
             catalog: Some(catalog),
@@ -113,13 +113,9 @@ impl<B: Backend> Deps<B> {
         }
     }
 
-    /// Whether the training tools are served: a catalog's pipeline tools, or else the
-    /// configured pipeline.
+    /// Whether the training tools are served: the configured pipeline's.
     pub fn serves_training(&self) -> bool {
-        match &self.catalog {
-            Some(catalog) => !catalog.pipeline_tools.is_empty(),
-            None => self.config.serves_training(),
-        }
+        self.config.serves_training()
     }
 }
 

@@ -430,15 +430,15 @@ impl<B: Backend> Tools<B> {
         }
     }
 
-    /// The catalog's tools in place of submit_job and trigger_training: each declared as
-    /// data, each call one route to the same work.
+    /// The catalog's async tools in place of submit_job: each declared as data, each call one
+    /// route to the same work. (Its pipeline tools are checked, not yet served: trigger_training
+    /// stays on the configured pipeline.)
     fn route_catalog(router: &mut ToolRouter<Self>, catalog: &Catalog) {
         let submit_job = router
             .get(names::SUBMIT_JOB)
             .cloned()
             .expect("submit_job is declared");
         router.remove_route(names::SUBMIT_JOB);
-        router.remove_route(names::TRIGGER_TRAINING);
         for tool in &catalog.async_tools {
             let name = tool.spec.name.clone();
             let definition = async_tool_definition(tool, &submit_job);

@@ -16,9 +16,9 @@ async fn the_catalogs_models_are_listed_in_place_of_submit_job_with_their_own_sc
     for name in ["summarize_document", "score_churn_risk", "check_job_status"] {
         assert!(names.contains(&name), "{name} not in {names:?}");
     }
-    for gone in [names::SUBMIT_JOB, names::TRIGGER_TRAINING] {
-        assert!(!names.contains(&gone), "{gone} still in {names:?}");
-    }
+    assert!(!names.contains(&names::SUBMIT_JOB), "{names:?}");
+    // The catalog's pipeline tools are not served yet: runs start as before.
+    assert!(names.contains(&names::TRIGGER_TRAINING), "{names:?}");
     let summarize = tools
         .iter()
         .find(|t| t.name == "summarize_document")
@@ -54,17 +54,11 @@ async fn the_catalogs_models_are_listed_in_place_of_submit_job_with_their_own_sc
         summarize.annotations.as_ref().unwrap().read_only_hint,
         Some(false)
     );
+    let mut write = crate::front_door::write_tools(&tools);
+    write.sort_unstable();
     assert_eq!(
-        crate::front_door::write_tools(&tools),
-        [
-            "retrain_intent_classifier",
-            "score_churn_risk",
-            "summarize_document"
-        ]
-        .iter()
-        .filter(|n| names.contains(n))
-        .map(|n| n.to_string())
-        .collect::<Vec<_>>()
+        write,
+        ["score_churn_risk", "summarize_document", "trigger_training"]
     );
 }
 

@@ -1,0 +1,121 @@
+"""A team's models as tools (the tool catalog), through the official Python MCP SDK and
+FastMCP's client on the local stack: mcp-tools with infra/catalog.example.json and the
+stand-in's async runtime. Both models' tools are listed with their schemas; a job on each
+endpoint is completed by the stand-in; a refused argument stores and invokes nothing; a catalog
+tool's task form is a job task."""
+
+import asyncio
+import json
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+from fastmcp import Client as FastClient
+from fastmcp_tasks import call_tool_task
+from fastmcp_tasks.client import _send_get
+from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
+
+from conftest import error_text, need, ok
+from lambda_watch import free_port, start_watch, stop, WatchError
+from test_identity import call_tool
+
+CATALOG = Path(__file__).resolve().parents[2] / "infra" / "catalog.example.json"
+CUSTOMER = {"customer_id": "C0012345", "plan": "team", "tenure_months": 14, "monthly_spend_usd": 420.5}
+
+
+@pytest.fixture(scope="module")
+def catalog_url(servers):
+    """mcp-tools serving the example catalog, invoking the stand-in (which completes each job
+    and notifies the local stack's notification-handler)."""
+    port = free_port()
+    try:
+        proc = start_watch(port, {"AUTH_MODE": "none", "TOOL_CATALOG": str(CATALOG),
+                                  "AWS_ENDPOINT_URL_SAGEMAKER_RUNTIME": need("AWS_ENDPOINT_URL_SAGEMAKER")},
+                           "watch-catalog")
+    except WatchError as e:
+        pytest.exit(str(e), 2)
+    yield f"http://127.0.0.1:{port}/lambda-url/mcp-tools/mcp"
+    stop(proc)
+
+
+def invocations() -> list:
+    url = f"{need('AWS_ENDPOINT_URL_SAGEMAKER')}/_standin/invocations"
+    with urllib.request.urlopen(url, timeout=30) as resp:
+        return json.loads(resp.read())["invocations"]
+
+
+def list_tools(url):
+    async def go():
+        async with Client(streamable_http_client(url), mode="2026-07-28") as client:
+            return (await client.list_tools()).tools
+    return {t.name: t for t in asyncio.run(go())}
+
+
+def completed(url, inference_id, timeout=60):
+    deadline = time.time() + timeout
+    while True:
+        status = ok(call_tool(url, "check_job_status", {"inference_id": inference_id, "wait_secs": 10}))
+        if status["status"] != "pending" or time.time() > deadline:
+            return status
+
+
+def test_both_models_are_listed_with_their_own_schemas_in_place_of_submit_job(catalog_url):
+    tools = list_tools(catalog_url)
+    assert {"summarize_document", "score_churn_risk", "check_job_status"} <= set(tools)
+    assert "submit_job" not in tools
+    summarize = tools["summarize_document"].input_schema
+    assert set(summarize["properties"]) == {"document", "max_sentences", "idempotency_key",
+                                            "invocation_timeout_secs", "request_ttl_secs"}
+    assert summarize["required"] == ["document"] and summarize["properties"]["max_sentences"]["maximum"] == 20
+    churn = tools["score_churn_risk"].input_schema["properties"]["customers"]
+    assert churn["items"]["properties"]["plan"]["enum"] == ["free", "team", "business", "enterprise"]
+    assert tools["score_churn_risk"].output_schema["properties"]["inference_id"]["type"] == "string"
+
+
+@pytest.mark.parametrize("tool, args, endpoint", [
+    ("summarize_document", {"document": "Invoice 42: total 12.50 EUR", "max_sentences": 2}, "mcp-doc-processor-async"),
+    ("score_churn_risk", {"customers": [CUSTOMER]}, "mcp-churn-scorer-async"),
+])
+def test_a_job_on_each_endpoint_is_completed_by_the_stand_in(catalog_url, aws, tool, args, endpoint):
+    submitted = ok(call_tool(catalog_url, tool, args))
+    inference_id = submitted["inference_id"]
+    [invocation] = [i for i in invocations() if i["inference_id"] == inference_id]
+    # The arguments went inline, as the model's JSON body, to the tool's own endpoint.
+    assert invocation["endpoint"] == endpoint
+    assert invocation["input_location"] is None
+    assert invocation["inline_bytes"] == len(json.dumps(args, separators=(",", ":")).encode())
+    assert invocation["content_type"] == "application/json"
+    done = completed(catalog_url, inference_id)
+    assert done["status"] == "completed", done
+    item = aws["ddb"].get_item(TableName=aws["table"], Key={"inference_id": {"S": inference_id}})["Item"]
+    assert item["endpoint_name"]["S"] == endpoint and "input_location" not in item
+
+
+def test_a_refused_argument_stores_and_invokes_nothing(catalog_url, aws):
+    before = (aws["ddb"].scan(TableName=aws["table"], Select="COUNT", ConsistentRead=True)["Count"],
+              len(invocations()))
+    refused = call_tool(catalog_url, "score_churn_risk", {"customers": [{**CUSTOMER, "plan": "gold"}]})
+    assert refused.is_error
+    assert error_text(refused).startswith("argument /customers/0/plan: value must be one of 'free', 'team'")
+    after = (aws["ddb"].scan(TableName=aws["table"], Select="COUNT", ConsistentRead=True)["Count"],
+             len(invocations()))
+    assert after == before
+
+
+def test_a_catalog_tools_task_form_through_fastmcp_is_a_job_task(catalog_url):
+    async def go():
+        async with FastClient(catalog_url) as client:
+            task = await call_tool_task(client, "summarize_document", {"document": "a short note"},
+                                        raise_on_error=False)
+            assert task.create_result.status == "working"
+            deadline = time.time() + 60
+            while True:
+                current = await _send_get(client.session, task.task_id)
+                if current.status != "working" or time.time() > deadline:
+                    return current
+                await asyncio.sleep(0.2)
+    done = asyncio.run(go())
+    assert done.status == "completed" and not done.result.get("isError"), done
+    assert done.result["structuredContent"]["status"] == "completed"
