@@ -437,8 +437,10 @@ impl PipelineControl for FakePipeline {
         if let Some(arn) = tokens.get(&request.client_request_token) {
             return Ok(arn.clone());
         }
+        // SageMaker writes the pipeline's name in lowercase in its runs' ARNs.
         let arn = format!(
-            "arn:aws:sagemaker:us-east-1:123456789012:pipeline/p/execution/{}",
+            "arn:aws:sagemaker:us-east-1:123456789012:pipeline/{}/execution/{}",
+            request.pipeline_name.to_ascii_lowercase(),
             tokens.len() + 1
         );
         tokens.insert(request.client_request_token.clone(), arn.clone());

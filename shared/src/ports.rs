@@ -210,6 +210,8 @@ pub struct StepStatus {
 /// A StartPipelineExecution request.
 #[derive(Debug, Clone, PartialEq)]
 pub struct StartRequest {
+    /// The pipeline to run (one the deployment's IAM grants).
+    pub pipeline_name: String,
     pub description: String,
     /// (pipeline parameter name, value), only those the caller gave.
     pub parameters: Vec<(String, String)>,
@@ -218,7 +220,7 @@ pub struct StartRequest {
     pub max_parallel_steps: Option<u32>,
 }
 
-/// SageMaker pipeline runs (the configured pipeline for starts; any run for describes).
+/// SageMaker pipeline runs: starts of the pipeline a request names; describes of any run.
 pub trait PipelineControl: Sync {
     fn start(
         &self,

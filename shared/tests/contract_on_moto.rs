@@ -100,7 +100,7 @@ mod sagemaker_pipeline_on_the_stand_in {
     async fn pipeline() -> SageMakerPipeline {
         need("AWS_ENDPOINT_URL_SAGEMAKER");
         let sdk = load_sdk_config().await;
-        SageMakerPipeline::new(sagemaker_client(&sdk), "contract-pipeline")
+        SageMakerPipeline::new(sagemaker_client(&sdk))
     }
 
     shared::pipeline_control_contract!(pipeline());
@@ -156,6 +156,7 @@ mod sagemaker_lineage_on_the_stand_in {
             let execution_arn = self
                 .pipeline
                 .start(&StartRequest {
+                    pipeline_name: "contract-lineage".into(),
                     description: "session_id=contract-lineage".into(),
                     parameters: vec![("InputDataUri".into(), input_data_uri.into())],
                     client_request_token: uuid::Uuid::new_v4().simple().to_string(),
@@ -195,7 +196,7 @@ mod sagemaker_lineage_on_the_stand_in {
         let client = sagemaker_client(&sdk);
         Standin {
             lineage: SageMakerLineage::new(client.clone()).with_page_size(1),
-            pipeline: SageMakerPipeline::new(client, "contract-lineage"),
+            pipeline: SageMakerPipeline::new(client),
         }
     }
 

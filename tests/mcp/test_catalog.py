@@ -119,3 +119,35 @@ def test_a_catalog_tools_task_form_through_fastmcp_is_a_job_task(catalog_url):
     done = asyncio.run(go())
     assert done.status == "completed" and not done.result.get("isError"), done
     assert done.result["structuredContent"]["status"] == "completed"
+
+
+def run_outcome(url, execution_arn, timeout=90):
+    deadline = time.time() + timeout
+    while True:
+        status = ok(call_tool(url, "check_training_status", {"execution_arn": execution_arn, "wait_secs": 10}))
+        if status["status"] not in ("Executing", "Stopping") or time.time() > deadline:
+            return status
+
+
+def test_a_pipeline_tools_run_gets_the_pipelines_own_parameter_names(catalog_url):
+    tools = list_tools(catalog_url)
+    assert "trigger_training" not in tools
+    assert set(tools["retrain_intent_classifier"].input_schema["properties"]) == {
+        "training_data", "epochs", "min_accuracy", "session_id", "idempotency_key"}
+    session = f"catalog-{time.time_ns()}"
+    # The stand-in's evaluation reaches 0.80 + 0.015 per epoch: 2 epochs miss a 0.95 threshold.
+    started = ok(call_tool(catalog_url, "retrain_intent_classifier", {
+        "session_id": session, "training_data": "s3://mcp-sagemaker-async-io/train/tickets.csv",
+        "epochs": 2, "min_accuracy": 0.95}))
+    assert ":pipeline/mcp-intent-classifier-pipeline/execution/" in started["execution_arn"]
+    failed = run_outcome(catalog_url, started["execution_arn"])
+    assert failed["status"] == "Failed", failed
+    evaluate = [s for s in failed["steps"] if s["name"] == "EvaluateModel"][0]
+    assert "below AccuracyThreshold 0.950" in evaluate["failure_reason"], evaluate
+    # Enough epochs: the run succeeds and registers a model.
+    passed = ok(call_tool(catalog_url, "retrain_intent_classifier", {"session_id": session, "epochs": 12}))
+    succeeded = run_outcome(catalog_url, passed["execution_arn"])
+    assert succeeded["status"] == "Succeeded" and succeeded["model_package_arn"], succeeded
+    refused = call_tool(catalog_url, "retrain_intent_classifier",
+                        {"session_id": session, "training_data": "s3://someone-elses-bucket/data.csv"})
+    assert "is not under a prefix this deployment allows" in error_text(refused)

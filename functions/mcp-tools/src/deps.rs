@@ -92,12 +92,19 @@ pub struct Deps<B> {
     pub ports: B,
     pub clock: Clock,
     pub catalog: Option<Catalog>,
+    /// The pipelines whose runs the tools start and may show: the configured one, or the
+    /// catalog's.
+    pub pipelines: Vec<String>,
 }
 
 impl<B: Backend> Deps<B> {
     pub fn new(config: ToolsConfig, ports: B, clock: Clock) -> Self {
         Self {
             settings: config.job_settings(),
+            pipelines: Some(config.pipeline_name.clone())
+                .filter(|p| !p.is_empty())
+                .into_iter()
+                .collect(),
             config,
             ports,
             clock,
@@ -105,17 +112,19 @@ impl<B: Backend> Deps<B> {
         }
     }
 
-    /// The async tools are `catalog`'s, in place of submit_job.
+    /// The tools are `catalog`'s, in place of submit_job and trigger_training; the runs the
+    /// tools start and show are its pipelines'.
     pub fn with_catalog(self, catalog: Catalog) -> Self {
         Self {
+            pipelines: catalog.pipelines().into_iter().map(str::to_owned).collect(),
             catalog: Some(catalog),
             ..self
         }
     }
 
-    /// Whether the training tools are served: the configured pipeline's.
+    /// Whether the training tools are served: the deployment starts some pipeline's runs.
     pub fn serves_training(&self) -> bool {
-        self.config.serves_training()
+        !self.pipelines.is_empty()
     }
 }
 
@@ -160,7 +169,7 @@ mod aws {
                     sagemaker_runtime_client(&sdk, invoke_attempt_timeout),
                     sagemaker.clone(),
                 ),
-                pipeline: SageMakerPipeline::new(sagemaker.clone(), &config.pipeline_name),
+                pipeline: SageMakerPipeline::new(sagemaker.clone()),
                 lineage: SageMakerLineage::new(sagemaker),
                 events: config
                     .event_bus_name

@@ -16,7 +16,7 @@ use shared::domain::run;
 use shared::domain::time::rfc3339;
 use shared::telemetry;
 use shared::usecases::task::{self, RunTaskState, TaskError, TaskState, TaskTimes};
-use shared::usecases::training;
+use shared::usecases::training::{self, TriggerRequest};
 
 use crate::contract::*;
 use crate::deps::Backend;
@@ -94,12 +94,32 @@ impl<B: Backend> Tools<B> {
         arguments: Option<rmcp::model::JsonObject>,
         extensions: &Extensions,
     ) -> CallToolResponse {
-        let call = self.task_call(
-            names::TRIGGER_TRAINING,
-            task_arguments::<TriggerTrainingArgs>(arguments),
-            extensions,
-            |r| self.trigger(r),
-        );
+        let args = task_arguments::<TriggerTrainingArgs>(arguments);
+        self.run_as_task(names::TRIGGER_TRAINING, args, extensions)
+            .await
+    }
+
+    /// A pipeline catalog tool for a client that declared the tasks extension.
+    pub(crate) async fn catalog_run_as_task(
+        &self,
+        name: &str,
+        arguments: Option<rmcp::model::JsonObject>,
+        extensions: &Extensions,
+    ) -> CallToolResponse {
+        match self.catalog_run_args(name, arguments) {
+            Some(args) => self.run_as_task(name, Ok(args), extensions).await,
+            None => tool_error(wording::unknown_tool(name)),
+        }
+    }
+
+    /// A run started as a task by `tool`: the task, or the tool error a plain call would get.
+    async fn run_as_task<A: ToolArgs<Valid = TriggerRequest>>(
+        &self,
+        tool: &str,
+        args: Result<A, String>,
+        extensions: &Extensions,
+    ) -> CallToolResponse {
+        let call = self.task_call(tool, args, extensions, |r| self.trigger(r));
         let (output, secret) = match call.await {
             Ok(answer) => answer,
             Err(refused) => return refused,

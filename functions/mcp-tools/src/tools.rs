@@ -430,15 +430,69 @@ impl<B: Backend> Tools<B> {
         }
     }
 
-    /// The catalog's async tools in place of submit_job: each declared as data, each call one
-    /// route to the same work. (Its pipeline tools are checked, not yet served: trigger_training
-    /// stays on the configured pipeline.)
+    /// A pipeline catalog tool's call, before it is checked; None for a name the catalog lacks.
+    pub(crate) fn catalog_run_args(
+        &self,
+        name: &str,
+        arguments: Option<JsonObject>,
+    ) -> Option<CatalogRunArgs<'_>> {
+        let catalog = self.deps.catalog.as_ref()?;
+        Some(CatalogRunArgs {
+            catalog,
+            tool: catalog.pipeline_tool(name)?,
+            arguments: arguments.unwrap_or_default(),
+        })
+    }
+
+    /// A pipeline catalog tool, called plainly: a run of its pipeline, answered as
+    /// trigger_training answers.
+    async fn call_catalog_run(
+        &self,
+        name: &str,
+        arguments: Option<JsonObject>,
+        extensions: &Extensions,
+    ) -> CallToolResponse {
+        let Some(args) = self.catalog_run_args(name, arguments) else {
+            return tool_error(wording::unknown_tool(name));
+        };
+        let triggered = self
+            .call(name, false, extensions, args, |r, _| self.trigger(r))
+            .await;
+        match triggered {
+            Ok((output, _)) => structured(output),
+            Err(message) => tool_error(message),
+        }
+    }
+
+    /// The catalog's tools in place of submit_job and trigger_training: each declared as
+    /// data, each call one route to the same work.
     fn route_catalog(router: &mut ToolRouter<Self>, catalog: &Catalog) {
-        let submit_job = router
-            .get(names::SUBMIT_JOB)
-            .cloned()
-            .expect("submit_job is declared");
+        let generic = |name: &str| router.get(name).cloned().expect("a generic tool");
+        let (submit_job, trigger_training) =
+            (generic(names::SUBMIT_JOB), generic(names::TRIGGER_TRAINING));
         router.remove_route(names::SUBMIT_JOB);
+        router.remove_route(names::TRIGGER_TRAINING);
+        for tool in &catalog.pipeline_tools {
+            let name = tool.spec.name.clone();
+            let definition = pipeline_tool_definition(tool, &trigger_training);
+            router.add_route(ToolRoute::new_dyn(
+                definition,
+                move |context: ToolCallContext<'_, Self>| {
+                    let name = name.clone();
+                    Box::pin(async move {
+                        let ToolCallContext {
+                            service,
+                            arguments,
+                            request_context,
+                            ..
+                        } = context;
+                        Ok(service
+                            .call_catalog_run(&name, arguments, &request_context.extensions)
+                            .await)
+                    })
+                },
+            ));
+        }
         for tool in &catalog.async_tools {
             let name = tool.spec.name.clone();
             let definition = async_tool_definition(tool, &submit_job);
@@ -533,7 +587,7 @@ impl<B> Tools<B> {
         Scope {
             region: config.region.as_deref(),
             account,
-            pipeline: Some(config.pipeline_name.as_str()).filter(|p| !p.is_empty()),
+            pipelines: &self.deps.pipelines,
         }
     }
 
@@ -575,6 +629,9 @@ impl<B: Backend> Tools<B> {
             }
             name if wants_task && served && self.catalog_job_args(name, None).is_some() => Ok(self
                 .catalog_job_as_task(name, request.arguments, extensions)
+                .await),
+            name if wants_task && served && self.catalog_run_args(name, None).is_some() => Ok(self
+                .catalog_run_as_task(name, request.arguments, extensions)
                 .await),
             _ => {
                 self.router
@@ -648,14 +705,11 @@ impl<B: Backend> ServerHandler for Tools<B> {
                 .enable_tasks()
                 .build(),
         )
-            .with_server_info(Implementation::new("mcp-tools", env!("CARGO_PKG_VERSION")))
-            .with_instructions(
-                "Long-running ML work. submit_job returns an inference_id at once; poll check_job_status (wait_secs up to \
-                 20, longer with a progress token) until it is completed or failed. trigger_training starts a pipeline run for a session; follow it with \
-                 check_training_status, and list a session's finished runs with check_training_result. \
-                 get_model_provenance says what built a registered model (or what it fed). Pass an \
-                 idempotency_key to submit_job and trigger_training so a retried call never starts work twice.",
-            )
+        .with_server_info(Implementation::new("mcp-tools", env!("CARGO_PKG_VERSION")))
+        .with_instructions(match &self.deps.catalog {
+            None => wording::INSTRUCTIONS,
+            Some(_) => wording::CATALOG_INSTRUCTIONS,
+        })
     }
 
     fn supported_protocol_versions(&self) -> std::borrow::Cow<'static, [ProtocolVersion]> {

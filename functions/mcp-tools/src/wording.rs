@@ -261,7 +261,12 @@ pub const PIPELINE_MISCONFIGURED: &str = "trigger_training cannot start runs on 
     deployment's operator must fix it (the function's log names the problem).";
 
 /// A training input the deployment does not allow, with where training may read.
-pub fn input_refused(uri: &str, refusal: InputRefusal, allowed: &[S3Prefix]) -> String {
+pub fn input_refused(
+    argument: &str,
+    uri: &str,
+    refusal: InputRefusal,
+    allowed: &[S3Prefix],
+) -> String {
     let allowed: Vec<String> = allowed.iter().map(S3Prefix::to_string).collect();
     let why = match refusal {
         InputRefusal::NotS3 => "is not an s3://bucket/prefix URI",
@@ -269,7 +274,7 @@ pub fn input_refused(uri: &str, refusal: InputRefusal, allowed: &[S3Prefix]) -> 
         InputRefusal::Outside => "is not under a prefix this deployment allows",
     };
     format!(
-        "`input_data_uri` {} {why}; training may read only under: {}. Nothing was started.",
+        "`{argument}` {} {why}; training may read only under: {}. Nothing was started.",
         quote(uri),
         allowed.join(", ")
     )
@@ -348,6 +353,21 @@ pub fn run_progress(event: &RunEvent) -> String {
 pub fn unknown_tool(name: &str) -> String {
     format!("no tool is called {}", quote(name))
 }
+
+/// What the server tells a client it is for (`instructions`), with today's tools.
+pub const INSTRUCTIONS: &str = "Long-running ML work. submit_job returns an inference_id at once; poll check_job_status (wait_secs up to \
+                 20, longer with a progress token) until it is completed or failed. trigger_training starts a pipeline run for a session; follow it with \
+                 check_training_status, and list a session's finished runs with check_training_result. \
+                 get_model_provenance says what built a registered model (or what it fed). Pass an \
+                 idempotency_key to submit_job and trigger_training so a retried call never starts work twice.";
+
+/// The same, for a deployment whose tools come from a catalog.
+pub const CATALOG_INSTRUCTIONS: &str = "Long-running ML work. Each model's tool returns an inference_id at once; poll \
+     check_job_status (wait_secs up to 20, longer with a progress token) until it is completed or failed. \
+     Each pipeline's tool starts a run for a session and returns an execution_arn; follow it with \
+     check_training_status, and list a session's runs with check_training_result. get_model_provenance \
+     says what built a registered model (or what it fed). Pass an idempotency_key so a retried call never \
+     starts work twice.";
 
 #[cfg(test)]
 mod tests {

@@ -23,8 +23,8 @@ async fn main() -> Result<(), Error> {
     let handler = Handler {
         clock: shared::domain::time::Clock::system(),
         store: DynamoRuns::new(dynamodb_client(&sdk), &config.pipeline_results_table),
-        // Describes any run; the pipeline name is only used to start runs, which this never does.
-        pipeline: SageMakerPipeline::new(sagemaker_client(&sdk), ""),
+        // Describes any run; it never starts one.
+        pipeline: SageMakerPipeline::new(sagemaker_client(&sdk)),
         queue: SqsCompletionQueue::new(sqs_client(&sdk), &config.pipeline_results_queue_url),
         result_ttl_secs: config.result_ttl_secs,
     };

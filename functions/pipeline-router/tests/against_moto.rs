@@ -95,7 +95,7 @@ impl Stack {
         Handler {
             clock: shared::domain::time::Clock::system(),
             store: DynamoRuns::new(dynamodb_client(&self.sdk), table),
-            pipeline: SageMakerPipeline::new(sagemaker_client(&self.sdk), ""),
+            pipeline: SageMakerPipeline::new(sagemaker_client(&self.sdk)),
             queue: SqsCompletionQueue::new(sqs_client(&self.sdk), queue_url),
             result_ttl_secs: TTL_SECS,
         }

@@ -17,18 +17,14 @@ pub fn sagemaker_client(sdk: &aws_config::SdkConfig) -> aws_sdk_sagemaker::Clien
 }
 
 #[derive(Clone)]
+/// Starts of the pipeline each request names; describes and step lists of any run's ARN.
 pub struct SageMakerPipeline {
     client: aws_sdk_sagemaker::Client,
-    /// The pipeline `start` runs; describes and step lists take any run's ARN.
-    pipeline_name: String,
 }
 
 impl SageMakerPipeline {
-    pub fn new(client: aws_sdk_sagemaker::Client, pipeline_name: impl Into<String>) -> Self {
-        Self {
-            client,
-            pipeline_name: pipeline_name.into(),
-        }
+    pub fn new(client: aws_sdk_sagemaker::Client) -> Self {
+        Self { client }
     }
 }
 
@@ -37,7 +33,7 @@ impl PipelineControl for SageMakerPipeline {
         let mut request = self
             .client
             .start_pipeline_execution()
-            .pipeline_name(&self.pipeline_name)
+            .pipeline_name(&r.pipeline_name)
             .pipeline_execution_description(&r.description)
             .client_request_token(&r.client_request_token)
             .set_pipeline_parameters(Some(

@@ -41,8 +41,8 @@ pub fn pipeline_of_execution(arn: &str) -> Option<&str> {
 pub struct Scope<'a> {
     pub region: Option<&'a str>,
     pub account: Option<&'a str>,
-    /// The pipeline whose runs the tools start.
-    pub pipeline: Option<&'a str>,
+    /// The pipelines whose runs the tools start (empty: not compared).
+    pub pipelines: &'a [String],
 }
 
 impl Scope<'_> {
@@ -57,14 +57,18 @@ impl Scope<'_> {
             && self.account.is_none_or(|a| account == Some(a))
     }
 
-    /// The ARN is a run of this deployment's pipeline (SageMaker writes the name in lowercase).
+    /// The ARN is a run of one of this deployment's pipelines (SageMaker writes the name in
+    /// lowercase).
     pub fn holds_run(&self, arn: &str) -> bool {
-        let pipeline = pipeline_of_execution(arn);
+        let Some(pipeline) = pipeline_of_execution(arn) else {
+            return false;
+        };
         self.holds(arn)
-            && pipeline.is_some()
-            && self
-                .pipeline
-                .is_none_or(|p| pipeline.is_some_and(|q| q.eq_ignore_ascii_case(p)))
+            && (self.pipelines.is_empty()
+                || self
+                    .pipelines
+                    .iter()
+                    .any(|p| p.eq_ignore_ascii_case(pipeline)))
     }
 }
 
@@ -84,13 +88,16 @@ mod tests {
 
     #[test]
     fn arns_of_another_region_account_or_pipeline_are_out_of_scope() {
+        let pipelines = ["My-Pipeline".to_owned(), "retrain".to_owned()];
         let scope = Scope {
             region: Some("us-east-1"),
             account: Some("123456789012"),
-            pipeline: Some("My-Pipeline"),
+            pipelines: &pipelines,
         };
         let ours = "arn:aws:sagemaker:us-east-1:123456789012:pipeline/my-pipeline/execution/abc";
         assert!(scope.holds(ours) && scope.holds_run(ours));
+        let also = "arn:aws:sagemaker:us-east-1:123456789012:pipeline/retrain/execution/abc";
+        assert!(scope.holds_run(also), "a catalog's pipeline is as much ours");
         for other in [
             "arn:aws:sagemaker:eu-west-1:123456789012:pipeline/my-pipeline/execution/abc",
             "arn:aws:sagemaker:us-east-1:210987654321:pipeline/my-pipeline/execution/abc",

@@ -7,6 +7,7 @@ use crate::ports::{PipelineControl, StartRequest};
 
 fn start_request() -> StartRequest {
     StartRequest {
+        pipeline_name: "contract-pipeline".into(),
         description: "session_id=contract; triggered at 2026-11-20T10:00:00.000Z".into(),
         parameters: vec![("InputDataUri".into(), "s3://bucket/train/".into())],
         client_request_token: client_request_token(

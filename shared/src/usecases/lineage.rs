@@ -266,6 +266,7 @@ mod tests {
         let now = chrono::Utc::now();
         let execution = pipeline
             .start(&StartRequest {
+                pipeline_name: "p".into(),
                 description: execution_description("s-1", &local().owner, now),
                 parameters: vec![("InputDataUri".into(), "s3://b/train/".into())],
                 client_request_token: uuid::Uuid::new_v4().simple().to_string(),
@@ -451,6 +452,7 @@ mod tests {
         // A run started outside the tools: its description carries no owner tag.
         let execution = pipeline
             .start(&StartRequest {
+                pipeline_name: "p".into(),
                 description: "a run started from the console".into(),
                 parameters: vec![],
                 client_request_token: uuid::Uuid::new_v4().simple().to_string(),

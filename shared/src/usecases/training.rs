@@ -68,6 +68,7 @@ pub async fn trigger_training<P: PipelineControl, R: RunStore>(
     };
     let execution_arn = pipeline
         .start(&StartRequest {
+            pipeline_name: request.pipeline_name.clone(),
             description: execution_description(&request.session_id, &request.owner, now),
             parameters: request.parameters.clone(),
             client_request_token: token,

@@ -7,10 +7,14 @@ use serde_json::{Map, Value};
 
 use super::common::*;
 use super::jobs::{job_timings, MAX_INPUT_BYTES};
-use crate::catalog::{AsyncTool, Catalog, ASYNC_COMMON_ARGUMENTS};
+use super::training::validate_session_id;
+use crate::catalog::{AsyncTool, Catalog, PipelineTool, ASYNC_COMMON_ARGUMENTS};
 use crate::config::ToolsConfig;
+use crate::wording;
 use shared::domain::caller::Caller;
 use shared::domain::job::{Submission, DEFAULT_CONTENT_TYPE};
+use shared::domain::training_input::check_input_uri;
+use shared::usecases::training::TriggerRequest;
 
 /// An async catalog tool as `tools/list` shows it: `generic` (submit_job's definition, so the
 /// annotations, the output schema and the task support are the same) with the tool's own name,
@@ -44,6 +48,105 @@ pub fn async_tool_definition(tool: &AsyncTool, generic: &Tool) -> Tool {
         annotations.title = spec.title.clone();
     }
     definition
+}
+
+/// A pipeline catalog tool as `tools/list` shows it: `generic` (trigger_training's definition)
+/// with the tool's name, title and description, and its arguments (each a pipeline
+/// parameter's) beside `session_id` and `idempotency_key`.
+pub fn pipeline_tool_definition(tool: &PipelineTool, generic: &Tool) -> Tool {
+    let spec = &tool.spec;
+    let mut properties: Map<String, Value> = spec
+        .parameters
+        .iter()
+        .map(|(argument, p)| (argument.clone(), Value::Object(p.schema.clone())))
+        .collect();
+    let common = generic
+        .input_schema
+        .get("properties")
+        .and_then(Value::as_object);
+    for name in crate::catalog::PIPELINE_COMMON_ARGUMENTS {
+        if let Some(schema) = common.and_then(|c| c.get(name)) {
+            properties.insert(name.to_owned(), schema.clone());
+        }
+    }
+    let mut input = Map::new();
+    input.insert("type".into(), "object".into());
+    input.insert("properties".into(), Value::Object(properties));
+    input.insert("required".into(), serde_json::json!(["session_id"]));
+    input.insert("additionalProperties".into(), false.into());
+    let mut definition = generic.clone();
+    definition.name = spec.name.clone().into();
+    definition.title = spec.title.clone();
+    definition.description = Some(spec.description.clone().into());
+    definition.input_schema = std::sync::Arc::new(input);
+    if let Some(annotations) = definition.annotations.as_mut() {
+        annotations.title = spec.title.clone();
+    }
+    definition
+}
+
+/// A call to a pipeline catalog tool, before it is checked.
+pub struct CatalogRunArgs<'a> {
+    pub catalog: &'a Catalog,
+    pub tool: &'a PipelineTool,
+    pub arguments: JsonObject,
+}
+
+impl ToolArgs for CatalogRunArgs<'_> {
+    type Valid = TriggerRequest;
+
+    fn validate(self, config: &ToolsConfig, caller: &Caller) -> Result<TriggerRequest, ToolError> {
+        let spec = &self.tool.spec;
+        let mut given = self.arguments;
+        let session_id = match given.remove("session_id") {
+            Some(Value::String(session_id)) => session_id,
+            _ => return Err(ToolError::invalid("`session_id` is required: a string")),
+        };
+        validate_session_id(&session_id)?;
+        let idempotency_key = match given.remove("idempotency_key") {
+            None | Some(Value::Null) => None,
+            Some(Value::String(key)) => Some(key),
+            Some(_) => return Err(ToolError::invalid("`idempotency_key` must be a string")),
+        };
+        let idempotency_key = checked_idempotency_key(idempotency_key)?;
+        let given = Value::Object(given);
+        self.catalog
+            .check_pipeline_arguments(self.tool, &given)
+            .map_err(|e| ToolError::invalid(format!("{e}. Nothing was started.")))?;
+        let mut parameters = Vec::new();
+        for (argument, value) in given.as_object().into_iter().flatten() {
+            let Some(p) = spec.parameters.get(argument) else {
+                continue; // the schema allows nothing else
+            };
+            let value = match value {
+                Value::String(s) => s.clone(),
+                Value::Bool(b) => b.to_string(),
+                Value::Number(n) => n.to_string(),
+                _ => continue, // scalars only, by the catalog's check
+            };
+            // The pipeline's role reads what it is given: data only where any caller may point.
+            if value.trim_start().to_ascii_lowercase().starts_with("s3:") {
+                let allowed = &config.training_input_prefixes;
+                check_input_uri(value.trim(), allowed).map_err(|refusal| {
+                    ToolError::invalid(wording::input_refused(argument, &value, refusal, allowed))
+                })?;
+            }
+            parameters.push((p.parameter.clone(), value));
+        }
+        Ok(TriggerRequest {
+            owner: caller.owner.clone(),
+            pipeline_name: spec.pipeline.clone(),
+            session_id,
+            parameters,
+            idempotency_key,
+            max_parallel_steps: config.pipeline_max_parallel_steps,
+            result_ttl_secs: config.jobs.result_ttl_secs,
+        })
+    }
+
+    fn trace(valid: &TriggerRequest, span: &tracing::Span) {
+        span.record("session_id", valid.session_id.as_str());
+    }
 }
 
 /// A call to an async catalog tool, before it is checked.

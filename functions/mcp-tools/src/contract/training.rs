@@ -137,7 +137,10 @@ impl TriggerTrainingArgs {
             Ok(()) => {}
             Err(refusal) => {
                 return Err(ToolError::invalid(wording::input_refused(
-                    uri, refusal, allowed,
+                    "input_data_uri",
+                    uri,
+                    refusal,
+                    allowed,
                 )))
             }
         }

@@ -1,5 +1,6 @@
-//! A catalog's models as tools: listed with their own schemas, each call a job on its own
-//! endpoint, a refused argument stores and invokes nothing.
+//! A catalog's models and pipelines as tools: listed with their own schemas, each call a job
+//! on its own endpoint or a run of its own pipeline under the pipeline's parameter names, a
+//! refused argument stores, invokes and starts nothing.
 
 use super::*;
 use shared::ports::InvokeInput;
@@ -16,9 +17,12 @@ async fn the_catalogs_models_are_listed_in_place_of_submit_job_with_their_own_sc
     for name in ["summarize_document", "score_churn_risk", "check_job_status"] {
         assert!(names.contains(&name), "{name} not in {names:?}");
     }
-    assert!(!names.contains(&names::SUBMIT_JOB), "{names:?}");
-    // The catalog's pipeline tools are not served yet: runs start as before.
-    assert!(names.contains(&names::TRIGGER_TRAINING), "{names:?}");
+    for gone in [names::SUBMIT_JOB, names::TRIGGER_TRAINING] {
+        assert!(!names.contains(&gone), "{gone} still in {names:?}");
+    }
+    for generic in [names::CHECK_TRAINING_STATUS, names::CHECK_TRAINING_RESULT] {
+        assert!(names.contains(&generic), "{generic} not in {names:?}");
+    }
     let summarize = tools
         .iter()
         .find(|t| t.name == "summarize_document")
@@ -58,7 +62,11 @@ async fn the_catalogs_models_are_listed_in_place_of_submit_job_with_their_own_sc
     write.sort_unstable();
     assert_eq!(
         write,
-        ["score_churn_risk", "summarize_document", "trigger_training"]
+        [
+            "retrain_intent_classifier",
+            "score_churn_risk",
+            "summarize_document"
+        ]
     );
 }
 
@@ -198,4 +206,136 @@ async fn a_catalog_tools_task_form_is_a_job_task() {
         .call_as_task("summarize_document", json!({"document": ""}))
         .await;
     assert_eq!(refused["isError"], true, "{refused}");
+}
+
+const RETRAIN: &str = "retrain_intent_classifier";
+
+#[tokio::test]
+async fn a_pipeline_tool_is_listed_with_its_arguments_and_the_common_ones() {
+    let w = catalog_world();
+    let tools = listed(&w);
+    let retrain = tools.iter().find(|t| t.name == RETRAIN).unwrap();
+    let properties = retrain.input_schema["properties"].as_object().unwrap();
+    let mut argument_names: Vec<&str> = properties.keys().map(String::as_str).collect();
+    argument_names.sort_unstable();
+    assert_eq!(
+        argument_names,
+        [
+            "epochs",
+            "idempotency_key",
+            "min_accuracy",
+            "session_id",
+            "training_data"
+        ]
+    );
+    assert_eq!(retrain.input_schema["required"], json!(["session_id"]));
+    assert_eq!(properties["epochs"]["maximum"], 50);
+    let trigger = Tools::<FakePorts>::definitions()
+        .into_iter()
+        .find(|t| t.name == names::TRIGGER_TRAINING)
+        .unwrap();
+    assert_eq!(retrain.output_schema, trigger.output_schema);
+}
+
+#[tokio::test]
+async fn a_pipeline_tool_starts_its_pipeline_under_the_pipelines_own_parameter_names() {
+    let w = catalog_world();
+    let out = w
+        .ok(
+            RETRAIN,
+            json!({"session_id": "s-9", "training_data": "s3://io-bucket/train/tickets.csv",
+                   "epochs": "3", "min_accuracy": 0.92, "idempotency_key": "nightly"}),
+        )
+        .await;
+    let execution_arn = out["execution_arn"].as_str().unwrap();
+    assert!(
+        execution_arn.contains(":pipeline/mcp-intent-classifier-pipeline/execution/"),
+        "{execution_arn}"
+    );
+    let [started] = &w.ports().pipeline.started()[..] else {
+        panic!("one run")
+    };
+    assert_eq!(started.pipeline_name, "mcp-intent-classifier-pipeline");
+    let mut parameters = started.parameters.clone();
+    parameters.sort();
+    assert_eq!(
+        parameters,
+        [
+            ("AccuracyThreshold".to_owned(), "0.92".to_owned()),
+            (
+                "InputDataUri".to_owned(),
+                "s3://io-bucket/train/tickets.csv".to_owned()
+            ),
+            ("MaxEpochs".to_owned(), "3".to_owned()),
+        ]
+    );
+    // The generic tools read the run: it is of one of the deployment's pipelines.
+    let status = w
+        .ok(
+            names::CHECK_TRAINING_STATUS,
+            json!({"execution_arn": execution_arn}),
+        )
+        .await;
+    assert_eq!(status["execution_arn"], execution_arn);
+    let runs = w
+        .ok(names::CHECK_TRAINING_RESULT, json!({"session_id": "s-9"}))
+        .await;
+    assert_eq!(runs["runs"][0]["execution_arn"], execution_arn);
+    // The same key, the same run.
+    let again = w
+        .ok(
+            RETRAIN,
+            json!({"session_id": "s-9", "training_data": "s3://io-bucket/train/tickets.csv",
+                   "epochs": 3, "min_accuracy": 0.92, "idempotency_key": "nightly"}),
+        )
+        .await;
+    assert_eq!(again["execution_arn"], execution_arn);
+    // A run of a pipeline the deployment does not start is unknown.
+    let other = "arn:aws:sagemaker:us-east-1:123456789012:pipeline/p/execution/1";
+    let message = w
+        .tool_error(
+            names::CHECK_TRAINING_STATUS,
+            json!({"execution_arn": other}),
+        )
+        .await;
+    assert!(message.starts_with("no training run"), "{message}");
+}
+
+#[tokio::test]
+async fn a_pipeline_tools_refusals_start_nothing() {
+    let w = catalog_world();
+    let cases = [
+        (
+            json!({"session_id": "s", "training_data": "s3://other-bucket/train/x.csv"}),
+            "`training_data` \"s3://other-bucket/train/x.csv\" is not under a prefix this deployment allows",
+        ),
+        (
+            json!({"session_id": "s", "epochs": 99}),
+            "`epochs` is 99; it must be from 1 to 50",
+        ),
+        (json!({"epochs": 3}), "`session_id` is required"),
+        (
+            json!({"session_id": "s", "MaxEpochs": 3}),
+            "unknown argument \"MaxEpochs\"",
+        ),
+    ];
+    for (arguments, expected) in cases {
+        let message = w.tool_error(RETRAIN, arguments.clone()).await;
+        assert!(message.contains(expected), "{arguments}: {message}");
+    }
+    assert!(w.ports().pipeline.started().is_empty());
+}
+
+#[tokio::test]
+async fn a_pipeline_tools_task_form_is_a_run_task() {
+    let w = catalog_world();
+    let created = w
+        .call_as_task(RETRAIN, json!({"session_id": "s-task", "epochs": 2}))
+        .await;
+    assert_eq!(created["resultType"], "task", "{created}");
+    assert!(created["taskId"].as_str().unwrap().starts_with("run."));
+    assert_eq!(
+        w.ports().pipeline.started()[0].pipeline_name,
+        "mcp-intent-classifier-pipeline"
+    );
 }

@@ -53,7 +53,11 @@ pub(crate) fn world(extra: &[(&'static str, &'static str)]) -> World {
 /// The example catalog's tools (infra/catalog.example.json) on fresh fakes.
 pub(crate) fn catalog_world() -> World {
     let catalog = include_str!("../../../../infra/catalog.example.json");
-    world_with(&[], Some(crate::catalog::Catalog::parse(catalog).unwrap()))
+    let training = [("TRAINING_INPUT_PREFIXES", "s3://io-bucket/train/")];
+    world_with(
+        &training,
+        Some(crate::catalog::Catalog::parse(catalog).unwrap()),
+    )
 }
 
 fn world_with(
