@@ -161,6 +161,8 @@ export interface McpAsyncJobsProps {
   readonly failureRateThreshold?: number;
   /** submit_job's request_ttl_secs when a caller gives none. @default 3600 */
   readonly defaultRequestTtlSecs?: number;
+  /** The largest job input sent inline (0: every input through S3). @default 128000 */
+  readonly inlineInputMaxBytes?: number;
   /** Where trigger_training's input_data_uri may point (s3://bucket/prefix/,...). @default '' (s3://<ioBucketName>/train/) */
   readonly trainingInputPrefixes?: string;
   /** The training_instance_type values trigger_training accepts, comma-separated. @default 'ml.m5.xlarge' */
@@ -1031,6 +1033,7 @@ export class McpAsyncJobs extends Construct {
       INLINE_RESULT_MAX_BYTES: String(s.inlineResultMaxBytes),
       PIPELINE_PARAMETERS: s.pipelineParameters,
       DEFAULT_REQUEST_TTL_SECS: String(s.defaultRequestTtlSecs),
+      INLINE_INPUT_MAX_BYTES: String(s.inlineInputMaxBytes),
       TRAINING_INPUT_PREFIXES: given(s.trainingInputPrefixes) ? s.trainingInputPrefixes : `s3://${s.ioBucketName}/train/`,
       TRAINING_INSTANCE_TYPES: s.trainingInstanceTypes,
       CALLER_SUBMITS_PER_MINUTE: String(s.callerSubmitsPerMinute),

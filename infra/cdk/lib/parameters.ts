@@ -111,6 +111,7 @@ export const PARAMETERS: Readonly<Record<string, ParameterSpec>> = {
   TracingMode: { prop: 'tracingMode', kind: 'string', default: 'PassThrough', allowed: ['Active', 'PassThrough'] },
   FailureRateThreshold: { prop: 'failureRateThreshold', kind: 'number', default: '0.2', min: 0, max: 1 },
   DefaultRequestTtlSecs: { prop: 'defaultRequestTtlSecs', kind: 'number', default: '3600', min: 60, max: 21600 },
+  InlineInputMaxBytes: { prop: 'inlineInputMaxBytes', kind: 'number', default: '128000', min: 0, max: 128000 },
   TrainingInputPrefixes: {
     prop: 'trainingInputPrefixes', kind: 'string', default: '', pattern: `^(${S3_PREFIX}(,${S3_PREFIX})*)?$`,
   },

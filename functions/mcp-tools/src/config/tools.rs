@@ -5,7 +5,7 @@
 use shared::config::{
     event_bus_name, metrics_namespace, ConfigError, Env, JobRecords, CRASH_MARGIN_SECS,
 };
-use shared::domain::job::JobPolicy;
+use shared::domain::job::{JobPolicy, INLINE_INPUT_MAX_BYTES};
 use shared::domain::quota::{Quota, QuotaLimits};
 use shared::domain::training_input::S3Prefix;
 use shared::usecases::JobSettings;
@@ -34,6 +34,7 @@ pub const VARIABLES: &[&str] = &[
     "CALLER_RUNS_PER_HOUR",
     "CALLER_WAITS_MAX",
     "DEFAULT_REQUEST_TTL_SECS",
+    "INLINE_INPUT_MAX_BYTES",
     "EVENT_BUS_NAME",
     "METRICS_NAMESPACE",
 ];
@@ -103,6 +104,9 @@ pub struct ToolsConfig {
     pub quotas: QuotaLimits,
     /// submit_job's `request_ttl_secs` when a call gives none (`DEFAULT_REQUEST_TTL_SECS`).
     pub default_request_ttl_secs: u32,
+    /// The largest input sent inline (`INLINE_INPUT_MAX_BYTES`, at most 128,000; 0: every
+    /// input goes through S3).
+    pub inline_input_max_bytes: usize,
     /// Where an outcome a status check finds in S3 (and records) is announced; None: nowhere.
     pub event_bus_name: Option<String>,
     /// The CloudWatch namespace of the function's metrics.
@@ -241,6 +245,12 @@ impl ToolsConfig {
                 DEFAULT_REQUEST_TTL_SECS,
                 60..=21_600,
                 "seconds from 60 to 21600 (SageMaker's limit for a request's queue TTL)",
+            )?,
+            inline_input_max_bytes: env.number_in(
+                "INLINE_INPUT_MAX_BYTES",
+                INLINE_INPUT_MAX_BYTES,
+                0..=INLINE_INPUT_MAX_BYTES,
+                "a byte count from 0 (every input through S3) to 128000 (InvokeEndpointAsync's inline limit)",
             )?,
             pipeline_max_parallel_steps: match env.optional("PIPELINE_MAX_PARALLEL_STEPS") {
                 None => None,
@@ -412,6 +422,7 @@ mod tests {
         assert_eq!(t.training_instance_types, ["ml.m5.xlarge"]);
         assert_eq!(t.quotas, QuotaLimits::default());
         assert_eq!(t.default_request_ttl_secs, 3600);
+        assert_eq!(t.inline_input_max_bytes, 128_000);
         assert!(t.serves_training());
         let cfg = McpToolsConfig::from_env(&env(&mcp_env(&[
             ("AUTH_MODE", "iam"),
@@ -421,6 +432,7 @@ mod tests {
             ("CALLER_RUNS_PER_HOUR", "3"),
             ("CALLER_WAITS_MAX", "1"),
             ("DEFAULT_REQUEST_TTL_SECS", "600"),
+            ("INLINE_INPUT_MAX_BYTES", "0"),
             ("PIPELINE_NAME", " "),
         ])))
         .unwrap();
@@ -441,6 +453,7 @@ mod tests {
             }
         );
         assert_eq!(t.default_request_ttl_secs, 600);
+        assert_eq!(t.inline_input_max_bytes, 0);
         assert!(
             !t.serves_training(),
             "an empty pipeline name: no training tools"
@@ -454,6 +467,8 @@ mod tests {
             ("CALLER_RUNS_PER_HOUR", "many"),
             ("CALLER_WAITS_MAX", "1001"),
             ("DEFAULT_REQUEST_TTL_SECS", "59"),
+            ("INLINE_INPUT_MAX_BYTES", "128001"),
+            ("INLINE_INPUT_MAX_BYTES", "-1"),
         ] {
             let vars = mcp_env(&[("AUTH_MODE", "iam"), (name, bad)]);
             let err = McpToolsConfig::from_env(&env(&vars))

@@ -199,7 +199,8 @@ impl ToolArgs for CatalogJobArgs<'_> {
         .with_content_type(
             spec.content_type.as_deref().unwrap_or(DEFAULT_CONTENT_TYPE),
             spec.accept.as_deref(),
-        ))
+        )
+        .with_inline_max(config.inline_input_max_bytes, &config.io_bucket))
     }
 
     fn trace(valid: &Submission, span: &tracing::Span) {

@@ -109,12 +109,13 @@ impl ToolArgs for SubmitJobArgs {
     type Valid = Submission;
 
     fn validate(self, config: &ToolsConfig, caller: &Caller) -> Result<Submission, ToolError> {
-        self.submission(
+        let submission = self.submission(
             &caller.owner,
             &config.async_endpoint_name,
             &config.io_bucket,
             config.default_request_ttl_secs,
-        )
+        )?;
+        Ok(submission.with_inline_max(config.inline_input_max_bytes, &config.io_bucket))
     }
 
     fn trace(valid: &Submission, span: &tracing::Span) {

@@ -119,3 +119,16 @@ async fn an_ambiguous_invoke_answers_pending_and_says_the_outcome_is_unknown() {
         (JobStatus::Pending, Some(Stage::Uncertain))
     );
 }
+
+#[tokio::test]
+async fn with_inline_inputs_off_every_input_goes_through_s3() {
+    let w = world(&[("INLINE_INPUT_MAX_BYTES", "0")]);
+    let out = w.ok(names::SUBMIT_JOB, json!({"document": "hello"})).await;
+    let id = out["inference_id"].as_str().unwrap();
+    let location = format!("s3://b/inputs/{id}.json");
+    assert!(w.ports().objects.has(&location));
+    assert_eq!(
+        w.ports().endpoint.requests()[0].input,
+        shared::ports::InvokeInput::S3(location)
+    );
+}

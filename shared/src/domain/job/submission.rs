@@ -74,6 +74,17 @@ impl Submission {
         }
     }
 
+    /// The input inline only up to `max_bytes` (at most [`INLINE_INPUT_MAX_BYTES`]; 0: every
+    /// input through S3, as a deployment that keeps its inputs asks).
+    pub fn with_inline_max(mut self, max_bytes: usize, io_bucket: &str) -> Self {
+        let inline = self.input.len() <= max_bytes.min(INLINE_INPUT_MAX_BYTES);
+        self.input_location = (!inline).then(|| S3Location {
+            bucket: io_bucket.to_owned(),
+            key: format!("inputs/{}.json", self.inference_id),
+        });
+        self
+    }
+
     /// The input's MIME type and the one asked of the output (`None`: the model's choice).
     pub fn with_content_type(mut self, content_type: &str, accept: Option<&str>) -> Self {
         self.content_type = content_type.to_owned();
@@ -269,6 +280,23 @@ mod tests {
             large.input_location.map(|l| l.to_string()),
             Some(format!("s3://bucket/inputs/{}.json", large.inference_id))
         );
+        assert_eq!(
+            sized(10)
+                .with_inline_max(0, "bucket")
+                .input_location
+                .map(|l| l.key),
+            Some(format!("inputs/{}.json", sized(10).inference_id)),
+            "0: every input through S3"
+        );
+        assert_eq!(sized(10).with_inline_max(10, "bucket").input_location, None);
+        assert!(sized(11)
+            .with_inline_max(10, "bucket")
+            .input_location
+            .is_some());
+        assert!(large_submission()
+            .with_inline_max(usize::MAX, "bucket")
+            .input_location
+            .is_some());
         let s = sized(10).with_content_type("text/csv", None);
         assert_eq!((s.content_type.as_str(), s.accept), ("text/csv", None));
         assert_eq!(
