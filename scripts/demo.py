@@ -13,7 +13,10 @@ async endpoint with a small model, a training pipeline), and the four functions 
 3. provenance: check_training_status names the model package the run registered, and
    get_model_provenance walks the lineage the stand-in recorded (what built it, what it fed);
 4. the sample events of events/ through `cargo lambda invoke`: every notification case,
-   including the bad ones.
+   including the bad ones;
+5. your models as tools: a second mcp-tools with the example tool catalog
+   (infra/catalog.example.json): two models and a pipeline, each a tool with its own schema, an
+   argument the schema refuses, and a run under the pipeline's own parameter names.
 Expects the environment of `scripts/local_stack.py --sagemaker ... --standin-runtime --lambda`.
 """
 
@@ -28,7 +31,7 @@ from pathlib import Path
 import boto3
 from mcp import Client
 
-from lambda_watch import ROOT, start_watch, stop
+from lambda_watch import ROOT, free_port, start_watch, stop
 
 EVENTS = ROOT / "events"
 
@@ -203,6 +206,41 @@ def sample_events(port: int, s3, ddb, table: str, bucket: str) -> bool:
     return unexpected == 0
 
 
+async def catalog_tools(url: str) -> bool:
+    async with Client(url, mode="auto") as client:
+        tools = (await client.list_tools()).tools
+        for tool in tools:
+            required = tool.input_schema.get("required", [])
+            print(f"  {tool.name:<28} {(tool.title or ''):<32} required: {', '.join(required) or '-'}")
+        calls = [
+            ("summarize_document", {"document": "Q3 report: revenue rose 12%, churn fell to 3%.", "max_sentences": 2}),
+            ("score_churn_risk", {"customers": [{"customer_id": "C0012345", "plan": "team", "tenure_months": 14,
+                                                 "monthly_spend_usd": 420.5}]}),
+        ]
+        outcomes = []
+        for name, args in calls:
+            job = (await client.call_tool(name, args)).structured_content
+            done = (await client.call_tool("check_job_status", {"inference_id": job["inference_id"], "wait_secs": 20}
+                                           )).structured_content
+            print(f"{name} -> {job['inference_id']} -> {done['status']} {json.dumps(done.get('result'))[:60]}")
+            outcomes.append(done["status"])
+        refused = await client.call_tool("score_churn_risk", {"customers": [{"customer_id": "42", "plan": "gold"}]})
+        print(f"score_churn_risk with a bad argument -> refused: {refused.content[0].text[:110]}")
+        run = (await client.call_tool("retrain_intent_classifier", {
+            "session_id": f"demo-catalog-{int(time.time())}", "training_data": "s3://mcp-sagemaker-async-io/train/",
+            "epochs": 12, "min_accuracy": 0.9})).structured_content
+        print(f"retrain_intent_classifier -> {short(run['execution_arn'])} (MaxEpochs 12, AccuracyThreshold 0.9)")
+        deadline = time.time() + 120
+        while True:
+            status = (await client.call_tool("check_training_status", {"execution_arn": run["execution_arn"],
+                                                                        "wait_secs": 20})).structured_content
+            if status["status"] not in ("Executing", "Stopping") or time.time() > deadline:
+                break
+        print(f"check_training_status -> {status['status']}, steps: "
+              f"{', '.join(s['name'] + ' ' + s['status'] for s in status['steps'])}")
+    return outcomes == ["completed", "completed"] and refused.is_error and status["status"] == "Succeeded"
+
+
 def main() -> int:
     region, endpoint = os.environ["AWS_REGION"], os.environ["AWS_ENDPOINT_URL"]
     clients = {name: boto3.client(name, endpoint_url=endpoint, region_name=region)
@@ -225,6 +263,16 @@ def main() -> int:
                                      os.environ["IO_BUCKET"]))
         print("\nBad events were refused with the reason (Lambda retries them, then sends them to the failure\n"
               "destination); the SQS batch reported only its bad message.")
+        section("5. your models as tools: mcp-tools with infra/catalog.example.json")
+        catalog_port = free_port()
+        catalog_watch = start_watch(catalog_port, {"AUTH_MODE": "none", "EVENT_BUS_NAME": bus,
+                                                   "TOOL_CATALOG": str(ROOT / "infra" / "catalog.example.json")},
+                                    "demo-catalog")
+        try:
+            results.append(asyncio.run(catalog_tools(
+                f"http://127.0.0.1:{catalog_port}/lambda-url/mcp-tools/mcp")))
+        finally:
+            stop(catalog_watch)
         if not all(results):
             print(f"\nsteps that did not go as expected: {[i + 1 for i, r in enumerate(results) if not r]}", file=sys.stderr)
             return 1
