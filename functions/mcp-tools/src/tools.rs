@@ -410,26 +410,6 @@ impl<B: Backend> Tools<B> {
         })
     }
 
-    /// An async catalog tool, called plainly: a job on its endpoint, answered as submit_job
-    /// answers.
-    async fn call_catalog_job(
-        &self,
-        name: &str,
-        arguments: Option<JsonObject>,
-        extensions: &Extensions,
-    ) -> CallToolResponse {
-        let Some(args) = self.catalog_job_args(name, arguments) else {
-            return tool_error(wording::unknown_tool(name));
-        };
-        let submitted = self
-            .call(name, false, extensions, args, |s, _| self.submit(s))
-            .await;
-        match submitted {
-            Ok(s) => structured(SubmitJobOutput::from(s)),
-            Err(message) => tool_error(message),
-        }
-    }
-
     /// A pipeline catalog tool's call, before it is checked; None for a name the catalog lacks.
     pub(crate) fn catalog_run_args(
         &self,
@@ -444,24 +424,56 @@ impl<B: Backend> Tools<B> {
         })
     }
 
-    /// A pipeline catalog tool, called plainly: a run of its pipeline, answered as
-    /// trigger_training answers.
-    async fn call_catalog_run(
+    /// A catalog tool, called plainly: a job on its endpoint, answered as submit_job answers,
+    /// or a run of its pipeline, answered as trigger_training answers.
+    async fn call_catalog(
         &self,
         name: &str,
         arguments: Option<JsonObject>,
         extensions: &Extensions,
     ) -> CallToolResponse {
-        let Some(args) = self.catalog_run_args(name, arguments) else {
-            return tool_error(wording::unknown_tool(name));
+        let is_job = self
+            .deps
+            .catalog
+            .as_ref()
+            .is_some_and(|c| c.async_tool(name).is_some());
+        let answer = if is_job {
+            match self.catalog_job_args(name, arguments) {
+                Some(args) => self
+                    .call(name, false, extensions, args, |s, _| self.submit(s))
+                    .await
+                    .map(|s| structured(SubmitJobOutput::from(s))),
+                None => Err(wording::unknown_tool(name)),
+            }
+        } else {
+            match self.catalog_run_args(name, arguments) {
+                Some(args) => self
+                    .call(name, false, extensions, args, |r, _| self.trigger(r))
+                    .await
+                    .map(|(output, _)| structured(output)),
+                None => Err(wording::unknown_tool(name)),
+            }
         };
-        let triggered = self
-            .call(name, false, extensions, args, |r, _| self.trigger(r))
-            .await;
-        match triggered {
-            Ok((output, _)) => structured(output),
-            Err(message) => tool_error(message),
-        }
+        answer.unwrap_or_else(tool_error)
+    }
+
+    /// A catalog tool's route: its definition, and every call to [`Tools::call_catalog`].
+    fn catalog_route(definition: rmcp::model::Tool) -> ToolRoute<Self> {
+        let name = definition.name.to_string();
+        ToolRoute::new_dyn(definition, move |context: ToolCallContext<'_, Self>| {
+            let name = name.clone();
+            Box::pin(async move {
+                let ToolCallContext {
+                    service,
+                    arguments,
+                    request_context,
+                    ..
+                } = context;
+                Ok(service
+                    .call_catalog(&name, arguments, &request_context.extensions)
+                    .await)
+            })
+        })
     }
 
     /// The catalog's tools in place of submit_job and trigger_training: each declared as
@@ -472,47 +484,17 @@ impl<B: Backend> Tools<B> {
             (generic(names::SUBMIT_JOB), generic(names::TRIGGER_TRAINING));
         router.remove_route(names::SUBMIT_JOB);
         router.remove_route(names::TRIGGER_TRAINING);
-        for tool in &catalog.pipeline_tools {
-            let name = tool.spec.name.clone();
-            let definition = pipeline_tool_definition(tool, &trigger_training);
-            router.add_route(ToolRoute::new_dyn(
-                definition,
-                move |context: ToolCallContext<'_, Self>| {
-                    let name = name.clone();
-                    Box::pin(async move {
-                        let ToolCallContext {
-                            service,
-                            arguments,
-                            request_context,
-                            ..
-                        } = context;
-                        Ok(service
-                            .call_catalog_run(&name, arguments, &request_context.extensions)
-                            .await)
-                    })
-                },
-            ));
-        }
         for tool in &catalog.async_tools {
-            let name = tool.spec.name.clone();
-            let definition = async_tool_definition(tool, &submit_job);
-            router.add_route(ToolRoute::new_dyn(
-                definition,
-                move |context: ToolCallContext<'_, Self>| {
-                    let name = name.clone();
-                    Box::pin(async move {
-                        let ToolCallContext {
-                            service,
-                            arguments,
-                            request_context,
-                            ..
-                        } = context;
-                        Ok(service
-                            .call_catalog_job(&name, arguments, &request_context.extensions)
-                            .await)
-                    })
-                },
-            ));
+            router.add_route(Self::catalog_route(async_tool_definition(
+                tool,
+                &submit_job,
+            )));
+        }
+        for tool in &catalog.pipeline_tools {
+            router.add_route(Self::catalog_route(pipeline_tool_definition(
+                tool,
+                &trigger_training,
+            )));
         }
     }
 

@@ -67,18 +67,10 @@ pub(super) fn catalog(text: &str) -> Result<Catalog, Vec<CatalogMistake>> {
     let mut names = BTreeSet::new();
     let mut async_tools = Vec::new();
     for (i, raw) in file.async_tools.iter().enumerate() {
-        let label = tool_label("async_tools", i, raw);
-        let Some(spec) = spec::<AsyncToolSpec>(&mut m, &label, raw) else {
+        let Some((label, spec)) = read::<AsyncToolSpec>(&mut m, &mut names, "async_tools", i, raw)
+        else {
             continue;
         };
-        common_fields(
-            &mut m,
-            &label,
-            &spec.name,
-            &spec.description,
-            spec.title.as_deref(),
-        );
-        unique(&mut m, &mut names, &label, &spec.name);
         async_fields(&mut m, &label, &spec);
         match compiler.compile(&spec.input_schema) {
             Ok(input) => async_tools.push(AsyncTool { spec, input }),
@@ -87,18 +79,11 @@ pub(super) fn catalog(text: &str) -> Result<Catalog, Vec<CatalogMistake>> {
     }
     let mut pipeline_tools = Vec::new();
     for (i, raw) in file.pipeline_tools.iter().enumerate() {
-        let label = tool_label("pipeline_tools", i, raw);
-        let Some(spec) = spec::<PipelineToolSpec>(&mut m, &label, raw) else {
+        let Some((label, spec)) =
+            read::<PipelineToolSpec>(&mut m, &mut names, "pipeline_tools", i, raw)
+        else {
             continue;
         };
-        common_fields(
-            &mut m,
-            &label,
-            &spec.name,
-            &spec.description,
-            spec.title.as_deref(),
-        );
-        unique(&mut m, &mut names, &label, &spec.name);
         pipeline_fields(&mut m, &label, &spec);
         match compiler.compile(&pipeline_arguments_schema(&spec)) {
             Ok(input) => pipeline_tools.push(PipelineTool { spec, input }),
@@ -114,6 +99,40 @@ pub(super) fn catalog(text: &str) -> Result<Catalog, Vec<CatalogMistake>> {
     } else {
         Err(m.0)
     }
+}
+
+/// What every tool has: the words an agent chooses it by.
+trait Named {
+    fn words(&self) -> (&str, &str, Option<&str>);
+}
+
+impl Named for AsyncToolSpec {
+    fn words(&self) -> (&str, &str, Option<&str>) {
+        (&self.name, &self.description, self.title.as_deref())
+    }
+}
+
+impl Named for PipelineToolSpec {
+    fn words(&self) -> (&str, &str, Option<&str>) {
+        (&self.name, &self.description, self.title.as_deref())
+    }
+}
+
+/// Entry `index` of `kind` read as its type, its words checked and its name unique: the tool's
+/// label for its mistakes, and the entry; None when it could not be read.
+fn read<T: serde::de::DeserializeOwned + Named>(
+    m: &mut Mistakes,
+    names: &mut BTreeSet<String>,
+    kind: &str,
+    index: usize,
+    raw: &Value,
+) -> Option<(String, T)> {
+    let label = tool_label(kind, index, raw);
+    let spec = spec::<T>(m, &label, raw)?;
+    let (name, description, title) = spec.words();
+    common_fields(m, &label, name, description, title);
+    unique(m, names, &label, name);
+    Some((label, spec))
 }
 
 /// A tool's entry read as its type; a field missing, unknown or of the wrong type is named.

@@ -22,32 +22,16 @@ use shared::usecases::training::TriggerRequest;
 pub fn async_tool_definition(tool: &AsyncTool, generic: &Tool) -> Tool {
     let spec = &tool.spec;
     let mut input = spec.input_schema.clone();
-    let mut properties = input
-        .remove("properties")
-        .and_then(|p| match p {
-            Value::Object(p) => Some(p),
-            _ => None,
-        })
-        .unwrap_or_default();
-    let common = generic
-        .input_schema
-        .get("properties")
-        .and_then(Value::as_object);
-    for name in ASYNC_COMMON_ARGUMENTS {
-        if let Some(schema) = common.and_then(|c| c.get(name)) {
-            properties.insert(name.to_owned(), schema.clone());
-        }
-    }
-    input.insert("properties".into(), Value::Object(properties));
-    let mut definition = generic.clone();
-    definition.name = spec.name.clone().into();
-    definition.title = spec.title.clone();
-    definition.description = Some(spec.description.clone().into());
-    definition.input_schema = std::sync::Arc::new(input);
-    if let Some(annotations) = definition.annotations.as_mut() {
-        annotations.title = spec.title.clone();
-    }
-    definition
+    let properties = match input.remove("properties") {
+        Some(Value::Object(properties)) => properties,
+        _ => Map::new(),
+    };
+    let words = Words {
+        name: &spec.name,
+        title: spec.title.as_deref(),
+        description: &spec.description,
+    };
+    catalog_definition(generic, words, input, properties, &ASYNC_COMMON_ARGUMENTS)
 }
 
 /// A pipeline catalog tool as `tools/list` shows it: `generic` (trigger_training's definition)
@@ -55,42 +39,87 @@ pub fn async_tool_definition(tool: &AsyncTool, generic: &Tool) -> Tool {
 /// parameter's) beside `session_id` and `idempotency_key`.
 pub fn pipeline_tool_definition(tool: &PipelineTool, generic: &Tool) -> Tool {
     let spec = &tool.spec;
-    let mut properties: Map<String, Value> = spec
+    let properties: Map<String, Value> = spec
         .parameters
         .iter()
         .map(|(argument, p)| (argument.clone(), Value::Object(p.schema.clone())))
         .collect();
-    let common = generic
+    let mut input = Map::new();
+    input.insert("type".into(), "object".into());
+    input.insert("required".into(), serde_json::json!(["session_id"]));
+    input.insert("additionalProperties".into(), false.into());
+    let words = Words {
+        name: &spec.name,
+        title: spec.title.as_deref(),
+        description: &spec.description,
+    };
+    catalog_definition(
+        generic,
+        words,
+        input,
+        properties,
+        &crate::catalog::PIPELINE_COMMON_ARGUMENTS,
+    )
+}
+
+/// What the agent chooses a tool by.
+struct Words<'a> {
+    name: &'a str,
+    title: Option<&'a str>,
+    description: &'a str,
+}
+
+/// `generic`'s definition with the catalog tool's words, and its input schema: `input` with
+/// `properties`, beside the `common` arguments' schemas as `generic` declares them.
+fn catalog_definition(
+    generic: &Tool,
+    words: Words<'_>,
+    mut input: Map<String, Value>,
+    mut properties: Map<String, Value>,
+    common: &[&str],
+) -> Tool {
+    let declared = generic
         .input_schema
         .get("properties")
         .and_then(Value::as_object);
-    for name in crate::catalog::PIPELINE_COMMON_ARGUMENTS {
-        if let Some(schema) = common.and_then(|c| c.get(name)) {
-            properties.insert(name.to_owned(), schema.clone());
+    for name in common {
+        if let Some(schema) = declared.and_then(|d| d.get(*name)) {
+            properties.insert((*name).to_owned(), schema.clone());
         }
     }
-    let mut input = Map::new();
-    input.insert("type".into(), "object".into());
     input.insert("properties".into(), Value::Object(properties));
-    input.insert("required".into(), serde_json::json!(["session_id"]));
-    input.insert("additionalProperties".into(), false.into());
     let mut definition = generic.clone();
-    definition.name = spec.name.clone().into();
-    definition.title = spec.title.clone();
-    definition.description = Some(spec.description.clone().into());
+    definition.name = words.name.to_owned().into();
+    definition.title = words.title.map(str::to_owned);
+    definition.description = Some(words.description.to_owned().into());
     definition.input_schema = std::sync::Arc::new(input);
     if let Some(annotations) = definition.annotations.as_mut() {
-        annotations.title = spec.title.clone();
+        annotations.title = definition.title.clone();
     }
     definition
 }
 
-/// A call to a pipeline catalog tool, before it is checked.
-pub struct CatalogRunArgs<'a> {
+/// `idempotency_key`, taken out of a catalog tool's arguments and checked.
+fn idempotency_key(arguments: &mut JsonObject) -> Result<Option<String>, ToolError> {
+    match arguments.remove("idempotency_key") {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(key)) => checked_idempotency_key(Some(key)),
+        Some(_) => Err(ToolError::invalid("`idempotency_key` must be a string")),
+    }
+}
+
+/// A call to a catalog tool, before it is checked: the tool, and the arguments as sent.
+pub struct CatalogCall<'a, T> {
     pub catalog: &'a Catalog,
-    pub tool: &'a PipelineTool,
+    pub tool: &'a T,
     pub arguments: JsonObject,
 }
+
+/// A call to a pipeline catalog tool.
+pub type CatalogRunArgs<'a> = CatalogCall<'a, PipelineTool>;
+
+/// A call to an async catalog tool.
+pub type CatalogJobArgs<'a> = CatalogCall<'a, AsyncTool>;
 
 impl ToolArgs for CatalogRunArgs<'_> {
     type Valid = TriggerRequest;
@@ -103,12 +132,7 @@ impl ToolArgs for CatalogRunArgs<'_> {
             _ => return Err(ToolError::invalid("`session_id` is required: a string")),
         };
         validate_session_id(&session_id)?;
-        let idempotency_key = match given.remove("idempotency_key") {
-            None | Some(Value::Null) => None,
-            Some(Value::String(key)) => Some(key),
-            Some(_) => return Err(ToolError::invalid("`idempotency_key` must be a string")),
-        };
-        let idempotency_key = checked_idempotency_key(idempotency_key)?;
+        let idempotency_key = idempotency_key(&mut given)?;
         let given = Value::Object(given);
         self.catalog
             .check_pipeline_arguments(self.tool, &given)
@@ -149,25 +173,13 @@ impl ToolArgs for CatalogRunArgs<'_> {
     }
 }
 
-/// A call to an async catalog tool, before it is checked.
-pub struct CatalogJobArgs<'a> {
-    pub catalog: &'a Catalog,
-    pub tool: &'a AsyncTool,
-    pub arguments: JsonObject,
-}
-
 impl ToolArgs for CatalogJobArgs<'_> {
     type Valid = Submission;
 
     fn validate(self, config: &ToolsConfig, caller: &Caller) -> Result<Submission, ToolError> {
         let spec = &self.tool.spec;
         let mut model = self.arguments;
-        let idempotency_key = match model.remove("idempotency_key") {
-            None | Some(Value::Null) => None,
-            Some(Value::String(key)) => Some(key),
-            Some(_) => return Err(ToolError::invalid("`idempotency_key` must be a string")),
-        };
-        let idempotency_key = checked_idempotency_key(idempotency_key)?;
+        let idempotency_key = idempotency_key(&mut model)?;
         let (invocation_timeout_secs, request_ttl_secs) = job_timings(
             seconds(&mut model, "invocation_timeout_secs")?
                 .or(spec.invocation_timeout_secs)
