@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import gc
 import json
+import urllib.parse
 import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -14,7 +15,7 @@ import cost
 from builds import RELEASE
 from emulator import Emulator
 from function_url import FunctionUrl
-from functions import Functions
+from functions import S3_INPUT_ENV, Functions, variant
 from lambda_events import (OUTPUT_BODY, json_of_length, notification_message, router_event, sns_delivery,
                            sqs_delivery)
 from processes import Function, answer_of, stop
@@ -42,8 +43,9 @@ class Part:
 def bench_cost(emulator: Emulator, fns: Functions, work: Path, fresh) -> dict:
     """Each priced scenario once, every call's billed size recorded: a job end to end (submit,
     SageMaker's output and notification, the notification recorded, one check) for each output
-    size and design; the same job with a long-poll check; the SQS buffer's notification path at
-    two batch sizes; a training run. Returns the parts of each, unpriced."""
+    size and design; the same job with a long-poll check; the same job with its input through S3
+    (S3_INPUT_ENV); the SQS buffer's notification path at two batch sizes; a training run.
+    Returns the parts of each, unpriced."""
     emulator.recorder.sizing = True
     run = CostRun(emulator, fns, work, fresh)
     gc.disable()
@@ -72,6 +74,32 @@ def designs(fns: Functions, work: Path) -> dict:
     }
 
 
+def stored_inputs(submitted: Part | None) -> list[str]:
+    """The keys of the inputs submit_job put in the bucket (none when it sent the input inline):
+    SageMaker reads each one, a GET billed to the bucket's owner."""
+    keys = []
+    for call in submitted.calls if submitted else []:
+        if call.operation == "S3 PutObject":
+            bucket, _, key = urllib.parse.unquote(urllib.parse.urlparse(call.target).path).lstrip("/").partition("/")
+            if bucket == IO_BUCKET:
+                keys.append(key)
+    return keys
+
+
+class Tools:
+    """One live mcp-tools behind its Function URL, and the MCP client session to it."""
+
+    def __init__(self, fn: Function, endpoint: str):
+        self.runtime = RuntimeApi(fn.name)
+        self.front = FunctionUrl(self.runtime)
+        self.proc, _ = fn.spawn(self.runtime, endpoint)
+        self.client = None
+
+    def close(self) -> None:
+        stop(self.proc, self.runtime)
+        self.front.close()
+
+
 class CostRun:
     """The resources and live processes the scenarios share, and what they measured (`out`)."""
 
@@ -87,11 +115,9 @@ class CostRun:
         self.router_runtime = RuntimeApi("pipeline-router")
         self.router_proc, _ = fns.rust["pipeline-router"].spawn(self.router_runtime, emulator.http_endpoint)
         tools = fns.rust["mcp-tools"]
-        self.tools_runtime = RuntimeApi(tools.name)
-        self.front = FunctionUrl(self.tools_runtime)
-        self.tools_proc, _ = tools.spawn(self.tools_runtime, emulator.http_endpoint)
-        self.client = None
-        self.out: dict = {"jobs": {}, "long_polls": {}, "buffer": {}, "training": None}
+        self.tools = Tools(tools, emulator.http_endpoint)
+        self.s3_input_tools = Tools(variant(tools, S3_INPUT_ENV, "cost-tools-s3-input.log"), emulator.http_endpoint)
+        self.out: dict = {"jobs": {}, "long_polls": {}, "s3_input_jobs": {}, "buffer": {}, "training": None}
 
     def create_resources(self, pipeline_name: str) -> None:
         """The direct topic, the buffered one with its queue, and the pipeline."""
@@ -112,35 +138,41 @@ class CostRun:
         for runtime, proc in self.procs.values():
             stop(proc, runtime)
         stop(self.router_proc, self.router_runtime)
-        stop(self.tools_proc, self.tools_runtime)
-        self.front.close()
+        self.tools.close()
+        self.s3_input_tools.close()
 
     async def measure(self) -> None:
         from mcp import Client
 
-        async with Client(self.front.url) as client:
-            self.client = client
+        async with Client(self.tools.front.url) as client, Client(self.s3_input_tools.front.url) as s3_input:
+            self.tools.client, self.s3_input_tools.client = client, s3_input
+            label = next(iter(self.designs))
             # Each process's first calls open its connections: not what a warm job costs.
-            for label in self.designs:
-                await self.one_check_job(label, OUTPUT_BODY)
+            for each in self.designs:
+                await self.one_check_job(each, OUTPUT_BODY)
+            await self.one_check_job(label, OUTPUT_BODY, self.s3_input_tools)
             await self.tool("trigger_training", {"input_data_uri": f"s3://{IO_BUCKET}/train/",
                                                  "session_id": "sess-warm"})
-            for label in self.designs:
-                await self.jobs(label)
-            label = next(iter(self.designs))
+            for each in self.designs:
+                await self.jobs(each)
+            for size, body in COST_OUTPUTS.items():
+                self.out["s3_input_jobs"][(label, size)] = await self.median_job(label, body, self.s3_input_tools)
             for batch_size in (10, 100):
                 self.out["buffer"][batch_size] = await self.buffer(label, batch_size)
             self.out["training"] = await self.training()
 
-    def notify(self, label: str, inference_id: str, body: bytes, topic: str) -> tuple[Part, Part]:
-        """SageMaker's part (the output written, the notification published), then the
-        notification recorded by the design's handler, as SNS delivers it to a function. A long
-        poll's reads may come in between: they are the check's."""
+    def notify(self, label: str, inference_id: str, body: bytes, topic: str,
+               submitted: Part | None = None) -> tuple[Part, Part]:
+        """SageMaker's part (the input read when submit_job stored it, the output written, the
+        notification published), then the notification recorded by the design's handler, as SNS
+        delivers it to a function. A long poll's reads may come in between: they are the check's."""
         def since(mark: int) -> list:
             return [c for c in self.recorder.since(mark) if c.operation != "DynamoDB GetItem"]
 
         location = f"s3://{IO_BUCKET}/outputs/{inference_id}.out"
         mark = self.recorder.mark()
+        for key in stored_inputs(submitted):
+            self.s3.get_object(Bucket=IO_BUCKET, Key=key)
         self.s3.put_object(Bucket=IO_BUCKET, Key=f"outputs/{inference_id}.out", Body=body)
         message = notification_message(inference_id, location)
         self.sns.publish(TopicArn=topic, Message=message)
@@ -150,13 +182,14 @@ class CostRun:
         answer_of(inv, label)
         return sagemaker, Part(since(mark), [cost.Invocation(self.designs[label].name, inv.duration_ms)])
 
-    async def tool(self, name: str, arguments: dict) -> tuple[dict, Part]:
-        mark, before = self.recorder.mark(), len(self.front.invocations)
-        result = await self.client.call_tool(name, arguments)
+    async def tool(self, name: str, arguments: dict, via: Tools | None = None) -> tuple[dict, Part]:
+        via = via or self.tools
+        mark, before = self.recorder.mark(), len(via.front.invocations)
+        result = await via.client.call_tool(name, arguments)
         if getattr(result, "is_error", False):
             raise SystemExit(f"mcp-tools {name}: {result.content}")
         part = Part(self.recorder.since(mark), [cost.Invocation("mcp-tools", i.duration_ms)
-                                                for i in self.front.invocations[before:]])
+                                                for i in via.front.invocations[before:]])
         return result.structured_content, part
 
     def fetch(self, reply: dict, part: Part) -> None:
@@ -167,25 +200,29 @@ class CostRun:
                 resp.read()
             part.calls += self.recorder.since(mark)
 
-    async def submit(self) -> tuple[str, Part]:
+    async def submit(self, via: Tools | None = None) -> tuple[str, Part]:
         reply, part = await self.tool("submit_job", {"document": "Invoice 7: total 12.50 EUR",
-                                                     "idempotency_key": self.fresh("cost")})
+                                                     "idempotency_key": self.fresh("cost")}, via)
         return reply["inference_id"], part
 
-    async def one_check_job(self, label: str, body: bytes) -> dict:
-        inference_id, submitted = await self.submit()
-        sagemaker, notified = self.notify(label, inference_id, body, self.direct_topic)
-        reply, checked = await self.tool("check_job_status", {"inference_id": inference_id})
+    async def one_check_job(self, label: str, body: bytes, via: Tools | None = None) -> dict:
+        inference_id, submitted = await self.submit(via)
+        sagemaker, notified = self.notify(label, inference_id, body, self.direct_topic, submitted)
+        reply, checked = await self.tool("check_job_status", {"inference_id": inference_id}, via)
         self.fetch(reply, checked)
         return {"submit": submitted, "sagemaker": sagemaker, "notification": notified, "check": checked}
+
+    async def median_job(self, label: str, body: bytes, via: Tools | None = None) -> dict:
+        """The job with one check, COST_REPEATS times: the calls are the same each time, and the
+        median job by price evens out the durations."""
+        runs = sorted([await self.one_check_job(label, body, via) for _ in range(COST_REPEATS)],
+                      key=lambda parts: sum(p.bill().total for p in parts.values()))
+        return runs[len(runs) // 2]
 
     async def jobs(self, label: str) -> None:
         """One design's job at each output size, with one check and then with a long poll."""
         for size, body in COST_OUTPUTS.items():
-            # The calls are the same each time; the median job by price evens out the durations.
-            runs = sorted([await self.one_check_job(label, body) for _ in range(COST_REPEATS)],
-                          key=lambda parts: sum(p.bill().total for p in parts.values()))
-            self.out["jobs"][(label, size)] = runs[len(runs) // 2]
+            self.out["jobs"][(label, size)] = await self.median_job(label, body)
         for size, body in COST_OUTPUTS.items():
             self.out["long_polls"][(label, size)] = await self.long_poll_job(label, body)
 
@@ -195,7 +232,8 @@ class CostRun:
         waiting = asyncio.create_task(self.tool("check_job_status", {"inference_id": inference_id,
                                                                      "wait_secs": LONG_POLL_WAIT_S}))
         await asyncio.sleep(LONG_POLL_DONE_S)
-        sagemaker, notified = await asyncio.to_thread(self.notify, label, inference_id, body, self.direct_topic)
+        sagemaker, notified = await asyncio.to_thread(self.notify, label, inference_id, body, self.direct_topic,
+                                                      submitted)
         reply, polled = await waiting
         # The notification's own calls happened during the wait: they are its part.
         theirs = {id(c) for c in notified.calls + sagemaker.calls}

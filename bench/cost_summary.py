@@ -6,6 +6,7 @@ from __future__ import annotations
 import cost
 import results
 from cost_scenarios import COST_OUTPUTS, LONG_POLL_DONE_S, LONG_POLL_WAIT_S
+from functions import S3_INPUT_SETTING
 from lambda_events import OUTPUT_BODY
 
 OUTPUT_LABELS = {"small": f"small ({len(OUTPUT_BODY)} B)", "medium": "medium (64 KiB)", "large": "large (1 MiB)"}
@@ -13,12 +14,15 @@ OUTPUT_LABELS = {"small": f"small ({len(OUTPUT_BODY)} B)", "medium": "medium (64
 TRICKLE_PER_S = 1e6 / (30 * 24 * 3600)
 BUFFER_WINDOW_S = {10: 0, 100: 1}
 BUFFER_CHANGE = "SqsBatchSize 10, no window (kept) against 100 with a 1 s window"
+S3_INPUT_SCENARIO = f"job, one check, input through S3 ({S3_INPUT_SETTING})"
+INPUT_CHANGE = f"{S3_INPUT_SETTING} → the default (inputs up to 128,000 bytes inline)"
 
 NOTES = [
     "SageMaker's own charges (the endpoint's instances, the pipeline's jobs) are excluded; its requests here "
     "(InvokeEndpointAsync, StartPipelineExecution, DescribePipelineExecution) have no per-request fee. "
-    "SageMaker's writing the output to S3 and publishing the notification are counted: the bench makes both "
-    "calls as SageMaker would, and the bucket's and the topic's owner pays for them.",
+    "SageMaker's reading an input from S3 (only when submit_job stored it there), writing the output to S3 and "
+    "publishing the notification are counted: the bench makes these calls as SageMaker would, and the bucket's "
+    "and the topic's owner pays for them.",
     "Lambda: each invocation's measured duration on this machine against moto, billed per ms at 128 MB "
     "(arm64); a real service answers at its own speed, and moto answers a batch's calls one at a time. "
     "mcp-tools streams its replies (RESPONSE_STREAM), and through this bench's Runtime API each of its "
@@ -68,6 +72,16 @@ def saved(before: float, after: float) -> str:
     return f"none: costs {ratio:.1f}x as much" if ratio >= 2 else f"none: costs {ratio - 1:.0%} more"
 
 
+def s3_puts(b: cost.Bill) -> float:
+    return sum(l.quantity for l in b.lines if l.what == "S3 PutObject")
+
+
+def requests(b: cost.Bill) -> str:
+    """What an input's path changes: S3 PUTs (and the units, which should not move)."""
+    return (f"{per_million(b.total)} ({s3_puts(b):g} S3 PutObject, {b.units('write units'):g} write units, "
+            f"{b.units('read units'):g} read units)")
+
+
 def same_units(a: cost.Bill, b: cost.Bill) -> bool:
     """The same calls at the same units: only the Lambda durations differ, by noise."""
     return all(a.units(u) == b.units(u) for u in ("write units", "read units", "requests"))
@@ -100,16 +114,20 @@ def summarize_cost(c: dict) -> results.Cost:
     poll_label = f"job, long-poll check (wait_secs={LONG_POLL_WAIT_S}, notified {LONG_POLL_DONE_S:g} s in)"
     polls = {key: table.row(poll_label, key[0], OUTPUT_LABELS[key[1]], job(parts))
              for key, parts in c["long_polls"].items()}
+    through_s3 = {key: table.row(S3_INPUT_SCENARIO, key[0], OUTPUT_LABELS[key[1]], job(parts))
+                  for key, parts in c.get("s3_input_jobs", {}).items()}
     buffered = buffer_rows(c, table, new)
     training = job(c["training"]).add(cost.Line("EventBridge", "EventBridge status change event", 1, "events",
                                                 cost.PRICES["eventbridge_aws_event"]))
     table.row("training run: trigger_training, the Succeeded event routed, one check_training_status", "Rust", "n/a",
               training)
 
-    changes = inline_changes(jobs, polls, old, new) + buffer_changes(buffered) + backoff_changes(c, new)
+    changes = (inline_changes(jobs, polls, old, new) + input_changes(jobs, through_s3) + buffer_changes(buffered)
+               + backoff_changes(c, new))
     return results.Cost(region=cost.PRICES_REGION, checked=cost.PRICES_CHECKED, prices=dict(cost.PRICES),
                         sources=list(cost.SOURCES), rows=table.rows,
-                        headline=headline(jobs, polls, new, old, reference), changes=changes, notes=list(NOTES))
+                        headline=headline(jobs, polls, new, old, reference, c["jobs"][(new, "small")])
+                        + input_headline(jobs, through_s3, new), changes=changes, notes=list(NOTES))
 
 
 def buffer_rows(c: dict, table: Table, new: str) -> dict:
@@ -129,7 +147,15 @@ def buffer_rows(c: dict, table: Table, new: str) -> dict:
     return buffered
 
 
-def headline(jobs: dict, polls: dict, new: str, old: str, reference: str) -> str:
+def stored_by(parts: dict) -> str:
+    """Whose S3 PUTs a job's are, from where the emulator counted them."""
+    submit, sagemaker = s3_puts(parts["submit"].bill()), s3_puts(parts["sagemaker"].bill())
+    who = (["the input that submit_job stores"] if submit else []) + (["the output SageMaker writes"] if sagemaker
+                                                                       else [])
+    return " and ".join(who) or "no S3 PUT"
+
+
+def headline(jobs: dict, polls: dict, new: str, old: str, reference: str, small_parts: dict) -> str:
     small, medium = jobs[(new, "small")], jobs[(new, "medium")]
     ref_small, ref_medium, old_medium = jobs[(reference, "small")], jobs[(reference, "medium")], jobs[(old, "medium")]
     poll = polls[(new, "small")]
@@ -137,7 +163,7 @@ def headline(jobs: dict, polls: dict, new: str, old: str, reference: str) -> str
         f"A job (submit_job, SageMaker's output and notification, the notification recorded, one check_job_status; "
         f"SNS direct) costs **{per_million(small.total)} jobs** with a small output and {per_million(medium.total)} "
         f"with a 64 KiB one ({cost.PRICES_REGION} on-demand; SageMaker's instances excluded). The dominant term is "
-        f"{term(small)}: the input that submit_job stores and the output SageMaker writes. Lambda is "
+        f"{term(small)}: {stored_by(small_parts)}. Lambda is "
         f"{per_million(small.by_service()['Lambda'])} of it; a long-poll check instead of a plain one makes it "
         f"{per_million(poll.total)}, the wait billed as duration. The Python reference's design (whole result "
         f"inline, one Lambda per notification) costs {per_million(ref_small.total)} with a small output "
@@ -145,6 +171,26 @@ def headline(jobs: dict, polls: dict, new: str, old: str, reference: str) -> str
         f"({ref_medium.total / medium.total:.1f}x), its dominant term then {term(ref_medium)}; the Rust handler at "
         f"the old 64 KiB limit costs the same {per_million(old_medium.total)}: the difference is where the result "
         f"is stored, not the language.")
+
+
+def input_headline(jobs: dict, through_s3: dict, new: str) -> str:
+    """The input's two paths, small output: both totals and the difference (nothing when the
+    run had no input-through-S3 scenario)."""
+    if (new, "small") not in through_s3:
+        return ""
+    inline, s3 = jobs[(new, "small")], through_s3[(new, "small")]
+    s3_more = s3.by_service().get("S3", 0.0) - inline.by_service().get("S3", 0.0)
+    return (f" Those jobs send their input inline in InvokeEndpointAsync's Body (the default, up to 128,000 bytes): "
+            f"with every input through S3 ({S3_INPUT_SETTING}) the same job costs {per_million(s3.total)} "
+            f"({s3_puts(s3):g} S3 PutObject) against {per_million(inline.total)} ({s3_puts(inline):g}), "
+            f"**{per_million(s3.total - inline.total)} jobs** more, {per_million(s3_more)} of it S3.")
+
+
+def input_changes(jobs: dict, through_s3: dict) -> list[results.CostChange]:
+    """The input inline by default against every input through S3, at each output size."""
+    return [results.CostChange(INPUT_CHANGE, f"{OUTPUT_LABELS[key[1]]} output, one check", requests(before),
+                               requests(jobs[key]), saved(before.total, jobs[key].total))
+            for key, before in through_s3.items()]
 
 
 def inline_changes(jobs: dict, polls: dict, old: str, new: str) -> list[results.CostChange]:

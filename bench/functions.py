@@ -12,6 +12,10 @@ from processes import Function
 from stack import RESULTS_TABLE
 
 HERE = Path(__file__).resolve().parent
+# mcp-tools configured for the input's other path: every input through S3, as before inputs went
+# inline, or as a deployment that keeps its inputs runs it.
+S3_INPUT_ENV = {"INLINE_INPUT_MAX_BYTES": "0"}
+S3_INPUT_SETTING = ", ".join(f"{k}={v}" for k, v in S3_INPUT_ENV.items())
 
 
 @dataclass
@@ -45,3 +49,8 @@ def functions(stack: dict, work: Path) -> Functions:
     python_ref = Function("python-reference", [sys.executable, "-m", "awslambdaric", "handler.lambda_handler"],
                           {**handler_env, "PYTHONPATH": str(HERE / "reference")}, work / "python-reference.log")
     return Functions(rust, python_ref, handler_env, tools_env)
+
+
+def variant(fn: Function, env: dict, log_name: str) -> Function:
+    """The same function with `env` on top of its configuration, logging to a file of its own."""
+    return Function(fn.name, fn.command, {**fn.env, **env}, fn.logs.with_name(log_name))

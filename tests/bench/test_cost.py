@@ -157,3 +157,30 @@ def test_the_recorder_counts_item_sizes_before_and_after_each_write(tmp_path):
         assert [cost.price_call(c).quantity for c in (put, update, get)] == [1, 5, 2]
     finally:
         emulator.stop()
+
+
+def test_the_input_sent_inline_saves_its_s3_put_and_the_summary_says_both_totals():
+    """The same job, its input inline or through S3: one S3 PutObject ($5 per million) apart,
+    and the sentence and the defaults table give both totals and the difference."""
+    import cost_summary
+
+    def job(*extra):
+        calls = [call("DynamoDB PutItem", None, 400), *extra, call("SageMakerRuntime InvokeEndpointAsync"),
+                 call("DynamoDB UpdateItem", 400, 450), call("S3 PutObject"), call("SNS Publish", request_bytes=1500),
+                 call("DynamoDB UpdateItem", 450, 600), call("DynamoDB GetItem", reads=[600])]
+        return cost.bill(calls, [cost.Invocation("mcp-tools", 10.0)])
+
+    new = "Rust, inline up to 4 KiB (new default)"
+    inline, through_s3 = {(new, "small"): job()}, {(new, "small"): job(call("S3 PutObject"))}
+    # 3 write units and 1 read unit (2.0), 0.5 (SNS), 0.2 + 0.01 s * 0.125 GB at 13.3334 (Lambda), and $5.00 a PUT
+    assert inline[(new, "small")].total * 1e6 == pytest.approx(2.0 + 0.5 + 0.2166668 + 5.0)
+    assert (through_s3[(new, "small")].total - inline[(new, "small")].total) * 1e6 == pytest.approx(5.0)
+    sentence = cost_summary.input_headline(inline, through_s3, new)
+    assert ("with every input through S3 (INLINE_INPUT_MAX_BYTES=0) the same job costs $12.72 per million"
+            " (2 S3 PutObject) against $7.72 per million (1), **$5.00 per million jobs** more, $5.00 per million"
+            " of it S3.") in sentence
+    assert cost_summary.input_headline(inline, {}, new) == ""
+    change, = cost_summary.input_changes(inline, through_s3)
+    assert change.before.startswith("$12.72 per million (2 S3 PutObject, 3 write units")
+    assert change.after.startswith("$7.72 per million (1 S3 PutObject, 3 write units")
+    assert change.saved == "39% ($5.00 per million)"
