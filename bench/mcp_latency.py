@@ -1,6 +1,7 @@
 """mcp-tools through the official Python MCP client over Streamable HTTP, through a Function URL
-(function_url.py): cold start to the first answer, then each operation warm against its floor,
-and the calls of a check that waits."""
+(function_url.py): cold start to the first answer, then each operation warm against its floor
+(submit_job with its input inline, the default, and through S3, two processes in turn), and the
+calls of a check that waits."""
 
 from __future__ import annotations
 
@@ -14,29 +15,36 @@ from dataclasses import dataclass
 from emulator import Emulator
 from floor import Floor
 from function_url import FunctionUrl
+from functions import S3_INPUT_ENV, S3_INPUT_SETTING, variant
 from processes import Function, peak_rss_mb, stop
 from runtime_api import RuntimeApi
 from warm import WarmSamples
+
+S3_INPUT_SUBMIT = f"submit_job, {S3_INPUT_SETTING} (input through S3)"
 
 
 def bench_mcp(fn: Function, emulator: Emulator, args, known: str, fresh, runtime_ms: float) -> dict:
     """Cold start to the first answer, then each operation warm, through the official Python
     MCP client over Streamable HTTP, through a Function URL, to the function."""
     out: dict = {"cold": mcp_cold_starts(fn, emulator, args.cold), "ops": {}}
-    runtime = RuntimeApi(fn.name)
-    front = FunctionUrl(runtime)
+    runtime, s3_input_runtime = RuntimeApi(fn.name), RuntimeApi(fn.name)
+    front, s3_input_front = FunctionUrl(runtime), FunctionUrl(s3_input_runtime)
     proc, _ = fn.spawn(runtime, emulator.http_endpoint)
+    s3_input_proc, _ = variant(fn, S3_INPUT_ENV, "mcp-tools-s3-input.log").spawn(s3_input_runtime,
+                                                                                  emulator.http_endpoint)
     floor = Floor(emulator.http_endpoint)
     pending = fresh("pending")
     gc.disable()
     try:
-        operations = Operations(emulator, front, floor, runtime_ms, args.events, out["ops"])
+        operations = Operations(emulator, front, s3_input_front, floor, runtime_ms, args.events, out["ops"])
         asyncio.run(operations.measure(known, pending, fresh))
         out["rss_mb"] = peak_rss_mb(proc)
     finally:
         gc.enable()
         stop(proc, runtime)
+        stop(s3_input_proc, s3_input_runtime)
         front.close()
+        s3_input_front.close()
     return out
 
 
@@ -71,9 +79,11 @@ def mcp_cold_starts(fn: Function, emulator: Emulator, n: int) -> list[dict]:
 @dataclass
 class Operations:
     """The warm operations of one live mcp-tools, into `ops`: by name, (samples, the client's
-    median ms) or, for a check that waits, the list of its AWS calls."""
+    median ms) or, for a check that waits, the list of its AWS calls. `s3_input_front`: a second
+    mcp-tools, with every input through S3, for submit_job's other path."""
     emulator: Emulator
     front: FunctionUrl
+    s3_input_front: FunctionUrl
     floor: Floor
     runtime_ms: float
     events: int
@@ -82,18 +92,21 @@ class Operations:
     async def measure(self, known: str, pending: str, fresh) -> None:
         from mcp import Client
 
-        async with Client(self.front.url) as client:
+        async with Client(self.front.url) as client, Client(self.s3_input_front.url) as s3_input:
             # A job that stays pending, for the long poll.
             submitted = await client.call_tool("submit_job", {"document": "never answered", "idempotency_key": pending})
             pending_id = submitted.structured_content["inference_id"]
-            ops = {
-                "tools/list": lambda i: client.list_tools(),
-                "check_job_status": lambda i: client.call_tool("check_job_status", {"inference_id": known}),
-                "submit_job": lambda i: client.call_tool(
-                    "submit_job", {"document": f"Invoice {i}: total 12.50 EUR", "idempotency_key": fresh("key")}),
-            }
-            for name, op in ops.items():
-                self.ops[name] = await self.timed(name, op)
+
+            def submit(via):
+                return lambda i: via.call_tool(
+                    "submit_job", {"document": f"Invoice {i}: total 12.50 EUR", "idempotency_key": fresh("key")})
+
+            self.ops.update(await self.timed({"tools/list": (lambda i: client.list_tools(), self.front)}))
+            self.ops.update(await self.timed({"check_job_status": (
+                lambda i: client.call_tool("check_job_status", {"inference_id": known}), self.front)}))
+            # The input's two paths side by side, so drift in the emulator's speed hits both alike.
+            self.ops.update(await self.timed({"submit_job": (submit(client), self.front),
+                                              S3_INPUT_SUBMIT: (submit(s3_input), self.s3_input_front)}))
             # With wait_secs: on a finished job it answers at once; on a pending one it polls.
             for label, job, wait in (("check_job_status wait_secs=5, finished job", known, 5),
                                      ("check_job_status wait_secs=3, job stays pending", pending_id, 3)):
@@ -101,27 +114,29 @@ class Operations:
                 await client.call_tool("check_job_status", {"inference_id": job, "wait_secs": wait})
                 self.ops[label] = [c.operation for c in self.emulator.recorder.since(mark)]
 
-    async def timed(self, name: str, op) -> tuple[WarmSamples, float]:
-        """`events` calls of op, the first 5 unmeasured: the function's time against the floor,
-        and the client's own median."""
-        warm = WarmSamples(runtime_ms=self.runtime_ms)
-        client_ms = []
+    async def timed(self, ops: dict) -> dict:
+        """`events` rounds, the first 5 unmeasured, each a call of every op (by name: the call
+        and the front it goes through) in turn, the order reversed every other round: each op's
+        time against the floor, and the client's own median."""
+        samples = {name: (WarmSamples(runtime_ms=self.runtime_ms), []) for name in ops}
         for i in range(self.events + 5):
-            mark, before = self.emulator.recorder.mark(), len(self.front.invocations)
-            t = time.perf_counter()
-            result = await op(i)
-            elapsed = (time.perf_counter() - t) * 1000
-            if getattr(result, "is_error", False):
-                raise SystemExit(f"mcp-tools {name}: {result.content}")
-            calls = self.emulator.recorder.since(mark)
-            invocations = self.front.invocations[before:]
-            if i < 5:
-                continue
-            subs = {}
-            if name == "submit_job":
-                inference_id = result.structured_content["inference_id"]
-                subs = {inference_id: inference_id[::-1]}
-            client_ms.append(elapsed)
-            warm.add(sum(inv.duration_ms for inv in invocations), calls,
-                     self.floor.replay(calls, subs) if calls else 0.0)
-        return warm, statistics.median(client_ms)
+            for name, (op, front) in (list(ops.items()) if i % 2 == 0 else list(ops.items())[::-1]):
+                mark, before = self.emulator.recorder.mark(), len(front.invocations)
+                t = time.perf_counter()
+                result = await op(i)
+                elapsed = (time.perf_counter() - t) * 1000
+                if getattr(result, "is_error", False):
+                    raise SystemExit(f"mcp-tools {name}: {result.content}")
+                calls = self.emulator.recorder.since(mark)
+                invocations = front.invocations[before:]
+                if i < 5:
+                    continue
+                subs = {}
+                if name.startswith("submit_job"):
+                    inference_id = result.structured_content["inference_id"]
+                    subs = {inference_id: inference_id[::-1]}
+                warm, client_ms = samples[name]
+                client_ms.append(elapsed)
+                warm.add(sum(inv.duration_ms for inv in invocations), calls,
+                         self.floor.replay(calls, subs) if calls else 0.0)
+        return {name: (warm, statistics.median(client_ms)) for name, (warm, client_ms) in samples.items()}

@@ -3,7 +3,7 @@ on the samples; every figure comes from the data as it is."""
 
 from __future__ import annotations
 
-from results import Cost, Results, Target
+from results import Cost, InputPaths, McpOperation, Results, Target
 
 COST_SERVICES = ("Lambda", "DynamoDB", "S3", "SNS", "SQS")
 
@@ -101,23 +101,42 @@ def warm(r: Results) -> list[str]:
     return lines
 
 
+MCP_HEADING = "## mcp-tools through an MCP client"
+
+
 def mcp_tools(r: Results) -> list[str]:
-    lines = [
-        "",
-        "## mcp-tools through an MCP client",
-        "",
+    return mcp_section(r.environment.events, r.mcp, r.mcp_rss_mb, r.input_paths)
+
+
+def mcp_section(events: int, ops: list[McpOperation], rss_mb: float, paths: InputPaths | None,
+                provenance: str = "") -> list[str]:
+    lines = ["", MCP_HEADING, ""] + ([provenance, ""] if provenance else []) + [
         "The official Python MCP SDK's client over Streamable HTTP, through a Function URL front (bench/function_url.py),"
-        f" {r.environment.events} calls each after 5 to warm up. Function: the invocation's time; client: what the"
+        f" {events} calls each after 5 to warm up. Function: the invocation's time; client: what the"
         " client waited, its own Python included.",
         "",
         "| operation | AWS calls | function | floor | overhead above floor | client |",
         "|---|---|---|---|---|---|",
     ]
-    for m in r.mcp:
+    for m in ops:
         lines.append(f"| {m.operation} | {calls(m.calls)} | {fmt(m.function_ms)} | {fmt(m.floor_ms)} | "
                      f"{fmt(m.overhead_ms)} | {fmt(m.client_ms)} |")
-    lines.append(f"\nPeak RSS of mcp-tools after these calls: {r.mcp_rss_mb:.1f} MB.")
-    return lines
+    lines.append(f"\nPeak RSS of mcp-tools after these calls: {rss_mb:.1f} MB.")
+    return lines + input_paths(paths)
+
+
+def input_paths(p: InputPaths | None) -> list[str]:
+    if p is None:
+        return []
+    return ["", f"submit_job's input, inline in InvokeEndpointAsync's Body (the default, up to 128,000 bytes) or"
+            f" through S3 (`{p.setting}`), two mcp-tools processes"
+            f" called in turn: {fmt(p.inline.function_ms)} against {fmt(p.through_s3.function_ms)} in the function,"
+            f" {fmt(p.inline.client_ms)} against {fmt(p.through_s3.client_ms)} at the client; the inline path"
+            f" saves {fmt(p.saved_function_ms)} in the function, of which the floor (moto's own time for the"
+            f" calls) {fmt(p.saved_floor_ms)}. That PutObject goes to moto on"
+            " 127.0.0.1, in-process and in memory: against S3 a PutObject is a network round trip and a durable"
+            " write, which we expect to take tens of milliseconds, so in a deployment the inline path should save"
+            " that much more than this figure shows (an expectation, not measured here)."]
 
 
 def calls_per_operation(r: Results) -> list[str]:
@@ -125,12 +144,14 @@ def calls_per_operation(r: Results) -> list[str]:
     for w in r.warm:
         if w.function != "python-reference":
             lines.append(f"| {w.function}: {w.event} | {calls(w.calls)} |")
-    for m in r.mcp:
-        lines.append(f"| mcp-tools: {m.operation} | {calls(m.calls)} |")
-    for label, operations in r.polls.items():
-        lines.append(f"| mcp-tools: {label} | {', '.join(operations)} |")
+    lines += mcp_call_rows(r.mcp, r.polls)
     lines.append(f"| notification-handler: SQS batch of 100 (output in S3) | {r.batch_calls:.0f} calls |")
     return lines
+
+
+def mcp_call_rows(ops: list[McpOperation], polls: dict[str, list[str]]) -> list[str]:
+    return ([f"| mcp-tools: {m.operation} | {calls(m.calls)} |" for m in ops]
+            + [f"| mcp-tools: {label} | {', '.join(operations)} |" for label, operations in polls.items()])
 
 
 def batches(r: Results) -> list[str]:
@@ -205,18 +226,45 @@ def cost_section(c: Cost) -> list[str]:
     return lines
 
 
-def splice_cost(text: str, c: Cost) -> str:
-    """BENCHMARKS.md with its cost section replaced by `c`'s (or put in before the criterion
-    section, or at the end), the rest as it was."""
-    section = "\n".join(cost_section(c)[1:]) + "\n"
-    start = text.find("\n" + COST_HEADING + "\n")
+def splice_section(text: str, lines: list[str], before: str) -> str:
+    """`text` with the section `lines` renders (its heading the second line) replaced, or put in
+    before the section headed `before`, or at the end; the rest as it was."""
+    section = "\n".join(lines[1:]) + "\n"
+    start = text.find("\n" + lines[1] + "\n")
     if start >= 0:
         end = text.find("\n## ", start + 1)
         return text[:start + 1] + section + (text[end:] if end >= 0 else "")
-    before = text.find("\n## Handler CPU per notification")
-    if before >= 0:
-        return text[:before + 1] + section + text[before:]
+    at = text.find("\n" + before)
+    if at >= 0:
+        return text[:at + 1] + section + text[at:]
     return text.rstrip("\n") + "\n\n" + section
+
+
+def splice_cost(text: str, c: Cost) -> str:
+    """BENCHMARKS.md with its cost section replaced by `c`'s (or put in before the criterion
+    section, or at the end), the rest as it was."""
+    return splice_section(text, cost_section(c), "## Handler CPU per notification")
+
+
+CALLS_HEADING = "## AWS calls per operation, counted at the emulator"
+
+
+def splice_mcp(text: str, events: int, ops: list[McpOperation], rss_mb: float, polls: dict[str, list[str]],
+               paths: InputPaths | None, provenance: str) -> str:
+    """BENCHMARKS.md with its mcp-tools section replaced, and the mcp-tools rows of the calls
+    table (the rest of that table kept: it comes from the other measurements)."""
+    text = splice_section(text, mcp_section(events, ops, rss_mb, paths, provenance), CALLS_HEADING)
+    start = text.find("\n" + CALLS_HEADING + "\n")
+    if start < 0:
+        return text
+    end = text.find("\n## ", start + 1)
+    end = len(text) if end < 0 else end
+    lines = text[start:end].split("\n")
+    ours = [i for i, line in enumerate(lines) if line.startswith("| mcp-tools: ")]
+    if not ours:
+        return text
+    lines[ours[0]:ours[-1] + 1] = mcp_call_rows(ops, polls)
+    return text[:start] + "\n".join(lines) + text[end:]
 
 
 def criterion(r: Results) -> list[str]:

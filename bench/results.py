@@ -84,6 +84,18 @@ class McpOperation:
 
 
 @dataclass
+class InputPaths:
+    """submit_job with its input inline (the default) and with every input through S3, measured
+    side by side; each saving is the S3 path's median minus the inline one's."""
+    setting: str  # how the S3 path was configured, e.g. "INLINE_INPUT_MAX_BYTES=0"
+    inline: McpOperation
+    through_s3: McpOperation
+    saved_function_ms: float
+    saved_client_ms: float
+    saved_floor_ms: float  # the emulator's own share: the floors' difference
+
+
+@dataclass
 class Batch:
     backend: str
     sequential_ms: float
@@ -155,3 +167,4 @@ class Results:
     entropy: list[Entropy] = field(default_factory=list)  # empty when bench/entropy was not built
     sizes_mb: dict[str, tuple[float, float]] = field(default_factory=dict)  # zipped, unzipped
     cost: Cost | None = None
+    input_paths: InputPaths | None = None  # None when the run did not measure the S3 path

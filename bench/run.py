@@ -2,6 +2,7 @@
 """`make bench`: the functions' release builds against the Python reference, on one local stack.
 
     .venv/bin/python bench/run.py [--events 100] [--cold 5] [--delay-ms 10] [--out BENCHMARKS.md]
+                                  [--cost-only | --mcp-only]
 
 Every function runs as Lambda runs it: its own process, fed by a Lambda Runtime API
 (runtime_api.py), with the environment Lambda gives it. AWS is moto in this process
@@ -29,11 +30,11 @@ from cost_summary import summarize_cost
 from emulator import Emulator
 from functions import Functions, functions
 from mcp_latency import bench_mcp
-from render import render, splice_cost
+from render import render, splice_cost, splice_mcp
 from sqs_batches import sqs_batches
 from stack import OUTPUT, set_up
-from summary import environment, summarize
-from warm import runtime_exchange, warm_events
+from summary import environment, mcp_figures, summarize
+from warm import known_job, runtime_exchange, warm_events
 
 
 def parse_args() -> argparse.Namespace:
@@ -43,8 +44,12 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--delay-ms", type=float, default=10.0,
                         help="added to every AWS call in the batch comparison, for the network round trip")
     parser.add_argument("--out", default=str(ROOT / "BENCHMARKS.md"))
-    parser.add_argument("--cost-only", action="store_true",
-                        help="price a job only (about a minute), and replace that section of --out")
+    only = parser.add_mutually_exclusive_group()
+    only.add_argument("--cost-only", action="store_true",
+                      help="price a job only (about a minute), and replace that section of --out")
+    only.add_argument("--mcp-only", action="store_true",
+                      help="mcp-tools through an MCP client only (submit_job's input inline and through S3 among "
+                           "its operations), and replace that section of --out and its rows of the calls table")
     return parser.parse_args()
 
 
@@ -78,6 +83,8 @@ def main() -> int:
     fresh = fresh_ids()
     if args.cost_only:
         return cost_only(args, emulator, fns, work, fresh, started_at)
+    if args.mcp_only:
+        return mcp_only(args, emulator, fns, work, fresh, started_at)
     report = measure(args, emulator, fns, work, fresh)
     emulator.stop()
     text = render(summarize(report, environment(args, time.time() - started_at)))
@@ -97,6 +104,24 @@ def cost_only(args, emulator: Emulator, fns: Functions, work: Path, fresh, start
     out.write_text(splice_cost(out.read_text() if out.exists() else "# Benchmarks\n", priced))
     emulator.stop()
     print(f"the cost section of {args.out} rewritten; function logs in {work}", file=sys.stderr)
+    return 0
+
+
+def mcp_only(args, emulator: Emulator, fns: Functions, work: Path, fresh, started_at: float) -> int:
+    """Measures mcp-tools through an MCP client and replaces its section of --out (and its rows
+    of the calls table), the rest of it kept."""
+    runtime_ms = runtime_exchange(args.events, work)
+    measured = bench_mcp(fns.rust["mcp-tools"], emulator, args, known_job(emulator, fresh), fresh, runtime_ms)
+    _, ops, polls, paths = mcp_figures(measured)
+    env = environment(args, time.time() - started_at)
+    provenance = (f"This section alone, with the mcp-tools rows of the calls table below, is from `bench/run.py "
+                  f"--mcp-only --events {env.events} --cold {env.cold}` ({env.date}, {env.cores} cores, "
+                  f"{env.took_s:.0f} s); the rest of the file is from the run its header names.")
+    out = Path(args.out)
+    out.write_text(splice_mcp(out.read_text() if out.exists() else "# Benchmarks\n", env.events, ops,
+                              measured["rss_mb"], polls, paths, provenance))
+    emulator.stop()
+    print(f"the mcp-tools section of {args.out} rewritten; function logs in {work}", file=sys.stderr)
     return 0
 
 

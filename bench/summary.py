@@ -13,6 +13,8 @@ import boto3
 
 import results
 from cost_summary import summarize_cost
+from functions import S3_INPUT_SETTING
+from mcp_latency import S3_INPUT_SUBMIT
 from warm import WarmSamples
 
 OVER = {False: "HTTP", True: "HTTPS", "scan": "HTTP, roots read from /etc/ssl/certs"}
@@ -42,10 +44,7 @@ def summarize(r: dict, env: results.Environment) -> results.Results:
     """The figures of one run (medians, ratios, the targets) from what run.py collected."""
     colds, ratio, tls_cost = cold_figures(r)
     warms, comparisons = warm_figures(r["warm"])
-    ops = {name: v for name, v in r["mcp"]["ops"].items() if isinstance(v, tuple)}
-    mcp = [results.McpOperation(name, typical_calls(w.calls), w.median, w.floor, w.overhead, client_ms)
-           for name, (w, client_ms) in ops.items()]
-    polls = {name: v for name, v in r["mcp"]["ops"].items() if not isinstance(v, tuple)}
+    ops, mcp, polls, input_paths = mcp_figures(r["mcp"])
     b = r["batch"]
     batches = []
     for backend in dict.fromkeys(k for k, _ in b):
@@ -56,7 +55,23 @@ def summarize(r: dict, env: results.Environment) -> results.Results:
         runtime_ms=r["runtime_ms"], warm=warms, warm_comparisons=comparisons, mcp=mcp, mcp_rss_mb=r["mcp"]["rss_mb"],
         polls=polls, batch_calls=b[("moto", 16)]["calls"], batches=batches, criterion_us=r["criterion"],
         entropy=[results.Entropy(label, first, second) for label, (first, second) in r["entropy"].items()],
-        sizes_mb=r["sizes"], cost=summarize_cost(r["cost"]) if r.get("cost") else None)
+        sizes_mb=r["sizes"], cost=summarize_cost(r["cost"]) if r.get("cost") else None, input_paths=input_paths)
+
+
+def mcp_figures(m: dict) -> tuple[dict, list[results.McpOperation], dict, results.InputPaths | None]:
+    """mcp-tools' timed operations (samples by name), their rows, the calls of each check that
+    waits, and submit_job's two input paths against each other."""
+    ops = {name: v for name, v in m["ops"].items() if isinstance(v, tuple)}
+    mcp = [results.McpOperation(name, typical_calls(w.calls), w.median, w.floor, w.overhead, client_ms)
+           for name, (w, client_ms) in ops.items()]
+    polls = {name: v for name, v in m["ops"].items() if not isinstance(v, tuple)}
+    input_paths = None
+    if "submit_job" in ops and S3_INPUT_SUBMIT in ops:
+        (inline, inline_client), (s3, s3_client) = ops["submit_job"], ops[S3_INPUT_SUBMIT]
+        rows = {row.operation: row for row in mcp}
+        input_paths = results.InputPaths(S3_INPUT_SETTING, rows["submit_job"], rows[S3_INPUT_SUBMIT],
+                                         s3.median - inline.median, s3_client - inline_client, s3.floor - inline.floor)
+    return ops, mcp, polls, input_paths
 
 
 def cold_figures(r: dict) -> tuple[list[results.ColdStart], dict, dict]:

@@ -159,3 +159,42 @@ def test_a_cost_only_run_replaces_just_the_cost_section():
     assert "First." not in second and second.count("## What a job costs") == 1
     assert second.replace("Second.", "First.") == first
     assert splice_cost("# Benchmarks\n", priced("Alone.")).startswith("# Benchmarks\n\n## What a job costs\n")
+
+
+def paths() -> R.InputPaths:
+    inline = R.McpOperation("submit_job", ["DynamoDB PutItem", "SageMakerRuntime InvokeEndpointAsync",
+                                           "DynamoDB UpdateItem"], 10.2, 9.8, 1.1, 14.0)
+    s3 = R.McpOperation("submit_job, INLINE_INPUT_MAX_BYTES=0 (input through S3)",
+                        ["DynamoDB PutItem", "S3 PutObject", "SageMakerRuntime InvokeEndpointAsync",
+                         "DynamoDB UpdateItem"], 14.1, 13.8, 1.2, 17.9)
+    return R.InputPaths("INLINE_INPUT_MAX_BYTES=0", inline, s3, 3.9, 3.9, 4.0)
+
+
+def test_submit_jobs_two_input_paths_are_shown_side_by_side_with_what_moto_cannot_show():
+    p = paths()
+    text = render(data(mcp=[p.inline, p.through_s3], input_paths=p))
+    assert section(text, "mcp-tools through an MCP client")[-1] == (
+        "| submit_job, INLINE_INPUT_MAX_BYTES=0 (input through S3) | DynamoDB PutItem, S3 PutObject,"
+        " SageMakerRuntime InvokeEndpointAsync, DynamoDB UpdateItem | 14.1 ms | 13.8 ms | 1.20 ms | 17.9 ms |")
+    assert ("through S3 (`INLINE_INPUT_MAX_BYTES=0`), two mcp-tools processes called in turn: 10.2 ms against"
+            " 14.1 ms in the function, 14.0 ms against 17.9 ms at the client; the inline path saves 3.90 ms") in text
+    assert "(an expectation, not measured here)" in text
+    assert "not measured here" not in render(data())
+
+
+def test_an_mcp_only_run_replaces_its_section_and_its_rows_of_the_calls_table():
+    from render import splice_mcp
+
+    full = render(data())
+    p = paths()
+    spliced = splice_mcp(full, 100, [p.inline, p.through_s3], 12.0, {}, p, "This section alone is from --mcp-only.")
+    assert "\n## mcp-tools through an MCP client\n\nThis section alone is from --mcp-only.\n\n" in spliced
+    assert "| tools/list | none |" not in spliced and "Peak RSS of mcp-tools after these calls: 12.0 MB." in spliced
+    assert section(spliced, "AWS calls per operation, counted at the emulator") == [
+        "| notification-handler: output in S3 | S3 GetObject, DynamoDB UpdateItem |",
+        "| mcp-tools: submit_job | DynamoDB PutItem, SageMakerRuntime InvokeEndpointAsync, DynamoDB UpdateItem |",
+        "| mcp-tools: submit_job, INLINE_INPUT_MAX_BYTES=0 (input through S3) | DynamoDB PutItem, S3 PutObject,"
+        " SageMakerRuntime InvokeEndpointAsync, DynamoDB UpdateItem |",
+        "| notification-handler: SQS batch of 100 (output in S3) | 200 calls |"]
+    assert spliced.split("## mcp-tools through")[0] == full.split("## mcp-tools through")[0]
+    assert spliced.split("## SQS batch of 100")[1] == full.split("## SQS batch of 100")[1]
