@@ -1,14 +1,16 @@
 //! mcp-tools: the MCP server an agent reaches at the Function URL. Stateless: every request
 //! may land on a fresh instance, so nothing but the SDK clients lives in the process.
 //! `contract` holds the tools' argument and result types, `tools` the tools themselves (each
-//! one use case of `shared`), `deps` what they run on (settings, ports, clock), `direct` a tool
-//! call without HTTP (for other front doors, such as an AgentCore Gateway target), and
-//! `front_door` the HTTP front door (paths, hosts, the one parse of the body) and `auth` who
-//! the caller is, by auth mode.
+//! one use case of `shared`), `catalog` and `catalog_tools` a team's tool catalog and its tools
+//! on the same router, `tasks` the tasks extension, `deps` what they run on (settings, ports,
+//! clock, catalog), `direct` a tool call without HTTP (for other front doors, such as an
+//! AgentCore Gateway target), and `front_door` the HTTP front door (paths, hosts, the one parse
+//! of the body) and `auth` who the caller is, by auth mode.
 
 pub mod arguments;
 pub mod auth;
 pub mod catalog;
+mod catalog_tools;
 pub mod config;
 pub mod contract;
 pub mod deps;
