@@ -10,7 +10,7 @@ INSPECTOR := tests/inspector/node_modules/.bin/mcp-inspector
 # The official MCP conformance suite, pinned (scripts/conformance.py runs it).
 CONFORMANCE := tests/conformance/node_modules/.bin/conformance
 
-.PHONY: help venv test compile unit-test demo serve conformance bench bench-cost fmt lint lint-infra build build-sam sam-build-debug deploy \
+.PHONY: help venv test compile unit-test demo serve conformance bench bench-cost fmt lint lint-infra build build-sam sam-template sam-build-debug deploy \
 	deploy-guided catalog redrive doctor wire-endpoint tool-schema cdk-test cdk-unit cdk-synth cdk-bootstrap cdk-deploy clean
 
 help:
@@ -202,6 +202,18 @@ lint-infra: venv
 # sam package need the directory even when it is empty and no catalog is deployed.
 CATALOG_LAYER := target/tool-catalog-layer
 
+# What sam builds and deploys: infra/template.yaml, with the AgentCore Gateway's tool schema
+# listing the catalog's tools when the layer holds one (it lists today's tools otherwise). Beside
+# infra/ under the root, so the template's relative paths (CodeUri, the layer) still hold.
+SAM_TEMPLATE := target/template.yaml
+sam-template:
+	@mkdir -p $(CATALOG_LAYER)
+	@catalog=$$(find $(CATALOG_LAYER) -name '*.json' -type f | head -n 1); \
+	if [ -n "$$catalog" ]; then \
+		cargo run --locked -q -p gateway-target --bin export-tool-schema -- --catalog "$$catalog" \
+			--template-out $(SAM_TEMPLATE); \
+	else cp infra/template.yaml $(SAM_TEMPLATE); fi
+
 # The catalog is checked as mcp-tools checks it at cold start (check-catalog names each mistake),
 # then copied into the layer; the deploys derive ToolCatalog, CatalogEndpointNames and
 # CatalogPipelineNames from what the layer holds (scripts/catalog.py).
@@ -212,19 +224,17 @@ catalog: venv
 		$(PY) scripts/catalog.py --layer-dir $(CATALOG_LAYER) install '$(CATALOG)'; fi
 
 # sam build runs cargo lambda build --release --arm64 for each function, offline, into .aws-sam/.
-build-sam: venv rust-target
-	@mkdir -p $(CATALOG_LAYER)
-	$(SAM_OFFLINE) build --config-file samconfig.toml
+build-sam: venv rust-target sam-template
+	$(SAM_OFFLINE) build --config-file samconfig.toml --template-file $(SAM_TEMPLATE)
 
 # The same sam build in SAM's debug mode (no --release), as `make test` runs it: the template,
 # the rust-cargolambda builder, the arm64 cross-build and each function's binary, in a fraction
 # of a cold release build's time. Its own target and build dirs keep it apart from what
 # `make build-sam` and `sam deploy` use.
 SAM_DEBUG := target/sam-debug
-sam-build-debug: venv rust-target lint-infra
-	@mkdir -p $(CATALOG_LAYER)
+sam-build-debug: venv rust-target lint-infra sam-template
 	SAM_BUILD_MODE=debug CARGO_TARGET_DIR=$(CURDIR)/$(SAM_DEBUG) $(SAM_OFFLINE) build --config-file samconfig.toml \
-		--build-dir $(SAM_DEBUG)/build
+		--template-file $(SAM_TEMPLATE) --build-dir $(SAM_DEBUG)/build
 	$(PY) scripts/check_sam_build.py $(SAM_DEBUG)/build
 
 # The first deployment asks for the stack name and parameters and saves the answers in

@@ -415,4 +415,41 @@ mod tests {
             "the tool schema in {TEMPLATE_PATH} is out of date: run `make tool-schema`"
         );
     }
+
+    #[test]
+    fn a_catalogs_tools_are_said_to_the_gateway_in_place_of_submit_job_and_trigger_training() {
+        let text = std::fs::read_to_string(root().join("infra/catalog.example.json")).unwrap();
+        let catalog = mcp_tools::catalog::Catalog::parse(&text).unwrap();
+        let payload = inline_payload(&mcp_tools::catalog_tool_definitions(&catalog)).unwrap();
+        let mut names: Vec<&str> = payload
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t["name"].as_str().unwrap())
+            .collect();
+        names.sort_unstable();
+        assert_eq!(
+            names,
+            [
+                "check_job_status",
+                "check_training_result",
+                "check_training_status",
+                "get_model_provenance",
+                "retrain_intent_classifier",
+                "score_churn_risk",
+                "summarize_document"
+            ]
+        );
+        for tool in payload.as_array().unwrap() {
+            assert_dialect(&tool["inputSchema"], &format!("{}.input", tool["name"]));
+        }
+        let churn = payload
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|t| t["name"] == "score_churn_risk")
+            .unwrap();
+        let customer = &churn["inputSchema"]["properties"]["customers"]["items"];
+        assert_eq!(customer["properties"]["tenure_months"]["type"], "integer");
+    }
 }

@@ -32,3 +32,8 @@ pub use tools::Tools;
 pub fn tool_definitions() -> Vec<rmcp::model::Tool> {
     Tools::<AwsPorts>::definitions()
 }
+
+/// Every tool a deployment with `catalog` serves, as `tools/list` declares it.
+pub fn catalog_tool_definitions(catalog: &catalog::Catalog) -> Vec<rmcp::model::Tool> {
+    Tools::<AwsPorts>::definitions_with(catalog)
+}

@@ -30,6 +30,7 @@ use shared::usecases::{check, lineage, outcome, quota, submit};
 use tracing::{field::Empty, info_span, Instrument, Span};
 
 use crate::arguments;
+use crate::catalog::Catalog;
 use crate::contract::*;
 use crate::deps::{Backend, Deps};
 use crate::progress::ClientProgress;
@@ -61,20 +62,32 @@ impl<B: Backend> Tools<B> {
     /// Tools whose requests each carry the caller their front door established. A stack with
     /// no pipeline serves no training tools.
     pub fn new(deps: Arc<Deps<B>>) -> Self {
-        let mut router = Self::tool_router();
-        if let Some(catalog) = &deps.catalog {
-            Self::route_catalog(&mut router, catalog);
-        }
-        if !deps.serves_training() {
-            for name in names::TRAINING {
-                router.remove_route(name);
-            }
-        }
+        let router = Self::router_for(deps.catalog.as_ref(), deps.serves_training());
         Self {
             deps,
             router: Arc::new(router),
             sole_caller: None,
         }
+    }
+
+    /// The tools served: a catalog's in place of submit_job and trigger_training, and the
+    /// training tools only where runs are started.
+    fn router_for(catalog: Option<&Catalog>, serves_training: bool) -> ToolRouter<Self> {
+        let mut router = Self::tool_router();
+        if let Some(catalog) = catalog {
+            Self::route_catalog(&mut router, catalog);
+        }
+        if !serves_training {
+            for name in names::TRAINING {
+                router.remove_route(name);
+            }
+        }
+        router
+    }
+
+    /// Every tool a deployment with `catalog` serves, as `tools/list` declares it.
+    pub fn definitions_with(catalog: &Catalog) -> Vec<rmcp::model::Tool> {
+        Self::router_for(Some(catalog), !catalog.pipeline_tools.is_empty()).list_all()
     }
 
     /// Tools whose every request is `principal`'s: for a transport that has one caller.
