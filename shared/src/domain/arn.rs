@@ -97,7 +97,10 @@ mod tests {
         let ours = "arn:aws:sagemaker:us-east-1:123456789012:pipeline/my-pipeline/execution/abc";
         assert!(scope.holds(ours) && scope.holds_run(ours));
         let also = "arn:aws:sagemaker:us-east-1:123456789012:pipeline/retrain/execution/abc";
-        assert!(scope.holds_run(also), "a catalog's pipeline is as much ours");
+        assert!(
+            scope.holds_run(also),
+            "a catalog's pipeline is as much ours"
+        );
         for other in [
             "arn:aws:sagemaker:eu-west-1:123456789012:pipeline/my-pipeline/execution/abc",
             "arn:aws:sagemaker:us-east-1:210987654321:pipeline/my-pipeline/execution/abc",
