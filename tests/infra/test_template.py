@@ -261,6 +261,12 @@ def test_the_dashboard_shows_every_metric_the_code_emits():
     body = RESOURCES["Dashboard"]["Properties"]["DashboardBody"]["Fn::Sub"]
     dashboard = json.loads(body[0])
     shown = {m[1] for w in dashboard["widgets"] for m in w["properties"]["metrics"] if m[0] == "${Ns}"}
+    # Per tool: a search over the Tool dimension, so a catalog's tools are drawn as today's are.
+    searches = [m[0]["expression"] for w in dashboard["widgets"] for m in w["properties"]["metrics"]
+                if isinstance(m[0], dict)]
+    assert searches == [f"SEARCH('{{\"${{Ns}}\",Function,Tool}} MetricName=\"{name}\"', 'Sum', 300)"
+                        for name in ("ToolCalls", "ToolErrors")]
+    shown |= {re.search(r'MetricName="(\w+)"', e).group(1) for e in searches}
     assert shown == emitted, f"not shown: {emitted - shown}; unknown: {shown - emitted}"
     assert body[1]["Ns"] == {"Fn::Sub": "McpAsyncJobs/${AWS::StackName}"}
     lambda_metrics = {m[1] for w in dashboard["widgets"] for m in w["properties"]["metrics"] if m[0] == "AWS/Lambda"}

@@ -15,12 +15,7 @@ export interface DashboardNames {
   readonly pipelineResultsDlq: string;
 }
 
-const TOOLS = ['submit_job', 'check_job_status', 'trigger_training', 'check_training_status', 'check_training_result',
-  'get_model_provenance'];
 const RUN_STATUSES = ['Succeeded', 'Failed', 'Stopped', 'CompletedWithFailures'];
-// The tools run behind two front doors; their metrics carry the function's name.
-const FRONT_DOORS: Array<[string, string]> = [['mcp-tools', 'URL'], ['gateway-target', 'Gateway']];
-
 type Metric = Array<string | Record<string, string>>;
 
 export function dashboardBody(n: DashboardNames): object {
@@ -31,8 +26,11 @@ export function dashboardBody(n: DashboardNames): object {
     type: 'metric', x, y, width: 12, height: 6,
     properties: { title, region: n.region, view: 'timeSeries', stat, period: 300, metrics },
   });
-  const perTool = (name: string) => FRONT_DOORS.flatMap(([fn, door]) =>
-    TOOLS.map((tool) => own(name, fn, sum(`${tool} (${door})`), 'Tool', tool)));
+  // Every tool the functions report, a catalog's included: one line per function and tool.
+  const perTool = (name: string): Metric[] => [[{
+    expression: `SEARCH('{"${n.namespace}",Function,Tool} MetricName="${name}"', 'Sum', 300)`,
+    id: name.toLowerCase(),
+  }]];
   const functions: Array<[string, string]> = [
     [n.notificationHandler, 'notification-handler'], [n.pipelineRouter, 'pipeline-router'], [n.mcpTools, 'mcp-tools']];
 
