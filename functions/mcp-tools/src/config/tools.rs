@@ -88,17 +88,10 @@ pub struct ToolsConfig {
     pub reconcile_after_secs: u64,
     /// How long one InvokeEndpointAsync attempt may take before its answer counts as lost.
     pub invoke_attempt_timeout_secs: u64,
-    /// MaxParallelExecutionSteps for every run, when set; otherwise the pipeline's own.
-    pub pipeline_max_parallel_steps: Option<u32>,
     /// How often a tasks client should poll `tasks/get`.
     pub task_poll_interval_ms: u64,
-    /// The pipeline's own name for each trigger_training argument it takes; a bad mapping is
-    /// kept as its error, for trigger_training to answer with, and takes no other tool down.
-    pub pipeline_parameters: Result<PipelineParameters, ConfigError>,
-    /// Where training data may be read from (`TRAINING_INPUT_PREFIXES`).
-    pub training_input_prefixes: Vec<S3Prefix>,
-    /// The instance types a run may ask for (`TRAINING_INSTANCE_TYPES`).
-    pub training_instance_types: Vec<String>,
+    /// What a training run may be given.
+    pub training: TrainingSettings,
     /// What each caller may start (`CALLER_SUBMITS_PER_MINUTE`, `CALLER_RUNS_PER_HOUR`,
     /// `CALLER_WAITS_MAX`).
     pub quotas: QuotaLimits,
@@ -172,6 +165,21 @@ impl Default for PipelineParameters {
     }
 }
 
+/// What a training run may be given: the pipeline's parameter names, and the data and
+/// instances any caller may ask for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TrainingSettings {
+    /// The pipeline's own name for each trigger_training argument it takes; a bad mapping is
+    /// kept as its error, for trigger_training to answer with, and takes no other tool down.
+    pub pipeline_parameters: Result<PipelineParameters, ConfigError>,
+    /// Where training data may be read from (`TRAINING_INPUT_PREFIXES`).
+    pub input_prefixes: Vec<S3Prefix>,
+    /// The instance types a run may ask for (`TRAINING_INSTANCE_TYPES`).
+    pub instance_types: Vec<String>,
+    /// MaxParallelExecutionSteps for every run, when set; otherwise the pipeline's own.
+    pub max_parallel_steps: Option<u32>,
+}
+
 impl ToolsConfig {
     /// Whether the stack has a pipeline, and so the training tools.
     pub fn serves_training(&self) -> bool {
@@ -195,7 +203,23 @@ impl ToolsConfig {
         )?;
         let io_bucket = env.required("IO_BUCKET", "the S3 bucket for job inputs")?;
         Ok(Self {
-            training_input_prefixes: training_input_prefixes(env, &io_bucket)?,
+            training: TrainingSettings {
+                pipeline_parameters: match env.optional("PIPELINE_PARAMETERS") {
+                    Some(text) => PipelineParameters::parse(&text),
+                    None => Ok(PipelineParameters::default()),
+                },
+                input_prefixes: training_input_prefixes(env, &io_bucket)?,
+                instance_types: training_instance_types(env)?,
+                max_parallel_steps: match env.optional("PIPELINE_MAX_PARALLEL_STEPS") {
+                    None => None,
+                    Some(_) => Some(env.number_in(
+                        "PIPELINE_MAX_PARALLEL_STEPS",
+                        1,
+                        1..=256,
+                        "a number of steps from 1 to 256, or unset for the pipeline's own setting",
+                    )?),
+                },
+            },
             jobs,
             pipeline_results_table,
             io_bucket,
@@ -230,11 +254,6 @@ impl ToolsConfig {
                 100..=60_000,
                 "milliseconds from 100 to 60000",
             )?,
-            pipeline_parameters: match env.optional("PIPELINE_PARAMETERS") {
-                Some(text) => PipelineParameters::parse(&text),
-                None => Ok(PipelineParameters::default()),
-            },
-            training_instance_types: training_instance_types(env)?,
             quotas: QuotaLimits {
                 submits_per_minute: quota(env, "CALLER_SUBMITS_PER_MINUTE", Quota::Submits)?,
                 runs_per_hour: quota(env, "CALLER_RUNS_PER_HOUR", Quota::Runs)?,
@@ -252,15 +271,6 @@ impl ToolsConfig {
                 0..=INLINE_INPUT_MAX_BYTES,
                 "a byte count from 0 (every input through S3) to 128000 (InvokeEndpointAsync's inline limit)",
             )?,
-            pipeline_max_parallel_steps: match env.optional("PIPELINE_MAX_PARALLEL_STEPS") {
-                None => None,
-                Some(_) => Some(env.number_in(
-                    "PIPELINE_MAX_PARALLEL_STEPS",
-                    1,
-                    1..=256,
-                    "a number of steps from 1 to 256, or unset for the pipeline's own setting",
-                )?),
-            },
             event_bus_name: event_bus_name(env),
             metrics_namespace: metrics_namespace(env),
         })
@@ -362,7 +372,7 @@ mod tests {
     #[test]
     fn pipeline_parameters_map_arguments_to_the_pipelines_names() {
         let cfg = McpToolsConfig::from_env(&env(&mcp_env(&[("AUTH_MODE", "iam")]))).unwrap();
-        let p = cfg.tools.pipeline_parameters.as_ref().unwrap();
+        let p = cfg.tools.training.pipeline_parameters.as_ref().unwrap();
         assert_eq!(p.name_for("input_data_uri"), Some("InputDataUri"));
         assert_eq!(p.name_for("max_epochs"), Some("MaxEpochs"));
         assert_eq!(p.name_for("accuracy_threshold"), Some("AccuracyThreshold"));
@@ -378,7 +388,7 @@ mod tests {
             ),
         ])))
         .unwrap();
-        let p = cfg.tools.pipeline_parameters.as_ref().unwrap();
+        let p = cfg.tools.training.pipeline_parameters.as_ref().unwrap();
         assert_eq!(p.name_for("input_data_uri"), Some("TrainData"));
         assert_eq!(p.name_for("max_epochs"), Some("Epochs-N"));
         assert_eq!(p.name_for("accuracy_threshold"), None);
@@ -401,7 +411,12 @@ mod tests {
                 ("PIPELINE_PARAMETERS", bad),
             ])))
             .unwrap();
-            let text = cfg.tools.pipeline_parameters.unwrap_err().to_string();
+            let text = cfg
+                .tools
+                .training
+                .pipeline_parameters
+                .unwrap_err()
+                .to_string();
             assert!(
                 text.contains("PIPELINE_PARAMETERS") && text.contains(bad),
                 "{bad}: {text}"
@@ -414,12 +429,13 @@ mod tests {
         let cfg = McpToolsConfig::from_env(&env(&mcp_env(&[("AUTH_MODE", "iam")]))).unwrap();
         let t = &cfg.tools;
         let prefixes: Vec<String> = t
-            .training_input_prefixes
+            .training
+            .input_prefixes
             .iter()
             .map(|p| p.to_string())
             .collect();
         assert_eq!(prefixes, ["s3://b/train/"]);
-        assert_eq!(t.training_instance_types, ["ml.m5.xlarge"]);
+        assert_eq!(t.training.instance_types, ["ml.m5.xlarge"]);
         assert_eq!(t.quotas, QuotaLimits::default());
         assert_eq!(t.default_request_ttl_secs, 3600);
         assert_eq!(t.inline_input_max_bytes, 128_000);
@@ -438,12 +454,13 @@ mod tests {
         .unwrap();
         let t = &cfg.tools;
         let prefixes: Vec<String> = t
-            .training_input_prefixes
+            .training
+            .input_prefixes
             .iter()
             .map(|p| p.to_string())
             .collect();
         assert_eq!(prefixes, ["s3://data-a/train/", "s3://data-b/"]);
-        assert_eq!(t.training_instance_types, ["ml.m5.xlarge", "ml.g5.2xlarge"]);
+        assert_eq!(t.training.instance_types, ["ml.m5.xlarge", "ml.g5.2xlarge"]);
         assert_eq!(
             t.quotas,
             QuotaLimits {

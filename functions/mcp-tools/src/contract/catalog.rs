@@ -150,7 +150,7 @@ impl ToolArgs for CatalogRunArgs<'_> {
             };
             // The pipeline's role reads what it is given: data only where any caller may point.
             if value.trim_start().to_ascii_lowercase().starts_with("s3:") {
-                let allowed = &config.training_input_prefixes;
+                let allowed = &config.training.input_prefixes;
                 check_input_uri(value.trim(), allowed).map_err(|refusal| {
                     ToolError::invalid(wording::input_refused(argument, &value, refusal, allowed))
                 })?;
@@ -163,7 +163,7 @@ impl ToolArgs for CatalogRunArgs<'_> {
             session_id,
             parameters,
             idempotency_key,
-            max_parallel_steps: config.pipeline_max_parallel_steps,
+            max_parallel_steps: config.training.max_parallel_steps,
             result_ttl_secs: config.jobs.result_ttl_secs,
         })
     }

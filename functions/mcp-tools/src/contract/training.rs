@@ -104,7 +104,7 @@ impl ToolArgs for TriggerTrainingArgs {
     type Valid = TriggerRequest;
 
     fn validate(self, config: &ToolsConfig, caller: &Caller) -> Result<TriggerRequest, ToolError> {
-        let names = config.pipeline_parameters.as_ref().map_err(|e| {
+        let names = config.training.pipeline_parameters.as_ref().map_err(|e| {
             tracing::error!(error = %e, "trigger_training cannot run: the deployment's pipeline parameters are invalid");
             ToolError::invalid(wording::PIPELINE_MISCONFIGURED)
         })?;
@@ -117,7 +117,7 @@ impl ToolArgs for TriggerTrainingArgs {
             session_id: self.session_id,
             parameters,
             idempotency_key: checked_idempotency_key(self.idempotency_key)?,
-            max_parallel_steps: max_parallel_steps.or(config.pipeline_max_parallel_steps),
+            max_parallel_steps: max_parallel_steps.or(config.training.max_parallel_steps),
             result_ttl_secs: config.jobs.result_ttl_secs,
         })
     }
@@ -132,7 +132,7 @@ impl TriggerTrainingArgs {
     /// role reads what it is given, and its instances are billed to the account.
     pub fn within_allow_lists(&self, config: &ToolsConfig) -> Result<(), ToolError> {
         let uri = self.input_data_uri.trim();
-        let allowed = &config.training_input_prefixes;
+        let allowed = &config.training.input_prefixes;
         match check_input_uri(uri, allowed) {
             Ok(()) => {}
             Err(refusal) => {
@@ -145,11 +145,11 @@ impl TriggerTrainingArgs {
             }
         }
         if let Some(instance) = &self.training_instance_type {
-            if !config.training_instance_types.iter().any(|t| t == instance) {
+            if !config.training.instance_types.iter().any(|t| t == instance) {
                 return Err(ToolError::invalid(format!(
                     "`training_instance_type` {} is not one this deployment allows; use one of: {}",
                     quote(instance),
-                    config.training_instance_types.join(", ")
+                    config.training.instance_types.join(", ")
                 )));
             }
         }
