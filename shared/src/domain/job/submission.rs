@@ -56,10 +56,7 @@ impl Submission {
             None => uuid::Uuid::new_v4().to_string(),
         };
         Self {
-            input_location: (input.len() > INLINE_INPUT_MAX_BYTES).then(|| S3Location {
-                bucket: io_bucket.to_owned(),
-                key: format!("inputs/{inference_id}.json"),
-            }),
+            input_location: None,
             inference_id,
             endpoint_name: endpoint_name.to_owned(),
             input_sha256: hex(&Sha256::digest(&input)),
@@ -72,6 +69,7 @@ impl Submission {
             owner: owner.clone(),
             keyed: idempotency_key.is_some(),
         }
+        .with_inline_max(INLINE_INPUT_MAX_BYTES, io_bucket)
     }
 
     /// The input inline only up to `max_bytes` (at most [`INLINE_INPUT_MAX_BYTES`]; 0: every
