@@ -85,7 +85,7 @@ pub(super) fn catalog(text: &str) -> Result<Catalog, Vec<CatalogMistake>> {
             continue;
         };
         pipeline_fields(&mut m, &label, &spec);
-        match compiler.compile(&pipeline_arguments_schema(&spec)) {
+        match compiler.compile(&spec.arguments_schema()) {
             Ok(input) => pipeline_tools.push(PipelineTool { spec, input }),
             Err(problem) => m.add(&label, "parameters", problem),
         }
@@ -351,19 +351,4 @@ fn dialect(m: &mut Mistakes, label: &str, field: &str, schema: &Map<String, Valu
             );
         }
     }
-}
-
-/// A pipeline tool's arguments as one object schema: each argument optional (the pipeline
-/// has its defaults), nothing else allowed.
-pub(super) fn pipeline_arguments_schema(spec: &PipelineToolSpec) -> Map<String, Value> {
-    let properties: Map<String, Value> = spec
-        .parameters
-        .iter()
-        .map(|(argument, p)| (argument.clone(), Value::Object(p.schema.clone())))
-        .collect();
-    let mut schema = Map::new();
-    schema.insert("type".into(), "object".into());
-    schema.insert("properties".into(), Value::Object(properties));
-    schema.insert("additionalProperties".into(), false.into());
-    schema
 }

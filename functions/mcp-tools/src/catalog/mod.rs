@@ -68,6 +68,23 @@ pub struct PipelineToolSpec {
     pub parameters: BTreeMap<String, ParameterSpec>,
 }
 
+impl PipelineToolSpec {
+    /// The tool's arguments as one object schema: each argument optional (the pipeline has its
+    /// defaults), nothing else allowed. Checked against, and shown to the agent.
+    pub fn arguments_schema(&self) -> Map<String, Value> {
+        let properties: Map<String, Value> = self
+            .parameters
+            .iter()
+            .map(|(argument, p)| (argument.clone(), Value::Object(p.schema.clone())))
+            .collect();
+        let mut schema = Map::new();
+        schema.insert("type".into(), "object".into());
+        schema.insert("properties".into(), Value::Object(properties));
+        schema.insert("additionalProperties".into(), false.into());
+        schema
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ParameterSpec {

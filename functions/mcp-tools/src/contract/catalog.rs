@@ -21,17 +21,17 @@ use shared::usecases::training::TriggerRequest;
 /// title, description and input schema, plus the arguments every async tool takes.
 pub fn async_tool_definition(tool: &AsyncTool, generic: &Tool) -> Tool {
     let spec = &tool.spec;
-    let mut input = spec.input_schema.clone();
-    let properties = match input.remove("properties") {
-        Some(Value::Object(properties)) => properties,
-        _ => Map::new(),
-    };
     let words = Words {
         name: &spec.name,
         title: spec.title.as_deref(),
         description: &spec.description,
     };
-    catalog_definition(generic, words, input, properties, &ASYNC_COMMON_ARGUMENTS)
+    catalog_definition(
+        generic,
+        words,
+        spec.input_schema.clone(),
+        &ASYNC_COMMON_ARGUMENTS,
+    )
 }
 
 /// A pipeline catalog tool as `tools/list` shows it: `generic` (trigger_training's definition)
@@ -39,15 +39,8 @@ pub fn async_tool_definition(tool: &AsyncTool, generic: &Tool) -> Tool {
 /// parameter's) beside `session_id` and `idempotency_key`.
 pub fn pipeline_tool_definition(tool: &PipelineTool, generic: &Tool) -> Tool {
     let spec = &tool.spec;
-    let properties: Map<String, Value> = spec
-        .parameters
-        .iter()
-        .map(|(argument, p)| (argument.clone(), Value::Object(p.schema.clone())))
-        .collect();
-    let mut input = Map::new();
-    input.insert("type".into(), "object".into());
+    let mut input = spec.arguments_schema();
     input.insert("required".into(), serde_json::json!(["session_id"]));
-    input.insert("additionalProperties".into(), false.into());
     let words = Words {
         name: &spec.name,
         title: spec.title.as_deref(),
@@ -57,7 +50,6 @@ pub fn pipeline_tool_definition(tool: &PipelineTool, generic: &Tool) -> Tool {
         generic,
         words,
         input,
-        properties,
         &crate::catalog::PIPELINE_COMMON_ARGUMENTS,
     )
 }
@@ -69,15 +61,18 @@ struct Words<'a> {
     description: &'a str,
 }
 
-/// `generic`'s definition with the catalog tool's words, and its input schema: `input` with
-/// `properties`, beside the `common` arguments' schemas as `generic` declares them.
+/// `generic`'s definition with the catalog tool's words, and its input schema: `input`, its
+/// properties beside the `common` arguments' schemas as `generic` declares them.
 fn catalog_definition(
     generic: &Tool,
     words: Words<'_>,
     mut input: Map<String, Value>,
-    mut properties: Map<String, Value>,
     common: &[&str],
 ) -> Tool {
+    let mut properties = match input.remove("properties") {
+        Some(Value::Object(properties)) => properties,
+        _ => Map::new(),
+    };
     let declared = generic
         .input_schema
         .get("properties")
