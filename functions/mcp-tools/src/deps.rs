@@ -101,8 +101,9 @@ impl<B: Backend> Deps<B> {
     pub fn new(config: ToolsConfig, ports: B, clock: Clock) -> Self {
         Self {
             settings: config.job_settings(),
-            pipelines: Some(config.pipeline_name.clone())
-                .filter(|p| !p.is_empty())
+            pipelines: config
+                .serves_training()
+                .then(|| config.pipeline_name.clone())
                 .into_iter()
                 .collect(),
             config,
