@@ -19,6 +19,7 @@ from mcp.client.streamable_http import streamable_http_client
 
 from conftest import error_text, need, ok
 from lambda_watch import free_port, start_watch, stop, WatchError
+from test_faults import until_done
 from test_identity import call_tool
 
 CATALOG = Path(__file__).resolve().parents[2] / "infra" / "catalog.example.json"
@@ -53,14 +54,6 @@ def list_tools(url):
     return {t.name: t for t in asyncio.run(go())}
 
 
-def completed(url, inference_id, timeout=60):
-    deadline = time.time() + timeout
-    while True:
-        status = ok(call_tool(url, "check_job_status", {"inference_id": inference_id, "wait_secs": 10}))
-        if status["status"] != "pending" or time.time() > deadline:
-            return status
-
-
 def test_both_models_are_listed_with_their_own_schemas_in_place_of_submit_job(catalog_url):
     tools = list_tools(catalog_url)
     assert {"summarize_document", "score_churn_risk", "check_job_status"} <= set(tools)
@@ -87,7 +80,7 @@ def test_a_job_on_each_endpoint_is_completed_by_the_stand_in(catalog_url, aws, t
     assert invocation["input_location"] is None
     assert invocation["inline_bytes"] == len(json.dumps(args, separators=(",", ":")).encode())
     assert invocation["content_type"] == "application/json"
-    done = completed(catalog_url, inference_id)
+    done = until_done(catalog_url, inference_id)
     assert done["status"] == "completed", done
     item = aws["ddb"].get_item(TableName=aws["table"], Key={"inference_id": {"S": inference_id}})["Item"]
     assert item["endpoint_name"]["S"] == endpoint and "input_location" not in item
