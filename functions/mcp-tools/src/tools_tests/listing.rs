@@ -43,3 +43,47 @@ fn the_router_serves_exactly_the_named_tools_with_their_schemas() {
     }
     assert_eq!(properties["accuracy_threshold"]["maximum"], json!(1.0));
 }
+
+/// Every `format` in a schema, with where it is.
+fn formats(value: &Value, at: String, found: &mut Vec<(String, String)>) {
+    match value {
+        Value::Object(map) => {
+            for (key, inner) in map {
+                if let (true, Some(format)) = (key == "format", inner.as_str()) {
+                    found.push((at.clone(), format.to_owned()));
+                }
+                formats(inner, format!("{at}/{key}"), found);
+            }
+        }
+        Value::Array(items) => {
+            for (i, inner) in items.iter().enumerate() {
+                formats(inner, format!("{at}/{i}"), found);
+            }
+        }
+        _ => {}
+    }
+}
+
+#[test]
+fn every_schema_listed_uses_only_formats_json_schema_2020_12_defines() {
+    let catalog = catalog_world().tools.served();
+    let listed = Tools::<FakePorts>::definitions().into_iter().chain(catalog);
+    let mut found = Vec::new();
+    for tool in listed {
+        let schemas = [Some(&tool.input_schema), tool.output_schema.as_ref()];
+        for schema in schemas.into_iter().flatten() {
+            let schema = Value::Object(schema.as_ref().clone());
+            formats(&schema, tool.name.to_string(), &mut found);
+        }
+    }
+    let unknown: Vec<_> = found
+        .iter()
+        .filter(|(_, f)| !["date-time", "uri", "uuid"].contains(&f.as_str()))
+        .collect();
+    assert!(unknown.is_empty(), "{unknown:?}");
+    // The schemas did carry integer formats before they were cleaned: the check looks at them.
+    let raw = serde_json::to_value(schemars::schema_for!(
+        crate::contract::GetModelProvenanceArgs
+    ));
+    assert!(raw.unwrap().to_string().contains("\"format\":\"uint"));
+}
