@@ -193,6 +193,8 @@ impl RunStore for MemoryRuns {
 #[derive(Default)]
 pub struct MemoryObjects {
     objects: Mutex<HashMap<String, Vec<u8>>>,
+    /// Content types of objects that have one (every object `put_json` writes).
+    content_types: Mutex<HashMap<String, String>>,
     reads: Mutex<usize>,
 }
 
@@ -203,6 +205,15 @@ impl MemoryObjects {
             .unwrap()
             .insert(location.to_owned(), bytes.into());
         self
+    }
+
+    /// An object stored with its content type, as SageMaker writes an output.
+    pub fn with_typed(self, location: &str, bytes: impl Into<Vec<u8>>, content_type: &str) -> Self {
+        self.content_types
+            .lock()
+            .unwrap()
+            .insert(location.to_owned(), content_type.to_owned());
+        self.with(location, bytes)
     }
 
     pub fn has(&self, location: &str) -> bool {
@@ -240,13 +251,19 @@ impl ObjectStore for MemoryObjects {
         let take = bytes
             .len()
             .min(usize::try_from(max.saturating_add(1)).unwrap_or(usize::MAX));
+        let content_type = self.content_types.lock().unwrap();
         Ok(ObjectPrefix {
             bytes: bytes[..take].to_vec(),
             total_len: bytes.len() as u64,
+            content_type: content_type.get(&location.to_string()).cloned(),
         })
     }
 
     async fn put_json(&self, location: &S3Location, body: Vec<u8>) -> Result<(), ObjectError> {
+        self.content_types
+            .lock()
+            .unwrap()
+            .insert(location.to_string(), "application/json".to_owned());
         self.objects
             .lock()
             .unwrap()

@@ -103,6 +103,8 @@ pub trait RunStore: Sync {
 pub struct ObjectPrefix {
     pub bytes: Vec<u8>,
     pub total_len: u64,
+    /// The object's `Content-Type`, as stored with it.
+    pub content_type: Option<String>,
 }
 
 #[derive(Debug, thiserror::Error)]

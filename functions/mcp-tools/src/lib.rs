@@ -18,6 +18,7 @@ pub mod direct;
 pub mod front_door;
 pub mod http_guard;
 pub mod progress;
+mod resources;
 pub mod tasks;
 pub mod tools;
 #[cfg(test)]

@@ -185,7 +185,9 @@ impl<B: Backend> Tools<B> {
                 }
                 // A SageMaker failure is the tool's error, not the protocol's.
                 let failed = report.job.status == JobStatus::Failed;
-                (completed(JobStatusOutput::from(*report), failed)?, None)
+                let links = self.job_links(&report.job).await;
+                let output = JobStatusOutput::from(*report);
+                (completed(output, failed, links)?, None)
             }
         };
         Ok(TaskAnswer {
@@ -215,7 +217,7 @@ impl<B: Backend> Tools<B> {
             RunTaskState::Done { described, steps } => {
                 let failed = !described.status.is(PipelineStatus::Succeeded);
                 let output = TrainingStatusOutput::new(view.execution_arn, described, steps);
-                (completed(output, failed)?, None)
+                (completed(output, failed, Vec::new())?, None)
             }
         };
         Ok(TaskAnswer {
@@ -328,16 +330,25 @@ fn task_arguments<T: serde::de::DeserializeOwned>(
         .map_err(|e| wording::bounded(format!("failed to deserialize parameters: {e}")))
 }
 
-/// A finished task's payload: the tool's structured result, marked `isError` when the work
-/// itself failed.
-fn completed(output: impl serde::Serialize, failed: bool) -> Result<TaskPayload, ErrorData> {
+/// A finished task's payload: the tool's structured result and its resource links, marked
+/// `isError` when the work itself failed.
+fn completed(
+    output: impl serde::Serialize,
+    failed: bool,
+    links: Vec<rmcp::model::Resource>,
+) -> Result<TaskPayload, ErrorData> {
     let output =
         serde_json::to_value(output).map_err(|e| ErrorData::internal_error(e.to_string(), None))?;
-    let result = if failed {
+    let mut result = if failed {
         CallToolResult::structured_error(output)
     } else {
         CallToolResult::structured(output)
     };
+    result.content.extend(
+        links
+            .into_iter()
+            .map(rmcp::model::ContentBlock::resource_link),
+    );
     match serde_json::to_value(result) {
         Ok(serde_json::Value::Object(result)) => Ok(TaskPayload::Completed { result }),
         _ => Err(ErrorData::internal_error("tool result", None)),
@@ -360,7 +371,8 @@ mod tests {
     fn a_failed_jobs_payload_is_a_tool_error_a_completed_ones_is_not() {
         let output = serde_json::json!({"inference_id": "j", "status": "failed"});
         for failed in [true, false] {
-            let TaskPayload::Completed { result } = completed(&output, failed).unwrap() else {
+            let TaskPayload::Completed { result } = completed(&output, failed, Vec::new()).unwrap()
+            else {
                 panic!("not a completed payload");
             };
             assert_eq!(result["structuredContent"], output);

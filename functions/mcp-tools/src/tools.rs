@@ -13,8 +13,9 @@ use rmcp::handler::server::tool::ToolCallContext;
 use rmcp::handler::server::{router::tool::ToolRouter, wrapper::Parameters};
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, CancelTaskParams, ContentBlock,
-    ErrorData, Extensions, GetTaskParams, GetTaskResult, Implementation, ProtocolVersion,
-    ServerCapabilities, ServerConfig,
+    ErrorData, Extensions, GetTaskParams, GetTaskResult, Implementation,
+    ListResourceTemplatesResult, ListResourcesResult, PaginatedRequestParams, ProtocolVersion,
+    ReadResourceRequestParams, ReadResourceResponse, ServerCapabilities, ServerConfig,
 };
 use rmcp::service::RequestContext;
 use rmcp::RoleServer;
@@ -31,9 +32,11 @@ use tracing::{field::Empty, info_span, Instrument, Span};
 
 use crate::arguments;
 use crate::catalog::Catalog;
+use crate::contract::resources::Linked;
 use crate::contract::*;
 use crate::deps::{Backend, Deps};
 use crate::progress::ClientProgress;
+use crate::resources::{self, links_understood};
 use crate::wording;
 
 /// Kept free of a long poll so the reply leaves before the Lambda times out.
@@ -82,6 +85,13 @@ impl<B: Backend> Tools<B> {
                 router.remove_route(name);
             }
         }
+        for route in router.map.values_mut() {
+            let tool = &mut route.attr;
+            only_2020_12_formats(Arc::make_mut(&mut tool.input_schema));
+            if let Some(output) = tool.output_schema.as_mut() {
+                only_2020_12_formats(Arc::make_mut(output));
+            }
+        }
         router
     }
 
@@ -100,7 +110,7 @@ impl<B: Backend> Tools<B> {
 
     /// Every tool as `tools/list` declares it (name, description, schemas, annotations).
     pub fn definitions() -> Vec<rmcp::model::Tool> {
-        Self::tool_router().list_all()
+        Self::router_for(None, true).list_all()
     }
 
     /// The tools this deployment serves (without training tools when it has no pipeline).
@@ -138,10 +148,12 @@ impl<B: Backend> Tools<B> {
     /// Reads a job's status and, once it is done, its result.
     #[tool(
         description = "Get the status of a job started with submit_job: pending, completed (with the result inline, or \
-                       a short-lived result_url for large outputs) or failed (with the reason). wait_secs (0-20) waits \
+                       for large outputs a resource_link to read with resources/read and a short-lived result_url) \
+                       or failed (with the reason). wait_secs (0-20) waits \
                        for a pending job to finish. With a progress token the wait may be longer (up to the function's \
                        timeout less 10 s) and progress notifications report the job as it moves; the server runs, \
                        and is billed, for the whole wait, and holds one Lambda execution meanwhile.",
+        output_schema = rmcp::handler::server::tool::schema_for_output::<JobStatusOutput>(),
         annotations(
             title = "Check job status",
             read_only_hint = true,
@@ -153,9 +165,10 @@ impl<B: Backend> Tools<B> {
         &self,
         Parameters(args): Parameters<CheckJobStatusArgs>,
         context: RequestContext<RoleServer>,
-    ) -> Result<Json<JobStatusOutput>, String> {
+    ) -> Result<Linked<JobStatusOutput>, String> {
         let extensions = &context.extensions;
         let left = remaining_time(extensions);
+        let linking = links_understood(context.protocol_version());
         let mut progress = ClientProgress::of(&context, wording::job_progress);
         let streamed = progress.is_some();
         let call = self.call(
@@ -191,7 +204,12 @@ impl<B: Backend> Tools<B> {
                 if report.probably_lost && report.job.status == JobStatus::Pending {
                     telemetry::job_probably_lost();
                 }
-                Ok(Json(JobStatusOutput::from(report)))
+                let links = match linking {
+                    true => self.job_links(&report.job).await,
+                    false => Vec::new(),
+                };
+                let output = JobStatusOutput::from(report);
+                Ok(Linked { output, links })
             },
         );
         call.await
@@ -587,10 +605,40 @@ impl<B: Backend> ServerHandler for Tools<B> {
         self.cancel(request, &context.extensions).await
     }
 
+    /// Jobs are not enumerable: none listed (see [`crate::resources`]).
+    async fn list_resources(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ListResourcesResult, ErrorData> {
+        Ok(resources::list(context.protocol_version()))
+    }
+
+    /// How to name a job's output and its failure detail.
+    async fn list_resource_templates(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ListResourceTemplatesResult, ErrorData> {
+        Ok(resources::templates(context.protocol_version()))
+    }
+
+    /// A job's output or failure detail, for the caller that submitted the job.
+    async fn read_resource(
+        &self,
+        request: ReadResourceRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceResponse, ErrorData> {
+        let version = context.protocol_version();
+        let read = self.read_job_resource(request, &context.extensions, version);
+        read.await.map(ReadResourceResponse::from)
+    }
+
     fn get_info(&self) -> ServerConfig {
         ServerConfig::new(
             ServerCapabilities::builder()
                 .enable_tools()
+                .enable_resources()
                 .enable_tasks()
                 .build(),
         )

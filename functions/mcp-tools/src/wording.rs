@@ -216,6 +216,28 @@ pub fn job_not_found(inference_id: &str, result_ttl_secs: u64) -> String {
     )
 }
 
+/// A resource the caller may not read, for whatever reason (unknown, another caller's,
+/// expired, not written yet): one answer.
+pub fn resource_not_found(uri: &str) -> String {
+    format!(
+        "no resource {}: resources here are job://<inference_id>/output and \
+         job://<inference_id>/failure, for jobs this caller submitted that have completed (or \
+         failed) and not yet expired",
+        quote(uri)
+    )
+}
+
+/// An object past what resources/read returns.
+pub fn resource_too_large(size: u64, max: u64) -> String {
+    format!(
+        "the object is {size} bytes, more than the {max} bytes resources/read returns: download it \
+         from the result_url check_job_status gives"
+    )
+}
+
+pub const RESOURCE_UNREADABLE: &str =
+    "the resource could not be read just now (the store did not answer); retrying may help";
+
 /// A run the caller may not see, for whatever reason: one answer.
 pub fn run_not_found(execution_arn: &str) -> String {
     format!(

@@ -38,6 +38,7 @@ impl ObjectStore for S3Objects {
                     Some("InvalidRange") => Ok(ObjectPrefix {
                         bytes: Vec::new(),
                         total_len: 0,
+                        content_type: None,
                     }),
                     Some("NoSuchKey" | "NotFound") => Err(ObjectError::NotFound {
                         location: location.clone(),
@@ -58,6 +59,7 @@ impl ObjectStore for S3Objects {
         let length = response
             .content_length()
             .and_then(|l| u64::try_from(l).ok());
+        let content_type = response.content_type().map(str::to_owned);
         let bytes = response
             .body
             .collect()
@@ -72,7 +74,11 @@ impl ObjectStore for S3Objects {
             .or(length)
             .unwrap_or(bytes.len() as u64)
             .max(bytes.len() as u64);
-        Ok(ObjectPrefix { bytes, total_len })
+        Ok(ObjectPrefix {
+            bytes,
+            total_len,
+            content_type,
+        })
     }
 
     async fn put_json(&self, location: &S3Location, body: Vec<u8>) -> Result<(), ObjectError> {

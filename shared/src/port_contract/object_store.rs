@@ -31,6 +31,7 @@ pub async fn an_object_is_read_back_whole<O: ObjectStore>(o: &Objects<O>) {
     );
     let exact = o.objects.read_prefix(&body, 10).await.unwrap();
     assert_eq!(exact.bytes.len(), 10, "max = the length reads it all");
+    assert_eq!(whole.content_type.as_deref(), Some("application/json"));
 }
 
 pub async fn a_bounded_read_gives_max_plus_one_bytes_and_the_length<O: ObjectStore>(

@@ -96,23 +96,9 @@ where
     let mut probed = false;
     let mut reconciled = None;
     let mut attempt = 0;
-    if is_quota_key(inference_id) {
-        // The results table's quota counters are no jobs.
-        return Err(CheckError::NotFound {
-            inference_id: inference_id.to_owned(),
-            result_ttl_secs: settings.policy.result_ttl_secs,
-        });
-    }
     loop {
         let now = clock();
-        let job = store
-            .get(inference_id, now)
-            .await?
-            .filter(|job| caller.owns(job.owner.as_deref()))
-            .ok_or_else(|| CheckError::NotFound {
-                inference_id: inference_id.to_owned(),
-                result_ttl_secs: settings.policy.result_ttl_secs,
-            })?;
+        let job = owned_job(store, settings, caller, inference_id, now).await?;
         if !probed {
             if let Some(probe) = reconcile_probe(&job, &settings.policy, now) {
                 probed = true;
@@ -142,6 +128,29 @@ where
         tokio::time::sleep(poll_delay(attempt).min(left)).await;
         attempt += 1;
     }
+}
+
+/// The caller's job: another caller's, a quota counter (the results table's counters are no
+/// jobs) and an expired one are all [`CheckError::NotFound`], after the same one read.
+pub async fn owned_job<S: JobStore>(
+    store: &S,
+    settings: JobSettings,
+    caller: &Caller,
+    inference_id: &str,
+    now: DateTime<Utc>,
+) -> Result<Job, CheckError> {
+    let not_found = || CheckError::NotFound {
+        inference_id: inference_id.to_owned(),
+        result_ttl_secs: settings.policy.result_ttl_secs,
+    };
+    if is_quota_key(inference_id) {
+        return Err(not_found());
+    }
+    store
+        .get(inference_id, now)
+        .await?
+        .filter(|job| caller.owns(job.owner.as_deref()))
+        .ok_or_else(not_found)
 }
 
 async fn report<O: ObjectStore>(objects: &O, job: Job, now: DateTime<Utc>) -> JobReport {

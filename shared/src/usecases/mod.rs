@@ -6,6 +6,7 @@ use std::time::Duration;
 use crate::domain::job::JobPolicy;
 
 pub mod check;
+pub mod job_object;
 pub mod lineage;
 pub mod outcome;
 pub mod quota;

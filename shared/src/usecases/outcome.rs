@@ -212,9 +212,9 @@ async fn read_inline_result<S: JobStore, O: ObjectStore>(
     max: u64,
 ) -> Option<Value> {
     match objects.read_prefix(location, max).await {
-        Ok(ObjectPrefix { bytes, total_len }) if total_len <= max => {
-            inline_result(store, &bytes, max)
-        }
+        Ok(ObjectPrefix {
+            bytes, total_len, ..
+        }) if total_len <= max => inline_result(store, &bytes, max),
         Ok(ObjectPrefix { total_len, .. }) => {
             tracing::info!(%location, total_len, max, "output larger than the inline limit; storing a pointer");
             None

@@ -6,13 +6,16 @@
 
 mod catalog;
 mod common;
+mod dialect;
 mod jobs;
 mod provenance;
+pub mod resources;
 mod training;
 mod waits;
 
 pub use catalog::*;
 pub use common::*;
+pub use dialect::only_2020_12_formats;
 pub use jobs::*;
 pub use provenance::*;
 pub use training::*;

@@ -1,0 +1,277 @@
+//! Job outputs as MCP resources: their URIs (`job://{inference_id}/output`,
+//! `job://{inference_id}/failure`), the templates `resources/templates/list` declares, the
+//! `resource_link` a status carries, and what `resources/read` returns. A result read this way
+//! stays inside MCP, under the caller's own authorization: no bearer URL in a transcript.
+
+use base64::Engine;
+use rmcp::handler::server::tool::IntoCallToolResult;
+use rmcp::model::{
+    CacheScope, CallToolResponse, CallToolResult, ContentBlock, ErrorData, Resource,
+    ResourceContents, ResourceTemplate,
+};
+
+use shared::usecases::job_object::{JobObject, ObjectInfo, ObjectRead, ReadError};
+
+use crate::wording;
+
+/// The most `resources/read` returns of one object: 1 MiB (about 1.4 MB as base64). A larger
+/// output is downloaded from the status check's `result_url`.
+pub const READ_MAX_BYTES: u64 = 1024 * 1024;
+
+/// How long a client may keep a read output: a job's output never changes once written, and
+/// it is the caller's alone.
+pub const READ_TTL_MS: u64 = 5 * 60 * 1000;
+pub const READ_CACHE_SCOPE: CacheScope = CacheScope::Private;
+
+/// How long a client may keep a listing: the templates and the (empty) list change only with
+/// a deployment, and are the same for every caller.
+pub const LIST_TTL_MS: u64 = 5 * 60 * 1000;
+pub const LIST_CACHE_SCOPE: CacheScope = CacheScope::Public;
+
+const SCHEME: &str = "job://";
+const OUTPUT: &str = "output";
+const FAILURE: &str = "failure";
+
+/// A job object's URI. The id is percent-encoded past the unreserved characters, so any id
+/// reads back as it was.
+pub fn uri(inference_id: &str, which: JobObject) -> String {
+    let mut encoded = String::with_capacity(inference_id.len());
+    for byte in inference_id.bytes() {
+        if byte.is_ascii_alphanumeric() || b"-._~".contains(&byte) {
+            encoded.push(byte as char);
+        } else {
+            encoded.push_str(&format!("%{byte:02X}"));
+        }
+    }
+    format!("{SCHEME}{encoded}/{}", segment(which))
+}
+
+/// The job and object a URI names; None for any URI this server did not make.
+pub fn parse_uri(uri: &str) -> Option<(String, JobObject)> {
+    let rest = uri.strip_prefix(SCHEME)?;
+    let (id, object) = rest.split_once('/')?;
+    let which = match object {
+        OUTPUT => JobObject::Output,
+        FAILURE => JobObject::Failure,
+        _ => return None,
+    };
+    let id = percent_decode(id)?;
+    (!id.is_empty() && id.len() <= 1024).then_some((id, which))
+}
+
+fn percent_decode(text: &str) -> Option<String> {
+    let bytes = text.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        match bytes[i] {
+            b'%' => {
+                let hex = text.get(i + 1..i + 3)?;
+                out.push(u8::from_str_radix(hex, 16).ok()?);
+                i += 3;
+            }
+            b if b.is_ascii_alphanumeric() || b"-._~".contains(&b) => {
+                out.push(b);
+                i += 1;
+            }
+            _ => return None,
+        }
+    }
+    String::from_utf8(out).ok()
+}
+
+fn segment(which: JobObject) -> &'static str {
+    match which {
+        JobObject::Output => OUTPUT,
+        JobObject::Failure => FAILURE,
+    }
+}
+
+/// A tool's structured result and the `resource_link` blocks that go beside its text.
+pub struct Linked<T> {
+    pub output: T,
+    pub links: Vec<Resource>,
+}
+
+impl<T: serde::Serialize> IntoCallToolResult for Linked<T> {
+    fn into_call_tool_result(self) -> Result<CallToolResponse, ErrorData> {
+        let value = serde_json::to_value(self.output)
+            .map_err(|e| ErrorData::internal_error(e.to_string(), None))?;
+        let mut result = CallToolResult::structured(value);
+        result
+            .content
+            .extend(self.links.into_iter().map(ContentBlock::resource_link));
+        Ok(result.into())
+    }
+}
+
+/// The templates `resources/templates/list` declares.
+pub fn templates() -> Vec<ResourceTemplate> {
+    vec![
+        ResourceTemplate::new(format!("{SCHEME}{{inference_id}}/{OUTPUT}"), "job-output")
+            .with_title("Job output")
+            .with_description(
+                "What the model answered for a completed job (inference_id from submit_job or a catalog \
+                 tool), for the caller that submitted it. resources/read returns up to 1 MiB; a larger \
+                 output is downloaded from check_job_status's result_url.",
+            ),
+        ResourceTemplate::new(format!("{SCHEME}{{inference_id}}/{FAILURE}"), "job-failure")
+            .with_title("Job failure detail")
+            .with_description(
+                "What SageMaker wrote of a failed job's failure (or the recorded reason), for the \
+                 caller that submitted it.",
+            ),
+    ]
+}
+
+/// The `resource_link` of a job's object in S3, as a status carries it.
+pub fn link(inference_id: &str, which: JobObject, info: &ObjectInfo) -> Resource {
+    let (name, description) = match which {
+        JobObject::Output => (
+            "job-output",
+            "The job's output: read it with resources/read (up to 1 MiB), or download it from result_url.",
+        ),
+        JobObject::Failure => (
+            "job-failure",
+            "What SageMaker wrote of the failure: read it with resources/read.",
+        ),
+    };
+    let mut resource = Resource::new(uri(inference_id, which), name)
+        .with_description(description)
+        .with_size(info.size);
+    if let Some(content_type) = &info.content_type {
+        resource = resource.with_mime_type(content_type);
+    }
+    resource
+}
+
+/// What `resources/read` returns of an object: text where it is text (JSON among it) and valid
+/// UTF-8, base64 otherwise.
+pub fn contents(uri: &str, read: ObjectRead) -> ResourceContents {
+    let is_text = read.content_type.as_deref().is_none_or(is_textual);
+    let mime = read.content_type.clone();
+    let contents = match (is_text, String::from_utf8(read.bytes)) {
+        (true, Ok(text)) => ResourceContents::text(text, uri),
+        (_, Ok(text)) => ResourceContents::blob(base64_of(text.as_bytes()), uri),
+        (_, Err(e)) => ResourceContents::blob(base64_of(e.as_bytes()), uri),
+    };
+    match mime {
+        Some(mime) => contents.with_mime_type(mime),
+        None => contents,
+    }
+}
+
+/// A read that found nothing to return, as the protocol error a client gets: unknown,
+/// another caller's and expired alike are the resource-not-found error (rmcp says it as
+/// `-32602` to a 2026-07-28 client, `-32002` to an older one).
+pub fn read_error(uri: &str, error: ReadError) -> ErrorData {
+    let data = Some(serde_json::json!({ "uri": shared::util::quote(uri) }));
+    match error {
+        ReadError::NotFound { .. } => {
+            ErrorData::resource_not_found(wording::resource_not_found(uri), data)
+        }
+        ReadError::TooLarge { size, max, .. } => {
+            ErrorData::invalid_params(wording::resource_too_large(size, max), data)
+        }
+        ReadError::Store(e) => {
+            tracing::warn!(error = %e, "resources/read: the job could not be read");
+            ErrorData::internal_error(wording::RESOURCE_UNREADABLE, None)
+        }
+        ReadError::Object(e) => {
+            tracing::warn!(error = %e, "resources/read: the object could not be read");
+            ErrorData::internal_error(wording::RESOURCE_UNREADABLE, None)
+        }
+    }
+}
+
+fn is_textual(content_type: &str) -> bool {
+    let essence = content_type
+        .split(';')
+        .next()
+        .unwrap_or_default()
+        .trim()
+        .to_ascii_lowercase();
+    essence.starts_with("text/")
+        || essence == "application/json"
+        || essence.ends_with("+json")
+        || essence == "application/jsonlines"
+        || essence == "application/x-ndjson"
+        || essence == "application/xml"
+        || essence == "text/csv"
+}
+
+fn base64_of(bytes: &[u8]) -> String {
+    base64::engine::general_purpose::STANDARD.encode(bytes)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_uri_reads_back_as_the_job_and_object_it_names() {
+        for id in ["3f1c9a2e-0000-4000-8000-000000000001", "a b/c%d", "ü"] {
+            for which in [JobObject::Output, JobObject::Failure] {
+                let made = uri(id, which);
+                assert!(
+                    made.starts_with("job://") && !made[6..].contains(' '),
+                    "{made}"
+                );
+                assert_eq!(parse_uri(&made), Some((id.to_owned(), which)), "{made}");
+            }
+        }
+        assert_eq!(
+            uri("abc-1", JobObject::Output),
+            "job://abc-1/output",
+            "an id of unreserved characters is the URI's own"
+        );
+        for foreign in [
+            "job://abc/input",
+            "job:///output",
+            "file:///etc/passwd",
+            "job://a%zz/output",
+            "job://a b/output",
+            "job://abc/output/more",
+            "s3://bucket/key",
+        ] {
+            assert_eq!(parse_uri(foreign), None, "{foreign}");
+        }
+        let long = format!("job://{}/output", "a".repeat(1025));
+        assert_eq!(parse_uri(&long), None, "an id longer than any job's");
+    }
+
+    #[test]
+    fn text_is_returned_as_text_and_anything_else_as_base64() {
+        let read = |bytes: &[u8], content_type: Option<&str>| {
+            let read = ObjectRead {
+                bytes: bytes.to_vec(),
+                content_type: content_type.map(str::to_owned),
+            };
+            serde_json::to_value(contents("job://j/output", read)).unwrap()
+        };
+        let json = read(br#"{"label":"ok"}"#, Some("application/json"));
+        assert_eq!(json["text"], r#"{"label":"ok"}"#);
+        assert_eq!(json["mimeType"], "application/json");
+        let csv = read(b"a,b\n", Some("text/csv; charset=utf-8"));
+        assert_eq!(csv["text"], "a,b\n");
+        let image = read(&[0x89, b'P', b'N', b'G'], Some("image/png"));
+        assert_eq!(image["blob"], "iVBORw==");
+        assert_eq!(image["mimeType"], "image/png");
+        let not_utf8 = read(&[0xff, 0xfe], None);
+        assert_eq!(not_utf8["blob"], "//4=");
+        assert!(not_utf8.get("mimeType").is_none());
+    }
+
+    #[test]
+    fn a_link_says_where_what_and_how_big() {
+        let info = ObjectInfo {
+            size: 2_000_000,
+            content_type: Some("application/json".into()),
+        };
+        let link = serde_json::to_value(link("j-1", JobObject::Output, &info)).unwrap();
+        assert_eq!(link["uri"], "job://j-1/output");
+        assert_eq!(link["size"], 2_000_000);
+        assert_eq!(link["mimeType"], "application/json");
+        assert_eq!(link["name"], "job-output");
+    }
+}

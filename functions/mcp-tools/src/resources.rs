@@ -1,0 +1,117 @@
+//! `resources/list`, `resources/templates/list` and `resources/read`: a job's output and its
+//! failure detail, read over the same connection and authorization as the tools, by the caller
+//! that submitted the job. Jobs are not enumerable: the list is empty, the templates say how
+//! to name one, and a status's `resource_link` names it for the client.
+
+use rmcp::model::{
+    Extensions, ListResourceTemplatesResult, ListResourcesResult, ProtocolVersion,
+    ReadResourceRequestParams, ReadResourceResult, Resource,
+};
+use rmcp::ErrorData;
+use tracing::{field::Empty, info_span, Instrument};
+
+use shared::domain::job::{Job, JobStatus};
+use shared::usecases::job_object::{self, JobObject};
+
+use crate::contract::resources::{self, LIST_CACHE_SCOPE, LIST_TTL_MS, READ_MAX_BYTES};
+use crate::deps::Backend;
+use crate::tools::Tools;
+
+/// Whether a client of `version` is told caching hints: they are 2026-07-28's.
+fn caches(version: Option<ProtocolVersion>) -> bool {
+    version.is_some_and(|v| v >= ProtocolVersion::V_2026_07_28)
+}
+
+/// Whether a client of `version` understands a `resource_link` block (2025-06-18 on). A
+/// front door without a version (the AgentCore Gateway's) gets none: its clients cannot
+/// read resources here.
+pub(crate) fn links_understood(version: Option<ProtocolVersion>) -> bool {
+    version.is_some_and(|v| v >= ProtocolVersion::V_2025_06_18)
+}
+
+/// Jobs are not enumerable: an empty list, the same for every caller.
+pub(crate) fn list(version: Option<ProtocolVersion>) -> ListResourcesResult {
+    let list = ListResourcesResult::with_all_items(Vec::new());
+    match caches(version) {
+        true => list
+            .with_ttl_ms(LIST_TTL_MS)
+            .with_cache_scope(LIST_CACHE_SCOPE),
+        false => list,
+    }
+}
+
+pub(crate) fn templates(version: Option<ProtocolVersion>) -> ListResourceTemplatesResult {
+    let list = ListResourceTemplatesResult::with_all_items(resources::templates());
+    match caches(version) {
+        true => list
+            .with_ttl_ms(LIST_TTL_MS)
+            .with_cache_scope(LIST_CACHE_SCOPE),
+        false => list,
+    }
+}
+
+impl<B: Backend> Tools<B> {
+    /// `resources/read` of a job's object, for its owner only. A URI this server did not make
+    /// is not found before anything is read.
+    pub(crate) async fn read_job_resource(
+        &self,
+        request: ReadResourceRequestParams,
+        extensions: &Extensions,
+        version: Option<ProtocolVersion>,
+    ) -> Result<ReadResourceResult, ErrorData> {
+        let caller = self.task_caller(extensions)?;
+        let span = info_span!("resource_read", inference_id = Empty, object = Empty);
+        let uri = request.uri;
+        let Some((inference_id, which)) = resources::parse_uri(&uri) else {
+            let not_found = job_object::ReadError::NotFound {
+                inference_id: String::new(),
+                which: JobObject::Output,
+            };
+            return Err(resources::read_error(&uri, not_found));
+        };
+        span.record("inference_id", inference_id.as_str());
+        span.record("object", tracing::field::debug(which));
+        let d = &self.deps;
+        let (jobs, objects) = (d.ports.jobs(), d.ports.objects());
+        let read = job_object::read_job_object(
+            jobs,
+            objects,
+            d.settings,
+            &caller,
+            &inference_id,
+            which,
+            READ_MAX_BYTES,
+            d.clock.now(),
+        )
+        .instrument(span.clone())
+        .await;
+        span.in_scope(|| match &read {
+            Ok(r) => tracing::info!(bytes = r.bytes.len(), "resource read"),
+            Err(e) => tracing::info!(error = %e, "resource not read"),
+        });
+        let contents = resources::contents(&uri, read.map_err(|e| resources::read_error(&uri, e))?);
+        let result = ReadResourceResult::new(vec![contents]);
+        Ok(match caches(version) {
+            true => result
+                .with_ttl_ms(resources::READ_TTL_MS)
+                .with_cache_scope(resources::READ_CACHE_SCOPE),
+            false => result,
+        })
+    }
+
+    /// The links a status of `job` carries: its output once completed (where it is not inline
+    /// in the status), its failure detail once failed (where SageMaker wrote one). Each is one
+    /// ranged read of S3, for its size and type.
+    pub(crate) async fn job_links(&self, job: &Job) -> Vec<Resource> {
+        let which = match job.status {
+            JobStatus::Completed if job.result.is_none() => JobObject::Output,
+            JobStatus::Failed => JobObject::Failure,
+            _ => return Vec::new(),
+        };
+        let objects = self.deps.ports.objects();
+        match job_object::describe(objects, job, which).await {
+            Some(info) => vec![resources::link(&job.inference_id, which, &info)],
+            None => Vec::new(),
+        }
+    }
+}
