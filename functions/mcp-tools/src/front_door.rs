@@ -89,14 +89,27 @@ pub fn access_of(body: &RpcBody, write_tools: &[String]) -> Access {
     }
 }
 
+/// How long a streamed reply may go without a byte before an SSE comment is sent: a run's
+/// step can take minutes without a progress notification, and proxies and load balancers cut
+/// a connection idle for 60 s or less. Comments are not messages: clients skip them.
+pub const SSE_KEEP_ALIVE: std::time::Duration = std::time::Duration::from_secs(15);
+
 /// rmcp's defaults are for a local server: set each for Lambda. Hosts are checked by
 /// [`refuse`] (it understands `*.lambda-url.<region>.on.aws`); Origin by rmcp, 403 for any
 /// present Origin not listed.
 pub fn mcp_service<B: Backend>(deps: Arc<Deps<B>>, allowed_origins: &[String]) -> McpService<B> {
+    service_keeping_alive(deps, allowed_origins, SSE_KEEP_ALIVE)
+}
+
+fn service_keeping_alive<B: Backend>(
+    deps: Arc<Deps<B>>,
+    allowed_origins: &[String],
+    keep_alive: std::time::Duration,
+) -> McpService<B> {
     let config = StreamableHttpServerConfig::default()
         .with_legacy_session_mode(false)
         .with_json_response(true)
-        .with_sse_keep_alive(None)
+        .with_sse_keep_alive(Some(keep_alive))
         .disable_allowed_hosts()
         .with_allowed_origins(allowed_origins.to_vec())
         .enforce_origin_validation()
@@ -131,10 +144,19 @@ impl<B: Backend> FrontDoor<B> {
         deps: Arc<Deps<B>>,
         verifier: impl FnOnce(&OAuthConfig) -> Verifier,
     ) -> Self {
+        Self::keeping_alive(config, deps, verifier, SSE_KEEP_ALIVE)
+    }
+
+    fn keeping_alive(
+        config: McpToolsConfig,
+        deps: Arc<Deps<B>>,
+        verifier: impl FnOnce(&OAuthConfig) -> Verifier,
+        keep_alive: std::time::Duration,
+    ) -> Self {
         Self {
             auth: Authenticator::new(&config.auth, deps.clock.clone(), verifier),
             write_tools: write_tools(&Tools::new(deps.clone()).served()),
-            mcp: mcp_service(deps, &config.allowed_origins),
+            mcp: service_keeping_alive(deps, &config.allowed_origins, keep_alive),
             config,
         }
     }
@@ -645,5 +667,47 @@ mod streaming_tests {
         .await;
         assert_eq!((status, content_type.as_str()), (200, "application/json"));
         assert!(serde_json::from_str::<Value>(&body).unwrap()["result"]["tools"].is_array());
+    }
+
+    // Real time: the keep-alive timer reads the system clock, which a paused tokio clock
+    // leaves behind (every comment would be due at once).
+    #[tokio::test]
+    async fn a_long_quiet_wait_keeps_its_stream_alive_with_comments() {
+        let w = world(&[]);
+        let mut config = tests::config("none");
+        config.allowed_hosts = vec!["*.lambda-url.us-east-1.on.aws".into()];
+        let every = std::time::Duration::from_millis(300);
+        let door = FrontDoor::keeping_alive(config, w.deps.clone(), Verifier::new, every);
+        let door = Arc::new(door);
+        let trigger = call(
+            "trigger_training",
+            json!({"input_data_uri": "s3://b/train/", "session_id": "s"}),
+            None,
+        );
+        let (_, _, body) = streamed(&door, event("POST", "/mcp", json!({}), Some(trigger))).await;
+        let triggered: Value = serde_json::from_str(&body).unwrap();
+        let arn = triggered["result"]["structuredContent"]["execution_arn"].clone();
+        assert!(arn.is_string(), "{body}");
+        // The run stays in its first step for the whole wait: one notification, then nothing
+        // to say for 2 s but the keep-alive comments.
+        let wait = call(
+            "check_training_status",
+            json!({"execution_arn": arn, "wait_secs": 2}),
+            Some(json!({"progressToken": "t"})),
+        );
+        let (status, content_type, body) =
+            streamed(&door, event("POST", "/mcp", json!({}), Some(wait))).await;
+        assert_eq!(
+            (status, content_type.as_str()),
+            (200, "text/event-stream"),
+            "{body}"
+        );
+        let comments = body.lines().filter(|l| l.starts_with(':')).count();
+        let messages = body.lines().filter(|l| l.starts_with("data:")).count();
+        assert!(
+            (3..=8).contains(&comments),
+            "{comments} comments in 2 s: {body}"
+        );
+        assert!(messages >= 2, "progress and the result: {body}");
     }
 }
