@@ -43,6 +43,44 @@ where
         .await
 }
 
+/// Runs the runtime `make` builds, and a new one when it stops on an error after serving a
+/// while: lambda_runtime ends its loop when it cannot post a reply (a streamed reply whose
+/// client went away mid-stream, which a local emulator passes on as a broken post), and a
+/// process that has ended leaves every later invocation waiting. That failure ends the one
+/// reply, not the function. Three failures in a row within a second each (no Runtime API to
+/// reach) end the process as before.
+pub async fn run_runtime_again<S, F>(
+    metrics: &'static Collector,
+    make: F,
+) -> Result<(), lambda_runtime::Error>
+where
+    F: Fn() -> lambda_runtime::Runtime<S>,
+    S: lambda_runtime::Service<
+        lambda_runtime::LambdaInvocation,
+        Response = (),
+        Error = lambda_runtime::Error,
+    >,
+{
+    const QUICK: std::time::Duration = std::time::Duration::from_secs(1);
+    let mut quick_failures = 0;
+    loop {
+        let started = std::time::Instant::now();
+        let error = match run_runtime(metrics, make()).await {
+            Ok(()) => return Ok(()),
+            Err(error) => error,
+        };
+        quick_failures = match started.elapsed() < QUICK {
+            true => quick_failures + 1,
+            false => 1,
+        };
+        if quick_failures >= 3 {
+            return Err(error);
+        }
+        tracing::warn!(error = %error, "the runtime stopped; serving the next invocation");
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+}
+
 /// Runs a function that takes JSON events (SNS, SQS, EventBridge): each invocation's payload
 /// goes to `handle`, under the layers [`run`] adds. The event functions' mains only wire.
 pub async fn run_events<H, F, R, E>(

@@ -20,10 +20,12 @@ async fn main() -> Result<(), Error> {
     let deps = Arc::new(Deps::connect(config.tools.clone()).await?);
     let front_door = Arc::new(FrontDoor::new(config, deps));
     // Streamed (the Function URL's InvokeMode is RESPONSE_STREAM): progress notifications reach
-    // the client while a tool waits, not all at once when it returns.
+    // the client while a tool waits, not all at once when it returns. A client that leaves
+    // mid-stream ends its reply, not the function.
     let handler = service_fn(move |request: Request| {
         let front_door = front_door.clone();
         async move { Ok::<_, std::convert::Infallible>(front_door.handle(request).await) }
     });
-    telemetry::run_runtime(metrics, lambda_http::streaming_runtime(handler)).await
+    let runtime = || lambda_http::streaming_runtime(handler.clone());
+    telemetry::run_runtime_again(metrics, runtime).await
 }
