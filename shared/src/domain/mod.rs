@@ -17,4 +17,5 @@ pub mod run;
 pub mod s3_location;
 pub mod task_id;
 pub mod time;
+pub mod trace;
 pub mod training_input;
