@@ -23,6 +23,7 @@ pub mod tasks;
 pub mod tools;
 #[cfg(test)]
 mod tools_tests;
+pub mod trace_context;
 pub mod wording;
 
 pub use deps::{AwsPorts, Backend, Deps, Ports};

@@ -383,10 +383,15 @@ impl<B: Backend> Tools<B> {
         F: FnOnce(A::Valid, Caller) -> Fut,
         Fut: Future<Output = Result<T, ToolError>>,
     {
+        // Its trace (see `trace_context`) on the span, so every line of the call carries it.
+        let trace = crate::trace_context::of(extensions);
+        let trace_id = trace.trace_id();
         let span = info_span!(
             "tool_call",
             tool,
             task,
+            trace_id = trace_id.as_str(),
+            span_id = %trace.span_id(),
             inference_id = Empty,
             session_id = Empty,
             execution_arn = Empty,
@@ -399,15 +404,17 @@ impl<B: Backend> Tools<B> {
                 .ok_or_else(|| ToolError::invalid(wording::NO_CALLER))?;
             let valid = args.validate(&self.deps.config, &caller)?;
             A::trace(&valid, &Span::current());
-            work(valid, caller).await
+            crate::trace_context::within(trace, work(valid, caller)).await
         }
         .instrument(span.clone())
         .await
         .map_err(|e| wording::bounded(e.message));
         let elapsed_ms = started.elapsed().as_millis() as u64;
         span.in_scope(|| match &result {
-            Ok(_) => tracing::info!(elapsed_ms, "tool call"),
-            Err(message) => tracing::info!(elapsed_ms, error = %message, "tool call failed"),
+            Ok(_) => tracing::info!(elapsed_ms, trace_id = trace_id.as_str(), "tool call"),
+            Err(message) => {
+                tracing::info!(elapsed_ms, trace_id = trace_id.as_str(), error = %message, "tool call failed")
+            }
         });
         telemetry::tool_call(tool, result.is_err());
         result
@@ -429,6 +436,7 @@ impl<B: Backend> Tools<B> {
         &self,
         submission: Submission,
     ) -> Result<submit::Submitted, ToolError> {
+        let submission = submission.with_trace(crate::trace_context::current_or_start());
         let d = &self.deps;
         let (jobs, objects, endpoint) = (d.ports.jobs(), d.ports.objects(), d.ports.endpoint());
         let now = d.clock.now();
@@ -455,7 +463,9 @@ impl<B: Backend> Tools<B> {
         let (pipeline, runs, jobs) = (d.ports.pipeline(), d.ports.runs(), d.ports.jobs());
         let now = d.clock.now();
         let taken = quota::take_run(jobs, &d.config.quotas, &request.owner, now).await?;
-        let t = match training::trigger_training(pipeline, runs, &request, now).await {
+        let trace = crate::trace_context::current_or_start();
+        let t = match training::trigger_training(pipeline, runs, &request, Some(&trace), now).await
+        {
             // A retried key's run: nothing new started.
             Ok(t) if t.already_recorded => {
                 quota::give_back(jobs, taken).await;
@@ -556,8 +566,11 @@ impl<B: Backend> ServerHandler for Tools<B> {
     async fn call_tool(
         &self,
         mut request: CallToolRequestParams,
-        context: RequestContext<RoleServer>,
+        mut context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
+        // W3C trace context (SEP-414): this server's span, for Tools::call to take.
+        let trace = crate::trace_context::from_meta(&context.meta);
+        context.extensions.insert(trace);
         // Numbers and booleans sent as strings become what the tool's schema declares.
         if let (Some(tool), Some(arguments)) =
             (self.router.get(&request.name), request.arguments.as_mut())

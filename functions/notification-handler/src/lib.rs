@@ -86,8 +86,7 @@ impl<S: JobStore, R: ObjectStore, E: CompletionEvents> Handler<S, R, E> {
                 .map(str::to_owned)
                 .unwrap_or_else(|| format!("record {index}"));
             // The ids go on a span, so every line of this record carries them.
-            let span =
-                info_span!("notification", sns_message_id = %message_id, inference_id = Empty);
+            let span = info_span!("notification", sns_message_id = %message_id, inference_id = Empty, trace_id = Empty);
             if let Err(e) = self.handle_sns_record(raw).instrument(span.clone()).await {
                 span.in_scope(|| tracing::error!(error = %e, "notification not recorded"));
                 failures.push(format!("{message_id}: {e}"));
@@ -145,7 +144,7 @@ impl<S: JobStore, R: ObjectStore, E: CompletionEvents> Handler<S, R, E> {
         let sqs_id = message.message_id.clone().unwrap_or_default();
         let delivery = unwrap_sqs_body(message.body.as_deref().unwrap_or_default());
         let id = delivery.sns_message_id.as_deref().unwrap_or(&sqs_id);
-        let span = info_span!("notification", sqs_message_id = %sqs_id, sns_message_id = %id, inference_id = Empty);
+        let span = info_span!("notification", sqs_message_id = %sqs_id, sns_message_id = %id, inference_id = Empty, trace_id = Empty);
         match self
             .handle_message(&delivery.message)
             .instrument(span.clone())
@@ -176,6 +175,10 @@ impl<S: JobStore, R: ObjectStore, E: CompletionEvents> Handler<S, R, E> {
             self.clock.now(),
         )
         .await?;
+        // The job's trace (its submitting call's) from here on: the outcome joins it.
+        let trace_id = recorded.trace().map(|t| t.trace_id());
+        let trace_id = trace_id.as_deref();
+        tracing::Span::current().record("trace_id", trace_id);
         match &recorded {
             Recorded::Written {
                 status,
@@ -188,10 +191,11 @@ impl<S: JobStore, R: ObjectStore, E: CompletionEvents> Handler<S, R, E> {
                 result_inline,
                 known_job,
                 took_ms,
+                trace_id,
                 "outcome recorded"
             ),
             Recorded::AlreadyFinal { .. } => {
-                tracing::info!("outcome already recorded; delivery ignored")
+                tracing::info!(trace_id, "outcome already recorded; delivery ignored")
             }
         }
         telemetry::outcome(&recorded, OutcomeSource::Notification);
@@ -456,6 +460,34 @@ mod tests {
         let put = events(&h).put();
         assert_eq!(put.len(), 3);
         assert_eq!(put[2], put[0]);
+    }
+
+    #[tokio::test]
+    async fn a_job_submitted_with_a_trace_is_announced_with_its_traceparent() {
+        use shared::domain::caller::Principal;
+        use shared::domain::job::{reserve, JobPolicy, Submission};
+        use shared::domain::trace::TraceContext;
+        let h = handler();
+        let notification: Value =
+            serde_json::from_str(&message("sns-success-response-body.json")).unwrap();
+        let trace = TraceContext::start();
+        let owner = Principal::Local.caller().owner;
+        let mut s = Submission::new(&owner, "ep", "b", b"{}".to_vec(), None, 300, 600)
+            .with_trace(trace.clone());
+        s.inference_id = notification["inferenceId"].as_str().unwrap().to_owned();
+        let now = h.clock.now();
+        h.store
+            .write(&reserve(&s, &JobPolicy::default(), now))
+            .await
+            .unwrap();
+        h.handle(event("sns-success-response-body.json"))
+            .await
+            .unwrap();
+        let put = events(&h).put();
+        assert_eq!(put.len(), 1);
+        assert_eq!(put[0].traceparent, Some(trace.traceparent()));
+        let detail: Value = serde_json::from_str(&put[0].detail_json()).unwrap();
+        assert_eq!(detail["traceparent"], trace.traceparent().as_str());
     }
 
     #[tokio::test]

@@ -7,6 +7,7 @@ use serde_json::{json, Value};
 use tracing::{field::Empty, info_span, Instrument, Span};
 
 use shared::domain::pipeline_event::{parse_status_change, PipelineEventError};
+use shared::domain::trace::TraceContext;
 use shared::ports::{CompletionQueue, PipelineControl, RunStore};
 use shared::telemetry;
 use shared::usecases::route::{route_status_change, RouteError, Routed};
@@ -54,7 +55,8 @@ impl<S: RunStore, P: PipelineControl, Q: CompletionQueue> Handler<S, P, Q> {
             "pipeline_event",
             event_id,
             execution_arn = Empty,
-            session_id = Empty
+            session_id = Empty,
+            trace_id = Empty
         );
         self.route(&event).instrument(span).await
     }
@@ -84,22 +86,41 @@ impl<S: RunStore, P: PipelineControl, Q: CompletionQueue> Handler<S, P, Q> {
                 session_id,
                 status,
                 sent,
+                trace,
             } => {
                 Span::current().record("session_id", session_id.as_str());
-                tracing::info!(status = status.as_str(), sent, "pipeline status recorded");
+                let trace_id = joined(trace.as_ref());
+                let trace_id = trace_id.as_deref();
+                tracing::info!(
+                    status = status.as_str(),
+                    sent,
+                    trace_id,
+                    "pipeline status recorded"
+                );
                 telemetry::run_routed(status.as_str(), sent);
                 json!({"routed": true, "session_id": session_id, "status": status.as_str(), "sent": sent})
             }
             Routed::Ignored {
                 session_id,
                 stored_status,
+                trace,
             } => {
                 Span::current().record("session_id", session_id.as_str());
-                tracing::info!(%stored_status, incoming = status, "terminal status already stored; event ignored");
+                let trace_id = joined(trace.as_ref());
+                let trace_id = trace_id.as_deref();
+                tracing::info!(%stored_status, incoming = status, trace_id, "terminal status already stored; event ignored");
                 json!({"routed": false, "session_id": session_id, "reason": format!("status {stored_status} already stored")})
             }
         })
     }
+}
+
+/// The run's trace (its triggering call's) on the event's span, so its lines join it; the
+/// trace id, for the key line's own field.
+fn joined(trace: Option<&TraceContext>) -> Option<String> {
+    let trace_id = trace.map(TraceContext::trace_id);
+    Span::current().record("trace_id", trace_id.as_deref());
+    trace_id
 }
 
 /// The handler on the in-memory ports, fed the sample events `cargo lambda invoke` uses.

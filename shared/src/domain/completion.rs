@@ -37,6 +37,11 @@ pub struct JobCompletion {
     /// The outcome was found in S3 by a status check, its notification having not arrived.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub reconciled: bool,
+    /// The W3C `traceparent` stored with the job (the submitting call's span), so a consumer
+    /// can join the job's trace; None for a job submitted before traces were stored, or
+    /// elsewhere.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub traceparent: Option<String>,
 }
 
 impl JobCompletion {
@@ -57,6 +62,7 @@ impl JobCompletion {
             submitted_at: job.submitted_at.clone(),
             completed_at: job.completed_at.clone(),
             reconciled: job.reconciled_at.is_some(),
+            traceparent: job.trace.as_ref().map(|t| t.traceparent()),
         })
     }
 
@@ -116,6 +122,26 @@ mod tests {
             })
         );
         assert!(!event.detail_json().contains("secret"));
+        assert_eq!(event.traceparent, None, "a job stored without a trace");
+    }
+
+    #[test]
+    fn a_job_stored_with_a_trace_announces_its_traceparent() {
+        let traceparent = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01";
+        let stored = item(&[
+            (attr::INFERENCE_ID, "job-3"),
+            (attr::STATUS, "completed"),
+            (attr::TRACEPARENT, traceparent),
+            (attr::TRACESTATE, "rojo=1"),
+        ]);
+        let event = JobCompletion::of_item(&stored).unwrap();
+        let detail: serde_json::Value = serde_json::from_str(&event.detail_json()).unwrap();
+        assert_eq!(detail["traceparent"], traceparent);
+        assert!(detail.get("tracestate").is_none());
+        // A stored value that does not parse is not passed on.
+        let mut odd = stored.clone();
+        odd.insert(attr::TRACEPARENT.into(), Attr::s("not-a-traceparent"));
+        assert_eq!(JobCompletion::of_item(&odd).unwrap().traceparent, None);
     }
 
     #[test]

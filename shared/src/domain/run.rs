@@ -9,6 +9,7 @@ use sha2::{Digest, Sha256};
 use super::caller::Owner;
 use super::item::{Attr, Change, Fields, Guard, Item, Write, WriteOp};
 use super::pipeline_status::{ExecutionStatus, PipelineStatus, RunStatus};
+use super::trace::TraceContext;
 use crate::util::hex;
 
 /// Attribute names of the pipeline results table (the deployment contract).
@@ -26,6 +27,8 @@ pub mod attr {
     pub const TASK_SECRET: &str = "task_secret";
     /// The triggering caller's owner tag; the partition key then starts with it.
     pub const OWNER: &str = "owner";
+    /// W3C trace context of the call that triggered the run (its mcp-tools span).
+    pub use crate::domain::trace::attr::{TRACEPARENT, TRACESTATE};
 }
 
 /// Where a session's runs are stored: an owner's sessions under `<owner tag>#<session_id>`, so
@@ -70,6 +73,9 @@ pub struct Run {
     pub updated_at: Option<String>,
     pub ttl: Option<i64>,
     pub task_secret: Option<String>,
+    /// The triggering call's trace; None for runs the tools did not trigger, or triggered
+    /// before traces were stored.
+    pub trace: Option<TraceContext>,
 }
 
 impl Run {
@@ -96,6 +102,7 @@ impl Run {
             updated_at: f.s(attr::UPDATED_AT),
             ttl: f.n(attr::TTL),
             task_secret: f.s(attr::TASK_SECRET),
+            trace: TraceContext::from_fields(&f),
         }
     }
 
@@ -159,8 +166,9 @@ pub fn record_triggered(
     triggered_at: &str,
     ttl: i64,
     task_secret: &str,
+    trace: Option<&TraceContext>,
 ) -> Write {
-    let item = Item::from([
+    let mut item = Item::from([
         (attr::OWNER.to_owned(), Attr::s(owner.as_str())),
         (attr::TASK_SECRET.to_owned(), Attr::s(task_secret)),
         (attr::STATUS.to_owned(), Attr::s(RunStatus::PENDING)),
@@ -168,6 +176,11 @@ pub fn record_triggered(
         (attr::UPDATED_AT.to_owned(), Attr::s(triggered_at)),
         (attr::TTL.to_owned(), Attr::N(ttl)),
     ]);
+    item.extend(
+        TraceContext::item_attrs(trace)
+            .into_iter()
+            .map(|(k, v)| (k.to_owned(), v)),
+    );
     Write {
         key: key(&session_key(Some(owner), session_id), execution_arn),
         op: WriteOp::Put(item),
@@ -175,20 +188,24 @@ pub fn record_triggered(
     }
 }
 
-/// Gives a run recorded without one (pipeline-router heard of it first) its task secret; an
-/// existing secret is kept.
+/// Gives a run recorded without them (pipeline-router heard of it first) its task secret and
+/// the triggering call's trace; what is stored is kept.
 pub fn attach_task_secret(
     owner: &Owner,
     session_id: &str,
     execution_arn: &str,
     secret: &str,
+    trace: Option<&TraceContext>,
 ) -> Write {
+    let mut changes = vec![Change::SetIfAbsent(attr::TASK_SECRET, Attr::s(secret))];
+    changes.extend(
+        TraceContext::item_attrs(trace)
+            .into_iter()
+            .map(|(name, value)| Change::SetIfAbsent(name, value)),
+    );
     Write {
         key: key(&session_key(Some(owner), session_id), execution_arn),
-        op: WriteOp::Update(vec![Change::SetIfAbsent(
-            attr::TASK_SECRET,
-            Attr::s(secret),
-        )]),
+        op: WriteOp::Update(changes),
         guard: Guard::Not(Box::new(Guard::Absent(attr::SESSION_ID))),
     }
 }
@@ -272,6 +289,10 @@ pub struct CompletionMessage {
     pub failure_reason: Option<String>,
     pub event_id: String,
     pub event_time: String,
+    /// The W3C `traceparent` stored with the run (the triggering call's span); None for a run
+    /// stored without one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub traceparent: Option<String>,
 }
 
 #[cfg(test)]
@@ -308,6 +329,7 @@ mod tests {
             "2026-11-20T09:59:59.000Z",
             10,
             "secret",
+            None,
         );
         let item = triggered.apply_to(None).unwrap();
         assert_eq!(Run::from_item(&item).status, RunStatus::Pending);
@@ -393,6 +415,7 @@ mod tests {
             ttl: Some(ttl),
             task_secret: None,
             owner: None,
+            trace: None,
         };
         let runs = newest_runs(
             vec![

@@ -28,6 +28,7 @@ fn message(status: PipelineStatus) -> CompletionMessage {
         failure_reason: (status == PipelineStatus::Failed).then(|| "Step failure: Evaluate".into()),
         event_id: uuid::Uuid::new_v4().to_string(),
         event_time: "2026-11-20T10:20:01.000Z".into(),
+        traceparent: Some("00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01".into()),
     }
 }
 
@@ -38,6 +39,10 @@ pub async fn a_sent_message_arrives_whole_as_json<Q: Inbox>(queue: &Q) {
     assert_eq!(received, [serde_json::to_value(&sent).unwrap()]);
     assert_eq!(received[0]["status"], "Failed");
     assert_eq!(received[0]["previous_status"], "Executing");
+    assert_eq!(
+        received[0]["traceparent"],
+        "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
+    );
 }
 
 pub async fn each_send_is_one_message<Q: Inbox>(queue: &Q) {

@@ -6,8 +6,9 @@ use serde_json::json;
 use super::{now, refused, written};
 use crate::domain::item::Applied;
 use crate::domain::job::Submission;
-use crate::domain::job::{self, Job, JobPolicy, JobStatus, Locations, OutcomeRecord, Stage};
+use crate::domain::job::{self, attr, Job, JobPolicy, JobStatus, Locations, OutcomeRecord, Stage};
 use crate::domain::time::rfc3339;
+use crate::domain::trace::TraceContext;
 use crate::ports::JobStore;
 
 const POLICY: JobPolicy = JobPolicy {
@@ -226,6 +227,44 @@ pub async fn an_outcome_completes_a_pending_job_and_keeps_its_submit_fields<S: J
     assert_eq!(stored.output_location, done.output_location);
 }
 
+pub async fn a_reservation_stores_the_submitting_calls_trace<S: JobStore>(store: &S) {
+    let t0 = now();
+    let traceparent = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01";
+    let trace = TraceContext::parse(Some(traceparent), Some("rojo=00f067aa0ba902b7")).unwrap();
+    let s = fresh().with_trace(trace.clone());
+    reserved(store, &s, t0).await;
+    let stored = store.get(&s.inference_id, t0).await.unwrap().unwrap();
+    assert_eq!(
+        stored.trace,
+        Some(trace.clone()),
+        "traceparent and tracestate"
+    );
+    let done = outcome(&s.inference_id, JobStatus::Completed, t0);
+    match store.write(&job::record_outcome(&done)).await.unwrap() {
+        Applied::Written {
+            previous: Some(item),
+        } => {
+            assert_eq!(item[attr::TRACEPARENT].as_s(), Some(traceparent));
+            assert_eq!(item[attr::TRACESTATE].as_s(), Some("rojo=00f067aa0ba902b7"));
+        }
+        other => panic!("an outcome: expected the stored item back, got {other:?}"),
+    }
+    let stored = store.get(&s.inference_id, t0).await.unwrap().unwrap();
+    assert_eq!(stored.trace, Some(trace), "kept through the outcome");
+    // A submission without one stores neither attribute.
+    let plain = fresh();
+    reserved(store, &plain, t0).await;
+    assert_eq!(
+        store
+            .get(&plain.inference_id, t0)
+            .await
+            .unwrap()
+            .unwrap()
+            .trace,
+        None
+    );
+}
+
 pub async fn a_terminal_job_refuses_outcomes_redrives_and_refusals<S: JobStore>(store: &S) {
     let (s, t0) = (fresh(), now());
     reserved(store, &s, t0).await;
@@ -379,6 +418,7 @@ macro_rules! job_store_contract {
                 a_crashed_reservation_is_redriven_once,
                 an_uncertain_job_is_not_marked_invoked_after,
                 an_outcome_completes_a_pending_job_and_keeps_its_submit_fields,
+                a_reservation_stores_the_submitting_calls_trace,
                 a_terminal_job_refuses_outcomes_redrives_and_refusals,
                 an_outcome_without_an_item_creates_it,
                 a_refused_job_is_redriven_by_its_key,

@@ -5,6 +5,7 @@ use crate::domain::item::Applied;
 use crate::domain::pipeline_status::{PipelineStatus, RunStatus};
 use crate::domain::run::{self, session_key, Run, RunRecord};
 use crate::domain::time::{parse_rfc3339, rfc3339};
+use crate::domain::trace::TraceContext;
 use crate::ports::RunStore;
 
 use super::{refused, written};
@@ -66,15 +67,42 @@ async fn stored<S: RunStore>(store: &S, session: &str, n: u32) -> Run {
     run
 }
 
+/// A triggering call's trace, with a vendor's state (always the same one).
+fn trace() -> TraceContext {
+    TraceContext::parse(
+        Some("00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"),
+        Some("rojo=00f067aa0ba902b7,congo=t61rcWkgMzE"),
+    )
+    .expect("a valid traceparent")
+}
+
 pub async fn a_trigger_is_written_once<S: RunStore>(store: &S) {
     let s = session();
-    let trigger = run::record_triggered(&owner(), &s, &arn(1), &started(), 9_999_999_999, "secret");
+    let trace = trace();
+    let trigger = run::record_triggered(
+        &owner(),
+        &s,
+        &arn(1),
+        &started(),
+        9_999_999_999,
+        "secret",
+        Some(&trace),
+    );
     written(store.write(&trigger).await.unwrap(), "triggered");
     refused(&store.write(&trigger).await.unwrap(), "triggered twice");
     let run = stored(store, &s, 1).await;
     assert_eq!(run.status, RunStatus::Pending);
     assert_eq!(run.started_at, Some(started()));
     assert_eq!(run.task_secret.as_deref(), Some("secret"));
+    assert_eq!(run.trace, Some(trace.clone()), "traceparent and tracestate");
+    // A status change keeps the trigger's trace, and answers with it.
+    match change(store, &s, 1, PipelineStatus::Succeeded).await {
+        Applied::Written {
+            previous: Some(item),
+        } => assert_eq!(Run::from_item(&item).trace, Some(trace.clone())),
+        other => panic!("a status change: expected the stored item back, got {other:?}"),
+    }
+    assert_eq!(stored(store, &s, 1).await.trace, Some(trace));
 }
 
 pub async fn a_terminal_status_is_kept_against_a_late_executing<S: RunStore>(store: &S) {
@@ -113,6 +141,7 @@ pub async fn a_run_heard_of_at_its_end_refuses_a_later_trigger<S: RunStore>(stor
                 &started(),
                 1,
                 "secret",
+                Some(&trace()),
             ))
             .await
             .unwrap(),
@@ -120,14 +149,26 @@ pub async fn a_run_heard_of_at_its_end_refuses_a_later_trigger<S: RunStore>(stor
     );
     written(
         store
-            .write(&run::attach_task_secret(&owner(), &s, &arn(2), "secret"))
+            .write(&run::attach_task_secret(
+                &owner(),
+                &s,
+                &arn(2),
+                "secret",
+                Some(&trace()),
+            ))
             .await
             .unwrap(),
         "the secret attached",
     );
     written(
         store
-            .write(&run::attach_task_secret(&owner(), &s, &arn(2), "other"))
+            .write(&run::attach_task_secret(
+                &owner(),
+                &s,
+                &arn(2),
+                "other",
+                Some(&TraceContext::start()),
+            ))
             .await
             .unwrap(),
         "a second secret (kept out by if_not_exists)",
@@ -139,6 +180,7 @@ pub async fn a_run_heard_of_at_its_end_refuses_a_later_trigger<S: RunStore>(stor
         Some("secret"),
         "the first secret is kept"
     );
+    assert_eq!(run.trace, Some(trace()), "and the first trace attached");
 }
 
 pub async fn a_session_query_returns_its_runs_only<S: RunStore>(store: &S) {

@@ -7,12 +7,13 @@ use serde_json::Value;
 use crate::domain::completion::JobCompletion;
 use crate::domain::item::{Applied, Attr};
 use crate::domain::job::{
-    self, failure_excerpt, JobStatus, OutcomeRecord, Probe, MAX_FAILURE_EXCERPT_BYTES,
+    self, failure_excerpt, Job, JobStatus, OutcomeRecord, Probe, MAX_FAILURE_EXCERPT_BYTES,
     MAX_FAILURE_REASON_BYTES, MAX_LOCATION_BYTES,
 };
 use crate::domain::notification::{InferenceOutcome, OutcomeKind};
 use crate::domain::s3_location::S3Location;
 use crate::domain::time::{parse_rfc3339, rfc3339, ttl_after};
+use crate::domain::trace::TraceContext;
 use crate::ports::{
     CompletionEvents, EventError, JobStore, ObjectError, ObjectPrefix, ObjectStore, StoreError,
 };
@@ -34,6 +35,8 @@ pub enum Recorded {
         took_ms: Option<u64>,
         /// The event the recorded job announces.
         completion: Option<JobCompletion>,
+        /// The job's stored trace (its submitting call's), for this outcome's log lines.
+        trace: Option<TraceContext>,
     },
     /// The item already holds a terminal state; nothing changed.
     AlreadyFinal {
@@ -42,10 +45,21 @@ pub enum Recorded {
         /// notification after the outcome was reconciled) announces it again, so an event whose
         /// put failed the first time is not lost.
         repeated: Option<JobCompletion>,
+        /// The job's stored trace.
+        trace: Option<TraceContext>,
     },
 }
 
 impl Recorded {
+    /// The trace the job was submitted in, when it was stored with one.
+    pub fn trace(&self) -> Option<&TraceContext> {
+        match self {
+            Recorded::Written { trace, .. } | Recorded::AlreadyFinal { trace, .. } => {
+                trace.as_ref()
+            }
+        }
+    }
+
     /// The event to put for this outcome, if any.
     pub fn completion(&self) -> Option<&JobCompletion> {
         match self {
@@ -161,9 +175,10 @@ async fn write_outcome<S: JobStore>(
     Ok(match applied {
         Applied::Written { previous } => {
             // The item as now stored: the write applied to what it replaced.
-            let completion = write
+            let stored = write
                 .apply_to(previous.as_ref())
-                .and_then(|stored| JobCompletion::of_item(&stored));
+                .and_then(|stored| Job::from_item(&stored).ok());
+            let completion = stored.as_ref().and_then(JobCompletion::of);
             // The stored submit time when the job was submitted here, else SageMaker's receipt.
             let submitted_at = previous
                 .as_ref()
@@ -178,15 +193,20 @@ async fn write_outcome<S: JobStore>(
                 inference_id: record.inference_id,
                 status: record.status,
                 completion,
+                trace: stored.and_then(|job| job.trace),
             }
         }
-        Applied::Refused(stored) => Recorded::AlreadyFinal {
-            repeated: stored
-                .as_ref()
-                .and_then(JobCompletion::of_item)
-                .filter(|c| c.status == record.status.as_str()),
-            inference_id: record.inference_id,
-        },
+        Applied::Refused(stored) => {
+            let stored = stored.and_then(|item| Job::from_item(&item).ok());
+            Recorded::AlreadyFinal {
+                repeated: stored
+                    .as_ref()
+                    .and_then(JobCompletion::of)
+                    .filter(|c| c.status == record.status.as_str()),
+                trace: stored.and_then(|job| job.trace),
+                inference_id: record.inference_id,
+            }
+        }
     })
 }
 
@@ -352,6 +372,7 @@ mod tests {
                 // The stored submit time (10:14:00.000) to SageMaker's event time (10:15:01.902).
                 took_ms: Some(61_902),
                 completion: Some(completion.clone()),
+                trace: None,
             }
         );
         // The event says what the item now holds: the stored submit time beside the outcome's.
@@ -413,6 +434,7 @@ mod tests {
             Recorded::AlreadyFinal {
                 inference_id: "j2".into(),
                 repeated: None,
+                trace: None,
             }
         );
         assert_eq!(store.job("j2").unwrap().status, JobStatus::Completed);
@@ -422,6 +444,47 @@ mod tests {
             .unwrap();
         assert!(matches!(&again, Recorded::AlreadyFinal { .. }));
         assert_eq!(again.completion(), first.completion());
+    }
+
+    #[tokio::test]
+    async fn an_outcome_carries_the_trace_its_job_was_submitted_in() {
+        use crate::domain::caller::Principal;
+        use crate::domain::job::{reserve, Submission};
+        let store = MemoryJobs::default();
+        let objects = MemoryObjects::default().with("s3://b/out/1", "{}");
+        let trace = TraceContext::for_request(
+            Some("00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"),
+            None,
+        );
+        let owner = Principal::Local.caller().owner;
+        let mut s = Submission::new(&owner, "ep", "b", b"{}".to_vec(), None, 300, 600)
+            .with_trace(trace.clone());
+        s.inference_id = "j7".into();
+        store
+            .write(&reserve(&s, &SETTINGS.policy, now()))
+            .await
+            .unwrap();
+        let recorded = record_notification(&store, &objects, SETTINGS, success("j7"), now())
+            .await
+            .unwrap();
+        assert_eq!(recorded.trace(), Some(&trace));
+        let traceparent = trace.traceparent();
+        assert_eq!(
+            recorded.completion().unwrap().traceparent.as_deref(),
+            Some(traceparent.as_str())
+        );
+        // A repeated delivery still knows the job's trace.
+        let again = record_notification(&store, &objects, SETTINGS, success("j7"), now())
+            .await
+            .unwrap();
+        assert!(matches!(&again, Recorded::AlreadyFinal { .. }));
+        assert_eq!(again.trace(), Some(&trace));
+        // An outcome of a job never submitted here has none.
+        let unknown = record_notification(&store, &objects, SETTINGS, success("j8"), now())
+            .await
+            .unwrap();
+        assert_eq!(unknown.trace(), None);
+        assert_eq!(unknown.completion().unwrap().traceparent, None);
     }
 
     #[tokio::test]

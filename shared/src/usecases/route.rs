@@ -12,6 +12,7 @@ use crate::domain::pipeline_event::PipelineStatusChange;
 use crate::domain::pipeline_status::{PipelineStatus, RunStatus};
 use crate::domain::run::{self, CompletionMessage, Run, RunRecord, MAX_FAILURE_REASON_BYTES};
 use crate::domain::time::{rfc3339, ttl_after};
+use crate::domain::trace::TraceContext;
 use crate::ports::{
     AwsFailure, CompletionQueue, PipelineControl, QueueError, RunStore, StoreError,
 };
@@ -25,11 +26,14 @@ pub enum Routed {
         session_id: String,
         status: PipelineStatus,
         sent: bool,
+        /// The run's stored trace (its triggering call's), for this event's log lines.
+        trace: Option<TraceContext>,
     },
     /// A terminal status is stored; this (late or contradictory) event changed nothing.
     Ignored {
         session_id: String,
         stored_status: RunStatus,
+        trace: Option<TraceContext>,
     },
 }
 
@@ -92,28 +96,35 @@ where
         updated_at: rfc3339(now),
         ttl: ttl_after(now, result_ttl_secs),
     };
-    let written = match store.write(&run::record_status_change(&record)).await? {
-        Applied::Written { .. } => true,
-        Applied::Refused(stored) => {
-            let stored_status = stored.map_or(RunStatus::Pending, |i| Run::from_item(&i).status);
-            if !stored_status.is(change.status) {
-                return Ok(Routed::Ignored {
-                    session_id,
-                    stored_status,
-                });
-            }
-            false
-        }
+    // What was stored before this event: the trigger's trace is on it (a status change
+    // never writes one).
+    let (written, stored) = match store.write(&run::record_status_change(&record)).await? {
+        Applied::Written { previous } => (true, previous.map(|i| Run::from_item(&i))),
+        Applied::Refused(stored) => (false, stored.map(|i| Run::from_item(&i))),
     };
+    let trace = stored.as_ref().and_then(|r| r.trace.clone());
+    if !written {
+        let stored_status = stored.map_or(RunStatus::Pending, |r| r.status);
+        if !stored_status.is(change.status) {
+            return Ok(Routed::Ignored {
+                session_id,
+                stored_status,
+                trace,
+            });
+        }
+    }
     if !change.status.is_terminal() {
         return Ok(Routed::Recorded {
             session_id,
             status: change.status,
             sent: false,
+            trace,
         });
     }
     if !written {
-        tracing::info!(%session_id, execution_arn = %change.execution_arn, "terminal status already stored; sending the completion again");
+        let trace_id = trace.as_ref().map(TraceContext::trace_id);
+        let trace_id = trace_id.as_deref();
+        tracing::info!(%session_id, execution_arn = %change.execution_arn, trace_id, "terminal status already stored; sending the completion again");
     }
     queue
         .send(&CompletionMessage {
@@ -128,12 +139,14 @@ where
             failure_reason: record.failure_reason,
             event_id: change.event_id,
             event_time: rfc3339(change.event_time),
+            traceparent: trace.as_ref().map(TraceContext::traceparent),
         })
         .await?;
     Ok(Routed::Recorded {
         session_id,
         status: change.status,
         sent: true,
+        trace,
     })
 }
 
@@ -230,6 +243,52 @@ mod tests {
             Some(caller.owner.as_str())
         );
         assert_eq!(queue.sent()[0].session_id, "s-1");
+        assert_eq!(
+            queue.sent()[0].traceparent,
+            None,
+            "not triggered by the tools"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_triggered_runs_completion_carries_its_trace() {
+        use crate::domain::caller::Principal;
+        use crate::domain::pipeline_event::execution_description;
+        use crate::ports::RunStore;
+        let (runs, queue, pipeline) = (
+            MemoryRuns::default(),
+            MemoryQueue::default(),
+            FakePipeline::default(),
+        );
+        let owner = Principal::Local.caller().owner;
+        let trace = TraceContext::start();
+        let triggered = run::record_triggered(
+            &owner,
+            "s-1",
+            "arn:p/execution/1",
+            "2026-11-20T10:41:51.000Z",
+            9_999_999_999,
+            "secret",
+            Some(&trace),
+        );
+        runs.write(&triggered).await.unwrap();
+        let description = execution_description("s-1", &owner, now());
+        let running = route(&runs, &pipeline, &queue, "Executing", Some(&description))
+            .await
+            .unwrap();
+        assert!(matches!(&running, Routed::Recorded { trace: Some(t), .. } if *t == trace));
+        let done = route(&runs, &pipeline, &queue, "Succeeded", Some(&description))
+            .await
+            .unwrap();
+        assert!(
+            matches!(&done, Routed::Recorded { sent: true, trace: Some(t), .. } if *t == trace)
+        );
+        assert_eq!(queue.sent()[0].traceparent, Some(trace.traceparent()));
+        // A late event the stored terminal status ignores still knows the run's trace.
+        let late = route(&runs, &pipeline, &queue, "Executing", Some(&description))
+            .await
+            .unwrap();
+        assert!(matches!(&late, Routed::Ignored { trace: Some(t), .. } if *t == trace));
     }
 
     #[tokio::test]
@@ -295,7 +354,8 @@ mod tests {
             Routed::Recorded {
                 session_id: "s-1".into(),
                 status: PipelineStatus::Succeeded,
-                sent: true
+                sent: true,
+                trace: None,
             }
         );
         assert_eq!(queue.sent().len(), 1);
@@ -318,7 +378,8 @@ mod tests {
             routed,
             Routed::Ignored {
                 session_id: "s-1".into(),
-                stored_status: PipelineStatus::Stopped.into()
+                stored_status: PipelineStatus::Stopped.into(),
+                trace: None,
             }
         );
         assert_eq!(runs.all()[0].status, PipelineStatus::Stopped.into());

@@ -421,12 +421,12 @@ mod tests {
             max_parallel_steps: None,
             result_ttl_secs: 3600,
         };
-        let triggered = trigger_training(&pipeline, &runs, &request, Utc::now())
+        let triggered = trigger_training(&pipeline, &runs, &request, None, Utc::now())
             .await
             .unwrap();
         let secret = triggered.task_secret.clone().unwrap();
         // A retried trigger returns the same run, and so the same task.
-        let again = trigger_training(&pipeline, &runs, &request, Utc::now())
+        let again = trigger_training(&pipeline, &runs, &request, None, Utc::now())
             .await
             .unwrap();
         assert_eq!(again.task_secret.as_deref(), Some(secret.as_str()));

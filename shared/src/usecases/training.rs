@@ -14,6 +14,7 @@ use crate::domain::pipeline_status::PipelineStatus;
 use crate::domain::progress::{RunEvent, RunProgress, StepSeen};
 use crate::domain::run::{self, client_request_token, newest_runs, session_key, Run};
 use crate::domain::time::{rfc3339, ttl_after};
+use crate::domain::trace::TraceContext;
 use crate::ports::{
     AwsFailure, ExecutionDescription, PipelineControl, ProgressSink, RunStore, StartRequest,
     StepStatus, StoreError,
@@ -51,10 +52,13 @@ pub struct Triggered {
 #[error("SageMaker StartPipelineExecution failed: {0}")]
 pub struct TriggerError(pub AwsFailure);
 
+/// Starts the run and records it `pending`, with `trace` (the triggering call's span) on its
+/// item.
 pub async fn trigger_training<P: PipelineControl, R: RunStore>(
     pipeline: &P,
     runs: &R,
     request: &TriggerRequest,
+    trace: Option<&TraceContext>,
     now: DateTime<Utc>,
 ) -> Result<Triggered, TriggerError> {
     let token = match &request.idempotency_key {
@@ -85,6 +89,7 @@ pub async fn trigger_training<P: PipelineControl, R: RunStore>(
         &rfc3339(now),
         ttl,
         &secret,
+        trace,
     );
     // The run has started: a failed bookkeeping write must not make the agent start another.
     let (already_recorded, recording_failed, task_secret) = match runs.write(&write).await {
@@ -100,6 +105,7 @@ pub async fn trigger_training<P: PipelineControl, R: RunStore>(
                         &request.session_id,
                         &execution_arn,
                         &secret,
+                        trace,
                     );
                     match runs.write(&attach).await {
                         Ok(Applied::Written { previous }) => previous
@@ -289,13 +295,15 @@ mod tests {
     async fn the_same_key_returns_the_same_run_and_records_it_once() {
         let (pipeline, runs) = (FakePipeline::default(), MemoryRuns::default());
         let t = parse_rfc3339("2026-11-20T10:00:00Z").unwrap();
-        let first = trigger_training(&pipeline, &runs, &request(Some("k")), t)
+        let trace = TraceContext::start();
+        let first = trigger_training(&pipeline, &runs, &request(Some("k")), Some(&trace), t)
             .await
             .unwrap();
         let again = trigger_training(
             &pipeline,
             &runs,
             &request(Some("k")),
+            Some(&TraceContext::start()),
             t + chrono::Duration::seconds(9),
         )
         .await
@@ -309,7 +317,12 @@ mod tests {
             stored[0].started_at.as_deref(),
             Some("2026-11-20T10:00:00.000Z")
         );
-        let other = trigger_training(&pipeline, &runs, &request(None), t)
+        assert_eq!(
+            stored[0].trace,
+            Some(trace),
+            "the first call's, as recorded"
+        );
+        let other = trigger_training(&pipeline, &runs, &request(None), None, t)
             .await
             .unwrap();
         assert_ne!(other.execution_arn, first.execution_arn);
@@ -320,13 +333,14 @@ mod tests {
     async fn pending_runs_are_listed_newest_first() {
         let (pipeline, runs) = (FakePipeline::default(), MemoryRuns::default());
         let t = parse_rfc3339("2026-11-20T10:00:00Z").unwrap();
-        let older = trigger_training(&pipeline, &runs, &request(None), t)
+        let older = trigger_training(&pipeline, &runs, &request(None), None, t)
             .await
             .unwrap();
         let newer = trigger_training(
             &pipeline,
             &runs,
             &request(None),
+            None,
             t + chrono::Duration::seconds(1),
         )
         .await

@@ -7,6 +7,7 @@ use serde_json::Value;
 
 use crate::domain::item::{Attr, Fields, Item};
 use crate::domain::time::parse_rfc3339;
+use crate::domain::trace::TraceContext;
 
 /// Attribute names of the results table (the deployment contract).
 pub mod attr {
@@ -40,6 +41,9 @@ pub mod attr {
     /// The submitting caller's owner tag (see [`crate::domain::caller::Owner`]); absent on
     /// items from before owners existed, and on outcomes for jobs submitted elsewhere.
     pub const OWNER: &str = "owner";
+    /// W3C trace context of the call that submitted the job (its mcp-tools span), so its
+    /// outcome's log lines and event join the caller's trace.
+    pub use crate::domain::trace::attr::{TRACEPARENT, TRACESTATE};
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -167,6 +171,9 @@ pub struct Job {
     /// `None` for items written before tasks existed, or by an outcome alone.
     pub task_secret: Option<String>,
     pub owner: Option<String>,
+    /// The submitting call's trace; None on items from before traces were stored (or with a
+    /// stored value that does not parse), and on outcomes for jobs submitted elsewhere.
+    pub trace: Option<TraceContext>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -227,6 +234,7 @@ impl Job {
             reconciled_at: f.s(attr::RECONCILED_AT),
             task_secret: f.s(attr::TASK_SECRET),
             owner: f.s(attr::OWNER),
+            trace: TraceContext::from_fields(&f),
         })
     }
 

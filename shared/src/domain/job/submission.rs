@@ -8,6 +8,7 @@ use crate::domain::caller::Owner;
 use crate::domain::job::state::{lost_after, Job, JobPolicy, JobStatus, Stage};
 use crate::domain::job::task::new_task_secret;
 use crate::domain::s3_location::S3Location;
+use crate::domain::trace::TraceContext;
 use crate::util::hex;
 
 /// The largest input `InvokeEndpointAsync` takes inline (its `Body`); a larger one goes
@@ -37,6 +38,8 @@ pub struct Submission {
     pub owner: Owner,
     /// The id derives from an idempotency key, so a job may already be stored under it.
     pub keyed: bool,
+    /// The trace context of the submitting call, stored on the item it reserves.
+    pub trace: Option<TraceContext>,
 }
 
 impl Submission {
@@ -68,6 +71,7 @@ impl Submission {
             task_secret: new_task_secret(),
             owner: owner.clone(),
             keyed: idempotency_key.is_some(),
+            trace: None,
         }
         .with_inline_max(INLINE_INPUT_MAX_BYTES, io_bucket)
     }
@@ -87,6 +91,12 @@ impl Submission {
     pub fn with_content_type(mut self, content_type: &str, accept: Option<&str>) -> Self {
         self.content_type = content_type.to_owned();
         self.accept = accept.map(str::to_owned);
+        self
+    }
+
+    /// Submitted within `trace` (the submitting call's span).
+    pub fn with_trace(mut self, trace: TraceContext) -> Self {
+        self.trace = Some(trace);
         self
     }
 

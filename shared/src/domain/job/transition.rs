@@ -18,6 +18,7 @@ use crate::domain::job::condition::CANCELLED_REASON;
 use crate::domain::job::state::{attr, JobPolicy, JobStatus, Stage};
 use crate::domain::job::submission::Submission;
 use crate::domain::time::{rfc3339, ttl_after};
+use crate::domain::trace::TraceContext;
 use crate::util::truncate_utf8;
 
 /// How much of a failure's text and of a location a record keeps: enough for an agent to act
@@ -70,6 +71,7 @@ fn reserved_item(s: &Submission, attempt: i64, policy: &JobPolicy, now: DateTime
             .as_ref()
             .map(|l| (attr::INPUT_LOCATION, Attr::s(l.to_string()))),
     )
+    .chain(TraceContext::item_attrs(s.trace.as_ref()))
     .map(|(k, v)| (k.to_owned(), v))
     .collect()
 }
@@ -441,5 +443,29 @@ mod tests {
         };
         let (_, applied) = run(&[reserve(&s, &POLICY, t0), redrive(&other, 1, &POLICY, later)]);
         assert_eq!(applied, [true, false]);
+    }
+
+    #[test]
+    fn the_submitting_calls_trace_is_stored_and_kept_through_the_outcome() {
+        let parent = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01";
+        let trace = TraceContext::for_request(Some(parent), Some("rojo=1"));
+        let s = submission().with_trace(trace.clone());
+        let now = at("2026-11-20T10:00:00Z");
+        let (item, _) = run(&[
+            reserve(&s, &POLICY, now),
+            mark_invoked(&s.inference_id, 1, &both_locations(), 5),
+            record_outcome(&outcome(&s.inference_id, JobStatus::Completed)),
+        ]);
+        let stored = item.clone().unwrap();
+        assert_eq!(
+            stored[attr::TRACEPARENT].as_s(),
+            Some(trace.traceparent().as_str())
+        );
+        assert_eq!(stored[attr::TRACESTATE].as_s(), Some("rojo=1"));
+        assert_eq!(job(&item).trace, Some(trace));
+        // Without one, neither attribute is written.
+        let (item, _) = run(&[reserve(&submission(), &POLICY, now)]);
+        let stored = item.unwrap();
+        assert!(!stored.contains_key(attr::TRACEPARENT) && !stored.contains_key(attr::TRACESTATE));
     }
 }
