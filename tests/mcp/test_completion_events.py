@@ -82,5 +82,6 @@ def test_an_outcome_found_in_s3_is_announced_once_with_what_is_recorded(announci
         "inference_id": inference_id, "status": "completed", "owner": item["owner"]["S"],
         "endpoint_name": item["endpoint_name"]["S"], "output_location": submitted["output_location"],
         "submitted_at": item["submitted_at"]["S"], "completed_at": item["completed_at"]["S"], "reconciled": True,
+        "traceparent": item["traceparent"]["S"],
     }, detail
     assert "result" not in detail and "report" not in json.dumps(detail)
