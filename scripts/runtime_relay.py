@@ -9,17 +9,27 @@ RESPONSE_STREAM mode) is passed on chunk by chunk as the function writes it, so 
 its progress notifications when they happen. Trailers (a streamed response's mid-stream error)
 are not relayed: http.client cannot send them.
 
+A client that goes away mid-reply (a Function URL caller that hangs up, or aborts a request it
+no longer wants) makes the emulator drop the streamed response and its connection to this relay.
+Lambda's Runtime API does not fail the function for that: the function writes its stream to the
+end and the post is accepted. The relay does the same: it reads the rest of the function's body,
+answers the post 202 as the Runtime API does, and opens a new upstream connection for the next
+call. Any other call it cannot pass on gets an error status (502), not a dropped connection, so
+the runtime is never left without an answer.
+
 Usage (by cargo): runtime_relay.py BINARY [ARGS...]
 """
 
 import base64
 import binascii
 import http.client
+import json
 import os
 import signal
 import subprocess
 import sys
 import threading
+import traceback
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 CLIENT_CONTEXT = "lambda-runtime-client-context"
@@ -53,6 +63,7 @@ def relay(upstream: str) -> ThreadingHTTPServer:
                     resp = upstream_conn[0].getresponse()
                     return resp.status, resp.reason, resp.getheaders(), resp.read()
                 except (http.client.HTTPException, OSError):
+                    # The connection is in an unknown state: the next call opens a new one.
                     upstream_conn[0].close()
                     upstream_conn[0] = None
                     if chunked or attempt == 2:
@@ -81,13 +92,40 @@ def relay(upstream: str) -> ThreadingHTTPServer:
                 length = int(self.headers.get("Content-Length") or 0)
                 body = self.rfile.read(length) if length else None
             headers = {k: v for k, v in self.headers.items() if k.lower() not in HOP_BY_HOP}
-            status, reason, response_headers, payload = exchange(self.command, self.path, body, headers, chunked)
+            try:
+                status, reason, response_headers, payload = exchange(self.command, self.path, body, headers, chunked)
+            except (http.client.HTTPException, OSError) as e:
+                if chunked:
+                    # The emulator dropped a streamed response (its client went away): as Lambda
+                    # does, take the rest of the stream and accept it.
+                    for _ in body:
+                        pass
+                    print(f"runtime_relay: {self.command} {self.path}: the emulator dropped the streamed "
+                          f"response ({e!r}); the rest was read and the post accepted", file=sys.stderr)
+                    self.answer(202, "Accepted", b'{"status":"OK"}')
+                else:
+                    print(f"runtime_relay: {self.command} {self.path}: {e!r}", file=sys.stderr)
+                    self.answer(502, "Bad Gateway", json.dumps(
+                        {"errorMessage": f"runtime_relay: {e!r}", "errorType": "Runtime.RelayError"}).encode())
+                return
+            except Exception:
+                traceback.print_exc()
+                self.answer(500, "Internal Server Error", json.dumps(
+                    {"errorMessage": "runtime_relay failed", "errorType": "Runtime.RelayError"}).encode())
+                return
             self.send_response(status, reason)
             for name, value in response_headers:
                 if name.lower() == CLIENT_CONTEXT:
                     value = decoded(value)
                 if name.lower() not in HOP_BY_HOP:
                     self.send_header(name, value)
+            self.send_header("Content-Length", str(len(payload)))
+            self.end_headers()
+            self.wfile.write(payload)
+
+        def answer(self, status, reason, payload):
+            self.send_response(status, reason)
+            self.send_header("Content-Type", "application/json")
             self.send_header("Content-Length", str(len(payload)))
             self.end_headers()
             self.wfile.write(payload)
