@@ -18,7 +18,7 @@ help:
 	@echo "make test   lint, sam build (debug), then every test (unit, integration against moto, MCP, template)"
 	@echo "make serve  run everything locally and serve MCP at 127.0.0.1 until Ctrl-C; AUTH=bearer (a token"
 	@echo "             made up and printed once) or AUTH=oauth (with a local dev authorization server); default none"
-	@echo "make conformance  the official MCP conformance suite (2026-07-28 requirements, tasks) against mcp-tools"
+	@echo "make conformance  the official MCP conformance suite (every server scenario) against mcp-tools"
 	@echo "make bench  release builds against a Python/boto3 reference on the local stack; writes BENCHMARKS.md"
 	@echo "make bench-cost  what a job costs, by AWS service (BENCHMARKS.md's cost section alone, a minute)"
 	@echo "make lint   rustfmt and clippy"
@@ -133,9 +133,9 @@ serve: venv
 	$(PY) scripts/local_stack.py --sagemaker target/debug/sagemaker-standin --standin-runtime --lambda -- \
 		$(PY) scripts/serve.py --auth '$(AUTH)'
 
-# The official MCP conformance suite (--requirements 2026-07-28, with the tasks extension's
-# scenarios, which it runs and does not score) against mcp-tools on the local stack; one line
-# per scenario, results in .local/conformance/.
+# The official MCP conformance suite against mcp-tools on the local stack: every server scenario
+# (the 2026-07-28 requirements at that revision, then the rest by name); one line per scenario,
+# results in .local/conformance/.
 conformance: venv $(CONFORMANCE)
 	cargo build --locked --workspace --bins
 	$(PY) scripts/local_stack.py --sagemaker target/debug/sagemaker-standin --step-millis 100 --lambda -- \

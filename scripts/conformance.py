@@ -1,15 +1,17 @@
 #!/usr/bin/env python3
 """`make conformance`: the official MCP conformance suite (tests/conformance, pinned) against
-mcp-tools under `cargo lambda watch` on the local stack, with `--requirements 2026-07-28`:
-exactly the server scenarios that revision requires, plus those it runs and never scores (the
-tasks extension's among them). Prints one line per scenario and writes the suite's own results
-to .local/conformance/. Expects the environment of scripts/local_stack.py.
+mcp-tools under `cargo lambda watch` on the local stack, every server scenario it has: first
+with `--requirements 2026-07-28` (exactly the scenarios that revision requires, at its wire,
+plus those it runs and never scores: the tasks extension's among them), then each of the rest by
+name at the suite's own revision for it (2025-11-25 for the scenarios of earlier revisions, which
+the server still answers; 2026-07-28 for extensions). Prints one line per scenario and writes the
+suite's own results to .local/conformance/. Expects the environment of scripts/local_stack.py.
 
 Many scenarios drive fixtures of the suite's reference server (tools named test_*, greet,
-slow_compute; prompts, resources, completions; tools that ask for elicitation or sampling). A
-server with five job tools has none of them: such a scenario, and any check that says its
-fixture is missing, is reported as not applicable and does not fail the run. Any other failed
-check does.
+slow_compute; prompts, completions; tools that ask for elicitation or sampling; the skills
+extension). A server with five job tools has none of them: such a scenario, and any check that
+says its fixture is missing, is reported as not applicable and does not fail the run. Any other
+failed check does.
 """
 
 import argparse
@@ -29,21 +31,36 @@ CLI = SUITE / "node_modules" / "@modelcontextprotocol" / "conformance" / "dist" 
 OUT = ROOT / ".local" / "conformance"
 REQUIREMENTS = "2026-07-28"
 
-# Scenarios made of the reference server's fixtures, by name prefix: why they cannot apply.
+# Scenarios made of the reference server's fixtures, by name or name prefix (the first that
+# matches): why they cannot apply. README.md lists them.
 NOT_APPLICABLE = {
-    "completion-": "no prompts or resources to complete",
-    "resources-": "no resources",
+    "completion-complete": "completes an argument of the reference server's test_prompt_with_arguments; "
+                           "no completions capability",
+    "resources-read-": "reads the reference server's test:// resources; this server's are job:// outputs, per caller",
+    "resources-templates-read": "reads the reference server's test://template/{id}/data",
+    "resources-subscribe": "subscribes to a reference test:// resource; resources here have no subscribe",
+    "resources-unsubscribe": "subscribes to a reference test:// resource; resources here have no subscribe",
     "prompts-": "no prompts",
     "tools-call-": "calls the reference server's test_* tools",
+    "elicitation-sep": "calls the reference server's test_* elicitation tools",
+    "logging-set-level": "no logging capability: the server sends no log messages",
+    "server-session-lifecycle": "sessions: the server is stateless and issues no MCP-Session-Id; the suite skips it",
+    "server-sse-polling": "calls the reference server's test_reconnection tool",
     "input-required-result-": "calls reference tools that ask for elicitation, sampling or roots",
     "json-schema-2020-12": "calls the reference server's json_schema_2020_12_tool",
     "http-custom-header-server-validation": "needs a tool with x-mcp-header parameters",
+    "tasks-status-notifications": "skipped by the suite, pending its subscriptions/listen rewrite",
     "tasks-": "drives the reference server's greet, slow_compute and failing_job tools",
+    "sep-2640-skills-": "the skills extension: the server serves no skills; the suite skips its checks",
 }
-# A failed check that says what it needed is not here.
+# A failed check that says what it needed is not here. A method the server does not have is a
+# missing fixture only for prompts and completions: a missing tools or resources list fails.
 MISSING_FIXTURE = re.compile(
-    r"Not testable|tool not found|not found\. Available tools|fixture|returned JSON-RPC error -32601",
+    r"Not testable|tool not found|not found\. Available tools|fixture"
+    r"|(prompts|completion)/\S+ returned JSON-RPC error -32601",
     re.IGNORECASE)
+# Every scenario ends with this check of the messages' wire schema: it exercises nothing else.
+WIRE_CHECK = "wire-schema-valid"
 
 
 def not_applicable(scenario: str):
@@ -66,6 +83,22 @@ def results() -> dict:
     return found
 
 
+def server_scenarios(*options) -> list:
+    """The server scenarios `list --server` names (with --requirements: those it runs)."""
+    out = subprocess.run(node() + ["list", "--server", *options], capture_output=True, text=True,
+                         check=True, timeout=120).stdout
+    names, section = [], None
+    for line in out.splitlines():
+        if line.strip().endswith("scenarios (test against a server):"):
+            section = "server"
+        elif line.strip().endswith(":"):
+            section = None
+        listed = re.match(r"^\s+- (\S+)(?: \[(.*)\])?$", line)
+        if listed and (section == "server" or listed.group(2) == "server"):
+            names.append(listed.group(1))
+    return names
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description="The MCP conformance suite against mcp-tools.")
     parser.add_argument("--url", help="an mcp-tools already served (without auth); by default one is "
@@ -75,6 +108,9 @@ def main() -> int:
         sys.exit(f"error: the conformance suite is not installed; run: npm ci --prefix {SUITE.relative_to(ROOT)}")
     shutil.rmtree(OUT, ignore_errors=True)
     OUT.mkdir(parents=True)
+    every = server_scenarios()
+    required = set(server_scenarios("--requirements", REQUIREMENTS))
+    extra = [name for name in every if name not in required]
     watch = None
     url = args.url
     if url is None:
@@ -84,36 +120,49 @@ def main() -> int:
     try:
         proc = subprocess.run(node() + ["server", "--url", url, "--requirements", REQUIREMENTS, "-o", str(OUT)],
                               capture_output=True, text=True, timeout=1200)
+        output = proc.stdout + proc.stderr
+        # The rest one by name: the suite runs each at its own revision.
+        for name in extra:
+            one = subprocess.run(node() + ["server", "--url", url, "--scenario", name, "-o", str(OUT)],
+                                 capture_output=True, text=True, timeout=300)
+            output += one.stdout + one.stderr
     finally:
         if watch is not None:
             stop(watch)
-    (OUT / "output.txt").write_text(proc.stdout + proc.stderr)
+    (OUT / "output.txt").write_text(output)
     found = results()
     if not found:
-        print(proc.stdout + proc.stderr, file=sys.stderr)
+        print(output, file=sys.stderr)
         sys.exit("error: the conformance suite wrote no results")
+    for name in every:
+        if name not in found:
+            found[name] = [{"id": name, "status": "FAILURE", "errorMessage": "the suite wrote no results for it"}]
     unscored = set(re.findall(r"^\s+[✓✗] (\S+) \(", proc.stdout, re.MULTILINE))
     failed = []
-    for name, checks in found.items():
+    for name, checks in sorted(found.items()):
         counts = {}
         for check in checks:
             counts[check["status"]] = counts.get(check["status"], 0) + 1
         why = not_applicable(name)
         real = [c for c in checks if c["status"] == "FAILURE"
                 and not why and not MISSING_FIXTURE.search(c.get("errorMessage") or "")]
+        exercised = any(c["status"] == "SUCCESS" and c["id"] != WIRE_CHECK for c in checks)
         if real:
             verdict = "FAILED"
             failed.append(name)
+        elif why and (not exercised or any(c["status"] == "FAILURE" for c in checks)):
+            verdict = "n/a"
         elif any(c["status"] == "FAILURE" for c in checks):
-            verdict = "n/a" if why else "passed*"
+            verdict = "passed*"
         else:
             verdict = "passed"
-        scored = "not scored" if name in unscored else "required"
+        scored = "extra" if name not in required else "not scored" if name in unscored else "required"
         tally = ", ".join(f"{n} {status.lower()}" for status, n in sorted(counts.items()))
         print(f"{name:48} {verdict:8} {scored:10} [{tally}]{f' ({why})' if why and verdict == 'n/a' else ''}")
         for check in real:
             print(f"    {check['id']}: {check.get('errorMessage') or check.get('description')}")
     print("passed*: passed every check that applies; the rest need a fixture this server does not have")
+    print(f"extra: not in the {REQUIREMENTS} requirements; run by name at the suite's revision for it")
     print(f"results: {OUT.relative_to(ROOT)}/")
     if failed:
         print(f"{len(failed)} scenario(s) failed: {', '.join(failed)}", file=sys.stderr)
