@@ -165,7 +165,7 @@ pub fn contents(uri: &str, read: ObjectRead) -> ResourceContents {
 /// another caller's and expired alike are the resource-not-found error (rmcp says it as
 /// `-32602` to a 2026-07-28 client, `-32002` to an older one).
 pub fn read_error(uri: &str, error: ReadError) -> ErrorData {
-    let data = Some(serde_json::json!({ "uri": shared::util::quote(uri) }));
+    let data = Some(serde_json::json!({ "uri": bounded_uri(uri) }));
     match error {
         ReadError::NotFound { .. } => {
             ErrorData::resource_not_found(wording::resource_not_found(uri), data)
@@ -181,6 +181,16 @@ pub fn read_error(uri: &str, error: ReadError) -> ErrorData {
             tracing::warn!(error = %e, "resources/read: the object could not be read");
             ErrorData::internal_error(wording::RESOURCE_UNREADABLE, None)
         }
+    }
+}
+
+/// The URI as the error's `data` gives it back: whole up to 200 characters, then cut with `…`
+/// (a caller's value is never echoed whole).
+fn bounded_uri(uri: &str) -> String {
+    let max = shared::util::QUOTE_MAX_CHARS;
+    match uri.chars().count() > max {
+        true => uri.chars().take(max).chain(['…']).collect(),
+        false => uri.to_owned(),
     }
 }
 
@@ -260,6 +270,22 @@ mod tests {
         let not_utf8 = read(&[0xff, 0xfe], None);
         assert_eq!(not_utf8["blob"], "//4=");
         assert!(not_utf8.get("mimeType").is_none());
+    }
+
+    #[test]
+    fn a_refusal_gives_the_uri_back_unquoted_and_cut() {
+        let not_found = |uri: &str| {
+            let e = ReadError::NotFound {
+                inference_id: String::new(),
+                which: JobObject::Output,
+            };
+            read_error(uri, e).data.unwrap()["uri"].clone()
+        };
+        assert_eq!(not_found("test://x"), "test://x");
+        let long = format!("job://{}/output", "a".repeat(300));
+        let given = not_found(&long);
+        assert_eq!(given.as_str().unwrap().chars().count(), 201);
+        assert!(given.as_str().unwrap().ends_with('…'));
     }
 
     #[test]
