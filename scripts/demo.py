@@ -7,7 +7,8 @@ async endpoint with a small model, a training pipeline), and the four functions 
 1. submit_job / check_job_status: the stand-in endpoint reads the input, runs the model, writes
    the output and notifies notification-handler, which records it and announces it on an
    EventBridge bus (a rule delivers the events to an SQS queue here); check_job_status waits
-   for it, streaming progress notifications, and returns it;
+   for it, streaming progress notifications, and returns it; a large output comes back as a
+   resource_link, read with resources/read over the same connection;
 2. trigger_training / check_training_result: the stand-in pipeline runs, its EventBridge events
    reach pipeline-router, which records the outcome and sends it to SQS;
 3. provenance: check_training_status names the model package the run registered, and
@@ -21,6 +22,7 @@ Expects the environment of `scripts/local_stack.py --sagemaker ... --standin-run
 """
 
 import asyncio
+import base64
 import json
 import os
 import subprocess
@@ -67,6 +69,28 @@ async def jobs(url: str) -> bool:
             print(f"check_job_status {inference_id} -> {s['status']:<9} {detail[:90]}")
             outcomes.append(s["status"])
     return outcomes == ["completed", "completed", "failed"]
+
+
+async def large_output(url: str) -> bool:
+    """A job whose output is too large to inline: a resource_link, read back over MCP."""
+    words = " ".join(f"line-{i} of the annual report" for i in range(120))
+    async with Client(url, mode="auto") as client:
+        job = (await client.call_tool("submit_job", {"document": words, "options": {"tokens": True}})).structured_content
+        status = await client.call_tool("check_job_status", {"inference_id": job["inference_id"], "wait_secs": 20})
+        s = status.structured_content
+        links = [block for block in status.content if block.type == "resource_link"]
+        print(f"check_job_status {job['inference_id']} -> {s['status']}, no inline result; result_url (presigned, "
+              f"15 min) and {len(links)} resource_link")
+        if s["status"] != "completed" or len(links) != 1:
+            return False
+        link = links[0]
+        print(f"  resource_link {link.uri} ({link.mime_type}, {link.size} bytes)")
+        read = await client.read_resource(link.uri)
+        contents = read.contents[0]
+        body = contents.text.encode() if hasattr(contents, "text") else base64.b64decode(contents.blob)
+        output = json.loads(body)
+        print(f"  resources/read -> {len(body)} bytes over MCP: label {output['label']}, {len(output['tokens'])} tokens")
+        return len(body) == link.size
 
 
 def completion_bus(events, sqs, name: str = "demo-completions") -> tuple[str, str]:
@@ -252,7 +276,8 @@ def main() -> int:
     watch = start_watch(port, {"AUTH_MODE": "none", "EVENT_BUS_NAME": bus}, "demo")
     try:
         section("1. jobs through MCP: submit_job, then check_job_status (the stand-in endpoint runs the model)")
-        results = [asyncio.run(jobs(url)) and completion_events(clients["sqs"], events_queue)]
+        results = [asyncio.run(jobs(url)) and completion_events(clients["sqs"], events_queue)
+                   and asyncio.run(large_output(url))]
         section("2. training through MCP: trigger_training, then check_training_result")
         trained, succeeded = asyncio.run(training(url, clients["sqs"], os.environ["PIPELINE_RESULTS_QUEUE_URL"]))
         results.append(trained)

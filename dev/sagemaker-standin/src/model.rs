@@ -5,7 +5,9 @@ use std::collections::HashMap;
 
 use serde_json::{json, Value};
 
-/// The small local model: labels a document by its words.
+/// The small local model: labels a document by its words. With `parameters.tokens: true` it
+/// also lists every word with its offset, which makes a long document's output large (too
+/// large to store inline: an output read through S3 or as an MCP resource).
 pub fn classify(input: &Value) -> Result<Value, String> {
     let text = match input.get("inputs") {
         Some(Value::String(s)) => s.clone(),
@@ -20,7 +22,39 @@ pub fn classify(input: &Value) -> Result<Value, String> {
         .into_iter()
         .find(|(word, _)| lower.contains(word))
         .unwrap_or(("other", 0.55));
-    Ok(json!({"label": label, "confidence": confidence, "words": text.split_whitespace().count()}))
+    let mut output =
+        json!({"label": label, "confidence": confidence, "words": text.split_whitespace().count()});
+    if input.pointer("/parameters/tokens") == Some(&Value::Bool(true)) {
+        output["tokens"] = tokens(&text);
+    }
+    Ok(output)
+}
+
+fn tokens(text: &str) -> Value {
+    let mut offset = 0;
+    let mut found = Vec::new();
+    for word in text.split_whitespace() {
+        let at = text[offset..].find(word).map_or(offset, |i| offset + i);
+        found.push(json!({"token": word, "offset": at}));
+        offset = at + word.len();
+    }
+    Value::Array(found)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tokens_are_listed_only_when_asked_for() {
+        let plain = classify(&json!({"inputs": "an invoice  for you"})).unwrap();
+        assert_eq!(plain["label"], "invoice");
+        assert!(plain.get("tokens").is_none());
+        let asked = json!({"inputs": "an invoice  for you", "parameters": {"tokens": true}});
+        let listed = classify(&asked).unwrap();
+        assert_eq!(listed["tokens"][2], json!({"token": "for", "offset": 12}));
+        assert_eq!(listed["tokens"].as_array().unwrap().len(), 4);
+    }
 }
 
 /// The training data of a run started without InputDataUri.

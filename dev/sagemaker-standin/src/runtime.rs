@@ -321,9 +321,10 @@ pub async fn infer(state: AppState, job: Job) {
             .map_err(|e| format!("the input is not JSON: {e}"))
             .and_then(|v| model::classify(&v))
     });
-    let (location, body) = match &outcome {
-        Ok(result) => (&job.output, result.to_string()),
-        Err(reason) => (&job.failure, reason.clone()),
+    // As SageMaker does: the output with the model's response type, the failure as text.
+    let (location, body, content_type) = match &outcome {
+        Ok(result) => (&job.output, result.to_string(), "application/json"),
+        Err(reason) => (&job.failure, reason.clone(), "text/plain"),
     };
     let target: S3Location = location.parse().expect("locations are built above");
     if let Err(e) = state
@@ -331,6 +332,7 @@ pub async fn infer(state: AppState, job: Job) {
         .put_object()
         .bucket(&target.bucket)
         .key(&target.key)
+        .content_type(content_type)
         .body(body.into_bytes().into())
         .send()
         .await
