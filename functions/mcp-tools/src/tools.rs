@@ -147,7 +147,7 @@ impl<B: Backend> Tools<B> {
 
     /// Reads a job's status and, once it is done, its result.
     #[tool(
-        description = "Get the status of a job started with submit_job: pending, completed (with the result inline, or \
+        description = "Get the status of a job, by the inference_id the tool that started it returned: pending, completed (with the result inline, or \
                        for large outputs a resource_link to read with resources/read and a short-lived result_url) \
                        or failed (with the reason). wait_secs (0-20) waits \
                        for a pending job to finish. With a progress token the wait may be longer (up to the function's \
@@ -244,7 +244,7 @@ impl<B: Backend> Tools<B> {
 
     /// The live status of one pipeline run and its steps.
     #[tool(
-        description = "Get the status of a training run (execution_arn from trigger_training), with its failure reason \
+        description = "Get the status of a training run (the execution_arn the tool that started it returned), with its failure reason \
                        and the status of each step. wait_secs (0-20) waits for a running run to end; with a progress \
                        token the wait may be longer (up to the function's timeout less 10 s) and each step is \
                        reported as it starts and ends. The server runs, and is billed, for the whole wait.",

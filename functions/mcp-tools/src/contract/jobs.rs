@@ -238,7 +238,7 @@ impl From<SubmitError> for ToolError {
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CheckJobStatusArgs {
-    /// The `inference_id` returned by `submit_job`.
+    /// The `inference_id` the tool that started the job returned.
     pub inference_id: String,
     #[schemars(
         range(min = WAIT_SECS.min, max = WAIT_SECS.max),

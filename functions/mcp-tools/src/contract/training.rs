@@ -216,7 +216,7 @@ impl TriggerTrainingArgs {
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CheckTrainingStatusArgs {
-    /// The `execution_arn` returned by `trigger_training`.
+    /// The `execution_arn` the tool that started the run returned.
     pub execution_arn: String,
     #[schemars(
         range(min = WAIT_SECS.min, max = WAIT_SECS.max),
@@ -311,7 +311,7 @@ pub struct StepView {
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CheckTrainingResultArgs {
-    /// The `session_id` given to `trigger_training`.
+    /// The `session_id` the run was started with.
     pub session_id: String,
 }
 
