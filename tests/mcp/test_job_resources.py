@@ -56,7 +56,7 @@ def test_a_large_outputs_link_is_read_back_by_its_owner_and_refused_to_another(n
             assert [t.uri_template for t in templates.resource_templates] == [
                 "job://{inference_id}/output", "job://{inference_id}/failure"]
             listed = await alice.list_resources()
-            assert listed.resources == [] and listed.cache_scope == "public"
+            assert listed.resources == [] and listed.cache_scope == "public" and listed.ttl_ms == 300000
 
         async with client(named, "agent-b") as bob:
             with pytest.raises(MCPError) as theirs:

@@ -17,6 +17,7 @@ pub mod deps;
 pub mod direct;
 pub mod front_door;
 pub mod http_guard;
+mod listing;
 pub mod progress;
 mod resources;
 pub mod tasks;

@@ -4,8 +4,7 @@
 //! to name one, and a status's `resource_link` names it for the client.
 
 use rmcp::model::{
-    Extensions, ListResourceTemplatesResult, ListResourcesResult, ProtocolVersion,
-    ReadResourceRequestParams, ReadResourceResult, Resource,
+    Extensions, ProtocolVersion, ReadResourceRequestParams, ReadResourceResult, Resource,
 };
 use rmcp::ErrorData;
 use tracing::{field::Empty, info_span, Instrument};
@@ -13,41 +12,16 @@ use tracing::{field::Empty, info_span, Instrument};
 use shared::domain::job::{Job, JobStatus};
 use shared::usecases::job_object::{self, JobObject};
 
-use crate::contract::resources::{self, LIST_CACHE_SCOPE, LIST_TTL_MS, READ_MAX_BYTES};
+use crate::contract::resources::{self, READ_MAX_BYTES};
 use crate::deps::Backend;
+use crate::listing::caches;
 use crate::tools::Tools;
-
-/// Whether a client of `version` is told caching hints: they are 2026-07-28's.
-fn caches(version: Option<ProtocolVersion>) -> bool {
-    version.is_some_and(|v| v >= ProtocolVersion::V_2026_07_28)
-}
 
 /// Whether a client of `version` understands a `resource_link` block (2025-06-18 on). A
 /// front door without a version (the AgentCore Gateway's) gets none: its clients cannot
 /// read resources here.
 pub(crate) fn links_understood(version: Option<ProtocolVersion>) -> bool {
     version.is_some_and(|v| v >= ProtocolVersion::V_2025_06_18)
-}
-
-/// Jobs are not enumerable: an empty list, the same for every caller.
-pub(crate) fn list(version: Option<ProtocolVersion>) -> ListResourcesResult {
-    let list = ListResourcesResult::with_all_items(Vec::new());
-    match caches(version) {
-        true => list
-            .with_ttl_ms(LIST_TTL_MS)
-            .with_cache_scope(LIST_CACHE_SCOPE),
-        false => list,
-    }
-}
-
-pub(crate) fn templates(version: Option<ProtocolVersion>) -> ListResourceTemplatesResult {
-    let list = ListResourceTemplatesResult::with_all_items(resources::templates());
-    match caches(version) {
-        true => list
-            .with_ttl_ms(LIST_TTL_MS)
-            .with_cache_scope(LIST_CACHE_SCOPE),
-        false => list,
-    }
 }
 
 impl<B: Backend> Tools<B> {

@@ -14,8 +14,9 @@ use rmcp::handler::server::{router::tool::ToolRouter, wrapper::Parameters};
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, CancelTaskParams, ContentBlock,
     ErrorData, Extensions, GetTaskParams, GetTaskResult, Implementation,
-    ListResourceTemplatesResult, ListResourcesResult, PaginatedRequestParams, ProtocolVersion,
-    ReadResourceRequestParams, ReadResourceResponse, ServerCapabilities, ServerConfig,
+    ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, PaginatedRequestParams,
+    ProtocolVersion, ReadResourceRequestParams, ReadResourceResponse, ServerCapabilities,
+    ServerConfig,
 };
 use rmcp::service::RequestContext;
 use rmcp::RoleServer;
@@ -35,8 +36,9 @@ use crate::catalog::Catalog;
 use crate::contract::resources::Linked;
 use crate::contract::*;
 use crate::deps::{Backend, Deps};
+use crate::listing;
 use crate::progress::ClientProgress;
-use crate::resources::{self, links_understood};
+use crate::resources::links_understood;
 use crate::wording;
 
 /// Kept free of a long poll so the reply leaves before the Lambda times out.
@@ -618,13 +620,22 @@ impl<B: Backend> ServerHandler for Tools<B> {
         self.cancel(request, &context.extensions).await
     }
 
+    /// The tools served, with the caching hints every listing carries.
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        Ok(listing::tools(self.served(), context.protocol_version()))
+    }
+
     /// Jobs are not enumerable: none listed (see [`crate::resources`]).
     async fn list_resources(
         &self,
         _request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
     ) -> Result<ListResourcesResult, ErrorData> {
-        Ok(resources::list(context.protocol_version()))
+        Ok(listing::resources(context.protocol_version()))
     }
 
     /// How to name a job's output and its failure detail.
@@ -633,7 +644,7 @@ impl<B: Backend> ServerHandler for Tools<B> {
         _request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
     ) -> Result<ListResourceTemplatesResult, ErrorData> {
-        Ok(resources::templates(context.protocol_version()))
+        Ok(listing::templates(context.protocol_version()))
     }
 
     /// A job's output or failure detail, for the caller that submitted the job.

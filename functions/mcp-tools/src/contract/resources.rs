@@ -23,11 +23,6 @@ pub const READ_MAX_BYTES: u64 = 1024 * 1024;
 pub const READ_TTL_MS: u64 = 5 * 60 * 1000;
 pub const READ_CACHE_SCOPE: CacheScope = CacheScope::Private;
 
-/// How long a client may keep a listing: the templates and the (empty) list change only with
-/// a deployment, and are the same for every caller.
-pub const LIST_TTL_MS: u64 = 5 * 60 * 1000;
-pub const LIST_CACHE_SCOPE: CacheScope = CacheScope::Public;
-
 const SCHEME: &str = "job://";
 const OUTPUT: &str = "output";
 const FAILURE: &str = "failure";

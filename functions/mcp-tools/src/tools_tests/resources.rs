@@ -244,10 +244,9 @@ async fn the_listings_say_how_long_they_keep() {
     );
     assert_eq!(templates["cacheScope"], "public");
     let tools = w.versioned("tools/list", json!({}), V2026).await.unwrap();
-    assert!(
-        tools["ttlMs"].is_u64() && tools["cacheScope"].is_string(),
-        "{}",
-        tools["ttlMs"]
+    assert_eq!(
+        (tools["ttlMs"].clone(), tools["cacheScope"].clone()),
+        (json!(300_000), json!("public"))
     );
     let old = w
         .versioned("resources/list", json!({}), "2025-11-25")
