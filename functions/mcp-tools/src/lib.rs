@@ -2,7 +2,9 @@
 //! may land on a fresh instance, so nothing but the SDK clients lives in the process.
 //! `contract` holds the tools' argument and result types, `tools` the tools themselves (each
 //! one use case of `shared`), `catalog` and `catalog_tools` a team's tool catalog and its tools
-//! on the same router, `tasks` the tasks extension, `deps` what they run on (settings, ports,
+//! on the same router, `tasks` the tasks extension, `resources` a job's output as an MCP
+//! resource, `listing` the list results and their caching hints, `handler` the MCP server over
+//! all of them, `trace_context` a call's W3C trace, `deps` what they run on (settings, ports,
 //! clock, catalog), `direct` a tool call without HTTP (for other front doors, such as an
 //! AgentCore Gateway target), and `front_door` the HTTP front door (paths, hosts, the one parse
 //! of the body) and `auth` who the caller is, by auth mode.
@@ -16,6 +18,7 @@ pub mod contract;
 pub mod deps;
 pub mod direct;
 pub mod front_door;
+mod handler;
 pub mod http_guard;
 mod listing;
 pub mod progress;

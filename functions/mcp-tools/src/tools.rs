@@ -9,18 +9,11 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use lambda_http::RequestExt;
-use rmcp::handler::server::tool::ToolCallContext;
 use rmcp::handler::server::{router::tool::ToolRouter, wrapper::Parameters};
-use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, CancelTaskParams, ContentBlock,
-    ErrorData, Extensions, GetTaskParams, GetTaskResult, Implementation,
-    ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, PaginatedRequestParams,
-    ProtocolVersion, ReadResourceRequestParams, ReadResourceResponse, ServerCapabilities,
-    ServerConfig,
-};
+use rmcp::model::{CallToolResponse, CallToolResult, ContentBlock, ErrorData, Extensions};
 use rmcp::service::RequestContext;
 use rmcp::RoleServer;
-use rmcp::{tool, tool_handler, tool_router, Json, ServerHandler};
+use rmcp::{tool, tool_router, Json};
 
 use shared::domain::arn::{account_of_function, Scope};
 use shared::domain::caller::{Caller, Principal};
@@ -31,12 +24,10 @@ use shared::usecases::training::{self, TriggerRequest};
 use shared::usecases::{check, lineage, outcome, quota, submit};
 use tracing::{field::Empty, info_span, Instrument, Span};
 
-use crate::arguments;
 use crate::catalog::Catalog;
 use crate::contract::resources::Linked;
 use crate::contract::*;
 use crate::deps::{Backend, Deps};
-use crate::listing;
 use crate::progress::ClientProgress;
 use crate::resources::links_understood;
 use crate::wording;
@@ -46,7 +37,7 @@ const WAIT_MARGIN: Duration = Duration::from_secs(3);
 
 pub struct Tools<B> {
     pub(crate) deps: Arc<Deps<B>>,
-    router: Arc<ToolRouter<Tools<B>>>,
+    pub(crate) router: Arc<ToolRouter<Tools<B>>>,
     /// The caller of every request, for a transport with one caller and no front door (an
     /// in-process or stdio client); None where each request brings its own.
     sole_caller: Option<Principal>,
@@ -525,161 +516,6 @@ impl<B> Tools<B> {
     pub(crate) fn task_caller(&self, extensions: &Extensions) -> Result<Caller, ErrorData> {
         self.caller_of(extensions)
             .ok_or_else(|| ErrorData::internal_error(wording::NO_CALLER, None))
-    }
-}
-
-impl<B: Backend> Tools<B> {
-    /// A call to its tool: submit_job and trigger_training as tasks for a client that declared
-    /// the extension, everything else (and tools not served) through the router.
-    async fn route(
-        &self,
-        request: CallToolRequestParams,
-        context: RequestContext<RoleServer>,
-        wants_task: bool,
-    ) -> Result<CallToolResponse, ErrorData> {
-        let extensions = &context.extensions;
-        let served = self.router.has_route(&request.name);
-        match request.name.as_ref() {
-            names::SUBMIT_JOB if wants_task && served => {
-                Ok(self.submit_as_task(request.arguments, extensions).await)
-            }
-            names::TRIGGER_TRAINING if wants_task && served => {
-                Ok(self.trigger_as_task(request.arguments, extensions).await)
-            }
-            name if wants_task && served && self.catalog_job_args(name, None).is_some() => Ok(self
-                .catalog_job_as_task(name, request.arguments, extensions)
-                .await),
-            name if wants_task && served && self.catalog_run_args(name, None).is_some() => Ok(self
-                .catalog_run_as_task(name, request.arguments, extensions)
-                .await),
-            _ => {
-                self.router
-                    .call(ToolCallContext::new(self, request, context))
-                    .await
-            }
-        }
-    }
-}
-
-#[tool_handler(router = self.router)]
-impl<B: Backend> ServerHandler for Tools<B> {
-    /// As the router would, except that submit_job and trigger_training become tasks for a
-    /// client that declared the tasks extension.
-    async fn call_tool(
-        &self,
-        mut request: CallToolRequestParams,
-        mut context: RequestContext<RoleServer>,
-    ) -> Result<CallToolResponse, ErrorData> {
-        // W3C trace context (SEP-414): this server's span, for Tools::call to take.
-        let trace = crate::trace_context::from_meta(&context.meta);
-        context.extensions.insert(trace);
-        // Numbers and booleans sent as strings become what the tool's schema declares.
-        if let (Some(tool), Some(arguments)) =
-            (self.router.get(&request.name), request.arguments.as_mut())
-        {
-            if let Err(message) = arguments::coerce(&tool.input_schema, arguments) {
-                return Ok(tool_error(message));
-            }
-        }
-        let wants_task = context
-            .client_capabilities()
-            .is_some_and(|c| c.supports_tasks());
-        let answer = self.route(request, context, wants_task).await;
-        // rmcp's own argument errors quote what they could not read: cut, as ours are.
-        answer.map(|response| match response {
-            CallToolResponse::Complete(mut result) if result.is_error == Some(true) => {
-                for block in result.content.iter_mut() {
-                    if let Some(text) = block.as_text().map(|t| t.text.clone()) {
-                        if text.chars().count() > wording::ERROR_MAX_CHARS {
-                            *block = ContentBlock::text(wording::bounded(text));
-                        }
-                    }
-                }
-                CallToolResponse::Complete(result)
-            }
-            other => other,
-        })
-    }
-
-    /// `tasks/get`, for a job's task or a run's.
-    async fn get_task(
-        &self,
-        request: GetTaskParams,
-        context: RequestContext<RoleServer>,
-    ) -> Result<GetTaskResult, ErrorData> {
-        self.read_task(request, &context.extensions).await
-    }
-
-    /// `tasks/cancel`: a pending job becomes `cancelled`, a running run is stopped; a finished
-    /// one stays as it is.
-    async fn cancel_task(
-        &self,
-        request: CancelTaskParams,
-        context: RequestContext<RoleServer>,
-    ) -> Result<(), ErrorData> {
-        self.cancel(request, &context.extensions).await
-    }
-
-    /// The tools served, with the caching hints every listing carries.
-    async fn list_tools(
-        &self,
-        _request: Option<PaginatedRequestParams>,
-        context: RequestContext<RoleServer>,
-    ) -> Result<ListToolsResult, ErrorData> {
-        Ok(listing::tools(self.served(), context.protocol_version()))
-    }
-
-    /// Jobs are not enumerable: none listed (see [`crate::resources`]).
-    async fn list_resources(
-        &self,
-        _request: Option<PaginatedRequestParams>,
-        context: RequestContext<RoleServer>,
-    ) -> Result<ListResourcesResult, ErrorData> {
-        Ok(listing::resources(context.protocol_version()))
-    }
-
-    /// How to name a job's output and its failure detail.
-    async fn list_resource_templates(
-        &self,
-        _request: Option<PaginatedRequestParams>,
-        context: RequestContext<RoleServer>,
-    ) -> Result<ListResourceTemplatesResult, ErrorData> {
-        Ok(listing::templates(context.protocol_version()))
-    }
-
-    /// A job's output or failure detail, for the caller that submitted the job.
-    async fn read_resource(
-        &self,
-        request: ReadResourceRequestParams,
-        context: RequestContext<RoleServer>,
-    ) -> Result<ReadResourceResponse, ErrorData> {
-        let version = context.protocol_version();
-        let read = self.read_job_resource(request, &context.extensions, version);
-        read.await.map(ReadResourceResponse::from)
-    }
-
-    fn get_info(&self) -> ServerConfig {
-        ServerConfig::new(
-            ServerCapabilities::builder()
-                .enable_tools()
-                .enable_resources()
-                .enable_tasks()
-                .build(),
-        )
-        .with_server_info(Implementation::new("mcp-tools", env!("CARGO_PKG_VERSION")))
-        .with_instructions(match &self.deps.catalog {
-            None => wording::INSTRUCTIONS,
-            Some(_) => wording::CATALOG_INSTRUCTIONS,
-        })
-    }
-
-    fn supported_protocol_versions(&self) -> std::borrow::Cow<'static, [ProtocolVersion]> {
-        std::borrow::Cow::Borrowed(&[
-            ProtocolVersion::V_2025_03_26,
-            ProtocolVersion::V_2025_06_18,
-            ProtocolVersion::V_2025_11_25,
-            ProtocolVersion::V_2026_07_28,
-        ])
     }
 }
 
