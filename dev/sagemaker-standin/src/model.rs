@@ -41,22 +41,6 @@ fn tokens(text: &str) -> Value {
     Value::Array(found)
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn tokens_are_listed_only_when_asked_for() {
-        let plain = classify(&json!({"inputs": "an invoice  for you"})).unwrap();
-        assert_eq!(plain["label"], "invoice");
-        assert!(plain.get("tokens").is_none());
-        let asked = json!({"inputs": "an invoice  for you", "parameters": {"tokens": true}});
-        let listed = classify(&asked).unwrap();
-        assert_eq!(listed["tokens"][2], json!({"token": "for", "offset": 12}));
-        assert_eq!(listed["tokens"].as_array().unwrap().len(), 4);
-    }
-}
-
 /// The training data of a run started without InputDataUri.
 pub const DEFAULT_INPUT_DATA_URI: &str = "s3://default/train";
 
@@ -86,5 +70,21 @@ pub fn step_failure(step: &str, parameters: &HashMap<String, String>) -> Option<
             })
         }
         _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tokens_are_listed_only_when_asked_for() {
+        let plain = classify(&json!({"inputs": "an invoice  for you"})).unwrap();
+        assert_eq!(plain["label"], "invoice");
+        assert!(plain.get("tokens").is_none());
+        let asked = json!({"inputs": "an invoice  for you", "parameters": {"tokens": true}});
+        let listed = classify(&asked).unwrap();
+        assert_eq!(listed["tokens"][2], json!({"token": "for", "offset": 12}));
+        assert_eq!(listed["tokens"].as_array().unwrap().len(), 4);
     }
 }
