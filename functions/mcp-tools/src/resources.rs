@@ -37,11 +37,7 @@ impl<B: Backend> Tools<B> {
         let span = info_span!("resource_read", inference_id = Empty, object = Empty);
         let uri = request.uri;
         let Some((inference_id, which)) = resources::parse_uri(&uri) else {
-            let not_found = job_object::ReadError::NotFound {
-                inference_id: String::new(),
-                which: JobObject::Output,
-            };
-            return Err(resources::read_error(&uri, not_found));
+            return Err(resources::not_found(&uri));
         };
         span.record("inference_id", inference_id.as_str());
         span.record("object", tracing::field::debug(which));

@@ -339,16 +339,12 @@ fn completed(
 ) -> Result<TaskPayload, ErrorData> {
     let output =
         serde_json::to_value(output).map_err(|e| ErrorData::internal_error(e.to_string(), None))?;
-    let mut result = if failed {
+    let result = if failed {
         CallToolResult::structured_error(output)
     } else {
         CallToolResult::structured(output)
     };
-    result.content.extend(
-        links
-            .into_iter()
-            .map(rmcp::model::ContentBlock::resource_link),
-    );
+    let result = crate::contract::resources::with_links(result, links);
     match serde_json::to_value(result) {
         Ok(serde_json::Value::Object(result)) => Ok(TaskPayload::Completed { result }),
         _ => Err(ErrorData::internal_error("tool result", None)),

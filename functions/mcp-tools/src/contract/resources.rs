@@ -92,12 +92,16 @@ impl<T: serde::Serialize> IntoCallToolResult for Linked<T> {
     fn into_call_tool_result(self) -> Result<CallToolResponse, ErrorData> {
         let value = serde_json::to_value(self.output)
             .map_err(|e| ErrorData::internal_error(e.to_string(), None))?;
-        let mut result = CallToolResult::structured(value);
-        result
-            .content
-            .extend(self.links.into_iter().map(ContentBlock::resource_link));
-        Ok(result.into())
+        Ok(with_links(CallToolResult::structured(value), self.links).into())
     }
+}
+
+/// `result` with a `resource_link` block for each of `links` after its text.
+pub fn with_links(mut result: CallToolResult, links: Vec<Resource>) -> CallToolResult {
+    result
+        .content
+        .extend(links.into_iter().map(ContentBlock::resource_link));
+    result
 }
 
 /// The templates `resources/templates/list` declares.
@@ -160,13 +164,10 @@ pub fn contents(uri: &str, read: ObjectRead) -> ResourceContents {
 /// another caller's and expired alike are the resource-not-found error (rmcp says it as
 /// `-32602` to a 2026-07-28 client, `-32002` to an older one).
 pub fn read_error(uri: &str, error: ReadError) -> ErrorData {
-    let data = Some(serde_json::json!({ "uri": bounded_uri(uri) }));
     match error {
-        ReadError::NotFound { .. } => {
-            ErrorData::resource_not_found(wording::resource_not_found(uri), data)
-        }
+        ReadError::NotFound { .. } => not_found(uri),
         ReadError::TooLarge { size, max, .. } => {
-            ErrorData::invalid_params(wording::resource_too_large(size, max), data)
+            ErrorData::invalid_params(wording::resource_too_large(size, max), uri_data(uri))
         }
         ReadError::Store(e) => {
             tracing::warn!(error = %e, "resources/read: the job could not be read");
@@ -179,14 +180,20 @@ pub fn read_error(uri: &str, error: ReadError) -> ErrorData {
     }
 }
 
+/// The resource-not-found error, for any URI this caller may not read (or that names nothing).
+pub fn not_found(uri: &str) -> ErrorData {
+    ErrorData::resource_not_found(wording::resource_not_found(uri), uri_data(uri))
+}
+
 /// The URI as the error's `data` gives it back: whole up to 200 characters, then cut with `…`
 /// (a caller's value is never echoed whole).
-fn bounded_uri(uri: &str) -> String {
+fn uri_data(uri: &str) -> Option<serde_json::Value> {
     let max = shared::util::QUOTE_MAX_CHARS;
-    match uri.chars().count() > max {
+    let uri: String = match uri.chars().count() > max {
         true => uri.chars().take(max).chain(['…']).collect(),
         false => uri.to_owned(),
-    }
+    };
+    Some(serde_json::json!({ "uri": uri }))
 }
 
 fn is_textual(content_type: &str) -> bool {
