@@ -45,6 +45,13 @@ def need(name: str) -> str:
     return value
 
 
+def standin_invocations() -> list:
+    """Every InvokeEndpointAsync the SageMaker stand-in's runtime has received."""
+    url = f"{need('AWS_ENDPOINT_URL_SAGEMAKER')}/_standin/invocations"
+    with urllib.request.urlopen(url, timeout=30) as resp:
+        return json.loads(resp.read())["invocations"]
+
+
 @pytest.fixture(scope="session")
 def servers():
     need("AWS_ENDPOINT_URL")
@@ -126,8 +133,7 @@ def faulty(servers):
 
         @staticmethod
         def invocations(inference_id: str) -> list:
-            calls = control("GET", "invocations")["invocations"]
-            return [c for c in calls if c["inference_id"] == inference_id]
+            return [c for c in standin_invocations() if c["inference_id"] == inference_id]
 
     control("DELETE", "faults")
     yield Standin

@@ -7,7 +7,6 @@ tool's task form is a job task."""
 import asyncio
 import json
 import time
-import urllib.request
 from pathlib import Path
 
 import pytest
@@ -17,7 +16,7 @@ from fastmcp_tasks.client import _send_get
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
-from conftest import error_text, need, ok
+from conftest import error_text, need, ok, standin_invocations
 from lambda_watch import free_port, start_watch, stop, WatchError
 from test_faults import until_done
 from test_identity import call_tool
@@ -39,12 +38,6 @@ def catalog_url(servers):
         pytest.exit(str(e), 2)
     yield f"http://127.0.0.1:{port}/lambda-url/mcp-tools/mcp"
     stop(proc)
-
-
-def invocations() -> list:
-    url = f"{need('AWS_ENDPOINT_URL_SAGEMAKER')}/_standin/invocations"
-    with urllib.request.urlopen(url, timeout=30) as resp:
-        return json.loads(resp.read())["invocations"]
 
 
 def list_tools(url):
@@ -74,7 +67,7 @@ def test_both_models_are_listed_with_their_own_schemas_in_place_of_submit_job(ca
 def test_a_job_on_each_endpoint_is_completed_by_the_stand_in(catalog_url, aws, tool, args, endpoint):
     submitted = ok(call_tool(catalog_url, tool, args))
     inference_id = submitted["inference_id"]
-    [invocation] = [i for i in invocations() if i["inference_id"] == inference_id]
+    [invocation] = [i for i in standin_invocations() if i["inference_id"] == inference_id]
     # The arguments went inline, as the model's JSON body, to the tool's own endpoint.
     assert invocation["endpoint"] == endpoint
     assert invocation["input_location"] is None
@@ -88,12 +81,12 @@ def test_a_job_on_each_endpoint_is_completed_by_the_stand_in(catalog_url, aws, t
 
 def test_a_refused_argument_stores_and_invokes_nothing(catalog_url, aws):
     before = (aws["ddb"].scan(TableName=aws["table"], Select="COUNT", ConsistentRead=True)["Count"],
-              len(invocations()))
+              len(standin_invocations()))
     refused = call_tool(catalog_url, "score_churn_risk", {"customers": [{**CUSTOMER, "plan": "gold"}]})
     assert refused.is_error
     assert error_text(refused).startswith("argument /customers/0/plan: value must be one of 'free', 'team'")
     after = (aws["ddb"].scan(TableName=aws["table"], Select="COUNT", ConsistentRead=True)["Count"],
-             len(invocations()))
+             len(standin_invocations()))
     assert after == before
 
 
