@@ -1,0 +1,241 @@
+//! Every reply as the streaming entry point sends it (`lambda_http::StreamAdapter`, what
+//! `streaming_runtime` wraps the door in): the prelude's status and headers, and the body
+//! whole. A buffered reply under the streaming entry point has come back empty before
+//! (aws-lambda-rust-runtime #805); none may here.
+
+use std::convert::Infallible;
+use std::sync::Arc;
+
+use futures_util::StreamExt;
+use lambda_http::lambda_runtime::{Context, LambdaEvent};
+use lambda_http::request::LambdaRequest;
+use lambda_http::{service_fn, Service};
+use serde_json::{json, Value};
+
+use super::*;
+use crate::tools_tests::world;
+
+/// A Function URL event (payload format 2.0).
+fn event(method: &str, path: &str, headers: Value, body: Option<Value>) -> LambdaRequest {
+    let mut all = json!({"host": "abc.lambda-url.us-east-1.on.aws", "content-type": "application/json",
+                         "accept": "application/json, text/event-stream", "mcp-protocol-version": "2025-11-25"});
+    for (k, v) in headers.as_object().unwrap() {
+        all[k] = v.clone();
+    }
+    serde_json::from_value(json!({
+        "version": "2.0", "routeKey": "$default", "rawPath": path, "rawQueryString": "",
+        "headers": all, "isBase64Encoded": false,
+        "body": body.map(|b| b.to_string()),
+        "requestContext": {
+            "accountId": "123456789012", "apiId": "abc", "domainName": "abc.lambda-url.us-east-1.on.aws",
+            "domainPrefix": "abc", "requestId": "r", "routeKey": "$default", "stage": "$default",
+            "time": "20/Nov/2026:10:00:00 +0000", "timeEpoch": 1_795_000_000_000u64,
+            "http": {"method": method, "path": path, "protocol": "HTTP/1.1", "sourceIp": "1.2.3.4", "userAgent": "t"}
+        }
+    }))
+    .unwrap()
+}
+
+/// The status, the content type, and the body as the client receives it.
+async fn streamed(
+    door: &Arc<FrontDoor<crate::tools_tests::FakePorts>>,
+    request: LambdaRequest,
+) -> (u16, String, String) {
+    let door = door.clone();
+    let mut adapter =
+        lambda_http::StreamAdapter::from(service_fn(move |r: lambda_http::Request| {
+            let door = door.clone();
+            async move { Ok::<_, Infallible>(door.handle(r).await) }
+        }));
+    let response = adapter
+        .call(LambdaEvent::new(request, Context::default()))
+        .await
+        .unwrap();
+    let prelude = response.metadata_prelude;
+    assert_eq!(prelude.headers["x-accel-buffering"], "no");
+    let content_type = prelude
+        .headers
+        .get(http::header::CONTENT_TYPE)
+        .map(|v| v.to_str().unwrap().to_owned())
+        .unwrap_or_default();
+    let mut body = Vec::new();
+    let mut stream = response.stream;
+    while let Some(chunk) = stream.next().await {
+        body.extend_from_slice(&chunk.unwrap());
+    }
+    (
+        prelude.status_code.as_u16(),
+        content_type,
+        String::from_utf8(body).unwrap(),
+    )
+}
+
+fn call(name: &str, arguments: Value, meta: Option<Value>) -> Value {
+    let mut params = json!({"name": name, "arguments": arguments});
+    if let Some(meta) = meta {
+        params["_meta"] = meta;
+    }
+    json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params})
+}
+
+#[tokio::test(start_paused = true)]
+async fn every_reply_arrives_whole_when_streamed() {
+    let w = world(&[]);
+    let mut config = tests::config("none");
+    config.allowed_hosts = vec!["*.lambda-url.us-east-1.on.aws".into()];
+    let door = Arc::new(FrontDoor::new(config, w.deps.clone()));
+
+    let list = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"});
+    let (status, content_type, body) =
+        streamed(&door, event("POST", "/mcp", json!({}), Some(list))).await;
+    assert_eq!((status, content_type.as_str()), (200, "application/json"));
+    let tools: Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(
+        tools["result"]["tools"].as_array().unwrap().len(),
+        crate::contract::names::ALL.len()
+    );
+
+    let submit = call("submit_job", json!({"document": "a"}), None);
+    let (_, _, body) = streamed(&door, event("POST", "/mcp", json!({}), Some(submit))).await;
+    let submitted: Value = serde_json::from_str(&body).unwrap();
+    let id = submitted["result"]["structuredContent"]["inference_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+
+    // A wait with a progress token: an event stream, its notifications, then the result.
+    let wait = call(
+        "check_job_status",
+        json!({"inference_id": id, "wait_secs": 6}),
+        Some(json!({"progressToken": "t"})),
+    );
+    let (status, content_type, body) =
+        streamed(&door, event("POST", "/mcp", json!({}), Some(wait))).await;
+    assert_eq!((status, content_type.as_str()), (200, "text/event-stream"));
+    let events: Vec<Value> = body
+        .lines()
+        .filter_map(|l| l.strip_prefix("data:"))
+        .filter(|d| !d.trim().is_empty())
+        .map(|d| serde_json::from_str(d.trim()).unwrap())
+        .collect();
+    let methods: Vec<&str> = events
+        .iter()
+        .map(|e| e["method"].as_str().unwrap_or("(result)"))
+        .collect();
+    assert_eq!(
+        methods,
+        [
+            "notifications/progress",
+            "notifications/progress",
+            "(result)"
+        ],
+        "{body}"
+    );
+    assert_eq!(
+        events[2]["result"]["structuredContent"]["status"],
+        "pending"
+    );
+
+    // The same wait without a token: plain JSON, as before.
+    let plain = call(
+        "check_job_status",
+        json!({"inference_id": id, "wait_secs": 1}),
+        None,
+    );
+    let (status, content_type, body) =
+        streamed(&door, event("POST", "/mcp", json!({}), Some(plain))).await;
+    assert_eq!((status, content_type.as_str()), (200, "application/json"));
+    assert_eq!(
+        serde_json::from_str::<Value>(&body).unwrap()["result"]["structuredContent"]["status"],
+        "pending"
+    );
+
+    // Refusals, each with its whole text.
+    for (method, path, headers, expected) in [
+        ("POST", "/admin", json!({}), 404),
+        ("POST", "/mcp", json!({"host": "evil.example"}), 403),
+        (
+            "POST",
+            "/mcp",
+            json!({"origin": "https://evil.example"}),
+            403,
+        ),
+        ("GET", "/mcp", json!({}), 405),
+        ("DELETE", "/mcp", json!({}), 405),
+    ] {
+        let list = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"});
+        let body = (method == "POST").then_some(list);
+        let (status, _, text) = streamed(&door, event(method, path, headers.clone(), body)).await;
+        assert_eq!(status, expected, "{method} {path} {headers}: {text}");
+        assert!(!text.is_empty(), "{method} {path} {headers}: an empty body");
+    }
+}
+
+#[tokio::test]
+async fn a_challenge_arrives_whole_when_streamed() {
+    let w = world(&[]);
+    let mut config = tests::config("bearer");
+    config.allowed_hosts = vec!["*.lambda-url.us-east-1.on.aws".into()];
+    let door = Arc::new(FrontDoor::new(config, w.deps.clone()));
+    let list = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"});
+    let (status, _, text) =
+        streamed(&door, event("POST", "/mcp", json!({}), Some(list.clone()))).await;
+    assert_eq!(
+        (status, text.as_str()),
+        (401, "Unauthorized: a valid bearer token is required")
+    );
+    let (status, content_type, body) = streamed(
+        &door,
+        event(
+            "POST",
+            "/mcp",
+            json!({"authorization": "Bearer secret"}),
+            Some(list),
+        ),
+    )
+    .await;
+    assert_eq!((status, content_type.as_str()), (200, "application/json"));
+    assert!(serde_json::from_str::<Value>(&body).unwrap()["result"]["tools"].is_array());
+}
+
+// Real time: the keep-alive timer reads the system clock, which a paused tokio clock
+// leaves behind (every comment would be due at once).
+#[tokio::test]
+async fn a_long_quiet_wait_keeps_its_stream_alive_with_comments() {
+    let w = world(&[]);
+    let mut config = tests::config("none");
+    config.allowed_hosts = vec!["*.lambda-url.us-east-1.on.aws".into()];
+    let every = std::time::Duration::from_millis(300);
+    let door = FrontDoor::keeping_alive(config, w.deps.clone(), Verifier::new, every);
+    let door = Arc::new(door);
+    let trigger = call(
+        "trigger_training",
+        json!({"input_data_uri": "s3://b/train/", "session_id": "s"}),
+        None,
+    );
+    let (_, _, body) = streamed(&door, event("POST", "/mcp", json!({}), Some(trigger))).await;
+    let triggered: Value = serde_json::from_str(&body).unwrap();
+    let arn = triggered["result"]["structuredContent"]["execution_arn"].clone();
+    assert!(arn.is_string(), "{body}");
+    // The run stays in its first step for the whole wait: one notification, then nothing
+    // to say for 2 s but the keep-alive comments.
+    let wait = call(
+        "check_training_status",
+        json!({"execution_arn": arn, "wait_secs": 2}),
+        Some(json!({"progressToken": "t"})),
+    );
+    let (status, content_type, body) =
+        streamed(&door, event("POST", "/mcp", json!({}), Some(wait))).await;
+    assert_eq!(
+        (status, content_type.as_str()),
+        (200, "text/event-stream"),
+        "{body}"
+    );
+    let comments = body.lines().filter(|l| l.starts_with(':')).count();
+    let messages = body.lines().filter(|l| l.starts_with("data:")).count();
+    assert!(
+        (3..=8).contains(&comments),
+        "{comments} comments in 2 s: {body}"
+    );
+    assert!(messages >= 2, "progress and the result: {body}");
+}
