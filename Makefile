@@ -10,7 +10,7 @@ INSPECTOR := tests/inspector/node_modules/.bin/mcp-inspector
 # The official MCP conformance suite, pinned (scripts/conformance.py runs it).
 CONFORMANCE := tests/conformance/node_modules/.bin/conformance
 
-.PHONY: help venv test compile unit-test demo serve conformance bench bench-cost fmt lint lint-infra build build-sam sam-template sam-build-debug deploy \
+.PHONY: help venv test compile unit-test demo serve conformance bench bench-cost bench-hostile fmt lint lint-infra build build-sam sam-template sam-build-debug deploy \
 	deploy-guided catalog redrive doctor wire-endpoint tool-schema cdk-test cdk-unit cdk-synth cdk-bootstrap cdk-deploy clean
 
 help:
@@ -21,6 +21,7 @@ help:
 	@echo "make conformance  the official MCP conformance suite (every server scenario) against mcp-tools"
 	@echo "make bench  release builds against a Python/boto3 reference on the local stack; writes BENCHMARKS.md"
 	@echo "make bench-cost  what a job costs, by AWS service (BENCHMARKS.md's cost section alone, a minute)"
+	@echo "make bench-hostile  what hostile requests cost mcp-tools beside cheap ones (that section alone, a minute)"
 	@echo "make lint   rustfmt and clippy"
 	@echo "make build  release binaries for Lambda (arm64) in target/lambda/"
 	@echo "make tool-schema  write the AgentCore Gateway target's tool schema (infra/gateway-tool-schema.json, template)"
@@ -161,6 +162,13 @@ bench-cost: venv
 	$(PY) -m pip install --quiet --disable-pip-version-check -r bench/requirements.txt
 	cargo build --release --locked $(FUNCTION_BINS)
 	$(PY) bench/run.py --cost-only
+
+# The hostile-input section of BENCHMARKS.md alone (bench/run.py --hostile-only): mcp-tools'
+# release build and about a minute of run, no AWS stand-in.
+bench-hostile: venv
+	$(PY) -m pip install --quiet --disable-pip-version-check -r bench/requirements.txt
+	cargo build --release --locked --bin mcp-tools
+	$(PY) bench/run.py --hostile-only
 
 fmt:
 	cargo fmt --all

@@ -246,6 +246,37 @@ def splice_cost(text: str, c: Cost) -> str:
     return splice_section(text, cost_section(c), "## Handler CPU per notification")
 
 
+HOSTILE_HEADING = "## Hostile input: what a refused request costs"
+
+
+def hostile_section(rows: list[dict], provenance: str) -> list[str]:
+    """Each hostile request's peak memory and time beside a cheap request of the same size
+    (bench/hostile.py)."""
+    baseline = next((r["baseline_rss_mb"] for r in rows if "baseline_rss_mb" in r), 0.0)
+    lines = ["", HOSTILE_HEADING, "",
+             "mcp-tools (release), bearer mode, the example catalog, in its own process under the bench's Runtime "
+             "API. Peak: what the request added to the process's resident memory at its peak (VmHWM, reset before "
+             f"each request, less VmRSS just before it); the warm process holds {baseline:.1f} MB. Time: from the "
+             "event out to the reply's last byte in. The cheap request is the same size: a body that is not JSON, "
+             "or the same argument as a string where the schema wants an array. Medians of 3.", "",
+             "| request | bytes | answer | peak | time | same-size cheap one: peak | time |",
+             "|---|---|---|---|---|---|---|"]
+    for r in rows:
+        if "what" not in r:
+            continue
+        lines.append(f"| {r['what']} | {r['bytes']:,} | {r['status']}, {r['answer_bytes']:,} bytes | "
+                     f"{r['peak_mb']:.1f} MB | {r['ms']:.1f} ms | {r['cheap_peak_mb']:.1f} MB | {r['cheap_ms']:.1f} ms |")
+    if provenance:
+        lines += ["", provenance]
+    return lines
+
+
+def splice_hostile(text: str, rows: list[dict], provenance: str) -> str:
+    """BENCHMARKS.md with its hostile-input section replaced (or put in before the criterion
+    section), the rest as it was."""
+    return splice_section(text, hostile_section(rows, provenance), "## Handler CPU per notification")
+
+
 CALLS_HEADING = "## AWS calls per operation, counted at the emulator"
 
 

@@ -30,7 +30,8 @@ from cost_summary import summarize_cost
 from emulator import Emulator
 from functions import Functions, functions
 from mcp_latency import bench_mcp
-from render import render, splice_cost, splice_mcp
+from hostile import bench_hostile
+from render import render, splice_cost, splice_hostile, splice_mcp
 from sqs_batches import sqs_batches
 from stack import OUTPUT, set_up
 from summary import environment, mcp_figures, summarize
@@ -47,6 +48,9 @@ def parse_args() -> argparse.Namespace:
     only = parser.add_mutually_exclusive_group()
     only.add_argument("--cost-only", action="store_true",
                       help="price a job only (about a minute), and replace that section of --out")
+    only.add_argument("--hostile-only", action="store_true",
+                      help="what hostile requests cost mcp-tools beside cheap ones of the same size (a minute, no "
+                           "AWS stand-in), and replace that section of --out")
     only.add_argument("--mcp-only", action="store_true",
                       help="mcp-tools through an MCP client only (submit_job's input inline and through S3 among "
                            "its operations), and replace that section of --out and its rows of the calls table")
@@ -77,6 +81,8 @@ def main() -> int:
     check_prerequisites()
     started_at = time.time()
     work = Path(tempfile.mkdtemp(prefix="mcp-bench-"))
+    if args.hostile_only:
+        return hostile_only(args, work, started_at)
     emulator = Emulator(work / "tls")
     stack = set_up(emulator)
     fns = functions(stack, work)
@@ -88,6 +94,7 @@ def main() -> int:
     report = measure(args, emulator, fns, work, fresh)
     emulator.stop()
     text = render(summarize(report, environment(args, time.time() - started_at)))
+    text = splice_hostile(text, report["hostile"], "")
     Path(args.out).write_text(text)
     print(text)
     print(f"written to {args.out}; function logs in {work}", file=sys.stderr)
@@ -104,6 +111,20 @@ def cost_only(args, emulator: Emulator, fns: Functions, work: Path, fresh, start
     out.write_text(splice_cost(out.read_text() if out.exists() else "# Benchmarks\n", priced))
     emulator.stop()
     print(f"the cost section of {args.out} rewritten; function logs in {work}", file=sys.stderr)
+    return 0
+
+
+def hostile_only(args, work: Path, started_at: float) -> int:
+    """Measures hostile requests against mcp-tools and replaces that section of --out."""
+    rows = bench_hostile(RELEASE / "mcp-tools", work)
+    env = environment(args, time.time() - started_at)
+    provenance = (f"This section alone is from `bench/run.py --hostile-only` ({env.date}, {env.cores} cores, "
+                  f"{env.took_s:.0f} s); the rest of the file is from the run its header names.")
+    out = Path(args.out)
+    text = splice_hostile(out.read_text() if out.exists() else "# Benchmarks\n", rows, provenance)
+    out.write_text(text)
+    print("\n".join(line for line in text.split("\n") if line.startswith("| ")), file=sys.stderr)
+    print(f"the hostile-input section of {args.out} rewritten; function log in {work}", file=sys.stderr)
     return 0
 
 
@@ -144,6 +165,9 @@ def measure(args, emulator: Emulator, fns: Functions, work: Path, fresh) -> dict
 
     print("what a job costs (each call's billed size) ...", file=sys.stderr, flush=True)
     report["cost"] = bench_cost(emulator, fns, work, fresh)
+
+    print("hostile requests beside cheap ones ...", file=sys.stderr, flush=True)
+    report["hostile"] = bench_hostile(RELEASE / "mcp-tools", work)
 
     report["criterion"] = criterion()
     report["sizes"] = sizes()

@@ -10,9 +10,11 @@ use std::collections::HashMap;
 
 use lambda_runtime::{Diagnostic, LambdaEvent};
 use rmcp::model::{CallToolResult, ErrorData, JsonObject};
+use serde_json::value::RawValue;
 use serde_json::{json, Value};
 
 use mcp_tools::direct::call_tool;
+use mcp_tools::request_body::{check_values, BodyRefusal};
 use mcp_tools::{Backend, Tools};
 use shared::domain::caller::Principal;
 
@@ -31,10 +33,15 @@ pub enum GatewayError {
     )]
     NoToolName,
     #[error(
-        "tool name {name:?} has no target prefix: AgentCore Gateway sends \
-         \"<target>{TARGET_SEPARATOR}<tool>\""
+        "tool name {} has no target prefix: AgentCore Gateway sends \
+         \"<target>{TARGET_SEPARATOR}<tool>\"",
+        shared::util::quote(name)
     )]
     NoTargetPrefix { name: String },
+    #[error("the event is {bytes} bytes; at most {limit} are read (MCP_MAX_BODY_BYTES)")]
+    TooLarge { bytes: usize, limit: usize },
+    #[error("the event's arguments: {0}")]
+    TooManyValues(BodyRefusal),
     #[error("the event must be a JSON object of the tool's arguments, not {found}")]
     ArgumentsNotAnObject { found: &'static str },
     #[error("{tool}: {}", .error.message)]
@@ -47,6 +54,7 @@ impl From<GatewayError> for Diagnostic {
             GatewayError::NoToolName => "NoToolName",
             GatewayError::NoTargetPrefix { .. } => "NoTargetPrefix",
             GatewayError::ArgumentsNotAnObject { .. } => "InvalidArguments",
+            GatewayError::TooLarge { .. } | GatewayError::TooManyValues(_) => "PayloadTooLarge",
             GatewayError::Protocol { .. } => "McpError",
         };
         Diagnostic {
@@ -97,15 +105,32 @@ pub fn gateway_result(result: CallToolResult) -> Value {
     answer
 }
 
-/// One Gateway invocation: one tool call.
+/// The event as a JSON value, once its size and its count of values are within bounds (the
+/// runtime hands it over as text, so nothing larger is built into a tree).
+pub fn bounded_event(event: &RawValue, max_bytes: usize) -> Result<Value, GatewayError> {
+    let text = event.get();
+    if text.len() > max_bytes {
+        return Err(GatewayError::TooLarge {
+            bytes: text.len(),
+            limit: max_bytes,
+        });
+    }
+    check_values(text.as_bytes()).map_err(GatewayError::TooManyValues)?;
+    // The runtime has read it as JSON already.
+    Ok(serde_json::from_str(text).unwrap_or(Value::Null))
+}
+
+/// One Gateway invocation: one tool call. `max_bytes` is `MCP_MAX_BODY_BYTES`, as at the
+/// Function URL.
 pub async fn handle<B: Backend>(
     tools: Tools<B>,
-    event: LambdaEvent<Value>,
+    max_bytes: usize,
+    event: LambdaEvent<Box<RawValue>>,
 ) -> Result<Value, GatewayError> {
     let (event, context) = event.into_parts();
     let custom = context.client_context.as_ref().map(|c| &c.custom);
     let tool = tool_name(custom)?.to_owned();
-    let arguments = arguments(event)?;
+    let arguments = arguments(bounded_event(&event, max_bytes)?)?;
     tracing::info!(tool, "tool call from AgentCore Gateway");
     // The Gateway invokes with its own role: every Gateway user is one caller (see DESIGN).
     match call_tool(tools, Principal::Gateway, &tool, arguments, Some(context)).await {
@@ -154,9 +179,34 @@ mod tests {
                 "{text}"
             );
         }
+        // A long name is quoted short.
+        let text = GatewayError::NoTargetPrefix {
+            name: "x".repeat(10_000),
+        }
+        .to_string();
+        assert!(
+            text.len() < 400 && text.contains("10000 characters"),
+            "{text}"
+        );
         let diagnostic = Diagnostic::from(GatewayError::NoToolName);
         assert_eq!(diagnostic.error_type, "NoToolName");
         assert!(diagnostic.error_message.contains(TOOL_NAME_KEY));
+    }
+
+    #[test]
+    fn an_event_past_its_size_or_values_is_refused_before_it_is_a_tree() {
+        let raw = |text: String| RawValue::from_string(text).unwrap();
+        let small = raw(r#"{"inference_id": "abc"}"#.into());
+        assert_eq!(bounded_event(&small, 1_000).unwrap()["inference_id"], "abc");
+        let err = bounded_event(&small, 10).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "the event is 23 bytes; at most 10 are read (MCP_MAX_BODY_BYTES)"
+        );
+        let zeros = raw(format!(r#"{{"payload": [{}0]}}"#, "0,".repeat(600_000)));
+        let err = bounded_event(&zeros, 6_000_000).unwrap_err();
+        assert!(matches!(err, GatewayError::TooManyValues(_)), "{err}");
+        assert_eq!(Diagnostic::from(err).error_type, "PayloadTooLarge");
     }
 
     #[test]

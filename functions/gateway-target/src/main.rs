@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use lambda_runtime::{service_fn, Error, LambdaEvent};
-use serde_json::Value;
+use serde_json::value::RawValue;
 
 use gateway_target::handle;
 use mcp_tools::config::ToolsConfig;
@@ -19,10 +19,13 @@ async fn main() -> Result<(), Error> {
     telemetry::init_logging();
     let config = ToolsConfig::from_env(&Env::process())?;
     let metrics = telemetry::init_metrics("gateway-target", &config.metrics_namespace)?;
+    let max_body_bytes = config.max_body_bytes;
     let tools = Tools::new(Arc::new(Deps::connect(config).await?));
     telemetry::run(
         metrics,
-        service_fn(move |event: LambdaEvent<Value>| handle(tools.clone(), event)),
+        service_fn(move |event: LambdaEvent<Box<RawValue>>| {
+            handle(tools.clone(), max_body_bytes, event)
+        }),
     )
     .await
 }

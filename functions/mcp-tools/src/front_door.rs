@@ -19,11 +19,16 @@ use crate::auth::oauth::verify::Verifier;
 use crate::auth::{Access, Authenticator, Refusal};
 use crate::config::{AuthMode, McpToolsConfig, OAuthConfig};
 use crate::deps::{Backend, Deps};
-use crate::http_guard::{self, RpcBody};
+use crate::http_guard;
+use crate::request_body::{
+    BodyRefusal, Member, RpcBody, TooLong, KEPT_BYTES, MAX_ID_BYTES, MAX_PROGRESS_TOKEN_BYTES,
+    MAX_VERSION_BYTES,
+};
 use crate::tools::Tools;
 
-/// A Function URL request is at most 6 MB.
-pub const MAX_REQUEST_BODY_BYTES: usize = 6_000_000;
+/// A Function URL request is at most 6 MB: rmcp is told so, and the door refuses more than
+/// `MCP_MAX_BODY_BYTES` (at most this) before rmcp sees a request.
+pub use crate::config::tools::LAMBDA_MAX_BODY_BYTES as MAX_REQUEST_BODY_BYTES;
 
 pub type HttpResponse = http::Response<BoxBody<Bytes, Infallible>>;
 
@@ -187,15 +192,30 @@ impl<B: Backend> FrontDoor<B> {
                 return json_response(&document);
             }
         }
-        // The only parse before rmcp's: what the body calls decides the scope it needs, and a
-        // task request's id may stand in for its missing header.
-        let rpc = RpcBody::parse(request.body().as_ref());
+        // What costs nothing is checked first: the body's size, then who is calling, from the
+        // headers alone. An unauthenticated body is never parsed.
+        let limit = self.config.tools.max_body_bytes;
+        if request.body().len() > limit {
+            return too_large(limit);
+        }
+        let caller = match self.auth.authenticate(request.headers(), context).await {
+            Ok(caller) => caller,
+            Err(refusal) => return refusal.into_response(),
+        };
+        if let Some(refusal) = version_header_too_long(request.headers()) {
+            return refusal;
+        }
+        // The one read of the body before rmcp's, without a tree: what it calls decides the
+        // scope it needs, and a task request's id may stand in for its missing header.
+        let rpc = match RpcBody::parse(request.body().as_ref()) {
+            Ok(rpc) => rpc,
+            Err(BodyRefusal::TooManyValues) => return too_many_values(),
+        };
+        if let Some(reply) = rpc.messages.iter().find_map(refuse_too_long) {
+            return reply;
+        }
         let access = access_of(&rpc, &self.write_tools);
-        let principal = match self
-            .auth
-            .authenticate(request.headers(), context, access)
-            .await
-        {
+        let principal = match self.auth.authorize(caller, access) {
             Ok(principal) => principal,
             Err(refusal) => return refusal.into_response(),
         };
@@ -216,6 +236,111 @@ pub fn write_tools(served: &[rmcp::model::Tool]) -> Vec<String> {
         .filter(|t| t.annotations.as_ref().and_then(|a| a.read_only_hint) != Some(true))
         .map(|t| t.name.to_string())
         .collect()
+}
+
+/// 413 for a body past `MCP_MAX_BODY_BYTES`, before anything of it is read.
+fn too_large(limit: usize) -> HttpResponse {
+    text_response(
+        StatusCode::PAYLOAD_TOO_LARGE,
+        format!(
+            "Payload Too Large: a request body may be at most {limit} bytes (MCP_MAX_BODY_BYTES)"
+        ),
+    )
+}
+
+/// 413 for a body of more JSON values than the function may build into a tree.
+fn too_many_values() -> HttpResponse {
+    text_response(
+        StatusCode::PAYLOAD_TOO_LARGE,
+        format!(
+            "Payload Too Large: {}; send large inputs as a document string or through S3",
+            BodyRefusal::TooManyValues
+        ),
+    )
+}
+
+/// 400 for an `MCP-Protocol-Version` header too long to be a version (rmcp would quote it
+/// whole).
+fn version_header_too_long(headers: &http::HeaderMap) -> Option<HttpResponse> {
+    let version = headers.get("mcp-protocol-version")?;
+    if version.len() <= MAX_VERSION_BYTES {
+        return None;
+    }
+    let start = String::from_utf8_lossy(&version.as_bytes()[..KEPT_BYTES.min(version.len())]);
+    Some(text_response(
+        StatusCode::BAD_REQUEST,
+        format!(
+            "Bad Request: Unsupported MCP-Protocol-Version: {}",
+            quote_start(&start, version.len())
+        ),
+    ))
+}
+
+/// The JSON-RPC error for a message with a value past its bound, quoting it short: a long
+/// method is unknown (-32601, 404 as rmcp answers one), a long id is an invalid request, and
+/// a long progress token, protocol version or task id an invalid parameter.
+fn refuse_too_long(message: &crate::request_body::RpcMessage) -> Option<HttpResponse> {
+    let TooLong { what, bytes, start } = message.too_long.as_ref()?;
+    let quoted = quote_start(start, *bytes);
+    let (status, code, text, id) = match what {
+        Member::Method => (
+            StatusCode::NOT_FOUND,
+            -32601,
+            format!("Method not found: {quoted}"),
+            message.id.clone(),
+        ),
+        Member::Id => (
+            StatusCode::BAD_REQUEST,
+            -32600,
+            format!("Invalid Request: the id {quoted} is over {MAX_ID_BYTES} bytes"),
+            None,
+        ),
+        Member::ProgressToken => (
+            StatusCode::BAD_REQUEST,
+            -32602,
+            format!(
+                "Invalid params: _meta.progressToken {quoted} is over {MAX_PROGRESS_TOKEN_BYTES} bytes"
+            ),
+            message.id.clone(),
+        ),
+        Member::ProtocolVersion => (
+            StatusCode::BAD_REQUEST,
+            -32602,
+            format!("Invalid params: unsupported protocol version {quoted}"),
+            message.id.clone(),
+        ),
+        Member::TaskId => (
+            StatusCode::BAD_REQUEST,
+            -32602,
+            format!("Invalid params: the taskId {quoted} is no task of this server"),
+            message.id.clone(),
+        ),
+    };
+    let error = serde_json::json!({
+        "jsonrpc": "2.0",
+        "id": id.unwrap_or(serde_json::Value::Null),
+        "error": {"code": code, "message": text},
+    });
+    let mut response = json_response(&error);
+    *response.status_mut() = status;
+    Some(response)
+}
+
+/// A caller's value known by its start and whole length, quoted as every answer quotes one.
+fn quote_start(start: &str, bytes: usize) -> String {
+    if bytes == start.len() {
+        return shared::util::quote(start);
+    }
+    let head: String = start.chars().take(shared::util::QUOTE_MAX_CHARS).collect();
+    format!("{head:?}… ({bytes} bytes)")
+}
+
+fn text_response(status: StatusCode, text: String) -> HttpResponse {
+    http::Response::builder()
+        .status(status)
+        .header(http::header::CONTENT_TYPE, "text/plain")
+        .body(Full::new(Bytes::from(text)).boxed())
+        .expect("a text response is valid")
 }
 
 fn json_response(value: &serde_json::Value) -> HttpResponse {
@@ -302,7 +427,7 @@ mod access_tests {
             ("not json".into(), Access::Read),
         ] {
             assert_eq!(
-                access_of(&RpcBody::parse(body.as_bytes()), &write_tools),
+                access_of(&RpcBody::parse(body.as_bytes()).unwrap(), &write_tools),
                 access,
                 "{body}"
             );
@@ -315,3 +440,6 @@ mod oauth_door_tests;
 
 #[cfg(test)]
 mod streaming_tests;
+
+#[cfg(test)]
+mod hostile_tests;

@@ -1,7 +1,5 @@
-//! What the front door reads of the HTTP request before MCP sees it: the `Host`, checked, and
-//! the JSON-RPC body, parsed once.
-
-use serde_json::Value;
+//! What the front door reads of the HTTP request's headers before MCP sees it: the `Host`,
+//! checked, and a task request's missing `Mcp-Name`.
 
 /// A `Host` as DNS writes a name: labels of letters, digits and hyphens (not at a label's
 /// ends) joined by dots, at most 253 characters, and an optional port. Anything else (a
@@ -62,56 +60,10 @@ pub fn host(headers: &http::HeaderMap) -> Option<&str> {
         .and_then(|v| v.to_str().ok())
 }
 
-/// What the front door reads of a JSON-RPC body, parsed once: each message's method and the
-/// tool it calls, and a lone request's task id. A body that is not JSON has no messages (rmcp
-/// refuses it).
-#[derive(Debug, Default, Clone, PartialEq, Eq)]
-pub struct RpcBody {
-    pub messages: Vec<RpcMessage>,
-    /// `params.taskId` of a body that is one message (not a batch).
-    pub task_id: Option<String>,
-}
-
-/// One JSON-RPC message, as far as the front door reads it.
-#[derive(Debug, Default, Clone, PartialEq, Eq)]
-pub struct RpcMessage {
-    pub method: Option<String>,
-    /// `params.name`: the tool a `tools/call` calls.
-    pub tool: Option<String>,
-}
-
-impl RpcBody {
-    pub fn parse(body: &[u8]) -> Self {
-        let Ok(value) = serde_json::from_slice::<Value>(body) else {
-            return Self::default();
-        };
-        // A member that is not text is read as absent, as rmcp would refuse it anyway.
-        let text = |m: &Value, pointer: &str| {
-            m.pointer(pointer)
-                .and_then(Value::as_str)
-                .map(str::to_owned)
-        };
-        let message = |m: &Value| RpcMessage {
-            method: text(m, "/method"),
-            tool: text(m, "/params/name"),
-        };
-        match &value {
-            Value::Array(batch) => Self {
-                messages: batch.iter().map(message).collect(),
-                task_id: None,
-            },
-            single => Self {
-                messages: vec![message(single)],
-                task_id: text(single, "/params/taskId"),
-            },
-        }
-    }
-}
-
 /// The `Mcp-Name` a `tasks/*` request should carry (its `taskId`), when it carries none.
 /// rmcp 3.11 requires the header on `tasks/get`, `tasks/update` and `tasks/cancel`, while the
 /// Python SDK 2.3 under FastMCP's tasks client sends it only for tools, prompts and resources; the
-/// body holds the same value (`task_id`, from [`RpcBody`]), so a missing header is filled from
+/// body holds the same value (`task_id`, from [`crate::request_body::RpcBody`]), so a missing header is filled from
 /// it. A header that is present is left for rmcp to check against the body.
 pub fn missing_task_name(
     headers: &http::HeaderMap,
@@ -129,6 +81,7 @@ pub fn missing_task_name(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::request_body::RpcBody;
 
     #[test]
     fn only_dns_names_with_an_optional_port_are_hosts() {
@@ -168,7 +121,7 @@ mod tests {
                 .collect()
         };
         let missing_task_name = |headers: &http::HeaderMap, body: &[u8]| {
-            super::missing_task_name(headers, RpcBody::parse(body).task_id.as_deref())
+            super::missing_task_name(headers, RpcBody::parse(body).unwrap().task_id.as_deref())
         };
         let body =
             br#"{"jsonrpc":"2.0","id":1,"method":"tasks/get","params":{"taskId":"abc.123"}}"#;

@@ -22,6 +22,7 @@ mod handler;
 pub mod http_guard;
 mod listing;
 pub mod progress;
+pub mod request_body;
 mod resources;
 pub mod tasks;
 pub mod tools;

@@ -55,30 +55,64 @@ impl Authenticator {
         }
     }
 
-    /// The caller of a request, or why it is refused. `access` is what the request asks to
-    /// do (only OAuth scopes tell reading from writing).
+    /// Who the caller of a request is, from its headers (or, in iam mode, the identity Lambda
+    /// checked), or why it is refused. Nothing of the body is looked at: an unauthenticated
+    /// body is never parsed.
     pub async fn authenticate(
         &self,
         headers: &http::HeaderMap,
         context: Option<&RequestContext>,
-        access: Access,
-    ) -> Result<Principal, Refusal> {
+    ) -> Result<Authenticated, Refusal> {
         let authorization = || {
             headers
                 .get(http::header::AUTHORIZATION)
                 .and_then(|v| v.to_str().ok())
         };
-        match self {
-            Self::None => Ok(Principal::Local),
-            Self::Iam => iam::principal(context),
-            Self::Bearer(tokens) => bearer::principal(authorization(), tokens),
+        let principal = match self {
+            Self::None => Principal::Local,
+            Self::Iam => iam::principal(context)?,
+            Self::Bearer(tokens) => bearer::principal(authorization(), tokens)?,
             Self::OAuth(oauth) => {
                 let host = oauth::metadata::resource_host(context, headers);
                 let resource = oauth::metadata::resource(&oauth.config, host);
-                oauth.principal(authorization(), &resource, access).await
+                let (principal, scopes) = oauth.caller(authorization(), &resource).await?;
+                return Ok(Authenticated {
+                    principal,
+                    scopes: Some(Scopes {
+                        granted: scopes,
+                        resource,
+                    }),
+                });
             }
-        }
+        };
+        Ok(Authenticated {
+            principal,
+            scopes: None,
+        })
     }
+
+    /// The caller, when it may do what the request asks (`access`, read from the body once
+    /// the caller is known). Only OAuth scopes tell reading from writing.
+    pub fn authorize(&self, caller: Authenticated, access: Access) -> Result<Principal, Refusal> {
+        if let (Some(oauth), Some(scopes)) = (self.oauth(), &caller.scopes) {
+            oauth.authorize(&scopes.granted, &scopes.resource, access)?;
+        }
+        Ok(caller.principal)
+    }
+}
+
+/// A caller whose credential was checked, before what the request asks for is read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Authenticated {
+    pub principal: Principal,
+    /// The token's scopes and the resource it was checked for (oauth mode only).
+    scopes: Option<Scopes>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Scopes {
+    granted: Vec<String>,
+    resource: String,
 }
 
 #[cfg(test)]
@@ -119,9 +153,9 @@ pub(crate) mod tests {
         context: Option<&RequestContext>,
     ) -> Result<Principal, Refusal> {
         let verifier = |_: &OAuthConfig| unreachable!("not in oauth mode");
-        Authenticator::new(&config.auth, Clock::default(), verifier)
-            .authenticate(headers, context, Access::Read)
-            .await
+        let auth = Authenticator::new(&config.auth, Clock::default(), verifier);
+        let caller = auth.authenticate(headers, context).await?;
+        auth.authorize(caller, Access::Read)
     }
 
     #[tokio::test]

@@ -35,6 +35,7 @@ pub const VARIABLES: &[&str] = &[
     "CALLER_WAITS_MAX",
     "DEFAULT_REQUEST_TTL_SECS",
     "INLINE_INPUT_MAX_BYTES",
+    "MCP_MAX_BODY_BYTES",
     "EVENT_BUS_NAME",
     "METRICS_NAMESPACE",
 ];
@@ -59,6 +60,12 @@ pub const DEFAULT_TRAINING_INSTANCE_TYPES: &str = "ml.m5.xlarge";
 /// How long a request may wait in the endpoint's queue when submit_job does not say: long
 /// enough for an endpoint scaled to zero to start an instance and load the model.
 pub const DEFAULT_REQUEST_TTL_SECS: u32 = 3600;
+
+/// The largest request body a door reads when `MCP_MAX_BODY_BYTES` does not say: the largest
+/// input (4 MiB) with room for its JSON escaping and the JSON-RPC envelope.
+pub const DEFAULT_MAX_BODY_BYTES: usize = 5 * 1024 * 1024;
+/// A Function URL request is at most 6 MB: no door is set to read more.
+pub const LAMBDA_MAX_BODY_BYTES: usize = 6_000_000;
 
 /// The parameter names of the reference pipeline.
 pub const DEFAULT_PIPELINE_PARAMETERS: &str = "input_data_uri=InputDataUri,max_epochs=MaxEpochs,\
@@ -100,6 +107,9 @@ pub struct ToolsConfig {
     /// The largest input sent inline (`INLINE_INPUT_MAX_BYTES`, at most 128,000; 0: every
     /// input goes through S3).
     pub inline_input_max_bytes: usize,
+    /// The largest request body either door reads (`MCP_MAX_BODY_BYTES`); a larger one is
+    /// refused (413) before anything else is read of it.
+    pub max_body_bytes: usize,
     /// Where an outcome a status check finds in S3 (and records) is announced; None: nowhere.
     pub event_bus_name: Option<String>,
     /// The CloudWatch namespace of the function's metrics.
@@ -270,6 +280,12 @@ impl ToolsConfig {
                 INLINE_INPUT_MAX_BYTES,
                 0..=INLINE_INPUT_MAX_BYTES,
                 "a byte count from 0 (every input through S3) to 128000 (InvokeEndpointAsync's inline limit)",
+            )?,
+            max_body_bytes: env.number_in(
+                "MCP_MAX_BODY_BYTES",
+                DEFAULT_MAX_BODY_BYTES,
+                1_024..=LAMBDA_MAX_BODY_BYTES,
+                "a byte count from 1024 to 6000000 (a Function URL request's limit)",
             )?,
             event_bus_name: event_bus_name(env),
             metrics_namespace: metrics_namespace(env),

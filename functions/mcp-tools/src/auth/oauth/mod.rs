@@ -38,14 +38,13 @@ impl OAuth {
         }
     }
 
-    /// The caller an access token names, when it is valid for `resource` and carries the
-    /// scope `access` needs. A token only in the query string is not looked at.
-    pub async fn principal(
+    /// The caller an access token names, when it is valid for `resource`, with the scopes
+    /// it grants. A token only in the query string is not looked at.
+    pub async fn caller(
         &self,
         authorization: Option<&str>,
         resource: &str,
-        access: Access,
-    ) -> Result<Principal, Refusal> {
+    ) -> Result<(Principal, Vec<String>), Refusal> {
         let oauth = &self.config;
         let Some(token) = bearer::token(authorization) else {
             return Err(Refusal::challenged(
@@ -67,20 +66,32 @@ impl OAuth {
                 ));
             }
         };
+        let principal = Principal::OAuth {
+            issuer: claims.issuer,
+            subject: claims.subject,
+        };
+        Ok((principal, claims.scopes))
+    }
+
+    /// Whether `scopes` (a verified token's) cover what the request asks to do.
+    pub fn authorize(
+        &self,
+        scopes: &[String],
+        resource: &str,
+        access: Access,
+    ) -> Result<(), Refusal> {
+        let oauth = &self.config;
         let needed = match access {
             Access::Read => &oauth.read_scope,
             Access::Write => &oauth.write_scope,
         };
-        if !claims.has_scope(needed) {
-            return Err(Refusal::challenged(
-                StatusCode::FORBIDDEN,
-                metadata::challenge(oauth, resource, Challenge::InsufficientScope(needed)),
-                "Forbidden: the access token lacks the scope this call needs",
-            ));
+        if scopes.iter().any(|s| s == needed) {
+            return Ok(());
         }
-        Ok(Principal::OAuth {
-            issuer: claims.issuer,
-            subject: claims.subject,
-        })
+        Err(Refusal::challenged(
+            StatusCode::FORBIDDEN,
+            metadata::challenge(oauth, resource, Challenge::InsufficientScope(needed)),
+            "Forbidden: the access token lacks the scope this call needs",
+        ))
     }
 }

@@ -1,0 +1,735 @@
+//! The JSON-RPC body as the front door reads it, after the caller is known: one pass over the
+//! bytes that builds no JSON tree. It picks out what the door decides on (each message's method
+//! and tool, a lone request's task id) and the values it bounds before rmcp sees them (a
+//! method's length, a progress token's, a protocol version's), and counts the body's values so
+//! that rmcp's own parse, which builds the tree (twice over, for a request's arguments), stays
+//! within what a 128 MB function can hold.
+
+use std::cell::Cell;
+use std::fmt;
+
+use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
+
+/// The most JSON values (numbers, strings, members, items...) a body may hold. rmcp's parse of
+/// a tool call keeps two trees of them at once (serde's buffer, then the arguments), about
+/// 64 bytes a value with growth; half a million values is about 32 MB. An input of 4 MiB as a
+/// `document` string is one value; as a `payload` of numbers, about 500,000 fit in 4 MiB.
+pub const MAX_BODY_VALUES: usize = 500_000;
+/// The longest method name read whole: every MCP method is under 64 characters.
+pub const MAX_METHOD_BYTES: usize = 128;
+/// The longest progress token accepted (DESIGN: over 256 bytes is refused).
+pub const MAX_PROGRESS_TOKEN_BYTES: usize = 256;
+/// The longest protocol version accepted (they are dates, 10 characters): rmcp quotes an
+/// unsupported one back.
+pub const MAX_VERSION_BYTES: usize = 64;
+/// The longest request id accepted: every reply carries it back.
+pub const MAX_ID_BYTES: usize = 200;
+/// The longest task id accepted (a run's carries its session and execution ARN).
+pub const MAX_TASK_ID_BYTES: usize = 1024;
+/// How much of a value past its bound is kept, for a refusal that quotes it short.
+pub const KEPT_BYTES: usize = 256;
+
+/// What the front door reads of a JSON-RPC body. A body that is not JSON has no messages (rmcp
+/// refuses it, as it always has).
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct RpcBody {
+    pub messages: Vec<RpcMessage>,
+    /// `params.taskId` of a body that is one message (not a batch).
+    pub task_id: Option<String>,
+}
+
+/// One JSON-RPC message, as far as the front door reads it. A member that is not text is read
+/// as absent, as rmcp refuses it anyway.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct RpcMessage {
+    /// `method`, when it is at most [`MAX_METHOD_BYTES`] long (see `too_long`).
+    pub method: Option<String>,
+    /// `params.name`: the tool a `tools/call` calls.
+    pub tool: Option<String>,
+    /// The request's id (text or a number) when it is within its bound, for a refusal's reply.
+    pub id: Option<serde_json::Value>,
+    /// The first of this message's values that is past its bound, if any.
+    pub too_long: Option<TooLong>,
+}
+
+/// A value past its bound, with its first characters (for a refusal that quotes it short).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TooLong {
+    pub what: Member,
+    pub bytes: usize,
+    /// At most [`KEPT_BYTES`] of it, cut at a character boundary.
+    pub start: String,
+}
+
+/// The members the front door bounds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Member {
+    Method,
+    Id,
+    ProgressToken,
+    ProtocolVersion,
+    TaskId,
+}
+
+/// Why a body is refused before rmcp reads it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum BodyRefusal {
+    #[error("the body holds more than {MAX_BODY_VALUES} JSON values")]
+    TooManyValues,
+}
+
+impl RpcBody {
+    /// Reads `body` once, without building a tree. Invalid JSON reads as no messages (rmcp
+    /// answers it with its parse error); only a body past [`MAX_BODY_VALUES`] is refused here.
+    pub fn parse(body: &[u8]) -> Result<Self, BodyRefusal> {
+        Self::parse_within(body, MAX_BODY_VALUES)
+    }
+
+    fn parse_within(body: &[u8], max_values: usize) -> Result<Self, BodyRefusal> {
+        let budget = Budget {
+            left: Cell::new(max_values),
+            spent: Cell::new(false),
+        };
+        let mut de = serde_json::Deserializer::from_slice(body);
+        let scanned = de
+            .deserialize_any(BodyVisitor(&budget))
+            .and_then(|body| de.end().map(|()| body));
+        match scanned {
+            Ok(body) => Ok(body),
+            Err(_) if budget.spent.get() => Err(BodyRefusal::TooManyValues),
+            Err(_) => Ok(Self::default()),
+        }
+    }
+}
+
+/// Whether a JSON document holds at most [`MAX_BODY_VALUES`] values, counted without building
+/// it (for a door whose whole event is a tool's arguments). Invalid JSON passes: the parse
+/// that follows says what is wrong with it.
+pub fn check_values(document: &[u8]) -> Result<(), BodyRefusal> {
+    let budget = Budget {
+        left: Cell::new(MAX_BODY_VALUES),
+        spent: Cell::new(false),
+    };
+    let mut de = serde_json::Deserializer::from_slice(document);
+    match de.deserialize_any(Any(&budget)) {
+        Err(_) if budget.spent.get() => Err(BodyRefusal::TooManyValues),
+        _ => Ok(()),
+    }
+}
+
+/// The values a body may still hold; `spent` tells a refusal for size from invalid JSON.
+struct Budget {
+    left: Cell<usize>,
+    spent: Cell<bool>,
+}
+
+impl Budget {
+    fn take<E: de::Error>(&self) -> Result<(), E> {
+        match self.left.get().checked_sub(1) {
+            Some(left) => {
+                self.left.set(left);
+                Ok(())
+            }
+            None => {
+                self.spent.set(true);
+                Err(E::custom("too many values"))
+            }
+        }
+    }
+}
+
+/// The top level: one message, or a batch of them.
+struct BodyVisitor<'b>(&'b Budget);
+
+impl<'de> Visitor<'de> for BodyVisitor<'_> {
+    type Value = RpcBody;
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a JSON-RPC message or batch")
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<RpcBody, A::Error> {
+        self.0.take()?;
+        let mut messages = Vec::new();
+        while let Some(message) = seq.next_element_seed(MessageSeed(self.0))? {
+            messages.push(message.message);
+        }
+        Ok(RpcBody {
+            messages,
+            task_id: None,
+        })
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<RpcBody, A::Error> {
+        let message = MessageVisitor(self.0).visit_map(map)?;
+        Ok(RpcBody {
+            messages: vec![message.message],
+            task_id: message.task_id,
+        })
+    }
+
+    fn visit_bool<E: de::Error>(self, _: bool) -> Result<RpcBody, E> {
+        self.0.take().map(|()| RpcBody::default())
+    }
+    fn visit_i64<E: de::Error>(self, _: i64) -> Result<RpcBody, E> {
+        self.0.take().map(|()| RpcBody::default())
+    }
+    fn visit_u64<E: de::Error>(self, _: u64) -> Result<RpcBody, E> {
+        self.0.take().map(|()| RpcBody::default())
+    }
+    fn visit_f64<E: de::Error>(self, _: f64) -> Result<RpcBody, E> {
+        self.0.take().map(|()| RpcBody::default())
+    }
+    fn visit_str<E: de::Error>(self, _: &str) -> Result<RpcBody, E> {
+        self.0.take().map(|()| RpcBody::default())
+    }
+    fn visit_unit<E: de::Error>(self) -> Result<RpcBody, E> {
+        self.0.take().map(|()| RpcBody::default())
+    }
+}
+
+/// One message and its task id.
+#[derive(Default)]
+struct Scanned {
+    message: RpcMessage,
+    task_id: Option<String>,
+}
+
+struct MessageSeed<'b>(&'b Budget);
+
+impl<'de> DeserializeSeed<'de> for MessageSeed<'_> {
+    type Value = Scanned;
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Scanned, D::Error> {
+        d.deserialize_any(MessageVisitor(self.0))
+    }
+}
+
+struct MessageVisitor<'b>(&'b Budget);
+
+impl<'de> Visitor<'de> for MessageVisitor<'_> {
+    type Value = Scanned;
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a JSON-RPC message")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Scanned, A::Error> {
+        self.0.take()?;
+        let mut scanned = Scanned::default();
+        let mut too_long = Vec::new();
+        while let Some(key) = map.next_key_seed(Key(self.0))? {
+            match key.as_str() {
+                "method" => {
+                    let text = map.next_value_seed(Text(self.0))?;
+                    scanned.message.method =
+                        bounded(text, Member::Method, MAX_METHOD_BYTES, &mut too_long);
+                }
+                "id" => {
+                    let text = map.next_value_seed(Text(self.0))?;
+                    let number = text.as_ref().is_some_and(|t| t.number);
+                    scanned.message.id = bounded(text, Member::Id, MAX_ID_BYTES, &mut too_long)
+                        .map(|id| match id.parse::<serde_json::Number>() {
+                            Ok(n) if number => serde_json::Value::Number(n),
+                            _ => serde_json::Value::String(id),
+                        });
+                }
+                "params" => {
+                    let params = map.next_value_seed(ParamsSeed(self.0))?;
+                    scanned.message.tool = params.name;
+                    scanned.task_id = bounded(
+                        params.task_id,
+                        Member::TaskId,
+                        MAX_TASK_ID_BYTES,
+                        &mut too_long,
+                    );
+                    too_long.extend(params.too_long);
+                }
+                _ => map.next_value_seed(Any(self.0))?,
+            }
+        }
+        scanned.message.too_long = too_long.into_iter().next();
+        Ok(scanned)
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Scanned, A::Error> {
+        Any(self.0).visit_seq(seq).map(|()| Scanned::default())
+    }
+    fn visit_bool<E: de::Error>(self, _: bool) -> Result<Scanned, E> {
+        self.0.take().map(|()| Scanned::default())
+    }
+    fn visit_i64<E: de::Error>(self, _: i64) -> Result<Scanned, E> {
+        self.0.take().map(|()| Scanned::default())
+    }
+    fn visit_u64<E: de::Error>(self, _: u64) -> Result<Scanned, E> {
+        self.0.take().map(|()| Scanned::default())
+    }
+    fn visit_f64<E: de::Error>(self, _: f64) -> Result<Scanned, E> {
+        self.0.take().map(|()| Scanned::default())
+    }
+    fn visit_str<E: de::Error>(self, _: &str) -> Result<Scanned, E> {
+        self.0.take().map(|()| Scanned::default())
+    }
+    fn visit_unit<E: de::Error>(self) -> Result<Scanned, E> {
+        self.0.take().map(|()| Scanned::default())
+    }
+}
+
+/// The text kept when it is within `max` bytes; a longer one is noted in `too_long`.
+fn bounded(
+    text: Option<Bounded>,
+    what: Member,
+    max: usize,
+    too_long: &mut Vec<TooLong>,
+) -> Option<String> {
+    let text = text?;
+    if text.bytes <= max {
+        return Some(text.start);
+    }
+    too_long.push(TooLong {
+        what,
+        bytes: text.bytes,
+        start: text.start,
+    });
+    None
+}
+
+/// What `params` holds that the door reads.
+#[derive(Default)]
+struct Params {
+    name: Option<String>,
+    task_id: Option<Bounded>,
+    too_long: Vec<TooLong>,
+}
+
+struct ParamsSeed<'b>(&'b Budget);
+
+impl<'de> DeserializeSeed<'de> for ParamsSeed<'_> {
+    type Value = Params;
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Params, D::Error> {
+        d.deserialize_any(ParamsVisitor(self.0))
+    }
+}
+
+struct ParamsVisitor<'b>(&'b Budget);
+
+impl<'de> Visitor<'de> for ParamsVisitor<'_> {
+    type Value = Params;
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("params")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Params, A::Error> {
+        self.0.take()?;
+        let mut params = Params::default();
+        while let Some(key) = map.next_key_seed(Key(self.0))? {
+            match key.as_str() {
+                // A tool name past the bound is no tool of ours: the tool router says so.
+                "name" => params.name = map.next_value_seed(Text(self.0))?.map(|name| name.start),
+                "taskId" => params.task_id = map.next_value_seed(Text(self.0))?,
+                "protocolVersion" => {
+                    let text = map.next_value_seed(Text(self.0))?;
+                    bounded(
+                        text,
+                        Member::ProtocolVersion,
+                        MAX_VERSION_BYTES,
+                        &mut params.too_long,
+                    );
+                }
+                "_meta" => {
+                    let meta = map.next_value_seed(MetaSeed(self.0))?;
+                    params.too_long.extend(meta);
+                }
+                _ => map.next_value_seed(Any(self.0))?,
+            }
+        }
+        Ok(params)
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Params, A::Error> {
+        Any(self.0).visit_seq(seq).map(|()| Params::default())
+    }
+    fn visit_bool<E: de::Error>(self, _: bool) -> Result<Params, E> {
+        self.0.take().map(|()| Params::default())
+    }
+    fn visit_i64<E: de::Error>(self, _: i64) -> Result<Params, E> {
+        self.0.take().map(|()| Params::default())
+    }
+    fn visit_u64<E: de::Error>(self, _: u64) -> Result<Params, E> {
+        self.0.take().map(|()| Params::default())
+    }
+    fn visit_f64<E: de::Error>(self, _: f64) -> Result<Params, E> {
+        self.0.take().map(|()| Params::default())
+    }
+    fn visit_str<E: de::Error>(self, _: &str) -> Result<Params, E> {
+        self.0.take().map(|()| Params::default())
+    }
+    fn visit_unit<E: de::Error>(self) -> Result<Params, E> {
+        self.0.take().map(|()| Params::default())
+    }
+}
+
+/// `params._meta`: the progress token and the per-request protocol version past their bounds.
+struct MetaSeed<'b>(&'b Budget);
+
+impl<'de> DeserializeSeed<'de> for MetaSeed<'_> {
+    type Value = Vec<TooLong>;
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Vec<TooLong>, D::Error> {
+        d.deserialize_any(MetaVisitor(self.0))
+    }
+}
+
+struct MetaVisitor<'b>(&'b Budget);
+
+impl<'de> Visitor<'de> for MetaVisitor<'_> {
+    type Value = Vec<TooLong>;
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("_meta")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Vec<TooLong>, A::Error> {
+        self.0.take()?;
+        let mut too_long = Vec::new();
+        while let Some(key) = map.next_key_seed(Key(self.0))? {
+            let (what, max) = match key.as_str() {
+                "progressToken" => (Member::ProgressToken, MAX_PROGRESS_TOKEN_BYTES),
+                "io.modelcontextprotocol/protocolVersion" => {
+                    (Member::ProtocolVersion, MAX_VERSION_BYTES)
+                }
+                _ => {
+                    map.next_value_seed(Any(self.0))?;
+                    continue;
+                }
+            };
+            let text = map.next_value_seed(Text(self.0))?;
+            bounded(text, what, max, &mut too_long);
+        }
+        Ok(too_long)
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Vec<TooLong>, A::Error> {
+        Any(self.0).visit_seq(seq).map(|()| Vec::new())
+    }
+    fn visit_bool<E: de::Error>(self, _: bool) -> Result<Vec<TooLong>, E> {
+        self.0.take().map(|()| Vec::new())
+    }
+    fn visit_i64<E: de::Error>(self, _: i64) -> Result<Vec<TooLong>, E> {
+        self.0.take().map(|()| Vec::new())
+    }
+    fn visit_u64<E: de::Error>(self, _: u64) -> Result<Vec<TooLong>, E> {
+        self.0.take().map(|()| Vec::new())
+    }
+    fn visit_f64<E: de::Error>(self, _: f64) -> Result<Vec<TooLong>, E> {
+        self.0.take().map(|()| Vec::new())
+    }
+    fn visit_str<E: de::Error>(self, _: &str) -> Result<Vec<TooLong>, E> {
+        self.0.take().map(|()| Vec::new())
+    }
+    fn visit_unit<E: de::Error>(self) -> Result<Vec<TooLong>, E> {
+        self.0.take().map(|()| Vec::new())
+    }
+}
+
+/// A member's name. Names the door looks for are short: a longer one is kept only by its
+/// start, which matches none of them.
+struct Key<'b>(&'b Budget);
+
+impl<'de> DeserializeSeed<'de> for Key<'_> {
+    type Value = String;
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<String, D::Error> {
+        d.deserialize_str(self)
+    }
+}
+
+impl<'de> Visitor<'de> for Key<'_> {
+    type Value = String;
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a member name")
+    }
+
+    fn visit_str<E: de::Error>(self, text: &str) -> Result<String, E> {
+        self.0.take()?;
+        Ok(start_of(text, 64).0)
+    }
+}
+
+/// A text value (or a number, as text: ids and progress tokens may be numbers) by its first
+/// [`KEPT_BYTES`] and its length; anything else reads as absent.
+struct Bounded {
+    start: String,
+    bytes: usize,
+    number: bool,
+}
+
+struct Text<'b>(&'b Budget);
+
+impl<'de> DeserializeSeed<'de> for Text<'_> {
+    type Value = Option<Bounded>;
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Option<Bounded>, D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for Text<'_> {
+    type Value = Option<Bounded>;
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a value")
+    }
+
+    fn visit_str<E: de::Error>(self, text: &str) -> Result<Option<Bounded>, E> {
+        self.0.take()?;
+        let (start, bytes) = start_of(text, KEPT_BYTES);
+        Ok(Some(Bounded {
+            start,
+            bytes,
+            number: false,
+        }))
+    }
+    fn visit_i64<E: de::Error>(self, n: i64) -> Result<Option<Bounded>, E> {
+        number(self.visit_str(&n.to_string()))
+    }
+    fn visit_u64<E: de::Error>(self, n: u64) -> Result<Option<Bounded>, E> {
+        number(self.visit_str(&n.to_string()))
+    }
+    fn visit_f64<E: de::Error>(self, n: f64) -> Result<Option<Bounded>, E> {
+        number(self.visit_str(&n.to_string()))
+    }
+    fn visit_bool<E: de::Error>(self, _: bool) -> Result<Option<Bounded>, E> {
+        self.0.take().map(|()| None)
+    }
+    fn visit_unit<E: de::Error>(self) -> Result<Option<Bounded>, E> {
+        self.0.take().map(|()| None)
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Option<Bounded>, A::Error> {
+        Any(self.0).visit_seq(seq).map(|()| None)
+    }
+    fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Option<Bounded>, A::Error> {
+        Any(self.0).visit_map(map).map(|()| None)
+    }
+}
+
+fn number<E>(text: Result<Option<Bounded>, E>) -> Result<Option<Bounded>, E> {
+    text.map(|t| t.map(|t| Bounded { number: true, ..t }))
+}
+
+/// At most `max` bytes of `text` (cut at a character boundary), and its whole length.
+fn start_of(text: &str, max: usize) -> (String, usize) {
+    let mut end = text.len().min(max);
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    (text[..end].to_owned(), text.len())
+}
+
+/// Any value, counted and dropped.
+#[derive(Clone, Copy)]
+struct Any<'b>(&'b Budget);
+
+impl<'de> DeserializeSeed<'de> for Any<'_> {
+    type Value = ();
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for Any<'_> {
+    type Value = ();
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a JSON value")
+    }
+
+    fn visit_bool<E: de::Error>(self, _: bool) -> Result<(), E> {
+        self.0.take()
+    }
+    fn visit_i64<E: de::Error>(self, _: i64) -> Result<(), E> {
+        self.0.take()
+    }
+    fn visit_u64<E: de::Error>(self, _: u64) -> Result<(), E> {
+        self.0.take()
+    }
+    fn visit_f64<E: de::Error>(self, _: f64) -> Result<(), E> {
+        self.0.take()
+    }
+    fn visit_str<E: de::Error>(self, _: &str) -> Result<(), E> {
+        self.0.take()
+    }
+    fn visit_unit<E: de::Error>(self) -> Result<(), E> {
+        self.0.take()
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
+        self.0.take()?;
+        while seq.next_element_seed(self)?.is_some() {}
+        Ok(())
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+        self.0.take()?;
+        while map.next_key_seed(Key(self.0))?.is_some() {
+            map.next_value_seed(self)?;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(body: &str) -> RpcBody {
+        RpcBody::parse(body.as_bytes()).unwrap()
+    }
+
+    #[test]
+    fn a_request_reads_as_its_method_tool_and_task() {
+        let body = parse(
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"submit_job","arguments":{"payload":{"a":[1,2,{"b":null}]}},"_meta":{"progressToken":7}}}"#,
+        );
+        assert_eq!(
+            body.messages,
+            [RpcMessage {
+                method: Some("tools/call".into()),
+                tool: Some("submit_job".into()),
+                id: Some(serde_json::json!(1)),
+                too_long: None,
+            }]
+        );
+        assert_eq!(body.task_id, None);
+        let task = parse(
+            r#"{"jsonrpc":"2.0","id":"x","method":"tasks/get","params":{"taskId":"abc.123"}}"#,
+        );
+        assert_eq!(task.task_id.as_deref(), Some("abc.123"));
+        assert_eq!(task.messages[0].method.as_deref(), Some("tasks/get"));
+        assert_eq!(task.messages[0].id, Some(serde_json::json!("x")));
+    }
+
+    #[test]
+    fn a_batch_reads_as_each_message_and_no_task() {
+        let body = parse(
+            r#"[{"jsonrpc":"2.0","id":1,"method":"tools/list"},{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"check_job_status","taskId":"t"}},7]"#,
+        );
+        let methods: Vec<_> = body.messages.iter().map(|m| m.method.as_deref()).collect();
+        assert_eq!(methods, [Some("tools/list"), Some("tools/call"), None]);
+        assert_eq!(body.messages[1].tool.as_deref(), Some("check_job_status"));
+        assert_eq!(body.task_id, None);
+    }
+
+    #[test]
+    fn members_that_are_not_text_read_as_absent_and_invalid_json_as_nothing() {
+        let body = parse(r#"{"method":["tools/call"],"params":{"name":{"x":1},"taskId":3}}"#);
+        assert_eq!(body.messages[0].method, None);
+        assert_eq!(body.messages[0].tool, None);
+        // A number is how some clients write ids; a task id that is a number is read as text.
+        assert_eq!(body.task_id.as_deref(), Some("3"));
+        for invalid in [
+            "not json",
+            "{\"method\":\"tools/list\"",
+            "",
+            "{} {}",
+            "[1,]",
+        ] {
+            assert_eq!(parse(invalid), RpcBody::default(), "{invalid}");
+        }
+        assert_eq!(parse("12").messages, Vec::<RpcMessage>::new());
+    }
+
+    #[test]
+    fn a_later_duplicate_member_wins_as_in_a_json_object() {
+        let body = parse(
+            r#"{"method":"tools/call","params":{"name":"check_job_status","name":"submit_job"}}"#,
+        );
+        assert_eq!(body.messages[0].tool.as_deref(), Some("submit_job"));
+    }
+
+    #[test]
+    fn long_values_are_noted_by_their_start_and_length() {
+        let method = "m".repeat(300_000);
+        let body = parse(&format!(
+            r#"{{"jsonrpc":"2.0","id":1,"method":"{method}"}}"#
+        ));
+        let too_long = body.messages[0].too_long.clone().unwrap();
+        assert_eq!(too_long.what, Member::Method);
+        assert_eq!(too_long.bytes, 300_000);
+        assert_eq!(too_long.start.len(), KEPT_BYTES);
+        assert_eq!(body.messages[0].method, None);
+
+        let token = "t".repeat(MAX_PROGRESS_TOKEN_BYTES + 1);
+        let body = parse(&format!(
+            r#"{{"method":"tools/call","params":{{"name":"x","_meta":{{"progressToken":"{token}"}}}}}}"#
+        ));
+        assert_eq!(
+            body.messages[0].too_long.as_ref().unwrap().what,
+            Member::ProgressToken
+        );
+        let token = "t".repeat(MAX_PROGRESS_TOKEN_BYTES);
+        let body = parse(&format!(
+            r#"{{"method":"tools/call","params":{{"name":"x","_meta":{{"progressToken":"{token}"}}}}}}"#
+        ));
+        assert_eq!(body.messages[0].too_long, None);
+
+        let version = "2".repeat(MAX_VERSION_BYTES + 1);
+        for body in [
+            format!(r#"{{"method":"initialize","params":{{"protocolVersion":"{version}"}}}}"#),
+            format!(
+                r#"{{"method":"tools/list","params":{{"_meta":{{"io.modelcontextprotocol/protocolVersion":"{version}"}}}}}}"#
+            ),
+        ] {
+            let too_long = parse(&body).messages[0].too_long.clone().unwrap();
+            assert_eq!(too_long.what, Member::ProtocolVersion);
+        }
+        let id = "i".repeat(MAX_ID_BYTES + 1);
+        let body = parse(&format!(r#"{{"method":"tools/list","id":"{id}"}}"#));
+        assert_eq!(body.messages[0].too_long.as_ref().unwrap().what, Member::Id);
+        // Multibyte text is cut at a character boundary.
+        let method = "é".repeat(200);
+        let body = parse(&format!(r#"{{"method":"{method}"}}"#));
+        let start = body.messages[0].too_long.clone().unwrap().start;
+        assert!(start.len() <= KEPT_BYTES && start.chars().all(|c| c == 'é'));
+    }
+
+    #[test]
+    fn a_body_past_its_values_is_refused_and_one_within_is_read() {
+        let zeros = |n: usize| format!("[{}0]", "0,".repeat(n - 1));
+        let arguments = |n: usize| {
+            format!(
+                r#"{{"method":"tools/call","params":{{"name":"submit_job","arguments":{{"payload":{}}}}}}}"#,
+                zeros(n)
+            )
+        };
+        // The message, its members' names and values, and the array: 11 values besides the
+        // array's items.
+        assert!(RpcBody::parse_within(arguments(89).as_bytes(), 100).is_ok());
+        assert_eq!(
+            RpcBody::parse_within(arguments(90).as_bytes(), 100),
+            Err(BodyRefusal::TooManyValues)
+        );
+        assert_eq!(
+            RpcBody::parse(zeros(MAX_BODY_VALUES + 1).as_bytes()),
+            Err(BodyRefusal::TooManyValues)
+        );
+        // Empty objects count too.
+        let objects = format!("[{}{{}}]", "{},".repeat(MAX_BODY_VALUES));
+        assert_eq!(
+            RpcBody::parse(objects.as_bytes()),
+            Err(BodyRefusal::TooManyValues)
+        );
+        assert_eq!(
+            check_values(zeros(MAX_BODY_VALUES + 1).as_bytes()),
+            Err(BodyRefusal::TooManyValues)
+        );
+        assert_eq!(check_values(zeros(MAX_BODY_VALUES - 1).as_bytes()), Ok(()));
+        // A document of several MB is one value.
+        let document = format!(
+            r#"{{"method":"tools/call","params":{{"name":"submit_job","arguments":{{"document":"{}"}}}}}}"#,
+            "x".repeat(4 << 20)
+        );
+        assert_eq!(
+            RpcBody::parse(document.as_bytes()).unwrap().messages[0]
+                .tool
+                .as_deref(),
+            Some("submit_job")
+        );
+    }
+}
