@@ -67,7 +67,7 @@ def test_a_body_past_its_bounds_is_refused_before_it_is_built(function):
 
 
 def test_an_oversize_array_is_refused_by_its_schema_without_walking_it(function):
-    customers = hostile.empty_objects(400_000)
+    customers = hostile.empty_objects(200_000)
     reply = function.call(hostile.tools_call("score_churn_risk", '{"customers":' + customers + "}"))
     assert reply.status == 200
     result = json.loads(reply.body)["result"]

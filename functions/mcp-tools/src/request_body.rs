@@ -10,11 +10,13 @@ use std::fmt;
 
 use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
 
-/// The most JSON values (numbers, strings, members, items...) a body may hold. rmcp's parse of
-/// a tool call keeps two trees of them at once (serde's buffer, then the arguments), about
-/// 64 bytes a value with growth; half a million values is about 32 MB. An input of 4 MiB as a
-/// `document` string is one value; as a `payload` of numbers, about 500,000 fit in 4 MiB.
-pub const MAX_BODY_VALUES: usize = 500_000;
+/// The most JSON values (numbers, strings, member names, items...) a body may hold. rmcp's
+/// parse of a tool call builds them three times over (serde's buffer of the message, of its
+/// request, then the arguments), each value 32 bytes and more with its container's growth, so
+/// the bound keeps a refused call within a 128 MB function (BENCHMARKS.md, "Hostile input"). An
+/// input of 4 MiB as a `document` string is one value; a `payload` an agent writes is far
+/// smaller.
+pub const MAX_BODY_VALUES: usize = 250_000;
 /// The longest method name read whole: every MCP method is under 64 characters.
 pub const MAX_METHOD_BYTES: usize = 128;
 /// The longest progress token accepted (DESIGN: over 256 bytes is refused).

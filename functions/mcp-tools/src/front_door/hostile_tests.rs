@@ -75,7 +75,7 @@ async fn a_body_is_never_read_before_its_token_and_never_past_its_size() {
     assert_eq!(status, 401, "{text}");
     let (status, text) = answer(door.handle(request(Some("secret"), &[], wide)).await).await;
     assert_eq!(status, 413);
-    assert!(text.contains("more than 500000 JSON values"), "{text}");
+    assert!(text.contains("more than 250000 JSON values"), "{text}");
     assert_eq!(
         w.deps.ports.jobs.calls(),
         (0, 0),
