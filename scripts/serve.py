@@ -36,7 +36,9 @@ def main() -> int:
     elif args.auth == "oauth":
         # Tokens naming no resource get the MCP URL as audience too.
         auth_server = AuthorizationServer(default_audience=url, log_requests=True).start()
-        env.update(OAUTH_ISSUER=auth_server.url, OAUTH_AUDIENCE=url, OAUTH_JWKS_MIN_REFRESH_SECS="1")
+        # The development authorization server is on this machine: allowed for local runs only.
+        env.update(OAUTH_ISSUER=auth_server.url, OAUTH_AUDIENCE=url, OAUTH_JWKS_MIN_REFRESH_SECS="1",
+                   OAUTH_ALLOW_LOCAL_ISSUER="true")
     try:
         watch = start_watch(port, env, "serve")
         try:

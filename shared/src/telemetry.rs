@@ -6,11 +6,14 @@
 //! at `AWS_LAMBDA_LOG_LEVEL` (default INFO), dependencies at WARN; `RUST_LOG`, when set, decides
 //! everything instead. Whatever either says, no dependency logs below INFO, and lambda_runtime
 //! not below DEBUG: at those levels they write raw events, requests and replies (bearer tokens,
-//! whole documents), which must never reach CloudWatch.
+//! whole documents), which must never reach CloudWatch. Every line, whoever logs it, is cut to
+//! 8 KB ([`line_cut`]).
 //!
 //! Metrics: CloudWatch Embedded Metric Format documents on stdout (`metrics_cloudwatch_embedded`),
 //! flushed after each invocation, in one namespace with the function as the only fixed
 //! dimension. Entry points count what the use cases report; the domain knows nothing of this.
+
+pub mod line_cut;
 
 use metrics::{counter, describe_counter, describe_histogram, histogram, Unit};
 use tracing_subscriber::EnvFilter;
@@ -188,7 +191,8 @@ pub fn init_logging() {
     let never = tracing_subscriber::filter::filter_fn(|m| may_log(m.target(), m.level()));
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
-        .with_target(false);
+        .with_target(false)
+        .with_writer(line_cut::CutLines::new(std::io::stdout));
     // `try_init`: a second call (tests) keeps the first subscriber.
     let _ = if json {
         builder

@@ -56,7 +56,8 @@ def oauth(servers):
     url = f"http://127.0.0.1:{port}/lambda-url/mcp-tools/mcp"
     try:
         proc = start_watch(port, {"AUTH_MODE": "oauth", "OAUTH_ISSUER": server.url, "OAUTH_AUDIENCE": url,
-                                  "OAUTH_JWKS_MIN_REFRESH_SECS": "1"}, "watch-oauth")
+                                  "OAUTH_JWKS_MIN_REFRESH_SECS": "1", "OAUTH_ALLOW_LOCAL_ISSUER": "true"},
+                           "watch-oauth")
     except WatchError as e:
         server.stop()
         pytest.exit(str(e), 2)
@@ -224,6 +225,51 @@ def test_two_oauth_users_never_see_each_others_jobs(oauth):
     same_but_id(theirs, a["inference_id"], unknown, UNKNOWN_ID)
     assert ok(call_tool(oauth.url, "check_job_status", {"inference_id": a["inference_id"]},
                         headers=alice))["inference_id"] == a["inference_id"]
+
+
+def test_an_issuer_on_this_machine_is_never_fetched_without_the_local_flag(servers):
+    """Deployed, 127.0.0.1 is the Lambda Runtime API's. Without OAUTH_ALLOW_LOCAL_ISSUER an issuer
+    named `https://localhost:<port>` passes the cold start (a name is judged by its addresses when
+    connecting) but is never connected to: localhost resolves to loopback only. A token that issuer
+    signed is refused as any unverifiable token is, and the log says why."""
+    server = AuthorizationServer().start()
+    connections = []
+    verify = server._httpd.verify_request
+
+    def counted(request, address):
+        connections.append(address)
+        return verify(request, address)
+
+    server._httpd.verify_request = counted
+    issuer = f"https://localhost:{server.port}"
+    port = free_port()
+    url = f"http://127.0.0.1:{port}/lambda-url/mcp-tools/mcp"
+    try:
+        proc = start_watch(port, {"AUTH_MODE": "oauth", "OAUTH_ISSUER": issuer, "OAUTH_AUDIENCE": url},
+                           "watch-oauth-local")
+    except WatchError as e:
+        server.stop()
+        pytest.exit(str(e), 2)
+    try:
+        token = server.mint("alice", url, iss=issuer)
+        status, answer_headers, body = http_request(
+            None, "POST", {**JSON_HEADERS, "Authorization": f"Bearer {token}"}, LIST_TOOLS, url=url)
+        assert status == 401, body[:300]
+        assert 'error="invalid_token"' in answer_headers["www-authenticate"]
+        assert connections == [], "the issuer was connected to"
+        time.sleep(0.3)
+        log = (Path(__file__).resolve().parents[2] / ".local" / "watch-oauth-local.log").read_text()
+        why = [line for line in log.splitlines() if "could not fetch the issuer's signing keys" in line]
+        assert why and "localhost resolves to" in why[0] and "a loopback address" in why[0], why
+        assert "OAUTH_ALLOW_LOCAL_ISSUER=true" in why[0]
+        assert token not in log and token.split(".")[2] not in log
+        # The counter counts: the issuer itself answers whoever does connect.
+        with urllib.request.urlopen(f"{server.url}/.well-known/openid-configuration", timeout=10) as resp:
+            assert resp.status == 200
+        assert len(connections) == 1
+    finally:
+        stop(proc)
+        server.stop()
 
 
 # ------------------------------------------------------------------ named bearer tokens

@@ -158,6 +158,22 @@ def test_a_call_without_a_trace_starts_one_and_a_malformed_one_is_ignored(traced
         assert [line["trace_id"] for line in closing] == [trace_id]
 
 
+def test_a_tracestate_that_breaks_w3c_grammar_is_dropped_and_the_trace_still_continued(traced, aws):
+    too_many = ",".join(f"k{i}=v" for i in range(33))
+    for state in ('rojo=1,<script>alert("x")</script>', "Rojo=00f067aa0ba902b7", "rojo=a\tb", "rojo=1,rojo=2",
+                  f"rojo={'x' * 257}", too_many):
+        submitted = ok(call(traced, "submit_job", {"document": "a report with a bad state"},
+                            meta={"traceparent": TRACEPARENT, "tracestate": state}))
+        item = job_item(aws, submitted["inference_id"])
+        trace_id, span_id = SHAPE.match(item["traceparent"]["S"]).groups()
+        assert trace_id == TRACE_ID and span_id != PARENT_ID, item["traceparent"]
+        assert "tracestate" not in item, state
+    # A valid one is stored as its members: the spaces and empty members around them are not kept.
+    submitted = ok(call(traced, "submit_job", {"document": "a report with a spaced state"},
+                        meta={"traceparent": TRACEPARENT, "tracestate": " rojo=00f067aa0ba902b7 ,, congo=t61rcWkgMzE\t"}))
+    assert job_item(aws, submitted["inference_id"])["tracestate"]["S"] == TRACESTATE
+
+
 def test_a_triggered_runs_trace_is_stored_and_carried_to_its_completion_message(traced, aws):
     session = f"sess-{uuid.uuid4().hex[:12]}"
     triggered = ok(call(traced, "trigger_training",

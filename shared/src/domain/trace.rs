@@ -1,7 +1,9 @@
 //! W3C Trace Context (`traceparent`, `tracestate`), as MCP requests carry it in
 //! `params._meta` (SEP-414): read the caller's, continue it (same trace id, a span id of our
 //! own), or start one. Tracing never refuses a call: a malformed `traceparent` is ignored and a
-//! new trace started in its place.
+//! new trace started in its place; a `tracestate` that breaks W3C's grammar is dropped whole
+//! (the `traceparent` is still continued), and a valid one is kept as its members re-rendered,
+//! never as the caller's bytes.
 
 use std::fmt;
 
@@ -13,9 +15,16 @@ pub mod attr {
     pub const TRACESTATE: &str = "tracestate";
 }
 
-/// The longest `tracestate` kept; a longer one is dropped whole (W3C: a vendor may drop it
-/// rather than cut list members, and 512 is what it must at least propagate).
+/// The longest `tracestate` kept (re-rendered); a longer one is dropped whole (W3C: a vendor
+/// may drop it rather than cut list members, and 512 is what it must at least propagate).
 pub const MAX_TRACESTATE_CHARS: usize = 512;
+/// W3C's limits: list members, a key's and a value's length.
+pub const MAX_TRACESTATE_MEMBERS: usize = 32;
+const MAX_KEY_CHARS: usize = 256;
+const MAX_VALUE_CHARS: usize = 256;
+/// A multi-tenant key's parts (`tenant@system`).
+const MAX_TENANT_CHARS: usize = 241;
+const MAX_SYSTEM_CHARS: usize = 14;
 
 /// The version this code writes; it reads later versions by the W3C rules.
 const VERSION: u8 = 0;
@@ -43,7 +52,7 @@ impl TraceContext {
             trace_id,
             span_id,
             flags,
-            tracestate: tracestate.and_then(bounded_tracestate),
+            tracestate: tracestate.and_then(parse_tracestate),
         })
     }
 
@@ -167,13 +176,67 @@ fn hex_field(digits: &[u8]) -> Option<u128> {
     })
 }
 
-/// A `tracestate` worth passing on: non-empty, at most [`MAX_TRACESTATE_CHARS`], printable
-/// ASCII only (the header's alphabet; it is stored on items).
-fn bounded_tracestate(value: &str) -> Option<String> {
-    let ok = !value.trim().is_empty()
-        && value.len() <= MAX_TRACESTATE_CHARS
-        && value.bytes().all(|b| (b' '..=b'~').contains(&b));
-    ok.then(|| value.to_owned())
+/// A `tracestate` by W3C Trace Context's grammar (Level 1): `key=value` list members separated
+/// by `,` with optional spaces and tabs around them, empty members skipped, at most
+/// [`MAX_TRACESTATE_MEMBERS`], each key once. Its members rendered again (`k=v,k=v`), or None
+/// when it breaks the grammar, has no member, or renders longer than [`MAX_TRACESTATE_CHARS`].
+fn parse_tracestate(value: &str) -> Option<String> {
+    let mut members: Vec<(&str, &str)> = Vec::new();
+    for member in value.split(',') {
+        let member = member.trim_matches([' ', '\t']);
+        if member.is_empty() {
+            continue;
+        }
+        if members.len() == MAX_TRACESTATE_MEMBERS {
+            return None;
+        }
+        let (key, value) = member.split_once('=')?;
+        let repeated = members.iter().any(|(k, _)| *k == key);
+        if repeated || !valid_key(key) || !valid_value(value) {
+            return None;
+        }
+        members.push((key, value));
+    }
+    let rendered = members
+        .iter()
+        .map(|(k, v)| format!("{k}={v}"))
+        .collect::<Vec<_>>()
+        .join(",");
+    (!rendered.is_empty() && rendered.len() <= MAX_TRACESTATE_CHARS).then_some(rendered)
+}
+
+/// `simple-key = lcalpha 0*255(keychar)`, or `multi-tenant-key = tenant-id "@" system-id`
+/// with `tenant-id = (lcalpha / DIGIT) 0*240(keychar)` and `system-id = lcalpha 0*13(keychar)`;
+/// `keychar = lcalpha / DIGIT / "_" / "-" / "*" / "/"`.
+fn valid_key(key: &str) -> bool {
+    let keychar = |b: u8| matches!(b, b'a'..=b'z' | b'0'..=b'9' | b'_' | b'-' | b'*' | b'/');
+    let part = |s: &str, max: usize, first: fn(u8) -> bool| {
+        let bytes = s.as_bytes();
+        !bytes.is_empty()
+            && bytes.len() <= max
+            && first(bytes[0])
+            && bytes[1..].iter().all(|&b| keychar(b))
+    };
+    match key.split_once('@') {
+        None => part(key, MAX_KEY_CHARS, |b| b.is_ascii_lowercase()),
+        Some((tenant, system)) => {
+            part(tenant, MAX_TENANT_CHARS, |b| {
+                b.is_ascii_lowercase() || b.is_ascii_digit()
+            }) && part(system, MAX_SYSTEM_CHARS, |b| b.is_ascii_lowercase())
+        }
+    }
+}
+
+/// `value = 0*255(chr) nblk-chr`: 1 to 256 printable ASCII characters (0x20 to 0x7E) but `,`
+/// and `=`, the last not a space.
+fn valid_value(value: &str) -> bool {
+    let bytes = value.as_bytes();
+    !bytes.is_empty()
+        && bytes.len() <= MAX_VALUE_CHARS
+        && bytes.last() != Some(&b' ')
+        && bytes
+            .iter()
+            .all(|&b| (b' '..=b'~').contains(&b) && b != b',' && b != b'=')
 }
 
 /// 122 random bits of a v4 UUID; never zero (its version bits are set).
@@ -296,18 +359,126 @@ mod tests {
         assert_eq!(continued.trace_id(), "0af7651916cd43dd8448eb211c80319c");
     }
 
+    /// The state kept for a valid `traceparent` and `state`; the parent is always continued.
+    fn kept(state: &str) -> Option<String> {
+        let t = TraceContext::parse(Some(PARENT), Some(state)).expect("the traceparent stays");
+        t.tracestate().map(str::to_owned)
+    }
+
     #[test]
-    fn a_tracestate_too_long_or_not_printable_is_dropped() {
-        let parse = |state: &str| {
-            TraceContext::parse(Some(PARENT), Some(state))
-                .map(|t| t.tracestate().map(str::to_owned))
-        };
-        let longest = format!("a={}", "x".repeat(MAX_TRACESTATE_CHARS - 2));
-        assert_eq!(parse(&longest), Some(Some(longest.clone())));
-        let longer = format!("{longest}x");
-        assert_eq!(parse(&longer), Some(None), "the traceparent stays");
-        assert_eq!(parse("a=b\nc=d"), Some(None));
-        assert_eq!(parse("a=\u{e9}"), Some(None));
-        assert_eq!(parse(""), Some(None));
+    fn a_tracestate_by_the_grammar_is_kept_as_its_members() {
+        for (given, stored) in [
+            ("rojo=00f067aa0ba902b7", "rojo=00f067aa0ba902b7"),
+            (
+                "rojo=00f067aa0ba902b7,congo=t61rcWkgMzE",
+                "rojo=00f067aa0ba902b7,congo=t61rcWkgMzE",
+            ),
+            // Spaces and tabs around members, and empty members, are not part of the list.
+            (" rojo=1 ,\tcongo=2\t, ,,", "rojo=1,congo=2"),
+            // Leading spaces belong to the value; trailing ones do not.
+            ("a=  b  ", "a=  b"),
+            // Every key form: digits, `_-*/`, multi-tenant.
+            (
+                "a0_-*/=1,t0@sys=2,0t@s-1*/_=3",
+                "a0_-*/=1,t0@sys=2,0t@s-1*/_=3",
+            ),
+            // A value is any printable ASCII but `,` and `=`: quotes and markup included.
+            (
+                r#"vendor="quoted",x=<script>alert(1)</script>"#,
+                r#"vendor="quoted",x=<script>alert(1)</script>"#,
+            ),
+            (
+                "k=!~ #$%&'()*+-./:;<>?@[\\]^_`{|}",
+                "k=!~ #$%&'()*+-./:;<>?@[\\]^_`{|}",
+            ),
+        ] {
+            assert_eq!(kept(given).as_deref(), Some(stored), "{given:?}");
+        }
+        let longest_key = format!("a{}", "z".repeat(MAX_KEY_CHARS - 1));
+        let longest_value = "v".repeat(MAX_VALUE_CHARS);
+        let tenant = format!("{}@{}", "t".repeat(241), "s".repeat(14));
+        for state in [
+            format!("{longest_key}=v"),
+            format!("k={longest_value}"),
+            format!("{tenant}=v"),
+        ] {
+            assert_eq!(kept(&state), Some(state.clone()));
+        }
+        let members: Vec<String> = (0..MAX_TRACESTATE_MEMBERS)
+            .map(|i| format!("k{i}=v"))
+            .collect();
+        assert!(kept(&members.join(",")).is_some());
+    }
+
+    #[test]
+    fn a_tracestate_that_breaks_the_grammar_is_dropped_whole() {
+        let too_many: Vec<String> = (0..=MAX_TRACESTATE_MEMBERS)
+            .map(|i| format!("k{i}=v"))
+            .collect();
+        let too_many = too_many.join(",");
+        let long_key = format!("a{}=v", "z".repeat(MAX_KEY_CHARS));
+        let long_value = format!("k={}", "v".repeat(MAX_VALUE_CHARS + 1));
+        let long_tenant = format!("{}@s=v", "t".repeat(242));
+        let long_system = format!("t@{}=v", "s".repeat(15));
+        let bad = [
+            "",
+            " , ,",
+            "rojo",
+            "rojo=",
+            "=value",
+            "rojo=1,congo",
+            "Rojo=1",
+            "0rojo=1",
+            "_rojo=1",
+            "ro jo=1",
+            "rojo =1",
+            "a=b=c",
+            "a=b\tc",
+            "a=b\nc=d",
+            "a=\u{e9}",
+            "a=\u{7f}",
+            "a@=1",
+            "@b=1",
+            "a@0b=1",
+            "a@b@c=1",
+            "A@b=1",
+            "_a@b=1",
+            "rojo=1,rojo=2",
+            "<script>=1",
+            "rojo=1,<script>alert(1)</script>",
+            "rojo=1;congo=2",
+            too_many.as_str(),
+            long_key.as_str(),
+            long_value.as_str(),
+            long_tenant.as_str(),
+            long_system.as_str(),
+        ];
+        for state in bad {
+            assert_eq!(kept(state), None, "{state:?}");
+        }
+    }
+
+    #[test]
+    fn a_tracestate_longer_than_kept_is_dropped_whole() {
+        // 257 + 1 + 254: the longest kept.
+        let longest = format!("a={},b={}", "x".repeat(255), "y".repeat(252));
+        assert_eq!(longest.len(), MAX_TRACESTATE_CHARS);
+        assert_eq!(kept(&longest), Some(longest.clone()));
+        // Measured as rendered: the spaces a caller adds do not count.
+        assert_eq!(kept(&longest.replace(',', " ,\t ")), Some(longest.clone()));
+        let longer = format!("a={},b={}", "x".repeat(255), "y".repeat(253));
+        assert_eq!(kept(&longer), None);
+    }
+
+    #[test]
+    fn a_stored_tracestate_reads_back_as_itself() {
+        let t = TraceContext::parse(Some(PARENT), Some(" rojo=1 ,, congo=x y")).unwrap();
+        let item: crate::domain::item::Item = TraceContext::item_attrs(Some(&t))
+            .into_iter()
+            .map(|(name, value)| (name.to_owned(), value))
+            .collect();
+        let read = TraceContext::from_fields(&Fields(&item)).unwrap();
+        assert_eq!(read.tracestate(), Some("rojo=1,congo=x y"));
+        assert_eq!(read, t);
     }
 }

@@ -2,6 +2,8 @@
 
 use shared::config::{ConfigError, Env};
 
+use super::issuer_url;
+
 /// The variables the auth modes read.
 pub const VARIABLES: &[&str] = &[
     "MCP_BEARER_TOKEN_SHA256",
@@ -13,6 +15,7 @@ pub const VARIABLES: &[&str] = &[
     "OAUTH_WRITE_SCOPE",
     "OAUTH_CLIENT_IDS",
     "OAUTH_JWKS_MIN_REFRESH_SECS",
+    "OAUTH_ALLOW_LOCAL_ISSUER",
 ];
 /// Required in `oauth` mode.
 pub const OAUTH_REQUIRED: &[&str] = &["OAUTH_ISSUER"];
@@ -61,20 +64,48 @@ pub struct OAuthConfig {
     pub write_scope: String,
     /// The least time between two JWKS fetches caused by an unknown `kid`.
     pub jwks_min_refresh_secs: u64,
+    /// `OAUTH_ALLOW_LOCAL_ISSUER=true`: the issuer and its keys may be on this machine or a
+    /// private network (local development; see [`super::issuer_url`]).
+    pub allow_local_issuer: bool,
 }
 
 impl OAuthConfig {
     pub fn from_env<F: Fn(&str) -> Option<String>>(env: &Env<F>) -> Result<Self, ConfigError> {
-        const ISSUER: &str = "the authorization server's issuer URL (https://, or http:// on \
-            127.0.0.1 or localhost for local runs), e.g. https://cognito-idp.<region>.amazonaws.com/<pool-id>";
+        const ISSUER: &str = "the authorization server's issuer URL, https:// on a public \
+            address (with OAUTH_ALLOW_LOCAL_ISSUER=true, for local development: also a private \
+            address, or http:// on 127.0.0.1 or localhost), \
+            e.g. https://cognito-idp.<region>.amazonaws.com/<pool-id>";
         const AUDIENCE: &str = "this server's resource identifier, normally its public MCP URL \
             (https://<url-id>.lambda-url.<region>.on.aws/mcp)";
-        const JWKS: &str =
-            "the issuer's JWKS URL (https://, or http:// on 127.0.0.1 or localhost), \
-            or unset to read it from the issuer's metadata";
+        const JWKS: &str = "the issuer's JWKS URL, https:// on a public address (with \
+            OAUTH_ALLOW_LOCAL_ISSUER=true, for local development: also a private address, or \
+            http:// on 127.0.0.1 or localhost), or unset to read it from the issuer's metadata";
+        const FLAG: &str = "true or false (true only for an issuer on this machine or a \
+            private network, in local development)";
         const SCOPE: &str = "one OAuth scope name, no spaces";
+        let allow_local_issuer = match env.optional("OAUTH_ALLOW_LOCAL_ISSUER") {
+            None => false,
+            Some(v) if v.eq_ignore_ascii_case("false") => false,
+            Some(v) if v.eq_ignore_ascii_case("true") => true,
+            Some(value) => {
+                return Err(ConfigError::Invalid {
+                    name: "OAUTH_ALLOW_LOCAL_ISSUER",
+                    value,
+                    expected: FLAG,
+                })
+            }
+        };
+        let fetched_url = |name: &'static str, url: String, expected: &'static str| {
+            let ok = issuer_url::check(&url, allow_local_issuer).is_ok()
+                && !url.contains(char::is_whitespace);
+            ok.then_some(url.clone()).ok_or(ConfigError::Invalid {
+                name,
+                value: url,
+                expected,
+            })
+        };
         let issuer = env.required("OAUTH_ISSUER", ISSUER)?;
-        let issuer = secure_url("OAUTH_ISSUER", issuer, ISSUER)?;
+        let issuer = fetched_url("OAUTH_ISSUER", issuer, ISSUER)?;
         let audience = match env.optional("OAUTH_AUDIENCE") {
             Some(audience) => Some(secure_url(
                 "OAUTH_AUDIENCE",
@@ -84,7 +115,7 @@ impl OAuthConfig {
             None => None,
         };
         let jwks_uri = match env.optional("OAUTH_JWKS_URI") {
-            Some(uri) => Some(secure_url("OAUTH_JWKS_URI", uri.trim().to_owned(), JWKS)?),
+            Some(uri) => Some(fetched_url("OAUTH_JWKS_URI", uri, JWKS)?),
             None => None,
         };
         let scope = |name: &'static str, default: &str| -> Result<String, ConfigError> {
@@ -111,13 +142,14 @@ impl OAuthConfig {
                 1..=86_400,
                 "a number of seconds from 1 to 86400",
             )?,
+            allow_local_issuer,
         })
     }
 }
 
-/// Whether an OAuth issuer, or a URL of its keys, may be fetched: `https://`, or `http://` to
-/// this machine only (127.0.0.1, localhost, [::1]: a local authorization server). Parsed, so
-/// the host is the real one (`http://127.0.0.1:80@evil.example` is evil.example's).
+/// Whether `OAUTH_AUDIENCE` may name this resource: `https://`, or `http://` to this machine
+/// only (a local run). Parsed, so the host is the real one (`http://127.0.0.1:80@evil.example`
+/// is evil.example's).
 pub fn https_or_loopback(url: &str) -> bool {
     let Ok(parsed) = url::Url::parse(url) else {
         return false;
@@ -325,7 +357,7 @@ mod tests {
             let text = err.to_string();
             assert!(text.contains(name) && text.contains(value), "{text}");
         }
-        let cfg = McpToolsConfig::from_env(&env(&mcp_env(&[
+        let local = [
             ("AUTH_MODE", "oauth"),
             ("OAUTH_ISSUER", "http://127.0.0.1:9400"),
             (
@@ -334,8 +366,9 @@ mod tests {
             ),
             ("OAUTH_JWKS_URI", "http://localhost:9400/jwks"),
             ("OAUTH_WRITE_SCOPE", "https://mcp.example.com/jobs.write"),
-        ])))
-        .unwrap();
+            ("OAUTH_ALLOW_LOCAL_ISSUER", "true"),
+        ];
+        let cfg = McpToolsConfig::from_env(&env(&mcp_env(&local))).unwrap();
         let AuthMode::OAuth(oauth) = cfg.auth else {
             panic!()
         };
@@ -344,5 +377,86 @@ mod tests {
             Some("http://localhost:9400/jwks")
         );
         assert_eq!(oauth.write_scope, "https://mcp.example.com/jobs.write");
+        assert!(oauth.allow_local_issuer);
+        // Without the flag the same local issuer does not start.
+        let err = McpToolsConfig::from_env(&env(&mcp_env(&local[..5]))).unwrap_err();
+        let text = err.to_string();
+        assert!(
+            text.contains("OAUTH_ISSUER=\"http://127.0.0.1:9400\"")
+                && text.contains("OAUTH_ALLOW_LOCAL_ISSUER=true"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn an_issuer_or_jwks_uri_off_the_internet_needs_the_local_flag() {
+        let start = |vars: &[(&'static str, &'static str)]| {
+            let mut all = vec![("AUTH_MODE", "oauth")];
+            all.extend_from_slice(vars);
+            McpToolsConfig::from_env(&env(&mcp_env(&all)))
+        };
+        for (name, value) in [
+            ("OAUTH_ISSUER", "https://127.0.0.1:9001"),
+            ("OAUTH_ISSUER", "https://[::ffff:169.254.169.254]/"),
+            ("OAUTH_ISSUER", "https://10.0.0.7/realms/ml"),
+            ("OAUTH_ISSUER", "https://100.64.1.1"),
+            ("OAUTH_ISSUER", "http://localhost:9400"),
+            ("OAUTH_JWKS_URI", "https://169.254.169.254/latest/meta-data"),
+            ("OAUTH_JWKS_URI", "https://[fd00::1]/jwks"),
+            ("OAUTH_JWKS_URI", "http://127.0.0.1:9001/jwks"),
+        ] {
+            let mut vars = vec![("OAUTH_ISSUER", "https://issuer.example.com")];
+            vars.retain(|(k, _)| *k != name);
+            vars.push((name, value));
+            let text = start(&vars).unwrap_err().to_string();
+            assert!(
+                text.contains(name)
+                    && text.contains(value)
+                    && text.contains("OAUTH_ALLOW_LOCAL_ISSUER=true"),
+                "{text}"
+            );
+            vars.push(("OAUTH_ALLOW_LOCAL_ISSUER", "TRUE"));
+            let AuthMode::OAuth(oauth) = start(&vars).unwrap().auth else {
+                panic!()
+            };
+            assert!(oauth.allow_local_issuer, "{name}={value}");
+        }
+        // A name is judged by its addresses when fetched, not at cold start.
+        let AuthMode::OAuth(oauth) = start(&[("OAUTH_ISSUER", "https://localhost:8443")])
+            .unwrap()
+            .auth
+        else {
+            panic!()
+        };
+        assert!(!oauth.allow_local_issuer);
+        // Even with the flag, plain http only to this machine.
+        let err = start(&[
+            ("OAUTH_ISSUER", "http://10.0.0.7"),
+            ("OAUTH_ALLOW_LOCAL_ISSUER", "true"),
+        ])
+        .unwrap_err();
+        assert!(err.to_string().contains("OAUTH_ISSUER"), "{err}");
+        for (value, allowed) in [("false", false), ("False", false), ("", false)] {
+            let AuthMode::OAuth(oauth) = start(&[
+                ("OAUTH_ISSUER", "https://issuer.example.com"),
+                ("OAUTH_ALLOW_LOCAL_ISSUER", value),
+            ])
+            .unwrap()
+            .auth
+            else {
+                panic!()
+            };
+            assert_eq!(oauth.allow_local_issuer, allowed, "{value:?}");
+        }
+        let err = start(&[
+            ("OAUTH_ISSUER", "https://issuer.example.com"),
+            ("OAUTH_ALLOW_LOCAL_ISSUER", "yes"),
+        ])
+        .unwrap_err();
+        assert!(
+            err.to_string()
+                .contains("OAUTH_ALLOW_LOCAL_ISSUER=\"yes\" is invalid"),
+            "{err}"
+        );
     }
 }

@@ -3,6 +3,7 @@
 //! URL's front door serves (hosts, origins). Each part lists the variables it reads.
 
 pub mod auth;
+pub mod issuer_url;
 pub mod tools;
 
 use shared::config::{ConfigError, Env};

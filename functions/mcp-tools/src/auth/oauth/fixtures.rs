@@ -27,6 +27,7 @@ pub(crate) fn config() -> OAuthConfig {
         read_scope: "jobs:read".to_owned(),
         write_scope: "jobs:write".to_owned(),
         jwks_min_refresh_secs: 60,
+        allow_local_issuer: false,
     }
 }
 

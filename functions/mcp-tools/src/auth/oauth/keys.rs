@@ -12,6 +12,8 @@ use jsonwebtoken::jwk::{Jwk, JwkSet};
 use tokio::sync::{Mutex, RwLock};
 use tokio::time::Instant;
 
+use super::resolver::{NotPublic, PublicOnly};
+use crate::config::issuer_url::{self, UrlRefusal};
 use crate::config::OAuthConfig;
 
 /// Without any key, a failed fetch is retried no sooner than this: every request would
@@ -24,8 +26,10 @@ pub(super) const KEYS_MAX_AGE: Duration = Duration::from_secs(3600);
 /// Why the issuer's keys could not be had.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum KeyError {
-    #[error("{0} is neither https:// nor http:// to this machine")]
-    InsecureUrl(String),
+    #[error("{url} is not fetched: {reason}")]
+    Refused { url: String, reason: UrlRefusal },
+    #[error("{url} is not fetched: {reason}")]
+    NotPublic { url: String, reason: NotPublic },
     #[error("the HTTP client could not be built: {0}")]
     Client(String),
     #[error("GET {url} failed: {reason}")]
@@ -168,11 +172,13 @@ const REQUEST_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// The issuer's keys over HTTP: from the configured `jwks_uri`, else from the `jwks_uri` of
 /// the issuer's metadata (OpenID Connect discovery, then RFC 8414), which must name the
-/// configured issuer. Redirects are not followed; every URL must be `https://` or `http://`
-/// to this machine.
+/// configured issuer. Redirects are not followed; every URL, configured or discovered, is held
+/// to `config::issuer_url`'s rule, and a name to its public addresses when connecting (unless
+/// `OAUTH_ALLOW_LOCAL_ISSUER`).
 pub struct HttpKeySource {
     client: Result<reqwest::Client, String>,
     issuer: String,
+    allow_local: bool,
     /// Configured, or discovered once and kept.
     jwks_uri: std::sync::Mutex<Option<String>>,
 }
@@ -180,8 +186,9 @@ pub struct HttpKeySource {
 impl HttpKeySource {
     pub fn new(config: &OAuthConfig) -> Self {
         Self {
-            client: http_client(),
+            client: http_client(config.allow_local_issuer),
             issuer: config.issuer.clone(),
+            allow_local: config.allow_local_issuer,
             jwks_uri: std::sync::Mutex::new(config.jwks_uri.clone()),
         }
     }
@@ -235,24 +242,21 @@ impl HttpKeySource {
             .get("jwks_uri")
             .and_then(|v| v.as_str())
             .ok_or_else(|| bad("no jwks_uri"))?;
-        check_url(jwks_uri)?;
+        check_url(jwks_uri, self.allow_local)?;
         Ok(jwks_uri.to_owned())
     }
 
     /// A JSON document, with the URL checked, no redirect, and the size capped.
     async fn get_json(&self, url: &str) -> Result<serde_json::Value, KeyError> {
-        check_url(url)?;
-        let failed = |reason: String| KeyError::Request {
-            url: url.to_owned(),
-            reason,
-        };
+        check_url(url, self.allow_local)?;
+        let failed = |e: reqwest::Error| request_error(url, e);
         let mut response = self
             .client()?
             .get(url)
             .header(http::header::ACCEPT, "application/json")
             .send()
             .await
-            .map_err(|e| failed(e.without_url().to_string()))?;
+            .map_err(failed)?;
         if !response.status().is_success() {
             return Err(KeyError::Status {
                 url: url.to_owned(),
@@ -269,11 +273,7 @@ impl HttpKeySource {
             return Err(too_large());
         }
         let mut body = Vec::new();
-        while let Some(chunk) = response
-            .chunk()
-            .await
-            .map_err(|e| failed(e.without_url().to_string()))?
-        {
+        while let Some(chunk) = response.chunk().await.map_err(failed)? {
             if body.len() + chunk.len() > MAX_BODY_BYTES {
                 return Err(too_large());
             }
@@ -326,28 +326,55 @@ pub(super) fn metadata_urls(issuer: &str) -> Vec<String> {
     urls
 }
 
-/// The rule the configuration holds the issuer and a configured `jwks_uri` to, for a URL
-/// found in the issuer's metadata.
-pub(super) fn check_url(url: &str) -> Result<(), KeyError> {
-    if crate::config::auth::https_or_loopback(url) {
-        Ok(())
-    } else {
-        Err(KeyError::InsecureUrl(url.to_owned()))
+/// The rule the configuration holds the issuer and a configured `jwks_uri` to, for every URL
+/// before it is fetched (a `jwks_uri` found in the issuer's metadata included).
+pub(super) fn check_url(url: &str, allow_local: bool) -> Result<(), KeyError> {
+    issuer_url::check(url, allow_local).map_err(|reason| KeyError::Refused {
+        url: url.to_owned(),
+        reason,
+    })
+}
+
+/// A failed request as a `KeyError`: a refused address as such, else reqwest's error with its
+/// causes (its own text alone says only "error sending request").
+fn request_error(url: &str, error: reqwest::Error) -> KeyError {
+    let error = error.without_url();
+    let mut causes = Vec::new();
+    let mut cause: Option<&(dyn std::error::Error + 'static)> = Some(&error);
+    while let Some(e) = cause {
+        if let Some(refused) = e.downcast_ref::<NotPublic>() {
+            return KeyError::NotPublic {
+                url: url.to_owned(),
+                reason: refused.clone(),
+            };
+        }
+        causes.push(e.to_string());
+        cause = e.source();
+    }
+    KeyError::Request {
+        url: url.to_owned(),
+        reason: causes.join(": "),
     }
 }
 
 /// A client with short timeouts and no redirects, its TLS on aws-lc-rs (the provider already
-/// in the build through rustls; reqwest wants one installed).
-pub(super) fn http_client() -> Result<reqwest::Client, String> {
+/// in the build through rustls; reqwest wants one installed). It connects directly (no proxy
+/// from the environment: a proxy would resolve the name itself) and, unless `allow_local`, to
+/// public addresses only.
+pub(super) fn http_client(allow_local: bool) -> Result<reqwest::Client, String> {
     static PROVIDER: std::sync::Once = std::sync::Once::new();
     PROVIDER.call_once(|| {
         // Err only when a provider is already installed, which serves as well.
         let _ = rustls::crypto::aws_lc_rs::default_provider().install_default();
     });
-    reqwest::Client::builder()
+    let builder = reqwest::Client::builder()
         .connect_timeout(CONNECT_TIMEOUT)
         .timeout(REQUEST_TIMEOUT)
         .redirect(reqwest::redirect::Policy::none())
-        .build()
-        .map_err(|e| e.to_string())
+        .no_proxy();
+    let builder = match allow_local {
+        true => builder,
+        false => builder.dns_resolver(std::sync::Arc::new(PublicOnly)),
+    };
+    builder.build().map_err(|e| e.to_string())
 }

@@ -1,6 +1,7 @@
 //! The issuer's keys over HTTP, against a local server: discovery, the URL rules, the limits.
 
 use std::net::SocketAddr;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use serde_json::json;
@@ -12,14 +13,16 @@ use super::verify::Verifier;
 use crate::config::OAuthConfig;
 
 #[test]
-fn urls_must_be_https_or_loopback_http() {
-    for ok in [
-        "https://keys.example.com/jwks",
-        "http://127.0.0.1:9000/jwks",
-        "http://localhost/jwks",
-        "http://[::1]:8080/jwks",
+fn urls_are_held_to_the_issuer_rule_of_the_configuration() {
+    for (url, local_only) in [
+        ("https://keys.example.com/jwks", false),
+        ("https://127.0.0.1:9001/jwks", true),
+        ("http://127.0.0.1:9000/jwks", true),
+        ("http://localhost/jwks", true),
+        ("http://[::1]:8080/jwks", true),
     ] {
-        assert_eq!(check_url(ok), Ok(()), "{ok}");
+        assert_eq!(check_url(url, true), Ok(()), "{url}");
+        assert_eq!(check_url(url, false).is_err(), local_only, "{url}");
     }
     for bad in [
         "http://keys.example.com/jwks",
@@ -30,10 +33,12 @@ fn urls_must_be_https_or_loopback_http() {
         "file:///etc/passwd",
         "keys.example.com/jwks",
     ] {
-        assert!(
-            matches!(check_url(bad), Err(KeyError::InsecureUrl(_))),
-            "{bad}"
-        );
+        for allow_local in [true, false] {
+            assert!(
+                matches!(check_url(bad, allow_local), Err(KeyError::Refused { .. })),
+                "{bad}"
+            );
+        }
     }
 }
 
@@ -81,7 +86,10 @@ fn route(path: &str, status: u16, body: String) -> Route {
 /// connection at a time; it stops when dropped.
 struct Server {
     base: String,
+    port: u16,
     requests: Arc<std::sync::Mutex<Vec<String>>>,
+    /// Every connection accepted, whatever came over it (a TLS hello included).
+    connections: Arc<AtomicUsize>,
     task: tokio::task::JoinHandle<()>,
 }
 
@@ -99,11 +107,14 @@ impl Server {
         let routes = routes(&base);
         let requests = Arc::new(std::sync::Mutex::new(Vec::new()));
         let seen = Arc::clone(&requests);
+        let connections = Arc::new(AtomicUsize::new(0));
+        let connected = Arc::clone(&connections);
         let task = tokio::spawn(async move {
             loop {
                 let Ok((mut socket, _)) = listener.accept().await else {
                     return;
                 };
+                connected.fetch_add(1, Ordering::SeqCst);
                 let mut head = Vec::new();
                 let mut buf = [0u8; 1024];
                 while !head.windows(4).any(|w| w == b"\r\n\r\n") {
@@ -125,13 +136,19 @@ impl Server {
         });
         Server {
             base,
+            port: addr.port(),
             requests,
+            connections,
             task,
         }
     }
 
     fn requests(&self) -> Vec<String> {
         self.requests.lock().unwrap().clone()
+    }
+
+    fn connections(&self) -> usize {
+        self.connections.load(Ordering::SeqCst)
     }
 }
 
@@ -154,10 +171,12 @@ fn jwks_document() -> String {
     .to_string()
 }
 
+/// An issuer on this machine, as `OAUTH_ALLOW_LOCAL_ISSUER=true` allows.
 fn oauth_config(issuer: &str) -> OAuthConfig {
     OAuthConfig {
         issuer: issuer.to_owned(),
         jwks_uri: None,
+        allow_local_issuer: true,
         ..config()
     }
 }
@@ -262,7 +281,7 @@ async fn a_discovered_plain_http_jwks_uri_off_loopback_is_refused() {
     let source = HttpKeySource::new(&oauth_config(&server.base));
     let error = source.fetch().await.unwrap_err().to_string();
     assert!(
-        error.contains("http://keys.example.com/jwks is neither https://"),
+        error.contains("http://keys.example.com/jwks is not fetched: it is not https://"),
         "{error}"
     );
 }
@@ -300,6 +319,7 @@ async fn redirects_large_bodies_and_bad_documents_are_refused() {
     let fetch = |path: &str| {
         let config = OAuthConfig {
             jwks_uri: Some(format!("{}{path}", server.base)),
+            allow_local_issuer: true,
             ..config()
         };
         async move { HttpKeySource::new(&config).fetch().await.unwrap_err() }
@@ -335,5 +355,98 @@ async fn an_issuer_that_does_not_answer_is_a_request_error() {
 
 #[test]
 fn a_tls_client_builds() {
-    assert!(http_client().is_ok());
+    assert!(http_client(false).is_ok());
+    assert!(http_client(true).is_ok());
+}
+
+// --- Without OAUTH_ALLOW_LOCAL_ISSUER ------------------------------------------------------
+
+#[tokio::test]
+async fn without_the_flag_nothing_on_this_machine_is_connected_to() {
+    let server = Server::start(|base| {
+        let metadata = json!({"issuer": base, "jwks_uri": format!("{base}/keys")});
+        vec![
+            route(
+                "/.well-known/openid-configuration",
+                200,
+                metadata.to_string(),
+            ),
+            route("/keys", 200, jwks_document()),
+        ]
+    })
+    .await;
+    let port = server.port;
+    let production = |issuer: String, jwks_uri: Option<String>| OAuthConfig {
+        issuer,
+        jwks_uri,
+        allow_local_issuer: false,
+        ..config()
+    };
+    // Plain http, and an address for host: refused before any connection.
+    for issuer in [
+        format!("http://127.0.0.1:{port}"),
+        format!("https://127.0.0.1:{port}"),
+        format!("https://[::ffff:127.0.0.1]:{port}"),
+        format!("https://0x7f.0.0.1:{port}"),
+    ] {
+        let error = HttpKeySource::new(&production(issuer.clone(), None))
+            .fetch()
+            .await
+            .unwrap_err();
+        let KeyError::NoMetadata(why) = &error else {
+            panic!("{issuer}: {error}")
+        };
+        assert!(why.contains("OAUTH_ALLOW_LOCAL_ISSUER=true"), "{why}");
+    }
+    let error = HttpKeySource::new(&production(
+        "https://issuer.example.com".to_owned(),
+        Some(format!("https://127.0.0.1:{port}/keys")),
+    ))
+    .fetch()
+    .await
+    .unwrap_err();
+    assert!(
+        matches!(&error, KeyError::Refused { reason, .. } if reason.to_string().contains("loopback")),
+        "{error}"
+    );
+    // A name is resolved, and its loopback answer refused, when connecting.
+    let error = HttpKeySource::new(&production(
+        "https://issuer.example.com".to_owned(),
+        Some(format!("https://localhost:{port}/keys")),
+    ))
+    .fetch()
+    .await
+    .unwrap_err();
+    let KeyError::NotPublic { url, reason } = &error else {
+        panic!("{error}")
+    };
+    assert_eq!(url, &format!("https://localhost:{port}/keys"));
+    assert_eq!(
+        (reason.host.as_str(), reason.class),
+        ("localhost", "loopback")
+    );
+    // Through the verifier: the token is refused as unverifiable, and says why.
+    let issuer = format!("https://localhost:{port}");
+    let v = Verifier::new(&production(issuer.clone(), None));
+    let t = rs256(&with(claims(), json!({ "iss": issuer })));
+    let refused = v.verify(&t, NOW, AUDIENCE).await.unwrap_err().to_string();
+    assert!(
+        refused.contains("signing keys are unavailable")
+            && refused.contains("localhost resolves to")
+            && refused.contains("loopback")
+            && refused.contains("OAUTH_ALLOW_LOCAL_ISSUER=true"),
+        "{refused}"
+    );
+    assert!(!refused.contains(&t), "never the token");
+    assert_eq!(server.connections(), 0, "nothing connected");
+    // The same issuer with the flag is fetched (over http, as a local one is).
+    let local = OAuthConfig {
+        allow_local_issuer: true,
+        ..production(server.base.clone(), None)
+    };
+    assert_eq!(
+        HttpKeySource::new(&local).fetch().await.unwrap().keys.len(),
+        1
+    );
+    assert_eq!(server.connections(), 2);
 }

@@ -1,9 +1,11 @@
 //! `AUTH_MODE=oauth`: mcp-tools as an OAuth 2.1 resource server. [`verify`] checks an access
-//! token, [`keys`] holds the issuer's signing keys, [`metadata`] says where to get a token
+//! token, [`keys`] holds the issuer's signing keys (fetched only from public addresses:
+//! `resolver`), [`metadata`] says where to get a token
 //! (RFC 9728) and how a refusal is worded; this module puts them together for one request.
 
 pub mod keys;
 pub mod metadata;
+mod resolver;
 pub mod verify;
 
 #[cfg(test)]
