@@ -1,8 +1,9 @@
 """A team's models as tools (the tool catalog), through the official Python MCP SDK and
 FastMCP's client on the local stack: mcp-tools with infra/catalog.example.json and the
 stand-in's async runtime. Both models' tools are listed with their schemas; a job on each
-endpoint is completed by the stand-in; a refused argument stores and invokes nothing; a catalog
-tool's task form is a job task."""
+endpoint is completed by the stand-in; a refused argument stores and invokes nothing, and an
+array past its maxItems is refused by that bound alone; a catalog tool's task form is a job
+task."""
 
 import asyncio
 import json
@@ -79,15 +80,28 @@ def test_a_job_on_each_endpoint_is_completed_by_the_stand_in(catalog_url, aws, t
     assert item["endpoint_name"]["S"] == endpoint and "input_location" not in item
 
 
+def stored_and_invoked(aws):
+    """How many jobs the results table holds, and how many invocations the stand-in received."""
+    return (aws["ddb"].scan(TableName=aws["table"], Select="COUNT", ConsistentRead=True)["Count"],
+            len(standin_invocations()))
+
+
 def test_a_refused_argument_stores_and_invokes_nothing(catalog_url, aws):
-    before = (aws["ddb"].scan(TableName=aws["table"], Select="COUNT", ConsistentRead=True)["Count"],
-              len(standin_invocations()))
+    before = stored_and_invoked(aws)
     refused = call_tool(catalog_url, "score_churn_risk", {"customers": [{**CUSTOMER, "plan": "gold"}]})
     assert refused.is_error
     assert error_text(refused).startswith("argument /customers/0/plan: value must be one of 'free', 'team'")
-    after = (aws["ddb"].scan(TableName=aws["table"], Select="COUNT", ConsistentRead=True)["Count"],
-             len(standin_invocations()))
-    assert after == before
+    assert stored_and_invoked(aws) == before
+
+
+def test_an_array_past_max_items_is_refused_by_its_bound_alone_and_starts_nothing(catalog_url, aws):
+    # 300,000 items, each of which breaks the item schema (four required properties missing):
+    # the answer is the one bound the array breaks, not a violation per item.
+    before = stored_and_invoked(aws)
+    refused = call_tool(catalog_url, "score_churn_risk", {"customers": [{}] * 300_000})
+    assert error_text(refused) == ("argument /customers: maximum 500 items required, but got 300000 items. "
+                                   "Nothing was sent to the model.")
+    assert stored_and_invoked(aws) == before
 
 
 def test_a_catalog_tools_task_form_through_fastmcp_is_a_job_task(catalog_url):

@@ -10,6 +10,9 @@
 //!                                                    "schema": {...}}}}]}
 //! ```
 
+#[cfg(test)]
+mod arguments_tests;
+mod bounds;
 mod check;
 mod schema;
 #[cfg(test)]
@@ -208,7 +211,8 @@ impl Catalog {
         names
     }
 
-    /// Checks an async tool's model arguments (the common ones taken out) against its schema.
+    /// Checks an async tool's model arguments (the common ones taken out): their size as JSON
+    /// (at most `MAX_INPUT_BYTES`), then its schema, the sizes it bounds before anything else.
     pub fn check_async_arguments(
         &self,
         tool: &AsyncTool,
@@ -217,7 +221,8 @@ impl Catalog {
         self.schemas.check(tool.input, arguments)
     }
 
-    /// Checks a pipeline tool's arguments (the common ones taken out) against their schemas.
+    /// Checks a pipeline tool's arguments (the common ones taken out) as an async tool's are,
+    /// against their schemas.
     pub fn check_pipeline_arguments(
         &self,
         tool: &PipelineTool,

@@ -1,13 +1,22 @@
 //! The catalog's JSON Schemas, compiled once with `boon` (draft 2020-12, checked against the
-//! draft's metaschema, formats asserted), and a caller's arguments checked against them. A
-//! schema refers only to itself: nothing is fetched.
+//! draft's metaschema, formats asserted), and a caller's arguments checked against them: their
+//! size first, then the sizes the schema bounds (see [`Bounds`]), then boon. A schema refers
+//! only to itself: nothing is fetched.
+
+use std::fmt::{Display, Write as _};
 
 use serde_json::{Map, Value};
 
+use super::bounds::{Bounds, Breach, Step};
+use crate::contract::MAX_INPUT_BYTES;
 use shared::util::quote;
 
 /// A compiled schema's place among the catalog's.
-pub(super) type Index = boon::SchemaIndex;
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Index {
+    schema: boon::SchemaIndex,
+    bounds: usize,
+}
 
 /// A schema that refers outside itself finds nothing: the catalog is checked offline, and a
 /// cold start fetches nothing.
@@ -22,6 +31,7 @@ impl boon::UrlLoader for NothingOutside {
 pub(super) struct Compiler {
     compiler: boon::Compiler,
     schemas: boon::Schemas,
+    bounds: Vec<Bounds>,
     count: usize,
 }
 
@@ -34,6 +44,7 @@ impl Compiler {
         Self {
             compiler,
             schemas: boon::Schemas::new(),
+            bounds: Vec::new(),
             count: 0,
         }
     }
@@ -51,16 +62,30 @@ impl Compiler {
         self.compiler
             .add_resource(&url, Value::Object(schema.clone()))
             .map_err(said)?;
-        self.compiler.compile(&url, &mut self.schemas).map_err(said)
+        let schema_index = self
+            .compiler
+            .compile(&url, &mut self.schemas)
+            .map_err(said)?;
+        self.bounds.push(Bounds::read(schema));
+        Ok(Index {
+            schema: schema_index,
+            bounds: self.bounds.len() - 1,
+        })
     }
 
     pub(super) fn finish(self) -> Compiled {
-        Compiled(self.schemas)
+        Compiled {
+            schemas: self.schemas,
+            bounds: self.bounds,
+        }
     }
 }
 
 /// The catalog's schemas, ready to check arguments.
-pub(super) struct Compiled(boon::Schemas);
+pub(super) struct Compiled {
+    schemas: boon::Schemas,
+    bounds: Vec<Bounds>,
+}
 
 /// Arguments that break a tool's schema: where (a JSON Pointer into the arguments, empty for
 /// the whole object) and which rule.
@@ -84,24 +109,44 @@ impl ArgumentError {
 /// At most this many violations are named; the rest are counted.
 const NAMED: usize = 3;
 
+/// At most this many of boon's violations are kept to be read.
+const KEPT: usize = 10;
+
+/// How much of a path into the arguments, or of a rule, an answer repeats.
+const PATH_MAX_CHARS: usize = shared::util::QUOTE_MAX_CHARS;
+const RULE_MAX_CHARS: usize = 300;
+
 impl Compiled {
+    /// The arguments' size, then the sizes the schema bounds, then the whole schema: each step
+    /// refuses before the next costs anything.
     pub(super) fn check(&self, index: Index, arguments: &Value) -> Result<(), ArgumentError> {
-        let Err(error) = self.0.validate(arguments, index) else {
+        if json_size_within(arguments, MAX_INPUT_BYTES).is_none() {
+            return Err(ArgumentError {
+                path: String::new(),
+                rule: format!(
+                    "more than {MAX_INPUT_BYTES} bytes as JSON; the limit is {MAX_INPUT_BYTES} bytes (4 MiB)"
+                ),
+            });
+        }
+        if let Err(breach) = self.bounds[index.bounds].check(arguments) {
+            return Err(breach.into());
+        }
+        let Err(error) = self.schemas.validate(arguments, index.schema) else {
             return Ok(());
         };
-        let mut leaves = Vec::new();
-        collect_leaves(&error, &mut leaves);
-        let first = leaves.first().copied().unwrap_or(&error);
+        let mut leaves = Leaves::default();
+        leaves.collect(&error);
+        let first = leaves.kept.first().copied().unwrap_or(&error);
         let mut rule = rule(&first.kind);
-        for other in leaves.iter().skip(1).take(NAMED - 1) {
+        for other in leaves.kept.iter().skip(1).take(NAMED - 1) {
             rule.push_str(&format!(
                 "; argument {}: {}",
                 pointer(other),
                 self::rule(&other.kind)
             ));
         }
-        if leaves.len() > NAMED {
-            rule.push_str(&format!("; and {} more", leaves.len() - NAMED));
+        if leaves.count > NAMED {
+            rule.push_str(&format!("; and {} more", leaves.count - NAMED));
         }
         Err(ArgumentError {
             path: pointer(first),
@@ -110,41 +155,158 @@ impl Compiled {
     }
 }
 
-/// The violations themselves: the errors no other error explains.
-fn collect_leaves<'a, 's, 'v>(
-    error: &'a boon::ValidationError<'s, 'v>,
-    leaves: &mut Vec<&'a boon::ValidationError<'s, 'v>>,
-) {
-    if error.causes.is_empty() {
-        leaves.push(error);
+/// The size of `value` as compact JSON when it is at most `limit` bytes: counted as it is
+/// written, nothing kept, stopping as soon as the limit is passed.
+pub(super) fn json_size_within(value: &Value, limit: usize) -> Option<usize> {
+    struct Counter {
+        bytes: usize,
+        limit: usize,
     }
-    for cause in &error.causes {
-        collect_leaves(cause, leaves);
+    impl std::io::Write for Counter {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.bytes += buf.len();
+            if self.bytes > self.limit {
+                return Err(std::io::ErrorKind::Other.into());
+            }
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut counter = Counter { bytes: 0, limit };
+    serde_json::to_writer(&mut counter, value).ok()?;
+    Some(counter.bytes)
+}
+
+impl From<Breach<'_>> for ArgumentError {
+    fn from(breach: Breach<'_>) -> Self {
+        let path = cut(Steps(&breach.steps), PATH_MAX_CHARS);
+        Self {
+            path,
+            rule: breach.rule,
+        }
+    }
+}
+
+/// A JSON Pointer into the arguments, written as boon writes one, from steps innermost first.
+struct Steps<'a, 'v>(&'a [Step<'v>]);
+
+impl Display for Steps<'_, '_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        for step in self.0.iter().rev() {
+            f.write_char('/')?;
+            match step {
+                // Escaped as written, never copied whole: the name is the caller's.
+                Step::Property(name) => {
+                    for c in name.chars() {
+                        match c {
+                            '~' => f.write_str("~0")?,
+                            '/' => f.write_str("~1")?,
+                            c => f.write_char(c)?,
+                        }
+                    }
+                }
+                Step::Item(i) => write!(f, "{i}")?,
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The violations themselves (the errors no other error explains): the first [`KEPT`], and
+/// how many there are in all.
+#[derive(Default)]
+struct Leaves<'a, 's, 'v> {
+    kept: Vec<&'a boon::ValidationError<'s, 'v>>,
+    count: usize,
+}
+
+impl<'a, 's, 'v> Leaves<'a, 's, 'v> {
+    fn collect(&mut self, error: &'a boon::ValidationError<'s, 'v>) {
+        if error.causes.is_empty() {
+            self.count += 1;
+            if self.kept.len() < KEPT {
+                self.kept.push(error);
+            }
+        }
+        for cause in &error.causes {
+            self.collect(cause);
+        }
     }
 }
 
 /// Where in the arguments: property names are the caller's, so a long path is cut.
 fn pointer(error: &boon::ValidationError<'_, '_>) -> String {
-    cut(error.instance_location.to_string(), 200)
+    cut(&error.instance_location, PATH_MAX_CHARS)
 }
 
-fn cut(text: String, max_chars: usize) -> String {
-    if text.chars().count() <= max_chars {
-        return text;
+/// `text` as written, cut after `max_chars` characters (then `…`): never more is held.
+fn cut(text: impl Display, max_chars: usize) -> String {
+    struct Cut {
+        text: String,
+        left: usize,
+        over: bool,
     }
-    let head: String = text.chars().take(max_chars).collect();
-    format!("{head}…")
+    impl std::fmt::Write for Cut {
+        fn write_str(&mut self, s: &str) -> std::fmt::Result {
+            for c in s.chars() {
+                if self.left == 0 {
+                    self.over = true;
+                    // Stops the writer: nothing more is needed.
+                    return Err(std::fmt::Error);
+                }
+                self.text.push(c);
+                self.left -= 1;
+            }
+            Ok(())
+        }
+    }
+    let mut out = Cut {
+        text: String::new(),
+        left: max_chars,
+        over: false,
+    };
+    let _ = write!(out, "{text}");
+    if out.over {
+        out.text.push('…');
+    }
+    out.text
 }
+
+/// At most this many of a list the caller's value makes (names, positions) are written.
+const LISTED: usize = 10;
 
 /// The rule broken, in boon's words, except where those would repeat the caller's value: a
 /// caller's value is never echoed whole.
 fn rule(kind: &boon::ErrorKind<'_, '_>) -> String {
     use boon::ErrorKind::*;
-    let said = match kind {
-        Pattern { want, .. } => format!("does not match the pattern {}", quote(want)),
+    match kind {
+        Pattern { want, .. } => cut(
+            format_args!("does not match the pattern {}", quote(want)),
+            RULE_MAX_CHARS,
+        ),
         Format { want, .. } => format!("is not a valid {want}"),
-        other => other.to_string(),
-    };
-    // boon names what it found (property names included): bounded, as every quoted value is.
-    cut(said, 300)
+        // Lists as long as the caller's value: boon would write every entry.
+        AdditionalProperties { got } if got.len() > LISTED => {
+            let some = AdditionalProperties {
+                got: got[..LISTED].to_vec(),
+            };
+            let more = got.len() - LISTED;
+            cut(format_args!("{some} (and {more} more)"), RULE_MAX_CHARS)
+        }
+        MinContains { got, want } if got.len() > LISTED => listed_positions("minimum", *want, got),
+        MaxContains { got, want } if got.len() > LISTED => listed_positions("maximum", *want, got),
+        other => cut(other, RULE_MAX_CHARS),
+    }
+}
+
+/// boon's words for `minContains`/`maxContains`, the positions cut to [`LISTED`].
+fn listed_positions(which: &str, want: usize, got: &[usize]) -> String {
+    let first: Vec<String> = got[..LISTED].iter().map(ToString::to_string).collect();
+    format!(
+        "{which} {want} items required to match contains schema, but found {} items at {}, …",
+        got.len(),
+        first.join(", ")
+    )
 }

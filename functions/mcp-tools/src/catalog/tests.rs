@@ -269,6 +269,16 @@ fn keyword_cases() -> Vec<(Value, Value, &'static str)> {
             "maximum 1 items required, but got 2 items",
         ),
         (
+            json!({"prefixItems": [{"type": "string"}]}),
+            json!([1]),
+            "want string, but got number",
+        ),
+        (
+            json!({"maxProperties": 1}),
+            json!({"b": 1, "c": 2}),
+            "maximum 1 properties required, but got 2 properties",
+        ),
+        (
             json!({"uniqueItems": true}),
             json!([1, 1]),
             "items at 0 and 1 are equal",

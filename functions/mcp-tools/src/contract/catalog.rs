@@ -6,7 +6,7 @@ use rmcp::model::{JsonObject, Tool};
 use serde_json::{Map, Value};
 
 use super::common::*;
-use super::jobs::{job_timings, MAX_INPUT_BYTES};
+use super::jobs::job_timings;
 use super::training::validate_session_id;
 use crate::catalog::{AsyncTool, Catalog, PipelineTool, ASYNC_COMMON_ARGUMENTS};
 use crate::config::ToolsConfig;
@@ -187,13 +187,8 @@ impl ToolArgs for CatalogJobArgs<'_> {
         self.catalog
             .check_async_arguments(self.tool, &model)
             .map_err(|e| ToolError::invalid(format!("{e}. Nothing was sent to the model.")))?;
+        // Within MAX_INPUT_BYTES: the catalog's check measured them first.
         let input = serde_json::to_vec(&model).expect("JSON values serialize");
-        if input.len() > MAX_INPUT_BYTES {
-            return Err(ToolError::invalid(format!(
-                "the arguments are {} bytes; the limit is {MAX_INPUT_BYTES} bytes (4 MiB)",
-                input.len()
-            )));
-        }
         Ok(Submission::new(
             &caller.owner,
             &spec.endpoint,

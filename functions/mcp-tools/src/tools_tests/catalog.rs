@@ -182,6 +182,46 @@ async fn a_refused_argument_names_its_path_and_rule_and_stores_and_invokes_nothi
 }
 
 #[tokio::test]
+async fn an_oversized_argument_is_refused_by_its_size_or_its_bound_and_starts_nothing() {
+    let w = catalog_world();
+    let message = w
+        .tool_error(
+            "score_churn_risk",
+            json!({"customers": vec![json!({}); 300_000]}),
+        )
+        .await;
+    assert_eq!(
+        message,
+        "argument /customers: maximum 500 items required, but got 300000 items. \
+         Nothing was sent to the model."
+    );
+    // The size before the schema: the document's maxLength is not what refuses it.
+    let message = w
+        .tool_error(
+            "summarize_document",
+            json!({"document": "x".repeat(crate::contract::MAX_INPUT_BYTES)}),
+        )
+        .await;
+    assert!(
+        message.starts_with(
+            "the arguments: more than 4194304 bytes as JSON; the limit is 4194304 bytes (4 MiB)"
+        ),
+        "{message}"
+    );
+    let message = w
+        .tool_error(
+            RETRAIN,
+            json!({"session_id": "s", "training_data": "s".repeat(crate::contract::MAX_INPUT_BYTES)}),
+        )
+        .await;
+    assert!(message.contains("the limit is 4194304 bytes"), "{message}");
+    assert_eq!(w.ports().jobs.calls(), (0, 0), "nothing read or written");
+    assert_eq!(w.ports().endpoint.invocations(), 0);
+    assert!(w.ports().objects.is_empty());
+    assert!(w.ports().pipeline.started().is_empty());
+}
+
+#[tokio::test]
 async fn a_catalog_tools_task_form_is_a_job_task() {
     let w = catalog_world();
     let created = w
