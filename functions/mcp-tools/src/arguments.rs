@@ -167,13 +167,40 @@ pub fn coerce(
 }
 
 /// A caller's value as JSON, cut as every quoted value is (200 characters, then `…` and its
-/// length).
+/// length). The JSON is written into a writer that keeps only its start and counts the rest,
+/// so a value of megabytes is never copied whole to be quoted.
 fn quoted_json(value: &Value) -> String {
-    let text = value.to_string();
-    if text.chars().count() <= shared::util::QUOTE_MAX_CHARS {
-        text
+    let mut start = JsonStart::default();
+    // Writing to memory cannot fail; a value that cannot be written is quoted as far as it went.
+    let _ = serde_json::to_writer(&mut start, value);
+    let text = String::from_utf8_lossy(&start.kept);
+    if start.chars <= shared::util::QUOTE_MAX_CHARS {
+        text.into_owned()
     } else {
-        quote(&text)
+        let head: String = text.chars().take(shared::util::QUOTE_MAX_CHARS).collect();
+        format!("{head:?}… ({} characters)", start.chars)
+    }
+}
+
+/// The first bytes of what is written (enough for 200 characters of any width) and how many
+/// characters were written in all.
+#[derive(Default)]
+struct JsonStart {
+    kept: Vec<u8>,
+    chars: usize,
+}
+
+impl std::io::Write for JsonStart {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        let room = (4 * shared::util::QUOTE_MAX_CHARS).saturating_sub(self.kept.len());
+        self.kept.extend_from_slice(&bytes[..room.min(bytes.len())]);
+        // A character is each byte that does not continue one.
+        self.chars += bytes.iter().filter(|b| (*b & 0xC0) != 0x80).count();
+        Ok(bytes.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
     }
 }
 
