@@ -3,6 +3,8 @@ parts cost_scenarios.py measured, as a results.Cost."""
 
 from __future__ import annotations
 
+import json
+
 import cost
 import results
 from cost_scenarios import COST_OUTPUTS, LONG_POLL_DONE_S, LONG_POLL_WAIT_S
@@ -127,7 +129,8 @@ def summarize_cost(c: dict) -> results.Cost:
     return results.Cost(region=cost.PRICES_REGION, checked=cost.PRICES_CHECKED, prices=dict(cost.PRICES),
                         sources=list(cost.SOURCES), rows=table.rows,
                         headline=headline(jobs, polls, new, old, reference, c["jobs"][(new, "small")])
-                        + input_headline(jobs, through_s3, new), changes=changes, notes=list(NOTES))
+                        + input_headline(jobs, through_s3, new) + reads_headline(c["jobs"][(new, "small")]),
+                        changes=changes, notes=list(NOTES))
 
 
 def buffer_rows(c: dict, table: Table, new: str) -> dict:
@@ -184,6 +187,31 @@ def input_headline(jobs: dict, through_s3: dict, new: str) -> str:
             f"with every input through S3 ({S3_INPUT_SETTING}) the same job costs {per_million(s3.total)} "
             f"({s3_puts(s3):g} S3 PutObject) against {per_million(inline.total)} ({s3_puts(inline):g}), "
             f"**{per_million(s3.total - inline.total)} jobs** more, {per_million(s3_more)} of it S3.")
+
+
+def read_counter(check) -> object | None:
+    """The write that counted a check against CALLER_READS_PER_MINUTE (its key
+    `quota#<owner>#reads#<minute>`), among the check's calls; None when the quota was off."""
+    for call in check.calls:
+        if call.operation == "DynamoDB UpdateItem":
+            key = json.loads(call.body or b"{}").get("Key", {}).get("inference_id", {}).get("S", "")
+            if key.startswith("quota#") and "#reads#" in key:
+                return call
+    return None
+
+
+def reads_headline(small_parts: dict) -> str:
+    """What counting a read costs, per million reads, from the measured check's counter write
+    (nothing when the run counted no reads)."""
+    call = read_counter(small_parts["check"])
+    if call is None:
+        return ""
+    line = cost.price_call(call)
+    return (f" Every read (a status check, a provenance walk, resources/read, tasks/get) is first counted against "
+            f"CALLER_READS_PER_MINUTE: one conditional UpdateItem of a {call.new_size}-byte counter, "
+            f"{line.quantity:g} write unit, **${line.dollars * 1e6:.3g} per million reads** (in each check above). A read over "
+            f"the quota is refused before anything else is read; the first refusal of a caller's minute is one "
+            f"refused write, billed the same, and the instance then refuses the rest of that minute without writing.")
 
 
 def input_changes(jobs: dict, through_s3: dict) -> list[results.CostChange]:

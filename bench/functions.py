@@ -41,7 +41,8 @@ def functions(stack: dict, work: Path) -> Functions:
                  "ASYNC_ENDPOINT_NAME": "mcp-doc-processor-async", "PIPELINE_NAME": "mcp-intent-classifier-pipeline",
                  # The bench is one caller making thousands of calls: the quotas stay on (their
                  # writes are part of what a job costs) with limits it never reaches.
-                 "CALLER_SUBMITS_PER_MINUTE": "100000", "CALLER_RUNS_PER_HOUR": "10000", "CALLER_WAITS_MAX": "1000"}
+                 "CALLER_SUBMITS_PER_MINUTE": "100000", "CALLER_RUNS_PER_HOUR": "10000", "CALLER_WAITS_MAX": "1000",
+                 "CALLER_READS_PER_MINUTE": "100000"}
     rust["mcp-tools"] = Function("mcp-tools", [str(RELEASE / "mcp-tools")], {**tools_env, "AUTH_MODE": "none"},
                                  work / "mcp-tools.log")
     rust["gateway-target"] = Function("gateway-target", [str(RELEASE / "gateway-target")], tools_env,

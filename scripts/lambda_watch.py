@@ -21,10 +21,12 @@ FUNCTION_ENV = {
     "ASYNC_ENDPOINT_NAME": "mcp-doc-processor-async",
     "PIPELINE_NAME": "mcp-intent-classifier-pipeline",
     # Locally every unauthenticated call is one caller, the demo's and the tests' alike: the
-    # per-caller quotas are off here (tests/mcp/test_sharing.py runs its own server with them on).
+    # per-caller quotas are off here (tests/mcp/test_sharing.py and test_read_quota.py run their
+    # own servers with them on).
     "CALLER_SUBMITS_PER_MINUTE": "0",
     "CALLER_RUNS_PER_HOUR": "0",
     "CALLER_WAITS_MAX": "0",
+    "CALLER_READS_PER_MINUTE": "0",
 }
 # `make serve` is local and unauthenticated: a browser tool on this machine may call it (any
 # port of localhost), no other origin may (DNS-rebinding protection).

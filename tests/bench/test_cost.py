@@ -2,6 +2,7 @@
 service's price, a whole job's bill, and the long-poll schedule. Needs nothing running, except
 the last test, which counts sizes through the emulator's recorder against moto in this process."""
 
+import json
 import re
 import sys
 from pathlib import Path
@@ -196,3 +197,25 @@ def test_the_input_sent_inline_saves_its_s3_put_and_the_summary_says_both_totals
     assert change.before.startswith("$12.72 per million (2 S3 PutObject, 3 write units")
     assert change.after.startswith("$7.72 per million (1 S3 PutObject, 3 write units")
     assert change.saved == "39% ($5.00 per million)"
+
+
+def test_counting_a_read_is_one_write_unit_and_the_summary_prices_it_per_million_reads():
+    """A check's calls as the bench records them: the read counter's conditional UpdateItem
+    (key quota#<owner>#reads#<minute>) beside the job's GetItem; the sentence prices the counter."""
+    cost_summary = bench_module("cost_summary")
+
+    def recorded(operation, key, old=None, new=None, reads=()):
+        body = json.dumps({"TableName": "r", "Key": {"inference_id": {"S": key}}}).encode()
+        return SimpleNamespace(operation=operation, old_size=old, new_size=new, read_sizes=list(reads),
+                               consistent=True, body=body, request_bytes=len(body), response_bytes=0)
+
+    owner = "0" * 32
+    counter = recorded("DynamoDB UpdateItem", f"quota#{owner}#reads#1800000000", 70, 70)
+    submits = recorded("DynamoDB UpdateItem", f"quota#{owner}#submits#1800000000", 70, 70)
+    job = recorded("DynamoDB GetItem", "2f6b7d4e-0000-4000-8000-000000000000", reads=[600])
+    check = SimpleNamespace(calls=[job, submits, counter])
+    assert cost_summary.read_counter(check) is counter
+    assert cost.price_call(counter).quantity == 1
+    sentence = cost_summary.reads_headline({"check": check})
+    assert "one conditional UpdateItem of a 70-byte counter, 1 write unit, **$0.625 per million reads**" in sentence
+    assert cost_summary.reads_headline({"check": SimpleNamespace(calls=[job, submits])}) == ""

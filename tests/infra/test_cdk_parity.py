@@ -91,7 +91,7 @@ PARITY_CASES = {
     "a shared deployment": {
         **GATEWAY, "DefaultRequestTtlSecs": "7200", "TrainingInputPrefixes": "s3://datasets/curated/,s3://other/x/",
         "TrainingInstanceTypes": "ml.m5.xlarge,ml.g5.2xlarge", "CallerSubmitsPerMinute": "0", "CallerRunsPerHour": "3",
-        "CallerWaitsMax": "8", "ToolsReservedConcurrency": "25"},
+        "CallerWaitsMax": "8", "CallerReadsPerMinute": "1200", "ToolsReservedConcurrency": "25"},
     "every other setting": {
         "PipelineParameters": "input_data_uri=TrainingData,max_epochs=Epochs", "UseSqsBuffer": "true",
         "SqsBatchSize": "100", "SqsBatchingWindowSecs": "1", "NarrowEventsToPipeline": "false", "ResultTtlSecs": "7200", "InlineResultMaxBytes": "1024",

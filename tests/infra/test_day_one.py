@@ -294,7 +294,7 @@ def test_pipeline_parameters_the_tools_take_are_taken(value):
 
 SHARED_DEFAULTS = {"DEFAULT_REQUEST_TTL_SECS": "3600", "TRAINING_INPUT_PREFIXES": f"s3://{BUCKET}/train/",
                    "TRAINING_INSTANCE_TYPES": "ml.m5.xlarge", "CALLER_SUBMITS_PER_MINUTE": "60",
-                   "CALLER_RUNS_PER_HOUR": "10", "CALLER_WAITS_MAX": "4"}
+                   "CALLER_RUNS_PER_HOUR": "10", "CALLER_WAITS_MAX": "4", "CALLER_READS_PER_MINUTE": "600"}
 
 
 @pytest.mark.parametrize("function", TOOLS)
@@ -308,22 +308,22 @@ def test_quotas_allow_lists_and_the_request_ttl_are_parameters(function):
     stack = Deployed(CFN, **GATEWAY, DefaultRequestTtlSecs=7200,
                      TrainingInputPrefixes="s3://datasets/curated/,s3://mcp-io-bucket/train/",
                      TrainingInstanceTypes="ml.m5.xlarge,ml.g5.2xlarge", CallerSubmitsPerMinute=0,
-                     CallerRunsPerHour=2, CallerWaitsMax=0)
+                     CallerRunsPerHour=2, CallerWaitsMax=0, CallerReadsPerMinute=120)
     variables = stack.props(function)["Environment"]["Variables"]
     assert {k: variables[k] for k in SHARED_DEFAULTS} == {
         "DEFAULT_REQUEST_TTL_SECS": "7200", "TRAINING_INPUT_PREFIXES": "s3://datasets/curated/,s3://mcp-io-bucket/train/",
         "TRAINING_INSTANCE_TYPES": "ml.m5.xlarge,ml.g5.2xlarge", "CALLER_SUBMITS_PER_MINUTE": "0",
-        "CALLER_RUNS_PER_HOUR": "2", "CALLER_WAITS_MAX": "0"}
+        "CALLER_RUNS_PER_HOUR": "2", "CALLER_WAITS_MAX": "0", "CALLER_READS_PER_MINUTE": "120"}
 
 
 def test_the_shared_deployment_parameters_have_the_documented_bounds():
     bounds = {name: (CFN["Parameters"][name].get("Default"), CFN["Parameters"][name].get("MinValue"),
                      CFN["Parameters"][name].get("MaxValue"))
               for name in ("DefaultRequestTtlSecs", "CallerSubmitsPerMinute", "CallerRunsPerHour", "CallerWaitsMax",
-                           "ToolsReservedConcurrency")}
+                           "CallerReadsPerMinute", "ToolsReservedConcurrency")}
     assert bounds["DefaultRequestTtlSecs"] == (3600, 60, 21600)
-    assert [bounds[n][:2] for n in ("CallerSubmitsPerMinute", "CallerRunsPerHour", "CallerWaitsMax")] == [
-        (60, 0), (10, 0), (4, 0)]
+    assert [bounds[n][:2] for n in ("CallerSubmitsPerMinute", "CallerRunsPerHour", "CallerWaitsMax",
+                                    "CallerReadsPerMinute")] == [(60, 0), (10, 0), (4, 0), (600, 0)]
     assert bounds["ToolsReservedConcurrency"][:2] == (0, 0)
     prefixes = re.compile(CFN["Parameters"]["TrainingInputPrefixes"]["AllowedPattern"])
     assert prefixes.fullmatch("") and prefixes.fullmatch("s3://a-bucket/train/,s3://other.bucket/")

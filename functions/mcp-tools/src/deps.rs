@@ -10,6 +10,7 @@ use shared::domain::time::Clock;
 use shared::ports::{
     AsyncInvoker, CompletionEvents, JobStore, LineageGraph, ObjectStore, PipelineControl, RunStore,
 };
+use shared::usecases::quota::ReadQuota;
 use shared::usecases::JobSettings;
 
 /// The ports the tools call, as one bundle.
@@ -85,7 +86,8 @@ where
 }
 
 /// Settings, ports and clock; the use cases' settings derived from the configuration once;
-/// the tool catalog, when the deployment has one.
+/// the tool catalog, when the deployment has one; the reads quota, with the refusals this
+/// process remembers.
 pub struct Deps<B> {
     pub config: ToolsConfig,
     pub settings: JobSettings,
@@ -95,6 +97,8 @@ pub struct Deps<B> {
     /// The pipelines whose runs the tools start and may show: the configured one, or the
     /// catalog's.
     pub pipelines: Vec<String>,
+    /// Each caller's reads per minute (`CALLER_READS_PER_MINUTE`).
+    pub reads: ReadQuota,
 }
 
 impl<B: Backend> Deps<B> {
@@ -106,6 +110,7 @@ impl<B: Backend> Deps<B> {
                 .then(|| config.pipeline_name.clone())
                 .into_iter()
                 .collect(),
+            reads: ReadQuota::new(config.quotas.reads_per_minute),
             config,
             ports,
             clock,

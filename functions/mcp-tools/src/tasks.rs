@@ -234,6 +234,7 @@ impl<B: Backend> Tools<B> {
         extensions: &Extensions,
     ) -> Result<GetTaskResult, ErrorData> {
         let caller = self.task_caller(extensions)?;
+        let _read = self.count_read(&caller).await.map_err(read_refused)?;
         let answer = if run::is_run_task(&request.task_id) {
             self.get_run_task(&caller, &request.task_id).await?
         } else {

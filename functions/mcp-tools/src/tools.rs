@@ -20,6 +20,7 @@ use shared::domain::caller::{Caller, Principal};
 use shared::domain::job::{JobStatus, Submission};
 use shared::domain::pipeline_status::PipelineStatus;
 use shared::telemetry::{self, OutcomeSource};
+use shared::usecases::quota::QuotaError;
 use shared::usecases::training::{self, TriggerRequest};
 use shared::usecases::{check, lineage, outcome, quota, submit};
 use tracing::{field::Empty, info_span, Instrument, Span};
@@ -177,6 +178,7 @@ impl<B: Backend> Tools<B> {
                 let (jobs, objects) = (d.ports.jobs(), d.ports.objects());
                 let (settings, id) = (d.settings, &c.inference_id);
                 let quotas = &d.config.quotas;
+                let _read = self.count_read(&caller).await?;
                 let lease = quota::claim_wait(jobs, quotas, &caller.owner, wait, clock()).await?;
                 let check = check::check_job(
                     jobs,
@@ -269,6 +271,7 @@ impl<B: Backend> Tools<B> {
                     execution_arn: arn,
                 }));
             }
+            let _read = self.count_read(&caller).await?;
             let (pipeline, jobs) = (d.ports.pipeline(), d.ports.jobs());
             let quotas = &d.config.quotas;
             let now = d.clock.now();
@@ -303,6 +306,7 @@ impl<B: Backend> Tools<B> {
             &extensions,
             args,
             |session_id, caller| async move {
+                let _read = self.count_read(&caller).await?;
                 let d = &self.deps;
                 let now = d.clock.now();
                 let runs = training::session_runs(d.ports.runs(), &caller, &session_id, now)
@@ -350,6 +354,7 @@ impl<B: Backend> Tools<B> {
                     let arn = request.model_package_arn;
                     return Err(ToolError::from(lineage::ProvenanceError::NotFound { arn }));
                 }
+                let _read = self.count_read(&caller).await?;
                 let (graph, pipeline) = (d.ports.lineage(), d.ports.pipeline());
                 let found = lineage::model_provenance(graph, pipeline, &caller, &request)
                     .await
@@ -421,6 +426,16 @@ impl<B: Backend> Tools<B> {
         if let Err(e) = outcome::announce(self.deps.ports.events(), recorded).await {
             tracing::warn!(error = %e, "the reconciled outcome's completion event was not put");
         }
+    }
+
+    /// One read counted against the caller's reads per minute, before the read's work: over
+    /// the quota, or with the count not written, the work is not done. Status checks,
+    /// provenance walks, `resources/read` and `tasks/get` each take one.
+    pub(crate) async fn count_read(&self, caller: &Caller) -> Result<quota::Read, QuotaError> {
+        let d = &self.deps;
+        d.reads
+            .take(d.ports.jobs(), &caller.owner, d.clock.now())
+            .await
     }
 
     /// submit_job's work, for the tool and its task form: counted against the caller's quota

@@ -302,7 +302,7 @@ pub fn input_refused(
     )
 }
 
-/// A quota reached, or its count not written; nothing was started either way.
+/// A quota reached, or its count not written; nothing was started (or read) either way.
 pub fn quota(e: &QuotaError) -> String {
     match e {
         QuotaError::Exceeded {
@@ -329,6 +329,21 @@ pub fn quota(e: &QuotaError) -> String {
             "Quota reached: each caller may hold {limit} waits at once. Call again with wait_secs 0 \
              to read the status without waiting, or wait: a place frees within {retry_after_secs} s."
         ),
+        QuotaError::Exceeded {
+            quota: Quota::Reads,
+            limit,
+            retry_after_secs,
+        } => format!(
+            "Quota reached: each caller may make {limit} reads (status checks, provenance, \
+             resources/read, tasks/get) per minute. Nothing was read; try again in \
+             {retry_after_secs} s."
+        ),
+        QuotaError::Store {
+            quota: Quota::Reads,
+            ..
+        } => "This read could not be counted against the caller's quota, so nothing was read; \
+             retrying may succeed."
+            .to_owned(),
         QuotaError::Store { .. } => "This call could not be counted against the caller's quota, \
              so nothing was started; retrying may succeed."
             .to_owned(),

@@ -173,6 +173,8 @@ export interface McpAsyncJobsProps {
   readonly callerRunsPerHour?: number;
   /** Long waits one caller may hold at once (0: no quota). @default 4 */
   readonly callerWaitsMax?: number;
+  /** Reads (status checks, provenance, resources/read, tasks/get) one caller may make per minute (0: no quota). @default 600 */
+  readonly callerReadsPerMinute?: number;
   /** Concurrent executions reserved for mcp-tools (0: none). @default 0 */
   readonly toolsReservedConcurrency?: number;
   /** An AgentCore Gateway: the tools are then also deployed as its Lambda target. */
@@ -1039,6 +1041,7 @@ export class McpAsyncJobs extends Construct {
       CALLER_SUBMITS_PER_MINUTE: String(s.callerSubmitsPerMinute),
       CALLER_RUNS_PER_HOUR: String(s.callerRunsPerHour),
       CALLER_WAITS_MAX: String(s.callerWaitsMax),
+      CALLER_READS_PER_MINUTE: String(s.callerReadsPerMinute),
       EVENT_BUS_NAME: eventBusName,
     };
     // The tool catalog, at /opt/tool-catalog/<file> in mcp-tools and gateway-target.

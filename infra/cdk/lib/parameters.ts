@@ -121,6 +121,7 @@ export const PARAMETERS: Readonly<Record<string, ParameterSpec>> = {
   CallerSubmitsPerMinute: { prop: 'callerSubmitsPerMinute', kind: 'number', default: '60', min: 0, max: 100000 },
   CallerRunsPerHour: { prop: 'callerRunsPerHour', kind: 'number', default: '10', min: 0, max: 10000 },
   CallerWaitsMax: { prop: 'callerWaitsMax', kind: 'number', default: '4', min: 0, max: 1000 },
+  CallerReadsPerMinute: { prop: 'callerReadsPerMinute', kind: 'number', default: '600', min: 0, max: 100000 },
   ToolsReservedConcurrency: { prop: 'toolsReservedConcurrency', kind: 'number', default: '0', min: 0, max: 10000 },
   AgentCoreGatewayId: { prop: 'agentCoreGatewayId', kind: 'string', default: '', pattern: '^(([0-9a-z][-]?){1,100}-[0-9a-z]{10})?$' },
   AgentCoreGatewayRoleArn: { prop: 'agentCoreGatewayRoleArn', kind: 'string', default: '', pattern: ROLE_ARN },

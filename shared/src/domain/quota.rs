@@ -1,9 +1,11 @@
 //! Per-owner quotas, as conditional writes on the results table: one caller of a shared
-//! deployment cannot spend for all. Counted are only calls that start work.
+//! deployment cannot spend for all. Counted are the calls that start work, and the reads that
+//! cost the account's SageMaker and DynamoDB calls.
 //!
-//! - Submits per minute and runs per hour: a counter per owner and fixed window
-//!   (`quota#<owner>#submits#<window start>`), taken by one atomic conditional increment that
-//!   holds only below the limit; it expires with its window (`ttl`).
+//! - Submits per minute, runs per hour and reads per minute: a counter per owner, quota and
+//!   fixed window (`quota#<owner>#submits#<window start>`, `…#runs#…`, `…#reads#…`), taken by
+//!   one atomic conditional increment that holds only below the limit; it expires with its
+//!   window (`ttl`).
 //! - Concurrent long waits: `limit` lease slots per owner (`quota#<owner>#waits#<slot>`). A
 //!   wait claims a free slot (none, or one whose lease has run out) until it ends, and frees it
 //!   after. A wait whose function died frees its slot when its lease runs out, so nothing leaks
@@ -37,6 +39,7 @@ pub struct QuotaLimits {
     pub submits_per_minute: u32,
     pub runs_per_hour: u32,
     pub waits_max: u32,
+    pub reads_per_minute: u32,
 }
 
 impl Default for QuotaLimits {
@@ -45,6 +48,7 @@ impl Default for QuotaLimits {
             submits_per_minute: 60,
             runs_per_hour: 10,
             waits_max: 4,
+            reads_per_minute: 600,
         }
     }
 }
@@ -58,6 +62,8 @@ pub enum Quota {
     Runs,
     /// Long waits at once.
     Waits,
+    /// Reads per minute: status checks, provenance walks, resource reads, `tasks/get`.
+    Reads,
 }
 
 impl Quota {
@@ -66,6 +72,7 @@ impl Quota {
             Quota::Submits => "submits",
             Quota::Runs => "runs",
             Quota::Waits => "waits",
+            Quota::Reads => "reads",
         }
     }
 }
@@ -221,8 +228,10 @@ mod tests {
         let a = WindowCounter::of(&owner(), Quota::Submits, 1, 60, 0).unwrap();
         let b = WindowCounter::of(&other, Quota::Submits, 1, 60, 0).unwrap();
         let r = WindowCounter::of(&owner(), Quota::Runs, 1, 60, 0).unwrap();
+        let reads = WindowCounter::of(&owner(), Quota::Reads, 1, 60, 0).unwrap();
         assert_ne!(a.key, b.key);
         assert_ne!(a.key, r.key);
+        assert_ne!(a.key, reads.key, "reads never share the submits' minute");
         let id = a.key[KEY].as_s().unwrap();
         assert!(is_quota_key(id) && id.contains(owner().as_str()), "{id}");
         assert!(!is_quota_key("2f6b7d4e-0000-4000-8000-000000000000"));

@@ -1,6 +1,9 @@
 //! Quotas per owner (see [`crate::domain::quota`]): taken before work starts, given back when
-//! the call turned out to start nothing, and wait slots claimed for a long wait and freed after.
+//! the call turned out to start nothing, wait slots claimed for a long wait and freed after, and
+//! reads counted before they read.
 
+use std::collections::HashMap;
+use std::sync::Mutex;
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
@@ -108,6 +111,80 @@ pub async fn give_back<S: JobStore>(store: &S, taken: Option<Taken>) {
     }
 }
 
+/// Reads per minute (`CALLER_READS_PER_MINUTE`): each read is one conditional increment of
+/// the owner's minute, on a key of its own (never the submits' count). A read is never given
+/// back, so once a minute refuses it refuses until it ends: the process remembers that, and
+/// refuses the owner's further reads of that minute without writing. A caller over the quota
+/// then costs no DynamoDB write, and cannot make its counter's partition hot.
+#[derive(Debug)]
+pub struct ReadQuota {
+    limit: u32,
+    /// Owners refused, with the end of the minute that refused them (epoch seconds).
+    refused: Mutex<HashMap<Owner, i64>>,
+}
+
+/// Owners whose refusal is remembered at once, at most; past it a refusal is only not
+/// remembered (the next read writes again, and is refused again).
+const REFUSALS_REMEMBERED: usize = 4096;
+
+/// A read counted against its owner's quota: what a read's work is done under.
+#[derive(Debug)]
+#[must_use = "a read is counted before the work it guards"]
+pub struct Read(());
+
+impl ReadQuota {
+    /// `limit` reads per owner per minute; 0 turns the quota off.
+    pub fn new(limit: u32) -> Self {
+        Self {
+            limit,
+            refused: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// Counts one read of `owner`'s: over the quota, or with the count not written, the read is
+    /// not to be made.
+    pub async fn take<S: JobStore>(
+        &self,
+        store: &S,
+        owner: &Owner,
+        now: DateTime<Utc>,
+    ) -> Result<Read, QuotaError> {
+        let now_secs = now.timestamp();
+        let exceeded = |window_end: i64| QuotaError::Exceeded {
+            quota: Quota::Reads,
+            limit: self.limit,
+            retry_after_secs: (window_end - now_secs).max(1) as u64,
+        };
+        if let Some(window_end) = self.refused_until(owner, now_secs) {
+            return Err(exceeded(window_end));
+        }
+        match take(store, owner, Quota::Reads, self.limit, 60, now).await {
+            Ok(_) => Ok(Read(())),
+            Err(QuotaError::Exceeded {
+                retry_after_secs, ..
+            }) => {
+                let window_end = now_secs + retry_after_secs as i64;
+                self.remember(owner, window_end, now_secs);
+                Err(exceeded(window_end))
+            }
+            Err(e) => Err(e),
+        }
+    }
+
+    fn refused_until(&self, owner: &Owner, now_secs: i64) -> Option<i64> {
+        let refused = self.refused.lock().unwrap_or_else(|p| p.into_inner());
+        refused.get(owner).copied().filter(|end| *end > now_secs)
+    }
+
+    fn remember(&self, owner: &Owner, window_end: i64, now_secs: i64) {
+        let mut refused = self.refused.lock().unwrap_or_else(|p| p.into_inner());
+        refused.retain(|_, end| *end > now_secs);
+        if refused.len() < REFUSALS_REMEMBERED {
+            refused.insert(owner.clone(), window_end);
+        }
+    }
+}
+
 /// A wait slot held by one long wait.
 #[derive(Debug)]
 pub struct WaitLease(WaitSlot);
@@ -175,6 +252,7 @@ mod tests {
             submits_per_minute: 2,
             runs_per_hour: 1,
             waits_max: 2,
+            reads_per_minute: 3,
         }
     }
 
@@ -261,6 +339,7 @@ mod tests {
             submits_per_minute: 0,
             runs_per_hour: 0,
             waits_max: 0,
+            reads_per_minute: 0,
         };
         let alice = owner("alice");
         let now = at(1_800_000_000);
@@ -280,6 +359,73 @@ mod tests {
             ),
             "{err}"
         );
+    }
+
+    #[tokio::test]
+    async fn reads_count_per_owner_per_minute_and_a_refusal_writes_once() {
+        let store = MemoryJobs::default();
+        let reads = ReadQuota::new(3);
+        let (alice, bob) = (owner("alice"), owner("bob"));
+        let now = at(1_800_000_015);
+        for _ in 0..3 {
+            assert!(reads.take(&store, &alice, now).await.is_ok());
+        }
+        assert_eq!(store.calls(), (0, 3), "one write a read, nothing read");
+        for later in [now, at(1_800_000_050)] {
+            let Err(QuotaError::Exceeded {
+                quota,
+                limit,
+                retry_after_secs,
+            }) = reads.take(&store, &alice, later).await
+            else {
+                panic!("the fourth read of the minute is refused");
+            };
+            let left = (1_800_000_060 - later.timestamp()) as u64;
+            assert_eq!((quota, limit, retry_after_secs), (Quota::Reads, 3, left));
+        }
+        assert_eq!(
+            store.calls(),
+            (0, 4),
+            "the refusal is remembered: one write refused"
+        );
+        // Another caller is not affected, nor are alice's submits; the next minute starts again.
+        assert!(reads.take(&store, &bob, now).await.is_ok());
+        assert!(
+            take_submit(&store, &limits(), &submission(&alice, None), now)
+                .await
+                .unwrap()
+                .is_some()
+        );
+        let next_minute = at(1_800_000_060);
+        assert!(reads.take(&store, &alice, next_minute).await.is_ok());
+    }
+
+    #[tokio::test]
+    async fn a_read_quota_of_zero_is_off_and_a_failed_count_refuses_the_read() {
+        let store = MemoryJobs::default();
+        let alice = owner("alice");
+        let now = at(1_800_000_000);
+        let off = ReadQuota::new(0);
+        for _ in 0..1000 {
+            assert!(off.take(&store, &alice, now).await.is_ok());
+        }
+        assert_eq!(store.calls(), (0, 0), "nothing written");
+        store.fail_writes();
+        let err = ReadQuota::new(600)
+            .take(&store, &alice, now)
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(
+                err,
+                QuotaError::Store {
+                    quota: Quota::Reads,
+                    ..
+                }
+            ),
+            "{err}"
+        );
+        assert!(off.take(&store, &alice, now).await.is_ok());
     }
 
     #[tokio::test]

@@ -33,6 +33,7 @@ pub const VARIABLES: &[&str] = &[
     "CALLER_SUBMITS_PER_MINUTE",
     "CALLER_RUNS_PER_HOUR",
     "CALLER_WAITS_MAX",
+    "CALLER_READS_PER_MINUTE",
     "DEFAULT_REQUEST_TTL_SECS",
     "INLINE_INPUT_MAX_BYTES",
     "MCP_MAX_BODY_BYTES",
@@ -99,8 +100,8 @@ pub struct ToolsConfig {
     pub task_poll_interval_ms: u64,
     /// What a training run may be given.
     pub training: TrainingSettings,
-    /// What each caller may start (`CALLER_SUBMITS_PER_MINUTE`, `CALLER_RUNS_PER_HOUR`,
-    /// `CALLER_WAITS_MAX`).
+    /// What each caller may start and read (`CALLER_SUBMITS_PER_MINUTE`, `CALLER_RUNS_PER_HOUR`,
+    /// `CALLER_WAITS_MAX`, `CALLER_READS_PER_MINUTE`).
     pub quotas: QuotaLimits,
     /// submit_job's `request_ttl_secs` when a call gives none (`DEFAULT_REQUEST_TTL_SECS`).
     pub default_request_ttl_secs: u32,
@@ -268,6 +269,7 @@ impl ToolsConfig {
                 submits_per_minute: quota(env, "CALLER_SUBMITS_PER_MINUTE", Quota::Submits)?,
                 runs_per_hour: quota(env, "CALLER_RUNS_PER_HOUR", Quota::Runs)?,
                 waits_max: quota(env, "CALLER_WAITS_MAX", Quota::Waits)?,
+                reads_per_minute: quota(env, "CALLER_READS_PER_MINUTE", Quota::Reads)?,
             },
             default_request_ttl_secs: env.number_in(
                 "DEFAULT_REQUEST_TTL_SECS",
@@ -315,6 +317,12 @@ fn quota<F: Fn(&str) -> Option<String>>(
             defaults.waits_max,
             1_000,
             "long waits each caller may hold at once, 0 (no limit) to 1000",
+        ),
+        Quota::Reads => (
+            defaults.reads_per_minute,
+            100_000,
+            "reads (status checks, provenance, resources/read, tasks/get) each caller may make \
+             per minute, 0 (no limit) to 100000",
         ),
     };
     env.number_in(name, default, 0..=max, expected)
@@ -463,6 +471,7 @@ mod tests {
             ("CALLER_SUBMITS_PER_MINUTE", "0"),
             ("CALLER_RUNS_PER_HOUR", "3"),
             ("CALLER_WAITS_MAX", "1"),
+            ("CALLER_READS_PER_MINUTE", "0"),
             ("DEFAULT_REQUEST_TTL_SECS", "600"),
             ("INLINE_INPUT_MAX_BYTES", "0"),
             ("PIPELINE_NAME", " "),
@@ -482,7 +491,8 @@ mod tests {
             QuotaLimits {
                 submits_per_minute: 0,
                 runs_per_hour: 3,
-                waits_max: 1
+                waits_max: 1,
+                reads_per_minute: 0,
             }
         );
         assert_eq!(t.default_request_ttl_secs, 600);
@@ -499,6 +509,7 @@ mod tests {
             ("CALLER_SUBMITS_PER_MINUTE", "-1"),
             ("CALLER_RUNS_PER_HOUR", "many"),
             ("CALLER_WAITS_MAX", "1001"),
+            ("CALLER_READS_PER_MINUTE", "100001"),
             ("DEFAULT_REQUEST_TTL_SECS", "59"),
             ("INLINE_INPUT_MAX_BYTES", "128001"),
             ("INLINE_INPUT_MAX_BYTES", "-1"),

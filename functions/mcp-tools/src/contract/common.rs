@@ -121,6 +121,37 @@ impl From<QuotaError> for ToolError {
     }
 }
 
+/// The JSON-RPC code of a quota refusal, for the methods that answer with a protocol error
+/// (`resources/read`, `tasks/get`): from JSON-RPC's implementation-defined range, below the
+/// codes MCP assigns (-32020 on), and apart from the ones SDKs use for their own transport
+/// faults (-32000, -32001).
+pub const QUOTA_REACHED: rmcp::model::ErrorCode = rmcp::model::ErrorCode(-32009);
+
+/// A read refused by its quota, as `resources/read` and `tasks/get` answer it: the limit and
+/// the seconds to wait, in the message and in `data`; a count not written, as an internal
+/// error that a retry may clear.
+pub fn read_refused(e: QuotaError) -> rmcp::ErrorData {
+    let message = wording::quota(&e);
+    match e {
+        QuotaError::Exceeded {
+            limit,
+            retry_after_secs,
+            ..
+        } => {
+            let data = serde_json::json!({
+                "quota": "reads_per_minute",
+                "limit": limit,
+                "retryAfterSecs": retry_after_secs,
+            });
+            rmcp::ErrorData::new(QUOTA_REACHED, message, Some(data))
+        }
+        QuotaError::Store { source, .. } => {
+            tracing::warn!(error = %source, "a quota count could not be written");
+            rmcp::ErrorData::internal_error(message, None)
+        }
+    }
+}
+
 impl From<StoreError> for ToolError {
     /// Which call failed, never the table's name or DynamoDB's text (the log has both).
     fn from(e: StoreError) -> Self {

@@ -276,6 +276,7 @@ mod completion_events;
 mod listing;
 mod progress;
 mod provenance;
+mod reads;
 mod resources;
 mod sharing;
 mod string_arguments;
