@@ -189,6 +189,10 @@ def input_headline(jobs: dict, through_s3: dict, new: str) -> str:
             f"**{per_million(s3.total - inline.total)} jobs** more, {per_million(s3_more)} of it S3.")
 
 
+# Reads one counter write takes at the bench's CALLER_READS_PER_MINUTE (bench/functions.py).
+READ_BATCH = 10
+
+
 def read_counter(check) -> object | None:
     """The write that counted a check against CALLER_READS_PER_MINUTE (its key
     `quota#<owner>#reads#<minute>`), among the check's calls; None when the quota was off."""
@@ -202,16 +206,21 @@ def read_counter(check) -> object | None:
 
 def reads_headline(small_parts: dict) -> str:
     """What counting a read costs, per million reads, from the measured check's counter write
-    (nothing when the run counted no reads)."""
+    (nothing when the run counted no reads). One write takes a batch of reads for the instance
+    (shared/src/usecases/quota.rs: a sixtieth of the limit, 1 to 10; the bench's limit gives
+    10), so a read costs a tenth of that write."""
     call = read_counter(small_parts["check"])
     if call is None:
         return ""
     line = cost.price_call(call)
+    batch = READ_BATCH
     return (f" Every read (a status check, a provenance walk, resources/read, tasks/get) is first counted against "
             f"CALLER_READS_PER_MINUTE: one conditional UpdateItem of a {call.new_size}-byte counter, "
-            f"{line.quantity:g} write unit, **${line.dollars * 1e6:.3g} per million reads** (in each check above). A read over "
-            f"the quota is refused before anything else is read; the first refusal of a caller's minute is one "
-            f"refused write, billed the same, and the instance then refuses the rest of that minute without writing.")
+            f"{line.quantity:g} write unit, takes {batch} reads at once for the function instance, "
+            f"**${line.dollars * 1e6 / batch:.3g} per million reads** (the check above carries its batch's whole "
+            f"write). A read over the quota is refused before anything else is read; the first refusal of a "
+            f"caller's minute is one refused write, billed the same, and the instance then refuses the rest of "
+            f"that minute without writing.")
 
 
 def input_changes(jobs: dict, through_s3: dict) -> list[results.CostChange]:

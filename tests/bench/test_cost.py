@@ -217,5 +217,6 @@ def test_counting_a_read_is_one_write_unit_and_the_summary_prices_it_per_million
     assert cost_summary.read_counter(check) is counter
     assert cost.price_call(counter).quantity == 1
     sentence = cost_summary.reads_headline({"check": check})
-    assert "one conditional UpdateItem of a 70-byte counter, 1 write unit, **$0.625 per million reads**" in sentence
+    assert ("one conditional UpdateItem of a 70-byte counter, 1 write unit, takes 10 reads at once for the function "
+            "instance, **$0.0625 per million reads**") in sentence
     assert cost_summary.reads_headline({"check": SimpleNamespace(calls=[job, submits])}) == ""

@@ -115,15 +115,21 @@ impl WindowCounter {
 
     /// One more, only while fewer than the limit were counted.
     pub fn take(&self) -> Write {
+        self.take_many(1)
+    }
+
+    /// `n` more at once (at least 1), only while the count stays within the limit.
+    pub fn take_many(&self, n: u32) -> Write {
+        let n = n.clamp(1, self.limit.max(1));
         Write {
             key: self.key.clone(),
             op: WriteOp::Update(vec![
-                Change::Add(COUNT, 1),
+                Change::Add(COUNT, i64::from(n)),
                 Change::SetIfAbsent(TTL, Attr::N(self.window_end + TTL_MARGIN_SECS)),
             ]),
             guard: Guard::Any(vec![
                 Guard::Absent(COUNT),
-                Guard::AtMost(COUNT, i64::from(self.limit) - 1),
+                Guard::AtMost(COUNT, i64::from(self.limit) - i64::from(n)),
             ]),
         }
     }

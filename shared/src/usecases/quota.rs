@@ -111,21 +111,46 @@ pub async fn give_back<S: JobStore>(store: &S, taken: Option<Taken>) {
     }
 }
 
-/// Reads per minute (`CALLER_READS_PER_MINUTE`): each read is one conditional increment of
-/// the owner's minute, on a key of its own (never the submits' count). A read is never given
-/// back, so once a minute refuses it refuses until it ends: the process remembers that, and
-/// refuses the owner's further reads of that minute without writing. A caller over the quota
-/// then costs no DynamoDB write, and cannot make its counter's partition hot.
+/// Reads per minute (`CALLER_READS_PER_MINUTE`), on a key of their own (never the submits'
+/// count). Counting each read would cost a DynamoDB write per read; instead an instance takes
+/// reads for an owner in batches of up to [`READ_BATCH_MAX`] (at most a sixtieth of the limit,
+/// so a low limit is counted one by one) with one conditional increment, and spends them
+/// without writing. A batch never takes past the limit, so no owner reads more than the limit
+/// in a minute; what an instance took and did not spend is lost when the minute ends, so an
+/// owner spread over many instances may be refused up to `batch − 1` reads early on each.
+/// A read is never given back, so once a minute refuses an owner it refuses until it ends: the
+/// instance remembers that and refuses the owner's further reads of that minute without
+/// writing, so a caller over the quota cannot make its counter's partition hot.
 #[derive(Debug)]
 pub struct ReadQuota {
     limit: u32,
-    /// Owners refused, with the end of the minute that refused them (epoch seconds).
-    refused: Mutex<HashMap<Owner, i64>>,
+    /// Per owner: the end of the minute (epoch seconds) and what this instance holds of it.
+    held: Mutex<HashMap<Owner, Held>>,
 }
 
-/// Owners whose refusal is remembered at once, at most; past it a refusal is only not
-/// remembered (the next read writes again, and is refused again).
-const REFUSALS_REMEMBERED: usize = 4096;
+/// An owner's reads of one minute, as this instance knows them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Held {
+    /// Reads taken and not yet spent.
+    Left { window_end: i64, reads: u32 },
+    /// The minute refused a read.
+    Refused { window_end: i64 },
+}
+
+impl Held {
+    fn window_end(self) -> i64 {
+        match self {
+            Self::Left { window_end, .. } | Self::Refused { window_end } => window_end,
+        }
+    }
+}
+
+/// The most reads one increment takes for an instance.
+pub const READ_BATCH_MAX: u32 = 10;
+
+/// Owners whose reads an instance holds at once, at most; past it a batch is taken one read
+/// at a time and a refusal is not remembered (the next read writes again).
+const OWNERS_HELD: usize = 4096;
 
 /// A read counted against its owner's quota: what a read's work is done under.
 #[derive(Debug)]
@@ -137,8 +162,13 @@ impl ReadQuota {
     pub fn new(limit: u32) -> Self {
         Self {
             limit,
-            refused: Mutex::new(HashMap::new()),
+            held: Mutex::new(HashMap::new()),
         }
+    }
+
+    /// How many reads one increment takes: a sixtieth of the limit, 1 to [`READ_BATCH_MAX`].
+    pub fn batch(&self) -> u32 {
+        (self.limit / 60).clamp(1, READ_BATCH_MAX)
     }
 
     /// Counts one read of `owner`'s: over the quota, or with the count not written, the read is
@@ -150,37 +180,73 @@ impl ReadQuota {
         now: DateTime<Utc>,
     ) -> Result<Read, QuotaError> {
         let now_secs = now.timestamp();
-        let exceeded = |window_end: i64| QuotaError::Exceeded {
+        let Some(counter) = WindowCounter::of(owner, Quota::Reads, self.limit, 60, now_secs) else {
+            return Ok(Read(()));
+        };
+        let exceeded = || QuotaError::Exceeded {
             quota: Quota::Reads,
             limit: self.limit,
-            retry_after_secs: (window_end - now_secs).max(1) as u64,
+            retry_after_secs: counter.retry_after(now_secs),
         };
-        if let Some(window_end) = self.refused_until(owner, now_secs) {
-            return Err(exceeded(window_end));
+        match self.spend(owner, now_secs) {
+            Some(true) => return Ok(Read(())),
+            Some(false) => return Err(exceeded()),
+            None => {}
         }
-        match take(store, owner, Quota::Reads, self.limit, 60, now).await {
-            Ok(_) => Ok(Read(())),
-            Err(QuotaError::Exceeded {
-                retry_after_secs, ..
-            }) => {
-                let window_end = now_secs + retry_after_secs as i64;
-                self.remember(owner, window_end, now_secs);
-                Err(exceeded(window_end))
+        // A batch, or what is left of the minute one read at a time (and one at a time when
+        // this instance can hold no more owners).
+        let batch = if self.can_hold(owner) {
+            self.batch()
+        } else {
+            1
+        };
+        let attempts: &[u32] = if batch > 1 { &[batch, 1] } else { &[1] };
+        let window_end = counter.window_end;
+        for &n in attempts {
+            match store.write(&counter.take_many(n)).await {
+                Ok(Applied::Written { .. }) => {
+                    let reads = n - 1;
+                    self.hold(owner, Held::Left { window_end, reads }, now_secs);
+                    return Ok(Read(()));
+                }
+                Ok(Applied::Refused(_)) => continue,
+                Err(source) => {
+                    return Err(QuotaError::Store {
+                        quota: Quota::Reads,
+                        source,
+                    })
+                }
             }
-            Err(e) => Err(e),
+        }
+        self.hold(owner, Held::Refused { window_end }, now_secs);
+        Err(exceeded())
+    }
+
+    /// Spends a read this instance holds for the current minute: Some(true) when it held one,
+    /// Some(false) when the minute refused the owner, None when the store must be asked.
+    fn spend(&self, owner: &Owner, now_secs: i64) -> Option<bool> {
+        let mut held = self.held.lock().unwrap_or_else(|p| p.into_inner());
+        let entry = held.get_mut(owner).filter(|h| h.window_end() > now_secs)?;
+        match entry {
+            Held::Left { reads, .. } if *reads > 0 => {
+                *reads -= 1;
+                Some(true)
+            }
+            Held::Left { .. } => None,
+            Held::Refused { .. } => Some(false),
         }
     }
 
-    fn refused_until(&self, owner: &Owner, now_secs: i64) -> Option<i64> {
-        let refused = self.refused.lock().unwrap_or_else(|p| p.into_inner());
-        refused.get(owner).copied().filter(|end| *end > now_secs)
+    fn can_hold(&self, owner: &Owner) -> bool {
+        let held = self.held.lock().unwrap_or_else(|p| p.into_inner());
+        held.len() < OWNERS_HELD || held.contains_key(owner)
     }
 
-    fn remember(&self, owner: &Owner, window_end: i64, now_secs: i64) {
-        let mut refused = self.refused.lock().unwrap_or_else(|p| p.into_inner());
-        refused.retain(|_, end| *end > now_secs);
-        if refused.len() < REFUSALS_REMEMBERED {
-            refused.insert(owner.clone(), window_end);
+    fn hold(&self, owner: &Owner, what: Held, now_secs: i64) {
+        let mut held = self.held.lock().unwrap_or_else(|p| p.into_inner());
+        held.retain(|_, h| h.window_end() > now_secs);
+        if held.len() < OWNERS_HELD || held.contains_key(owner) {
+            held.insert(owner.clone(), what);
         }
     }
 }
@@ -398,6 +464,42 @@ mod tests {
         );
         let next_minute = at(1_800_000_060);
         assert!(reads.take(&store, &alice, next_minute).await.is_ok());
+    }
+
+    #[tokio::test]
+    async fn reads_are_taken_in_batches_and_never_past_the_limit_over_instances() {
+        let store = MemoryJobs::default();
+        let alice = owner("alice");
+        let now = at(1_800_000_000);
+        let one = ReadQuota::new(600);
+        assert_eq!(
+            (
+                one.batch(),
+                ReadQuota::new(59).batch(),
+                ReadQuota::new(100_000).batch()
+            ),
+            (10, 1, 10)
+        );
+        for _ in 0..25 {
+            assert!(one.take(&store, &alice, now).await.is_ok());
+        }
+        assert_eq!(store.calls(), (0, 3), "three batches of ten for 25 reads");
+        // Two more instances take for the same owner: together no more than the limit is read,
+        // and at most what each holds unspent (9) is lost.
+        let (two, three) = (ReadQuota::new(600), ReadQuota::new(600));
+        let mut served = 25;
+        for i in 0..2_000 {
+            let instance = [&one, &two, &three][i % 3];
+            if instance.take(&store, &alice, now).await.is_ok() {
+                served += 1;
+            }
+        }
+        assert!(
+            (600 - 2 * 9..=600).contains(&served),
+            "{served} reads served"
+        );
+        // The next minute starts again.
+        assert!(one.take(&store, &alice, at(1_800_000_060)).await.is_ok());
     }
 
     #[tokio::test]
