@@ -15,6 +15,7 @@ pub mod progress;
 pub mod quota;
 pub mod run;
 pub mod s3_location;
+pub mod s3_reference;
 pub mod task_id;
 pub mod time;
 pub mod trace;
