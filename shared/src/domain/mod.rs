@@ -1,6 +1,7 @@
 //! Pure domain: no AWS types, no I/O. Statuses, records, the state transitions as conditional
 //! writes, and the parsing of what SageMaker and EventBridge deliver.
 
+pub mod allow_lists;
 pub mod arn;
 pub mod caller;
 pub mod completion;
