@@ -682,8 +682,8 @@ struct LineageState {
 }
 
 /// SageMaker's lineage in memory, with its rules: ListAssociations takes lineage entities
-/// only, pages by MaxResults (10 unless set), and an unknown model package is a
-/// ValidationException, an unknown artifact ResourceNotFound.
+/// only, pages by MaxResults (10 unless set), and an unknown model package or artifact is
+/// ResourceNotFound (SageMaker's ValidationException for a package, as the adapter reads it).
 #[derive(Default)]
 pub struct MemoryLineage {
     state: Mutex<LineageState>,
@@ -922,8 +922,9 @@ impl LineageGraph for MemoryLineage {
             .find(|p| p.arn == arn)
             .cloned()
             .ok_or_else(|| {
+                // SageMaker's ValidationException, as the adapter reads it.
                 lineage_failure(
-                    "ValidationException",
+                    "ResourceNotFound",
                     format!("ModelPackage {arn} does not exist."),
                 )
             })

@@ -106,6 +106,97 @@ mod sagemaker_pipeline_on_the_stand_in {
     shared::pipeline_control_contract!(pipeline());
 }
 
+/// moto answers a missing pipeline execution or model package as a ValidationException ("Could
+/// not find ...", "... not found"), where SageMaker mostly says ResourceNotFound: the adapters
+/// read both as ResourceNotFound, so the tools answer a missing run or package one way.
+#[cfg(feature = "sagemaker")]
+mod sagemaker_missing_resources_on_moto {
+    use super::*;
+    use aws_sdk_sagemaker::error::ProvideErrorMetadata;
+    use shared::adapters::sagemaker::{SageMakerLineage, SageMakerPipeline};
+    use shared::ports::{LineageGraph, PipelineControl};
+
+    /// A SageMaker client on moto, whatever AWS_ENDPOINT_URL_SAGEMAKER (the stand-in) says.
+    async fn moto() -> aws_sdk_sagemaker::Client {
+        let moto = need("AWS_ENDPOINT_URL");
+        let sdk = load_sdk_config().await;
+        let conf = aws_sdk_sagemaker::config::Builder::from(&sdk)
+            .endpoint_url(moto)
+            .build();
+        aws_sdk_sagemaker::Client::from_conf(conf)
+    }
+
+    /// An execution ARN of a pipeline moto has, that names no execution.
+    async fn missing_execution(client: &aws_sdk_sagemaker::Client) -> String {
+        let name = format!("contract-{}", uuid::Uuid::new_v4().simple());
+        let created = client
+            .create_pipeline()
+            .pipeline_name(&name)
+            .role_arn("arn:aws:iam::123456789012:role/contract")
+            .pipeline_definition(r#"{"Version": "2020-12-01", "Steps": []}"#)
+            .client_request_token(uuid::Uuid::new_v4().simple().to_string())
+            .send()
+            .await
+            .expect("CreatePipeline on moto");
+        format!("{}/execution/none", created.pipeline_arn().unwrap())
+    }
+
+    #[tokio::test]
+    async fn a_missing_execution_is_not_found() {
+        let client = moto().await;
+        let arn = missing_execution(&client).await;
+        // moto's own shape, so this test sees the one it is about.
+        let raw = client
+            .describe_pipeline_execution()
+            .pipeline_execution_arn(&arn)
+            .send()
+            .await
+            .unwrap_err();
+        assert_eq!(raw.code(), Some("ValidationException"), "{raw:?}");
+        assert!(
+            raw.message().unwrap_or_default().contains("Could not find"),
+            "{raw:?}"
+        );
+        let pipeline = SageMakerPipeline::new(client);
+        for (operation, failure) in [
+            ("describe", pipeline.describe(&arn).await.unwrap_err()),
+            ("definition", pipeline.definition(&arn).await.unwrap_err()),
+        ] {
+            assert_eq!(
+                failure.code.as_deref(),
+                Some("ResourceNotFound"),
+                "{operation}: {failure}"
+            );
+            assert!(!failure.retryable && !failure.ambiguous, "{failure}");
+        }
+    }
+
+    #[tokio::test]
+    async fn a_missing_model_package_is_not_found() {
+        let client = moto().await;
+        let package = format!(
+            "arn:aws:sagemaker:us-east-1:123456789012:model-package/none-{}/1",
+            uuid::Uuid::new_v4().simple()
+        );
+        let raw = client
+            .describe_model_package()
+            .model_package_name(&package)
+            .send()
+            .await
+            .unwrap_err();
+        assert_eq!(raw.code(), Some("ValidationException"), "{raw:?}");
+        let failure = SageMakerLineage::new(client)
+            .describe_model_package(&package)
+            .await
+            .unwrap_err();
+        assert_eq!(
+            failure.code.as_deref(),
+            Some("ResourceNotFound"),
+            "{failure}"
+        );
+    }
+}
+
 /// The lineage a run on the stand-in records, read through the real adapter with pages of one
 /// association. A model is registered by running the pipeline until its RegisterModel step
 /// names the package, read through the pipeline adapter.

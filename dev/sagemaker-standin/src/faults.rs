@@ -65,27 +65,70 @@ pub async fn list_faults(State(state): State<AppState>) -> Response {
     )
 }
 
-/// `POST /_standin/pipeline {"step_millis": N}`: steps that start from now on take N ms
-/// (a test that must act while a run executes slows it down); `DELETE` restores
-/// `--step-millis`.
-pub async fn set_pipeline(State(state): State<AppState>, body: String) -> Response {
-    let millis = serde_json::from_str::<Value>(&body)
-        .ok()
-        .and_then(|v| v.get("step_millis").and_then(Value::as_u64))
-        .filter(|n| (1..=600_000).contains(n));
-    let Some(millis) = millis else {
-        return control_error(r#"the body must be {"step_millis": 1 to 600000}"#.into());
+/// What `/_standin/pipeline` answers: the step duration, how an unknown execution is answered,
+/// and how many runs StartPipelineExecution has started (a replayed token starts none).
+fn pipeline_settings(state: &AppState) -> Value {
+    let runs_started = state.runs.lock().unwrap().len();
+    let control = state.control.lock().unwrap();
+    let step_millis = control
+        .step_millis
+        .unwrap_or(state.settings.step.as_millis() as u64);
+    let missing_execution = match control.missing_execution_as_validation {
+        true => "ValidationException",
+        false => "ResourceNotFound",
     };
-    state.control.lock().unwrap().step_millis = Some(millis);
-    json_response(StatusCode::OK, json!({"step_millis": millis}))
+    json!({"step_millis": step_millis, "missing_execution": missing_execution,
+           "runs_started": runs_started})
+}
+
+/// `POST /_standin/pipeline {"step_millis": N, "missing_execution": "ValidationException" |
+/// "ResourceNotFound"}` (either or both): steps that start from now on take N ms (a test that
+/// must act while a run executes slows it down); an unknown execution is answered in that
+/// shape. `DELETE` restores `--step-millis` and ResourceNotFound.
+pub async fn set_pipeline(State(state): State<AppState>, body: String) -> Response {
+    const EXPECTED: &str = r#"the body must be {"step_millis": 1 to 600000, "missing_execution": "ValidationException" or "ResourceNotFound"}, either or both"#;
+    let Ok(Value::Object(request)) = serde_json::from_str::<Value>(&body) else {
+        return control_error(EXPECTED.into());
+    };
+    let millis = match request.get("step_millis") {
+        None => None,
+        Some(v) => match v.as_u64().filter(|n| (1..=600_000).contains(n)) {
+            Some(n) => Some(n),
+            None => return control_error(EXPECTED.into()),
+        },
+    };
+    let as_validation = match request.get("missing_execution").map(Value::as_str) {
+        None => None,
+        Some(Some("ValidationException")) => Some(true),
+        Some(Some("ResourceNotFound")) => Some(false),
+        Some(_) => return control_error(EXPECTED.into()),
+    };
+    if millis.is_none() && as_validation.is_none() {
+        return control_error(EXPECTED.into());
+    }
+    {
+        let mut control = state.control.lock().unwrap();
+        if millis.is_some() {
+            control.step_millis = millis;
+        }
+        if let Some(as_validation) = as_validation {
+            control.missing_execution_as_validation = as_validation;
+        }
+    }
+    json_response(StatusCode::OK, pipeline_settings(&state))
+}
+
+pub async fn get_pipeline(State(state): State<AppState>) -> Response {
+    json_response(StatusCode::OK, pipeline_settings(&state))
 }
 
 pub async fn reset_pipeline(State(state): State<AppState>) -> Response {
-    state.control.lock().unwrap().step_millis = None;
-    json_response(
-        StatusCode::OK,
-        json!({"step_millis": state.settings.step.as_millis() as u64}),
-    )
+    {
+        let mut control = state.control.lock().unwrap();
+        control.step_millis = None;
+        control.missing_execution_as_validation = false;
+    }
+    json_response(StatusCode::OK, pipeline_settings(&state))
 }
 
 pub async fn clear_faults(State(state): State<AppState>) -> Response {

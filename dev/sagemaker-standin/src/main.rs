@@ -57,7 +57,11 @@
 //! - `GET /_standin/faults` lists what is armed; `DELETE /_standin/faults` disarms everything.
 //! - `POST /_standin/pipeline` `{"step_millis": N}`: pipeline steps (and endpoint creates and
 //!   updates) that start from then on take N ms (to act on a run while it executes);
-//!   `DELETE /_standin/pipeline` restores the default.
+//!   `{"missing_execution": "ValidationException"}`: an unknown pipeline execution is answered
+//!   as moto answers it (ValidationException "Could not find pipeline execution ..."), not as
+//!   SageMaker's ResourceNotFound (either field, or both). `GET` answers `{"step_millis",
+//!   "missing_execution", "runs_started"}` (runs StartPipelineExecution started);
+//!   `DELETE /_standin/pipeline` restores the defaults.
 //! - `POST /_standin/lineage` `{"page_size": N}`: no ListAssociations page holds more than N
 //!   (1 to 100); `DELETE` lifts the cap; `GET` answers `{"page_size", "list_associations_calls",
 //!   "continued_calls"}` (calls answered, and those that carried a NextToken).
@@ -178,7 +182,9 @@ async fn main() {
         )
         .route(
             "/_standin/pipeline",
-            post(faults::set_pipeline).delete(faults::reset_pipeline),
+            get(faults::get_pipeline)
+                .post(faults::set_pipeline)
+                .delete(faults::reset_pipeline),
         )
         .route(
             "/_standin/lineage",

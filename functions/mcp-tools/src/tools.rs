@@ -468,11 +468,14 @@ impl<B: Backend> Tools<B> {
         request: TriggerRequest,
     ) -> Result<(TriggerTrainingOutput, Option<String>), ToolError> {
         let d = &self.deps;
+        // Every tool's run comes here: the allow-lists first, before anything counts or starts.
+        let admitted = training::admit(request, d.config.training.allow_lists())?;
+        let request = admitted.request();
         let (pipeline, runs, jobs) = (d.ports.pipeline(), d.ports.runs(), d.ports.jobs());
         let now = d.clock.now();
         let taken = quota::take_run(jobs, &d.config.quotas, &request.owner, now).await?;
         let trace = crate::trace_context::current_or_start();
-        let t = match training::trigger_training(pipeline, runs, &request, Some(&trace), now).await
+        let t = match training::trigger_training(pipeline, runs, &admitted, Some(&trace), now).await
         {
             // A retried key's run: nothing new started.
             Ok(t) if t.already_recorded => {
@@ -491,7 +494,7 @@ impl<B: Backend> Tools<B> {
         let output = TriggerTrainingOutput {
             execution_arn: t.execution_arn,
             status: PipelineStatus::Executing.into(),
-            session_id: request.session_id,
+            session_id: request.session_id.clone(),
             message: t
                 .recording_failed
                 .as_ref()

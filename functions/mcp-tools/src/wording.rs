@@ -2,15 +2,17 @@
 //! run's progress), and this front door says them. One place for every sentence, so the tools,
 //! their task forms and the Gateway door say the same.
 
+use shared::domain::allow_lists::ParameterRefusal;
 use shared::domain::job::{JobStatus, PendingCondition, Stage};
 use shared::domain::lineage::{Direction, Limits};
 use shared::domain::pipeline_status::{ExecutionStatus, PipelineStatus};
 use shared::domain::progress::{JobEvent, JobMilestone, RunEvent};
 use shared::domain::quota::Quota;
-use shared::domain::training_input::{InputRefusal, S3Prefix};
+use shared::domain::training_input::InputRefusal;
 use shared::ports::{AwsFailure, StepStatus};
 use shared::usecases::check::JobNote;
 use shared::usecases::quota::QuotaError;
+use shared::usecases::training::Refused;
 use shared::util::quote;
 
 const AGAIN: &str = "Submit it again with the same idempotency_key to re-drive it under the same \
@@ -282,23 +284,28 @@ pub const PIPELINE_MISCONFIGURED: &str = "trigger_training cannot start runs on 
     its pipeline parameter map (PIPELINE_PARAMETERS) is invalid. Nothing was started; the \
     deployment's operator must fix it (the function's log names the problem).";
 
-/// A training input the deployment does not allow, with where training may read.
-pub fn input_refused(
-    argument: &str,
-    uri: &str,
-    refusal: InputRefusal,
-    allowed: &[S3Prefix],
-) -> String {
-    let allowed: Vec<String> = allowed.iter().map(S3Prefix::to_string).collect();
-    let why = match refusal {
-        InputRefusal::NotS3 => "is not an s3://bucket/prefix URI",
-        InputRefusal::Segments => "has a `.`, `..` or empty path segment",
-        InputRefusal::Outside => "is not under a prefix this deployment allows",
+/// A pipeline parameter the deployment's allow-lists refuse (the argument that set it, its value
+/// quoted), with what it allows instead. Nothing was started.
+pub fn parameter_refused(refused: &Refused) -> String {
+    let (argument, value) = (&refused.argument, quote(&refused.value));
+    let allowed = refused.allowed.join(", ");
+    let why = match refused.refusal {
+        ParameterRefusal::InstanceType => {
+            return format!(
+                "`{argument}` {value} is not one this deployment allows; use one of: {allowed}"
+            )
+        }
+        ParameterRefusal::Input(InputRefusal::NotS3) => "is not an s3://bucket/prefix URI",
+        ParameterRefusal::Input(InputRefusal::Segments) => "has a `.`, `..` or empty path segment",
+        ParameterRefusal::Input(InputRefusal::Outside) => {
+            "is not under a prefix this deployment allows"
+        }
+        ParameterRefusal::Input(InputRefusal::AccessPoint) => {
+            "is an S3 access point, not a bucket under a prefix this deployment allows"
+        }
     };
     format!(
-        "`{argument}` {} {why}; training may read only under: {}. Nothing was started.",
-        quote(uri),
-        allowed.join(", ")
+        "`{argument}` {value} {why}; training may read only under: {allowed}. Nothing was started."
     )
 }
 

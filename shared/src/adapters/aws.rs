@@ -89,6 +89,36 @@ where
     }
 }
 
+/// The code a missing resource is read as, however the service answered.
+pub const NOT_FOUND: &str = "ResourceNotFound";
+
+/// SageMaker answers a missing resource as `ResourceNotFound`, or as a `ValidationException`
+/// whose message says so ("Could not find ...", "... does not exist"; moto: "... not found"):
+/// both read as `ResourceNotFound` (AWS's message kept, for the log), so a missing run or model
+/// package has one answer whatever the service's shape.
+pub fn not_found_either_way(failure: AwsFailure) -> AwsFailure {
+    let says_missing = || {
+        let message = failure.message.to_ascii_lowercase();
+        ["could not find", "does not exist", "not found"]
+            .iter()
+            .any(|words| message.contains(words))
+    };
+    let missing = match failure.code.as_deref() {
+        Some(NOT_FOUND) => return failure,
+        Some("ValidationException" | "ValidationError") => says_missing(),
+        _ => false,
+    };
+    match missing {
+        true => AwsFailure {
+            code: Some(NOT_FOUND.to_owned()),
+            retryable: false,
+            ambiguous: false,
+            ..failure
+        },
+        false => failure,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -195,5 +225,48 @@ mod tests {
         ));
         assert_eq!(kind(&f), (None, false, false));
         assert!(f.message.contains("InferenceId"), "{}", f.message);
+    }
+
+    #[test]
+    fn a_missing_resource_reads_as_not_found_in_either_shape() {
+        let failure = |code: &str, message: &str| AwsFailure {
+            code: Some(code.into()),
+            message: message.into(),
+            retryable: false,
+            ambiguous: false,
+        };
+        for (code, message) in [
+            (
+                "ResourceNotFound",
+                "Pipeline execution arn:x does not exist",
+            ),
+            (
+                "ValidationException",
+                "Could not find pipeline execution with PipelineExecutionArn arn:x.",
+            ),
+            (
+                "ValidationException",
+                "Could not find pipeline with PipelineName p.",
+            ),
+            ("ValidationException", "ModelPackage arn:x does not exist."),
+            ("ValidationException", "Model package arn:x not found"),
+            ("ValidationException", "could NOT FIND it"),
+        ] {
+            let read = not_found_either_way(failure(code, message));
+            assert_eq!(read.code.as_deref(), Some(NOT_FOUND), "{code}: {message}");
+            assert_eq!(read.message, message, "AWS's words kept for the log");
+            assert!(!read.retryable && !read.ambiguous);
+        }
+        for (code, message) in [
+            (
+                "ValidationException",
+                "1 validation error detected: Value at 'pipelineExecutionArn' failed to satisfy constraint",
+            ),
+            ("AccessDeniedException", "User x is not authorized; resource does not exist"),
+            ("ThrottlingException", "Rate exceeded"),
+        ] {
+            let read = not_found_either_way(failure(code, message));
+            assert_eq!(read.code.as_deref(), Some(code), "{message}: left as it was");
+        }
     }
 }

@@ -1,10 +1,12 @@
 //! SageMaker pipelines (the sagemaker control plane): start the configured pipeline, describe
 //! any run, list a run's steps, read the definition it runs. And SageMaker's lineage: the
-//! associations between lineage entities, artifacts, model packages.
+//! associations between lineage entities, artifacts, model packages. A missing run or model
+//! package is `ResourceNotFound` whichever shape SageMaker answered it in
+//! ([`not_found_either_way`]).
 
 use aws_sdk_sagemaker::types::{ParallelismConfiguration, Parameter, SortOrder};
 
-use crate::adapters::aws::classify;
+use crate::adapters::aws::{classify, not_found_either_way};
 use crate::domain::lineage::{Association, Direction};
 use crate::domain::pipeline_status::{ExecutionStatus, StepState};
 use crate::ports::{
@@ -65,7 +67,7 @@ impl PipelineControl for SageMakerPipeline {
             .pipeline_execution_arn(execution_arn)
             .send()
             .await
-            .map_err(|e| classify(&e))?;
+            .map_err(|e| not_found_either_way(classify(&e)))?;
         Ok(ExecutionDescription {
             status: ExecutionStatus::parse(
                 out.pipeline_execution_status
@@ -86,7 +88,7 @@ impl PipelineControl for SageMakerPipeline {
             .client_request_token(token)
             .send()
             .await
-            .map_err(|e| classify(&e))?;
+            .map_err(|e| not_found_either_way(classify(&e)))?;
         Ok(())
     }
 
@@ -97,7 +99,7 @@ impl PipelineControl for SageMakerPipeline {
             .pipeline_execution_arn(execution_arn)
             .send()
             .await
-            .map_err(|e| classify(&e))?;
+            .map_err(|e| not_found_either_way(classify(&e)))?;
         out.pipeline_definition.ok_or_else(|| AwsFailure {
             code: None,
             message: "DescribePipelineDefinitionForExecution returned no PipelineDefinition".into(),
@@ -117,7 +119,7 @@ impl PipelineControl for SageMakerPipeline {
             .send();
         let mut steps = Vec::new();
         while let Some(step) = pages.next().await {
-            let step = step.map_err(|e| classify(&e))?;
+            let step = step.map_err(|e| not_found_either_way(classify(&e)))?;
             steps.push(StepStatus {
                 name: step.step_name().unwrap_or_default().to_owned(),
                 status: StepState::parse(step.step_status().map_or("", |s| s.as_str())),
@@ -248,7 +250,7 @@ impl LineageGraph for SageMakerLineage {
             .model_package_name(arn)
             .send()
             .await
-            .map_err(|e| classify(&e))?;
+            .map_err(|e| not_found_either_way(classify(&e)))?;
         Ok(ModelPackageDescription {
             arn: out.model_package_arn().unwrap_or(arn).to_owned(),
             group_name: out.model_package_group_name().map(str::to_owned),

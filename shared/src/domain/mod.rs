@@ -1,6 +1,7 @@
 //! Pure domain: no AWS types, no I/O. Statuses, records, the state transitions as conditional
 //! writes, and the parsing of what SageMaker and EventBridge deliver.
 
+pub mod allow_lists;
 pub mod arn;
 pub mod caller;
 pub mod completion;
@@ -15,6 +16,7 @@ pub mod progress;
 pub mod quota;
 pub mod run;
 pub mod s3_location;
+pub mod s3_reference;
 pub mod task_id;
 pub mod time;
 pub mod trace;

@@ -4,6 +4,8 @@
 
 use std::fmt;
 
+use super::s3_reference::{self, S3Reference};
+
 /// An allowed place for training data: `s3://bucket/` or `s3://bucket/prefix/`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct S3Prefix {
@@ -46,24 +48,48 @@ impl fmt::Display for S3Prefix {
 /// Why a training input was refused.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum InputRefusal {
-    /// Not `s3://bucket/key`.
+    /// Not an S3 location that can be read as one bucket and key.
     NotS3,
     /// A `.`, `..` or empty path segment (also when percent-encoded or behind a `\`).
     Segments,
     /// Under none of the allowed prefixes.
     Outside,
+    /// An access point: not a bucket, so under no allowed prefix.
+    AccessPoint,
 }
 
-/// Whether training may read `uri`, given the allowed prefixes.
+/// Whether training may read `uri`, an S3 location in any form (see [`s3_reference`]), given
+/// the allowed prefixes.
 pub fn check_input_uri(uri: &str, allowed: &[S3Prefix]) -> Result<(), InputRefusal> {
-    let (bucket, key) = split_s3_uri(uri).ok_or(InputRefusal::NotS3)?;
-    if has_bad_segment(key) {
-        return Err(InputRefusal::Segments);
+    match check_value(uri, allowed) {
+        Ok(true) => Ok(()),
+        Ok(false) => Err(InputRefusal::NotS3),
+        Err(refusal) => Err(refusal),
     }
-    if allowed.iter().any(|p| p.holds(bucket, key)) {
-        Ok(())
-    } else {
-        Err(InputRefusal::Outside)
+}
+
+/// Whether `value` may reach a reader of S3: Ok(false) when it names no S3 location, Ok(true)
+/// when it names one under an allowed prefix however it is read (as written, or decoded).
+pub fn check_value(value: &str, allowed: &[S3Prefix]) -> Result<bool, InputRefusal> {
+    match s3_reference::read(value) {
+        S3Reference::None => Ok(false),
+        S3Reference::Unreadable => Err(InputRefusal::NotS3),
+        S3Reference::AccessPoint => Err(InputRefusal::AccessPoint),
+        S3Reference::Object {
+            bucket,
+            key,
+            decoded_key,
+        } => {
+            if has_bad_segment(&key) || has_bad_segment(&decoded_key) {
+                return Err(InputRefusal::Segments);
+            }
+            let under = |key: &str| allowed.iter().any(|p| p.holds(&bucket, key));
+            if under(&key) && under(&decoded_key) {
+                Ok(true)
+            } else {
+                Err(InputRefusal::Outside)
+            }
+        }
     }
 }
 
@@ -86,41 +112,13 @@ fn has_bad_segment(key: &str) -> bool {
     if key.is_empty() {
         return false;
     }
-    let decoded = percent_decoded(key).replace('\\', "/");
+    let decoded = s3_reference::fully_decoded(key).replace('\\', "/");
     let segments: Vec<&str> = decoded.split('/').collect();
     let last = segments.len() - 1;
     segments
         .iter()
         .enumerate()
         .any(|(i, s)| *s == "." || *s == ".." || (s.is_empty() && i != last))
-}
-
-/// `%XX` sequences decoded (repeatedly, so `%252e` is `.` too); anything else kept.
-fn percent_decoded(text: &str) -> String {
-    let mut current = text.to_owned();
-    for _ in 0..4 {
-        let bytes = current.as_bytes();
-        let mut out = Vec::with_capacity(bytes.len());
-        let mut i = 0;
-        while i < bytes.len() {
-            let hex = |b: u8| (b as char).to_digit(16);
-            if bytes[i] == b'%' && i + 2 < bytes.len() {
-                if let (Some(h), Some(l)) = (hex(bytes[i + 1]), hex(bytes[i + 2])) {
-                    out.push((h * 16 + l) as u8);
-                    i += 3;
-                    continue;
-                }
-            }
-            out.push(bytes[i]);
-            i += 1;
-        }
-        let next = String::from_utf8_lossy(&out).into_owned();
-        if next == current {
-            break;
-        }
-        current = next;
-    }
-    current
 }
 
 #[cfg(test)]
@@ -169,6 +167,8 @@ mod tests {
             "s3://io-bucket/train/a.b/c..d/",
             "s3://datasets/anything/",
             "s3://datasets",
+            "S3://io-bucket/train/x",
+            "https://io-bucket.s3.amazonaws.com/train/x",
         ] {
             assert_eq!(check_input_uri(ok, &allowed()), Ok(()), "{ok}");
         }
@@ -191,10 +191,10 @@ mod tests {
             ("s3://io-bucket/train/..", Segments),
             ("s3://io-bucket//train/", Segments),
             ("s3:/io-bucket/train/", NotS3),
-            ("S3://io-bucket/train/", NotS3),
             ("s3://IO/train/", NotS3),
             ("s3://io-bucket/train/\n", NotS3),
             ("/train/", NotS3),
+            ("train/x.csv", NotS3),
         ];
         for (uri, refusal) in cases {
             assert_eq!(check_input_uri(uri, &allowed()), Err(refusal), "{uri}");

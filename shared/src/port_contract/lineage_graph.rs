@@ -183,9 +183,10 @@ pub async fn unknown_packages_and_artifacts_are_refused_not_retried<L: Registrar
     let id = uuid::Uuid::new_v4().simple();
     let package = format!("arn:aws:sagemaker:us-east-1:123456789012:model-package/none-{id}/1");
     let failure = lineage.describe_model_package(&package).await.unwrap_err();
+    // SageMaker says ValidationException "... does not exist": read as not found.
     assert_eq!(
         failure.code.as_deref(),
-        Some("ValidationException"),
+        Some("ResourceNotFound"),
         "{failure}"
     );
     assert!(!failure.retryable && !failure.ambiguous, "{failure}");

@@ -79,19 +79,27 @@ pub async fn a_stopped_run_is_stopping_or_stopped<P: PipelineControl>(pipeline: 
     );
 }
 
+/// Refused as not found (`ResourceNotFound`, whichever shape SageMaker answered in), and
+/// not worth retrying.
 pub async fn an_unknown_run_is_refused_not_retried<P: PipelineControl>(pipeline: &P) {
-    let failure = pipeline.describe(UNKNOWN).await.unwrap_err();
-    assert!(
-        !failure.retryable && !failure.ambiguous,
-        "describe: {failure}"
+    let not_found = |operation: &str, failure: crate::ports::AwsFailure| {
+        assert_eq!(
+            failure.code.as_deref(),
+            Some("ResourceNotFound"),
+            "{operation}: {failure}"
+        );
+        assert!(
+            !failure.retryable && !failure.ambiguous,
+            "{operation}: {failure}"
+        );
+    };
+    not_found("describe", pipeline.describe(UNKNOWN).await.unwrap_err());
+    not_found("stop", pipeline.stop(UNKNOWN).await.unwrap_err());
+    not_found(
+        "definition",
+        pipeline.definition(UNKNOWN).await.unwrap_err(),
     );
-    let failure = pipeline.stop(UNKNOWN).await.unwrap_err();
-    assert!(!failure.retryable && !failure.ambiguous, "stop: {failure}");
-    let failure = pipeline.definition(UNKNOWN).await.unwrap_err();
-    assert!(
-        !failure.retryable && !failure.ambiguous,
-        "definition: {failure}"
-    );
+    not_found("steps", pipeline.steps(UNKNOWN).await.unwrap_err());
 }
 
 /// One `#[tokio::test]` per pipeline behaviour, on the `PipelineControl` `$make.await` gives.

@@ -409,8 +409,9 @@ mod tests {
 
     #[tokio::test]
     async fn a_run_task_follows_the_run_and_cancel_stops_it() {
+        use crate::domain::allow_lists::AllowLists;
         use crate::fakes::{FakePipeline, MemoryRuns};
-        use crate::usecases::training::{trigger_training, TriggerRequest};
+        use crate::usecases::training::{admit, trigger_training, TriggerRequest};
         let (runs, pipeline) = (MemoryRuns::default(), FakePipeline::default());
         let request = TriggerRequest {
             owner: local().owner,
@@ -421,6 +422,11 @@ mod tests {
             max_parallel_steps: None,
             result_ttl_secs: 3600,
         };
+        let nothing = AllowLists {
+            input_prefixes: &[],
+            instance_types: &[],
+        };
+        let request = admit(request, nothing).unwrap();
         let triggered = trigger_training(&pipeline, &runs, &request, None, Utc::now())
             .await
             .unwrap();

@@ -6,6 +6,7 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 use tokio::time::Instant;
 
+use crate::domain::allow_lists::{check_parameter, AllowLists, ParameterRefusal};
 use crate::domain::caller::{Caller, Owner};
 use crate::domain::item::Applied;
 use crate::domain::pipeline_definition;
@@ -29,12 +30,80 @@ pub struct TriggerRequest {
     pub owner: Owner,
     pub pipeline_name: String,
     pub session_id: String,
-    /// (pipeline parameter name, value).
-    pub parameters: Vec<(String, String)>,
+    pub parameters: Vec<RunParameter>,
     /// The same key returns the same run (it derives the ClientRequestToken).
     pub idempotency_key: Option<String>,
     pub max_parallel_steps: Option<u32>,
     pub result_ttl_secs: u64,
+}
+
+/// One pipeline parameter of a run, and the tool argument that set it (a refusal names it).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RunParameter {
+    pub argument: String,
+    /// The pipeline's own name for it.
+    pub name: String,
+    pub value: String,
+}
+
+impl RunParameter {
+    pub fn new(argument: &str, name: &str, value: impl Into<String>) -> Self {
+        Self {
+            argument: argument.to_owned(),
+            name: name.to_owned(),
+            value: value.into(),
+        }
+    }
+}
+
+/// A trigger whose every parameter the deployment's allow-lists admit: the only kind a run
+/// starts from, so no tool can start one around them.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Admitted(TriggerRequest);
+
+impl Admitted {
+    pub fn request(&self) -> &TriggerRequest {
+        &self.0
+    }
+}
+
+/// A parameter the allow-lists refuse: nothing was started.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("`{argument}` (pipeline parameter {parameter}) is refused: {refusal:?}")]
+pub struct Refused {
+    /// The tool argument that set it.
+    pub argument: String,
+    pub parameter: String,
+    /// The value as sent: quote it back at most 200 characters.
+    pub value: String,
+    pub refusal: ParameterRefusal,
+    /// What the deployment allows instead: the prefixes, or the instance types.
+    pub allowed: Vec<String>,
+}
+
+/// `request`, when every value it would pass to SageMaker is one `allowed` admits: checked
+/// here, before anything is counted or started, whatever tool built the request.
+pub fn admit(request: TriggerRequest, allowed: AllowLists<'_>) -> Result<Admitted, Refused> {
+    for p in &request.parameters {
+        if let Err(refusal) = check_parameter(&p.name, &p.argument, &p.value, allowed) {
+            let allowed = match refusal {
+                ParameterRefusal::Input(_) => allowed
+                    .input_prefixes
+                    .iter()
+                    .map(ToString::to_string)
+                    .collect(),
+                ParameterRefusal::InstanceType => allowed.instance_types.to_vec(),
+            };
+            return Err(Refused {
+                argument: p.argument.clone(),
+                parameter: p.name.clone(),
+                value: p.value.clone(),
+                refusal,
+                allowed,
+            });
+        }
+    }
+    Ok(Admitted(request))
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -57,10 +126,11 @@ pub struct TriggerError(pub AwsFailure);
 pub async fn trigger_training<P: PipelineControl, R: RunStore>(
     pipeline: &P,
     runs: &R,
-    request: &TriggerRequest,
+    admitted: &Admitted,
     trace: Option<&TraceContext>,
     now: DateTime<Utc>,
 ) -> Result<Triggered, TriggerError> {
+    let request = admitted.request();
     let token = match &request.idempotency_key {
         Some(key) => client_request_token(
             &request.owner,
@@ -74,7 +144,11 @@ pub async fn trigger_training<P: PipelineControl, R: RunStore>(
         .start(&StartRequest {
             pipeline_name: request.pipeline_name.clone(),
             description: execution_description(&request.session_id, &request.owner, now),
-            parameters: request.parameters.clone(),
+            parameters: request
+                .parameters
+                .iter()
+                .map(|p| (p.name.clone(), p.value.clone()))
+                .collect(),
             client_request_token: token,
             max_parallel_steps: request.max_parallel_steps,
         })
@@ -279,16 +353,77 @@ mod tests {
         crate::domain::caller::Principal::Local.caller()
     }
 
-    fn request(key: Option<&str>) -> TriggerRequest {
+    fn unchecked(parameters: Vec<RunParameter>) -> TriggerRequest {
         TriggerRequest {
             owner: local().owner,
             pipeline_name: "p".into(),
             session_id: "s".into(),
-            parameters: vec![("InputDataUri".into(), "s3://b/t".into())],
-            idempotency_key: key.map(Into::into),
+            parameters,
+            idempotency_key: None,
             max_parallel_steps: None,
             result_ttl_secs: 3600,
         }
+    }
+
+    fn admit_under_b(request: TriggerRequest) -> Result<Admitted, Refused> {
+        let prefixes = [crate::domain::training_input::S3Prefix::parse("s3://b/").unwrap()];
+        let types = ["ml.m5.xlarge".to_owned()];
+        let allowed = AllowLists {
+            input_prefixes: &prefixes,
+            instance_types: &types,
+        };
+        admit(request, allowed)
+    }
+
+    fn request(key: Option<&str>) -> Admitted {
+        let parameters = vec![RunParameter::new(
+            "input_data_uri",
+            "InputDataUri",
+            "s3://b/t",
+        )];
+        admit_under_b(TriggerRequest {
+            idempotency_key: key.map(Into::into),
+            ..unchecked(parameters)
+        })
+        .unwrap()
+    }
+
+    #[test]
+    fn a_request_is_admitted_only_when_every_parameter_is_allowed() {
+        let fine = vec![
+            RunParameter::new("data", "InputDataUri", "https://b.s3.amazonaws.com/t/x"),
+            RunParameter::new("epochs", "MaxEpochs", "3"),
+            RunParameter::new("compute", "TrainingInstanceType", "ml.m5.xlarge"),
+        ];
+        let admitted = admit_under_b(unchecked(fine.clone())).unwrap();
+        assert_eq!(admitted.request().parameters, fine);
+        let refused = admit_under_b(unchecked(vec![
+            RunParameter::new("epochs", "MaxEpochs", "3"),
+            RunParameter::new("data", "InputDataUri", "s3a://other/x"),
+            RunParameter::new("compute", "TrainingInstanceType", "ml.p5.48xlarge"),
+        ]))
+        .unwrap_err();
+        assert_eq!(
+            refused,
+            Refused {
+                argument: "data".into(),
+                parameter: "InputDataUri".into(),
+                value: "s3a://other/x".into(),
+                refusal: ParameterRefusal::Input(
+                    crate::domain::training_input::InputRefusal::Outside
+                ),
+                allowed: vec!["s3://b/".into()],
+            },
+            "the first refused, by the argument that set it"
+        );
+        let refused = admit_under_b(unchecked(vec![RunParameter::new(
+            "compute",
+            "TrainingInstanceType",
+            "ml.p5.48xlarge",
+        )]))
+        .unwrap_err();
+        assert_eq!(refused.refusal, ParameterRefusal::InstanceType);
+        assert_eq!(refused.allowed, ["ml.m5.xlarge"]);
     }
 
     #[tokio::test]

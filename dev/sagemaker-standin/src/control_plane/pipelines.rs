@@ -208,14 +208,28 @@ pub fn start(state: &AppState, input: &Value) -> Result<Value, AwsError> {
     Ok(json!({"PipelineExecutionArn": arn}))
 }
 
+/// The run an operation names; an unknown one is ResourceNotFound, as SageMaker says it, or
+/// (when the control API asks) a ValidationException, as moto says it.
 pub fn find(state: &AppState, input: &Value) -> Result<Run, AwsError> {
     let arn = str_field(input, "PipelineExecutionArn")?;
-    state.runs.lock().unwrap().get(arn).cloned().ok_or_else(|| {
-        AwsError(
-            StatusCode::BAD_REQUEST,
-            "ResourceNotFound",
-            format!("Pipeline execution {arn} does not exist"),
-        )
+    let run = state.runs.lock().unwrap().get(arn).cloned();
+    run.ok_or_else(|| {
+        if state
+            .control
+            .lock()
+            .unwrap()
+            .missing_execution_as_validation
+        {
+            validation(format!(
+                "Could not find pipeline execution with PipelineExecutionArn {arn}."
+            ))
+        } else {
+            AwsError(
+                StatusCode::BAD_REQUEST,
+                "ResourceNotFound",
+                format!("Pipeline execution {arn} does not exist"),
+            )
+        }
     })
 }
 

@@ -1,5 +1,5 @@
 //! The control API's records: the faults armed for the next InvokeEndpointAsync calls, every
-//! call received, and the step duration it set.
+//! call received, the step duration it set, and how an unknown pipeline execution is answered.
 
 use std::collections::VecDeque;
 
@@ -69,6 +69,9 @@ pub struct Control {
     pub invocations: Vec<Invocation>,
     /// Overrides `--step-millis` for steps that start from now on.
     pub step_millis: Option<u64>,
+    /// An unknown pipeline execution answered as moto does (ValidationException "Could not
+    /// find ..."), not as SageMaker's ResourceNotFound.
+    pub missing_execution_as_validation: bool,
     /// Calls received so far, numbering the invocations.
     pub calls: u64,
 }

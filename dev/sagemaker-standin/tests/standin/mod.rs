@@ -104,6 +104,22 @@ impl Standin {
         )
     }
 
+    /// A control-plane operation (awsJson1_1) as sent raw: its status and body.
+    pub async fn sagemaker(&self, operation: &str, input: Value) -> (u16, Value) {
+        let response = self
+            .http
+            .post(&self.url)
+            .header("x-amz-target", format!("SageMaker.{operation}"))
+            .header("content-type", "application/x-amz-json-1.1")
+            .body(input.to_string())
+            .send()
+            .await
+            .expect("control-plane call");
+        let status = response.status().as_u16();
+        let text = response.text().await.expect("control-plane body");
+        (status, serde_json::from_str(&text).expect("JSON"))
+    }
+
     pub async fn arm(&self, fault: &str, times: u64) {
         let (status, body) = self
             .control(

@@ -5,6 +5,7 @@
 use shared::config::{
     event_bus_name, metrics_namespace, ConfigError, Env, JobRecords, CRASH_MARGIN_SECS,
 };
+use shared::domain::allow_lists::AllowLists;
 use shared::domain::job::{JobPolicy, INLINE_INPUT_MAX_BYTES};
 use shared::domain::quota::{Quota, QuotaLimits};
 use shared::domain::training_input::S3Prefix;
@@ -189,6 +190,16 @@ pub struct TrainingSettings {
     pub instance_types: Vec<String>,
     /// MaxParallelExecutionSteps for every run, when set; otherwise the pipeline's own.
     pub max_parallel_steps: Option<u32>,
+}
+
+impl TrainingSettings {
+    /// What every run's parameters are held to.
+    pub fn allow_lists(&self) -> AllowLists<'_> {
+        AllowLists {
+            input_prefixes: &self.input_prefixes,
+            instance_types: &self.instance_types,
+        }
+    }
 }
 
 impl ToolsConfig {

@@ -10,11 +10,9 @@ use super::jobs::job_timings;
 use super::training::validate_session_id;
 use crate::catalog::{AsyncTool, Catalog, PipelineTool, ASYNC_COMMON_ARGUMENTS};
 use crate::config::ToolsConfig;
-use crate::wording;
 use shared::domain::caller::Caller;
 use shared::domain::job::{Submission, DEFAULT_CONTENT_TYPE};
-use shared::domain::training_input::check_input_uri;
-use shared::usecases::training::TriggerRequest;
+use shared::usecases::training::{RunParameter, TriggerRequest};
 
 /// An async catalog tool as `tools/list` shows it: `generic` (submit_job's definition, so the
 /// annotations, the output schema and the task support are the same) with the tool's own name,
@@ -143,14 +141,8 @@ impl ToolArgs for CatalogRunArgs<'_> {
                 Value::Number(n) => n.to_string(),
                 _ => continue, // scalars only, by the catalog's check
             };
-            // The pipeline's role reads what it is given: data only where any caller may point.
-            if value.trim_start().to_ascii_lowercase().starts_with("s3:") {
-                let allowed = &config.training.input_prefixes;
-                check_input_uri(value.trim(), allowed).map_err(|refusal| {
-                    ToolError::invalid(wording::input_refused(argument, &value, refusal, allowed))
-                })?;
-            }
-            parameters.push((p.parameter.clone(), value));
+            // Held to the allow-lists where every tool's run is: `training::admit`.
+            parameters.push(RunParameter::new(argument, &p.parameter, value));
         }
         Ok(TriggerRequest {
             owner: caller.owner.clone(),

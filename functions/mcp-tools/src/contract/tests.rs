@@ -7,6 +7,7 @@ use shared::domain::caller::Caller;
 use shared::domain::caller::Owner;
 use shared::domain::caller::Principal;
 use shared::ports::AwsFailure;
+use shared::usecases::training::RunParameter;
 
 fn caller() -> Caller {
     Principal::Local.caller()
@@ -122,7 +123,11 @@ fn training_parameters_are_only_those_given_and_checked() {
     let names = PipelineParameters::default();
     assert_eq!(
         t.parameters(&names).unwrap(),
-        vec![("InputDataUri".to_owned(), "s3://b/train/".to_owned())]
+        vec![RunParameter::new(
+            "input_data_uri",
+            "InputDataUri",
+            "s3://b/train/"
+        )]
     );
     let all: TriggerTrainingArgs = serde_json::from_value(
         json!({"input_data_uri": "s3://b/train/t", "session_id": "s-1",

@@ -13,9 +13,10 @@ use shared::domain::caller::Caller;
 use shared::domain::pipeline_status::{ExecutionStatus, PipelineStatus, RunStatus, StepState};
 use shared::domain::run::Run;
 use shared::domain::s3_location::S3Location;
-use shared::domain::training_input::check_input_uri;
 use shared::ports::{ExecutionDescription, StepStatus};
-use shared::usecases::training::{StatusError, TriggerError, TriggerRequest};
+use shared::usecases::training::{
+    Refused, RunParameter, StatusError, TriggerError, TriggerRequest,
+};
 use shared::util::quote;
 
 pub const MAX_EPOCHS: Bounds<u32> = Bounds {
@@ -108,8 +109,8 @@ impl ToolArgs for TriggerTrainingArgs {
             tracing::error!(error = %e, "trigger_training cannot run: the deployment's pipeline parameters are invalid");
             ToolError::invalid(wording::PIPELINE_MISCONFIGURED)
         })?;
+        // Held to the allow-lists where every tool's run is: `training::admit`.
         let parameters = self.parameters(names)?;
-        self.within_allow_lists(config)?;
         let max_parallel_steps = MAX_PARALLEL_STEPS.check(self.max_parallel_steps)?;
         Ok(TriggerRequest {
             owner: caller.owner.clone(),
@@ -128,40 +129,9 @@ impl ToolArgs for TriggerTrainingArgs {
 }
 
 impl TriggerTrainingArgs {
-    /// The data and the instance type are ones the deployment allows any caller: the pipeline's
-    /// role reads what it is given, and its instances are billed to the account.
-    pub fn within_allow_lists(&self, config: &ToolsConfig) -> Result<(), ToolError> {
-        let uri = self.input_data_uri.trim();
-        let allowed = &config.training.input_prefixes;
-        match check_input_uri(uri, allowed) {
-            Ok(()) => {}
-            Err(refusal) => {
-                return Err(ToolError::invalid(wording::input_refused(
-                    "input_data_uri",
-                    uri,
-                    refusal,
-                    allowed,
-                )))
-            }
-        }
-        if let Some(instance) = &self.training_instance_type {
-            if !config.training.instance_types.iter().any(|t| t == instance) {
-                return Err(ToolError::invalid(format!(
-                    "`training_instance_type` {} is not one this deployment allows; use one of: {}",
-                    quote(instance),
-                    config.training.instance_types.join(", ")
-                )));
-            }
-        }
-        Ok(())
-    }
-
     /// The pipeline parameters to pass, under the pipeline's own names: only those given. An
     /// argument the pipeline takes no parameter for is refused rather than dropped.
-    pub fn parameters(
-        &self,
-        names: &PipelineParameters,
-    ) -> Result<Vec<(String, String)>, ToolError> {
+    pub fn parameters(&self, names: &PipelineParameters) -> Result<Vec<RunParameter>, ToolError> {
         validate_session_id(&self.session_id)?;
         let uri = self.input_data_uri.trim();
         if uri.parse::<S3Location>().is_err()
@@ -207,7 +177,7 @@ impl TriggerTrainingArgs {
                     taken.join(", ")
                 )));
             };
-            parameters.push((name.to_owned(), value));
+            parameters.push(RunParameter::new(argument, name, value));
         }
         Ok(parameters)
     }
@@ -379,6 +349,12 @@ impl From<StepStatus> for StepView {
 impl From<TriggerError> for ToolError {
     fn from(e: TriggerError) -> Self {
         ToolError::aws("SageMaker StartPipelineExecution", &e.0)
+    }
+}
+
+impl From<Refused> for ToolError {
+    fn from(refused: Refused) -> Self {
+        ToolError::invalid(wording::parameter_refused(&refused))
     }
 }
 

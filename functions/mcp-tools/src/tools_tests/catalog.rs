@@ -379,3 +379,98 @@ async fn a_pipeline_tools_task_form_is_a_run_task() {
         "mcp-intent-classifier-pipeline"
     );
 }
+
+/// A pipeline tool whose arguments are free strings: only the allow-lists hold what it sends.
+fn open_catalog_world() -> World {
+    let catalog = r#"{"pipeline_tools": [{"name": "retrain_any", "description": "Retrain on anything.",
+        "pipeline": "p2", "parameters": {
+            "data": {"parameter": "InputDataUri", "schema": {"type": "string"}},
+            "compute": {"parameter": "TrainingInstanceType", "schema": {"type": "string"}},
+            "note": {"parameter": "RunNote", "schema": {"type": "string"}}}}]}"#;
+    world_with(
+        &[
+            ("TRAINING_INPUT_PREFIXES", "s3://io-bucket/train/"),
+            ("TRAINING_INSTANCE_TYPES", "ml.m5.xlarge,ml.g5.xlarge"),
+        ],
+        Some(crate::catalog::Catalog::parse(catalog).unwrap()),
+    )
+}
+
+#[tokio::test]
+async fn a_pipeline_tools_every_value_is_held_to_the_allow_lists_in_every_form() {
+    let w = open_catalog_world();
+    let prefixes = "training may read only under: s3://io-bucket/train/. Nothing was started.";
+    let outside = "is not under a prefix this deployment allows";
+    let cases = [
+        (
+            "data",
+            "https://io-bucket.s3.amazonaws.com/inputs/x.csv",
+            outside,
+        ),
+        (
+            "data",
+            "https://s3.us-east-1.amazonaws.com/other/train/x",
+            outside,
+        ),
+        ("data", "s3a://io-bucket/inputs/x.csv", outside),
+        ("data", "S3N://io-bucket/inputs/x.csv", outside),
+        (
+            "note",
+            "https://io-bucket.s3.dualstack.us-east-1.amazonaws.com/inputs/",
+            outside,
+        ),
+        (
+            "data",
+            "https://io-bucket.s3.amazonaws.com/train/../inputs/x",
+            "has a `.`, `..` or empty path segment",
+        ),
+        (
+            "data",
+            "https://ap-123456789012.s3-accesspoint.us-east-1.amazonaws.com/train/x",
+            "is an S3 access point, not a bucket under a prefix this deployment allows",
+        ),
+    ];
+    let writes = w.ports().jobs.calls().1;
+    for (argument, value, why) in cases {
+        let message = w
+            .tool_error("retrain_any", json!({"session_id": "s", argument: value}))
+            .await;
+        assert_eq!(
+            message,
+            format!("`{argument}` {value:?} {why}; {prefixes}"),
+            "{value}"
+        );
+        // The task form too: one place for every run.
+        let task = w
+            .call_as_task("retrain_any", json!({"session_id": "s", argument: value}))
+            .await;
+        assert_eq!(task["isError"], true, "{task}");
+    }
+    for (argument, value) in [
+        ("compute", "ml.p5.48xlarge"),
+        ("compute", "p5.48xlarge"),
+        ("note", "ML.P5.48XLARGE"),
+    ] {
+        let message = w
+            .tool_error("retrain_any", json!({"session_id": "s", argument: value}))
+            .await;
+        assert_eq!(
+            message,
+            format!(
+                "`{argument}` {value:?} is not one this deployment allows; use one of: \
+                 ml.m5.xlarge, ml.g5.xlarge"
+            )
+        );
+    }
+    assert!(w.ports().pipeline.started().is_empty(), "nothing started");
+    assert!(w.ports().runs.all().is_empty(), "nothing recorded");
+    assert_eq!(w.ports().jobs.calls().1, writes, "no quota counted");
+    // The same forms under the prefix, on an allowed instance type, start a run.
+    w.ok(
+        "retrain_any",
+        json!({"session_id": "s", "data": "https://s3.amazonaws.com/io-bucket/train/x.csv",
+               "compute": "ml.g5.xlarge", "note": "nightly"}),
+    )
+    .await;
+    assert_eq!(w.ports().pipeline.started().len(), 1);
+}
