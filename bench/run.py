@@ -57,10 +57,13 @@ def parse_args() -> argparse.Namespace:
     return parser.parse_args()
 
 
-def check_prerequisites() -> None:
-    missing = [f for f in FUNCTIONS if not (RELEASE / f).exists()]
+def check_prerequisites(hostile_only: bool) -> None:
+    # The hostile-input section runs mcp-tools alone, with no Python reference.
+    missing = [f for f in (["mcp-tools"] if hostile_only else FUNCTIONS) if not (RELEASE / f).exists()]
     if missing:
         sys.exit(f"missing release builds: {', '.join(missing)} (run `make bench`, which builds them)")
+    if hostile_only:
+        return
     try:
         importlib.import_module("awslambdaric")
     except ImportError:
@@ -78,7 +81,7 @@ def fresh_ids():
 
 def main() -> int:
     args = parse_args()
-    check_prerequisites()
+    check_prerequisites(args.hostile_only)
     started_at = time.time()
     work = Path(tempfile.mkdtemp(prefix="mcp-bench-"))
     if args.hostile_only:
