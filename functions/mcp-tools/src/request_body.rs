@@ -140,6 +140,37 @@ impl Budget {
     }
 }
 
+/// A value of the wrong kind where the door looks for an object: counted, and read as
+/// `$default` (rmcp refuses the message). Arrays are walked to count their values.
+macro_rules! other_values_read_as {
+    ($value:ty, $default:expr) => {
+        fn visit_bool<E: de::Error>(self, _: bool) -> Result<$value, E> {
+            self.0.take().map(|()| $default)
+        }
+        fn visit_i64<E: de::Error>(self, _: i64) -> Result<$value, E> {
+            self.0.take().map(|()| $default)
+        }
+        fn visit_u64<E: de::Error>(self, _: u64) -> Result<$value, E> {
+            self.0.take().map(|()| $default)
+        }
+        fn visit_f64<E: de::Error>(self, _: f64) -> Result<$value, E> {
+            self.0.take().map(|()| $default)
+        }
+        fn visit_str<E: de::Error>(self, _: &str) -> Result<$value, E> {
+            self.0.take().map(|()| $default)
+        }
+        fn visit_unit<E: de::Error>(self) -> Result<$value, E> {
+            self.0.take().map(|()| $default)
+        }
+    };
+    ($value:ty, $default:expr, arrays) => {
+        other_values_read_as!($value, $default);
+        fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<$value, A::Error> {
+            Any(self.0).visit_seq(seq).map(|()| $default)
+        }
+    };
+}
+
 /// The top level: one message, or a batch of them.
 struct BodyVisitor<'b>(&'b Budget);
 
@@ -170,24 +201,7 @@ impl<'de> Visitor<'de> for BodyVisitor<'_> {
         })
     }
 
-    fn visit_bool<E: de::Error>(self, _: bool) -> Result<RpcBody, E> {
-        self.0.take().map(|()| RpcBody::default())
-    }
-    fn visit_i64<E: de::Error>(self, _: i64) -> Result<RpcBody, E> {
-        self.0.take().map(|()| RpcBody::default())
-    }
-    fn visit_u64<E: de::Error>(self, _: u64) -> Result<RpcBody, E> {
-        self.0.take().map(|()| RpcBody::default())
-    }
-    fn visit_f64<E: de::Error>(self, _: f64) -> Result<RpcBody, E> {
-        self.0.take().map(|()| RpcBody::default())
-    }
-    fn visit_str<E: de::Error>(self, _: &str) -> Result<RpcBody, E> {
-        self.0.take().map(|()| RpcBody::default())
-    }
-    fn visit_unit<E: de::Error>(self) -> Result<RpcBody, E> {
-        self.0.take().map(|()| RpcBody::default())
-    }
+    other_values_read_as!(RpcBody, RpcBody::default());
 }
 
 /// One message and its task id.
@@ -253,27 +267,7 @@ impl<'de> Visitor<'de> for MessageVisitor<'_> {
         Ok(scanned)
     }
 
-    fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Scanned, A::Error> {
-        Any(self.0).visit_seq(seq).map(|()| Scanned::default())
-    }
-    fn visit_bool<E: de::Error>(self, _: bool) -> Result<Scanned, E> {
-        self.0.take().map(|()| Scanned::default())
-    }
-    fn visit_i64<E: de::Error>(self, _: i64) -> Result<Scanned, E> {
-        self.0.take().map(|()| Scanned::default())
-    }
-    fn visit_u64<E: de::Error>(self, _: u64) -> Result<Scanned, E> {
-        self.0.take().map(|()| Scanned::default())
-    }
-    fn visit_f64<E: de::Error>(self, _: f64) -> Result<Scanned, E> {
-        self.0.take().map(|()| Scanned::default())
-    }
-    fn visit_str<E: de::Error>(self, _: &str) -> Result<Scanned, E> {
-        self.0.take().map(|()| Scanned::default())
-    }
-    fn visit_unit<E: de::Error>(self) -> Result<Scanned, E> {
-        self.0.take().map(|()| Scanned::default())
-    }
+    other_values_read_as!(Scanned, Scanned::default(), arrays);
 }
 
 /// The text kept when it is within `max` bytes; a longer one is noted in `too_long`.
@@ -348,27 +342,7 @@ impl<'de> Visitor<'de> for ParamsVisitor<'_> {
         Ok(params)
     }
 
-    fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Params, A::Error> {
-        Any(self.0).visit_seq(seq).map(|()| Params::default())
-    }
-    fn visit_bool<E: de::Error>(self, _: bool) -> Result<Params, E> {
-        self.0.take().map(|()| Params::default())
-    }
-    fn visit_i64<E: de::Error>(self, _: i64) -> Result<Params, E> {
-        self.0.take().map(|()| Params::default())
-    }
-    fn visit_u64<E: de::Error>(self, _: u64) -> Result<Params, E> {
-        self.0.take().map(|()| Params::default())
-    }
-    fn visit_f64<E: de::Error>(self, _: f64) -> Result<Params, E> {
-        self.0.take().map(|()| Params::default())
-    }
-    fn visit_str<E: de::Error>(self, _: &str) -> Result<Params, E> {
-        self.0.take().map(|()| Params::default())
-    }
-    fn visit_unit<E: de::Error>(self) -> Result<Params, E> {
-        self.0.take().map(|()| Params::default())
-    }
+    other_values_read_as!(Params, Params::default(), arrays);
 }
 
 /// `params._meta`: the progress token and the per-request protocol version past their bounds.
@@ -410,27 +384,7 @@ impl<'de> Visitor<'de> for MetaVisitor<'_> {
         Ok(too_long)
     }
 
-    fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Vec<TooLong>, A::Error> {
-        Any(self.0).visit_seq(seq).map(|()| Vec::new())
-    }
-    fn visit_bool<E: de::Error>(self, _: bool) -> Result<Vec<TooLong>, E> {
-        self.0.take().map(|()| Vec::new())
-    }
-    fn visit_i64<E: de::Error>(self, _: i64) -> Result<Vec<TooLong>, E> {
-        self.0.take().map(|()| Vec::new())
-    }
-    fn visit_u64<E: de::Error>(self, _: u64) -> Result<Vec<TooLong>, E> {
-        self.0.take().map(|()| Vec::new())
-    }
-    fn visit_f64<E: de::Error>(self, _: f64) -> Result<Vec<TooLong>, E> {
-        self.0.take().map(|()| Vec::new())
-    }
-    fn visit_str<E: de::Error>(self, _: &str) -> Result<Vec<TooLong>, E> {
-        self.0.take().map(|()| Vec::new())
-    }
-    fn visit_unit<E: de::Error>(self) -> Result<Vec<TooLong>, E> {
-        self.0.take().map(|()| Vec::new())
-    }
+    other_values_read_as!(Vec<TooLong>, Vec::new(), arrays);
 }
 
 /// A member's name. Names the door looks for are short: a longer one is kept only by its

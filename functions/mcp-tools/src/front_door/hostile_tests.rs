@@ -2,7 +2,6 @@
 //! every value the door bounds refused with a short quote before rmcp could echo it whole.
 
 use http_body_util::BodyExt;
-use lambda_http::RequestExt;
 use serde_json::{json, Value};
 
 use super::*;
@@ -21,21 +20,11 @@ fn door(
     (FrontDoor::new(config, w.deps.clone()), w)
 }
 
+/// A POST to /mcp as the oauth-mode tests build it, with `body` as it is and `headers` in
+/// place of the defaults.
 fn request(token: Option<&str>, headers: &[(&str, &str)], body: String) -> lambda_http::Request {
-    let mut builder = http::Request::builder()
-        .method("POST")
-        .uri("https://mcp.example.com/mcp")
-        .header("host", "mcp.example.com")
-        .header("content-type", "application/json")
-        .header("accept", "application/json, text/event-stream")
-        .header("mcp-protocol-version", "2025-11-25");
-    if let Some(token) = token {
-        builder = builder.header("authorization", format!("Bearer {token}"));
-    }
-    let mut request = builder
-        .body(lambda_http::Body::from(body))
-        .unwrap()
-        .with_raw_http_path("/mcp");
+    let mut request = super::oauth_door_tests::request("POST", "/mcp", token, Value::Null);
+    *request.body_mut() = lambda_http::Body::from(body);
     for (name, value) in headers {
         let name = http::HeaderName::from_bytes(name.as_bytes()).unwrap();
         request.headers_mut().insert(name, value.parse().unwrap());

@@ -24,7 +24,12 @@ fn door() -> (
     (FrontDoor::with_verifier(config, w.deps.clone(), keys), w)
 }
 
-fn request(method: &str, path: &str, token: Option<&str>, body: Value) -> lambda_http::Request {
+pub(super) fn request(
+    method: &str,
+    path: &str,
+    token: Option<&str>,
+    body: Value,
+) -> lambda_http::Request {
     let mut builder = http::Request::builder()
         .method(method)
         .uri(format!("https://mcp.example.com{path}"))
