@@ -2,9 +2,11 @@
 of the same size, the function in its own process under a Runtime API of its own (runtime_api.py),
 bearer mode, serving the example catalog.
 
-Peak memory is the process's VmHWM from /proc/<pid>/status, reset before each request (writing 5
+Peak memory is the process's VmHWM from /proc/<pid>/status, reset before the request (writing 5
 to /proc/<pid>/clear_refs), less its resident memory just before it: what that one request added
-at its peak. Time is the Runtime API's, from the event's last byte out to the reply's last byte in.
+at its peak. Each request runs in a fresh process, warmed by one tools/list. Time is the Runtime API's, from the event's last byte out to the reply's last byte in.
+The cheap request beside each is the same size and refused as cheaply as the function can: a body
+that is not JSON, a string where an object is wanted, or the same array where a string is wanted.
 No request here reaches AWS: each is refused before any call (AWS_ENDPOINT_URL points at a closed
 port, so one that did would fail, not pass).
 
@@ -159,7 +161,7 @@ def pairs() -> list[tuple[str, dict, dict]]:
          {"body": tools_call("submit_job", {"payload": "x" * (five_mb - 230)})}),
         (f"{many:,} `{{}}` customers against maxItems 500 (score_churn_risk)",
          {"body": tools_call("score_churn_risk", '{"customers":' + customers + "}")},
-         {"body": tools_call("score_churn_risk", {"customers": "x" * len(customers)})}),
+         {"body": tools_call("summarize_document", '{"document":' + customers + "}")}),
         ("1,300,000 `{}` customers (past the body's bound of values)",
          {"body": tools_call("score_churn_risk", '{"customers":' + over_values + "}")},
          {"body": tools_call("score_churn_risk", {"customers": "x" * len(over_values)})}),
@@ -168,31 +170,43 @@ def pairs() -> list[tuple[str, dict, dict]]:
          {"body": json.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/list", "pad": "m" * 299_970}).encode()}),
         ("a 100 KB progress token",
          {"body": tools_call("check_job_status", {"inference_id": "x"}, {"progressToken": "t" * 100_000})},
-         {"body": tools_call("check_job_status", {"inference_id": "x"}, {"pad": "t" * 100_000})}),
+         {"body": json.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/list",
+                              "params": {"_meta": {"pad": "t" * 100_000}}}).encode()}),
     ]
 
 
 def bench_hostile(binary: Path, work: Path, repeats: int = 3) -> list[dict]:
-    """Each pair's median peak and time over `repeats` runs, hostile and cheap in turn."""
-    fn = McpTools(binary, work / "mcp-tools-hostile.log")
-    try:
-        fn.call(json.dumps({"jsonrpc": "2.0", "id": 0, "method": "tools/list"}).encode())  # warm
-        rows = []
-        for what, hostile, cheap in pairs():
-            runs = [(fn.call(**hostile), fn.call(**cheap)) for _ in range(repeats)]
-            median = lambda xs: sorted(xs)[len(xs) // 2]  # noqa: E731
-            rows.append({
-                "what": what,
-                "bytes": len(hostile["body"]),
-                "status": runs[0][0].status,
-                "answer": runs[0][0].body[:160].decode(errors="replace"),
-                "answer_bytes": len(runs[0][0].body),
-                "peak_mb": median([h.peak_mb for h, _ in runs]),
-                "ms": median([h.ms for h, _ in runs]),
-                "cheap_peak_mb": median([c.peak_mb for _, c in runs]),
-                "cheap_ms": median([c.ms for _, c in runs]),
-            })
-        rows.append({"baseline_rss_mb": fn.status("VmRSS") / 1024})
-        return rows
-    finally:
-        fn.close()
+    """Each pair's median peak and time over `repeats` runs. Every request runs in a fresh,
+    warmed process: in a process that served a large request before, the allocator's retained
+    pages would hide part of the next one's peak."""
+    warm = json.dumps({"jsonrpc": "2.0", "id": 0, "method": "tools/list"}).encode()
+    baseline: list[float] = []
+
+    def measured(request: dict) -> Reply:
+        fn = McpTools(binary, work / "mcp-tools-hostile.log")
+        try:
+            fn.call(warm)
+            baseline.append(fn.status("VmRSS") / 1024)
+            return fn.call(**request)
+        finally:
+            fn.close()
+
+    def median(xs):
+        return sorted(xs)[len(xs) // 2]
+
+    rows = []
+    for what, hostile, cheap in pairs():
+        runs = [(measured(hostile), measured(cheap)) for _ in range(repeats)]
+        rows.append({
+            "what": what,
+            "bytes": len(hostile["body"]),
+            "status": runs[0][0].status,
+            "answer": runs[0][0].body[:160].decode(errors="replace"),
+            "answer_bytes": len(runs[0][0].body),
+            "peak_mb": median([h.peak_mb for h, _ in runs]),
+            "ms": median([h.ms for h, _ in runs]),
+            "cheap_peak_mb": median([c.peak_mb for _, c in runs]),
+            "cheap_ms": median([c.ms for _, c in runs]),
+        })
+    rows.append({"baseline_rss_mb": median(baseline)})
+    return rows

@@ -255,10 +255,13 @@ def hostile_section(rows: list[dict], provenance: str) -> list[str]:
     baseline = next((r["baseline_rss_mb"] for r in rows if "baseline_rss_mb" in r), 0.0)
     lines = ["", HOSTILE_HEADING, "",
              "mcp-tools (release), bearer mode, the example catalog, in its own process under the bench's Runtime "
-             "API. Peak: what the request added to the process's resident memory at its peak (VmHWM, reset before "
-             f"each request, less VmRSS just before it); the warm process holds {baseline:.1f} MB. Time: from the "
-             "event out to the reply's last byte in. The cheap request is the same size: a body that is not JSON, "
-             "or the same argument as a string where the schema wants an array. Medians of 3.", "",
+             "API, a fresh process for each request, warmed by one tools/list. Peak: what the request added to the "
+             f"process's resident memory at its peak (VmHWM, reset before the request, less VmRSS just before it); "
+             f"the warm process holds {baseline:.1f} MB. Time: from the "
+             "event out to the reply's last byte in. The cheap request is the same size, refused as cheaply as "
+             "the function can: a body that is not JSON, a string where an object is wanted, the same array where a "
+             "string is wanted (the type check before the schema), or tools/list with the same bytes in `_meta`. "
+             "Medians of 3.", "",
              "| request | bytes | answer | peak | time | same-size cheap one: peak | time |",
              "|---|---|---|---|---|---|---|"]
     for r in rows:
