@@ -198,3 +198,19 @@ def test_an_mcp_only_run_replaces_its_section_and_its_rows_of_the_calls_table():
         "| notification-handler: SQS batch of 100 (output in S3) | 200 calls |"]
     assert spliced.split("## mcp-tools through")[0] == full.split("## mcp-tools through")[0]
     assert spliced.split("## SQS batch of 100")[1] == full.split("## SQS batch of 100")[1]
+
+
+def test_the_hostile_section_shows_each_request_beside_its_cheap_one_and_replaces_only_itself():
+    from render import HOSTILE_HEADING, splice_hostile
+    rows = [{"what": "5 MB `[0,0,…]`, no token", "bytes": 5_238_783, "status": 401, "answer": "Unauthorized",
+             "answer_bytes": 46, "peak_mb": 15.04, "ms": 36.01, "cheap_peak_mb": 14.96, "cheap_ms": 35.7},
+            {"baseline_rss_mb": 15.2}]
+    text = "# Benchmarks\n\n## Warm\n\nwarm\n\n## Handler CPU per notification (criterion, no I/O)\n\ncpu\n"
+    once = splice_hostile(text, rows, "From the hostile run.")
+    assert "| 5 MB `[0,0,…]`, no token | 5,238,783 | 401, 46 bytes | 15.0 MB | 36.0 ms | 15.0 MB | 35.7 ms |" in once
+    assert "the warm process holds 15.2 MB" in once and "From the hostile run." in once
+    assert once.index(HOSTILE_HEADING) < once.index("## Handler CPU")
+    assert "\nwarm\n" in once and "\ncpu\n" in once
+    rows[0]["ms"] = 99.0
+    twice = splice_hostile(once, rows, "Again.")
+    assert twice.count(HOSTILE_HEADING) == 1 and "| 99.0 ms |" in twice and "From the hostile run." not in twice
