@@ -181,9 +181,9 @@ fn oauth_config(issuer: &str) -> OAuthConfig {
     }
 }
 
-#[tokio::test]
-async fn openid_discovery_leads_to_the_keys() {
-    let server = Server::start(|base| {
+/// An issuer on this machine with OpenID metadata that names its keys.
+async fn openid_issuer() -> Server {
+    Server::start(|base| {
         let metadata = json!({"issuer": base, "jwks_uri": format!("{base}/keys")});
         vec![
             route(
@@ -194,7 +194,12 @@ async fn openid_discovery_leads_to_the_keys() {
             route("/keys", 200, jwks_document()),
         ]
     })
-    .await;
+    .await
+}
+
+#[tokio::test]
+async fn openid_discovery_leads_to_the_keys() {
+    let server = openid_issuer().await;
     let config = oauth_config(&server.base);
     let v = Verifier::new(&config);
     let t = rs256(&with(claims(), json!({"iss": server.base})));
@@ -363,18 +368,7 @@ fn a_tls_client_builds() {
 
 #[tokio::test]
 async fn without_the_flag_nothing_on_this_machine_is_connected_to() {
-    let server = Server::start(|base| {
-        let metadata = json!({"issuer": base, "jwks_uri": format!("{base}/keys")});
-        vec![
-            route(
-                "/.well-known/openid-configuration",
-                200,
-                metadata.to_string(),
-            ),
-            route("/keys", 200, jwks_document()),
-        ]
-    })
-    .await;
+    let server = openid_issuer().await;
     let port = server.port;
     let production = |issuer: String, jwks_uri: Option<String>| OAuthConfig {
         issuer,
