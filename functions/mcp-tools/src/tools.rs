@@ -448,9 +448,19 @@ impl<B: Backend> Tools<B> {
         let d = &self.deps;
         let (jobs, objects, endpoint) = (d.ports.jobs(), d.ports.objects(), d.ports.endpoint());
         let now = d.clock.now();
-        let taken = quota::take_submit(jobs, &d.config.quotas, &submission, now).await?;
-        let submitted =
-            submit::submit_job(jobs, objects, endpoint, d.settings, &submission, now).await;
+        // The quota's check reads a keyed job once; the submit plans from that read.
+        let quota::SubmitCount { taken, stored } =
+            quota::take_submit(jobs, &d.config.quotas, &submission, now).await?;
+        let submitted = submit::submit_job(
+            jobs,
+            objects,
+            endpoint,
+            d.settings,
+            &submission,
+            stored,
+            now,
+        )
+        .await;
         match &submitted {
             Ok(s) if !s.replay => telemetry::job_submitted(),
             // A concurrent call with the same key submitted it: this one started nothing.

@@ -10,7 +10,7 @@ use chrono::{DateTime, Utc};
 
 use crate::domain::caller::Owner;
 use crate::domain::item::Applied;
-use crate::domain::job::{plan_submit, Submission, SubmitPlan};
+use crate::domain::job::{plan_submit, Job, Submission, SubmitPlan};
 use crate::domain::quota::{lease_until, Quota, QuotaLimits, WaitSlot, WindowCounter};
 use crate::ports::{JobStore, StoreError};
 
@@ -63,6 +63,16 @@ async fn take<S: JobStore>(
     }
 }
 
+/// What counting a submission found: the count taken (None when nothing is to start, or the
+/// quota is off) and the key's job as the check read it, for the submit to plan from without
+/// reading it again.
+#[derive(Debug)]
+pub struct SubmitCount {
+    pub taken: Option<Taken>,
+    /// The live job stored under the key (None when there is none, or nothing was read).
+    pub stored: Option<Job>,
+}
+
 /// A submission counts when it starts work: a new job, or a lost one re-driven. A replay of
 /// a key's job, or a key in use by a concurrent call, does not. Without a key every
 /// submission is new, and nothing is read.
@@ -71,25 +81,30 @@ pub async fn take_submit<S: JobStore>(
     limits: &QuotaLimits,
     submission: &Submission,
     now: DateTime<Utc>,
-) -> Result<Option<Taken>, QuotaError> {
+) -> Result<SubmitCount, QuotaError> {
+    let mut count = SubmitCount {
+        taken: None,
+        stored: None,
+    };
     if limits.submits_per_minute == 0 {
-        return Ok(None);
+        return Ok(count);
     }
     if submission.keyed {
-        let stored = store
+        count.stored = store
             .get(&submission.inference_id, now)
             .await
             .map_err(|source| QuotaError::Store {
                 quota: Quota::Submits,
                 source,
             })?;
-        let plan = plan_submit(stored.as_ref(), submission, now);
+        let plan = plan_submit(count.stored.as_ref(), submission, now);
         if !matches!(plan, SubmitPlan::Reserve | SubmitPlan::Redrive { .. }) {
-            return Ok(None);
+            return Ok(count);
         }
     }
     let limit = limits.submits_per_minute;
-    take(store, &submission.owner, Quota::Submits, limit, 60, now).await
+    count.taken = take(store, &submission.owner, Quota::Submits, limit, 60, now).await?;
+    Ok(count)
 }
 
 /// A training run to be started counts against the owner's runs per hour.
@@ -340,6 +355,7 @@ mod tests {
                 take_submit(&store, &limits(), &submission(&alice, None), now)
                     .await
                     .unwrap()
+                    .taken
                     .is_some()
             );
         }
@@ -370,21 +386,26 @@ mod tests {
         let alice = owner("alice");
         let now = at(1_800_000_000);
         let keyed = submission(&alice, Some("k"));
-        let taken = take_submit(&store, &limits(), &keyed, now).await.unwrap();
-        assert!(taken.is_some(), "a new key's job starts work");
+        let count = take_submit(&store, &limits(), &keyed, now).await.unwrap();
+        assert!(count.taken.is_some(), "a new key's job starts work");
+        assert!(count.stored.is_none());
         // Its job is stored: the same key again starts nothing and counts nothing.
         let policy = crate::domain::job::JobPolicy::default();
         store
             .write(&crate::domain::job::reserve(&keyed, &policy, now))
             .await
             .unwrap();
-        assert!(take_submit(&store, &limits(), &keyed, now)
-            .await
-            .unwrap()
-            .is_none());
+        let replay = take_submit(&store, &limits(), &keyed, now).await.unwrap();
+        assert!(replay.taken.is_none());
+        assert_eq!(
+            replay.stored.map(|job| job.inference_id),
+            Some(keyed.inference_id.clone()),
+            "what the check read goes to the submit"
+        );
         let second = take_submit(&store, &limits(), &submission(&alice, None), now)
             .await
-            .unwrap();
+            .unwrap()
+            .taken;
         assert!(
             take_submit(&store, &limits(), &submission(&alice, None), now)
                 .await
@@ -460,6 +481,7 @@ mod tests {
             take_submit(&store, &limits(), &submission(&alice, None), now)
                 .await
                 .unwrap()
+                .taken
                 .is_some()
         );
         let next_minute = at(1_800_000_060);

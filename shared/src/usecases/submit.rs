@@ -108,12 +108,16 @@ struct Submit<'a, S, O, I> {
     started: Instant,
 }
 
+/// `stored`: the key's live job as a read just before found it (the quota check's), planned
+/// from without reading again; None when there is none or nothing was read, and the first
+/// round then writes without reading.
 pub async fn submit_job<S, O, I>(
     store: &S,
     objects: &O,
     invoker: &I,
     settings: JobSettings,
     submission: &Submission,
+    stored: Option<Job>,
     now: DateTime<Utc>,
 ) -> Result<Submitted, SubmitError>
 where
@@ -130,7 +134,7 @@ where
         now,
         started: Instant::now(),
     };
-    call.run().await
+    call.run(stored).await
 }
 
 impl<S: JobStore, O: ObjectStore, I: AsyncInvoker> Submit<'_, S, O, I> {
@@ -143,10 +147,11 @@ impl<S: JobStore, O: ObjectStore, I: AsyncInvoker> Submit<'_, S, O, I> {
         &self.submission.inference_id
     }
 
-    /// The state machine: the first round writes the reservation without reading (a new key,
-    /// the common case, costs one call less, and a refused write returns what is stored).
-    async fn run(&self) -> Result<Submitted, SubmitError> {
-        let mut step = Step::Plan(None);
+    /// The state machine. The first round plans from what the caller read, or, when nothing
+    /// was read, writes the reservation without reading (a new key, the common case, costs one
+    /// call less, and a refused write returns what is stored).
+    async fn run(&self, stored: Option<Job>) -> Result<Submitted, SubmitError> {
+        let mut step = Step::Plan(stored);
         let mut rounds = 0;
         loop {
             step = match step {
@@ -415,7 +420,16 @@ mod tests {
             s: &Submission,
             now: DateTime<Utc>,
         ) -> Result<Submitted, SubmitError> {
-            submit_job(&self.jobs, &self.objects, &self.invoker, SETTINGS, s, now).await
+            submit_job(
+                &self.jobs,
+                &self.objects,
+                &self.invoker,
+                SETTINGS,
+                s,
+                None,
+                now,
+            )
+            .await
         }
     }
 

@@ -200,6 +200,7 @@ async fn submits_over_the_quota_start_nothing_and_say_when_to_come_back() {
     .await;
     bob.ok(names::SUBMIT_JOB, json!({"document": "bob's"}))
         .await;
+    let before = w.ports().jobs.calls();
     let replay = bob
         .ok(
             names::SUBMIT_JOB,
@@ -207,6 +208,9 @@ async fn submits_over_the_quota_start_nothing_and_say_when_to_come_back() {
         )
         .await;
     assert_eq!(replay["idempotent_replay"], true);
+    // One plan per submit: the quota's check reads the key's job once and the submit answers
+    // from that read, with no write and no second read.
+    assert_eq!(w.ports().jobs.calls(), (before.0 + 1, before.1));
     // The window ends and the count starts again.
     tokio::time::advance(std::time::Duration::from_secs(61)).await;
     w.ok(names::SUBMIT_JOB, json!({"document": "next minute"}))
