@@ -148,7 +148,7 @@ conformance: venv $(CONFORMANCE)
 FUNCTION_BINS := --bin notification-handler --bin pipeline-router --bin mcp-tools --bin gateway-target
 bench: venv rust-target
 	$(PY) -m pip install --quiet --disable-pip-version-check -r bench/requirements.txt
-	cargo build --release --locked $(FUNCTION_BINS)
+	cargo build --release --locked $(FUNCTION_BINS) --bin empty-buffered --bin empty-streaming
 	cargo lambda build --release --arm64 --locked --output-format zip $(FUNCTION_BINS)
 	AWS_LC_SYS_NO_JITTER_ENTROPY=0 cargo build --release --locked -q --manifest-path bench/entropy/Cargo.toml \
 		--target-dir target/entropy-jitter

@@ -13,6 +13,8 @@ ROOT = Path(__file__).resolve().parents[1]
 RELEASE = ROOT / "target" / "release"
 LAMBDA_ZIPS = ROOT / "target" / "lambda"
 FUNCTIONS = ["notification-handler", "pipeline-router", "mcp-tools", "gateway-target"]
+# The empty Rust Lambdas (bench/empty-function): the floors of init.
+FLOOR_BINS = ["empty-buffered", "empty-streaming"]
 
 
 def criterion() -> dict:

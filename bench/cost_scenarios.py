@@ -117,7 +117,7 @@ class CostRun:
         tools = fns.rust["mcp-tools"]
         self.tools = Tools(tools, emulator.http_endpoint)
         self.s3_input_tools = Tools(variant(tools, S3_INPUT_ENV, "cost-tools-s3-input.log"), emulator.http_endpoint)
-        self.out: dict = {"jobs": {}, "long_polls": {}, "s3_input_jobs": {}, "buffer": {}, "training": None}
+        self.out: dict = {"jobs": {}, "response_in_s3": None, "long_polls": {}, "s3_input_jobs": {}, "buffer": {}, "training": None}
 
     def create_resources(self, pipeline_name: str) -> None:
         """The direct topic, the buffered one with its queue, and the pipeline."""
@@ -155,6 +155,7 @@ class CostRun:
                                                  "session_id": "sess-warm"})
             for each in self.designs:
                 await self.jobs(each)
+            self.out["response_in_s3"] = await self.median_job(label, OUTPUT_BODY, response_in_message=False)
             for size, body in COST_OUTPUTS.items():
                 self.out["s3_input_jobs"][(label, size)] = await self.median_job(label, body, self.s3_input_tools)
             for batch_size in (10, 100):
@@ -162,10 +163,13 @@ class CostRun:
             self.out["training"] = await self.training()
 
     def notify(self, label: str, inference_id: str, body: bytes, topic: str,
-               submitted: Part | None = None) -> tuple[Part, Part]:
+               submitted: Part | None = None, response_in_message: bool = True) -> tuple[Part, Part]:
         """SageMaker's part (the input read when submit_job stored it, the output written, the
         notification published), then the notification recorded by the design's handler, as SNS
-        delivers it to a function. A long poll's reads may come in between: they are the check's."""
+        delivers it to a function. A long poll's reads may come in between: they are the check's.
+        The notification carries the response as an endpoint the stack wires publishes it
+        (IncludeInferenceResponseIn: up to 128 KB); without `response_in_message`, as one wired
+        without it."""
         def since(mark: int) -> list:
             return [c for c in self.recorder.since(mark) if c.operation != "DynamoDB GetItem"]
 
@@ -174,7 +178,7 @@ class CostRun:
         for key in stored_inputs(submitted):
             self.s3.get_object(Bucket=IO_BUCKET, Key=key)
         self.s3.put_object(Bucket=IO_BUCKET, Key=f"outputs/{inference_id}.out", Body=body)
-        message = notification_message(inference_id, location)
+        message = notification_message(inference_id, location, body if response_in_message else None)
         self.sns.publish(TopicArn=topic, Message=message)
         sagemaker = Part(since(mark))
         mark = self.recorder.mark()
@@ -205,17 +209,19 @@ class CostRun:
                                                      "idempotency_key": self.fresh("cost")}, via)
         return reply["inference_id"], part
 
-    async def one_check_job(self, label: str, body: bytes, via: Tools | None = None) -> dict:
+    async def one_check_job(self, label: str, body: bytes, via: Tools | None = None,
+                            response_in_message: bool = True) -> dict:
         inference_id, submitted = await self.submit(via)
-        sagemaker, notified = self.notify(label, inference_id, body, self.direct_topic, submitted)
+        sagemaker, notified = self.notify(label, inference_id, body, self.direct_topic, submitted, response_in_message)
         reply, checked = await self.tool("check_job_status", {"inference_id": inference_id}, via)
         self.fetch(reply, checked)
         return {"submit": submitted, "sagemaker": sagemaker, "notification": notified, "check": checked}
 
-    async def median_job(self, label: str, body: bytes, via: Tools | None = None) -> dict:
+    async def median_job(self, label: str, body: bytes, via: Tools | None = None,
+                         response_in_message: bool = True) -> dict:
         """The job with one check, COST_REPEATS times: the calls are the same each time, and the
         median job by price evens out the durations."""
-        runs = sorted([await self.one_check_job(label, body, via) for _ in range(COST_REPEATS)],
+        runs = sorted([await self.one_check_job(label, body, via, response_in_message) for _ in range(COST_REPEATS)],
                       key=lambda parts: sum(p.bill().total for p in parts.values()))
         return runs[len(runs) // 2]
 

@@ -17,6 +17,7 @@ TRICKLE_PER_S = 1e6 / (30 * 24 * 3600)
 BUFFER_WINDOW_S = {10: 0, 100: 1}
 BUFFER_CHANGE = "SqsBatchSize 10, no window (kept) against 100 with a 1 s window"
 S3_INPUT_SCENARIO = f"job, one check, input through S3 ({S3_INPUT_SETTING})"
+RESPONSE_IN_S3_SCENARIO = "job, one check, the output not in the notification (no IncludeInferenceResponseIn)"
 INPUT_CHANGE = f"{S3_INPUT_SETTING} → the default (inputs up to 128,000 bytes inline)"
 
 NOTES = [
@@ -27,9 +28,9 @@ NOTES = [
     "and the topic's owner pays for them.",
     "Lambda: each invocation's measured duration on this machine against moto, billed per ms at 128 MB "
     "(arm64); a real service answers at its own speed, and moto answers a batch's calls one at a time. "
-    "mcp-tools streams its replies (RESPONSE_STREAM), and through this bench's Runtime API each of its "
-    "invocations takes about 40 ms longer than a buffered reply did: these durations include that. Warm "
-    "invocations only: a cold start's init is billed too for a custom runtime, once per instance.",
+    "mcp-tools streams its replies (RESPONSE_STREAM) on a Runtime API connection with TCP_NODELAY "
+    "(docs/performance.md): no reply waits for a delayed ACK. Warm invocations only: a cold start's init is "
+    "billed too for a custom runtime, once per instance.",
     "DynamoDB units are from the item sizes the emulator saw, by DynamoDB's published rules: a write the "
     "larger of the item before and after per 1 KB, a strongly consistent read per 4 KB (every read here is "
     "one). Every conditional write here succeeds; a refused one is billed too.",
@@ -113,6 +114,8 @@ def summarize_cost(c: dict) -> results.Cost:
     new, old, reference = list(dict.fromkeys(design for design, _ in c["jobs"]))
     jobs = {key: table.row("job, one check", key[0], OUTPUT_LABELS[key[1]], job(parts))
             for key, parts in c["jobs"].items()}
+    in_s3 = (table.row(RESPONSE_IN_S3_SCENARIO, new, OUTPUT_LABELS["small"], job(c["response_in_s3"]))
+             if c.get("response_in_s3") else None)
     poll_label = f"job, long-poll check (wait_secs={LONG_POLL_WAIT_S}, notified {LONG_POLL_DONE_S:g} s in)"
     polls = {key: table.row(poll_label, key[0], OUTPUT_LABELS[key[1]], job(parts))
              for key, parts in c["long_polls"].items()}
@@ -129,7 +132,8 @@ def summarize_cost(c: dict) -> results.Cost:
     return results.Cost(region=cost.PRICES_REGION, checked=cost.PRICES_CHECKED, prices=dict(cost.PRICES),
                         sources=list(cost.SOURCES), rows=table.rows,
                         headline=headline(jobs, polls, new, old, reference, c["jobs"][(new, "small")])
-                        + input_headline(jobs, through_s3, new) + reads_headline(c["jobs"][(new, "small")]),
+                        + response_headline(jobs[(new, "small")], in_s3) + input_headline(jobs, through_s3, new)
+                        + reads_headline(c["jobs"][(new, "small")]),
                         changes=changes, notes=list(NOTES))
 
 
@@ -174,6 +178,17 @@ def headline(jobs: dict, polls: dict, new: str, old: str, reference: str, small_
         f"({ref_medium.total / medium.total:.1f}x), its dominant term then {term(ref_medium)}; the Rust handler at "
         f"the old 64 KiB limit costs the same {per_million(old_medium.total)}: the difference is where the result "
         f"is stored, not the language.")
+
+
+def response_headline(small: cost.Bill, in_s3: cost.Bill | None) -> str:
+    """The notification with the response in it (the stack's wiring) against one without."""
+    if in_s3 is None:
+        return ""
+    return (f" Every notification above carries its response as SageMaker publishes it to an endpoint the stack "
+            f"wires (IncludeInferenceResponseIn, outputs up to 128 KB): the small job's handler reads nothing from "
+            f"S3. From an endpoint wired without it (`make doctor` warns of one) the handler reads the output "
+            f"from S3 and the same job costs {per_million(in_s3.total)}, "
+            f"{per_million(in_s3.total - small.total)} more.")
 
 
 def input_headline(jobs: dict, through_s3: dict, new: str) -> str:

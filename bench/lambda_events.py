@@ -19,13 +19,21 @@ def json_of_length(n: int) -> bytes:
     return json.dumps({"text": "a" * (n - 12)}).encode()
 
 
-def sns_event(inference_id: str, output_location: str, response_body: bool = False) -> bytes:
+# SageMaker puts a response in the success notification (IncludeInferenceResponseIn, as the
+# stack wires its endpoints) only up to this size.
+RESPONSE_IN_MESSAGE_MAX = 128 * 1024
+
+
+def sns_event(inference_id: str, output_location: str, response_body: bool | bytes = False) -> bytes:
+    """`response_body`: True for OUTPUT_BODY in the message, or the output itself, in the message
+    when SageMaker would put it there."""
     event = json.loads((EVENTS / "sns-success.json").read_text())
     message = json.loads(event["Records"][0]["Sns"]["Message"])
     message["inferenceId"] = inference_id
     message["responseParameters"]["outputLocation"] = output_location
-    if response_body:
-        message["responseBody"] = {"content": base64.b64encode(OUTPUT_BODY).decode(), "message": "", "encoding": "BASE64"}
+    body = OUTPUT_BODY if response_body is True else response_body or None
+    if body is not None and len(body) <= RESPONSE_IN_MESSAGE_MAX:
+        message["responseBody"] = {"content": base64.b64encode(body).decode(), "message": "", "encoding": "BASE64"}
     event["Records"][0]["Sns"]["Message"] = json.dumps(message)
     event["Records"][0]["Sns"]["MessageId"] = str(uuid.uuid4())
     return json.dumps(event).encode()
@@ -58,9 +66,10 @@ def gateway_event(inference_id: str) -> tuple[bytes, str]:
     return json.dumps({"inference_id": inference_id}).encode(), json.dumps(context)
 
 
-def notification_message(inference_id: str, output_location: str) -> str:
-    """The SNS message SageMaker publishes for a completed job."""
-    return json.loads(sns_event(inference_id, output_location))["Records"][0]["Sns"]["Message"]
+def notification_message(inference_id: str, output_location: str, output: bytes | None = None) -> str:
+    """The SNS message SageMaker publishes for a completed job; with `output`, as an endpoint
+    wired by the stack publishes it (the response in the message up to 128 KB)."""
+    return json.loads(sns_event(inference_id, output_location, output or False))["Records"][0]["Sns"]["Message"]
 
 
 def sns_delivery(message: str, topic_arn: str) -> bytes:

@@ -76,6 +76,29 @@ def cold_start(r: Results) -> list[str]:
     return lines
 
 
+def init_against_floor(r: Results) -> list[str]:
+    lines = [
+        "",
+        "## Init against its floor",
+        "",
+        "Init (spawn to the first `next`, Lambda's Init Duration) of each function beside an empty Rust Lambda's"
+        " (bench/empty-function: the same lambda_runtime, lambda_http, tokio and patch, answering `{}`, or an empty"
+        " streamed body for the Function URL), in the same run: buffered for the event functions, streaming for"
+        f" mcp-tools. {r.init_rounds} rounds of fresh processes; a round spawns each once, in an order that turns by"
+        " one each round. Medians.",
+        "",
+        "| function | init | floor | floor's init | init / floor |",
+        "|---|---|---|---|---|",
+    ]
+    for i in r.init_floor:
+        lines.append(f"| {i.function} | {fmt(i.init_ms)} | {i.floor} | {fmt(i.floor_ms)} | {i.ratio:.2f}x |")
+    return lines
+
+
+def ratio(value: float, floor: float) -> str:
+    return f"{value / floor:.2f}x" if floor > 0 else "–"
+
+
 def warm(r: Results) -> list[str]:
     lines = [
         "",
@@ -87,12 +110,14 @@ def warm(r: Results) -> list[str]:
         " bench/null_function.py); emulator: moto's own time handling the calls. Overhead: median of"
         " (event − floor). The reference and notification-handler run side by side, an event each in turn.",
         "",
-        "| function | event | AWS calls | latency | floor | emulator | overhead above floor | CPU per event | peak RSS |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "| function | event | AWS calls | latency | floor | latency / floor | emulator | overhead above floor |"
+        " CPU per event | peak RSS |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for w in r.warm:
         lines.append(f"| {w.function} | {w.event} | {calls(w.calls)} | {fmt(w.latency_ms)} | {fmt(w.floor_ms)} | "
-                     f"{fmt(w.emulator_ms)} | {fmt(w.overhead_ms)} | {fmt(w.cpu_ms)} | {w.rss_mb:.1f} MB |")
+                     f"{ratio(w.latency_ms, w.floor_ms)} | {fmt(w.emulator_ms)} | {fmt(w.overhead_ms)} | "
+                     f"{fmt(w.cpu_ms)} | {w.rss_mb:.1f} MB |")
     for c in r.warm_comparisons:
         lines.append("")
         lines.append(f"- {c.event}: time of its own per event (above the floor) {fmt(c.ours_overhead_ms)} for"
@@ -115,12 +140,12 @@ def mcp_section(events: int, ops: list[McpOperation], rss_mb: float, paths: Inpu
         f" {events} calls each after 5 to warm up. Function: the invocation's time; client: what the"
         " client waited, its own Python included.",
         "",
-        "| operation | AWS calls | function | floor | overhead above floor | client |",
-        "|---|---|---|---|---|---|",
+        "| operation | AWS calls | function | floor | function / floor | overhead above floor | client |",
+        "|---|---|---|---|---|---|---|",
     ]
     for m in ops:
         lines.append(f"| {m.operation} | {calls(m.calls)} | {fmt(m.function_ms)} | {fmt(m.floor_ms)} | "
-                     f"{fmt(m.overhead_ms)} | {fmt(m.client_ms)} |")
+                     f"{ratio(m.function_ms, m.floor_ms)} | {fmt(m.overhead_ms)} | {fmt(m.client_ms)} |")
     lines.append(f"\nPeak RSS of mcp-tools after these calls: {rss_mb:.1f} MB.")
     return lines + input_paths(paths)
 
@@ -332,6 +357,6 @@ def artifacts(r: Results) -> list[str]:
 
 def render(r: Results) -> str:
     """The whole of BENCHMARKS.md."""
-    sections = (header, targets, cold_start, warm, mcp_tools, calls_per_operation, batches, cost, criterion, entropy,
+    sections = (header, targets, cold_start, init_against_floor, warm, mcp_tools, calls_per_operation, batches, cost, criterion, entropy,
                 artifacts)
     return "\n".join(line for section in sections for line in section(r)) + "\n"

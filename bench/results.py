@@ -43,6 +43,16 @@ class ColdStart:
 
 
 @dataclass
+class InitAgainstFloor:
+    """A function's init beside its floor's (an empty Rust Lambda), from the same rounds."""
+    function: str
+    floor: str
+    init_ms: float
+    floor_ms: float
+    ratio: float  # init_ms / floor_ms
+
+
+@dataclass
 class ColdRatio:
     """The reference's cold start over notification-handler's (how many times longer)."""
     init: float
@@ -167,4 +177,6 @@ class Results:
     entropy: list[Entropy] = field(default_factory=list)  # empty when bench/entropy was not built
     sizes_mb: dict[str, tuple[float, float]] = field(default_factory=dict)  # zipped, unzipped
     cost: Cost | None = None
+    init_floor: list[InitAgainstFloor] = field(default_factory=list)
+    init_rounds: int = 0
     input_paths: InputPaths | None = None  # None when the run did not measure the S3 path

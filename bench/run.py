@@ -9,7 +9,7 @@ Every function runs as Lambda runs it: its own process, fed by a Lambda Runtime 
 (emulator.py), over HTTP, or over HTTPS for the TLS columns. It expects the release builds
 (`make bench` makes them) and prints the table it writes to --out.
 
-This file runs the measurements in order (cold.py, warm.py, mcp_latency.py, sqs_batches.py,
+This file runs the measurements in order (cold.py, init_floor.py, warm.py, mcp_latency.py, sqs_batches.py,
 cost_scenarios.py, builds.py), then summary.py reduces the samples to the figures of a
 results.Results (plain data) and render.py turns that into BENCHMARKS.md.
 """
@@ -23,7 +23,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from builds import FUNCTIONS, RELEASE, ROOT, criterion, entropy, sizes
+from builds import FLOOR_BINS, FUNCTIONS, RELEASE, ROOT, criterion, entropy, sizes
 from cold import cold_starts
 from cost_scenarios import bench_cost
 from cost_summary import summarize_cost
@@ -31,10 +31,11 @@ from emulator import Emulator
 from functions import Functions, functions
 from mcp_latency import bench_mcp
 from hostile import bench_hostile
+from init_floor import init_rounds
 from render import render, splice_cost, splice_hostile, splice_mcp
 from sqs_batches import sqs_batches
 from stack import OUTPUT, set_up
-from summary import environment, mcp_figures, summarize
+from summary import environment, init_figures, mcp_figures, summarize
 from warm import known_job, runtime_exchange, warm_events
 
 
@@ -51,6 +52,9 @@ def parse_args() -> argparse.Namespace:
     only.add_argument("--hostile-only", action="store_true",
                       help="what hostile requests cost mcp-tools beside cheap ones of the same size (a minute, no "
                            "AWS stand-in), and replace that section of --out")
+    only.add_argument("--init-only", action="store_true",
+                      help="init against its floor only (a minute), printed; BENCHMARKS.md is not written")
+    parser.add_argument("--init-rounds", type=int, default=15, help="rounds of fresh processes for init against its floor")
     only.add_argument("--mcp-only", action="store_true",
                       help="mcp-tools through an MCP client only (submit_job's input inline and through S3 among "
                            "its operations), and replace that section of --out and its rows of the calls table")
@@ -59,7 +63,7 @@ def parse_args() -> argparse.Namespace:
 
 def check_prerequisites(hostile_only: bool) -> None:
     # The hostile-input section runs mcp-tools alone, with no Python reference.
-    missing = [f for f in (["mcp-tools"] if hostile_only else FUNCTIONS) if not (RELEASE / f).exists()]
+    missing = [f for f in (["mcp-tools"] if hostile_only else FUNCTIONS + FLOOR_BINS) if not (RELEASE / f).exists()]
     if missing:
         sys.exit(f"missing release builds: {', '.join(missing)} (run `make bench`, which builds them)")
     if hostile_only:
@@ -94,6 +98,12 @@ def main() -> int:
         return cost_only(args, emulator, fns, work, fresh, started_at)
     if args.mcp_only:
         return mcp_only(args, emulator, fns, work, fresh, started_at)
+    if args.init_only:
+        rows = init_figures(init_rounds(emulator, fns, args.init_rounds, work, fresh))
+        print("\n".join(f"{i.function}: {i.init_ms:.2f} ms, {i.floor}: {i.floor_ms:.2f} ms, {i.ratio:.2f}x"
+                        for i in rows))
+        emulator.stop()
+        return 0
     report = measure(args, emulator, fns, work, fresh)
     emulator.stop()
     text = render(summarize(report, environment(args, time.time() - started_at)))
@@ -156,6 +166,9 @@ def measure(args, emulator: Emulator, fns: Functions, work: Path, fresh) -> dict
 
     print("cold starts ...", file=sys.stderr, flush=True)
     report["cold"] = cold_starts(emulator, fns, args.cold, OUTPUT, fresh)
+
+    print("init against its floor ...", file=sys.stderr, flush=True)
+    report["init"] = init_rounds(emulator, fns, args.init_rounds, work, fresh)
 
     print("warm events ...", file=sys.stderr, flush=True)
     report["warm"], known = warm_events(emulator, fns, args.events + 5, runtime_ms, OUTPUT, fresh)

@@ -14,6 +14,7 @@ import boto3
 import results
 from cost_summary import summarize_cost
 from functions import S3_INPUT_SETTING
+from init_floor import FLOOR_OF
 from mcp_latency import S3_INPUT_SUBMIT
 from warm import WarmSamples
 
@@ -50,12 +51,23 @@ def summarize(r: dict, env: results.Environment) -> results.Results:
     for backend in dict.fromkeys(k for k, _ in b):
         seq, conc = b[(backend, 1)]["ms"], b[(backend, 16)]["ms"]
         batches.append(results.Batch(backend, seq, conc, seq / conc, conc / 100))
+    cost = summarize_cost(r["cost"]) if r.get("cost") else None
     return results.Results(
-        environment=env, targets=targets(r, ratio, ops), cold=colds, cold_ratio=ratio, tls_cost_ms=tls_cost,
+        environment=env, targets=targets(r, ratio, ops, cost), cold=colds, cold_ratio=ratio, tls_cost_ms=tls_cost,
         runtime_ms=r["runtime_ms"], warm=warms, warm_comparisons=comparisons, mcp=mcp, mcp_rss_mb=r["mcp"]["rss_mb"],
         polls=polls, batch_calls=b[("moto", 16)]["calls"], batches=batches, criterion_us=r["criterion"],
         entropy=[results.Entropy(label, first, second) for label, (first, second) in r["entropy"].items()],
-        sizes_mb=r["sizes"], cost=summarize_cost(r["cost"]) if r.get("cost") else None, input_paths=input_paths)
+        sizes_mb=r["sizes"], cost=cost, input_paths=input_paths,
+        init_floor=init_figures(r["init"]), init_rounds=len(next(iter(r["init"].values()))))
+
+
+def init_figures(init: dict[str, list[float]]) -> list[results.InitAgainstFloor]:
+    """Each function's median init beside its floor's, from the same rounds."""
+    rows = []
+    for function, floor in FLOOR_OF.items():
+        ours, theirs = statistics.median(init[function]), statistics.median(init[floor])
+        rows.append(results.InitAgainstFloor(function, floor, ours, theirs, ours / theirs))
+    return rows
 
 
 def mcp_figures(m: dict) -> tuple[dict, list[results.McpOperation], dict, results.InputPaths | None]:
@@ -111,7 +123,13 @@ def warm_figures(warm: dict) -> tuple[list[results.Warm], list[results.WarmCompa
     return warms, comparisons
 
 
-def targets(r: dict, ratio: dict, ops: dict) -> list[results.Target]:
+def small_job(cost: results.Cost) -> results.CostRow:
+    """The job the budget is for: one check, the default handler, a small output."""
+    return next(row for row in cost.rows if row.scenario == "job, one check" and "(new default)" in row.design
+                and row.output.startswith("small"))
+
+
+def targets(r: dict, ratio: dict, ops: dict, cost: results.Cost | None) -> list[results.Target]:
     """The issue's targets, each against what this run measured."""
     cold, b = r["cold"], r["batch"]
     ours_warm = [w for (name, _), w in r["warm"].items() if name != "python-reference"]
@@ -123,7 +141,15 @@ def targets(r: dict, ratio: dict, ops: dict) -> list[results.Target]:
     fixed = next(k for k, _ in b if k != "moto")
     speedup = b[(fixed, 1)]["ms"] / b[(fixed, 16)]["ms"]
     init_ratio = min(x.init for x in ratio.values())
+    worst_init = max(init_figures(r["init"]), key=lambda row: row.ratio)
+    worst_mcp = max(w.overhead for w, _ in ops.values())
     return [
+        results.Target(f"every init ≤ 2x its floor's, an empty Rust Lambda (worst: {worst_init.function})",
+                       worst_init.ratio, "{:.2f}x", worst_init.ratio <= 2),
+        results.Target("a warm mcp-tools call ≤ 2 ms above its floor (worst operation)", worst_mcp, "ms",
+                       worst_mcp <= 2),
+        *([results.Target("a small job ≤ $9.00 per million", small_job(cost).per_million, "${:.2f}",
+                          small_job(cost).per_million <= 9.0)] if cost else []),
         results.Target("notification-handler init ≥ 40x shorter than the reference", init_ratio, "{:.0f}x",
                        init_ratio >= 40),
         results.Target("notification-handler init < 10 ms (HTTP and HTTPS)", init, "ms", init < 10),

@@ -199,6 +199,24 @@ def test_the_input_sent_inline_saves_its_s3_put_and_the_summary_says_both_totals
     assert change.saved == "39% ($5.00 per million)"
 
 
+def test_the_response_in_the_notification_saves_the_handlers_s3_read_and_the_summary_says_both():
+    """A small job as the stack wires its endpoint (the response in the notification) against one
+    wired without it (the handler reads the output from S3): one GetObject apart."""
+    cost_summary = bench_module("cost_summary")
+
+    def job(*extra):
+        calls = [call("DynamoDB PutItem", None, 400), call("SageMakerRuntime InvokeEndpointAsync"),
+                 call("DynamoDB UpdateItem", 400, 450), call("S3 PutObject"), call("SNS Publish", request_bytes=1500),
+                 *extra, call("DynamoDB UpdateItem", 450, 600), call("DynamoDB GetItem", reads=[600])]
+        return cost.bill(calls, [cost.Invocation("mcp-tools", 10.0)])
+
+    in_message, in_s3 = job(), job(call("S3 GetObject"))
+    sentence = cost_summary.response_headline(in_message, in_s3)
+    assert "the small job's handler reads nothing from S3" in sentence
+    assert "the same job costs $8.12 per million, $0.40 per million more." in sentence
+    assert cost_summary.response_headline(in_message, None) == ""
+
+
 def test_counting_a_read_is_one_write_unit_and_the_summary_prices_it_per_million_reads():
     """A check's calls as the bench records them: the read counter's conditional UpdateItem
     (key quota#<owner>#reads#<minute>) beside the job's GetItem; the sentence prices the counter."""

@@ -39,6 +39,9 @@ def data(**changes) -> R.Results:
         criterion_us={"parse a notification": 4.5, "decide": 6.51},
         entropy=[R.Entropy("with jitter entropy", 31160, 1)],
         sizes_mb={"notification-handler": (3.141, 7.139)},
+        init_floor=[R.InitAgainstFloor("notification-handler", "empty buffered Rust Lambda", 5.47, 3.2, 5.47 / 3.2),
+                    R.InitAgainstFloor("mcp-tools", "empty streaming Rust Lambda", 6.4, 3.3, 6.4 / 3.3)],
+        init_rounds=15,
     )
     values.update(changes)
     return R.Results(**values)
@@ -78,17 +81,22 @@ def test_every_table_shows_its_rows_in_the_given_order():
         "| python-reference | HTTP | 402 ms | 20.8 ms | 423 ms |",
         "| mcp-tools (MCP client, tools/list) | HTTP | 5.63 ms | 0.52 ms | 6.17 ms |"]
     assert "init **73x** shorter, first response **15x** sooner (HTTP); 128x and 25x over HTTPS." in text
+    assert text.index("## Cold start") < text.index("## Init against its floor") < text.index("## Warm latency")
+    assert section(text, "Init against its floor") == [
+        "| notification-handler | 5.47 ms | empty buffered Rust Lambda | 3.20 ms | 1.71x |",
+        "| mcp-tools | 6.40 ms | empty streaming Rust Lambda | 3.30 ms | 1.94x |"]
+    assert "15 rounds of fresh processes" in text
     assert "notification-handler 0.44 ms, the reference 100 ms." in text
     assert section(text, "Warm latency per event, against the floor") == [
-        "| notification-handler | output in S3 | S3 GetObject, DynamoDB UpdateItem | 12.6 ms | 11.4 ms | 10.8 ms"
-        " | 1.14 ms | 1.47 ms | 8.9 MB |",
-        "| python-reference | output in S3 | S3 GetObject, DynamoDB UpdateItem | 14.2 ms | 7.77 ms | 7.52 ms"
-        " | 6.02 ms | 5.73 ms | 70.4 MB |"]
+        "| notification-handler | output in S3 | S3 GetObject, DynamoDB UpdateItem | 12.6 ms | 11.4 ms | 1.11x"
+        " | 10.8 ms | 1.14 ms | 1.47 ms | 8.9 MB |",
+        "| python-reference | output in S3 | S3 GetObject, DynamoDB UpdateItem | 14.2 ms | 7.77 ms | 1.83x"
+        " | 7.52 ms | 6.02 ms | 5.73 ms | 70.4 MB |"]
     assert ("- output in S3: time of its own per event (above the floor) 1.14 ms for notification-handler, 6.02 ms"
             " for the reference (5x); latency 12.6 ms against 14.2 ms, most of it the emulator's.") in text
     assert section(text, "mcp-tools through an MCP client") == [
-        "| tools/list | none | 0.39 ms | 0.05 ms | 0.34 ms | 3.53 ms |",
-        "| check_job_status | DynamoDB GetItem | 3.17 ms | 2.56 ms | 0.57 ms | 6.31 ms |"]
+        "| tools/list | none | 0.39 ms | 0.05 ms | 7.80x | 0.34 ms | 3.53 ms |",
+        "| check_job_status | DynamoDB GetItem | 3.17 ms | 2.56 ms | 1.24x | 0.57 ms | 6.31 ms |"]
     assert "Peak RSS of mcp-tools after these calls: 12.4 MB." in text
     assert section(text, "AWS calls per operation, counted at the emulator") == [
         "| notification-handler: output in S3 | S3 GetObject, DynamoDB UpdateItem |",
@@ -175,7 +183,7 @@ def test_submit_jobs_two_input_paths_are_shown_side_by_side_with_what_moto_canno
     text = render(data(mcp=[p.inline, p.through_s3], input_paths=p))
     assert section(text, "mcp-tools through an MCP client")[-1] == (
         "| submit_job, INLINE_INPUT_MAX_BYTES=0 (input through S3) | DynamoDB PutItem, S3 PutObject,"
-        " SageMakerRuntime InvokeEndpointAsync, DynamoDB UpdateItem | 14.1 ms | 13.8 ms | 1.20 ms | 17.9 ms |")
+        " SageMakerRuntime InvokeEndpointAsync, DynamoDB UpdateItem | 14.1 ms | 13.8 ms | 1.02x | 1.20 ms | 17.9 ms |")
     assert ("through S3 (`INLINE_INPUT_MAX_BYTES=0`), two mcp-tools processes called in turn: 10.2 ms against"
             " 14.1 ms in the function, 14.0 ms against 17.9 ms at the client; the inline path saves 3.90 ms") in text
     assert "(an expectation, not measured here)" in text
