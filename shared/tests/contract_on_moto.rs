@@ -7,7 +7,7 @@ use aws_sdk_dynamodb::types::{
     AttributeDefinition, BillingMode, KeySchemaElement, KeyType, ScalarAttributeType,
 };
 
-use shared::adapters::aws::{dynamodb_client, load_sdk_config};
+use shared::adapters::aws::{dynamodb_client, load_sdk_config, OnFirstUse};
 use shared::adapters::dynamodb::{DynamoJobs, DynamoRuns};
 
 fn need(name: &str) -> String {
@@ -157,7 +157,7 @@ mod sagemaker_missing_resources_on_moto {
             raw.message().unwrap_or_default().contains("Could not find"),
             "{raw:?}"
         );
-        let pipeline = SageMakerPipeline::new(client);
+        let pipeline = SageMakerPipeline::new(OnFirstUse::new(move || client.clone()));
         for (operation, failure) in [
             ("describe", pipeline.describe(&arn).await.unwrap_err()),
             ("definition", pipeline.definition(&arn).await.unwrap_err()),
@@ -185,7 +185,7 @@ mod sagemaker_missing_resources_on_moto {
             .await
             .unwrap_err();
         assert_eq!(raw.code(), Some("ValidationException"), "{raw:?}");
-        let failure = SageMakerLineage::new(client)
+        let failure = SageMakerLineage::new(OnFirstUse::new(move || client.clone()))
             .describe_model_package(&package)
             .await
             .unwrap_err();
@@ -329,7 +329,7 @@ mod sqs_completion_queue {
     /// The adapter on a fresh queue, and ReceiveMessage on that queue to read what arrived.
     struct Sqs {
         queue: SqsCompletionQueue,
-        client: aws_sdk_sqs::Client,
+        client: OnFirstUse<aws_sdk_sqs::Client>,
         url: String,
     }
 

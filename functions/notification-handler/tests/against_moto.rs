@@ -14,7 +14,7 @@ use serde_json::{json, Value};
 use notification_handler::Handler;
 use shared::adapters::aws::{dynamodb_client, s3_client};
 use shared::adapters::dynamodb::{attribute_to_json, DynamoJobs};
-use shared::adapters::eventbridge::EventBridgeEvents;
+use shared::adapters::eventbridge::{eventbridge_client, EventBridgeEvents};
 use shared::adapters::s3::S3Objects;
 use shared::domain::job::JobPolicy;
 use shared::usecases::JobSettings;
@@ -794,10 +794,7 @@ async fn each_outcome_reaches_the_bus_and_through_a_rule_its_queue_once_written(
     let table = st.new_table().await;
     let (bus, queue_url) = event_bus_to_queue(&st).await;
     let mut handler = st.handler(&table);
-    handler.events = Some(EventBridgeEvents::new(
-        aws_sdk_eventbridge::Client::new(&st.sdk),
-        &bus,
-    ));
+    handler.events = Some(EventBridgeEvents::new(eventbridge_client(&st.sdk), &bus));
     let (ok_id, failed_id) = (unique("event-ok"), unique("event-failed"));
     let location = st.put_output(r#"{"label":"private"}"#).await;
     let success = sample("sns-success.json", &ok_id, |m| set_output(m, &location));

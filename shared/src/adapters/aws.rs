@@ -1,31 +1,118 @@
 //! SDK configuration. Clients come from the standard AWS configuration chain, so region,
 //! credentials and `AWS_ENDPOINT_URL[_<SERVICE>]` behave as in every AWS SDK.
 
-use aws_config::SdkConfig;
+use std::fmt;
+use std::ops::Deref;
+use std::sync::{Arc, OnceLock};
+
+use aws_config::environment::EnvironmentVariableCredentialsProvider;
+use aws_config::{BehaviorVersion, SdkConfig};
+use aws_runtime::env_config::file::{EnvConfigFileKind, EnvConfigFiles};
 use aws_smithy_runtime_api::client::orchestrator::HttpResponse;
 use aws_smithy_runtime_api::client::result::SdkError;
 use aws_smithy_types::error::metadata::ProvideErrorMetadata;
 
 use crate::ports::AwsFailure;
 
+/// The standard chain, less what a cold start on Lambda does not need. Lambda puts the
+/// function's credentials and region in the environment, so with credentials there the chain's
+/// other providers are not built (its web-identity provider builds an STS client at load, and
+/// with it an HTTPS connector that parses every TLS root); on Lambda no profile file is read.
 pub async fn load_sdk_config() -> SdkConfig {
-    aws_config::load_from_env().await
+    let set = |name: &str| std::env::var_os(name).is_some_and(|v| !v.is_empty());
+    config_loader(set).load().await
+}
+
+/// The loader for an environment in which `set(name)` says whether a variable is set.
+fn config_loader(set: impl Fn(&str) -> bool) -> aws_config::ConfigLoader {
+    let mut loader = aws_config::defaults(BehaviorVersion::latest());
+    if set("AWS_ACCESS_KEY_ID") && set("AWS_SECRET_ACCESS_KEY") {
+        loader = loader.credentials_provider(EnvironmentVariableCredentialsProvider::new());
+    }
+    if set("AWS_LAMBDA_FUNCTION_NAME") {
+        let none = EnvConfigFiles::builder()
+            .include_default_config_file(false)
+            .include_default_credentials_file(false)
+            .with_contents(EnvConfigFileKind::Config, "")
+            .build();
+        loader = loader.profile_files(none);
+    }
+    loader
+}
+
+/// An SDK client built the first time it is used, not at cold start: building one builds its
+/// HTTPS connector (the TLS roots, parsed), which Lambda's init would bill on every cold start
+/// and which an invocation that never calls that service need not pay. Clones share the one
+/// client.
+pub struct OnFirstUse<C> {
+    client: Arc<OnceLock<C>>,
+    build: Arc<dyn Fn() -> C + Send + Sync>,
+}
+
+impl<C> OnFirstUse<C> {
+    pub fn new(build: impl Fn() -> C + Send + Sync + 'static) -> Self {
+        Self {
+            client: Arc::new(OnceLock::new()),
+            build: Arc::new(build),
+        }
+    }
+
+    /// Whether the client has been built (tests).
+    pub fn is_built(&self) -> bool {
+        self.client.get().is_some()
+    }
+}
+
+impl<C> Clone for OnFirstUse<C> {
+    fn clone(&self) -> Self {
+        Self {
+            client: self.client.clone(),
+            build: self.build.clone(),
+        }
+    }
+}
+
+impl<C> Deref for OnFirstUse<C> {
+    type Target = C;
+
+    fn deref(&self) -> &C {
+        self.client.get_or_init(|| (self.build)())
+    }
+}
+
+impl<C> fmt::Debug for OnFirstUse<C> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("OnFirstUse")
+            .field("built", &self.is_built())
+            .finish()
+    }
+}
+
+/// `build` applied to the configuration when the client is first used.
+pub fn on_first_use<C>(
+    sdk: &SdkConfig,
+    build: impl Fn(&SdkConfig) -> C + Send + Sync + 'static,
+) -> OnFirstUse<C> {
+    let sdk = sdk.clone();
+    OnFirstUse::new(move || build(&sdk))
 }
 
 /// An S3 client. With an endpoint override (an emulator), path-style addressing is used,
 /// since emulators on 127.0.0.1 cannot serve virtual-hosted bucket names.
 #[cfg(feature = "s3")]
-pub fn s3_client(sdk: &SdkConfig) -> aws_sdk_s3::Client {
-    let overridden =
-        sdk.endpoint_url().is_some() || std::env::var_os("AWS_ENDPOINT_URL_S3").is_some();
-    let conf = aws_sdk_s3::config::Builder::from(sdk)
-        .force_path_style(overridden)
-        .build();
-    aws_sdk_s3::Client::from_conf(conf)
+pub fn s3_client(sdk: &SdkConfig) -> OnFirstUse<aws_sdk_s3::Client> {
+    on_first_use(sdk, |sdk| {
+        let overridden =
+            sdk.endpoint_url().is_some() || std::env::var_os("AWS_ENDPOINT_URL_S3").is_some();
+        let conf = aws_sdk_s3::config::Builder::from(sdk)
+            .force_path_style(overridden)
+            .build();
+        aws_sdk_s3::Client::from_conf(conf)
+    })
 }
 
-pub fn dynamodb_client(sdk: &SdkConfig) -> aws_sdk_dynamodb::Client {
-    aws_sdk_dynamodb::Client::new(sdk)
+pub fn dynamodb_client(sdk: &SdkConfig) -> OnFirstUse<aws_sdk_dynamodb::Client> {
+    on_first_use(sdk, aws_sdk_dynamodb::Client::new)
 }
 
 const RETRYABLE_CODES: &[&str] = &[
@@ -128,6 +215,54 @@ mod tests {
     use aws_smithy_types::error::ErrorMetadata;
 
     type Err = SdkError<ErrorMetadata, HttpResponse>;
+
+    #[test]
+    fn a_client_is_built_once_on_first_use_and_shared_by_its_clones() {
+        use std::sync::atomic::{AtomicUsize, Ordering};
+        let built = Arc::new(AtomicUsize::new(0));
+        let counter = built.clone();
+        let client = OnFirstUse::new(move || counter.fetch_add(1, Ordering::SeqCst) + 1);
+        let clone = client.clone();
+        assert!(!client.is_built() && built.load(Ordering::SeqCst) == 0);
+        assert_eq!((*clone, *client, *clone), (1, 1, 1));
+        assert!(client.is_built());
+        assert_eq!(built.load(Ordering::SeqCst), 1);
+    }
+
+    #[tokio::test]
+    async fn on_lambda_credentials_come_from_the_environment_and_no_client_is_built_at_load() {
+        let lambda = |name: &str| {
+            [
+                "AWS_ACCESS_KEY_ID",
+                "AWS_SECRET_ACCESS_KEY",
+                "AWS_LAMBDA_FUNCTION_NAME",
+            ]
+            .contains(&name)
+        };
+        let sdk = config_loader(lambda)
+            .region(aws_config::Region::from_static("us-east-1"))
+            .load()
+            .await;
+        let provider = format!("{:?}", sdk.credentials_provider().expect("a provider"));
+        assert!(
+            provider.contains("EnvironmentVariableCredentialsProvider"),
+            "{provider}"
+        );
+        let dynamodb = dynamodb_client(&sdk);
+        assert!(!dynamodb.is_built(), "nothing is built before a call");
+        let _ = dynamodb.config();
+        assert!(dynamodb.is_built());
+        // Elsewhere (no credentials in the environment) the whole standard chain.
+        let sdk = config_loader(|_| false)
+            .region(aws_config::Region::from_static("us-east-1"))
+            .load()
+            .await;
+        let provider = format!("{:?}", sdk.credentials_provider().expect("a provider"));
+        assert!(
+            !provider.contains("EnvironmentVariableCredentialsProvider"),
+            "{provider}"
+        );
+    }
 
     fn response(status: u16) -> HttpResponse {
         HttpResponse::new(StatusCode::try_from(status).unwrap(), SdkBody::empty())

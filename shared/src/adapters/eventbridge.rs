@@ -2,23 +2,23 @@
 
 use aws_sdk_eventbridge::types::PutEventsRequestEntry;
 
-use crate::adapters::aws::classify;
+use crate::adapters::aws::{classify, OnFirstUse};
 use crate::domain::completion::{JobCompletion, SOURCE};
 use crate::ports::{AwsFailure, CompletionEvents, EventError};
 
-pub fn eventbridge_client(sdk: &aws_config::SdkConfig) -> aws_sdk_eventbridge::Client {
-    aws_sdk_eventbridge::Client::new(sdk)
+pub fn eventbridge_client(sdk: &aws_config::SdkConfig) -> OnFirstUse<aws_sdk_eventbridge::Client> {
+    crate::adapters::aws::on_first_use(sdk, aws_sdk_eventbridge::Client::new)
 }
 
 #[derive(Clone)]
 pub struct EventBridgeEvents {
-    client: aws_sdk_eventbridge::Client,
+    client: OnFirstUse<aws_sdk_eventbridge::Client>,
     bus: String,
 }
 
 impl EventBridgeEvents {
     /// `bus`: a bus name or ARN (`default` for the account's default bus).
-    pub fn new(client: aws_sdk_eventbridge::Client, bus: impl Into<String>) -> Self {
+    pub fn new(client: OnFirstUse<aws_sdk_eventbridge::Client>, bus: impl Into<String>) -> Self {
         Self {
             client,
             bus: bus.into(),

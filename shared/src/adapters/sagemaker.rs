@@ -6,7 +6,7 @@
 
 use aws_sdk_sagemaker::types::{ParallelismConfiguration, Parameter, SortOrder};
 
-use crate::adapters::aws::{classify, not_found_either_way};
+use crate::adapters::aws::{classify, not_found_either_way, OnFirstUse};
 use crate::domain::lineage::{Association, Direction};
 use crate::domain::pipeline_status::{ExecutionStatus, StepState};
 use crate::ports::{
@@ -14,18 +14,18 @@ use crate::ports::{
     ModelPackageDescription, PipelineControl, StartRequest, StepStatus,
 };
 
-pub fn sagemaker_client(sdk: &aws_config::SdkConfig) -> aws_sdk_sagemaker::Client {
-    aws_sdk_sagemaker::Client::new(sdk)
+pub fn sagemaker_client(sdk: &aws_config::SdkConfig) -> OnFirstUse<aws_sdk_sagemaker::Client> {
+    crate::adapters::aws::on_first_use(sdk, aws_sdk_sagemaker::Client::new)
 }
 
 #[derive(Clone)]
 /// Starts of the pipeline each request names; describes and step lists of any run's ARN.
 pub struct SageMakerPipeline {
-    client: aws_sdk_sagemaker::Client,
+    client: OnFirstUse<aws_sdk_sagemaker::Client>,
 }
 
 impl SageMakerPipeline {
-    pub fn new(client: aws_sdk_sagemaker::Client) -> Self {
+    pub fn new(client: OnFirstUse<aws_sdk_sagemaker::Client>) -> Self {
         Self { client }
     }
 }
@@ -140,7 +140,7 @@ impl PipelineControl for SageMakerPipeline {
 /// DescribeModelPackage.
 #[derive(Clone)]
 pub struct SageMakerLineage {
-    client: aws_sdk_sagemaker::Client,
+    client: OnFirstUse<aws_sdk_sagemaker::Client>,
     page_size: i32,
 }
 
@@ -148,7 +148,7 @@ impl SageMakerLineage {
     /// ListAssociations' largest page: SageMaker's default is 10.
     pub const PAGE_SIZE: i32 = 100;
 
-    pub fn new(client: aws_sdk_sagemaker::Client) -> Self {
+    pub fn new(client: OnFirstUse<aws_sdk_sagemaker::Client>) -> Self {
         Self {
             client,
             page_size: Self::PAGE_SIZE,

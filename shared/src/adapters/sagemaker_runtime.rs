@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use aws_config::SdkConfig;
 
-use crate::adapters::aws::classify;
+use crate::adapters::aws::{classify, OnFirstUse};
 use crate::domain::job::Locations;
 use crate::ports::{AsyncInvoker, AwsFailure, InvokeInput, InvokeRequest};
 
@@ -17,14 +17,16 @@ use crate::ports::{AsyncInvoker, AwsFailure, InvokeInput, InvokeRequest};
 pub fn sagemaker_runtime_client(
     sdk: &SdkConfig,
     attempt_timeout: Duration,
-) -> aws_sdk_sagemakerruntime::Client {
-    let timeouts = aws_config::timeout::TimeoutConfig::builder()
-        .operation_attempt_timeout(attempt_timeout)
-        .build();
-    let conf = aws_sdk_sagemakerruntime::config::Builder::from(sdk)
-        .timeout_config(timeouts)
-        .build();
-    aws_sdk_sagemakerruntime::Client::from_conf(conf)
+) -> OnFirstUse<aws_sdk_sagemakerruntime::Client> {
+    crate::adapters::aws::on_first_use(sdk, move |sdk| {
+        let timeouts = aws_config::timeout::TimeoutConfig::builder()
+            .operation_attempt_timeout(attempt_timeout)
+            .build();
+        let conf = aws_sdk_sagemakerruntime::config::Builder::from(sdk)
+            .timeout_config(timeouts)
+            .build();
+        aws_sdk_sagemakerruntime::Client::from_conf(conf)
+    })
 }
 
 /// An instance count read this recently is used again: DescribeEndpoint is a control-plane
@@ -36,15 +38,15 @@ type InstancesRead = Arc<Mutex<HashMap<String, (tokio::time::Instant, Option<u32
 
 #[derive(Clone)]
 pub struct SageMakerEndpoints {
-    client: aws_sdk_sagemakerruntime::Client,
-    control: aws_sdk_sagemaker::Client,
+    client: OnFirstUse<aws_sdk_sagemakerruntime::Client>,
+    control: OnFirstUse<aws_sdk_sagemaker::Client>,
     instances: InstancesRead,
 }
 
 impl SageMakerEndpoints {
     pub fn new(
-        client: aws_sdk_sagemakerruntime::Client,
-        control: aws_sdk_sagemaker::Client,
+        client: OnFirstUse<aws_sdk_sagemakerruntime::Client>,
+        control: OnFirstUse<aws_sdk_sagemaker::Client>,
     ) -> Self {
         Self {
             client,

@@ -2,22 +2,22 @@
 
 use aws_sdk_sqs::types::MessageAttributeValue;
 
-use crate::adapters::aws::classify;
+use crate::adapters::aws::{classify, OnFirstUse};
 use crate::domain::run::CompletionMessage;
 use crate::ports::{CompletionQueue, QueueError};
 
-pub fn sqs_client(sdk: &aws_config::SdkConfig) -> aws_sdk_sqs::Client {
-    aws_sdk_sqs::Client::new(sdk)
+pub fn sqs_client(sdk: &aws_config::SdkConfig) -> OnFirstUse<aws_sdk_sqs::Client> {
+    crate::adapters::aws::on_first_use(sdk, aws_sdk_sqs::Client::new)
 }
 
 #[derive(Clone)]
 pub struct SqsCompletionQueue {
-    client: aws_sdk_sqs::Client,
+    client: OnFirstUse<aws_sdk_sqs::Client>,
     queue_url: String,
 }
 
 impl SqsCompletionQueue {
-    pub fn new(client: aws_sdk_sqs::Client, queue_url: impl Into<String>) -> Self {
+    pub fn new(client: OnFirstUse<aws_sdk_sqs::Client>, queue_url: impl Into<String>) -> Self {
         Self {
             client,
             queue_url: queue_url.into(),

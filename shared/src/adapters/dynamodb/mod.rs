@@ -22,7 +22,7 @@ pub use codec::{
 };
 pub use expression::Expression;
 
-use crate::adapters::aws::classify;
+use crate::adapters::aws::{classify, OnFirstUse};
 use crate::domain::item::{Applied, Write, WriteOp};
 use crate::domain::job::{self, Job};
 use crate::domain::run::{self, Run};
@@ -47,7 +47,7 @@ macro_rules! conditional {
 /// One table: conditional writes and consistent reads.
 #[derive(Clone)]
 struct Table {
-    client: aws_sdk_dynamodb::Client,
+    client: OnFirstUse<aws_sdk_dynamodb::Client>,
     name: String,
 }
 
@@ -145,7 +145,7 @@ impl Table {
 pub struct DynamoJobs(Table);
 
 impl DynamoJobs {
-    pub fn new(client: aws_sdk_dynamodb::Client, table: impl Into<String>) -> Self {
+    pub fn new(client: OnFirstUse<aws_sdk_dynamodb::Client>, table: impl Into<String>) -> Self {
         Self(Table {
             client,
             name: table.into(),
@@ -192,7 +192,7 @@ impl JobStore for DynamoJobs {
 pub struct DynamoRuns(Table);
 
 impl DynamoRuns {
-    pub fn new(client: aws_sdk_dynamodb::Client, table: impl Into<String>) -> Self {
+    pub fn new(client: OnFirstUse<aws_sdk_dynamodb::Client>, table: impl Into<String>) -> Self {
         Self(Table {
             client,
             name: table.into(),
