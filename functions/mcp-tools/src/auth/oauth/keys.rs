@@ -176,7 +176,8 @@ const REQUEST_TIMEOUT: Duration = Duration::from_secs(5);
 /// to `config::issuer_url`'s rule, and a name to its public addresses when connecting (unless
 /// `OAUTH_ALLOW_LOCAL_ISSUER`).
 pub struct HttpKeySource {
-    client: Result<reqwest::Client, String>,
+    /// Built on the first fetch, not at cold start: building it parses every TLS root.
+    client: std::sync::OnceLock<Result<reqwest::Client, String>>,
     issuer: String,
     allow_local: bool,
     /// Configured, or discovered once and kept.
@@ -186,7 +187,7 @@ pub struct HttpKeySource {
 impl HttpKeySource {
     pub fn new(config: &OAuthConfig) -> Self {
         Self {
-            client: http_client(config.allow_local_issuer),
+            client: std::sync::OnceLock::new(),
             issuer: config.issuer.clone(),
             allow_local: config.allow_local_issuer,
             jwks_uri: std::sync::Mutex::new(config.jwks_uri.clone()),
@@ -195,6 +196,7 @@ impl HttpKeySource {
 
     fn client(&self) -> Result<&reqwest::Client, KeyError> {
         self.client
+            .get_or_init(|| http_client(self.allow_local))
             .as_ref()
             .map_err(|reason| KeyError::Client(reason.clone()))
     }
