@@ -11,7 +11,7 @@ INSPECTOR := tests/inspector/node_modules/.bin/mcp-inspector
 CONFORMANCE := tests/conformance/node_modules/.bin/conformance
 
 .PHONY: help venv test compile unit-test demo serve conformance bench bench-cost bench-hostile fmt lint lint-infra build build-sam sam-template sam-build-debug deploy \
-	deploy-guided catalog redrive doctor wire-endpoint tool-schema cdk-test cdk-unit cdk-synth cdk-bootstrap cdk-deploy clean
+	deploy-guided preflight-deploy preflight-guided destroy cdk-destroy catalog redrive doctor wire-endpoint tool-schema cdk-test cdk-unit cdk-synth cdk-bootstrap cdk-deploy clean
 
 help:
 	@echo "make demo   run the async loop locally (inference outcomes, pipeline runs) and show what is stored"
@@ -29,8 +29,12 @@ help:
 	@echo "make build-sam  sam build (release, arm64) into .aws-sam/"
 	@echo "make deploy-guided  first deployment: sam build + sam deploy --guided, in your AWS region; saves samconfig.toml"
 	@echo "make deploy         redeploy without questions, from what deploy-guided saved in samconfig.toml"
-	@echo "make catalog CATALOG=<file>  check a tool catalog (your models as tools), put it in the layer both deploys"
-	@echo "             ship and print the parameters they pass with it (CATALOG=none: deploys serve no catalog)"
+	@echo "             (both check the region, stack name, parameters and catalog first, in seconds, before building)"
+	@echo "make destroy STACK=<name>  delete a stack (SAM's or the CDK's) and the objects it left in the IO bucket;"
+	@echo "             names the tables it keeps (ARGS=--delete-tables deletes them; ARGS=--dry-run: the plan only)"
+	@echo "make catalog CATALOG=<file> [MODELS=\"endpoint=model ...\"]  check a tool catalog (your models as tools), put"
+	@echo "             it in the layer both deploys ship and print the parameters they pass with it (CATALOG=none:"
+	@echo "             deploys serve no catalog); MODELS: the catalog's endpoints the stack creates, from their Models"
 	@echo "             (every deploy, doctor, wire-endpoint, redrive and cdk command uses your region:"
 	@echo "             AWS_REGION, else AWS_DEFAULT_REGION, else your profile's; samconfig.toml's is not used)"
 	@echo "make doctor STACK=<name>  check a deployed stack's wiring (endpoint, topics, S3 paths, pipeline, rule, DLQs,"
@@ -229,7 +233,7 @@ catalog: venv
 	@test -n "$(CATALOG)" || { echo "usage: make catalog CATALOG=path/to/catalog.json (CATALOG=none: no catalog)" >&2; exit 2; }
 	@if [ '$(CATALOG)' = none ]; then $(PY) scripts/catalog.py --layer-dir $(CATALOG_LAYER) clear; else \
 		cargo run --locked -q -p mcp-tools --bin check-catalog -- '$(CATALOG)' && \
-		$(PY) scripts/catalog.py --layer-dir $(CATALOG_LAYER) install '$(CATALOG)'; fi
+		$(PY) scripts/catalog.py --layer-dir $(CATALOG_LAYER) install '$(CATALOG)' --models '$(MODELS)'; fi
 
 # sam build runs cargo lambda build --release --arm64 for each function, offline, into .aws-sam/.
 build-sam: venv rust-target sam-template
@@ -254,17 +258,40 @@ sam-build-debug: venv rust-target lint-infra sam-template
 CATALOG_OVERRIDES = overrides=$$($(PY) scripts/catalog.py --layer-dir $(CATALOG_LAYER) overrides \
 	--samconfig samconfig.toml) && mapfile -t overrides <<< "$$overrides"
 
-deploy-guided: build-sam
+# Each deploy is checked first (scripts/preflight.py: the region, the stack name, the parameters
+# against the template's patterns and Rules, the catalog), in seconds: the release build takes
+# twenty minutes. The guided deploy asks its parameters itself, so only the region and the
+# catalog are checked before it; it offers mcp-async-jobs (or STACK) as the stack's name.
+preflight-guided: venv
+	@$(PY) scripts/preflight.py guided --layer-dir $(CATALOG_LAYER)
+
+preflight-deploy: venv
+	@$(PY) scripts/preflight.py deploy --layer-dir $(CATALOG_LAYER) $(if $(STACK),--stack-name '$(STACK)')
+
+GUIDED_STACK = $(or $(STACK),$(shell grep -q '^stack_name' samconfig.toml 2>/dev/null || echo mcp-async-jobs))
+deploy-guided: preflight-guided
+	@$(MAKE) --no-print-directory build-sam
 	@region=$$($(PY) scripts/aws_region.py) && echo "Deploying to $$region" && $(CATALOG_OVERRIDES) && \
 		$(SAM_DEPLOY) deploy --guided --config-file samconfig.toml --region "$$region" \
-		--parameter-overrides "$${overrides[@]}"
+		$(if $(GUIDED_STACK),--stack-name '$(GUIDED_STACK)') --parameter-overrides "$${overrides[@]}"
 
-deploy: build-sam
-	@grep -q '^stack_name' samconfig.toml || { echo "error: samconfig.toml has no stack_name yet;" \
-		"run make deploy-guided once first" >&2; exit 2; }
+deploy: preflight-deploy
+	@$(MAKE) --no-print-directory build-sam
 	@region=$$($(PY) scripts/aws_region.py) && echo "Deploying to $$region" && $(CATALOG_OVERRIDES) && \
 		$(SAM_DEPLOY) deploy --config-file samconfig.toml --region "$$region" --no-confirm-changeset \
-		--no-fail-on-empty-changeset --parameter-overrides "$${overrides[@]}"
+		--no-fail-on-empty-changeset $(if $(STACK),--stack-name '$(STACK)') --parameter-overrides "$${overrides[@]}"
+
+# Deletes a stack and what it leaves behind (scripts/destroy.py): the objects and versions it wrote
+# under inputs/ and its output and failure prefixes in the IO bucket (the bucket stays), then the
+# stack; the tables it keeps by policy are named, with how to delete them. A CDK stack has the
+# same outputs: make cdk-destroy is the same with the CDK app's default name.
+destroy: venv
+	@test -n "$(STACK)" || { echo "usage: make destroy STACK=<name> [ARGS=\"--dry-run | --yes --delete-tables" \
+		"--keep-objects\"]" >&2; exit 2; }
+	$(PY) scripts/destroy.py --stack-name '$(STACK)' $(ARGS)
+
+cdk-destroy: venv
+	$(PY) scripts/destroy.py --stack-name '$(or $(STACK),mcp-async-jobs)' $(ARGS)
 
 # Replays a deployed stack's failure DLQ through its functions (scripts/redrive.py): STACK=<name>,
 # or QUEUE_URL, NOTIFICATION_HANDLER and PIPELINE_ROUTER (e.g. for the SQS buffer's DLQ); ARGS

@@ -2,7 +2,9 @@
 """The tool catalog on its way to a stack: into the layer directory sam build packages, and the
 template parameters that follow from it.
 
-    catalog.py install FILE        copy FILE into the layer directory, print the parameter overrides
+    catalog.py install FILE [--models ENDPOINT=MODEL,...]
+                                   copy FILE into the layer directory, print the parameter overrides;
+                                   each endpoint given a Model is created by the stack from it
     catalog.py clear               empty the layer directory (deploys then serve no catalog)
     catalog.py overrides [--samconfig samconfig.toml]
                                    the overrides a deploy passes: samconfig.toml's saved ones, then
@@ -12,7 +14,9 @@ The catalog's full check (schemas, names, argument mappings) is mcp-tools' (make
 check-catalog first); this reads only what the template needs: each async tool's `endpoint` and
 each pipeline tool's `pipeline`, and refuses a catalog without them, naming the tool and the field.
 The parameters: ToolCatalog (the file's name; the functions read /opt/tool-catalog/<name>),
-CatalogEndpointNames and CatalogPipelineNames (each name once, in the catalog's order).
+CatalogEndpointNames and CatalogPipelineNames (each name once, in the catalog's order), and
+CatalogModelNames (the Model of each endpoint the stack creates, in its endpoint's place; kept
+beside the layer, in tool-catalog-models.json, since the catalog's own format has no place for it).
 """
 
 from __future__ import annotations
@@ -35,8 +39,9 @@ SUBDIR = "tool-catalog"
 ENDPOINT_NAME = re.compile(r"[a-z0-9](-*[a-z0-9]){0,62}")
 PIPELINE_NAME = re.compile(r"[a-z0-9](-*[a-z0-9]){0,255}")
 FILE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
+MODEL_NAME = re.compile(r"[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}")
 MAX_NAMES = 10
-PARAMETERS = ("ToolCatalog", "CatalogEndpointNames", "CatalogPipelineNames")
+PARAMETERS = ("ToolCatalog", "CatalogEndpointNames", "CatalogPipelineNames", "CatalogModelNames")
 
 
 class CatalogError(Exception):
@@ -100,9 +105,40 @@ def names(catalog: dict, source: str = "catalog") -> tuple:
     return endpoints, pipelines
 
 
-def overrides(file_name: str, endpoints: list, pipelines: list) -> list:
-    values = (file_name, ",".join(endpoints), ",".join(pipelines))
+def overrides(file_name: str, endpoints: list, pipelines: list, models: Optional[dict] = None) -> list:
+    models = models or {}
+    # In each endpoint's place its Model, or nothing (an endpoint that exists already); trailing
+    # empty places dropped.
+    placed = ",".join(models.get(e, "") for e in endpoints).rstrip(",")
+    values = (file_name, ",".join(endpoints), ",".join(pipelines), placed)
     return [f'{name}="{value}"' for name, value in zip(PARAMETERS, values)]
+
+
+def models_file(layer_dir: Path) -> Path:
+    """Where the endpoints' Models are kept: beside the layer, not in it (Lambda would ship it)."""
+    return layer_dir.parent / "tool-catalog-models.json"
+
+
+def parse_models(text: str, endpoints: list, source: str) -> dict:
+    """ENDPOINT=MODEL pairs (comma- or space-separated), each endpoint one of the catalog's, once."""
+    models: dict = {}
+    for pair in re.split(r"[,\s]+", text.strip()):
+        if not pair:
+            continue
+        endpoint, sep, model = pair.partition("=")
+        if not sep or not endpoint or not model:
+            raise CatalogError(f"MODELS: {pair!r} is not ENDPOINT=MODEL (e.g. {endpoints[0] if endpoints else 'my-endpoint'}"
+                               "=my-model)")
+        if endpoint not in endpoints:
+            raise CatalogError(f"MODELS: {endpoint!r} is not an endpoint of {source} "
+                               f"(its endpoints: {', '.join(endpoints) or 'none'})")
+        if endpoint in models:
+            raise CatalogError(f"MODELS: {endpoint!r} is given twice")
+        if MODEL_NAME.fullmatch(model) is None:
+            raise CatalogError(f"MODELS: {model!r} (for {endpoint}) is not a SageMaker Model name (letters, digits, "
+                               "hyphens, at most 63)")
+        models[endpoint] = model
+    return models
 
 
 def installed(layer_dir: Path) -> Optional[Path]:
@@ -118,23 +154,33 @@ def layer_overrides(layer_dir: Path) -> list:
     if path is None:
         return overrides("", [], [])
     endpoints, pipelines = names(load(path), str(path))
-    return overrides(path.name, endpoints, pipelines)
+    saved = models_file(layer_dir)
+    models = json.loads(saved.read_text()) if saved.is_file() else {}
+    stale = [e for e in models if e not in endpoints]
+    if stale:
+        raise CatalogError(f"{saved}: Models for endpoints {path.name} does not name ({', '.join(stale)}); "
+                           "run make catalog again")
+    return overrides(path.name, endpoints, pipelines, models)
 
 
 def clear(layer_dir: Path) -> None:
     shutil.rmtree(layer_dir / SUBDIR, ignore_errors=True)
+    models_file(layer_dir).unlink(missing_ok=True)
     layer_dir.mkdir(parents=True, exist_ok=True)
 
 
-def install(source: Path, layer_dir: Path) -> list:
+def install(source: Path, layer_dir: Path, models_text: str = "") -> list:
     if FILE_NAME.fullmatch(source.name) is None:
         raise CatalogError(f"{source}: name the file with letters, digits, '.', '_' and '-' only "
                            "(it becomes the ToolCatalog parameter)")
     endpoints, pipelines = names(load(source), str(source))
+    models = parse_models(models_text, endpoints, str(source))
     clear(layer_dir)
     (layer_dir / SUBDIR).mkdir()
     shutil.copyfile(source, layer_dir / SUBDIR / source.name)
-    return overrides(source.name, endpoints, pipelines)
+    if models:
+        models_file(layer_dir).write_text(json.dumps(models, indent=2) + "\n")
+    return overrides(source.name, endpoints, pipelines, models)
 
 
 def saved_overrides(samconfig: Path) -> list:
@@ -154,6 +200,8 @@ def main(argv: Optional[list] = None) -> int:
     commands = parser.add_subparsers(dest="command", required=True)
     install_command = commands.add_parser("install", help="copy a catalog into the layer directory")
     install_command.add_argument("file", type=Path)
+    install_command.add_argument("--models", default="", metavar="ENDPOINT=MODEL,...",
+                                 help="the Model of each catalog endpoint the stack creates")
     commands.add_parser("clear", help="empty the layer directory")
     overrides_command = commands.add_parser("overrides", help="the parameter overrides a deploy passes")
     overrides_command.add_argument("--samconfig", type=Path, help="prepend the overrides saved there")
@@ -161,7 +209,7 @@ def main(argv: Optional[list] = None) -> int:
 
     try:
         if args.command == "install":
-            lines = install(args.file, args.layer_dir)
+            lines = install(args.file, args.layer_dir, args.models)
             print(f"{args.file} is in {args.layer_dir / SUBDIR}; make deploy passes:", file=sys.stderr)
             print(" ".join(lines))
         elif args.command == "clear":

@@ -24,7 +24,7 @@ ARN = "arn:aws:sagemaker:us-east-1:123456789012"
 # The parameters make catalog derives from infra/catalog.example.json.
 CATALOG = {"ToolCatalog": "catalog.example.json",
            "CatalogEndpointNames": "mcp-doc-processor-async,mcp-churn-scorer-async",
-           "CatalogPipelineNames": "mcp-intent-classifier-pipeline"}
+           "CatalogPipelineNames": "mcp-intent-classifier-pipeline", "CatalogModelNames": ""}
 TOOL_FUNCTIONS = ("McpToolsFunction", "GatewayTargetFunction")
 GATEWAY = {"AgentCoreGatewayId": "gw-1234567890", "AgentCoreGatewayRoleArn": "arn:aws:iam::123456789012:role/gw"}
 
@@ -220,7 +220,8 @@ def test_a_file_that_is_not_json_is_refused(tmp_path):
 
 def test_install_replaces_the_layers_catalog_and_deploys_follow_it(tmp_path):
     layer = tmp_path / "layer"
-    assert catalog.layer_overrides(layer) == ['ToolCatalog=""', 'CatalogEndpointNames=""', 'CatalogPipelineNames=""']
+    assert catalog.layer_overrides(layer) == ['ToolCatalog=""', 'CatalogEndpointNames=""', 'CatalogPipelineNames=""',
+                                              'CatalogModelNames=""']
     first = write(tmp_path, {"async_tools": [example()["async_tools"][0]]}, "first.json")
     assert catalog.install(first, layer)[0] == 'ToolCatalog="first.json"'
     assert catalog.install(EXAMPLE, layer) == [f'{k}="{v}"' for k, v in CATALOG.items()]
@@ -261,3 +262,30 @@ def test_the_cli_says_what_is_wrong_and_exits_2(tmp_path, capsys):
     assert catalog.main(["--layer-dir", str(tmp_path / "layer"), "install", str(path)]) == 2
     assert capsys.readouterr().err == (f'error: {path}: pipeline_tools[0] (retrain_intent_classifier): "pipeline" '
                                        "is missing or not a string\n")
+
+
+def test_models_go_in_their_endpoints_places_and_deploys_follow_them(tmp_path):
+    layer = tmp_path / "layer"
+    lines = catalog.install(EXAMPLE, layer, "mcp-churn-scorer-async=churn-xgb-7")
+    # The first endpoint exists already (an empty place), the second is created from its Model.
+    assert lines[-1] == 'CatalogModelNames=",churn-xgb-7"'
+    assert catalog.layer_overrides(layer)[-1] == 'CatalogModelNames=",churn-xgb-7"'
+    both = catalog.install(EXAMPLE, layer, "mcp-doc-processor-async=doc-v3 mcp-churn-scorer-async=churn-xgb-7")
+    assert both[-1] == 'CatalogModelNames="doc-v3,churn-xgb-7"'
+    # The Models stay beside the layer, not in what Lambda ships.
+    assert [p.name for p in (layer / "tool-catalog").iterdir()] == ["catalog.example.json"]
+    catalog.install(EXAMPLE, layer)
+    assert catalog.layer_overrides(layer)[-1] == 'CatalogModelNames=""'
+
+
+@pytest.mark.parametrize("models, message", [
+    ("mcp-doc-processor-async", "'mcp-doc-processor-async' is not ENDPOINT=MODEL"),
+    ("other-endpoint=m", "'other-endpoint' is not an endpoint of"),
+    ("mcp-doc-processor-async=a,mcp-doc-processor-async=b", "'mcp-doc-processor-async' is given twice"),
+    ("mcp-doc-processor-async=doc_model", "'doc_model' (for mcp-doc-processor-async) is not a SageMaker Model name"),
+])
+def test_a_models_mistake_is_refused_naming_it(tmp_path, models, message):
+    with pytest.raises(catalog.CatalogError) as refused:
+        catalog.install(EXAMPLE, tmp_path / "layer", models)
+    assert message in str(refused.value)
+    assert not (tmp_path / "layer" / "tool-catalog").exists()

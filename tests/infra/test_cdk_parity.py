@@ -74,11 +74,11 @@ PARITY_CASES = {
     "completion events, default bus, gateway target": {**GATEWAY, "CompletionEvents": "default-bus"},
     "completion events, stack bus, webhook": {
         "CompletionEvents": "stack-bus", "CompletionWebhookUrl": "https://hooks.example.com/jobs",
-        "CompletionWebhookApiKeyName": "x-hook-key", "CompletionWebhookApiKey": "k-123",
+        "CompletionWebhookApiKeyName": "x-hook-key", "CompletionWebhookApiKeySecret": "mcp/webhook-key",
         "AlarmTopicArn": "arn:aws:sns:us-east-1:123456789012:alarms"},
     "completion events, default bus, webhook": {
         "CompletionEvents": "default-bus", "CompletionWebhookUrl": "https://hooks.example.com/jobs",
-        "CompletionWebhookApiKey": "k-123"},
+        "CompletionWebhookApiKeySecret": "mcp/webhook-key"},
     "inference only, keys, the model role's policy": {
         "PipelineName": "", "ModelName": "doc-classifier",
         "ModelExecutionRoleArn": "arn:aws:iam::123456789012:role/service-role/AmazonSageMaker-ExecutionRole-1",
@@ -101,6 +101,13 @@ PARITY_CASES = {
     # infra/catalog.example.json: two endpoints and a pipeline beside the stack's own.
     "tool catalog, two endpoints, gateway target": {**GATEWAY, **CATALOG},
     "tool catalog, every pipeline's runs": {**CATALOG, "NarrowEventsToPipeline": "false"},
+    # Both of the catalog's endpoints created by the stack, each with its scaling and alarm; then
+    # the second only, the first existing already.
+    "tool catalog, two models": {**CATALOG, "CatalogModelNames": "doc-processor-v3,churn-xgb-7",
+                                 "ModelExecutionRoleArn": ROLE},
+    "tool catalog, one model, an existing endpoint, own role policy": {
+        **CATALOG, "CatalogModelNames": ",churn-xgb-7", "ModelExecutionRoleArn": ROLE,
+        "AttachModelRolePolicy": "false", "EndpointKmsKeyId": "arn:aws:kms:us-east-1:123456789012:key/k"},
     "catalog names without a catalog": {"CatalogEndpointNames": "churn-scorer,doc-processor-async",
                                         "CatalogPipelineNames": "intent-classifier-v2"},
 }
@@ -116,9 +123,11 @@ REFUSED = {
     "user pool and scopes": ({**COGNITO, "OAuthReadScope": "jobs:read"}, "DomainPrefixForUserPool"),
     "NONE without a token": (URL_AUTH, "BearerTokenForUrlAuthNone"),
     "model without its role": ({"ModelName": "m"}, "ExecutionRoleForEndpoint"),
+    "catalog models without their role": ({"CatalogEndpointNames": "a", "CatalogModelNames": "m"},
+                                          "ExecutionRoleForCatalogModels"),
     "gateway without its role": ({"AgentCoreGatewayId": "gw-1234567890"}, "GatewayRoleForGatewayTarget"),
     "webhook without events": ({"CompletionWebhookUrl": "https://hooks.example.com/jobs",
-                                "CompletionWebhookApiKey": "k"}, "WebhookNeedsEventsAndKey"),
+                                "CompletionWebhookApiKeySecret": "k"}, "WebhookNeedsEventsAndKey"),
     "webhook without a key": ({"CompletionEvents": "stack-bus", "CompletionWebhookUrl": "https://hooks.example.com/jobs"},
                               "WebhookNeedsEventsAndKey"),
     "catalog pipelines without PipelineName": ({"PipelineName": "", "CatalogPipelineNames": "p"},
@@ -127,7 +136,7 @@ REFUSED = {
 LINTED = ["defaults", "wiring: endpoint, existing topics, SQS buffer, KMS key", "auth: oauth, Cognito",
           "inference only, keys, the model role's policy", "a shared deployment",
           "gateway target, own name, OAuth, tracing", "every other setting", "completion events, stack bus, webhook",
-          "tool catalog, two endpoints, gateway target"]
+          "tool catalog, two endpoints, gateway target", "tool catalog, two models"]
 
 
 # ---------------------------------------------------------------- the CDK side: one node process

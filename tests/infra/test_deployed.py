@@ -399,7 +399,8 @@ def test_parameter_patterns_refuse_what_the_code_would():
     assert allowed("BearerTokens", "") and allowed("BearerTokens", f"agent-a:{HASH_A},agent.b_2:{HASH_B}")
     for bad in (HASH_A, f"agent-a:{HASH_A},", f"agent a:{HASH_A}", "agent-a:abc", f"agent-a:{HASH_A.upper()}"):
         assert not allowed("BearerTokens", bad), bad
-    assert CFN["Parameters"]["BearerTokens"]["NoEcho"] is True
+    # No parameter is NoEcho: SAM's guided deploy asks one, hidden, again on every Enter.
+    assert not [name for name, p in CFN["Parameters"].items() if p.get("NoEcho")]
     assert allowed("OAuthClientIds", "") and allowed("OAuthClientIds", "1example23456789,2example")
     assert not allowed("OAuthClientIds", "a,,b") and not allowed("OAuthClientIds", "a, b")
     assert allowed("UserPoolDomainPrefix", "acme-mcp-jobs") and not allowed("UserPoolDomainPrefix", "Acme")
@@ -509,7 +510,7 @@ def test_a_url_without_iam_auth_lets_everyone_in_and_one_with_it_nobody(case):
 
 EVENT_FUNCTIONS = ["NotificationHandlerFunction", "McpToolsFunction", "GatewayTargetFunction"]
 WEBHOOK = {"CompletionEvents": "stack-bus", "CompletionWebhookUrl": "https://hooks.example.com/jobs",
-           "CompletionWebhookApiKey": "k-123", "AgentCoreGatewayId": "gw-1234567890",
+           "CompletionWebhookApiKeySecret": "mcp/webhook-key", "AgentCoreGatewayId": "gw-1234567890",
            "AgentCoreGatewayRoleArn": "arn:aws:iam::123456789012:role/gateway"}
 
 
@@ -549,7 +550,7 @@ def test_a_webhook_is_an_api_destination_with_retries_a_dlq_and_an_alarm():
     stack = Deployed(CFN, **WEBHOOK)
     connection = stack.props("CompletionWebhookConnection")
     assert connection["AuthorizationType"] == "API_KEY"
-    assert connection["AuthParameters"]["ApiKeyAuthParameters"] == {"ApiKeyName": "x-api-key", "ApiKeyValue": "k-123"}
+    assert connection["AuthParameters"]["ApiKeyAuthParameters"] == {"ApiKeyName": "x-api-key", "ApiKeyValue": "{{resolve:secretsmanager:mcp/webhook-key:SecretString}}"}
     destination = stack.props("CompletionWebhookDestination")
     assert destination["InvocationEndpoint"] == WEBHOOK["CompletionWebhookUrl"]
     assert destination["HttpMethod"] == "POST"
@@ -578,7 +579,7 @@ def test_a_webhook_is_an_api_destination_with_retries_a_dlq_and_an_alarm():
 
 
 @pytest.mark.parametrize("parameters", [
-    {"CompletionWebhookUrl": "https://hooks.example.com/jobs", "CompletionWebhookApiKey": "k"},
+    {"CompletionWebhookUrl": "https://hooks.example.com/jobs", "CompletionWebhookApiKeySecret": "k"},
     {"CompletionEvents": "default-bus", "CompletionWebhookUrl": "https://hooks.example.com/jobs"},
 ])
 def test_a_webhook_without_events_or_a_key_is_refused(parameters):

@@ -89,6 +89,12 @@ export interface McpAsyncJobsProps {
   readonly catalog?: string | ToolCatalog;
   /** Endpoints granted beside asyncEndpointName and the catalog's (the template's CatalogEndpointNames). @default [] */
   readonly catalogEndpointNames?: string[];
+  /**
+   * A SageMaker Model for each of the catalog's endpoints (the catalog's, then catalogEndpointNames),
+   * in their order: the construct creates that endpoint from it as it creates modelName's; an empty
+   * place leaves that endpoint to exist already. At most 10. @default []
+   */
+  readonly catalogModelNames?: string[];
   /** Pipelines granted and routed beside pipelineName and the catalog's (CatalogPipelineNames); they need pipelineName. @default [] */
   readonly catalogPipelineNames?: string[];
   /** Deliver notifications through an SQS buffer queue (with a DLQ) instead of directly from SNS. @default false */
@@ -136,8 +142,11 @@ export interface McpAsyncJobsProps {
   readonly completionWebhookUrl?: string;
   /** The header the webhook's key is sent in. @default 'x-api-key' */
   readonly completionWebhookApiKeyName?: string;
-  /** The webhook's key; required with completionWebhookUrl. @default 'none' (not set) */
-  readonly completionWebhookApiKey?: string;
+  /**
+   * The Secrets Manager secret (name or ARN) holding the webhook's key, read at deploy through a
+   * dynamic reference; required with completionWebhookUrl. @default '' (none)
+   */
+  readonly completionWebhookApiKeySecret?: string;
   /**
    * mcp-tools' timeout in seconds: a check that asks for progress may wait this long less 10 s,
    * its notifications streamed (a plain call waits 20 s at most). @default 120
@@ -296,8 +305,8 @@ function ruleViolations(s: Settings): string[] {
     if (s.completionEvents === 'none') {
       errors.push('WebhookNeedsEventsAndKey: CompletionWebhookUrl needs CompletionEvents default-bus or stack-bus.');
     }
-    if (s.completionWebhookApiKey === 'none') {
-      errors.push('WebhookNeedsEventsAndKey: CompletionWebhookUrl needs CompletionWebhookApiKey.');
+    if (!given(s.completionWebhookApiKeySecret)) {
+      errors.push('WebhookNeedsEventsAndKey: CompletionWebhookUrl needs CompletionWebhookApiKeySecret.');
     }
   }
   if (oauth && s.functionUrlAuthType !== 'NONE') {
@@ -318,6 +327,10 @@ function ruleViolations(s: Settings): string[] {
   if (given(s.modelName) && !given(s.modelExecutionRoleArn)) {
     errors.push('ExecutionRoleForEndpoint: modelName needs modelExecutionRoleArn (the Model\'s execution role), or the '
       + 'endpoint could not publish its outcomes');
+  }
+  if (s.catalogModelNames.some(given) && !given(s.modelExecutionRoleArn)) {
+    errors.push('ExecutionRoleForCatalogModels: catalogModelNames needs modelExecutionRoleArn (the Models\' execution '
+      + 'role), or the endpoints could not publish their outcomes');
   }
   if (s.catalogPipelineNames.some(given) && !given(s.pipelineName)) {
     errors.push('PipelineForCatalogPipelines: catalog pipelines need pipelineName (the stack routes pipeline runs only '
@@ -379,6 +392,8 @@ export class McpAsyncJobs extends Construct {
   public readonly userPool?: cognito.CfnUserPool;
   public readonly userPoolClient?: cognito.CfnUserPoolClient;
   public readonly endpoint?: sagemaker.CfnEndpoint;
+  /** The catalog's endpoints the construct created (catalogModelNames). */
+  public readonly catalogEndpoints: sagemaker.CfnEndpoint[];
   /** The topic the alarms notify (alarmTopicArn, or the one created). */
   public readonly alarmTopicArn: string;
 
@@ -418,6 +433,15 @@ export class McpAsyncJobs extends Construct {
     const createErrorTopic = !given(s.errorTopicArn);
     const hasExecutionRole = given(s.modelExecutionRoleArn);
     const createEndpoint = given(s.modelName);
+    // The catalog's endpoints the construct creates, each in the slot of its place (the template's
+    // CatalogEndpoint<i> resources).
+    if (s.catalogModelNames.length > catalogEndpoints.length && s.catalogModelNames.slice(catalogEndpoints.length).some(given)) {
+      throw new Error(`McpAsyncJobs: catalogModelNames has ${s.catalogModelNames.length} places, the catalog's `
+        + `endpoints ${catalogEndpoints.length}: give a Model (or '') for each endpoint, in their order`);
+    }
+    const catalogModels = catalogEndpoints.slice(0, 10)
+      .map((endpoint, i) => ({ slot: i + 1, endpoint, model: s.catalogModelNames[i] ?? '' }))
+      .filter((m) => given(m.model));
     const createCognito = s.createUserPool;
     const oauthAuth = given(s.oauthIssuer) || createCognito;
     const bearerAuth = s.functionUrlAuthType === 'NONE' && !oauthAuth;
@@ -510,7 +534,7 @@ export class McpAsyncJobs extends Construct {
 
     // SageMaker publishes and writes as the Model's execution role, which this stack does not own:
     // what it needs for this stack is attached to it (by its name, the ARN's last element).
-    const modelRolePolicy = createEndpoint && s.attachModelRolePolicy
+    const modelRolePolicy = (createEndpoint || catalogModels.length > 0) && s.attachModelRolePolicy
       ? this.pin(new iam.CfnPolicy(this, 'ModelExecutionRolePolicy', {
         // Named after the stack's id: any stack name fits, and two stacks on one role keep their own.
         policyName: Fn.join('', ['mcp-async-jobs-', Fn.select(2, Fn.split('/', Aws.STACK_ID))]),
@@ -532,14 +556,17 @@ export class McpAsyncJobs extends Construct {
     // writes only to these S3 paths, which the functions' IAM grants. An EndpointConfig is
     // immutable: CloudFormation replaces it (a new generated name) on any change.
 
-    let endpointConfig: sagemaker.CfnEndpointConfig | undefined;
-    if (createEndpoint) {
+    // One endpoint and its scaling: `ids` names its resources as the template does (AsyncEndpoint
+    // and Endpoint..., or CatalogEndpoint<i>...). The stack's own endpoint is named from the
+    // parameter (its scaling waits on it by DependsOn); a catalog's reads its name back (GetAtt).
+    const asyncEndpoint = (ids: { config: string, endpoint: string, prefix: string }, endpointName: string,
+      modelName: string, nameFromEndpoint: boolean) => {
       const kmsKeyId = given(s.endpointKmsKeyId) ? s.endpointKmsKeyId : undefined;
-      endpointConfig = this.pin(new sagemaker.CfnEndpointConfig(this, 'AsyncEndpointConfig', {
+      const config = this.pin(new sagemaker.CfnEndpointConfig(this, ids.config, {
         kmsKeyId,
         productionVariants: [{
           variantName: s.variantName,
-          modelName: s.modelName,
+          modelName,
           instanceType: s.endpointInstanceType,
           initialInstanceCount: s.endpointInitialInstanceCount,
           initialVariantWeight: 1,
@@ -567,27 +594,28 @@ export class McpAsyncJobs extends Construct {
           // And the execution role's policy: SageMaker writes and publishes as that role.
           { key: 'model-role-policy', value: modelRolePolicy ? modelRolePolicy.ref : 'not-attached' },
         ],
-      }), 'AsyncEndpointConfig');
+      }), ids.config);
 
-      this.endpoint = this.pin(new sagemaker.CfnEndpoint(this, 'AsyncEndpoint', {
-        endpointName: s.asyncEndpointName,
-        endpointConfigName: endpointConfig.attrEndpointConfigName,
-      }), 'AsyncEndpoint');
+      const endpoint = this.pin(new sagemaker.CfnEndpoint(this, ids.endpoint, {
+        endpointName,
+        endpointConfigName: config.attrEndpointConfigName,
+      }), ids.endpoint);
+      const endpointRef = nameFromEndpoint ? endpoint.attrEndpointName : endpointName;
 
       // Scale to zero, and back out: target tracking keeps the backlog per instance near the
       // target (and removes the last instance once the queue is empty); at zero instances that
       // metric has no data, so a step policy fired by HasBacklogWithoutCapacity adds the first one.
-      const scalableTarget = this.pin(new autoscaling.CfnScalableTarget(this, 'EndpointScalableTarget', {
+      const scalableTarget = this.pin(new autoscaling.CfnScalableTarget(this, `${ids.prefix}ScalableTarget`, {
         serviceNamespace: 'sagemaker',
-        resourceId: `endpoint/${s.asyncEndpointName}/variant/${s.variantName}`,
+        resourceId: `endpoint/${endpointRef}/variant/${s.variantName}`,
         scalableDimension: 'sagemaker:variant:DesiredInstanceCount',
         minCapacity: s.endpointMinInstanceCount,
         maxCapacity: s.endpointMaxInstanceCount,
-      }), 'EndpointScalableTarget');
-      scalableTarget.addResourceDependency(this.endpoint);
-      const endpointDimensions = [{ name: 'EndpointName', value: s.asyncEndpointName }];
+      }), `${ids.prefix}ScalableTarget`);
+      if (!nameFromEndpoint) scalableTarget.addResourceDependency(endpoint);
+      const endpointDimensions = [{ name: 'EndpointName', value: endpointRef }];
 
-      this.pin(new autoscaling.CfnScalingPolicy(this, 'EndpointBacklogScalingPolicy', {
+      this.pin(new autoscaling.CfnScalingPolicy(this, `${ids.prefix}BacklogScalingPolicy`, {
         policyName: `${name}-backlog-per-instance`,
         policyType: 'TargetTrackingScaling',
         scalingTargetId: scalableTarget.ref,
@@ -602,9 +630,9 @@ export class McpAsyncJobs extends Construct {
             statistic: 'Average',
           },
         },
-      }), 'EndpointBacklogScalingPolicy');
+      }), `${ids.prefix}BacklogScalingPolicy`);
 
-      const scaleOutFromZero = this.pin(new autoscaling.CfnScalingPolicy(this, 'EndpointScaleOutFromZeroPolicy', {
+      const scaleOutFromZero = this.pin(new autoscaling.CfnScalingPolicy(this, `${ids.prefix}ScaleOutFromZeroPolicy`, {
         policyName: `${name}-scale-out-from-zero`,
         policyType: 'StepScaling',
         scalingTargetId: scalableTarget.ref,
@@ -614,9 +642,9 @@ export class McpAsyncJobs extends Construct {
           metricAggregationType: 'Average',
           stepAdjustments: [{ metricIntervalLowerBound: 0, scalingAdjustment: 1 }],
         },
-      }), 'EndpointScaleOutFromZeroPolicy');
+      }), `${ids.prefix}ScaleOutFromZeroPolicy`);
 
-      this.pin(new cloudwatch.CfnAlarm(this, 'EndpointHasBacklogWithoutCapacityAlarm', {
+      this.pin(new cloudwatch.CfnAlarm(this, `${ids.prefix}HasBacklogWithoutCapacityAlarm`, {
         alarmDescription: 'Requests wait on an endpoint with no instance; adds the first one (scale out from zero).',
         namespace: 'AWS/SageMaker',
         metricName: 'HasBacklogWithoutCapacity',
@@ -629,8 +657,21 @@ export class McpAsyncJobs extends Construct {
         comparisonOperator: 'GreaterThanOrEqualToThreshold',
         treatMissingData: 'missing',
         alarmActions: [scaleOutFromZero.ref],
-      }), 'EndpointHasBacklogWithoutCapacityAlarm');
+      }), `${ids.prefix}HasBacklogWithoutCapacityAlarm`);
+      return { config, endpoint };
+    };
+
+    let endpointConfig: sagemaker.CfnEndpointConfig | undefined;
+    if (createEndpoint) {
+      const created = asyncEndpoint({ config: 'AsyncEndpointConfig', endpoint: 'AsyncEndpoint', prefix: 'Endpoint' },
+        s.asyncEndpointName, s.modelName, false);
+      endpointConfig = created.config;
+      this.endpoint = created.endpoint;
     }
+    // The catalog's endpoints with a Model, each as the template's slot of its place.
+    this.catalogEndpoints = catalogModels.map((m) => asyncEndpoint(
+      { config: `CatalogEndpoint${m.slot}Config`, endpoint: `CatalogEndpoint${m.slot}`, prefix: `CatalogEndpoint${m.slot}` },
+      m.endpoint, m.model, true).endpoint);
 
     // ---------------------------------------------------------------- helpers for the functions
 
@@ -711,7 +752,7 @@ export class McpAsyncJobs extends Construct {
         description: `The completion webhook of stack ${name}.`,
         authorizationType: 'API_KEY',
         authParameters: {
-          apiKeyAuthParameters: { apiKeyName: s.completionWebhookApiKeyName, apiKeyValue: s.completionWebhookApiKey },
+          apiKeyAuthParameters: { apiKeyName: s.completionWebhookApiKeyName, apiKeyValue: `{{resolve:secretsmanager:${s.completionWebhookApiKeySecret}:SecretString}}` },
         },
       }), 'CompletionWebhookConnection');
       const destination = this.pin(new events.CfnApiDestination(this, 'CompletionWebhookDestination', {

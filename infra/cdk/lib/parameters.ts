@@ -65,6 +65,7 @@ export const PARAMETERS: Readonly<Record<string, ParameterSpec>> = {
   // The catalog itself (a path, or its parsed JSON) where the template takes its file's name.
   ToolCatalog: { prop: 'catalog', kind: 'string', default: '', pattern: '^([A-Za-z0-9][A-Za-z0-9._-]{0,127})?$' },
   CatalogEndpointNames: { prop: 'catalogEndpointNames', kind: 'list', default: '', pattern: '^([a-z0-9](-*[a-z0-9]){0,62})?$' },
+  CatalogModelNames: { prop: 'catalogModelNames', kind: 'list', default: '', pattern: '^([a-zA-Z0-9](-*[a-zA-Z0-9]){0,62})?$' },
   CatalogPipelineNames: { prop: 'catalogPipelineNames', kind: 'list', default: '', pattern: '^([a-z0-9](-*[a-z0-9]){0,255})?$' },
   UseSqsBuffer: { prop: 'useSqsBuffer', kind: 'boolean', default: 'false', allowed: BOOLEAN },
   SqsBatchSize: { prop: 'sqsBatchSize', kind: 'number', default: '10', min: 1, max: 1000 },
@@ -94,7 +95,9 @@ export const PARAMETERS: Readonly<Record<string, ParameterSpec>> = {
   CompletionWebhookApiKeyName: {
     prop: 'completionWebhookApiKeyName', kind: 'string', default: 'x-api-key', pattern: '^[A-Za-z0-9-]{1,512}$',
   },
-  CompletionWebhookApiKey: { prop: 'completionWebhookApiKey', kind: 'string', default: 'none' },
+  CompletionWebhookApiKeySecret: {
+    prop: 'completionWebhookApiKeySecret', kind: 'string', default: '', pattern: '^([A-Za-z0-9/_+=.@:-]{1,2048})?$',
+  },
   ToolsTimeoutSecs: { prop: 'toolsTimeoutSecs', kind: 'number', default: '120', min: 30, max: 900 },
   AllowedOrigins: { prop: 'allowedOrigins', kind: 'string', default: '' },
   LogRetentionDays: {

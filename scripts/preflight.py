@@ -1,0 +1,161 @@
+#!/usr/bin/env python3
+"""What a deploy needs, checked in seconds before anything is compiled (a release build takes
+twenty minutes): the region, the stack's name, the parameters CloudFormation would refuse, and
+the tool catalog in the layer. Every mistake is listed, with how to give what is missing.
+
+    preflight.py deploy [--stack-name NAME]   make deploy: everything, from samconfig.toml's saved
+                                              parameters and the catalog's
+    preflight.py guided                       make deploy-guided: the region and the catalog (the
+                                              guided deploy asks the rest)
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+import tomllib
+from pathlib import Path
+from typing import Optional
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import aws_region  # noqa: E402
+import catalog  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+TEMPLATE = ROOT / "infra" / "template.yaml"
+# How each parameter a first deploy must give is given.
+HOW = "run make deploy-guided (it saves the answers in samconfig.toml), or add {name}=... to parameter_overrides there"
+
+
+def template() -> dict:
+    from samtranslator.yaml_helper import yaml_parse
+    return yaml_parse(TEMPLATE.read_text())
+
+
+def saved(samconfig: Path) -> dict:
+    if not samconfig.is_file():
+        return {}
+    return tomllib.loads(samconfig.read_text()).get("default", {}).get("deploy", {}).get("parameters", {})
+
+
+def parameter_values(lines: list) -> dict:
+    """The overrides as sam deploy reads them (the last value of a parameter wins)."""
+    from samcli.cli.types import CfnParameterOverridesType
+    return dict(CfnParameterOverridesType().convert(tuple(line for line in lines if line.strip()), None, None))
+
+
+def check_value(name: str, spec: dict, value: str) -> Optional[str]:
+    """CloudFormation's own checks of one value (its type's, AllowedPattern, AllowedValues, bounds)."""
+    values = [v.strip() for v in value.split(",")] if spec.get("Type") == "CommaDelimitedList" else [value]
+    for v in values:
+        if "AllowedValues" in spec and v not in [str(a) for a in spec["AllowedValues"]]:
+            return f"{name}={value!r}: must be one of {', '.join(str(a) for a in spec['AllowedValues'])}"
+        if "AllowedPattern" in spec and re.fullmatch(spec["AllowedPattern"], v) is None:
+            why = spec.get("ConstraintDescription") or f"does not match {spec['AllowedPattern']}"
+            return f"{name}={value!r}: {why}"
+        if spec.get("Type") == "Number":
+            try:
+                number = float(v)
+            except ValueError:
+                return f"{name}={value!r}: not a number"
+            if "MinValue" in spec and number < float(spec["MinValue"]) or \
+                    "MaxValue" in spec and number > float(spec["MaxValue"]):
+                return f"{name}={value!r}: must lie in {spec.get('MinValue', '')}..{spec.get('MaxValue', '')}"
+    return None
+
+
+def evaluate(node, values: dict, specs: dict):
+    """A Rule's condition or assertion, for the few functions Rules use here."""
+    if isinstance(node, dict) and len(node) == 1:
+        (fn, arg), = node.items()
+        if fn == "Ref":
+            value = values.get(arg, str(specs[arg].get("Default", "")))
+            return [v.strip() for v in value.split(",")] if specs[arg].get("Type") == "CommaDelimitedList" else value
+        args = [evaluate(a, values, specs) for a in arg] if isinstance(arg, list) else evaluate(arg, values, specs)
+        if fn == "Fn::Equals":
+            return args[0] == args[1]
+        if fn == "Fn::Not":
+            return not args[0]
+        if fn == "Fn::And":
+            return all(args)
+        if fn == "Fn::Or":
+            return any(args)
+        if fn == "Fn::EachMemberEquals":
+            return all(v == args[1] for v in args[0])
+        raise ValueError(f"preflight cannot evaluate {fn}")
+    return node
+
+
+def check_parameters(values: dict, cfn: dict) -> list:
+    specs = cfn["Parameters"]
+    problems = []
+    for name in values:
+        if name not in specs:
+            problems.append(f"{name}: the template has no such parameter (remove it from samconfig.toml)")
+    for name, spec in specs.items():
+        if name not in values and "Default" not in spec:
+            problems.append(f"{name} is missing: {HOW.format(name=name)}")
+        elif name in values:
+            problem = check_value(name, spec, values[name])
+            if problem:
+                problems.append(problem)
+    if problems:
+        return problems
+    for rule_name, rule in cfn.get("Rules", {}).items():
+        if not evaluate(rule.get("RuleCondition", True), values, specs):
+            continue
+        for assertion in rule["Assertions"]:
+            if not evaluate(assertion["Assert"], values, specs):
+                problems.append(f"{rule_name}: {' '.join(str(assertion['AssertDescription']).split())}")
+    return problems
+
+
+def preflight(mode: str, stack_name: str, samconfig: Path, layer_dir: Path) -> list:
+    problems = []
+    if not aws_region.caller_region():
+        problems.append(f"region: {aws_region.NoRegion()}")
+    try:
+        catalog_lines = catalog.layer_overrides(layer_dir)
+    except catalog.CatalogError as e:
+        problems.append(f"tool catalog: {e} (make catalog CATALOG=<file> checks and installs one; CATALOG=none "
+                        "removes it)")
+        catalog_lines = None
+    if mode == "guided":
+        return problems
+    config = saved(samconfig)
+    if not (stack_name or config.get("stack_name")):
+        problems.append("stack name: none given; run make deploy-guided once (it saves one in samconfig.toml), "
+                        "or make deploy STACK=<name>")
+    if catalog_lines is not None:
+        saved_lines = catalog.saved_overrides(samconfig)
+        try:
+            values = parameter_values(saved_lines + catalog_lines)
+        except Exception as e:  # click's BadParameter: the saved overrides do not parse
+            problems.append(f"{samconfig}: parameter_overrides cannot be read ({e})")
+        else:
+            problems += check_parameters(values, template())
+    return problems
+
+
+def main(argv: Optional[list] = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                     formatter_class=argparse.RawDescriptionHelpFormatter,
+                                     epilog=__doc__.split("\n\n", 1)[1])
+    parser.add_argument("mode", choices=("deploy", "guided"))
+    parser.add_argument("--stack-name", default="")
+    parser.add_argument("--samconfig", type=Path, default=ROOT / "samconfig.toml")
+    parser.add_argument("--layer-dir", type=Path, default=catalog.LAYER_DIR)
+    args = parser.parse_args(argv)
+    problems = preflight(args.mode, args.stack_name, args.samconfig, args.layer_dir)
+    if problems:
+        print(f"error: make {'deploy-guided' if args.mode == 'guided' else 'deploy'} stopped before building:",
+              file=sys.stderr)
+        for problem in problems:
+            print(f"  - {problem}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

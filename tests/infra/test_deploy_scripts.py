@@ -1,0 +1,176 @@
+"""scripts/preflight.py (what make deploy checks before it builds) and scripts/destroy.py (make
+destroy): the preflight's refusals name what is missing and how to give it; destroy's plan from a
+stack's outputs, then carried out against moto (S3 versions, the stack, the tables)."""
+
+from __future__ import annotations
+
+import io
+import json
+import sys
+from pathlib import Path
+
+import boto3
+import pytest
+from moto import mock_aws
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "scripts"))
+import destroy  # noqa: E402
+import preflight  # noqa: E402
+
+GOOD = 'AsyncEndpointName=\\"doc-ep\\" IoBucketName=\\"mcp-io\\"'
+
+
+def samconfig(tmp_path: Path, overrides: str = GOOD, stack: str = "jobs") -> Path:
+    path = tmp_path / "samconfig.toml"
+    lines = ["version = 0.1", "[default.deploy.parameters]"]
+    if stack:
+        lines.append(f'stack_name = "{stack}"')
+    lines.append(f'parameter_overrides = "{overrides}"')
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+@pytest.fixture
+def region(monkeypatch):
+    monkeypatch.setenv("AWS_REGION", "eu-west-1")
+
+
+def run(tmp_path, mode="deploy", **kw):
+    config = kw["config"] if "config" in kw else samconfig(tmp_path)
+    return preflight.preflight(mode, kw.get("stack", ""), config, tmp_path / "layer")
+
+
+def test_a_complete_configuration_passes(tmp_path, region):
+    assert run(tmp_path) == []
+
+
+def test_no_region_no_stack_no_parameters_each_named(tmp_path, monkeypatch):
+    for variable in ("AWS_REGION", "AWS_DEFAULT_REGION", "AWS_PROFILE"):
+        monkeypatch.delenv(variable, raising=False)
+    monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "none"))
+    problems = run(tmp_path, config=tmp_path / "missing.toml")
+    assert problems[0].startswith("region: no AWS region is set. Set AWS_REGION")
+    assert problems[1].startswith("stack name: none given; run make deploy-guided once")
+    assert [p.split(" ")[0] for p in problems[2:]] == ["AsyncEndpointName", "IoBucketName"]
+    assert "make deploy-guided" in problems[2]
+    # STACK=... on the command line is a stack name.
+    assert not [p for p in run(tmp_path, stack="jobs", config=tmp_path / "missing.toml") if p.startswith("stack")]
+
+
+@pytest.mark.parametrize("overrides, problem", [
+    ('AsyncEndpointName=\\"\\" IoBucketName=\\"mcp-io\\"', "AsyncEndpointName='': an endpoint name is required"),
+    ('AsyncEndpointName=\\"doc-ep\\" IoBucketName=\\"x\\"', "IoBucketName='x': an existing bucket's name is required"),
+    (GOOD + ' FunctionUrlAuthType=\\"OPEN\\"', "FunctionUrlAuthType='OPEN': must be one of AWS_IAM, NONE"),
+    (GOOD + ' ToolsTimeoutSecs=\\"5\\"', "ToolsTimeoutSecs='5': must lie in 30..900"),
+    (GOOD + ' Colour=\\"blue\\"', "Colour: the template has no such parameter"),
+    (GOOD + ' ModelName=\\"m\\"', "ExecutionRoleForEndpoint: ModelName needs ModelExecutionRoleArn"),
+    (GOOD + ' FunctionUrlAuthType=\\"NONE\\"', "BearerTokenForUrlAuthNone:"),
+])
+def test_what_cloudformation_would_refuse_is_refused_first(tmp_path, region, overrides, problem):
+    problems = run(tmp_path, config=samconfig(tmp_path, overrides))
+    assert len(problems) == 1 and problems[0].startswith(problem), problems
+
+
+def test_the_catalogs_models_without_their_role_are_refused(tmp_path, region):
+    import catalog
+    catalog.install(ROOT / "infra" / "catalog.example.json", tmp_path / "layer", "mcp-churn-scorer-async=churn-7")
+    problems = run(tmp_path)
+    # The example catalog has a pipeline too: the stack routes it only with PipelineName.
+    assert [p.split(":")[0] for p in problems] == ["ExecutionRoleForCatalogModels", "PipelineForCatalogPipelines"]
+    assert problems[0].startswith("ExecutionRoleForCatalogModels: CatalogModelNames needs ModelExecutionRoleArn")
+    role = ' ModelExecutionRoleArn=\\"arn:aws:iam::123456789012:role/sm\\" PipelineName=\\"p\\"'
+    assert run(tmp_path, config=samconfig(tmp_path, GOOD + role)) == []
+
+
+def test_a_broken_catalog_in_the_layer_is_refused_for_both_deploys(tmp_path, region):
+    (tmp_path / "layer" / "tool-catalog").mkdir(parents=True)
+    (tmp_path / "layer" / "tool-catalog" / "tools.json").write_text('{"async_tools": [{"name": "t"}]}')
+    for mode in ("deploy", "guided"):
+        problems = run(tmp_path, mode)
+        assert len(problems) == 1 and problems[0].startswith("tool catalog: ") and '"endpoint" is missing' in problems[0]
+        assert "make catalog CATALOG=<file>" in problems[0]
+
+
+def test_the_cli_lists_every_problem_and_exits_2(tmp_path, region, capsys):
+    config = samconfig(tmp_path, 'AsyncEndpointName=\\"doc-ep\\"', stack="")
+    assert preflight.main(["deploy", "--samconfig", str(config), "--layer-dir", str(tmp_path / "layer")]) == 2
+    err = capsys.readouterr().err.splitlines()
+    assert err[0] == "error: make deploy stopped before building:"
+    assert err[1].startswith("  - stack name:") and err[2].startswith("  - IoBucketName is missing")
+
+
+# ---------------------------------------------------------------- destroy
+
+OUTPUTS = {"S3OutputPath": "s3://mcp-io/outputs/", "S3FailurePath": "s3://mcp-io/failures/",
+           "ResultsTableName": "jobs-ResultsTable-1", "PipelineResultsTableName": "jobs-PipelineResultsTable-1"}
+
+
+def test_the_plan_empties_the_stacks_prefixes_and_names_the_kept_tables():
+    steps = destroy.plan("jobs", OUTPUTS)
+    assert steps.empty == [("mcp-io", "inputs/"), ("mcp-io", "outputs/"), ("mcp-io", "failures/")]
+    lines = steps.lines()
+    assert lines[3].startswith("stack jobs: deleted")
+    assert lines[4] == ("table jobs-ResultsTable-1: kept (DeletionPolicy RetainExceptOnCreate); remove it with "
+                        "aws dynamodb delete-table --table-name jobs-ResultsTable-1, or make destroy ... "
+                        "ARGS=--delete-tables")
+    assert destroy.plan("jobs", OUTPUTS, keep_objects=True).empty == []
+    assert "deleted after the stack" in destroy.plan("jobs", OUTPUTS, delete_tables=True).lines()[-1]
+    with pytest.raises(ValueError, match="an empty prefix would empty the whole bucket"):
+        destroy.plan("jobs", {**OUTPUTS, "S3OutputPath": "s3://mcp-io/"})
+
+
+STACK_TEMPLATE = {
+    "Resources": {
+        "ResultsTable": {"Type": "AWS::DynamoDB::Table", "DeletionPolicy": "Retain", "Properties": {
+            "TableName": "jobs-results", "BillingMode": "PAY_PER_REQUEST",
+            "AttributeDefinitions": [{"AttributeName": "inference_id", "AttributeType": "S"}],
+            "KeySchema": [{"AttributeName": "inference_id", "KeyType": "HASH"}]}},
+        "Queue": {"Type": "AWS::SQS::Queue"}},
+    "Outputs": {"S3OutputPath": {"Value": "s3://mcp-io/outputs/"}, "S3FailurePath": {"Value": "s3://mcp-io/failures/"},
+                "ResultsTableName": {"Value": {"Ref": "ResultsTable"}}},
+}
+
+
+@pytest.mark.parametrize("delete_tables", [False, True])
+def test_destroy_empties_every_version_deletes_the_stack_and_keeps_or_deletes_the_table(monkeypatch, delete_tables):
+    monkeypatch.setenv("AWS_REGION", "eu-west-1")
+    for variable in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"):
+        monkeypatch.setenv(variable, "testing")
+    with mock_aws():
+        session = boto3.session.Session(region_name="eu-west-1")
+        s3 = session.client("s3")
+        s3.create_bucket(Bucket="mcp-io", CreateBucketConfiguration={"LocationConstraint": "eu-west-1"})
+        s3.put_bucket_versioning(Bucket="mcp-io", VersioningConfiguration={"Status": "Enabled"})
+        for key in ("inputs/a.json", "outputs/a.out", "outputs/a.out", "failures/b.err", "train/keep.csv"):
+            s3.put_object(Bucket="mcp-io", Key=key, Body=b"x")
+        s3.delete_object(Bucket="mcp-io", Key="failures/b.err")  # a delete marker over a version
+        cloudformation = session.client("cloudformation")
+        cloudformation.create_stack(StackName="jobs", TemplateBody=json.dumps(STACK_TEMPLATE))
+        args = ["--stack-name", "jobs", "--yes"] + (["--delete-tables"] if delete_tables else [])
+        assert destroy.main(args, session=session) == 0
+        left = s3.list_object_versions(Bucket="mcp-io")
+        assert [v["Key"] for v in left.get("Versions", [])] == ["train/keep.csv"]
+        assert not left.get("DeleteMarkers")
+        assert [s["StackName"] for s in cloudformation.list_stacks(StackStatusFilter=["CREATE_COMPLETE"])["StackSummaries"]] == []
+        tables = session.client("dynamodb").list_tables()["TableNames"]
+        assert ("jobs-results" in tables) is not delete_tables or not tables
+
+
+def test_destroy_asks_for_the_stacks_name_and_does_nothing_on_another(monkeypatch, capsys):
+    monkeypatch.setenv("AWS_REGION", "eu-west-1")
+    monkeypatch.setattr("sys.stdin", io.StringIO("other\n"))
+    with mock_aws():
+        session = boto3.session.Session(region_name="eu-west-1")
+        session.client("cloudformation").create_stack(StackName="jobs", TemplateBody=json.dumps(STACK_TEMPLATE))
+        assert destroy.main(["--stack-name", "jobs"], session=session) == 1
+        assert session.client("cloudformation").describe_stacks(StackName="jobs")["Stacks"][0]["StackStatus"] \
+            == "CREATE_COMPLETE"
+    assert "nothing done" in capsys.readouterr().err
+
+
+def test_destroy_names_a_missing_stack(monkeypatch, capsys):
+    monkeypatch.setenv("AWS_REGION", "eu-west-1")
+    with mock_aws():
+        assert destroy.main(["--stack-name", "nope"], session=boto3.session.Session(region_name="eu-west-1")) == 1
+    assert capsys.readouterr().err.startswith("error: stack nope: ")
