@@ -26,10 +26,8 @@ fn main() -> ExitCode {
             ExitCode::SUCCESS
         }
         Err(e) => {
-            eprintln!("{path}: the catalog is refused:");
-            for mistake in &e.mistakes {
-                eprintln!("  {mistake}");
-            }
+            // The file named once, then one line per mistake.
+            eprintln!("{e}");
             ExitCode::FAILURE
         }
     }
