@@ -33,7 +33,8 @@ from pathlib import Path
 import boto3
 from mcp import Client
 
-from lambda_watch import ROOT, free_port, start_watch, stop
+from catalog import CatalogError, check, served
+from lambda_watch import ROOT, WatchError, free_port, start_watch, stop, wait_started
 
 EVENTS = ROOT / "events"
 
@@ -275,6 +276,7 @@ def main() -> int:
     print(f"functions under cargo lambda watch on 127.0.0.1:{port} (log: .local/demo.log); MCP at {url}")
     watch = start_watch(port, {"AUTH_MODE": "none", "EVENT_BUS_NAME": bus}, "demo")
     try:
+        wait_started(watch, port, "demo")
         section("1. jobs through MCP: submit_job, then check_job_status (the stand-in endpoint runs the model)")
         results = [asyncio.run(jobs(url)) and completion_events(clients["sqs"], events_queue)
                    and asyncio.run(large_output(url))]
@@ -289,11 +291,14 @@ def main() -> int:
         print("\nBad events were refused with the reason (Lambda retries them, then sends them to the failure\n"
               "destination); the SQS batch reported only its bad message.")
         section("5. your models as tools: mcp-tools with infra/catalog.example.json")
+        catalog = ROOT / "infra" / "catalog.example.json"
+        # Checked first, as make serve CATALOG=... checks yours: what it serves, or each mistake.
+        print(served(catalog.relative_to(ROOT), check(catalog)))
         catalog_port = free_port()
         catalog_watch = start_watch(catalog_port, {"AUTH_MODE": "none", "EVENT_BUS_NAME": bus,
-                                                   "TOOL_CATALOG": str(ROOT / "infra" / "catalog.example.json")},
-                                    "demo-catalog")
+                                                   "TOOL_CATALOG": str(catalog)}, "demo-catalog")
         try:
+            wait_started(catalog_watch, catalog_port, "demo-catalog")
             results.append(asyncio.run(catalog_tools(
                 f"http://127.0.0.1:{catalog_port}/lambda-url/mcp-tools/mcp")))
         finally:
@@ -307,4 +312,7 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    try:
+        sys.exit(main())
+    except (WatchError, CatalogError) as e:
+        sys.exit(f"error: {e}")
