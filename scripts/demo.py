@@ -251,10 +251,12 @@ async def catalog_tools(url: str) -> bool:
             outcomes.append(done["status"])
         refused = await client.call_tool("score_churn_risk", {"customers": [{"customer_id": "42", "plan": "gold"}]})
         print(f"score_churn_risk with a bad argument -> refused: {refused.content[0].text[:110]}")
+        # No session_id: a catalog pipeline tool's run then gets a session of its own, in the answer.
         run = (await client.call_tool("retrain_intent_classifier", {
-            "session_id": f"demo-catalog-{int(time.time())}", "training_data": "s3://mcp-sagemaker-async-io/train/",
-            "epochs": 12, "min_accuracy": 0.9})).structured_content
-        print(f"retrain_intent_classifier -> {short(run['execution_arn'])} (MaxEpochs 12, AccuracyThreshold 0.9)")
+            "training_data": "s3://mcp-sagemaker-async-io/train/", "epochs": 12, "min_accuracy": 0.9})
+               ).structured_content
+        print(f"retrain_intent_classifier -> {short(run['execution_arn'])} (MaxEpochs 12, AccuracyThreshold 0.9), "
+              f"session {run['session_id']}")
         deadline = time.time() + 120
         while True:
             status = (await client.call_tool("check_training_status", {"execution_arn": run["execution_arn"],
