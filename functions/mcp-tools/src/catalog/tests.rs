@@ -347,7 +347,7 @@ fn each_documented_keyword_refuses_naming_the_arguments_path_and_the_rule() {
             "{schema}: {:?} lacks {rule:?}",
             err.rule
         );
-        assert!(err.to_string().starts_with("argument /a"), "{err}");
+        assert!(err.to_string().starts_with("`a"), "{err}");
     }
 }
 
@@ -396,13 +396,11 @@ fn valid_arguments_pass_and_a_pipeline_tools_arguments_are_its_parameters_only()
         .check_async_arguments(summarize, &json!({"document": "", "max_sentences": 21}))
         .unwrap_err();
     assert!(
-        err.to_string()
-            .contains("argument /document: length must be >=1"),
+        err.to_string().contains("`document`: length must be >=1"),
         "{err}"
     );
     assert!(
-        err.to_string()
-            .contains("argument /max_sentences: must be <=20"),
+        err.to_string().contains("`max_sentences`: must be <=20"),
         "{err}"
     );
 

@@ -148,7 +148,7 @@ async fn a_refused_argument_names_its_path_and_rule_and_stores_and_invokes_nothi
         )
         .await;
     assert!(
-        message.starts_with("argument /customers/0/plan: value must be one of 'free', 'team'"),
+        message.starts_with("`customers/0/plan`: value must be one of 'free', 'team'"),
         "{message}"
     );
     assert!(
@@ -192,7 +192,7 @@ async fn an_oversized_argument_is_refused_by_its_size_or_its_bound_and_starts_no
         .await;
     assert_eq!(
         message,
-        "argument /customers: maximum 500 items required, but got 300000 items. \
+        "`customers`: maximum 500 items required, but got 300000 items. \
          Nothing was sent to the model."
     );
     // The size before the schema: the document's maxLength is not what refuses it.
