@@ -120,11 +120,12 @@ MAX_MISTAKE_LINES = 60
 
 
 def wait_started(proc: subprocess.Popen, port: int, name: str, function: str = "mcp-tools",
-                 timeout: float = 300) -> None:
+                 timeout: float = 900) -> None:
     """Calls `function` once under the watch started as `name` and returns when it answers
     anything. cargo lambda watch leaves an invocation waiting forever when the function exits
     at its cold start, so the watch's log is read meanwhile: a function that cannot start is a
-    WatchError with its own words (a bad catalog, a missing variable), at once."""
+    WatchError with its own words (a bad catalog, a missing variable), at once. The watch
+    builds the function on this first call when it is not built yet: hence the long timeout."""
     log = LOCAL / f"{name}.log"
     answered: list = []
 
