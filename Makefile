@@ -5,6 +5,10 @@ SHELL := /bin/bash
 VENV := .venv
 PY := $(VENV)/bin/python
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
+# Where cargo builds (CARGO_TARGET_DIR when set): the SageMaker stand-in and check-catalog are
+# run from there.
+TARGET_DIR := $(or $(CARGO_TARGET_DIR),target)
+STANDIN := $(TARGET_DIR)/debug/sagemaker-standin
 # The official MCP Inspector, pinned, for the tests that drive the server through its CLI.
 INSPECTOR := tests/inspector/node_modules/.bin/mcp-inspector
 # The official MCP conformance suite, pinned (scripts/conformance.py runs it).
@@ -17,7 +21,8 @@ help:
 	@echo "make demo   run the async loop locally (inference outcomes, pipeline runs) and show what is stored"
 	@echo "make test   lint, sam build (debug), then every test (unit, integration against moto, MCP, template)"
 	@echo "make serve  run everything locally and serve MCP at 127.0.0.1 until Ctrl-C; AUTH=bearer (a token"
-	@echo "             made up and printed once) or AUTH=oauth (with a local dev authorization server); default none"
+	@echo "             made up and printed once) or AUTH=oauth (with a local dev authorization server); default none;"
+	@echo "             CATALOG=<file> serves your tool catalog (checked first, its tools printed)"
 	@echo "make conformance  the official MCP conformance suite (every server scenario) against mcp-tools"
 	@echo "make bench  release builds against a Python/boto3 reference on the local stack; writes BENCHMARKS.md"
 	@echo "make bench-cost  what a job costs, by AWS service (BENCHMARKS.md's cost section alone, a minute)"
@@ -58,9 +63,9 @@ venv:
 # otherwise idle machine.
 test: $(INSPECTOR) $(CONFORMANCE) cdk-unit
 	@scripts/build_for_tests.sh
-	$(PY) scripts/local_stack.py --sagemaker target/debug/sagemaker-standin --step-millis 50 -- \
+	$(PY) scripts/local_stack.py --sagemaker $(STANDIN) --step-millis 50 -- \
 		scripts/cargo_test_summary.sh --workspace --all-targets --locked
-	$(PY) scripts/local_stack.py --sagemaker target/debug/sagemaker-standin --step-millis 100 --lambda -- \
+	$(PY) scripts/local_stack.py --sagemaker $(STANDIN) --step-millis 100 --lambda -- \
 		$(PY) -m pytest -q tests/mcp tests/infra tests/bench
 
 $(INSPECTOR): tests/inspector/package.json tests/inspector/package-lock.json
@@ -127,23 +132,24 @@ unit-test:
 
 demo: venv
 	cargo build --locked --workspace --bins
-	$(PY) scripts/local_stack.py --sagemaker target/debug/sagemaker-standin --standin-runtime --lambda -- \
+	$(PY) scripts/local_stack.py --sagemaker $(STANDIN) --standin-runtime --lambda -- \
 		$(PY) scripts/demo.py
 
 # AUTH=none|bearer|oauth: how mcp-tools authenticates (scripts/serve.py); oauth also starts the
-# development authorization server (dev/oauth/authorization_server.py).
+# development authorization server (dev/oauth/authorization_server.py). CATALOG=<file>: serve
+# that tool catalog (checked first; its tools are printed).
 AUTH ?= none
 serve: venv
 	cargo build --locked --workspace --bins
-	$(PY) scripts/local_stack.py --sagemaker target/debug/sagemaker-standin --standin-runtime --lambda -- \
-		$(PY) scripts/serve.py --auth '$(AUTH)'
+	$(PY) scripts/local_stack.py --sagemaker $(STANDIN) --standin-runtime --lambda -- \
+		$(PY) scripts/serve.py --auth '$(AUTH)' $(if $(CATALOG),--catalog '$(CATALOG)')
 
 # The official MCP conformance suite against mcp-tools on the local stack: every server scenario
 # (the 2026-07-28 requirements at that revision, then the rest by name); one line per scenario,
 # results in .local/conformance/.
 conformance: venv $(CONFORMANCE)
 	cargo build --locked --workspace --bins
-	$(PY) scripts/local_stack.py --sagemaker target/debug/sagemaker-standin --step-millis 100 --lambda -- \
+	$(PY) scripts/local_stack.py --sagemaker $(STANDIN) --step-millis 100 --lambda -- \
 		$(PY) scripts/conformance.py
 
 # Release builds for this machine (what runs) and zipped for arm64 (what Lambda takes), the
@@ -226,13 +232,13 @@ sam-template:
 			--template-out $(SAM_TEMPLATE); \
 	else cp infra/template.yaml $(SAM_TEMPLATE); fi
 
-# The catalog is checked as mcp-tools checks it at cold start (check-catalog names each mistake),
-# then copied into the layer; the deploys derive ToolCatalog, CatalogEndpointNames and
+# The catalog is checked as mcp-tools checks it at cold start (scripts/catalog.py runs its
+# check-catalog, which names each mistake), then copied into the layer; the deploys derive ToolCatalog, CatalogEndpointNames and
 # CatalogPipelineNames from what the layer holds (scripts/catalog.py).
 catalog: venv
 	@test -n "$(CATALOG)" || { echo "usage: make catalog CATALOG=path/to/catalog.json (CATALOG=none: no catalog)" >&2; exit 2; }
 	@if [ '$(CATALOG)' = none ]; then $(PY) scripts/catalog.py --layer-dir $(CATALOG_LAYER) clear; else \
-		cargo run --locked -q -p mcp-tools --bin check-catalog -- '$(CATALOG)' && \
+		cargo build --locked -q -p mcp-tools --bin check-catalog && \
 		$(PY) scripts/catalog.py --layer-dir $(CATALOG_LAYER) install '$(CATALOG)' --models '$(MODELS)'; fi
 
 # sam build runs cargo lambda build --release --arm64 for each function, offline, into .aws-sam/.

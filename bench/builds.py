@@ -4,14 +4,17 @@ zip's size, the criterion benchmark of the handler's CPU, the entropy probe (ben
 from __future__ import annotations
 
 import json
+import os
 import statistics
 import subprocess
 import zipfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-RELEASE = ROOT / "target" / "release"
-LAMBDA_ZIPS = ROOT / "target" / "lambda"
+# Where cargo (and cargo lambda) build: CARGO_TARGET_DIR when set, relative to the workspace.
+TARGET = ROOT / os.environ.get("CARGO_TARGET_DIR", "target")
+RELEASE = TARGET / "release"
+LAMBDA_ZIPS = TARGET / "lambda"
 FUNCTIONS = ["notification-handler", "pipeline-router", "mcp-tools", "gateway-target"]
 # The empty Rust Lambdas (bench/empty-function): the floors of init.
 FLOOR_BINS = ["empty-buffered", "empty-streaming"]
@@ -23,7 +26,7 @@ def criterion() -> dict:
                     "--warm-up-time", "1", "--measurement-time", "3"],
                    cwd=ROOT, check=True, stdout=subprocess.DEVNULL)
     out = {}
-    for estimates in (ROOT / "target" / "criterion").glob("*/new/estimates.json"):
+    for estimates in (TARGET / "criterion").glob("*/new/estimates.json"):
         name = json.loads((estimates.parent / "benchmark.json").read_text())["title"]
         out[name] = json.loads(estimates.read_text())["median"]["point_estimate"] / 1000
     return out

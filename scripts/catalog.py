@@ -10,9 +10,12 @@ template parameters that follow from it.
                                    the overrides a deploy passes: samconfig.toml's saved ones, then
                                    the catalog's, one per line
 
-The catalog's full check (schemas, names, argument mappings) is mcp-tools' (make catalog runs its
-check-catalog first); this reads only what the template needs: each async tool's `endpoint` and
-each pipeline tool's `pipeline`, and refuses a catalog without them, naming the tool and the field.
+    catalog.py check FILE          check FILE as mcp-tools does at cold start, print the tools it serves
+
+The catalog's rules (schemas, names, argument mappings) are written once, in mcp-tools: `check`
+and `install` run its check-catalog (built into CARGO_TARGET_DIR, else target/), which names each
+mistake with its tool and field. Beyond that, this reads what the template needs: each async
+tool's `endpoint` and each pipeline tool's `pipeline`, at most 10 of each (the template's grants).
 The parameters: ToolCatalog (the file's name; the functions read /opt/tool-catalog/<name>),
 CatalogEndpointNames and CatalogPipelineNames (each name once, in the catalog's order), and
 CatalogModelNames (the Model of each endpoint the stack creates, in its endpoint's place; kept
@@ -25,19 +28,21 @@ import argparse
 import json
 import re
 import shutil
+import subprocess
 import sys
 import tomllib
 from pathlib import Path
 from typing import Optional
+
+from lambda_watch import target_dir
 
 ROOT = Path(__file__).resolve().parents[1]
 # The layer's content (the template's ToolCatalogLayer ContentUri); the file goes in tool-catalog/,
 # which Lambda extracts to /opt/tool-catalog/.
 LAYER_DIR = ROOT / "target" / "tool-catalog-layer"
 SUBDIR = "tool-catalog"
-# The template's patterns and limits (CatalogEndpointNames, CatalogPipelineNames, ToolCatalog).
-ENDPOINT_NAME = re.compile(r"[a-z0-9](-*[a-z0-9]){0,62}")
-PIPELINE_NAME = re.compile(r"[a-z0-9](-*[a-z0-9]){0,255}")
+# The template's limits (CatalogEndpointNames, CatalogPipelineNames, ToolCatalog); the names
+# themselves are held to its patterns by mcp-tools' check, which spells them the same.
 FILE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
 MODEL_NAME = re.compile(r"[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}")
 MAX_NAMES = 10
@@ -87,15 +92,10 @@ def names(catalog: dict, source: str = "catalog") -> tuple:
     endpoints: list = []
     pipelines: list = []
     found = 0
-    for key, field_name, pattern, into in (("async_tools", "endpoint", ENDPOINT_NAME, endpoints),
-                                           ("pipeline_tools", "pipeline", PIPELINE_NAME, pipelines)):
+    for key, field_name, into in (("async_tools", "endpoint", endpoints), ("pipeline_tools", "pipeline", pipelines)):
         for i, tool in enumerate(tools(catalog, key, source)):
             found += 1
             value = field(tool, key, i, field_name, source)
-            if pattern.fullmatch(value) is None:
-                raise CatalogError(f"{source}: {key}[{i}] ({tool['name']}): \"{field_name}\" {value!r} is not a "
-                                   f"SageMaker {field_name} name as its ARN spells it (lowercase letters, digits, "
-                                   "hyphens)")
             if value not in into:
                 into.append(value)
         if len(into) > MAX_NAMES:
@@ -103,6 +103,18 @@ def names(catalog: dict, source: str = "catalog") -> tuple:
     if not found:
         raise CatalogError(f"{source}: no tools: give async_tools, pipeline_tools or both")
     return endpoints, pipelines
+
+
+def check(source: Path) -> list:
+    """mcp-tools' own check of the catalog (check-catalog): the tools it serves, one line each;
+    CatalogError with every mistake, one line each, when it is refused."""
+    binary = target_dir() / "debug" / "check-catalog"
+    if not binary.is_file():
+        raise CatalogError(f"{binary} is missing: build it first (cargo build --bins)")
+    done = subprocess.run([str(binary), str(source)], capture_output=True, text=True)
+    if done.returncode != 0:
+        raise CatalogError(done.stderr.strip() or f"check-catalog exited with {done.returncode}")
+    return done.stdout.splitlines()
 
 
 def overrides(file_name: str, endpoints: list, pipelines: list, models: Optional[dict] = None) -> list:
@@ -169,10 +181,12 @@ def clear(layer_dir: Path) -> None:
     layer_dir.mkdir(parents=True, exist_ok=True)
 
 
-def install(source: Path, layer_dir: Path, models_text: str = "") -> list:
+def install(source: Path, layer_dir: Path, models_text: str = "", checked: bool = False) -> list:
     if FILE_NAME.fullmatch(source.name) is None:
         raise CatalogError(f"{source}: name the file with letters, digits, '.', '_' and '-' only "
                            "(it becomes the ToolCatalog parameter)")
+    if not checked:
+        check(source)
     endpoints, pipelines = names(load(source), str(source))
     models = parse_models(models_text, endpoints, str(source))
     clear(layer_dir)
@@ -192,6 +206,10 @@ def saved_overrides(samconfig: Path) -> list:
     return [value] if isinstance(value, str) else [str(v) for v in value]
 
 
+def served(source: Path, tools: list) -> str:
+    return "\n".join([f"the tool catalog {source} serves:"] + [f"  {tool}" for tool in tools])
+
+
 def main(argv: Optional[list] = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                      formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -203,14 +221,19 @@ def main(argv: Optional[list] = None) -> int:
     install_command.add_argument("--models", default="", metavar="ENDPOINT=MODEL,...",
                                  help="the Model of each catalog endpoint the stack creates")
     commands.add_parser("clear", help="empty the layer directory")
+    check_command = commands.add_parser("check", help="check a catalog, print the tools it serves")
+    check_command.add_argument("file", type=Path)
     overrides_command = commands.add_parser("overrides", help="the parameter overrides a deploy passes")
     overrides_command.add_argument("--samconfig", type=Path, help="prepend the overrides saved there")
     args = parser.parse_args(argv)
 
     try:
-        if args.command == "install":
-            lines = install(args.file, args.layer_dir, args.models)
-            print(f"{args.file} is in {args.layer_dir / SUBDIR}; make deploy passes:", file=sys.stderr)
+        if args.command == "check":
+            print(served(args.file, check(args.file)))
+        elif args.command == "install":
+            print(served(args.file, check(args.file)), file=sys.stderr)
+            lines = install(args.file, args.layer_dir, args.models, checked=True)
+            print(f"copied into {args.layer_dir / SUBDIR}; make deploy passes:", file=sys.stderr)
             print(" ".join(lines))
         elif args.command == "clear":
             clear(args.layer_dir)

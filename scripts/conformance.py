@@ -56,7 +56,7 @@ NOT_APPLICABLE = {
 # A failed check that says what it needed is not here. A method the server does not have is a
 # missing fixture only for prompts and completions: a missing tools or resources list fails.
 MISSING_FIXTURE = re.compile(
-    r"Not testable|tool not found|not found\. Available tools|fixture"
+    r"Not testable|tool not found|no tool is called|not found\. Available tools|fixture"
     r"|(prompts|completion)/\S+ returned JSON-RPC error -32601",
     re.IGNORECASE)
 # Every scenario ends with this check of the messages' wire schema: it exercises nothing else.

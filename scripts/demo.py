@@ -33,7 +33,8 @@ from pathlib import Path
 import boto3
 from mcp import Client
 
-from lambda_watch import ROOT, free_port, start_watch, stop
+from catalog import CatalogError, check, served
+from lambda_watch import ROOT, WatchError, free_port, start_watch, stop, wait_started
 
 EVENTS = ROOT / "events"
 
@@ -250,10 +251,12 @@ async def catalog_tools(url: str) -> bool:
             outcomes.append(done["status"])
         refused = await client.call_tool("score_churn_risk", {"customers": [{"customer_id": "42", "plan": "gold"}]})
         print(f"score_churn_risk with a bad argument -> refused: {refused.content[0].text[:110]}")
+        # No session_id: a catalog pipeline tool's run then gets a session of its own, in the answer.
         run = (await client.call_tool("retrain_intent_classifier", {
-            "session_id": f"demo-catalog-{int(time.time())}", "training_data": "s3://mcp-sagemaker-async-io/train/",
-            "epochs": 12, "min_accuracy": 0.9})).structured_content
-        print(f"retrain_intent_classifier -> {short(run['execution_arn'])} (MaxEpochs 12, AccuracyThreshold 0.9)")
+            "training_data": "s3://mcp-sagemaker-async-io/train/", "epochs": 12, "min_accuracy": 0.9})
+               ).structured_content
+        print(f"retrain_intent_classifier -> {short(run['execution_arn'])} (MaxEpochs 12, AccuracyThreshold 0.9), "
+              f"session {run['session_id']}")
         deadline = time.time() + 120
         while True:
             status = (await client.call_tool("check_training_status", {"execution_arn": run["execution_arn"],
@@ -275,6 +278,7 @@ def main() -> int:
     print(f"functions under cargo lambda watch on 127.0.0.1:{port} (log: .local/demo.log); MCP at {url}")
     watch = start_watch(port, {"AUTH_MODE": "none", "EVENT_BUS_NAME": bus}, "demo")
     try:
+        wait_started(watch, port, "demo")
         section("1. jobs through MCP: submit_job, then check_job_status (the stand-in endpoint runs the model)")
         results = [asyncio.run(jobs(url)) and completion_events(clients["sqs"], events_queue)
                    and asyncio.run(large_output(url))]
@@ -289,11 +293,14 @@ def main() -> int:
         print("\nBad events were refused with the reason (Lambda retries them, then sends them to the failure\n"
               "destination); the SQS batch reported only its bad message.")
         section("5. your models as tools: mcp-tools with infra/catalog.example.json")
+        catalog = ROOT / "infra" / "catalog.example.json"
+        # Checked first, as make serve CATALOG=... checks yours: what it serves, or each mistake.
+        print(served(catalog.relative_to(ROOT), check(catalog)))
         catalog_port = free_port()
         catalog_watch = start_watch(catalog_port, {"AUTH_MODE": "none", "EVENT_BUS_NAME": bus,
-                                                   "TOOL_CATALOG": str(ROOT / "infra" / "catalog.example.json")},
-                                    "demo-catalog")
+                                                   "TOOL_CATALOG": str(catalog)}, "demo-catalog")
         try:
+            wait_started(catalog_watch, catalog_port, "demo-catalog")
             results.append(asyncio.run(catalog_tools(
                 f"http://127.0.0.1:{catalog_port}/lambda-url/mcp-tools/mcp")))
         finally:
@@ -307,4 +314,7 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    try:
+        sys.exit(main())
+    except (WatchError, CatalogError) as e:
+        sys.exit(f"error: {e}")

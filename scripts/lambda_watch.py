@@ -5,8 +5,12 @@ import os
 import socket
 import subprocess
 import sys
+import threading
 import time
+import urllib.error
+import urllib.request
 from pathlib import Path
+from typing import Optional
 
 ROOT = Path(__file__).resolve().parent.parent
 LOCAL = ROOT / ".local"
@@ -80,6 +84,76 @@ def start_watch(port: int, extra_env: dict, name: str, timeout: float = 300,
             time.sleep(0.3)
     stop(proc)
     raise WatchError(f"cargo lambda watch did not listen on 127.0.0.1:{port} within {timeout:.0f} s")
+
+
+def target_dir() -> Path:
+    """Where cargo builds: CARGO_TARGET_DIR when set (relative to the workspace, as cargo reads
+    it), else target/."""
+    configured = os.environ.get("CARGO_TARGET_DIR")
+    return ROOT / configured if configured else ROOT / "target"
+
+
+# What a function prints when it cannot start (shared::telemetry::or_exit): this line, then
+# one indented line per mistake.
+CANNOT_START = " cannot start: "
+
+
+def start_failure(log: Path, function: str) -> Optional[str]:
+    """The words `function` printed when it could not start, as its log holds them, or None."""
+    try:
+        lines = log.read_text(errors="replace").splitlines()
+    except OSError:
+        return None
+    marker = function + CANNOT_START
+    for i, line in enumerate(lines):
+        at = line.find(marker)
+        if at < 0:
+            continue
+        said = [line[at:]]
+        said += [following for following in lines[i + 1:i + 1 + MAX_MISTAKE_LINES]
+                 if following.startswith("  ")]
+        return "\n".join(said)
+    return None
+
+
+MAX_MISTAKE_LINES = 60
+
+
+def wait_started(proc: subprocess.Popen, port: int, name: str, function: str = "mcp-tools",
+                 timeout: float = 900) -> None:
+    """Calls `function` once under the watch started as `name` and returns when it answers
+    anything. cargo lambda watch leaves an invocation waiting forever when the function exits
+    at its cold start, so the watch's log is read meanwhile: a function that cannot start is a
+    WatchError with its own words (a bad catalog, a missing variable), at once. The watch
+    builds the function on this first call when it is not built yet: hence the long timeout."""
+    log = LOCAL / f"{name}.log"
+    answered: list = []
+
+    def call() -> None:
+        request = urllib.request.Request(f"http://127.0.0.1:{port}/lambda-url/{function}/mcp", method="GET")
+        try:
+            urllib.request.urlopen(request, timeout=timeout).close()
+        except urllib.error.HTTPError:
+            pass  # any status is an answer: the function is up
+        except OSError:
+            return
+        answered.append(True)
+
+    caller = threading.Thread(target=call, daemon=True)
+    caller.start()
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        if answered:
+            return
+        said = start_failure(log, function)
+        if said is not None:
+            raise WatchError(said)
+        if proc.poll() is not None:
+            raise WatchError(f"cargo lambda watch exited with {proc.returncode}; see .local/{name}.log")
+        if not caller.is_alive():
+            raise WatchError(f"{function} did not answer; see .local/{name}.log")
+        time.sleep(0.2)
+    raise WatchError(f"{function} did not answer within {timeout:.0f} s; see .local/{name}.log")
 
 
 def stop(proc: subprocess.Popen) -> None:

@@ -2,11 +2,16 @@
 """`make serve`: the functions under `cargo lambda watch` on the local stack, with mcp-tools
 reachable by any MCP client until Ctrl-C. Expects the environment of scripts/local_stack.py.
 
-    serve.py [--auth none|bearer|oauth]
+    serve.py [--auth none|bearer|oauth] [--catalog FILE]
 
 none (the default) serves without authentication; bearer with a token made up for this run and
 printed once; oauth as an OAuth 2.1 resource server whose tokens come from the development
-authorization server (dev/oauth/authorization_server.py), started here on a free port."""
+authorization server (dev/oauth/authorization_server.py), started here on a free port.
+
+--catalog (or TOOL_CATALOG) serves a tool catalog: it is checked first as mcp-tools checks it at
+cold start and the tools it serves are printed; a refused one ends here, each mistake on a line.
+mcp-tools is then called once before the URL is printed, so a function that cannot start ends
+this with its own words instead of leaving every client waiting."""
 
 import argparse
 import hashlib
@@ -15,7 +20,8 @@ import secrets
 import sys
 from pathlib import Path
 
-from lambda_watch import LOCAL_ORIGINS, start_watch, stop
+from catalog import CatalogError, check, served
+from lambda_watch import LOCAL_ORIGINS, WatchError, start_watch, stop, wait_started
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "dev" / "oauth"))
 from authorization_server import AuthorizationServer  # noqa: E402
@@ -25,10 +31,20 @@ def main() -> int:
     parser = argparse.ArgumentParser(description="Serve mcp-tools locally until Ctrl-C.")
     parser.add_argument("--auth", choices=("none", "bearer", "oauth"), default="none",
                         help="how mcp-tools authenticates its callers (default: none)")
+    parser.add_argument("--catalog", type=Path, default=os.environ.get("TOOL_CATALOG") or None,
+                        help="serve this tool catalog (default: TOOL_CATALOG, else none)")
     args = parser.parse_args()
     port = int(os.environ["LAMBDA_PORT"])
     url = f"http://127.0.0.1:{port}/lambda-url/mcp-tools/mcp"
     env = {"AUTH_MODE": args.auth, "MCP_ALLOWED_ORIGINS": LOCAL_ORIGINS}
+    if args.catalog is not None:
+        catalog = args.catalog.resolve()
+        try:
+            print(served(args.catalog, check(catalog)), flush=True)
+        except CatalogError as e:
+            print(f"error: {e}", file=sys.stderr)
+            return 2
+        env["TOOL_CATALOG"] = str(catalog)
     auth_server = None
     if args.auth == "bearer":
         token = secrets.token_urlsafe(32)
@@ -42,6 +58,11 @@ def main() -> int:
     try:
         watch = start_watch(port, env, "serve")
         try:
+            try:
+                wait_started(watch, port, "serve")
+            except WatchError as e:
+                print(f"error: {e}\n(the whole log: .local/serve.log)", file=sys.stderr)
+                return 1
             if args.auth == "none":
                 print(f"MCP server (no auth, local only): {url}")
             elif args.auth == "bearer":

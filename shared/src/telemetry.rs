@@ -24,6 +24,35 @@ use crate::usecases::outcome::Recorded;
 pub use metrics_cloudwatch_embedded::lambda::service::{run, run_http};
 pub use metrics_cloudwatch_embedded::Collector;
 
+/// What a function needs before it can serve (its configuration, its metrics, a tool catalog),
+/// or the process ends: the reason in words on stderr, one line per mistake under
+/// `<function> cannot start:`, never an error's `Debug` dump. Lambda then answers the
+/// invocation with its init error (`Runtime.ExitError`) and the function's log holds the lines
+/// (docs/troubleshooting.md); `make serve` finds them in its log and stops with them.
+pub fn or_exit<T, E: std::fmt::Display>(function: &str, result: Result<T, E>) -> T {
+    match result {
+        Ok(value) => value,
+        Err(e) => {
+            eprintln!("{}", cannot_start(function, &e));
+            std::process::exit(1)
+        }
+    }
+}
+
+/// The words [`or_exit`] prints: the first line names the function, each line after it (an
+/// error may hold several, one per mistake) is indented under it.
+pub fn cannot_start(function: &str, error: &dyn std::fmt::Display) -> String {
+    let text = error.to_string();
+    let mut lines = text.lines().map(str::trim).filter(|l| !l.is_empty());
+    let first = lines.next().unwrap_or("an unknown error");
+    let mut said = format!("{function} cannot start: {first}");
+    for line in lines {
+        said.push_str("\n  ");
+        said.push_str(line);
+    }
+    said
+}
+
 /// Runs a Lambda runtime (one made for streamed responses: `lambda_http::streaming_runtime`)
 /// with the layers [`run`] adds: the invocation's tracing span, then the metrics flush.
 pub async fn run_runtime<S>(
@@ -360,5 +389,22 @@ mod tests {
         assert!(may_log("mcp_tools::tools", &Level::TRACE));
         assert!(may_log("shared::usecases::submit", &Level::DEBUG));
         assert!(log_filter(Some(" "), None).starts_with("warn,"));
+    }
+
+    #[test]
+    fn a_function_that_cannot_start_says_why_one_line_per_mistake() {
+        let error = "the tool catalog t.json is refused:\n  a: endpoint: bad\n  b: name: bad";
+        assert_eq!(
+            cannot_start("mcp-tools", &error),
+            "mcp-tools cannot start: the tool catalog t.json is refused:\n  a: endpoint: bad\n  b: name: bad"
+        );
+        let missing = crate::config::ConfigError::Missing {
+            name: "RESULTS_TABLE",
+            expected: "a table name",
+        };
+        assert_eq!(
+            cannot_start("notification-handler", &missing),
+            "notification-handler cannot start: environment variable RESULTS_TABLE is not set (expected a table name)"
+        );
     }
 }

@@ -185,17 +185,22 @@ def test_each_name_once_in_the_catalogs_order():
 
 
 @pytest.mark.parametrize("change, message", [
-    (lambda c: c["async_tools"][1].pop("endpoint"), 'async_tools[1] (score_churn_risk): "endpoint" is missing'),
-    (lambda c: c["async_tools"][0].update(endpoint=7), 'async_tools[0] (summarize_document): "endpoint" is missing'),
+    (lambda c: c["async_tools"][1].pop("endpoint"), "\n  score_churn_risk: (tool): missing field `endpoint`"),
+    (lambda c: c["async_tools"][0].update(endpoint=7), "\n  summarize_document: endpoint: invalid type: integer `7`"),
     (lambda c: c["pipeline_tools"][0].pop("pipeline"),
-     'pipeline_tools[0] (retrain_intent_classifier): "pipeline" is missing'),
-    (lambda c: c["async_tools"][0].pop("name"), 'async_tools[0]: "name" is missing'),
-    (lambda c: c["async_tools"][1].update(endpoint="Churn_Scorer"),
-     "async_tools[1] (score_churn_risk): \"endpoint\" 'Churn_Scorer' is not a SageMaker endpoint name"),
-    (lambda c: c.update(async_tools={}), "async_tools must be a list of tools"),
-    (lambda c: c.update(async_tools=[], pipeline_tools=[]), "no tools"),
+     "\n  retrain_intent_classifier: (tool): missing field `pipeline`"),
+    (lambda c: c["async_tools"][0].pop("name"), "\n  async_tools[0]: (tool): missing field `name`"),
+    # What the template's CatalogEndpointNames pattern refuses, mcp-tools' check refuses first.
+    (lambda c: c["async_tools"][1].update(endpoint="Churn-Scorer"),
+     "\n  score_churn_risk: endpoint: must be a SageMaker endpoint name as its ARN spells it"),
+    (lambda c: c["async_tools"][1].update(endpoint="churn_scorer"),
+     "\n  score_churn_risk: endpoint: must be a SageMaker endpoint name as its ARN spells it"),
+    (lambda c: c["pipeline_tools"][0].update(pipeline="Intent-Pipeline"),
+     "\n  retrain_intent_classifier: pipeline: must be a SageMaker pipeline name as its ARN spells it"),
+    (lambda c: c.update(async_tools={}), "\n  async_tools: invalid type: map, expected a sequence"),
+    (lambda c: c.update(async_tools=[], pipeline_tools=[]), "\n  async_tools: the catalog declares no tool"),
     (lambda c: c.update(async_tools=[dict(c["async_tools"][0], name=f"t{i}", endpoint=f"e-{i}") for i in range(11)]),
-     "11 endpoints; the template grants at most 10"),
+     ": 11 endpoints; the template grants at most 10"),
 ])
 def test_a_catalog_without_what_the_template_needs_is_refused_naming_the_tool_and_field(tmp_path, change, message):
     tools = example()
@@ -203,16 +208,50 @@ def test_a_catalog_without_what_the_template_needs_is_refused_naming_the_tool_an
     path = write(tmp_path, tools)
     with pytest.raises(catalog.CatalogError) as refused:
         catalog.install(path, tmp_path / "layer")
-    assert str(refused.value).startswith(f"{path}: "), refused.value
-    assert message in str(refused.value)
+    said = str(refused.value)
+    assert message in said, said
+    assert said.count(str(path)) == 1, said
     assert not (tmp_path / "layer" / "tool-catalog").exists()
+
+
+def test_a_name_the_check_takes_the_templates_pattern_takes():
+    """One set of rules: every endpoint and pipeline name mcp-tools' check takes is one the
+    template's parameters take, and those it refuses the template refuses too."""
+    import re
+    endpoint = CFN["Parameters"]["CatalogEndpointNames"]["AllowedPattern"]
+    pipeline = CFN["Parameters"]["CatalogPipelineNames"]["AllowedPattern"]
+    names = ["a", "doc-processor-2", "a--b", "A", "Doc", "doc_proc", "-doc", "doc-", "x" * 63, "x" * 64, "d.p"]
+    for name in names:
+        tools = {"async_tools": [{"name": "t", "description": "d", "endpoint": name,
+                                  "input_schema": {"type": "object"}}],
+                 "pipeline_tools": [{"name": "p", "description": "d", "pipeline": name}]}
+        path = ROOT / ".local" / "name-check.json"
+        path.parent.mkdir(exist_ok=True)
+        path.write_text(json.dumps(tools))
+        try:
+            catalog.check(path)
+            taken = True
+        except catalog.CatalogError:
+            taken = False
+        template = bool(re.fullmatch(endpoint, name)) and bool(re.fullmatch(pipeline, name))
+        assert taken == template, (name, taken, template)
+
+
+def test_check_prints_the_tools_the_catalog_serves(capsys):
+    assert catalog.main(["check", str(EXAMPLE)]) == 0
+    assert capsys.readouterr().out.splitlines() == [
+        f"the tool catalog {EXAMPLE} serves:",
+        "  summarize_document: async tool on endpoint mcp-doc-processor-async",
+        "  score_churn_risk: async tool on endpoint mcp-churn-scorer-async",
+        "  retrain_intent_classifier: pipeline tool on mcp-intent-classifier-pipeline",
+    ]
 
 
 def test_a_file_that_is_not_json_is_refused(tmp_path):
     path = write(tmp_path, '{"async_tools": [')
-    with pytest.raises(catalog.CatalogError, match=r"tools\.json: not JSON"):
+    with pytest.raises(catalog.CatalogError, match=r"tools\.json is refused:\n  is not JSON: EOF"):
         catalog.install(path, tmp_path / "layer")
-    with pytest.raises(catalog.CatalogError, match="a catalog is a JSON object"):
+    with pytest.raises(catalog.CatalogError, match="the catalog declares no tool"):
         catalog.install(write(tmp_path, "[]"), tmp_path / "layer")
     with pytest.raises(catalog.CatalogError, match="cannot be read"):
         catalog.install(tmp_path / "missing.json", tmp_path / "layer")
@@ -260,8 +299,10 @@ def test_the_cli_says_what_is_wrong_and_exits_2(tmp_path, capsys):
     del tools["pipeline_tools"][0]["pipeline"]
     path = write(tmp_path, tools)
     assert catalog.main(["--layer-dir", str(tmp_path / "layer"), "install", str(path)]) == 2
-    assert capsys.readouterr().err == (f'error: {path}: pipeline_tools[0] (retrain_intent_classifier): "pipeline" '
-                                       "is missing or not a string\n")
+    # The file named once, then each mistake on a line of its own.
+    assert capsys.readouterr().err == (f"error: the tool catalog {path} is refused:\n"
+                                       "  retrain_intent_classifier: (tool): missing field `pipeline`\n")
+
 
 
 def test_models_go_in_their_endpoints_places_and_deploys_follow_them(tmp_path):

@@ -31,7 +31,7 @@ def local_stack() -> dict:
     missing = [v for v in ("AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_SAGEMAKER", "IO_BUCKET") if not os.environ.get(v)]
     if missing:
         pytest.fail(f"{', '.join(missing)} not set: run under scripts/local_stack.py --sagemaker "
-                    "target/debug/sagemaker-standin (make test does)")
+                    "<target dir>/debug/sagemaker-standin (make test does)")
     return dict(os.environ)
 
 

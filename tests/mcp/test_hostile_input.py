@@ -12,8 +12,10 @@ from pathlib import Path
 
 import pytest
 
+from lambda_watch import target_dir
+
 ROOT = Path(__file__).resolve().parents[2]
-BINARY = ROOT / "target" / "debug" / "mcp-tools"
+BINARY = target_dir() / "debug" / "mcp-tools"
 
 
 def bench_module(name: str):

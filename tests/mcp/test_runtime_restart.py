@@ -12,10 +12,10 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 from conftest import need
-from lambda_watch import FUNCTION_ENV
+from lambda_watch import FUNCTION_ENV, target_dir
 
 ROOT = Path(__file__).resolve().parents[2]
-BINARY = ROOT / "target" / "debug" / "mcp-tools"
+BINARY = target_dir() / "debug" / "mcp-tools"
 HOST = "abc.lambda-url.us-east-1.on.aws"
 
 

@@ -90,7 +90,7 @@ def test_a_refused_argument_stores_and_invokes_nothing(catalog_url, aws):
     before = stored_and_invoked(aws)
     refused = call_tool(catalog_url, "score_churn_risk", {"customers": [{**CUSTOMER, "plan": "gold"}]})
     assert refused.is_error
-    assert error_text(refused).startswith("argument /customers/0/plan: value must be one of 'free', 'team'")
+    assert error_text(refused).startswith("`customers/0/plan`: value must be one of 'free', 'team'")
     assert stored_and_invoked(aws) == before
 
 
@@ -100,7 +100,7 @@ def test_an_array_past_max_items_is_refused_by_its_bound_alone_and_starts_nothin
     # breaks, not a violation per item.
     before = stored_and_invoked(aws)
     refused = call_tool(catalog_url, "score_churn_risk", {"customers": [{}] * 200_000})
-    assert error_text(refused) == ("argument /customers: maximum 500 items required, but got 200000 items. "
+    assert error_text(refused) == ("`customers`: maximum 500 items required, but got 200000 items. "
                                    "Nothing was sent to the model.")
     assert stored_and_invoked(aws) == before
 

@@ -14,13 +14,21 @@ use shared::telemetry;
 
 // One thread: Lambda hands a process one event at a time and the work waits on AWS, so worker
 // threads only add start-up time and cross-thread wake-ups (BENCHMARKS.md).
+const FUNCTION: &str = "gateway-target";
+
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> Result<(), Error> {
     telemetry::init_logging();
-    let config = ToolsConfig::from_env(&Env::process())?;
-    let metrics = telemetry::init_metrics("gateway-target", &config.metrics_namespace)?;
+    let config = telemetry::or_exit(FUNCTION, ToolsConfig::from_env(&Env::process()));
+    let metrics = telemetry::or_exit(
+        FUNCTION,
+        telemetry::init_metrics(FUNCTION, &config.metrics_namespace),
+    );
     let max_body_bytes = config.max_body_bytes;
-    let tools = Tools::new(Arc::new(Deps::connect(config).await?));
+    let tools = Tools::new(Arc::new(telemetry::or_exit(
+        FUNCTION,
+        Deps::connect(config).await,
+    )));
     telemetry::run(
         metrics,
         service_fn(move |event: LambdaEvent<Box<RawValue>>| {

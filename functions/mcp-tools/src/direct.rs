@@ -143,7 +143,18 @@ mod tests {
         .await
         .unwrap_err();
         assert_eq!(error.code, ErrorCode::INVALID_PARAMS);
-        assert_eq!(error.message, "tool not found");
+        assert!(
+            error
+                .message
+                .starts_with("no tool is called \"delete_everything\"; the tools are: "),
+            "{}",
+            error.message
+        );
+        assert!(
+            error.message.contains("check_job_status"),
+            "{}",
+            error.message
+        );
     }
 
     #[tokio::test]

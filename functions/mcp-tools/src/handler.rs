@@ -43,6 +43,15 @@ impl<B: Backend> Tools<B> {
             name if wants_task && served && self.catalog_run_args(name, None).is_some() => Ok(self
                 .catalog_run_as_task(name, request.arguments, extensions)
                 .await),
+            // A protocol error, as MCP has it for a tool not served, naming those that are
+            // (a catalog deployment serves its own tools in place of submit_job).
+            name if !served => {
+                let tools: Vec<String> = self.served().iter().map(|t| t.name.to_string()).collect();
+                Err(ErrorData::invalid_params(
+                    wording::not_served(name, &tools, self.deps.catalog.is_some()),
+                    None,
+                ))
+            }
             _ => {
                 self.router
                     .call(ToolCallContext::new(self, request, context))

@@ -12,12 +12,21 @@ use shared::telemetry;
 
 // One thread: Lambda hands a process one event at a time and the work waits on AWS, so worker
 // threads only add start-up time and cross-thread wake-ups (BENCHMARKS.md).
+const FUNCTION: &str = "mcp-tools";
+
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> Result<(), Error> {
     telemetry::init_logging();
-    let config = McpToolsConfig::from_env(&Env::process())?;
-    let metrics = telemetry::init_metrics("mcp-tools", &config.tools.metrics_namespace)?;
-    let deps = Arc::new(Deps::connect(config.tools.clone()).await?);
+    let config = telemetry::or_exit(FUNCTION, McpToolsConfig::from_env(&Env::process()));
+    let metrics = telemetry::or_exit(
+        FUNCTION,
+        telemetry::init_metrics(FUNCTION, &config.tools.metrics_namespace),
+    );
+    // A catalog that fails its check stops here, each mistake on a line of its own.
+    let deps = Arc::new(telemetry::or_exit(
+        FUNCTION,
+        Deps::connect(config.tools.clone()).await,
+    ));
     let front_door = Arc::new(FrontDoor::new(config, deps));
     // Streamed (the Function URL's InvokeMode is RESPONSE_STREAM): progress notifications reach
     // the client while a tool waits, not all at once when it returns. A client that leaves

@@ -398,6 +398,21 @@ pub fn unknown_tool(name: &str) -> String {
     format!("no tool is called {}", quote(name))
 }
 
+/// A call to a tool not served, naming the tools that are (the name quoted, so cut).
+pub fn not_served(name: &str, served: &[String], catalog: bool) -> String {
+    let hint = match name {
+        "submit_job" | "trigger_training" if catalog => {
+            " (this deployment serves a tool catalog: each model and pipeline is a tool of its own)"
+        }
+        _ => "",
+    };
+    format!(
+        "{}{hint}; the tools are: {}",
+        unknown_tool(name),
+        served.join(", ")
+    )
+}
+
 /// What the server tells a client it is for (`instructions`), with today's tools.
 pub const INSTRUCTIONS: &str = "Long-running ML work. submit_job returns an inference_id at once; poll check_job_status (wait_secs up to \
                  20, longer with a progress token) until it is completed or failed. trigger_training starts a pipeline run for a session; follow it with \

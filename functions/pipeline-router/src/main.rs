@@ -14,11 +14,16 @@ use shared::telemetry;
 
 // One thread: Lambda hands a process one event at a time and the work waits on AWS, so worker
 // threads only add start-up time and cross-thread wake-ups (BENCHMARKS.md).
+const FUNCTION: &str = "pipeline-router";
+
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> Result<(), Error> {
     telemetry::init_logging();
-    let config = PipelineRouterConfig::from_env(&Env::process())?;
-    let metrics = telemetry::init_metrics("pipeline-router", &config.metrics_namespace)?;
+    let config = telemetry::or_exit(FUNCTION, PipelineRouterConfig::from_env(&Env::process()));
+    let metrics = telemetry::or_exit(
+        FUNCTION,
+        telemetry::init_metrics(FUNCTION, &config.metrics_namespace),
+    );
     let sdk = load_sdk_config().await;
     let handler = Handler {
         clock: shared::domain::time::Clock::system(),

@@ -265,6 +265,21 @@ pub fn client_request_token(
     ))
 }
 
+/// The session of a run started without one (a catalog pipeline tool's `session_id` is
+/// optional): derived from the idempotency key, so a retried call lands in the same session as
+/// it gets the same run, else new. The answer names it, for check_training_result.
+pub fn default_session_id(pipeline_name: &str, idempotency_key: Option<&str>) -> String {
+    match idempotency_key {
+        Some(key) => {
+            let digest = hex(&Sha256::digest(
+                format!("default_session\0{pipeline_name}\0{key}").as_bytes(),
+            ));
+            format!("run-{}", &digest[..32])
+        }
+        None => format!("run-{}", uuid::Uuid::new_v4().simple()),
+    }
+}
+
 /// StopPipelineExecution's token for a run: a retried stop is the same request.
 pub fn stop_request_token(execution_arn: &str) -> String {
     hex(&Sha256::digest(

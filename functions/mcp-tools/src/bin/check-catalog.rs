@@ -1,5 +1,6 @@
-//! `check-catalog FILE`: the tool catalog's cold-start check, before a deploy. Prints each
-//! tool it declares, or every mistake with its tool and field, and exits 1.
+//! `check-catalog FILE`: the tool catalog's cold-start check, before a deploy or `make serve`.
+//! Prints each tool it declares (exit 0), or the file once and every mistake with its tool and
+//! field, one line each (exit 1). scripts/catalog.py says what it prints.
 
 use std::process::ExitCode;
 
@@ -22,14 +23,11 @@ fn main() -> ExitCode {
             for t in &catalog.pipeline_tools {
                 println!("{}: pipeline tool on {}", t.spec.name, t.spec.pipeline);
             }
-            println!("{path}: the catalog is sound");
             ExitCode::SUCCESS
         }
         Err(e) => {
-            eprintln!("{path}: the catalog is refused:");
-            for mistake in &e.mistakes {
-                eprintln!("  {mistake}");
-            }
+            // The file named once, then one line per mistake.
+            eprintln!("{e}");
             ExitCode::FAILURE
         }
     }

@@ -89,7 +89,7 @@ fn an_array_past_max_items_is_refused_without_its_items_being_checked() {
     // One violation: had boon walked the items, each would add three.
     assert_eq!(
         err.to_string(),
-        "argument /customers: maximum 500 items required, but got 200000 items"
+        "`customers`: maximum 500 items required, but got 200000 items"
     );
     // At the bound, every item is checked.
     let err = refusal(schema, json!({"customers": bad_customers(500)}));
@@ -105,17 +105,14 @@ fn max_length_counts_characters_not_bytes() {
     passes(schema.clone(), json!({"name": "日本語!"}));
     passes(schema.clone(), json!({"name": "😀😀😀😀"}));
     let err = refusal(schema.clone(), json!({"name": "日本語です"}));
-    assert_eq!(
-        err.to_string(),
-        "argument /name: length must be <=4, but got 5"
-    );
+    assert_eq!(err.to_string(), "`name`: length must be <=4, but got 5");
     // A long string with a pattern it breaks: refused by its length alone.
     let schema = json!({"type": "object", "properties": {"name": {
         "type": "string", "maxLength": 4, "pattern": "^[a-z]+$"}}});
     let err = refusal(schema, json!({"name": "É".repeat(1_000_000)}));
     assert_eq!(
         err.to_string(),
-        "argument /name: length must be <=4, but got 1000000"
+        "`name`: length must be <=4, but got 1000000"
     );
 }
 
@@ -130,7 +127,7 @@ fn an_object_past_max_properties_is_refused_without_its_members_being_checked() 
     let err = refusal(schema, json!({"labels": labels}));
     assert_eq!(
         err.to_string(),
-        "argument /labels: maximum 2 properties required, but got 100000 properties"
+        "`labels`: maximum 2 properties required, but got 100000 properties"
     );
     // The arguments themselves too.
     let err = refusal(
@@ -161,11 +158,11 @@ fn bounds_are_found_through_properties_items_prefix_items_additional_properties_
     let cases = [
         (
             json!({"rows": ["abcd"]}),
-            "argument /rows/0: length must be <=3, but got 4",
+            "`rows/0`: length must be <=3, but got 4",
         ),
         (
             json!({"rows": ["a", {"k": ["a"]}, {"x/y~": [1, 2, 3]}]}),
-            "argument /rows/2/x~1y~0: maximum 2 items required, but got 3 items",
+            "`rows/2/x~1y~0`: maximum 2 items required, but got 3 items",
         ),
     ];
     for (arguments, expected) in cases {
@@ -186,16 +183,13 @@ fn a_recursive_schema_is_followed_as_deep_as_the_value_goes() {
     let err = refusal(schema.clone(), json!({"tree": tree}));
     assert_eq!(
         err.to_string(),
-        "argument /tree/children/1/children/1/children: maximum 2 items required, but got 3 items"
+        "`tree/children/1/children/1/children`: maximum 2 items required, but got 3 items"
     );
     // A schema that refers to itself at once: the early check stops, boon names the cycle.
     let schema = json!({"type": "object", "$defs": {"a": {"$ref": "#/$defs/a", "maxLength": 3}},
                         "properties": {"x": {"$ref": "#/$defs/a"}}});
     let err = refusal(schema.clone(), json!({"x": "long"}));
-    assert_eq!(
-        err.to_string(),
-        "argument /x: length must be <=3, but got 4"
-    );
+    assert_eq!(err.to_string(), "`x`: length must be <=3, but got 4");
     let err = refusal(schema, json!({"x": "ok"}));
     assert_eq!(err.path, "/x", "{err}");
 }
@@ -213,10 +207,7 @@ fn what_the_early_check_does_not_read_is_still_boons() {
                         "additionalProperties": {"type": "string", "maxLength": 1}});
     passes(schema.clone(), json!({"pa": "long"}));
     let err = refusal(schema, json!({"qa": "long"}));
-    assert_eq!(
-        err.to_string(),
-        "argument /qa: length must be <=1, but got 4"
-    );
+    assert_eq!(err.to_string(), "`qa`: length must be <=1, but got 4");
 }
 
 #[test]
@@ -236,8 +227,8 @@ fn of_many_violations_three_are_named_the_rest_counted() {
     let schema = customers_schema(json!({"type": "array", "items": customer_items()}));
     let err = refusal(schema, json!({"customers": bad_customers(20_000)}));
     let text = err.to_string();
-    assert!(text.starts_with("argument /customers/0"), "{text}");
-    assert_eq!(text.matches("; argument /customers/").count(), 2, "{text}");
+    assert!(text.starts_with("`customers/0`"), "{text}");
+    assert_eq!(text.matches("; `customers/").count(), 2, "{text}");
     assert!(text.ends_with("; and 59997 more"), "{text}");
 }
 

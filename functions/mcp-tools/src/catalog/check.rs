@@ -36,14 +36,14 @@ pub(super) fn catalog(text: &str) -> Result<Catalog, Vec<CatalogMistake>> {
     let mut m = Mistakes(Vec::new());
     let file: CatalogFile = match serde_json::from_str::<Value>(text) {
         Err(e) => {
-            m.add("(file)", "(file)", format!("is not JSON: {e}"));
+            m.add(WHOLE_FILE, WHOLE_FILE, format!("is not JSON: {e}"));
             return Err(m.0);
         }
         Ok(value) => match serde_path_to_error::deserialize(&value) {
             Ok(file) => file,
             Err(e) => {
                 let field = e.path().to_string();
-                m.add("(file)", &field, e.into_inner().to_string());
+                m.add(WHOLE_FILE, &field, e.into_inner().to_string());
                 return Err(m.0);
             }
         },
@@ -51,15 +51,15 @@ pub(super) fn catalog(text: &str) -> Result<Catalog, Vec<CatalogMistake>> {
     let total = file.async_tools.len() + file.pipeline_tools.len();
     if total == 0 {
         m.add(
-            "(file)",
+            WHOLE_FILE,
             "async_tools",
             "the catalog declares no tool (give async_tools, pipeline_tools or both)",
         );
     }
     if total > MAX_TOOLS {
         m.add(
-            "(file)",
-            "(file)",
+            WHOLE_FILE,
+            WHOLE_FILE,
             format!("{total} tools; at most {MAX_TOOLS}"),
         );
     }
@@ -195,15 +195,17 @@ fn unique(m: &mut Mistakes, names: &mut BTreeSet<String>, label: &str, name: &st
     }
 }
 
-/// SageMaker's endpoint and pipeline names: letters, digits and single hyphens inside.
+/// SageMaker's endpoint and pipeline names as their ARNs spell them: lowercase letters, digits
+/// and hyphens inside. SageMaker lowercases a name in its ARN, and the stack grants each name by
+/// its ARN (the template's `CatalogEndpointNames` and `CatalogPipelineNames` patterns, which
+/// scripts/catalog.py applies too), so a name with a capital would be refused by the deploy.
 fn is_sagemaker_name(name: &str, max: usize) -> bool {
     let bytes = name.as_bytes();
+    let lower_or_digit = |b: &u8| b.is_ascii_lowercase() || b.is_ascii_digit();
     (1..=max).contains(&bytes.len())
-        && bytes
-            .iter()
-            .all(|b| b.is_ascii_alphanumeric() || *b == b'-')
-        && bytes[0].is_ascii_alphanumeric()
-        && bytes[bytes.len() - 1].is_ascii_alphanumeric()
+        && bytes.iter().all(|b| lower_or_digit(b) || *b == b'-')
+        && lower_or_digit(&bytes[0])
+        && lower_or_digit(&bytes[bytes.len() - 1])
 }
 
 /// `type/subtype`, with optional parameters: what SageMaker passes to the container as given.
@@ -226,7 +228,7 @@ fn async_fields(m: &mut Mistakes, label: &str, spec: &AsyncToolSpec) {
         m.add(
             label,
             "endpoint",
-            "must be a SageMaker endpoint name: 1 to 63 letters, digits or hyphens, starting and ending with a letter or digit",
+            "must be a SageMaker endpoint name as its ARN spells it: 1 to 63 lowercase letters, digits or hyphens, starting and ending with a letter or digit",
         );
     }
     for (field, value) in [
@@ -280,7 +282,7 @@ fn pipeline_fields(m: &mut Mistakes, label: &str, spec: &PipelineToolSpec) {
         m.add(
             label,
             "pipeline",
-            "must be a SageMaker pipeline name: 1 to 256 letters, digits or hyphens, starting and ending with a letter or digit",
+            "must be a SageMaker pipeline name as its ARN spells it: 1 to 256 lowercase letters, digits or hyphens, starting and ending with a letter or digit",
         );
     }
     let mut mapped = BTreeSet::new();

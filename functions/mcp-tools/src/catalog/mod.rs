@@ -7,7 +7,7 @@
 //!                   "input_schema", "invocation_timeout_secs"?, "request_ttl_secs"?}],
 //!  "pipeline_tools": [{"name", "title"?, "description", "pipeline",
 //!                      "parameters": {"<argument>": {"parameter": "<PipelineParameterName>",
-//!                                                    "schema": {...}}}}]}
+//!                                                    "schema": {...}, "required"?}}}]}
 //! ```
 
 #[cfg(test)]
@@ -73,16 +73,26 @@ pub struct PipelineToolSpec {
 
 impl PipelineToolSpec {
     /// The tool's arguments as one object schema: each argument optional (the pipeline has its
-    /// defaults), nothing else allowed. Checked against, and shown to the agent.
+    /// defaults) unless the catalog marks it `required`, nothing else allowed. Checked against,
+    /// and shown to the agent.
     pub fn arguments_schema(&self) -> Map<String, Value> {
         let properties: Map<String, Value> = self
             .parameters
             .iter()
             .map(|(argument, p)| (argument.clone(), Value::Object(p.schema.clone())))
             .collect();
+        let required: Vec<Value> = self
+            .parameters
+            .iter()
+            .filter(|(_, p)| p.required)
+            .map(|(argument, _)| Value::String(argument.clone()))
+            .collect();
         let mut schema = Map::new();
         schema.insert("type".into(), "object".into());
         schema.insert("properties".into(), Value::Object(properties));
+        if !required.is_empty() {
+            schema.insert("required".into(), Value::Array(required));
+        }
         schema.insert("additionalProperties".into(), false.into());
         schema
     }
@@ -95,6 +105,9 @@ pub struct ParameterSpec {
     pub parameter: String,
     /// A JSON Schema of a string, integer, number or boolean.
     pub schema: Map<String, Value>,
+    /// Whether every call must give it (default false: the pipeline's own default applies).
+    #[serde(default)]
+    pub required: bool,
 }
 
 /// One mistake in a catalog: the tool (its name, or its place when it has none), the field,
@@ -106,15 +119,24 @@ pub struct CatalogMistake {
     pub problem: String,
 }
 
+/// The place of a mistake about the whole file rather than one tool.
+pub const WHOLE_FILE: &str = "(file)";
+
 impl std::fmt::Display for CatalogMistake {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}: {}: {}", self.tool, self.field, self.problem)
+        match (self.tool.as_str(), self.field.as_str()) {
+            // The file is named once, by the error; its own mistakes need no place.
+            (WHOLE_FILE, WHOLE_FILE | ".") => write!(f, "{}", self.problem),
+            (WHOLE_FILE, field) => write!(f, "{field}: {}", self.problem),
+            (tool, field) => write!(f, "{tool}: {field}: {}", self.problem),
+        }
     }
 }
 
-/// Every mistake found, so one run of the check shows them all.
+/// Every mistake found, so one run of the check shows them all: one line each, under a line
+/// naming the file (what check-catalog prints and a function that cannot start logs).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("the tool catalog{}: {}", source_name(.file), .mistakes.iter().map(ToString::to_string).collect::<Vec<_>>().join("; "))]
+#[error("the tool catalog{} is refused:{}", source_name(.file), .mistakes.iter().map(|m| format!("\n  {m}")).collect::<String>())]
 pub struct CatalogError {
     pub file: Option<String>,
     pub mistakes: Vec<CatalogMistake>,
@@ -158,8 +180,8 @@ impl Catalog {
         let text = std::fs::read_to_string(path).map_err(|e| CatalogError {
             file: Some(path.to_owned()),
             mistakes: vec![CatalogMistake {
-                tool: "(file)".into(),
-                field: "(file)".into(),
+                tool: WHOLE_FILE.into(),
+                field: WHOLE_FILE.into(),
                 problem: format!("cannot be read: {e}"),
             }],
         })?;

@@ -97,13 +97,21 @@ pub struct ArgumentError {
 }
 
 impl ArgumentError {
+    /// Worded as every tool's argument errors are: the argument first, in backticks (its path
+    /// within the arguments for a nested value, `customers/0/plan`), then what is wrong.
     fn sentence(&self) -> String {
         if self.path.is_empty() {
             format!("the arguments: {}", self.rule)
         } else {
-            format!("argument {}: {}", self.path, self.rule)
+            format!("{}: {}", named(&self.path), self.rule)
         }
     }
+}
+
+/// An argument as the tools name one: `name`, or `outer/0/inner` (a JSON Pointer without its
+/// leading `/`).
+fn named(pointer: &str) -> String {
+    format!("`{}`", pointer.strip_prefix('/').unwrap_or(pointer))
 }
 
 /// At most this many violations are named; the rest are counted.
@@ -140,8 +148,8 @@ impl Compiled {
         let mut rule = rule(&first.kind);
         for other in leaves.kept.iter().skip(1).take(NAMED - 1) {
             rule.push_str(&format!(
-                "; argument {}: {}",
-                pointer(other),
+                "; {}: {}",
+                named(&pointer(other)),
                 self::rule(&other.kind)
             ));
         }

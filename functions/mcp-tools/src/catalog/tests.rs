@@ -82,7 +82,9 @@ fn the_catalog_can_be_shared_by_every_request() {
 
 #[test]
 fn the_files_shape_is_checked_first() {
-    assert_one(mistakes(json!("tools")), "(file): .: invalid type");
+    // A mistake about the whole file has no place of its own: the error names the file once.
+    assert_one(mistakes(json!("tools")), "invalid type");
+    assert!(mistakes(json!("tools"))[0].starts_with("invalid type"));
     let err = Catalog::parse("{not json").unwrap_err().to_string();
     assert!(err.contains("is not JSON"), "{err}");
     assert_one(
@@ -109,6 +111,8 @@ fn each_mistake_in_an_async_tool_is_named_with_its_tool_and_field() {
         (json!({"description": " "}), "summarize: description: must say what the tool does"),
         (json!({"title": ""}), "summarize: title: must be 1 to 128 bytes"),
         (json!({"endpoint": "-ep"}), "summarize: endpoint: must be a SageMaker endpoint name"),
+        // SageMaker's ARNs, and so the stack's grants and the template's pattern, are lowercase.
+        (json!({"endpoint": "Doc-Processor"}), "summarize: endpoint: must be a SageMaker endpoint name as its ARN spells it"),
         (json!({"content_type": "json"}), "summarize: content_type: must be a MIME type"),
         (json!({"accept": "text/"}), "summarize: accept: must be a MIME type"),
         (json!({"invocation_timeout_secs": 0}), "summarize: invocation_timeout_secs: must be from 1 to 3600"),
@@ -145,6 +149,11 @@ fn each_mistake_in_an_async_tool_is_named_with_its_tool_and_field() {
 fn each_mistake_in_a_pipeline_tool_is_named_with_its_tool_and_field() {
     let cases = [
         (json!({"pipeline": "train_pipeline"}), "retrain: pipeline: must be a SageMaker pipeline name"),
+        (json!({"pipeline": "Train-Pipeline"}), "retrain: pipeline: must be a SageMaker pipeline name as its ARN spells it"),
+        (
+            json!({"parameters": {"e": {"parameter": "Epochs", "schema": {"type": "integer"}, "required": "yes"}}}),
+            "retrain: parameters.e.required: invalid type: string \"yes\", expected a boolean",
+        ),
         (
             json!({"parameters": {"Epochs": {"parameter": "MaxEpochs", "schema": {"type": "integer"}}}}),
             "retrain: parameters.Epochs: an argument's name must be 1 to 64 lowercase letters",
@@ -181,6 +190,31 @@ fn each_mistake_in_a_pipeline_tool_is_named_with_its_tool_and_field() {
 }
 
 #[test]
+fn a_pipeline_parameter_the_catalog_marks_required_is_required() {
+    let text = json!({"pipeline_tools": [pipeline_tool(json!({"parameters": {
+        "epochs": {"parameter": "MaxEpochs", "schema": {"type": "integer"}},
+        "data": {"parameter": "InputDataUri", "schema": {"type": "string"}, "required": true}
+    }}))]});
+    let catalog = Catalog::parse(&text.to_string()).unwrap();
+    let tool = catalog.pipeline_tool("retrain").unwrap();
+    assert_eq!(tool.spec.arguments_schema()["required"], json!(["data"]));
+    let missing = catalog
+        .check_pipeline_arguments(tool, &json!({"epochs": 3}))
+        .unwrap_err()
+        .to_string();
+    assert!(missing.contains("data"), "{missing}");
+    assert!(catalog
+        .check_pipeline_arguments(tool, &json!({"data": "s3://b/k"}))
+        .is_ok());
+    // Without `required`, every argument may be left out (the pipeline's defaults apply).
+    let optional =
+        Catalog::parse(&json!({"pipeline_tools": [pipeline_tool(json!({}))]}).to_string()).unwrap();
+    let tool = optional.pipeline_tool("retrain").unwrap();
+    assert_eq!(tool.spec.arguments_schema().get("required"), None);
+    assert!(optional.check_pipeline_arguments(tool, &json!({})).is_ok());
+}
+
+#[test]
 fn every_mistake_is_named_at_once_and_names_are_unique_across_kinds() {
     let found = mistakes(json!({
         "async_tools": [async_tool(json!({"endpoint": "bad_ep"})), async_tool(json!({}))],
@@ -207,9 +241,7 @@ fn a_file_that_cannot_be_read_is_named() {
         .unwrap_err()
         .to_string();
     assert!(
-        err.starts_with(
-            "the tool catalog /nonexistent/catalog.json: (file): (file): cannot be read"
-        ),
+        err.starts_with("the tool catalog /nonexistent/catalog.json is refused:\n  cannot be read"),
         "{err}"
     );
 }
@@ -315,7 +347,7 @@ fn each_documented_keyword_refuses_naming_the_arguments_path_and_the_rule() {
             "{schema}: {:?} lacks {rule:?}",
             err.rule
         );
-        assert!(err.to_string().starts_with("argument /a"), "{err}");
+        assert!(err.to_string().starts_with("`a"), "{err}");
     }
 }
 
@@ -364,13 +396,11 @@ fn valid_arguments_pass_and_a_pipeline_tools_arguments_are_its_parameters_only()
         .check_async_arguments(summarize, &json!({"document": "", "max_sentences": 21}))
         .unwrap_err();
     assert!(
-        err.to_string()
-            .contains("argument /document: length must be >=1"),
+        err.to_string().contains("`document`: length must be >=1"),
         "{err}"
     );
     assert!(
-        err.to_string()
-            .contains("argument /max_sentences: must be <=20"),
+        err.to_string().contains("`max_sentences`: must be <=20"),
         "{err}"
     );
 

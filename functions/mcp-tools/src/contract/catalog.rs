@@ -12,6 +12,7 @@ use crate::catalog::{AsyncTool, Catalog, PipelineTool, ASYNC_COMMON_ARGUMENTS};
 use crate::config::ToolsConfig;
 use shared::domain::caller::Caller;
 use shared::domain::job::{Submission, DEFAULT_CONTENT_TYPE};
+use shared::domain::run::default_session_id;
 use shared::usecases::training::{RunParameter, TriggerRequest};
 
 /// An async catalog tool as `tools/list` shows it: `generic` (submit_job's definition, so the
@@ -34,23 +35,37 @@ pub fn async_tool_definition(tool: &AsyncTool, generic: &Tool) -> Tool {
 
 /// A pipeline catalog tool as `tools/list` shows it: `generic` (trigger_training's definition)
 /// with the tool's name, title and description, and its arguments (each a pipeline
-/// parameter's) beside `session_id` and `idempotency_key`.
+/// parameter's, required where the catalog says so) beside `session_id` and `idempotency_key`
+/// (both optional: a run without a session gets one, named in the answer).
 pub fn pipeline_tool_definition(tool: &PipelineTool, generic: &Tool) -> Tool {
     let spec = &tool.spec;
-    let mut input = spec.arguments_schema();
-    input.insert("required".into(), serde_json::json!(["session_id"]));
+    let input = spec.arguments_schema();
     let words = Words {
         name: &spec.name,
         title: spec.title.as_deref(),
         description: &spec.description,
     };
-    catalog_definition(
+    let mut definition = catalog_definition(
         generic,
         words,
         input,
         &crate::catalog::PIPELINE_COMMON_ARGUMENTS,
-    )
+    );
+    let session = std::sync::Arc::make_mut(&mut definition.input_schema)
+        .get_mut("properties")
+        .and_then(|p| p.get_mut("session_id"))
+        .and_then(Value::as_object_mut);
+    if let Some(session) = session {
+        session.insert("description".into(), SESSION_ID_OPTIONAL.into());
+    }
+    definition
 }
+
+/// A pipeline catalog tool's `session_id`, which (unlike trigger_training's) may be left out.
+const SESSION_ID_OPTIONAL: &str = "The caller's session; check_training_result lists the runs it \
+    triggered. Letters, digits and `_ . : -`, at most 128 characters. Optional: a run started \
+    without one gets a session of its own (the same for a retry with the same idempotency_key), \
+    named in the answer.";
 
 /// What the agent chooses a tool by.
 struct Words<'a> {
@@ -121,11 +136,18 @@ impl ToolArgs for CatalogRunArgs<'_> {
         let spec = &self.tool.spec;
         let mut given = self.arguments;
         let session_id = match given.remove("session_id") {
-            Some(Value::String(session_id)) => session_id,
-            _ => return Err(ToolError::invalid("`session_id` is required: a string")),
+            None | Some(Value::Null) => None,
+            Some(Value::String(session_id)) => {
+                validate_session_id(&session_id)?;
+                Some(session_id)
+            }
+            Some(_) => return Err(ToolError::invalid("`session_id` must be a string")),
         };
-        validate_session_id(&session_id)?;
         let idempotency_key = idempotency_key(&mut given)?;
+        // Optional here: the run still needs a session (its partition, and what the router
+        // finds in its description), so one is made and the answer names it.
+        let session_id = session_id
+            .unwrap_or_else(|| default_session_id(&spec.pipeline, idempotency_key.as_deref()));
         let given = Value::Object(given);
         self.catalog
             .check_pipeline_arguments(self.tool, &given)

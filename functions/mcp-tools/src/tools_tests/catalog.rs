@@ -148,7 +148,7 @@ async fn a_refused_argument_names_its_path_and_rule_and_stores_and_invokes_nothi
         )
         .await;
     assert!(
-        message.starts_with("argument /customers/0/plan: value must be one of 'free', 'team'"),
+        message.starts_with("`customers/0/plan`: value must be one of 'free', 'team'"),
         "{message}"
     );
     assert!(
@@ -192,7 +192,7 @@ async fn an_oversized_argument_is_refused_by_its_size_or_its_bound_and_starts_no
         .await;
     assert_eq!(
         message,
-        "argument /customers: maximum 500 items required, but got 300000 items. \
+        "`customers`: maximum 500 items required, but got 300000 items. \
          Nothing was sent to the model."
     );
     // The size before the schema: the document's maxLength is not what refuses it.
@@ -268,7 +268,10 @@ async fn a_pipeline_tool_is_listed_with_its_arguments_and_the_common_ones() {
             "training_data"
         ]
     );
-    assert_eq!(retrain.input_schema["required"], json!(["session_id"]));
+    // Nothing is required: the pipeline has its defaults, and a run without a session gets one.
+    assert_eq!(retrain.input_schema.get("required"), None);
+    let session = properties["session_id"]["description"].as_str().unwrap();
+    assert!(session.contains("Optional"), "{session}");
     assert_eq!(properties["epochs"]["maximum"], 50);
     let trigger = Tools::<FakePorts>::definitions()
         .into_iter()
@@ -353,7 +356,7 @@ async fn a_pipeline_tools_refusals_start_nothing() {
             json!({"session_id": "s", "epochs": 99}),
             "`epochs` is 99; it must be from 1 to 50",
         ),
-        (json!({"epochs": 3}), "`session_id` is required"),
+        (json!({"session_id": 7}), "`session_id` must be a string"),
         (
             json!({"session_id": "s", "MaxEpochs": 3}),
             "unknown argument \"MaxEpochs\"",
@@ -364,6 +367,100 @@ async fn a_pipeline_tools_refusals_start_nothing() {
         assert!(message.contains(expected), "{arguments}: {message}");
     }
     assert!(w.ports().pipeline.started().is_empty());
+}
+
+#[tokio::test]
+async fn a_run_without_a_session_gets_one_named_in_the_answer_and_kept_by_a_retry() {
+    let w = catalog_world();
+    let first = w
+        .ok(RETRAIN, json!({"epochs": 3, "idempotency_key": "nightly"}))
+        .await;
+    let session = first["session_id"].as_str().unwrap().to_owned();
+    assert!(session.starts_with("run-"), "{session}");
+    // The same key: the same run, in the same session.
+    let again = w
+        .ok(RETRAIN, json!({"epochs": 3, "idempotency_key": "nightly"}))
+        .await;
+    assert_eq!(
+        (&again["session_id"], &again["execution_arn"]),
+        (&first["session_id"], &first["execution_arn"])
+    );
+    // Without a key, a session of its own each time.
+    let other = w.ok(RETRAIN, json!({"epochs": 3})).await;
+    assert_ne!(other["session_id"], first["session_id"]);
+    // The session named is where check_training_result finds the run.
+    let runs = w
+        .ok(names::CHECK_TRAINING_RESULT, json!({"session_id": session}))
+        .await;
+    assert_eq!(runs["runs"][0]["execution_arn"], first["execution_arn"]);
+    assert_eq!(runs["runs"].as_array().unwrap().len(), 1);
+}
+
+#[tokio::test]
+async fn a_parameter_the_catalog_requires_is_refused_when_missing_and_listed_as_required() {
+    let catalog = r#"{"pipeline_tools": [{"name": "retrain_on", "description": "Retrain on data.",
+        "pipeline": "p2", "parameters": {
+            "data": {"parameter": "InputDataUri", "schema": {"type": "string"}, "required": true},
+            "epochs": {"parameter": "MaxEpochs", "schema": {"type": "integer"}}}}]}"#;
+    let w = world_with(
+        &[("TRAINING_INPUT_PREFIXES", "s3://io-bucket/train/")],
+        Some(crate::catalog::Catalog::parse(catalog).unwrap()),
+    );
+    let tool = listed(&w)
+        .into_iter()
+        .find(|t| t.name == "retrain_on")
+        .unwrap();
+    assert_eq!(tool.input_schema["required"], json!(["data"]));
+    let message = w.tool_error("retrain_on", json!({"epochs": 3})).await;
+    assert!(
+        message.contains("data") && message.contains("Nothing was started"),
+        "{message}"
+    );
+    assert!(w.ports().pipeline.started().is_empty());
+    w.ok(
+        "retrain_on",
+        json!({"data": "s3://io-bucket/train/x.csv", "epochs": 3}),
+    )
+    .await;
+    assert_eq!(w.ports().pipeline.started().len(), 1);
+}
+
+#[tokio::test]
+async fn submit_job_on_a_catalog_deployment_names_the_tools_served() {
+    let w = catalog_world();
+    let called = crate::direct::call_tool(
+        w.tools.clone(),
+        Principal::Local,
+        names::SUBMIT_JOB,
+        json!({"document": "x"}).as_object().cloned(),
+        None,
+    )
+    .await;
+    let message = called.unwrap_err().message;
+    assert!(
+        message
+            .starts_with("no tool is called \"submit_job\" (this deployment serves a tool catalog"),
+        "{message}"
+    );
+    for served in [
+        "summarize_document",
+        "score_churn_risk",
+        RETRAIN,
+        names::CHECK_JOB_STATUS,
+    ] {
+        assert!(message.contains(served), "{served} not in {message}");
+    }
+    // The caller's name is quoted at most 200 characters, never whole.
+    let long = "x".repeat(5_000);
+    let called =
+        crate::direct::call_tool(w.tools.clone(), Principal::Local, &long, None, None).await;
+    let message = called.unwrap_err().message;
+    assert!(
+        !message.contains(&"x".repeat(201)),
+        "{} characters",
+        message.len()
+    );
+    assert!(w.ports().jobs.calls() == (0, 0));
 }
 
 #[tokio::test]

@@ -346,7 +346,16 @@ async fn a_stack_without_a_pipeline_serves_no_training_tools() {
         None,
     )
     .await;
-    assert_eq!(called.unwrap_err().message, "tool not found");
+    let message = called.unwrap_err().message;
+    // No catalog here: no hint of one, only what is served.
+    assert!(
+        message.starts_with("no tool is called \"trigger_training\"; the tools are: "),
+        "{message}"
+    );
+    assert!(
+        message.contains("submit_job") && !message.contains("catalog"),
+        "{message}"
+    );
     let task = crate::direct::request(
         w.tools.clone(),
         Principal::Local,
