@@ -4,7 +4,7 @@
 //! below reads a header.
 
 use std::convert::Infallible;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use bytes::Bytes;
 use http::StatusCode;
@@ -103,11 +103,11 @@ pub const SSE_KEEP_ALIVE: std::time::Duration = std::time::Duration::from_secs(1
 /// [`refuse`] (it understands `*.lambda-url.<region>.on.aws`); Origin by rmcp, 403 for any
 /// present Origin not listed.
 pub fn mcp_service<B: Backend>(deps: Arc<Deps<B>>, allowed_origins: &[String]) -> McpService<B> {
-    service_keeping_alive(deps, allowed_origins, SSE_KEEP_ALIVE)
+    service_keeping_alive(Tools::new(deps), allowed_origins, SSE_KEEP_ALIVE)
 }
 
 fn service_keeping_alive<B: Backend>(
-    deps: Arc<Deps<B>>,
+    tools: Tools<B>,
     allowed_origins: &[String],
     keep_alive: std::time::Duration,
 ) -> McpService<B> {
@@ -119,7 +119,6 @@ fn service_keeping_alive<B: Backend>(
         .with_allowed_origins(allowed_origins.to_vec())
         .enforce_origin_validation()
         .with_max_request_body_bytes(MAX_REQUEST_BODY_BYTES);
-    let tools = Tools::new(deps);
     StreamableHttpService::new(
         move || Ok(tools.clone()),
         Arc::new(NeverSessionManager::default()),
@@ -133,7 +132,9 @@ fn service_keeping_alive<B: Backend>(
 pub struct FrontDoor<B: Backend> {
     config: McpToolsConfig,
     auth: Authenticator,
-    write_tools: Vec<String>,
+    /// Read from the tools' definitions on the first request that needs them, not at cold start.
+    write_tools: OnceLock<Vec<String>>,
+    tools: Tools<B>,
     mcp: McpService<B>,
 }
 
@@ -158,10 +159,12 @@ impl<B: Backend> FrontDoor<B> {
         verifier: impl FnOnce(&OAuthConfig) -> Verifier,
         keep_alive: std::time::Duration,
     ) -> Self {
+        let tools = Tools::new(deps.clone());
         Self {
             auth: Authenticator::new(&config.auth, deps.clock.clone(), verifier),
-            write_tools: write_tools(&Tools::new(deps.clone()).served()),
-            mcp: service_keeping_alive(deps, &config.allowed_origins, keep_alive),
+            write_tools: OnceLock::new(),
+            mcp: service_keeping_alive(tools.clone(), &config.allowed_origins, keep_alive),
+            tools,
             config,
         }
     }
@@ -214,7 +217,10 @@ impl<B: Backend> FrontDoor<B> {
         if let Some(reply) = rpc.messages.iter().find_map(refuse_too_long) {
             return reply;
         }
-        let access = access_of(&rpc, &self.write_tools);
+        let write_tools = self
+            .write_tools
+            .get_or_init(|| write_tools(&self.tools.served()));
+        let access = access_of(&rpc, write_tools);
         let principal = match self.auth.authorize(caller, access) {
             Ok(principal) => principal,
             Err(refusal) => return refusal.into_response(),

@@ -29,7 +29,7 @@ impl<B: Backend> Tools<B> {
         wants_task: bool,
     ) -> Result<CallToolResponse, ErrorData> {
         let extensions = &context.extensions;
-        let served = self.router.has_route(&request.name);
+        let served = self.router().has_route(&request.name);
         match request.name.as_ref() {
             names::SUBMIT_JOB if wants_task && served => {
                 Ok(self.submit_as_task(request.arguments, extensions).await)
@@ -53,7 +53,7 @@ impl<B: Backend> Tools<B> {
                 ))
             }
             _ => {
-                self.router
+                self.router()
                     .call(ToolCallContext::new(self, request, context))
                     .await
             }
@@ -61,7 +61,7 @@ impl<B: Backend> Tools<B> {
     }
 }
 
-#[tool_handler(router = self.router)]
+#[tool_handler(router = self.router())]
 impl<B: Backend> ServerHandler for Tools<B> {
     /// As the router would, except that submit_job and trigger_training become tasks for a
     /// client that declared the tasks extension.
@@ -75,7 +75,7 @@ impl<B: Backend> ServerHandler for Tools<B> {
         context.extensions.insert(trace);
         // Numbers and booleans sent as strings become what the tool's schema declares.
         if let (Some(tool), Some(arguments)) =
-            (self.router.get(&request.name), request.arguments.as_mut())
+            (self.router().get(&request.name), request.arguments.as_mut())
         {
             if let Err(message) = arguments::coerce(&tool.input_schema, arguments) {
                 return Ok(tool_error(message));

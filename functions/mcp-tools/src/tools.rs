@@ -5,7 +5,7 @@
 //! tasks extension; `tasks/get` and `tasks/cancel` read and cancel those tasks.
 
 use std::future::Future;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use lambda_http::RequestExt;
@@ -38,7 +38,9 @@ const WAIT_MARGIN: Duration = Duration::from_secs(3);
 
 pub struct Tools<B> {
     pub(crate) deps: Arc<Deps<B>>,
-    pub(crate) router: Arc<ToolRouter<Tools<B>>>,
+    /// Built on first use, not at cold start: each tool's JSON Schemas are generated then,
+    /// most of what the process would otherwise do before its first request. Clones share it.
+    router: Arc<OnceLock<ToolRouter<Tools<B>>>>,
     /// The caller of every request, for a transport with one caller and no front door (an
     /// in-process or stdio client); None where each request brings its own.
     sole_caller: Option<Principal>,
@@ -59,12 +61,18 @@ impl<B: Backend> Tools<B> {
     /// Tools whose requests each carry the caller their front door established. A stack with
     /// no pipeline serves no training tools.
     pub fn new(deps: Arc<Deps<B>>) -> Self {
-        let router = Self::router_for(deps.catalog.as_ref(), deps.serves_training());
         Self {
             deps,
-            router: Arc::new(router),
+            router: Arc::new(OnceLock::new()),
             sole_caller: None,
         }
+    }
+
+    /// The tools served, their router built the first time it is asked for.
+    pub(crate) fn router(&self) -> &ToolRouter<Self> {
+        self.router.get_or_init(|| {
+            Self::router_for(self.deps.catalog.as_ref(), self.deps.serves_training())
+        })
     }
 
     /// The tools served: a catalog's in place of submit_job and trigger_training, and the
@@ -109,7 +117,7 @@ impl<B: Backend> Tools<B> {
 
     /// The tools this deployment serves (without training tools when it has no pipeline).
     pub fn served(&self) -> Vec<rmcp::model::Tool> {
-        self.router.list_all()
+        self.router().list_all()
     }
 
     /// Starts an asynchronous inference on the configured SageMaker endpoint and returns at once.
@@ -592,6 +600,20 @@ pub(crate) fn structured(output: impl serde::Serialize) -> CallToolResponse {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_router_is_built_on_first_use_once_and_shared_by_clones() {
+        let tools = crate::tools_tests::world(&[]).tools;
+        let clone = tools.clone();
+        assert!(
+            tools.router.get().is_none(),
+            "no schema generated at cold start"
+        );
+        let served = clone.served();
+        assert!(tools.router.get().is_some());
+        assert!(std::ptr::eq(tools.router(), clone.router()));
+        assert_eq!(tools.served().len(), served.len());
+    }
 
     #[test]
     fn a_real_deadline_bounds_the_wait_and_an_emulators_duration_does_not() {
