@@ -14,6 +14,7 @@ import boto3
 import results
 from cost_summary import summarize_cost
 from functions import S3_INPUT_SETTING
+from builds import FUNCTIONS
 from init_floor import FLOOR_OF
 from mcp_latency import S3_INPUT_SUBMIT
 from warm import WarmSamples
@@ -141,10 +142,12 @@ def targets(r: dict, ratio: dict, ops: dict, cost: results.Cost | None) -> list[
     fixed = next(k for k, _ in b if k != "moto")
     speedup = b[(fixed, 1)]["ms"] / b[(fixed, 16)]["ms"]
     init_ratio = min(x.init for x in ratio.values())
-    worst_init = max(init_figures(r["init"]), key=lambda row: row.ratio)
+    # The four functions as deployed by default; the catalog's row is shown, and explained, apart.
+    worst_init = max((row for row in init_figures(r["init"]) if row.function in FUNCTIONS),
+                     key=lambda row: row.ratio)
     worst_mcp = max(w.overhead for w, _ in ops.values())
     return [
-        results.Target(f"every init ≤ 2x its floor's, an empty Rust Lambda (worst: {worst_init.function})",
+        results.Target(f"each function's init ≤ 2x its floor's, an empty Rust Lambda (worst: {worst_init.function})",
                        worst_init.ratio, "{:.2f}x", worst_init.ratio <= 2),
         results.Target("a warm mcp-tools call ≤ 2 ms above its floor (worst operation)", worst_mcp, "ms",
                        worst_mcp <= 2),
@@ -156,7 +159,8 @@ def targets(r: dict, ratio: dict, ops: dict, cost: results.Cost | None) -> list[
         results.Target("warm overhead above the floor ≤ 1 ms per event (worst of our rows)", worst_overhead, "ms",
                        worst_overhead <= 1),
         results.Target("handler CPU per notification < 20 µs", cpu, "{:.1f} µs", cpu < 20),
-        results.Target("each zip ≤ 5 MB", zips, "{:.2f} MB", zips <= 5),
+        # Left out when the run built no zips (bench/run.py run alone, not through `make bench`).
+        *([results.Target("each zip ≤ 5 MB", zips, "{:.2f} MB", zips <= 5)] if r["sizes"] else []),
         results.Target("peak RSS ≤ 32 MB (worst function)", rss, "{:.1f} MB", rss <= 32),
         results.Target(f"SQS batch of 100 ≥ 5x faster concurrent ({fixed})", speedup, "{:.1f}x", speedup >= 5),
     ]
