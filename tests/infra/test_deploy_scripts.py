@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -132,8 +133,19 @@ STACK_TEMPLATE = {
 }
 
 
+@pytest.fixture
+def in_process_aws(monkeypatch):
+    """moto in this process: `make test` points AWS_ENDPOINT_URL at its shared moto server, which
+    mock_aws would let these calls reach (and its state leak between tests)."""
+    for variable in [v for v in os.environ if v.startswith("AWS_ENDPOINT_URL")]:
+        monkeypatch.delenv(variable)
+    for variable in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"):
+        monkeypatch.setenv(variable, "testing")
+
+
 @pytest.mark.parametrize("delete_tables", [False, True])
-def test_destroy_empties_every_version_deletes_the_stack_and_keeps_or_deletes_the_table(monkeypatch, delete_tables):
+def test_destroy_empties_every_version_deletes_the_stack_and_keeps_or_deletes_the_table(monkeypatch, delete_tables,
+                                                                                        in_process_aws):
     monkeypatch.setenv("AWS_REGION", "eu-west-1")
     for variable in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"):
         monkeypatch.setenv(variable, "testing")
@@ -157,7 +169,7 @@ def test_destroy_empties_every_version_deletes_the_stack_and_keeps_or_deletes_th
         assert ("jobs-results" in tables) is not delete_tables or not tables
 
 
-def test_destroy_asks_for_the_stacks_name_and_does_nothing_on_another(monkeypatch, capsys):
+def test_destroy_asks_for_the_stacks_name_and_does_nothing_on_another(monkeypatch, capsys, in_process_aws):
     monkeypatch.setenv("AWS_REGION", "eu-west-1")
     monkeypatch.setattr("sys.stdin", io.StringIO("other\n"))
     with mock_aws():
@@ -169,7 +181,7 @@ def test_destroy_asks_for_the_stacks_name_and_does_nothing_on_another(monkeypatc
     assert "nothing done" in capsys.readouterr().err
 
 
-def test_destroy_names_a_missing_stack(monkeypatch, capsys):
+def test_destroy_names_a_missing_stack(monkeypatch, capsys, in_process_aws):
     monkeypatch.setenv("AWS_REGION", "eu-west-1")
     with mock_aws():
         assert destroy.main(["--stack-name", "nope"], session=boto3.session.Session(region_name="eu-west-1")) == 1
