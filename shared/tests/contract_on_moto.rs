@@ -316,6 +316,16 @@ mod sagemaker_endpoint_on_the_stand_in {
     }
 
     shared::async_invoker_contract!(endpoint());
+
+    #[tokio::test]
+    async fn a_count_that_cannot_be_read_is_asked_once_then_unknown_for_a_while() {
+        use shared::ports::AsyncInvoker;
+        let endpoints = endpoint().await.invoker;
+        let missing = format!("none-{}", uuid::Uuid::new_v4().simple());
+        assert!(endpoints.current_instances(&missing).await.is_err());
+        // Within the window the refusal is remembered, not asked again.
+        assert_eq!(endpoints.current_instances(&missing).await.unwrap(), None);
+    }
 }
 
 #[cfg(feature = "sqs")]

@@ -30,7 +30,9 @@ pub fn sagemaker_runtime_client(
 }
 
 /// An instance count read this recently is used again: DescribeEndpoint is a control-plane
-/// call with a low rate limit, and submits come in bursts.
+/// call with a low rate limit, and submits come in bursts. A read that failed (throttled, not
+/// allowed, no such endpoint) is remembered as unknown for as long: the count is only a hint,
+/// and a control plane that refuses is not asked again on every submit.
 const INSTANCES_FRESH_FOR: Duration = Duration::from_secs(30);
 
 /// Each endpoint's last instance count read, and when.
@@ -84,23 +86,32 @@ impl AsyncInvoker for SageMakerEndpoints {
                 return Ok(*count);
             }
         }
-        let out = self
+        let remember = |count: Option<u32>| {
+            self.instances.lock().unwrap().insert(
+                endpoint_name.to_owned(),
+                (tokio::time::Instant::now(), count),
+            );
+        };
+        let out = match self
             .control
             .describe_endpoint()
             .endpoint_name(endpoint_name)
             .send()
             .await
-            .map_err(|e| classify(&e))?;
+        {
+            Ok(out) => out,
+            Err(e) => {
+                remember(None);
+                return Err(classify(&e));
+            }
+        };
         let counts: Vec<i32> = out
             .production_variants()
             .iter()
             .filter_map(|v| v.current_instance_count())
             .collect();
         let count = (!counts.is_empty()).then(|| counts.iter().map(|c| (*c).max(0) as u32).sum());
-        self.instances.lock().unwrap().insert(
-            endpoint_name.to_owned(),
-            (tokio::time::Instant::now(), count),
-        );
+        remember(count);
         Ok(count)
     }
 }
