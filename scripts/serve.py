@@ -17,6 +17,7 @@ import argparse
 import hashlib
 import os
 import secrets
+import signal
 import sys
 from pathlib import Path
 
@@ -27,7 +28,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "dev" / "oauth")
 from authorization_server import AuthorizationServer  # noqa: E402
 
 
+def stop_as_on_ctrl_c(signum, frame):
+    """SIGTERM (a `kill`, a test ending this) stops what this started, as Ctrl-C does: left to
+    Python's default, the process would end at once and leave cargo lambda watch running."""
+    raise KeyboardInterrupt
+
+
 def main() -> int:
+    signal.signal(signal.SIGTERM, stop_as_on_ctrl_c)
     parser = argparse.ArgumentParser(description="Serve mcp-tools locally until Ctrl-C.")
     parser.add_argument("--auth", choices=("none", "bearer", "oauth"), default="none",
                         help="how mcp-tools authenticates its callers (default: none)")

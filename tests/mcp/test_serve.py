@@ -7,6 +7,7 @@ CARGO_TARGET_DIR, when set, is where make finds the stand-in."""
 import asyncio
 import json
 import os
+import socket
 import subprocess
 import sys
 import time
@@ -36,9 +37,20 @@ def bad_catalog(tmp_path: Path) -> Path:
 def serve(extra_env: dict, *args: str) -> subprocess.Popen:
     """scripts/serve.py on the session's local stack, on a port of its own."""
     need("AWS_ENDPOINT_URL")
-    env = {**os.environ, "LAMBDA_PORT": str(free_port()), **extra_env}
-    return subprocess.Popen([PY, str(ROOT / "scripts" / "serve.py"), *args], cwd=ROOT, env=env,
+    port = free_port()
+    env = {**os.environ, "LAMBDA_PORT": str(port), **extra_env}
+    proc = subprocess.Popen([PY, str(ROOT / "scripts" / "serve.py"), *args], cwd=ROOT, env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc.port = port
+    return proc
+
+
+def listens(port: int) -> bool:
+    try:
+        socket.create_connection(("127.0.0.1", port), timeout=1).close()
+        return True
+    except OSError:
+        return False
 
 
 def test_make_serve_with_a_refused_catalog_ends_naming_each_mistake(tmp_path):
@@ -96,6 +108,11 @@ def test_a_sound_catalog_is_checked_its_tools_printed_and_served():
     finally:
         proc.terminate()
         proc.wait(timeout=30)
+    # Stopped as a `kill` stops it, serve.py stops the watch it started: nothing left serving.
+    deadline = time.monotonic() + 30
+    while listens(proc.port) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not listens(proc.port), "cargo lambda watch outlived serve.py"
 
 
 def test_a_function_that_cannot_start_ends_serve_with_its_words():
