@@ -252,8 +252,10 @@ class CostRun:
         ids = [(await self.submit())[0] for _ in range(100)]
         for inference_id in ids:
             self.s3.put_object(Bucket=IO_BUCKET, Key=f"outputs/{inference_id}.out", Body=OUTPUT_BODY)
+            # With its response, as an endpoint the stack wires publishes it (as the direct rows).
+            location = f"s3://{IO_BUCKET}/outputs/{inference_id}.out"
             self.sns.publish(TopicArn=self.buffered_topic,
-                             Message=notification_message(inference_id, f"s3://{IO_BUCKET}/outputs/{inference_id}.out"))
+                             Message=notification_message(inference_id, location, OUTPUT_BODY))
         return {"notifications": len(ids), "path": self.drain(label, batch_size)}
 
     def drain(self, label: str, batch_size: int) -> Part:

@@ -135,7 +135,8 @@ def targets(r: dict, ratio: dict, ops: dict, cost: results.Cost | None) -> list[
     cold, b = r["cold"], r["batch"]
     ours_warm = [w for (name, _), w in r["warm"].items() if name != "python-reference"]
     init = max(median_of(cold[("notification-handler", tls)], "init_ms") for tls in (False, True))
-    worst_overhead = max([w.overhead for w in ours_warm] + [w.overhead for w, _ in ops.values()])
+    # The event functions' target; mcp-tools' calls have their own (≤ 2 ms), below.
+    worst_overhead = max(w.overhead for w in ours_warm)
     cpu = max(r["criterion"].values(), default=float("nan"))
     zips = max((z for z, _ in r["sizes"].values()), default=float("nan"))
     rss = max([w.rss_mb for w in ours_warm] + [r["mcp"]["rss_mb"]])
@@ -156,7 +157,7 @@ def targets(r: dict, ratio: dict, ops: dict, cost: results.Cost | None) -> list[
         results.Target("notification-handler init ≥ 40x shorter than the reference", init_ratio, "{:.0f}x",
                        init_ratio >= 40),
         results.Target("notification-handler init < 10 ms (HTTP and HTTPS)", init, "ms", init < 10),
-        results.Target("warm overhead above the floor ≤ 1 ms per event (worst of our rows)", worst_overhead, "ms",
+        results.Target("warm overhead above the floor ≤ 1 ms per event (worst event function)", worst_overhead, "ms",
                        worst_overhead <= 1),
         results.Target("handler CPU per notification < 20 µs", cpu, "{:.1f} µs", cpu < 20),
         # Left out when the run built no zips (bench/run.py run alone, not through `make bench`).
