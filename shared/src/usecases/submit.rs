@@ -12,10 +12,12 @@ use crate::domain::item::Applied;
 use crate::domain::job::{
     self, plan_submit, Job, JobStatus, PendingCondition, Stage, Submission, SubmitPlan,
 };
+use crate::domain::quota::QuotaLimits;
 use crate::domain::time::rfc3339;
 use crate::ports::{
     AsyncInvoker, AwsFailure, InvokeInput, InvokeRequest, JobStore, ObjectStore, StoreError,
 };
+use crate::usecases::quota::{self, CountGuard, CountedError, SubmitCount};
 use crate::usecases::JobSettings;
 
 /// What submit_job answers.
@@ -106,6 +108,31 @@ struct Submit<'a, S, O, I> {
     submission: &'a Submission,
     now: DateTime<Utc>,
     started: Instant,
+}
+
+/// submit_job counted against the owner's submits per minute (`limits`): one plan per submit,
+/// the quota's check reading a keyed job once and the submit planning from that read. A call
+/// that turned out to be a replay gives its count back; one SageMaker refused keeps it.
+#[allow(clippy::too_many_arguments)]
+pub async fn submit_counted<S, O, I>(
+    store: &S,
+    objects: &O,
+    invoker: &I,
+    settings: JobSettings,
+    limits: &QuotaLimits,
+    submission: &Submission,
+    now: DateTime<Utc>,
+) -> Result<Submitted, CountedError<SubmitError>>
+where
+    S: JobStore,
+    O: ObjectStore,
+    I: AsyncInvoker,
+{
+    let SubmitCount { taken, stored } = quota::take_submit(store, limits, submission, now).await?;
+    let count = CountGuard::new(store, taken);
+    let submitted = submit_job(store, objects, invoker, settings, submission, stored, now).await;
+    count.settle(!matches!(&submitted, Ok(s) if s.replay)).await;
+    submitted.map_err(CountedError::Work)
 }
 
 /// `stored`: the key's live job as a read just before found it (the quota check's), planned

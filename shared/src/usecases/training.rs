@@ -13,13 +13,15 @@ use crate::domain::pipeline_definition;
 use crate::domain::pipeline_event::{execution_description, owner_from_description};
 use crate::domain::pipeline_status::PipelineStatus;
 use crate::domain::progress::{RunEvent, RunProgress, StepSeen};
+use crate::domain::quota::QuotaLimits;
 use crate::domain::run::{self, client_request_token, newest_runs, session_key, Run};
 use crate::domain::time::{rfc3339, ttl_after};
 use crate::domain::trace::TraceContext;
 use crate::ports::{
-    AwsFailure, ExecutionDescription, PipelineControl, ProgressSink, RunStore, StartRequest,
-    StepStatus, StoreError,
+    AwsFailure, ExecutionDescription, JobStore, PipelineControl, ProgressSink, RunStore,
+    StartRequest, StepStatus, StoreError,
 };
+use crate::usecases::quota::{self, CountGuard, CountedError};
 
 /// A triggered run's `pending` item outlives a day-long run before its TTL.
 pub const PENDING_RUN_GRACE_SECS: u64 = 86_400;
@@ -120,6 +122,31 @@ pub struct Triggered {
 #[derive(Debug, thiserror::Error)]
 #[error("SageMaker StartPipelineExecution failed: {0}")]
 pub struct TriggerError(pub AwsFailure);
+
+/// trigger_training counted against the owner's runs per hour (`limits`): a retried key's run
+/// (nothing new started) or a start SageMaker refused gives its count back.
+pub async fn trigger_counted<P, R, S>(
+    pipeline: &P,
+    runs: &R,
+    jobs: &S,
+    limits: &QuotaLimits,
+    admitted: &Admitted,
+    trace: Option<&TraceContext>,
+    now: DateTime<Utc>,
+) -> Result<Triggered, CountedError<TriggerError>>
+where
+    P: PipelineControl,
+    R: RunStore,
+    S: JobStore,
+{
+    let owner = &admitted.request().owner;
+    let count = CountGuard::new(jobs, quota::take_run(jobs, limits, owner, now).await?);
+    let triggered = trigger_training(pipeline, runs, admitted, trace, now).await;
+    count
+        .settle(matches!(&triggered, Ok(t) if !t.already_recorded))
+        .await;
+    triggered.map_err(CountedError::Work)
+}
 
 /// Starts the run and records it `pending`, with `trace` (the triggering call's span) on its
 /// item.
