@@ -169,7 +169,7 @@ impl<B: Backend> Tools<B> {
             RunTaskState::Cancelled => (TaskPayload::Cancelled, Some(wording::RUN_STOPPED.into())),
             RunTaskState::Done { described, steps } => {
                 let failed = !described.status.is(PipelineStatus::Succeeded);
-                let output = TrainingStatusOutput::new(view.execution_arn, described, steps);
+                let output = TrainingStatusOutput::new(view.execution_arn.into(), described, steps);
                 (completed(output, failed, Vec::new())?, None)
             }
         };

@@ -478,9 +478,9 @@ impl<B: Backend> Tools<B> {
         Span::current().record("execution_arn", t.execution_arn.as_str());
         tracing::info!("run started");
         let output = TriggerTrainingOutput {
-            execution_arn: t.execution_arn,
+            execution_arn: t.execution_arn.into(),
             status: PipelineStatus::Executing.into(),
-            session_id: request.session_id.clone(),
+            session_id: request.session_id.to_string(),
             message: t
                 .recording_failed
                 .as_ref()

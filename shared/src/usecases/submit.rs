@@ -8,6 +8,7 @@ use tokio::time::Instant;
 
 use chrono::{DateTime, Utc};
 
+use crate::domain::ids::InferenceId;
 use crate::domain::item::Applied;
 use crate::domain::job::{
     self, plan_submit, Job, JobStatus, PendingCondition, Stage, Submission, SubmitPlan,
@@ -23,7 +24,7 @@ use crate::usecases::JobSettings;
 /// What submit_job answers.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Submitted {
-    pub inference_id: String,
+    pub inference_id: InferenceId,
     pub status: JobStatus,
     pub output_location: Option<String>,
     pub failure_location: Option<String>,
@@ -271,7 +272,7 @@ impl<S: JobStore, O: ObjectStore, I: AsyncInvoker> Submit<'_, S, O, I> {
         let id = self.id();
         let lost_after = s.lost_after(submitted, &self.settings.policy);
         let mut answer = Submitted {
-            inference_id: id.to_owned(),
+            inference_id: id.into(),
             status: JobStatus::Pending,
             output_location: None,
             failure_location: None,
@@ -309,7 +310,7 @@ impl<S: JobStore, O: ObjectStore, I: AsyncInvoker> Submit<'_, S, O, I> {
         };
         let request = InvokeRequest {
             endpoint_name: s.endpoint_name.clone(),
-            inference_id: id.to_owned(),
+            inference_id: id.into(),
             input,
             content_type: s.content_type.clone(),
             accept: s.accept.clone(),

@@ -8,6 +8,7 @@ use tokio::time::Instant;
 
 use crate::domain::allow_lists::{check_parameter, AllowLists, ParameterRefusal};
 use crate::domain::caller::{Caller, Owner};
+use crate::domain::ids::{ExecutionArn, SessionId};
 use crate::domain::item::Applied;
 use crate::domain::pipeline_definition;
 use crate::domain::pipeline_event::{execution_description, owner_from_description};
@@ -31,7 +32,7 @@ pub struct TriggerRequest {
     /// Whose run it is: its description, partition and request token carry the tag.
     pub owner: Owner,
     pub pipeline_name: String,
-    pub session_id: String,
+    pub session_id: SessionId,
     pub parameters: Vec<RunParameter>,
     /// The same key returns the same run (it derives the ClientRequestToken).
     pub idempotency_key: Option<String>,
@@ -110,7 +111,7 @@ pub fn admit(request: TriggerRequest, allowed: AllowLists<'_>) -> Result<Admitte
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Triggered {
-    pub execution_arn: String,
+    pub execution_arn: ExecutionArn,
     /// The run was already recorded: a retried trigger (or pipeline-router was first).
     pub already_recorded: bool,
     /// The run started, but its `pending` item could not be written (the store's error).
@@ -225,7 +226,7 @@ pub async fn trigger_training<P: PipelineControl, R: RunStore>(
         }
     };
     Ok(Triggered {
-        execution_arn,
+        execution_arn: execution_arn.into(),
         already_recorded,
         recording_failed,
         task_secret,
@@ -273,7 +274,7 @@ pub async fn training_status<P: PipelineControl>(
         .description
         .as_deref()
         .and_then(owner_from_description);
-    if !caller.owns(owner.as_ref().map(Owner::as_str)) {
+    if !caller.owns(owner.as_ref()) {
         return Err(not_found());
     }
     let steps = pipeline
@@ -366,7 +367,7 @@ pub async fn session_runs<R: RunStore>(
     if caller.reads_unowned {
         found.extend(runs.query_session(session_id).await?);
     }
-    found.retain(|r| caller.owns(r.owner.as_deref()));
+    found.retain(|r| caller.owns(r.owner.as_ref()));
     Ok(newest_runs(found, now))
 }
 

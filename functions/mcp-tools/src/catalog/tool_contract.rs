@@ -165,7 +165,7 @@ impl ToolArgs for CatalogRunArgs<'_> {
         Ok(TriggerRequest {
             owner: caller.owner.clone(),
             pipeline_name: spec.pipeline.clone(),
-            session_id,
+            session_id: session_id.into(),
             parameters,
             idempotency_key,
             max_parallel_steps: config.training.max_parallel_steps,
