@@ -4,6 +4,7 @@
 use std::future::Future;
 
 use crate::domain::completion::JobCompletion;
+use crate::domain::ids::InferenceId;
 use crate::domain::item::{Applied, Write};
 use crate::domain::job::{Job, Locations};
 use crate::domain::lineage::{Association, Direction};
@@ -166,7 +167,7 @@ pub enum InvokeInput {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct InvokeRequest {
     pub endpoint_name: String,
-    pub inference_id: String,
+    pub inference_id: InferenceId,
     pub input: InvokeInput,
     pub content_type: String,
     pub accept: Option<String>,

@@ -7,6 +7,7 @@ use chrono::Utc;
 use serde_json::{json, Value};
 
 use crate::answer::millis;
+use crate::state::pipelines::ExecutionStatus;
 use crate::state::{AppState, ACCOUNT};
 
 /// The SNS event Lambda receives for one message published to `topic` (a topic name).
@@ -26,12 +27,12 @@ pub fn sns_event(region: &str, topic: &str, message: &Value) -> Value {
 }
 
 /// Sends the run's current status as the EventBridge event to pipeline-router.
-pub async fn deliver(state: &AppState, arn: &str, previous: Option<&str>) {
+pub async fn deliver(state: &AppState, arn: &str, previous: Option<ExecutionStatus>) {
     if state.settings.lambda_invoke_url.is_none() {
         return;
     }
     let run = state.runs.lock().unwrap()[arn].clone();
-    let ended = (run.status != "Executing").then(|| run.modified.to_rfc3339());
+    let ended = (run.status != ExecutionStatus::Executing).then(|| run.modified.to_rfc3339());
     let event = json!({
         "version": "0",
         "id": uuid::Uuid::new_v4().to_string(),

@@ -1,8 +1,6 @@
-//! The MCP server over the tools: `tools/call` (a task for a client that declared the tasks
-//! extension, the tool's router otherwise), `tasks/get` and `tasks/cancel`, the listings with
+//! The MCP server over the tools: `tools/call` (dispatched by the registry of tools), `tasks/get` and `tasks/cancel`, the listings with
 //! their caching hints, `resources/read`, and what the server says of itself.
 
-use rmcp::handler::server::tool::ToolCallContext;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CancelTaskParams, ContentBlock, ErrorData,
     GetTaskParams, GetTaskResult, Implementation, ListResourceTemplatesResult, ListResourcesResult,
@@ -12,79 +10,27 @@ use rmcp::model::{
 use rmcp::service::RequestContext;
 use rmcp::{tool_handler, RoleServer, ServerHandler};
 
-use crate::arguments;
-use crate::contract::names;
 use crate::deps::Backend;
 use crate::listing;
-use crate::tools::{tool_error, Tools};
+use crate::tools::Tools;
 use crate::wording;
 
-impl<B: Backend> Tools<B> {
-    /// A call to its tool: submit_job and trigger_training as tasks for a client that declared
-    /// the extension, everything else (and tools not served) through the router.
-    async fn route(
-        &self,
-        request: CallToolRequestParams,
-        context: RequestContext<RoleServer>,
-        wants_task: bool,
-    ) -> Result<CallToolResponse, ErrorData> {
-        let extensions = &context.extensions;
-        let served = self.router().has_route(&request.name);
-        match request.name.as_ref() {
-            names::SUBMIT_JOB if wants_task && served => {
-                Ok(self.submit_as_task(request.arguments, extensions).await)
-            }
-            names::TRIGGER_TRAINING if wants_task && served => {
-                Ok(self.trigger_as_task(request.arguments, extensions).await)
-            }
-            name if wants_task && served && self.catalog_job_args(name, None).is_some() => Ok(self
-                .catalog_job_as_task(name, request.arguments, extensions)
-                .await),
-            name if wants_task && served && self.catalog_run_args(name, None).is_some() => Ok(self
-                .catalog_run_as_task(name, request.arguments, extensions)
-                .await),
-            // A protocol error, as MCP has it for a tool not served, naming those that are
-            // (a catalog deployment serves its own tools in place of submit_job).
-            name if !served => {
-                let tools: Vec<String> = self.served().iter().map(|t| t.name.to_string()).collect();
-                Err(ErrorData::invalid_params(
-                    wording::not_served(name, &tools, self.deps.catalog.is_some()),
-                    None,
-                ))
-            }
-            _ => {
-                self.router()
-                    .call(ToolCallContext::new(self, request, context))
-                    .await
-            }
-        }
-    }
-}
-
-#[tool_handler(router = self.router())]
+#[tool_handler(router = self.registry().router())]
 impl<B: Backend> ServerHandler for Tools<B> {
-    /// As the router would, except that submit_job and trigger_training become tasks for a
-    /// client that declared the tasks extension.
+    /// As the router would, except that a tool that starts work becomes a task for a client
+    /// that declared the tasks extension ([`Tools::dispatch`]).
     async fn call_tool(
         &self,
-        mut request: CallToolRequestParams,
+        request: CallToolRequestParams,
         mut context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
         // W3C trace context (SEP-414): this server's span, for Tools::call to take.
         let trace = crate::trace_context::from_meta(&context.meta);
         context.extensions.insert(trace);
-        // Numbers and booleans sent as strings become what the tool's schema declares.
-        if let (Some(tool), Some(arguments)) =
-            (self.router().get(&request.name), request.arguments.as_mut())
-        {
-            if let Err(message) = arguments::coerce(&tool.input_schema, arguments) {
-                return Ok(tool_error(message));
-            }
-        }
         let wants_task = context
             .client_capabilities()
             .is_some_and(|c| c.supports_tasks());
-        let answer = self.route(request, context, wants_task).await;
+        let answer = self.dispatch(request, context, wants_task).await;
         // rmcp's own argument errors quote what they could not read: cut, as ours are.
         answer.map(|response| match response {
             CallToolResponse::Complete(mut result) if result.is_error == Some(true) => {

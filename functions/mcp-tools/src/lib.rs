@@ -1,8 +1,9 @@
 //! mcp-tools: the MCP server an agent reaches at the Function URL. Stateless: every request
 //! may land on a fresh instance, so nothing but the SDK clients lives in the process.
 //! `contract` holds the tools' argument and result types, `tools` the tools themselves (each
-//! one use case of `shared`), `catalog` and `catalog_tools` a team's tool catalog and its tools
-//! on the same router, `tasks` the tasks extension, `resources` a job's output as an MCP
+//! one use case of `shared`), `registry` every tool served as one entry (built in or from the
+//! catalog), `dispatch` the one dispatch of a call on its tool's kind, `catalog` a team's tool catalog (its file, its
+//! checks, its tools' definitions and arguments), `tasks` the tasks extension, `resources` a job's output as an MCP
 //! resource, `listing` the list results and their caching hints, `handler` the MCP server over
 //! all of them, `trace_context` a call's W3C trace, `deps` what they run on (settings, ports,
 //! clock, catalog), `direct` a tool call without HTTP (for other front doors, such as an
@@ -12,16 +13,17 @@
 pub mod arguments;
 pub mod auth;
 pub mod catalog;
-mod catalog_tools;
 pub mod config;
 pub mod contract;
 pub mod deps;
 pub mod direct;
+mod dispatch;
 pub mod front_door;
 mod handler;
 pub mod http_guard;
 mod listing;
 pub mod progress;
+mod registry;
 pub mod request_body;
 mod resources;
 pub mod tasks;

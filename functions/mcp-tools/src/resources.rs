@@ -18,13 +18,6 @@ use crate::deps::Backend;
 use crate::listing::caches;
 use crate::tools::Tools;
 
-/// Whether a client of `version` understands a `resource_link` block (2025-06-18 on). A
-/// front door without a version (the AgentCore Gateway's) gets none: its clients cannot
-/// read resources here.
-pub(crate) fn links_understood(version: Option<ProtocolVersion>) -> bool {
-    version.is_some_and(|v| v >= ProtocolVersion::V_2025_06_18)
-}
-
 impl<B: Backend> Tools<B> {
     /// `resources/read` of a job's object, for its owner only. A URI this server did not make
     /// is not found before anything is read.

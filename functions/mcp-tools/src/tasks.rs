@@ -1,5 +1,5 @@
-//! The tasks extension (`io.modelcontextprotocol/tasks`): submit_job and trigger_training as
-//! tasks for a client that declared it, and `tasks/get` and `tasks/cancel` on those tasks. A
+//! The tasks extension (`io.modelcontextprotocol/tasks`): a tool that starts a job or a run
+//! as a task for a client that declared it, and `tasks/get` and `tasks/cancel` on those tasks. A
 //! task lives in the results tables (any instance answers for any task); nothing is kept in the
 //! process.
 
@@ -24,32 +24,9 @@ use crate::tools::{structured, tool_error, Tools};
 use crate::wording;
 
 impl<B: Backend> Tools<B> {
-    /// submit_job for a client that declared the tasks extension: the job as a task, or the
-    /// tool error a plain call would get.
-    pub(crate) async fn submit_as_task(
-        &self,
-        arguments: Option<rmcp::model::JsonObject>,
-        extensions: &Extensions,
-    ) -> CallToolResponse {
-        let args = task_arguments::<SubmitJobArgs>(arguments);
-        self.job_as_task(names::SUBMIT_JOB, args, extensions).await
-    }
-
-    /// An async catalog tool for a client that declared the tasks extension.
-    pub(crate) async fn catalog_job_as_task(
-        &self,
-        name: &str,
-        arguments: Option<rmcp::model::JsonObject>,
-        extensions: &Extensions,
-    ) -> CallToolResponse {
-        match self.catalog_job_args(name, arguments) {
-            Some(args) => self.job_as_task(name, Ok(args), extensions).await,
-            None => tool_error(wording::unknown_tool(name)),
-        }
-    }
-
-    /// A job started as a task by `tool`: the task, or the tool error a plain call would get.
-    async fn job_as_task<A: ToolArgs<Valid = Submission>>(
+    /// A job started as a task by `tool` (any that starts one: see [`crate::registry`]): the
+    /// task, or the tool error a plain call would get.
+    pub(crate) async fn job_as_task<A: ToolArgs<Valid = Submission>>(
         &self,
         tool: &str,
         args: Result<A, String>,
@@ -88,32 +65,8 @@ impl<B: Backend> Tools<B> {
         CallToolResponse::Task(CreateTaskResult::new(task))
     }
 
-    /// trigger_training for a client that declared the tasks extension.
-    pub(crate) async fn trigger_as_task(
-        &self,
-        arguments: Option<rmcp::model::JsonObject>,
-        extensions: &Extensions,
-    ) -> CallToolResponse {
-        let args = task_arguments::<TriggerTrainingArgs>(arguments);
-        self.run_as_task(names::TRIGGER_TRAINING, args, extensions)
-            .await
-    }
-
-    /// A pipeline catalog tool for a client that declared the tasks extension.
-    pub(crate) async fn catalog_run_as_task(
-        &self,
-        name: &str,
-        arguments: Option<rmcp::model::JsonObject>,
-        extensions: &Extensions,
-    ) -> CallToolResponse {
-        match self.catalog_run_args(name, arguments) {
-            Some(args) => self.run_as_task(name, Ok(args), extensions).await,
-            None => tool_error(wording::unknown_tool(name)),
-        }
-    }
-
     /// A run started as a task by `tool`: the task, or the tool error a plain call would get.
-    async fn run_as_task<A: ToolArgs<Valid = TriggerRequest>>(
+    pub(crate) async fn run_as_task<A: ToolArgs<Valid = TriggerRequest>>(
         &self,
         tool: &str,
         args: Result<A, String>,
@@ -216,7 +169,7 @@ impl<B: Backend> Tools<B> {
             RunTaskState::Cancelled => (TaskPayload::Cancelled, Some(wording::RUN_STOPPED.into())),
             RunTaskState::Done { described, steps } => {
                 let failed = !described.status.is(PipelineStatus::Succeeded);
-                let output = TrainingStatusOutput::new(view.execution_arn, described, steps);
+                let output = TrainingStatusOutput::new(view.execution_arn.into(), described, steps);
                 (completed(output, failed, Vec::new())?, None)
             }
         };
@@ -320,15 +273,6 @@ fn task_error(e: TaskError) -> ErrorData {
             ErrorData::internal_error(wording::TASK_FAILED, None)
         }
     }
-}
-
-/// A task form's typed arguments, or the message rmcp's router gives (as a tool error) when
-/// they do not parse.
-fn task_arguments<T: serde::de::DeserializeOwned>(
-    arguments: Option<rmcp::model::JsonObject>,
-) -> Result<T, String> {
-    serde_json::from_value(serde_json::Value::Object(arguments.unwrap_or_default()))
-        .map_err(|e| wording::bounded(format!("failed to deserialize parameters: {e}")))
 }
 
 /// A finished task's payload: the tool's structured result and its resource links, marked

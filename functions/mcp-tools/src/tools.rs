@@ -9,7 +9,7 @@ use std::sync::{Arc, OnceLock};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use lambda_http::RequestExt;
-use rmcp::handler::server::{router::tool::ToolRouter, wrapper::Parameters};
+use rmcp::handler::server::wrapper::Parameters;
 use rmcp::model::{CallToolResponse, CallToolResult, ContentBlock, ErrorData, Extensions};
 use rmcp::service::RequestContext;
 use rmcp::RoleServer;
@@ -20,17 +20,17 @@ use shared::domain::caller::{Caller, Principal};
 use shared::domain::job::{JobStatus, Submission};
 use shared::domain::pipeline_status::PipelineStatus;
 use shared::telemetry::{self, OutcomeSource};
-use shared::usecases::quota::QuotaError;
+use shared::usecases::quota::{CountedError, QuotaError};
 use shared::usecases::training::{self, TriggerRequest};
 use shared::usecases::{check, lineage, outcome, quota, submit};
 use tracing::{field::Empty, info_span, Instrument, Span};
 
 use crate::catalog::Catalog;
-use crate::contract::resources::Linked;
+use crate::contract::resources::{links_understood, Linked};
 use crate::contract::*;
 use crate::deps::{Backend, Deps};
 use crate::progress::ClientProgress;
-use crate::resources::links_understood;
+use crate::registry::{JobArgs, Registry, RunArgs};
 use crate::wording;
 
 /// Kept free of a long poll so the reply leaves before the Lambda times out.
@@ -38,9 +38,10 @@ const WAIT_MARGIN: Duration = Duration::from_secs(3);
 
 pub struct Tools<B> {
     pub(crate) deps: Arc<Deps<B>>,
-    /// Built on first use, not at cold start: each tool's JSON Schemas are generated then,
-    /// most of what the process would otherwise do before its first request. Clones share it.
-    router: Arc<OnceLock<ToolRouter<Tools<B>>>>,
+    /// The tools served, built on first use, not at cold start: each tool's JSON Schemas are
+    /// generated then, most of what the process would otherwise do before its first request.
+    /// Clones share it.
+    registry: Arc<OnceLock<Registry<Self>>>,
     /// The caller of every request, for a transport with one caller and no front door (an
     /// in-process or stdio client); None where each request brings its own.
     sole_caller: Option<Principal>,
@@ -50,7 +51,7 @@ impl<B> Clone for Tools<B> {
     fn clone(&self) -> Self {
         Self {
             deps: self.deps.clone(),
-            router: self.router.clone(),
+            registry: self.registry.clone(),
             sole_caller: self.sole_caller.clone(),
         }
     }
@@ -63,43 +64,32 @@ impl<B: Backend> Tools<B> {
     pub fn new(deps: Arc<Deps<B>>) -> Self {
         Self {
             deps,
-            router: Arc::new(OnceLock::new()),
+            registry: Arc::new(OnceLock::new()),
             sole_caller: None,
         }
     }
 
-    /// The tools served, their router built the first time it is asked for.
-    pub(crate) fn router(&self) -> &ToolRouter<Self> {
-        self.router.get_or_init(|| {
-            Self::router_for(self.deps.catalog.as_ref(), self.deps.serves_training())
+    /// The tools served, registered the first time they are asked for.
+    pub(crate) fn registry(&self) -> &Registry<Self> {
+        self.registry.get_or_init(|| {
+            Self::registry_for(self.deps.catalog.as_ref(), self.deps.serves_training())
         })
     }
 
-    /// The tools served: a catalog's in place of submit_job and trigger_training, and the
-    /// training tools only where runs are started.
-    fn router_for(catalog: Option<&Catalog>, serves_training: bool) -> ToolRouter<Self> {
-        let mut router = Self::tool_router();
-        if let Some(catalog) = catalog {
-            Self::route_catalog(&mut router, catalog);
-        }
-        if !serves_training {
-            for name in names::TRAINING {
-                router.remove_route(name);
-            }
-        }
-        for route in router.map.values_mut() {
-            let tool = &mut route.attr;
-            only_2020_12_formats(Arc::make_mut(&mut tool.input_schema));
-            if let Some(output) = tool.output_schema.as_mut() {
-                only_2020_12_formats(Arc::make_mut(output));
-            }
-        }
-        router
+    /// The tools served with `catalog`: the built-in ones declared here, the catalog's routed
+    /// to the work they start.
+    fn registry_for(catalog: Option<&Catalog>, serves_training: bool) -> Registry<Self> {
+        Registry::build(
+            Self::tool_router(),
+            catalog,
+            serves_training,
+            Self::starter_route,
+        )
     }
 
     /// Every tool a deployment with `catalog` serves, as `tools/list` declares it.
     pub fn definitions_with(catalog: &Catalog) -> Vec<rmcp::model::Tool> {
-        Self::router_for(Some(catalog), !catalog.pipeline_tools.is_empty()).list_all()
+        Self::registry_for(Some(catalog), !catalog.pipeline_tools.is_empty()).definitions()
     }
 
     /// Tools whose every request is `principal`'s: for a transport that has one caller.
@@ -112,12 +102,12 @@ impl<B: Backend> Tools<B> {
 
     /// Every tool as `tools/list` declares it (name, description, schemas, annotations).
     pub fn definitions() -> Vec<rmcp::model::Tool> {
-        Self::router_for(None, true).list_all()
+        Self::registry_for(None, true).definitions()
     }
 
     /// The tools this deployment serves (without training tools when it has no pipeline).
     pub fn served(&self) -> Vec<rmcp::model::Tool> {
-        self.router().list_all()
+        self.registry().definitions()
     }
 
     /// Starts an asynchronous inference on the configured SageMaker endpoint and returns at once.
@@ -139,12 +129,8 @@ impl<B: Backend> Tools<B> {
         Parameters(args): Parameters<SubmitJobArgs>,
         extensions: Extensions,
     ) -> Result<Json<SubmitJobOutput>, String> {
-        let submitted = self
-            .call(names::SUBMIT_JOB, false, &extensions, args, |s, _| {
-                self.submit(s)
-            })
-            .await;
-        submitted.map(|s| Json(s.into()))
+        let started = self.start_job(names::SUBMIT_JOB, JobArgs::SubmitJob(args), &extensions);
+        started.await.map(Json)
     }
 
     /// Reads a job's status and, once it is done, its result.
@@ -187,7 +173,6 @@ impl<B: Backend> Tools<B> {
                 let (settings, id) = (d.settings, &c.inference_id);
                 let quotas = &d.config.quotas;
                 let _read = self.count_read(&caller).await?;
-                let lease = quota::claim_wait(jobs, quotas, &caller.owner, wait, clock()).await?;
                 let check = check::check_job(
                     jobs,
                     objects,
@@ -198,9 +183,8 @@ impl<B: Backend> Tools<B> {
                     clock,
                     &mut progress,
                 );
-                let report = check.await;
-                quota::release_wait(jobs, lease).await;
-                let report = report.map_err(ToolError::from)?;
+                let owner = &caller.owner;
+                let report = quota::within_wait(jobs, quotas, owner, wait, clock(), check).await?;
                 if let Some(recorded) = &report.reconciled {
                     self.reconciled(recorded).await;
                 }
@@ -237,12 +221,9 @@ impl<B: Backend> Tools<B> {
         Parameters(args): Parameters<TriggerTrainingArgs>,
         extensions: Extensions,
     ) -> Result<Json<TriggerTrainingOutput>, String> {
-        let triggered = self
-            .call(names::TRIGGER_TRAINING, false, &extensions, args, |r, _| {
-                self.trigger(r)
-            })
-            .await;
-        triggered.map(|(output, _)| Json(output))
+        let args = RunArgs::TriggerTraining(args);
+        let started = self.start_run(names::TRIGGER_TRAINING, args, &extensions);
+        started.await.map(Json)
     }
 
     /// The live status of one pipeline run and its steps.
@@ -283,10 +264,10 @@ impl<B: Backend> Tools<B> {
             let (pipeline, jobs) = (d.ports.pipeline(), d.ports.jobs());
             let quotas = &d.config.quotas;
             let now = d.clock.now();
-            let lease = quota::claim_wait(jobs, quotas, &caller.owner, wait, now).await?;
-            let followed = training::follow_run(pipeline, &caller, &arn, wait, &mut progress).await;
-            quota::release_wait(jobs, lease).await;
-            let (described, steps) = followed.map_err(ToolError::from)?;
+            let follow = training::follow_run(pipeline, &caller, &arn, wait, &mut progress);
+            let owner = &caller.owner;
+            let (described, steps) =
+                quota::within_wait(jobs, quotas, owner, wait, now, follow).await?;
             Ok(Json(TrainingStatusOutput::new(arn, described, steps)))
         })
         .await
@@ -446,8 +427,8 @@ impl<B: Backend> Tools<B> {
             .await
     }
 
-    /// submit_job's work, for the tool and its task form: counted against the caller's quota
-    /// first (a replay is not), so a caller over it starts nothing.
+    /// submit_job's work, for every tool that starts a job, plain or as a task: counted
+    /// against the caller's quota first (a replay is not), so a caller over it starts nothing.
     pub(crate) async fn submit(
         &self,
         submission: Submission,
@@ -455,25 +436,23 @@ impl<B: Backend> Tools<B> {
         let submission = submission.with_trace(crate::trace_context::current_or_start());
         let d = &self.deps;
         let (jobs, objects, endpoint) = (d.ports.jobs(), d.ports.objects(), d.ports.endpoint());
+        let limits = &d.config.quotas;
         let now = d.clock.now();
-        // The quota's check reads a keyed job once; the submit plans from that read.
-        let quota::SubmitCount { taken, stored } =
-            quota::take_submit(jobs, &d.config.quotas, &submission, now).await?;
-        let submitted = submit::submit_job(
+        let submitted = submit::submit_counted(
             jobs,
             objects,
             endpoint,
             d.settings,
+            limits,
             &submission,
-            stored,
             now,
         )
         .await;
         match &submitted {
             Ok(s) if !s.replay => telemetry::job_submitted(),
-            // A concurrent call with the same key submitted it: this one started nothing.
-            Ok(_) => quota::give_back(jobs, taken).await,
-            Err(submit::SubmitError::Refused { .. }) => telemetry::job_refused(),
+            Err(CountedError::Work(submit::SubmitError::Refused { .. })) => {
+                telemetry::job_refused()
+            }
             _ => {}
         }
         Ok(submitted?)
@@ -491,28 +470,17 @@ impl<B: Backend> Tools<B> {
         let request = admitted.request();
         let (pipeline, runs, jobs) = (d.ports.pipeline(), d.ports.runs(), d.ports.jobs());
         let now = d.clock.now();
-        let taken = quota::take_run(jobs, &d.config.quotas, &request.owner, now).await?;
         let trace = crate::trace_context::current_or_start();
-        let t = match training::trigger_training(pipeline, runs, &admitted, Some(&trace), now).await
-        {
-            // A retried key's run: nothing new started.
-            Ok(t) if t.already_recorded => {
-                quota::give_back(jobs, taken).await;
-                t
-            }
-            Ok(t) => t,
-            // SageMaker started nothing.
-            Err(e) => {
-                quota::give_back(jobs, taken).await;
-                return Err(e.into());
-            }
-        };
+        let limits = &d.config.quotas;
+        let triggered =
+            training::trigger_counted(pipeline, runs, jobs, limits, &admitted, Some(&trace), now);
+        let t = triggered.await?;
         Span::current().record("execution_arn", t.execution_arn.as_str());
         tracing::info!("run started");
         let output = TriggerTrainingOutput {
-            execution_arn: t.execution_arn,
+            execution_arn: t.execution_arn.into(),
             status: PipelineStatus::Executing.into(),
-            session_id: request.session_id.clone(),
+            session_id: request.session_id.to_string(),
             message: t
                 .recording_failed
                 .as_ref()
@@ -602,16 +570,16 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_router_is_built_on_first_use_once_and_shared_by_clones() {
+    fn the_registry_is_built_on_first_use_once_and_shared_by_clones() {
         let tools = crate::tools_tests::world(&[]).tools;
         let clone = tools.clone();
         assert!(
-            tools.router.get().is_none(),
+            tools.registry.get().is_none(),
             "no schema generated at cold start"
         );
         let served = clone.served();
-        assert!(tools.router.get().is_some());
-        assert!(std::ptr::eq(tools.router(), clone.router()));
+        assert!(tools.registry.get().is_some());
+        assert!(std::ptr::eq(tools.registry(), clone.registry()));
         assert_eq!(tools.served().len(), served.len());
     }
 

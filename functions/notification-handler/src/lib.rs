@@ -474,7 +474,7 @@ mod tests {
         let owner = Principal::Local.caller().owner;
         let mut s = Submission::new(&owner, "ep", "b", b"{}".to_vec(), None, 300, 600)
             .with_trace(trace.clone());
-        s.inference_id = notification["inferenceId"].as_str().unwrap().to_owned();
+        s.inference_id = notification["inferenceId"].as_str().unwrap().into();
         let now = h.clock.now();
         h.store
             .write(&reserve(&s, &JobPolicy::default(), now))

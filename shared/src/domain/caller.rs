@@ -97,6 +97,11 @@ impl Owner {
         .then(|| Owner(text.to_owned()))
     }
 
+    /// An owner as an item stores it: matched exactly, whatever its shape (the tools wrote it).
+    pub fn stored(text: String) -> Owner {
+        Owner(text)
+    }
+
     pub fn as_str(&self) -> &str {
         &self.0
     }
@@ -119,9 +124,9 @@ pub struct Caller {
 impl Caller {
     /// Whether an item with this stored owner is the caller's. Anything else is answered
     /// exactly as an unknown id is.
-    pub fn owns(&self, stored_owner: Option<&str>) -> bool {
+    pub fn owns(&self, stored_owner: Option<&Owner>) -> bool {
         match stored_owner {
-            Some(owner) => owner == self.owner.as_str(),
+            Some(owner) => *owner == self.owner,
             None => self.reads_unowned,
         }
     }
@@ -218,8 +223,8 @@ mod tests {
         ] {
             let caller = p.caller();
             assert_eq!(caller.owns(None), sees, "{p:?}");
-            assert!(caller.owns(Some(caller.owner.as_str())));
-            assert!(!caller.owns(Some(oauth.caller().owner.as_str())) || p == &oauth);
+            assert!(caller.owns(Some(&caller.owner)));
+            assert!(!caller.owns(Some(&oauth.caller().owner)) || p == &oauth);
         }
     }
 }

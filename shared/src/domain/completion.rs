@@ -4,6 +4,8 @@
 
 use serde::Serialize;
 
+use crate::domain::caller::Owner;
+use crate::domain::ids::InferenceId;
 use crate::domain::item::Item;
 use crate::domain::job::{Job, JobStatus};
 
@@ -18,7 +20,7 @@ pub const JOB_FAILED: &str = "Async Job Failed";
 /// completion queue's messages for runs: `status`, `owner`, `failure_reason`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct JobCompletion {
-    pub inference_id: String,
+    pub inference_id: InferenceId,
     /// `completed` or `failed`.
     pub status: &'static str,
     /// The submitting caller's owner tag; None for an outcome of a job submitted elsewhere.
@@ -55,7 +57,7 @@ impl JobCompletion {
         Some(Self {
             inference_id: job.inference_id.clone(),
             status,
-            owner: job.owner.clone(),
+            owner: job.owner.as_ref().map(Owner::to_string),
             endpoint_name: job.endpoint_name.clone(),
             output_location: job.output_location.clone(),
             failure_reason: job.failure_reason.clone(),

@@ -5,6 +5,7 @@ pub mod allow_lists;
 pub mod arn;
 pub mod caller;
 pub mod completion;
+pub mod ids;
 pub mod item;
 pub mod job;
 pub mod lineage;

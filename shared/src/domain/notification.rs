@@ -9,6 +9,7 @@ use chrono::{DateTime, Utc};
 use serde::Deserialize;
 use serde_json::Value;
 
+use crate::domain::ids::InferenceId;
 use crate::domain::s3_location::{BadS3Location, S3Location};
 use crate::domain::time::parse_rfc3339;
 
@@ -50,7 +51,7 @@ pub enum Notification {
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct InferenceOutcome {
-    pub inference_id: String,
+    pub inference_id: InferenceId,
     pub endpoint_name: Option<String>,
     pub input_location: Option<String>,
     /// When SageMaker finished the request.
@@ -187,7 +188,7 @@ pub fn parse_notification(message: &str) -> Result<Notification, NotificationErr
     };
 
     Ok(Notification::Outcome(InferenceOutcome {
-        inference_id,
+        inference_id: inference_id.into(),
         endpoint_name: non_empty(request.endpoint_name).or(non_empty(raw.endpoint_name)),
         input_location: non_empty(request.input_location),
         event_time: raw.event_time.as_deref().and_then(parse_rfc3339),

@@ -6,6 +6,7 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use crate::domain::caller::Owner;
+use crate::domain::ids::{ExecutionArn, SessionId};
 use crate::domain::pipeline_status::{ExecutionStatus, PipelineStatus};
 use crate::domain::time::parse_rfc3339;
 
@@ -32,14 +33,14 @@ pub struct PipelineStatusChange {
     pub event_id: String,
     pub event_time: DateTime<Utc>,
     pub pipeline_arn: String,
-    pub execution_arn: String,
+    pub execution_arn: ExecutionArn,
     pub status: PipelineStatus,
     /// `None` when absent; a word this code does not know is kept as written.
     pub previous_status: Option<ExecutionStatus>,
     pub started_at: Option<DateTime<Utc>>,
     pub ended_at: Option<DateTime<Utc>>,
     /// The session that triggered the run; `None` for runs this project did not start.
-    pub session_id: Option<String>,
+    pub session_id: Option<SessionId>,
     /// The owner tag of the caller that triggered it; `None` for runs from before owners.
     pub owner: Option<Owner>,
 }
@@ -126,7 +127,8 @@ pub fn parse_status_change(event: &Value) -> Result<PipelineStatusChange, Pipeli
         event_id: required("id", envelope.id)?,
         event_time: time("time", envelope.time)?.ok_or(Missing("time"))?,
         pipeline_arn: required("detail.pipelineArn", detail.pipeline_arn)?,
-        execution_arn: required("detail.pipelineExecutionArn", detail.pipeline_execution_arn)?,
+        execution_arn: required("detail.pipelineExecutionArn", detail.pipeline_execution_arn)?
+            .into(),
         status,
         previous_status: detail
             .previous_pipeline_execution_status
@@ -134,7 +136,9 @@ pub fn parse_status_change(event: &Value) -> Result<PipelineStatusChange, Pipeli
             .map(ExecutionStatus::parse),
         started_at: time("detail.executionStartTime", detail.execution_start_time)?,
         ended_at: time("detail.executionEndTime", detail.execution_end_time)?,
-        session_id: description.and_then(session_id_from_description),
+        session_id: description
+            .and_then(session_id_from_description)
+            .map(SessionId::from),
         owner: description.and_then(owner_from_description),
     })
 }

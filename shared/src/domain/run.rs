@@ -7,6 +7,7 @@ use serde::Serialize;
 use sha2::{Digest, Sha256};
 
 use super::caller::Owner;
+use super::ids::{ExecutionArn, SessionId};
 use super::item::{Attr, Change, Fields, Guard, Item, Write, WriteOp};
 use super::pipeline_status::{ExecutionStatus, PipelineStatus, RunStatus};
 use super::trace::TraceContext;
@@ -46,10 +47,10 @@ pub const MAX_FAILURE_REASON_BYTES: usize = 4096;
 /// What one status change writes.
 #[derive(Debug, Clone, PartialEq)]
 pub struct RunRecord {
-    pub session_id: String,
+    pub session_id: SessionId,
     /// From the run's description; None for a run the tools did not trigger for an owner.
     pub owner: Option<Owner>,
-    pub execution_arn: String,
+    pub execution_arn: ExecutionArn,
     pub pipeline_arn: String,
     pub status: PipelineStatus,
     pub started_at: Option<String>,
@@ -63,9 +64,9 @@ pub struct RunRecord {
 #[derive(Debug, Clone, PartialEq)]
 pub struct Run {
     /// The caller's session id (without the owner tag of the partition key).
-    pub session_id: String,
-    pub owner: Option<String>,
-    pub execution_arn: String,
+    pub session_id: SessionId,
+    pub owner: Option<Owner>,
+    pub execution_arn: ExecutionArn,
     pub status: RunStatus,
     pub started_at: Option<String>,
     pub ended_at: Option<String>,
@@ -92,9 +93,9 @@ impl Run {
             None => key,
         };
         Run {
-            session_id,
-            owner,
-            execution_arn: f.s(attr::EXECUTION_ARN).unwrap_or_default(),
+            session_id: session_id.into(),
+            owner: owner.map(Owner::stored),
+            execution_arn: f.s(attr::EXECUTION_ARN).unwrap_or_default().into(),
             status: RunStatus::parse(&f.s(attr::STATUS).unwrap_or_default()),
             started_at: f.s(attr::STARTED_AT),
             ended_at: f.s(attr::ENDED_AT),
@@ -290,11 +291,11 @@ pub fn stop_request_token(execution_arn: &str) -> String {
 /// The message sent to the completion queue (JSON body).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct CompletionMessage {
-    pub session_id: String,
+    pub session_id: SessionId,
     /// The triggering caller's owner tag, so a consumer can tell two callers' sessions apart.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub owner: Option<String>,
-    pub execution_arn: String,
+    pub execution_arn: ExecutionArn,
     pub pipeline_arn: String,
     pub status: PipelineStatus,
     pub previous_status: Option<ExecutionStatus>,

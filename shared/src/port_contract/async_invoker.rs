@@ -14,7 +14,7 @@ pub struct Endpoint<I> {
 fn request<I>(e: &Endpoint<I>) -> InvokeRequest {
     InvokeRequest {
         endpoint_name: e.endpoint_name.clone(),
-        inference_id: uuid::Uuid::new_v4().to_string(),
+        inference_id: uuid::Uuid::new_v4().to_string().into(),
         input: InvokeInput::S3(e.input_location.clone()),
         content_type: "application/json".into(),
         accept: Some("application/json".into()),

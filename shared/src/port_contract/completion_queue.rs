@@ -17,7 +17,7 @@ pub trait Inbox: CompletionQueue {
 
 fn message(status: PipelineStatus) -> CompletionMessage {
     CompletionMessage {
-        session_id: format!("s-{}", uuid::Uuid::new_v4().simple()),
+        session_id: format!("s-{}", uuid::Uuid::new_v4().simple()).into(),
         owner: Some(Principal::Local.caller().owner.as_str().to_owned()),
         execution_arn: "arn:aws:sagemaker:us-east-1:123456789012:pipeline/p/execution/1".into(),
         pipeline_arn: "arn:aws:sagemaker:us-east-1:123456789012:pipeline/p".into(),

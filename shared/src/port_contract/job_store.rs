@@ -45,7 +45,7 @@ fn outcome(
     at: chrono::DateTime<chrono::Utc>,
 ) -> OutcomeRecord {
     OutcomeRecord {
-        inference_id: inference_id.to_owned(),
+        inference_id: inference_id.into(),
         status,
         completed_at: rfc3339(at),
         submitted_at: Some("1999-01-01T00:00:00.000Z".into()),

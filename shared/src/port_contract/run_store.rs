@@ -33,9 +33,9 @@ fn started() -> String {
 
 fn record(session: &str, n: u32, status: PipelineStatus) -> RunRecord {
     RunRecord {
-        session_id: session.to_owned(),
+        session_id: session.into(),
         owner: Some(owner()),
-        execution_arn: arn(n),
+        execution_arn: arn(n).into(),
         pipeline_arn: "arn:p".into(),
         status,
         started_at: Some(started()),
@@ -63,7 +63,7 @@ async fn stored<S: RunStore>(store: &S, session: &str, n: u32) -> Run {
         run.session_id, session,
         "the session, without the owner tag"
     );
-    assert_eq!(run.owner.as_deref(), Some(owner().as_str()));
+    assert_eq!(run.owner.as_ref(), Some(&owner()));
     run
 }
 
@@ -198,7 +198,7 @@ pub async fn a_session_query_returns_its_runs_only<S: RunStore>(store: &S) {
     runs.sort_by(|a, b| a.execution_arn.cmp(&b.execution_arn));
     let statuses: Vec<_> = runs
         .iter()
-        .map(|r| (r.execution_arn.clone(), r.status.clone()))
+        .map(|r| (r.execution_arn.to_string(), r.status.clone()))
         .collect();
     assert_eq!(
         statuses,

@@ -149,7 +149,7 @@ pub async fn owned_job<S: JobStore>(
     store
         .get(inference_id, now)
         .await?
-        .filter(|job| caller.owns(job.owner.as_deref()))
+        .filter(|job| caller.owns(job.owner.as_ref()))
         .ok_or_else(not_found)
 }
 

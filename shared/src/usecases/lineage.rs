@@ -215,7 +215,7 @@ async fn describe_execution<P: PipelineControl>(
             let description = described.description.as_deref().unwrap_or_default();
             let whose = match owner_from_description(description) {
                 None => Maker::Untagged,
-                Some(owner) if caller.owns(Some(owner.as_str())) => Maker::TheCaller,
+                Some(owner) if caller.owns(Some(&owner)) => Maker::TheCaller,
                 Some(_) => Maker::Another,
             };
             let session_id = (whose == Maker::TheCaller)

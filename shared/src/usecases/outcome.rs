@@ -140,7 +140,7 @@ pub async fn record_notification<S: JobStore, O: ObjectStore>(
 
 fn base_record(inference_id: &str, settings: JobSettings, now: DateTime<Utc>) -> OutcomeRecord {
     OutcomeRecord {
-        inference_id: inference_id.to_owned(),
+        inference_id: inference_id.into(),
         status: JobStatus::Completed,
         completed_at: rfc3339(now),
         submitted_at: None,
@@ -190,7 +190,7 @@ async fn write_outcome<S: JobStore>(
                 result_inline: record.result.is_some(),
                 known_job: previous.is_some(),
                 took_ms: elapsed_ms(submitted_at.as_deref(), &record.completed_at),
-                inference_id: record.inference_id,
+                inference_id: record.inference_id.into(),
                 status: record.status,
                 completion,
                 trace: stored.and_then(|job| job.trace),
@@ -204,7 +204,7 @@ async fn write_outcome<S: JobStore>(
                     .and_then(JobCompletion::of)
                     .filter(|c| c.status == record.status.as_str()),
                 trace: stored.and_then(|job| job.trace),
-                inference_id: record.inference_id,
+                inference_id: record.inference_id.into(),
             }
         }
     })

@@ -119,7 +119,7 @@ pub async fn take_run<S: JobStore>(
 
 /// Gives back a count for a call that started nothing after all (a replay found late). A
 /// failure only leaves the count one high until the window ends: logged, not raised.
-pub async fn give_back<S: JobStore>(store: &S, taken: Option<Taken>) {
+async fn give_back<S: JobStore>(store: &S, taken: Option<Taken>) {
     let Some(Taken(counter)) = taken else { return };
     if let Err(e) = store.write(&counter.give_back()).await {
         tracing::warn!(error = %e, "a quota count was not given back");
@@ -273,7 +273,7 @@ pub struct WaitLease(WaitSlot);
 /// Claims one of the owner's wait slots for `wait`; None when the quota is off or there is
 /// no wait. The slots are tried in turn; when all are held, the error says when the first
 /// lease runs out.
-pub async fn claim_wait<S: JobStore>(
+async fn claim_wait<S: JobStore>(
     store: &S,
     limits: &QuotaLimits,
     owner: &Owner,
@@ -311,11 +311,64 @@ pub async fn claim_wait<S: JobStore>(
 }
 
 /// Frees a wait's slot. A failure leaves it held until its lease runs out: logged.
-pub async fn release_wait<S: JobStore>(store: &S, lease: Option<WaitLease>) {
+async fn release_wait<S: JobStore>(store: &S, lease: Option<WaitLease>) {
     let Some(WaitLease(slot)) = lease else { return };
     if let Err(e) = store.write(&slot.free()).await {
         tracing::warn!(error = %e, "a wait slot was not freed; it frees when its lease runs out");
     }
+}
+
+/// A counted call that failed: over its quota (or its count not written), so its work was not
+/// done; or in its work.
+#[derive(Debug, thiserror::Error)]
+pub enum CountedError<E> {
+    #[error(transparent)]
+    Quota(#[from] QuotaError),
+    #[error(transparent)]
+    Work(E),
+}
+
+/// A count taken for work about to start, settled by what the work did: kept when it started
+/// something, given back when it turned out to start nothing. One settles every count, so no
+/// use case gives back by hand.
+#[must_use = "settle the count by what the work did"]
+pub struct CountGuard<'s, S: JobStore> {
+    store: &'s S,
+    taken: Option<Taken>,
+}
+
+impl<'s, S: JobStore> CountGuard<'s, S> {
+    pub fn new(store: &'s S, taken: Option<Taken>) -> Self {
+        Self { store, taken }
+    }
+
+    /// Keeps the count when the work started something; gives it back otherwise.
+    pub async fn settle(self, started_something: bool) {
+        if !started_something {
+            give_back(self.store, self.taken).await;
+        }
+    }
+}
+
+/// `work` within one of the owner's wait slots for `wait`: claimed before it (with none free
+/// the work is not done) and freed after, whatever it returns. No wait, or the quota off,
+/// claims nothing.
+pub async fn within_wait<S, T, E, Fut>(
+    store: &S,
+    limits: &QuotaLimits,
+    owner: &Owner,
+    wait: Duration,
+    now: DateTime<Utc>,
+    work: Fut,
+) -> Result<T, CountedError<E>>
+where
+    S: JobStore,
+    Fut: std::future::Future<Output = Result<T, E>>,
+{
+    let lease = claim_wait(store, limits, owner, wait, now).await?;
+    let done = work.await;
+    release_wait(store, lease).await;
+    done.map_err(CountedError::Work)
 }
 
 #[cfg(test)]

@@ -73,7 +73,7 @@ where
             Ok(described) => described.failure_reason,
             Err(failure) if failure.retryable => {
                 return Err(RouteError::Describe {
-                    execution_arn: change.execution_arn,
+                    execution_arn: change.execution_arn.into(),
                     failure,
                 })
             }
@@ -107,7 +107,7 @@ where
         let stored_status = stored.map_or(RunStatus::Pending, |r| r.status);
         if !stored_status.is(change.status) {
             return Ok(Routed::Ignored {
-                session_id,
+                session_id: session_id.into(),
                 stored_status,
                 trace,
             });
@@ -115,7 +115,7 @@ where
     }
     if !change.status.is_terminal() {
         return Ok(Routed::Recorded {
-            session_id,
+            session_id: session_id.into(),
             status: change.status,
             sent: false,
             trace,
@@ -143,7 +143,7 @@ where
         })
         .await?;
     Ok(Routed::Recorded {
-        session_id,
+        session_id: session_id.into(),
         status: change.status,
         sent: true,
         trace,

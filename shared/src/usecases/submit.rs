@@ -8,20 +8,23 @@ use tokio::time::Instant;
 
 use chrono::{DateTime, Utc};
 
+use crate::domain::ids::InferenceId;
 use crate::domain::item::Applied;
 use crate::domain::job::{
     self, plan_submit, Job, JobStatus, PendingCondition, Stage, Submission, SubmitPlan,
 };
+use crate::domain::quota::QuotaLimits;
 use crate::domain::time::rfc3339;
 use crate::ports::{
     AsyncInvoker, AwsFailure, InvokeInput, InvokeRequest, JobStore, ObjectStore, StoreError,
 };
+use crate::usecases::quota::{self, CountGuard, CountedError, SubmitCount};
 use crate::usecases::JobSettings;
 
 /// What submit_job answers.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Submitted {
-    pub inference_id: String,
+    pub inference_id: InferenceId,
     pub status: JobStatus,
     pub output_location: Option<String>,
     pub failure_location: Option<String>,
@@ -106,6 +109,31 @@ struct Submit<'a, S, O, I> {
     submission: &'a Submission,
     now: DateTime<Utc>,
     started: Instant,
+}
+
+/// submit_job counted against the owner's submits per minute (`limits`): one plan per submit,
+/// the quota's check reading a keyed job once and the submit planning from that read. A call
+/// that turned out to be a replay gives its count back; one SageMaker refused keeps it.
+#[allow(clippy::too_many_arguments)]
+pub async fn submit_counted<S, O, I>(
+    store: &S,
+    objects: &O,
+    invoker: &I,
+    settings: JobSettings,
+    limits: &QuotaLimits,
+    submission: &Submission,
+    now: DateTime<Utc>,
+) -> Result<Submitted, CountedError<SubmitError>>
+where
+    S: JobStore,
+    O: ObjectStore,
+    I: AsyncInvoker,
+{
+    let SubmitCount { taken, stored } = quota::take_submit(store, limits, submission, now).await?;
+    let count = CountGuard::new(store, taken);
+    let submitted = submit_job(store, objects, invoker, settings, submission, stored, now).await;
+    count.settle(!matches!(&submitted, Ok(s) if s.replay)).await;
+    submitted.map_err(CountedError::Work)
 }
 
 /// `stored`: the key's live job as a read just before found it (the quota check's), planned
@@ -244,7 +272,7 @@ impl<S: JobStore, O: ObjectStore, I: AsyncInvoker> Submit<'_, S, O, I> {
         let id = self.id();
         let lost_after = s.lost_after(submitted, &self.settings.policy);
         let mut answer = Submitted {
-            inference_id: id.to_owned(),
+            inference_id: id.into(),
             status: JobStatus::Pending,
             output_location: None,
             failure_location: None,
@@ -282,7 +310,7 @@ impl<S: JobStore, O: ObjectStore, I: AsyncInvoker> Submit<'_, S, O, I> {
         };
         let request = InvokeRequest {
             endpoint_name: s.endpoint_name.clone(),
-            inference_id: id.to_owned(),
+            inference_id: id.into(),
             input,
             content_type: s.content_type.clone(),
             accept: s.accept.clone(),

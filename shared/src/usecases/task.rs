@@ -5,6 +5,7 @@
 use chrono::{DateTime, Utc};
 
 use crate::domain::caller::Caller;
+use crate::domain::ids::{ExecutionArn, InferenceId, SessionId};
 use crate::domain::item::Applied;
 use crate::domain::job::{self, secrets_match, task_secret_matches, Job, JobStatus, Stage};
 use crate::domain::pipeline_status::{ExecutionStatus, PipelineStatus};
@@ -50,7 +51,7 @@ impl TaskTimes {
 /// A task as the extension shows it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct TaskView {
-    pub inference_id: String,
+    pub inference_id: InferenceId,
     pub times: TaskTimes,
     pub state: TaskState,
 }
@@ -104,7 +105,7 @@ async fn authorized<S: JobStore>(
     let job = store
         .get(&inference_id, now)
         .await?
-        .filter(|job| caller.owns(job.owner.as_deref()))
+        .filter(|job| caller.owns(job.owner.as_ref()))
         .ok_or(TaskError::NotFound)?;
     if task_secret_matches(&job, &secret) {
         Ok(job)
@@ -198,8 +199,8 @@ fn view(report: JobReport, now: DateTime<Utc>) -> TaskView {
 /// A training run as a task: its live state from SageMaker.
 #[derive(Debug, Clone, PartialEq)]
 pub struct RunTaskView {
-    pub session_id: String,
-    pub execution_arn: String,
+    pub session_id: SessionId,
+    pub execution_arn: ExecutionArn,
     pub times: TaskTimes,
     pub state: RunTaskState,
 }

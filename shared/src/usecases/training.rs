@@ -8,18 +8,21 @@ use tokio::time::Instant;
 
 use crate::domain::allow_lists::{check_parameter, AllowLists, ParameterRefusal};
 use crate::domain::caller::{Caller, Owner};
+use crate::domain::ids::{ExecutionArn, SessionId};
 use crate::domain::item::Applied;
 use crate::domain::pipeline_definition;
 use crate::domain::pipeline_event::{execution_description, owner_from_description};
 use crate::domain::pipeline_status::PipelineStatus;
 use crate::domain::progress::{RunEvent, RunProgress, StepSeen};
+use crate::domain::quota::QuotaLimits;
 use crate::domain::run::{self, client_request_token, newest_runs, session_key, Run};
 use crate::domain::time::{rfc3339, ttl_after};
 use crate::domain::trace::TraceContext;
 use crate::ports::{
-    AwsFailure, ExecutionDescription, PipelineControl, ProgressSink, RunStore, StartRequest,
-    StepStatus, StoreError,
+    AwsFailure, ExecutionDescription, JobStore, PipelineControl, ProgressSink, RunStore,
+    StartRequest, StepStatus, StoreError,
 };
+use crate::usecases::quota::{self, CountGuard, CountedError};
 
 /// A triggered run's `pending` item outlives a day-long run before its TTL.
 pub const PENDING_RUN_GRACE_SECS: u64 = 86_400;
@@ -29,7 +32,7 @@ pub struct TriggerRequest {
     /// Whose run it is: its description, partition and request token carry the tag.
     pub owner: Owner,
     pub pipeline_name: String,
-    pub session_id: String,
+    pub session_id: SessionId,
     pub parameters: Vec<RunParameter>,
     /// The same key returns the same run (it derives the ClientRequestToken).
     pub idempotency_key: Option<String>,
@@ -108,7 +111,7 @@ pub fn admit(request: TriggerRequest, allowed: AllowLists<'_>) -> Result<Admitte
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Triggered {
-    pub execution_arn: String,
+    pub execution_arn: ExecutionArn,
     /// The run was already recorded: a retried trigger (or pipeline-router was first).
     pub already_recorded: bool,
     /// The run started, but its `pending` item could not be written (the store's error).
@@ -120,6 +123,31 @@ pub struct Triggered {
 #[derive(Debug, thiserror::Error)]
 #[error("SageMaker StartPipelineExecution failed: {0}")]
 pub struct TriggerError(pub AwsFailure);
+
+/// trigger_training counted against the owner's runs per hour (`limits`): a retried key's run
+/// (nothing new started) or a start SageMaker refused gives its count back.
+pub async fn trigger_counted<P, R, S>(
+    pipeline: &P,
+    runs: &R,
+    jobs: &S,
+    limits: &QuotaLimits,
+    admitted: &Admitted,
+    trace: Option<&TraceContext>,
+    now: DateTime<Utc>,
+) -> Result<Triggered, CountedError<TriggerError>>
+where
+    P: PipelineControl,
+    R: RunStore,
+    S: JobStore,
+{
+    let owner = &admitted.request().owner;
+    let count = CountGuard::new(jobs, quota::take_run(jobs, limits, owner, now).await?);
+    let triggered = trigger_training(pipeline, runs, admitted, trace, now).await;
+    count
+        .settle(matches!(&triggered, Ok(t) if !t.already_recorded))
+        .await;
+    triggered.map_err(CountedError::Work)
+}
 
 /// Starts the run and records it `pending`, with `trace` (the triggering call's span) on its
 /// item.
@@ -198,7 +226,7 @@ pub async fn trigger_training<P: PipelineControl, R: RunStore>(
         }
     };
     Ok(Triggered {
-        execution_arn,
+        execution_arn: execution_arn.into(),
         already_recorded,
         recording_failed,
         task_secret,
@@ -246,7 +274,7 @@ pub async fn training_status<P: PipelineControl>(
         .description
         .as_deref()
         .and_then(owner_from_description);
-    if !caller.owns(owner.as_ref().map(Owner::as_str)) {
+    if !caller.owns(owner.as_ref()) {
         return Err(not_found());
     }
     let steps = pipeline
@@ -339,7 +367,7 @@ pub async fn session_runs<R: RunStore>(
     if caller.reads_unowned {
         found.extend(runs.query_session(session_id).await?);
     }
-    found.retain(|r| caller.owns(r.owner.as_deref()));
+    found.retain(|r| caller.owns(r.owner.as_ref()));
     Ok(newest_runs(found, now))
 }
 

@@ -9,7 +9,7 @@ use chrono::Utc;
 use serde_json::{json, Value};
 
 use crate::answer::{epoch, str_field, validation, AwsError};
-use crate::state::endpoints::{Endpoint, EndpointConfig};
+use crate::state::endpoints::{Endpoint, EndpointConfig, EndpointStatus};
 use crate::state::{AppState, ACCOUNT};
 
 /// The CreateEndpointConfig fields DescribeEndpointConfig gives back (Tags are not).
@@ -212,7 +212,7 @@ pub fn create_endpoint(state: &AppState, input: &Value) -> Result<Value, AwsErro
                 name: name.to_owned(),
                 arn: arn.clone(),
                 config_name: config_name.to_owned(),
-                status: "Creating",
+                status: EndpointStatus::Creating,
                 created: now,
                 modified: now,
             },
@@ -236,13 +236,13 @@ pub fn update_endpoint(state: &AppState, input: &Value) -> Result<Value, AwsErro
             .endpoints
             .get_mut(name)
             .ok_or_else(|| not_found("endpoint", name))?;
-        if endpoint.status != "InService" {
+        if endpoint.status != EndpointStatus::InService {
             return Err(validation(format!(
                 "Cannot update in-progress endpoint \"{}\".",
                 endpoint.arn
             )));
         }
-        endpoint.status = "Updating";
+        endpoint.status = EndpointStatus::Updating;
         endpoint.modified = Utc::now();
         endpoint.arn.clone()
     };
@@ -260,7 +260,7 @@ async fn settle(state: AppState, name: String, config_name: String) {
     let mut catalog = state.catalog.lock().unwrap();
     if let Some(endpoint) = catalog.endpoints.get_mut(&name) {
         endpoint.config_name = config_name;
-        endpoint.status = "InService";
+        endpoint.status = EndpointStatus::InService;
         endpoint.modified = Utc::now();
     }
 }
@@ -276,7 +276,7 @@ pub fn describe_endpoint(state: &AppState, input: &Value) -> Result<Value, AwsEr
         .cloned()
         .ok_or_else(|| not_found("endpoint", name))?;
     let config = find_config(state, &endpoint.config_name)?;
-    let in_service = endpoint.status == "InService";
+    let in_service = endpoint.status == EndpointStatus::InService;
     let variants: Vec<Value> = config
         .fields
         .get("ProductionVariants")

@@ -12,7 +12,7 @@ use serde_json::{json, Value};
 
 use super::lineage;
 use crate::answer::{epoch, str_field, validation, AwsError};
-use crate::state::pipelines::{Pipeline, Run, Step};
+use crate::state::pipelines::{ExecutionStatus, Pipeline, Run, Step};
 use crate::state::{AppState, ACCOUNT};
 use crate::{delivery, model};
 
@@ -189,7 +189,7 @@ pub fn start(state: &AppState, input: &Value) -> Result<Value, AwsError> {
             .map(str::to_owned),
         parameters,
         max_parallel_steps,
-        status: "Executing",
+        status: ExecutionStatus::Executing,
         failure_reason: None,
         started: now,
         modified: now,
@@ -288,8 +288,10 @@ pub fn stop(state: &AppState, input: &Value) -> Result<Value, AwsError> {
         ));
     }
     match run.status {
-        "Executing" => update(state, &run.arn, |r| r.status = "Stopping"),
-        "Stopping" | "Stopped" => {}
+        ExecutionStatus::Executing => {
+            update(state, &run.arn, |r| r.status = ExecutionStatus::Stopping)
+        }
+        ExecutionStatus::Stopping | ExecutionStatus::Stopped => {}
         other => {
             return Err(validation(format!(
                 "Pipeline execution {} is {other} and cannot be stopped",
@@ -355,7 +357,7 @@ pub async fn execute(state: AppState, arn: String) {
         update(&state, &arn, |run| {
             run.steps.push(Step {
                 name,
-                status: "Executing",
+                status: ExecutionStatus::Executing,
                 started: Utc::now(),
                 ended: None,
                 failure_reason: None,
@@ -366,14 +368,14 @@ pub async fn execute(state: AppState, arn: String) {
             lineage::training_started(&state, &arn, input_data_uri);
         }
         tokio::time::sleep(state.step_duration()).await;
-        if state.runs.lock().unwrap()[&arn].status == "Stopping" {
+        if state.runs.lock().unwrap()[&arn].status == ExecutionStatus::Stopping {
             update(&state, &arn, |run| {
                 let step = run.steps.last_mut().expect("step just pushed");
                 step.ended = Some(Utc::now());
-                step.status = "Stopped";
-                run.status = "Stopped";
+                step.status = ExecutionStatus::Stopped;
+                run.status = ExecutionStatus::Stopped;
             });
-            delivery::deliver(&state, &arn, Some("Stopping")).await;
+            delivery::deliver(&state, &arn, Some(ExecutionStatus::Stopping)).await;
             return;
         }
         let step_failure = model::step_failure(name, &parameters);
@@ -397,9 +399,9 @@ pub async fn execute(state: AppState, arn: String) {
             step.ended = Some(Utc::now());
             step.metadata = metadata.clone();
             step.status = if step_failure.is_some() {
-                "Failed"
+                ExecutionStatus::Failed
             } else {
-                "Succeeded"
+                ExecutionStatus::Succeeded
             };
             step.failure_reason = step_failure.clone();
         });
@@ -410,13 +412,13 @@ pub async fn execute(state: AppState, arn: String) {
     }
     update(&state, &arn, |run| {
         run.status = if failure.is_some() {
-            "Failed"
+            ExecutionStatus::Failed
         } else {
-            "Succeeded"
+            ExecutionStatus::Succeeded
         };
         run.failure_reason = failure.clone();
     });
-    delivery::deliver(&state, &arn, Some("Executing")).await;
+    delivery::deliver(&state, &arn, Some(ExecutionStatus::Executing)).await;
 }
 
 pub fn update(state: &AppState, arn: &str, change: impl FnOnce(&mut Run)) {

@@ -2,7 +2,16 @@
 //! (`control_plane::endpoints` creates, updates and describes them).
 
 use chrono::{DateTime, Utc};
+use serde::Serialize;
 use serde_json::{Map, Value};
+
+/// An endpoint's `EndpointStatus`, of those the stand-in goes through.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub enum EndpointStatus {
+    Creating,
+    Updating,
+    InService,
+}
 
 #[derive(Clone)]
 pub struct EndpointConfig {
@@ -18,7 +27,7 @@ pub struct Endpoint {
     pub name: String,
     pub arn: String,
     pub config_name: String,
-    pub status: &'static str,
+    pub status: EndpointStatus,
     pub created: DateTime<Utc>,
     pub modified: DateTime<Utc>,
 }

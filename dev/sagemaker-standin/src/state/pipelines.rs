@@ -4,12 +4,30 @@
 use std::collections::HashMap;
 
 use chrono::{DateTime, Utc};
+use serde::Serialize;
 use serde_json::Value;
+
+/// A run's or a step's status, as SageMaker spells it (`PipelineExecutionStatus`,
+/// `StepStatus`): what may follow what is `control_plane::pipelines`' to say.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub enum ExecutionStatus {
+    Executing,
+    Stopping,
+    Stopped,
+    Failed,
+    Succeeded,
+}
+
+impl std::fmt::Display for ExecutionStatus {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        std::fmt::Debug::fmt(self, f)
+    }
+}
 
 #[derive(Clone)]
 pub struct Step {
     pub name: &'static str,
-    pub status: &'static str,
+    pub status: ExecutionStatus,
     pub started: DateTime<Utc>,
     pub ended: Option<DateTime<Utc>>,
     pub failure_reason: Option<String>,
@@ -26,7 +44,7 @@ pub struct Run {
     pub parameters: HashMap<String, String>,
     /// `ParallelismConfiguration.MaxParallelExecutionSteps`, when the start gave it.
     pub max_parallel_steps: Option<u64>,
-    pub status: &'static str,
+    pub status: ExecutionStatus,
     pub failure_reason: Option<String>,
     pub started: DateTime<Utc>,
     pub modified: DateTime<Utc>,

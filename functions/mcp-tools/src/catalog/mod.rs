@@ -17,6 +17,7 @@ mod check;
 mod schema;
 #[cfg(test)]
 mod tests;
+mod tool_contract;
 
 use std::collections::BTreeMap;
 
@@ -24,6 +25,7 @@ use serde::Deserialize;
 use serde_json::{Map, Value};
 
 pub use schema::ArgumentError;
+pub use tool_contract::*;
 
 use crate::contract::names;
 

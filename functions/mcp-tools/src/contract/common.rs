@@ -6,7 +6,7 @@ use crate::config::ToolsConfig;
 use crate::wording;
 use shared::domain::caller::Caller;
 use shared::ports::{AwsFailure, StoreError};
-use shared::usecases::quota::QuotaError;
+use shared::usecases::quota::{CountedError, QuotaError};
 
 /// The tools' names, as `tools/list` declares them (each is its method's name in `tools`).
 pub mod names {
@@ -109,6 +109,18 @@ impl ToolError {
 impl std::fmt::Display for ToolError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(&self.message)
+    }
+}
+
+impl<E> From<CountedError<E>> for ToolError
+where
+    ToolError: From<E>,
+{
+    fn from(e: CountedError<E>) -> Self {
+        match e {
+            CountedError::Quota(e) => e.into(),
+            CountedError::Work(e) => e.into(),
+        }
     }
 }
 

@@ -200,7 +200,7 @@ pub fn job_timings(
 impl From<Submitted> for SubmitJobOutput {
     fn from(s: Submitted) -> Self {
         SubmitJobOutput {
-            inference_id: s.inference_id,
+            inference_id: s.inference_id.into(),
             status: s.status.into(),
             output_location: s.output_location,
             failure_location: s.failure_location,
@@ -324,7 +324,7 @@ impl From<JobReport> for JobStatusOutput {
             .flatten()
             .map(|_| wording::EXPIRED_IN_QUEUE.to_owned());
         JobStatusOutput {
-            inference_id,
+            inference_id: inference_id.into(),
             status: status.into(),
             result_url: if result.is_none() { r.result_url } else { None },
             result,

@@ -4,7 +4,6 @@
 //! [`provenance`]) and one for how long a call may wait ([`waits`]); what every tool shares
 //! (names, bounds, the argument trait, the tool error) is here.
 
-mod catalog;
 mod common;
 mod dialect;
 mod jobs;
@@ -13,7 +12,6 @@ pub mod resources;
 mod training;
 mod waits;
 
-pub use catalog::*;
 pub use common::*;
 pub use dialect::only_2020_12_formats;
 pub use jobs::*;

@@ -4,10 +4,11 @@
 //! stays inside MCP, under the caller's own authorization: no bearer URL in a transcript.
 
 use base64::Engine;
+use percent_encoding::{percent_decode_str, utf8_percent_encode, AsciiSet, NON_ALPHANUMERIC};
 use rmcp::handler::server::tool::IntoCallToolResult;
 use rmcp::model::{
-    CacheScope, CallToolResponse, CallToolResult, ContentBlock, ErrorData, Resource,
-    ResourceContents, ResourceTemplate,
+    CacheScope, CallToolResponse, CallToolResult, ContentBlock, ErrorData, ProtocolVersion,
+    Resource, ResourceContents, ResourceTemplate,
 };
 
 use shared::usecases::job_object::{JobObject, ObjectInfo, ObjectRead, ReadError};
@@ -23,56 +24,47 @@ pub const READ_MAX_BYTES: u64 = 1024 * 1024;
 pub const READ_TTL_MS: u64 = 5 * 60 * 1000;
 pub const READ_CACHE_SCOPE: CacheScope = CacheScope::Private;
 
+/// Whether a client of `version` understands a `resource_link` block (2025-06-18 on). A
+/// front door without a version (the AgentCore Gateway's) gets none: its clients cannot
+/// read resources here.
+pub fn links_understood(version: Option<ProtocolVersion>) -> bool {
+    version.is_some_and(|v| v >= ProtocolVersion::V_2025_06_18)
+}
+
 const SCHEME: &str = "job://";
 const OUTPUT: &str = "output";
 const FAILURE: &str = "failure";
 
+/// What a job object's URI escapes in an id: everything but RFC 3986's unreserved characters.
+const ESCAPED: &AsciiSet = &NON_ALPHANUMERIC
+    .remove(b'-')
+    .remove(b'.')
+    .remove(b'_')
+    .remove(b'~');
+
 /// A job object's URI. The id is percent-encoded past the unreserved characters, so any id
 /// reads back as it was.
 pub fn uri(inference_id: &str, which: JobObject) -> String {
-    let mut encoded = String::with_capacity(inference_id.len());
-    for byte in inference_id.bytes() {
-        if byte.is_ascii_alphanumeric() || b"-._~".contains(&byte) {
-            encoded.push(byte as char);
-        } else {
-            encoded.push_str(&format!("%{byte:02X}"));
-        }
-    }
+    let encoded = utf8_percent_encode(inference_id, ESCAPED);
     format!("{SCHEME}{encoded}/{}", segment(which))
 }
 
-/// The job and object a URI names; None for any URI this server did not make.
+/// The job and object a URI names; None for any URI this server did not make (its id encoded
+/// as [`uri`] encodes one, and no longer than a job's).
 pub fn parse_uri(uri: &str) -> Option<(String, JobObject)> {
     let rest = uri.strip_prefix(SCHEME)?;
-    let (id, object) = rest.split_once('/')?;
+    let (encoded, object) = rest.split_once('/')?;
     let which = match object {
         OUTPUT => JobObject::Output,
         FAILURE => JobObject::Failure,
         _ => return None,
     };
-    let id = percent_decode(id)?;
-    (!id.is_empty() && id.len() <= 1024).then_some((id, which))
-}
-
-fn percent_decode(text: &str) -> Option<String> {
-    let bytes = text.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        match bytes[i] {
-            b'%' => {
-                let hex = text.get(i + 1..i + 3)?;
-                out.push(u8::from_str_radix(hex, 16).ok()?);
-                i += 3;
-            }
-            b if b.is_ascii_alphanumeric() || b"-._~".contains(&b) => {
-                out.push(b);
-                i += 1;
-            }
-            _ => return None,
-        }
-    }
-    String::from_utf8(out).ok()
+    let id = percent_decode_str(encoded).decode_utf8().ok()?;
+    // Encoded again, the id reads as it came (hex digits in either case): nothing else escaped.
+    let made_here = utf8_percent_encode(&id, ESCAPED)
+        .to_string()
+        .eq_ignore_ascii_case(encoded);
+    (made_here && !id.is_empty() && id.len() <= 1024).then(|| (id.into_owned(), which))
 }
 
 fn segment(which: JobObject) -> &'static str {

@@ -115,7 +115,7 @@ impl ToolArgs for TriggerTrainingArgs {
         Ok(TriggerRequest {
             owner: caller.owner.clone(),
             pipeline_name: config.pipeline_name.clone(),
-            session_id: self.session_id,
+            session_id: self.session_id.into(),
             parameters,
             idempotency_key: checked_idempotency_key(self.idempotency_key)?,
             max_parallel_steps: max_parallel_steps.or(config.training.max_parallel_steps),
@@ -325,7 +325,7 @@ pub struct RunView {
 impl From<Run> for RunView {
     fn from(r: Run) -> Self {
         RunView {
-            execution_arn: r.execution_arn,
+            execution_arn: r.execution_arn.into(),
             status: r.status,
             started_at: r.started_at,
             ended_at: r.ended_at,

@@ -130,7 +130,7 @@ async fn a_request_is_challenged_refused_or_served_as_the_tokens_subject() {
         issuer: keys::ISSUER.into(),
         subject: "user-1".into(),
     };
-    assert_eq!(owner, subject.caller().owner.as_str());
+    assert_eq!(owner, subject.caller().owner);
 
     // The metadata needs no token.
     let (status, _, document) = answer(

@@ -36,7 +36,7 @@ async fn two_callers_with_one_idempotency_key_get_two_jobs() {
     let owners = ids.map(|id| w.ports().jobs.job(&id).unwrap().owner.unwrap());
     assert_ne!(owners[0], owners[1]);
     for owner in &owners {
-        assert!(!owner.contains("agent"), "an opaque tag: {owner}");
+        assert!(!owner.as_str().contains("agent"), "an opaque tag: {owner}");
     }
 }
 

@@ -5,6 +5,8 @@
 use chrono::{DateTime, Duration, Utc};
 use serde_json::Value;
 
+use crate::domain::caller::Owner;
+use crate::domain::ids::InferenceId;
 use crate::domain::item::{Attr, Fields, Item};
 use crate::domain::time::parse_rfc3339;
 use crate::domain::trace::TraceContext;
@@ -147,7 +149,7 @@ impl Default for JobPolicy {
 /// A results-table item, decoded.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Job {
-    pub inference_id: String,
+    pub inference_id: InferenceId,
     pub status: JobStatus,
     /// `None` for items not written by submit_job (an outcome for a job submitted elsewhere).
     pub stage: Option<Stage>,
@@ -170,7 +172,7 @@ pub struct Job {
     pub reconciled_at: Option<String>,
     /// `None` for items written before tasks existed, or by an outcome alone.
     pub task_secret: Option<String>,
-    pub owner: Option<String>,
+    pub owner: Option<Owner>,
     /// The submitting call's trace; None on items from before traces were stored (or with a
     /// stored value that does not parse), and on outcomes for jobs submitted elsewhere.
     pub trace: Option<TraceContext>,
@@ -212,7 +214,7 @@ impl Job {
             });
         }
         Ok(Job {
-            inference_id,
+            inference_id: inference_id.into(),
             status,
             stage,
             attempt: f.n(attr::ATTEMPT).unwrap_or(1),
@@ -233,7 +235,7 @@ impl Job {
             invoke_error: f.s(attr::INVOKE_ERROR),
             reconciled_at: f.s(attr::RECONCILED_AT),
             task_secret: f.s(attr::TASK_SECRET),
-            owner: f.s(attr::OWNER),
+            owner: f.s(attr::OWNER).map(Owner::stored),
             trace: TraceContext::from_fields(&f),
         })
     }

@@ -5,6 +5,7 @@ use chrono::{DateTime, Utc};
 use sha2::{Digest, Sha256};
 
 use crate::domain::caller::Owner;
+use crate::domain::ids::InferenceId;
 use crate::domain::job::state::{lost_after, Job, JobPolicy, JobStatus, Stage};
 use crate::domain::job::task::new_task_secret;
 use crate::domain::s3_location::S3Location;
@@ -21,7 +22,7 @@ pub const DEFAULT_CONTENT_TYPE: &str = "application/json";
 /// A validated submission: what is sent, where, and how long SageMaker may take.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Submission {
-    pub inference_id: String,
+    pub inference_id: InferenceId,
     pub endpoint_name: String,
     /// Where the input is uploaded; `None` when it fits inline ([`INLINE_INPUT_MAX_BYTES`]).
     pub input_location: Option<S3Location>,
@@ -60,7 +61,7 @@ impl Submission {
         };
         Self {
             input_location: None,
-            inference_id,
+            inference_id: inference_id.into(),
             endpoint_name: endpoint_name.to_owned(),
             input_sha256: hex(&Sha256::digest(&input)),
             input,
@@ -142,7 +143,7 @@ pub fn plan_submit(stored: Option<&Job>, s: &Submission, now: DateTime<Utc>) -> 
         return SubmitPlan::Reserve;
     };
     // Ids derive from the owner, so another owner's job here is no replay of this caller's.
-    let theirs = job.owner.as_deref() != Some(s.owner.as_str());
+    let theirs = job.owner.as_ref() != Some(&s.owner);
     if theirs || job.input_sha256.as_deref() != Some(s.input_sha256.as_str()) {
         return SubmitPlan::InputConflict;
     }
@@ -251,7 +252,7 @@ mod tests {
         let local = Principal::Local.caller().owner;
         let other = Principal::Bearer { name: "b".into() }.caller().owner;
         let id = |owner, endpoint, key| inference_id_for_key(owner, endpoint, key);
-        assert_eq!(id(&local, "ep", "k1"), submission().inference_id);
+        assert_eq!(submission().inference_id, id(&local, "ep", "k1"));
         assert_ne!(id(&local, "ep", "k1"), id(&local, "other", "k1"));
         assert_ne!(id(&local, "ep", "k1"), id(&local, "ep", "k2"));
         assert_ne!(id(&local, "ep", "k1"), id(&other, "ep", "k1"));

@@ -13,6 +13,7 @@
 use chrono::{DateTime, Utc};
 use serde_json::Value;
 
+use crate::domain::ids::InferenceId;
 use crate::domain::item::{Attr, Change, Guard, Item, Write, WriteOp};
 use crate::domain::job::condition::CANCELLED_REASON;
 use crate::domain::job::state::{attr, JobPolicy, JobStatus, Stage};
@@ -196,7 +197,7 @@ pub fn mark_refused(
 /// Everything one outcome (a notification, or what S3 shows) writes to the results table.
 #[derive(Debug, Clone, PartialEq)]
 pub struct OutcomeRecord {
-    pub inference_id: String,
+    pub inference_id: InferenceId,
     /// `Completed` or `Failed`.
     pub status: JobStatus,
     pub completed_at: String,

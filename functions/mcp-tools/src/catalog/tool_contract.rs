@@ -5,11 +5,12 @@
 use rmcp::model::{JsonObject, Tool};
 use serde_json::{Map, Value};
 
-use super::common::*;
-use super::jobs::job_timings;
-use super::training::validate_session_id;
-use crate::catalog::{AsyncTool, Catalog, PipelineTool, ASYNC_COMMON_ARGUMENTS};
+use super::{AsyncTool, Catalog, PipelineTool, ASYNC_COMMON_ARGUMENTS, PIPELINE_COMMON_ARGUMENTS};
 use crate::config::ToolsConfig;
+use crate::contract::{
+    checked_idempotency_key, job_timings, validate_session_id, ToolArgs, ToolError,
+    INVOCATION_TIMEOUT_SECS,
+};
 use shared::domain::caller::Caller;
 use shared::domain::job::{Submission, DEFAULT_CONTENT_TYPE};
 use shared::domain::run::default_session_id;
@@ -45,12 +46,7 @@ pub fn pipeline_tool_definition(tool: &PipelineTool, generic: &Tool) -> Tool {
         title: spec.title.as_deref(),
         description: &spec.description,
     };
-    let mut definition = catalog_definition(
-        generic,
-        words,
-        input,
-        &crate::catalog::PIPELINE_COMMON_ARGUMENTS,
-    );
+    let mut definition = catalog_definition(generic, words, input, &PIPELINE_COMMON_ARGUMENTS);
     let session = std::sync::Arc::make_mut(&mut definition.input_schema)
         .get_mut("properties")
         .and_then(|p| p.get_mut("session_id"))
@@ -169,7 +165,7 @@ impl ToolArgs for CatalogRunArgs<'_> {
         Ok(TriggerRequest {
             owner: caller.owner.clone(),
             pipeline_name: spec.pipeline.clone(),
-            session_id,
+            session_id: session_id.into(),
             parameters,
             idempotency_key,
             max_parallel_steps: config.training.max_parallel_steps,
@@ -192,7 +188,7 @@ impl ToolArgs for CatalogJobArgs<'_> {
         let (invocation_timeout_secs, request_ttl_secs) = job_timings(
             seconds(&mut model, "invocation_timeout_secs")?
                 .or(spec.invocation_timeout_secs)
-                .or(super::INVOCATION_TIMEOUT_SECS.default),
+                .or(INVOCATION_TIMEOUT_SECS.default),
             seconds(&mut model, "request_ttl_secs")?
                 .or(spec.request_ttl_secs)
                 .or(Some(config.default_request_ttl_secs)),

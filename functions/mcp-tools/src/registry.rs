@@ -1,0 +1,232 @@
+//! One registry of the tools served: each tool, built in or from the catalog, is one entry,
+//! its definition (on rmcp's router, which `tools/list` reads and plain calls go through) and
+//! its kind (starts a job, starts a run, or reads), with the reading of its arguments. A call
+//! is dispatched on its kind once ([`crate::dispatch`]). Adding a tool is adding an entry: a
+//! `#[tool]` method on the tools (a reader), or a [`Source`] for one that starts work; nothing
+//! else looks a tool up by name.
+
+use std::collections::HashMap;
+
+use rmcp::handler::server::router::tool::{ToolRoute, ToolRouter};
+use rmcp::model::{JsonObject, Tool};
+
+use shared::domain::caller::Caller;
+use shared::domain::job::Submission;
+use shared::usecases::training::TriggerRequest;
+
+use crate::catalog::{
+    async_tool_definition, pipeline_tool_definition, Catalog, CatalogJobArgs, CatalogRunArgs,
+};
+use crate::config::ToolsConfig;
+use crate::contract::*;
+use crate::wording;
+
+/// What a tool does, which decides the forms a call to it takes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Kind {
+    /// Starts a job or a run: a task for a client that declared the tasks extension.
+    Starts(Starter),
+    /// Reads (or, like a status check, reads and reconciles): the same answer for every client.
+    Reads,
+}
+
+/// A tool that starts work, and where its arguments are read from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Starter {
+    /// A job on an async endpoint: submit_job, or the catalog's async tool at this index.
+    Job(Source),
+    /// A pipeline run: trigger_training, or the catalog's pipeline tool at this index.
+    Run(Source),
+}
+
+/// Built in, or the catalog's tool at an index of its list.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Source {
+    BuiltIn,
+    Catalog(usize),
+}
+
+/// A job's arguments, as read for the tool called: checked into one [`Submission`].
+pub(crate) enum JobArgs<'a> {
+    SubmitJob(SubmitJobArgs),
+    Catalog(CatalogJobArgs<'a>),
+}
+
+/// A run's arguments, as read for the tool called: checked into one [`TriggerRequest`].
+pub(crate) enum RunArgs<'a> {
+    TriggerTraining(TriggerTrainingArgs),
+    Catalog(CatalogRunArgs<'a>),
+}
+
+impl ToolArgs for JobArgs<'_> {
+    type Valid = Submission;
+
+    fn validate(self, config: &ToolsConfig, caller: &Caller) -> Result<Submission, ToolError> {
+        match self {
+            JobArgs::SubmitJob(args) => args.validate(config, caller),
+            JobArgs::Catalog(args) => args.validate(config, caller),
+        }
+    }
+
+    fn trace(valid: &Submission, span: &tracing::Span) {
+        SubmitJobArgs::trace(valid, span);
+    }
+}
+
+impl ToolArgs for RunArgs<'_> {
+    type Valid = TriggerRequest;
+
+    fn validate(self, config: &ToolsConfig, caller: &Caller) -> Result<TriggerRequest, ToolError> {
+        match self {
+            RunArgs::TriggerTraining(args) => args.validate(config, caller),
+            RunArgs::Catalog(args) => args.validate(config, caller),
+        }
+    }
+
+    fn trace(valid: &TriggerRequest, span: &tracing::Span) {
+        TriggerTrainingArgs::trace(valid, span);
+    }
+}
+
+impl Source {
+    /// A job's arguments read for this tool; a catalog tool's are checked against its schema
+    /// when validated. An index is always the catalog's (the registry made both): an
+    /// impossible one is answered as a failed call, not a panic.
+    pub(crate) fn job_args<'c>(
+        self,
+        tool: &str,
+        catalog: Option<&'c Catalog>,
+        arguments: Option<JsonObject>,
+    ) -> Result<JobArgs<'c>, String> {
+        match self {
+            Source::BuiltIn => read_arguments(arguments).map(JobArgs::SubmitJob),
+            Source::Catalog(index) => {
+                let (catalog, spec) = catalog
+                    .and_then(|c| Some((c, c.async_tools.get(index)?)))
+                    .ok_or_else(|| wording::unknown_tool(tool))?;
+                Ok(JobArgs::Catalog(CatalogJobArgs {
+                    catalog,
+                    tool: spec,
+                    arguments: arguments.unwrap_or_default(),
+                }))
+            }
+        }
+    }
+
+    /// A run's arguments read for this tool.
+    pub(crate) fn run_args<'c>(
+        self,
+        tool: &str,
+        catalog: Option<&'c Catalog>,
+        arguments: Option<JsonObject>,
+    ) -> Result<RunArgs<'c>, String> {
+        match self {
+            Source::BuiltIn => read_arguments(arguments).map(RunArgs::TriggerTraining),
+            Source::Catalog(index) => {
+                let (catalog, spec) = catalog
+                    .and_then(|c| Some((c, c.pipeline_tools.get(index)?)))
+                    .ok_or_else(|| wording::unknown_tool(tool))?;
+                Ok(RunArgs::Catalog(CatalogRunArgs {
+                    catalog,
+                    tool: spec,
+                    arguments: arguments.unwrap_or_default(),
+                }))
+            }
+        }
+    }
+}
+
+/// A built-in tool's typed arguments, or the message rmcp's router gives (as a tool error)
+/// when they do not parse.
+fn read_arguments<T: serde::de::DeserializeOwned>(
+    arguments: Option<JsonObject>,
+) -> Result<T, String> {
+    serde_json::from_value(serde_json::Value::Object(arguments.unwrap_or_default()))
+        .map_err(|e| wording::bounded(format!("failed to deserialize parameters: {e}")))
+}
+
+/// The tools served by a server `S`: their definitions and plain calls on rmcp's router, and
+/// each one's kind.
+pub(crate) struct Registry<S> {
+    router: ToolRouter<S>,
+    kinds: HashMap<String, Kind>,
+}
+
+impl<S: Send + Sync + 'static> Registry<S> {
+    /// The tools a deployment serves: the built-in ones (`built_in`, their definitions
+    /// derived from their typed arguments), a catalog's in place of submit_job and
+    /// trigger_training, each routed by `route` to the work its kind starts, and the training
+    /// tools only where runs are started. Each tool's schemas are in the 2020-12 dialect MCP
+    /// names.
+    pub(crate) fn build(
+        built_in: ToolRouter<S>,
+        catalog: Option<&Catalog>,
+        serves_training: bool,
+        route: impl Fn(Tool, Starter) -> ToolRoute<S>,
+    ) -> Self {
+        let mut router = built_in;
+        let mut kinds: HashMap<String, Kind> = router
+            .list_all()
+            .into_iter()
+            .map(|tool| (tool.name.to_string(), Kind::Reads))
+            .collect();
+        kinds.insert(
+            names::SUBMIT_JOB.into(),
+            Kind::Starts(Starter::Job(Source::BuiltIn)),
+        );
+        kinds.insert(
+            names::TRIGGER_TRAINING.into(),
+            Kind::Starts(Starter::Run(Source::BuiltIn)),
+        );
+        if let Some(catalog) = catalog {
+            let generic = |name: &str| router.get(name).cloned().expect("a generic tool");
+            let (submit_job, trigger_training) =
+                (generic(names::SUBMIT_JOB), generic(names::TRIGGER_TRAINING));
+            for name in [names::SUBMIT_JOB, names::TRIGGER_TRAINING] {
+                router.remove_route(name);
+                kinds.remove(name);
+            }
+            for (index, tool) in catalog.async_tools.iter().enumerate() {
+                let starter = Starter::Job(Source::Catalog(index));
+                let definition = async_tool_definition(tool, &submit_job);
+                kinds.insert(tool.spec.name.clone(), Kind::Starts(starter));
+                router.add_route(route(definition, starter));
+            }
+            for (index, tool) in catalog.pipeline_tools.iter().enumerate() {
+                let starter = Starter::Run(Source::Catalog(index));
+                let definition = pipeline_tool_definition(tool, &trigger_training);
+                kinds.insert(tool.spec.name.clone(), Kind::Starts(starter));
+                router.add_route(route(definition, starter));
+            }
+        }
+        if !serves_training {
+            for name in names::TRAINING {
+                router.remove_route(name);
+                kinds.remove(name);
+            }
+        }
+        for route in router.map.values_mut() {
+            let tool = &mut route.attr;
+            only_2020_12_formats(std::sync::Arc::make_mut(&mut tool.input_schema));
+            if let Some(output) = tool.output_schema.as_mut() {
+                only_2020_12_formats(std::sync::Arc::make_mut(output));
+            }
+        }
+        Self { router, kinds }
+    }
+
+    /// The tool called `name`, when it is served: its definition and its kind.
+    pub(crate) fn get(&self, name: &str) -> Option<(&Tool, Kind)> {
+        Some((self.router.get(name)?, *self.kinds.get(name)?))
+    }
+
+    /// Every tool served, as `tools/list` declares it.
+    pub(crate) fn definitions(&self) -> Vec<Tool> {
+        self.router.list_all()
+    }
+
+    /// rmcp's router over the tools, for the plain calls and `tools/list`.
+    pub(crate) fn router(&self) -> &ToolRouter<S> {
+        &self.router
+    }
+}
