@@ -118,7 +118,9 @@ impl<B: Backend> Tools<B> {
         args: JobArgs<'_>,
         extensions: &Extensions,
     ) -> Result<SubmitJobOutput, String> {
-        let submitted = self.call(tool, false, extensions, args, |s, _| self.submit(s));
+        let submitted = self.call(tool, false, extensions, args, |s, call| {
+            self.submit(s, call.trace)
+        });
         submitted.await.map(SubmitJobOutput::from)
     }
 
@@ -129,7 +131,9 @@ impl<B: Backend> Tools<B> {
         args: RunArgs<'_>,
         extensions: &Extensions,
     ) -> Result<TriggerTrainingOutput, String> {
-        let triggered = self.call(tool, false, extensions, args, |r, _| self.trigger(r));
+        let triggered = self.call(tool, false, extensions, args, |r, call| {
+            self.trigger(r, call.trace)
+        });
         triggered.await.map(|(output, _)| output)
     }
 }

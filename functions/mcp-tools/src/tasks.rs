@@ -14,6 +14,7 @@ use shared::domain::job::{self, JobStatus, Submission};
 use shared::domain::pipeline_status::PipelineStatus;
 use shared::domain::run;
 use shared::domain::time::rfc3339;
+use shared::domain::trace::TraceContext;
 use shared::telemetry;
 use shared::usecases::task::{self, RunTaskState, TaskError, TaskState, TaskTimes};
 use shared::usecases::training::{self, TriggerRequest};
@@ -37,9 +38,9 @@ impl<B: Backend> Tools<B> {
                 + u64::from(s.invocation_timeout_secs)
                 + self.deps.config.jobs.result_ttl_secs
         };
-        let call = self.task_call(tool, args, extensions, |s| async move {
+        let call = self.task_call(tool, args, extensions, |s, trace| async move {
             let lives_secs = lives_secs(&s);
-            Ok((self.submit(s).await?, lives_secs))
+            Ok((self.submit(s, trace).await?, lives_secs))
         });
         let (submitted, lives_secs) = match call.await {
             Ok(answer) => answer,
@@ -72,7 +73,7 @@ impl<B: Backend> Tools<B> {
         args: Result<A, String>,
         extensions: &Extensions,
     ) -> CallToolResponse {
-        let call = self.task_call(tool, args, extensions, |r| self.trigger(r));
+        let call = self.task_call(tool, args, extensions, |r, trace| self.trigger(r, trace));
         let (output, secret) = match call.await {
             Ok(answer) => answer,
             Err(refused) => return refused,
@@ -106,13 +107,15 @@ impl<B: Backend> Tools<B> {
     ) -> Result<T, CallToolResponse>
     where
         A: ToolArgs,
-        F: FnOnce(A::Valid) -> Fut,
+        F: FnOnce(A::Valid, TraceContext) -> Fut,
         Fut: std::future::Future<Output = Result<T, ToolError>>,
     {
         let args = args.map_err(tool_error)?;
-        self.call(tool, true, extensions, args, |valid, _| work(valid))
-            .await
-            .map_err(tool_error)
+        self.call(tool, true, extensions, args, |valid, call| {
+            work(valid, call.trace)
+        })
+        .await
+        .map_err(tool_error)
     }
 
     /// `tasks/get` for a job, from the results table: any instance answers for any task.

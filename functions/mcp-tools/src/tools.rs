@@ -19,6 +19,7 @@ use shared::domain::arn::{account_of_function, Scope};
 use shared::domain::caller::{Caller, Principal};
 use shared::domain::job::{JobStatus, Submission};
 use shared::domain::pipeline_status::PipelineStatus;
+use shared::domain::trace::TraceContext;
 use shared::telemetry::{self, OutcomeSource};
 use shared::usecases::quota::{CountedError, QuotaError};
 use shared::usecases::training::{self, TriggerRequest};
@@ -35,6 +36,13 @@ use crate::wording;
 
 /// Kept free of a long poll so the reply leaves before the Lambda times out.
 const WAIT_MARGIN: Duration = Duration::from_secs(3);
+
+/// What the work of every tool call is handed beside its checked arguments: who calls, and
+/// the call's trace (stored on the job or run it starts).
+pub(crate) struct CallContext {
+    pub caller: Caller,
+    pub trace: TraceContext,
+}
 
 pub struct Tools<B> {
     pub(crate) deps: Arc<Deps<B>>,
@@ -164,13 +172,13 @@ impl<B: Backend> Tools<B> {
             false,
             extensions,
             args,
-            |c, caller| async move {
+            |c, CallContext { caller, .. }| async move {
                 let d = &self.deps;
                 let clock = || d.clock.now();
                 let wait = allowed_wait(c.wait_secs, streamed, &d.config)?;
                 let wait = wait_within(wait, left);
                 let (jobs, objects) = (d.ports.jobs(), d.ports.objects());
-                let (settings, id) = (d.settings, &c.inference_id);
+                let (settings, id) = (d.settings, &c.id);
                 let quotas = &d.config.quotas;
                 let _read = self.count_read(&caller).await?;
                 let check = check::check_job(
@@ -249,27 +257,37 @@ impl<B: Backend> Tools<B> {
         let left = remaining_time(extensions);
         let mut progress = ClientProgress::of(&context, wording::run_progress);
         let streamed = progress.is_some();
-        self.call(tool, false, extensions, args, |run, caller| async move {
-            let d = &self.deps;
-            let wait = allowed_wait(run.wait_secs, streamed, &d.config)?;
-            let wait = wait_within(wait, left);
-            let arn = run.execution_arn;
-            if !self.scope(extensions).holds_run(&arn) {
-                // Another pipeline's, region's or account's: unknown, and SageMaker not asked.
-                return Err(ToolError::from(training::StatusError::NotFound {
-                    execution_arn: arn,
-                }));
-            }
-            let _read = self.count_read(&caller).await?;
-            let (pipeline, jobs) = (d.ports.pipeline(), d.ports.jobs());
-            let quotas = &d.config.quotas;
-            let now = d.clock.now();
-            let follow = training::follow_run(pipeline, &caller, &arn, wait, &mut progress);
-            let owner = &caller.owner;
-            let (described, steps) =
-                quota::within_wait(jobs, quotas, owner, wait, now, follow).await?;
-            Ok(Json(TrainingStatusOutput::new(arn, described, steps)))
-        })
+        self.call(
+            tool,
+            false,
+            extensions,
+            args,
+            |run, CallContext { caller, .. }| async move {
+                let d = &self.deps;
+                let wait = allowed_wait(run.wait_secs, streamed, &d.config)?;
+                let wait = wait_within(wait, left);
+                let arn = run.id;
+                if !self.scope(extensions).holds_run(&arn) {
+                    // Another pipeline's, region's or account's: unknown, and SageMaker not asked.
+                    return Err(ToolError::from(training::StatusError::NotFound {
+                        execution_arn: arn.into(),
+                    }));
+                }
+                let _read = self.count_read(&caller).await?;
+                let (pipeline, jobs) = (d.ports.pipeline(), d.ports.jobs());
+                let quotas = &d.config.quotas;
+                let now = d.clock.now();
+                let follow = training::follow_run(pipeline, &caller, &arn, wait, &mut progress);
+                let owner = &caller.owner;
+                let (described, steps) =
+                    quota::within_wait(jobs, quotas, owner, wait, now, follow).await?;
+                Ok(Json(TrainingStatusOutput::new(
+                    arn.into(),
+                    described,
+                    steps,
+                )))
+            },
+        )
         .await
     }
 
@@ -294,7 +312,7 @@ impl<B: Backend> Tools<B> {
             false,
             &extensions,
             args,
-            |session_id, caller| async move {
+            |session_id, CallContext { caller, .. }| async move {
                 let _read = self.count_read(&caller).await?;
                 let d = &self.deps;
                 let now = d.clock.now();
@@ -336,7 +354,7 @@ impl<B: Backend> Tools<B> {
             false,
             extensions,
             args,
-            |request, caller| async move {
+            |request, CallContext { caller, .. }| async move {
                 let d = &self.deps;
                 if !self.scope(extensions).holds(&request.model_package_arn) {
                     // Another region's or account's: unknown, and SageMaker not asked.
@@ -367,18 +385,19 @@ impl<B: Backend> Tools<B> {
     ) -> Result<T, String>
     where
         A: ToolArgs,
-        F: FnOnce(A::Valid, Caller) -> Fut,
+        F: FnOnce(A::Valid, CallContext) -> Fut,
         Fut: Future<Output = Result<T, ToolError>>,
     {
         // Its trace (see `trace_context`) on the span, so every line of the call carries it.
         let trace = crate::trace_context::of(extensions);
         let trace_id = trace.trace_id();
+        let span_id = trace.span_id();
         let span = info_span!(
             "tool_call",
             tool,
             task,
             trace_id = trace_id.as_str(),
-            span_id = %trace.span_id(),
+            span_id = %span_id,
             inference_id = Empty,
             session_id = Empty,
             execution_arn = Empty,
@@ -391,7 +410,7 @@ impl<B: Backend> Tools<B> {
                 .ok_or_else(|| ToolError::invalid(wording::NO_CALLER))?;
             let valid = args.validate(&self.deps.config, &caller)?;
             A::trace(&valid, &Span::current());
-            crate::trace_context::within(trace, work(valid, caller)).await
+            work(valid, CallContext { caller, trace }).await
         }
         .instrument(span.clone())
         .await
@@ -432,8 +451,9 @@ impl<B: Backend> Tools<B> {
     pub(crate) async fn submit(
         &self,
         submission: Submission,
+        trace: TraceContext,
     ) -> Result<submit::Submitted, ToolError> {
-        let submission = submission.with_trace(crate::trace_context::current_or_start());
+        let submission = submission.with_trace(trace);
         let d = &self.deps;
         let (jobs, objects, endpoint) = (d.ports.jobs(), d.ports.objects(), d.ports.endpoint());
         let limits = &d.config.quotas;
@@ -463,6 +483,7 @@ impl<B: Backend> Tools<B> {
     pub(crate) async fn trigger(
         &self,
         request: TriggerRequest,
+        trace: TraceContext,
     ) -> Result<(TriggerTrainingOutput, Option<String>), ToolError> {
         let d = &self.deps;
         // Every tool's run comes here: the allow-lists first, before anything counts or starts.
@@ -470,7 +491,6 @@ impl<B: Backend> Tools<B> {
         let request = admitted.request();
         let (pipeline, runs, jobs) = (d.ports.pipeline(), d.ports.runs(), d.ports.jobs());
         let now = d.clock.now();
-        let trace = crate::trace_context::current_or_start();
         let limits = &d.config.quotas;
         let triggered =
             training::trigger_counted(pipeline, runs, jobs, limits, &admitted, Some(&trace), now);

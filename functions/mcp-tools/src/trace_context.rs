@@ -1,11 +1,9 @@
 //! The W3C trace context of a tool call (MCP 2026-07-28, SEP-414). `call_tool` reads the
 //! request's `_meta.traceparent` and `_meta.tracestate` once and puts this server's span (the
 //! caller's trace continued, or a new one) in the request's extensions; [`crate::Tools::call`]
-//! takes it from there, records it on the call's span, and runs the call's work within it, so
-//! that the job or run the call creates stores it. A call that came without it (a task form's
+//! takes it from there, records it on the call's span, and hands it to the call's work with the
+//! caller, so that the job or run the call creates stores it. A call that came without it (a task form's
 //! inner call, the AgentCore Gateway door) still gets a trace: a new one.
-
-use std::future::Future;
 
 use rmcp::model::{Extensions, RequestMetaObject};
 use shared::domain::trace::TraceContext;
@@ -22,25 +20,6 @@ pub fn of(extensions: &Extensions) -> TraceContext {
         .get::<TraceContext>()
         .cloned()
         .unwrap_or_else(TraceContext::start)
-}
-
-tokio::task_local! {
-    /// The trace of the tool call whose work is running: the use cases' inputs are built from
-    /// checked arguments that know nothing of the request, so the trace joins them here.
-    static CURRENT: TraceContext;
-}
-
-/// Runs a tool call's `work` within its `trace`.
-pub async fn within<F: Future>(trace: TraceContext, work: F) -> F::Output {
-    CURRENT.scope(trace, work).await
-}
-
-/// The trace of the tool call this runs in; a new one outside any (so whatever a call
-/// stores has a trace).
-pub fn current_or_start() -> TraceContext {
-    CURRENT
-        .try_with(TraceContext::clone)
-        .unwrap_or_else(|_| TraceContext::start())
 }
 
 #[cfg(test)]
@@ -77,15 +56,12 @@ mod tests {
         .is_some());
     }
 
-    #[tokio::test]
-    async fn the_work_of_a_call_sees_its_trace_and_other_work_a_new_one() {
+    #[test]
+    fn a_calls_trace_is_the_one_its_extensions_carry_and_else_a_new_one() {
         let mut extensions = Extensions::default();
         let trace = TraceContext::start();
         extensions.insert(trace.clone());
         assert_eq!(of(&extensions), trace);
-        let seen = within(of(&extensions), async { current_or_start() }).await;
-        assert_eq!(seen, trace);
-        assert_ne!(current_or_start().trace_id(), trace.trace_id());
         assert_ne!(of(&Extensions::default()).trace_id(), trace.trace_id());
     }
 
