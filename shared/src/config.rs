@@ -35,7 +35,10 @@ pub enum ConfigError {
 /// Reads variables through a lookup function so tests need not touch the process environment.
 pub struct Env<F>(F);
 
-impl Env<fn(&str) -> Option<String>> {
+/// The process's own environment, as [`Env::process`] reads it.
+pub type ProcessEnv = Env<fn(&str) -> Option<String>>;
+
+impl ProcessEnv {
     pub fn process() -> Self {
         Env(|name| std::env::var(name).ok())
     }

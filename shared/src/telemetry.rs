@@ -24,6 +24,20 @@ use crate::usecases::outcome::Recorded;
 pub use metrics_cloudwatch_embedded::lambda::service::{run, run_http};
 pub use metrics_cloudwatch_embedded::Collector;
 
+/// A function's start, as each `main` makes it: logging first, then its configuration read
+/// from the process's environment and its metrics in the configuration's namespace, each
+/// ending the process with its words ([`or_exit`]) when it cannot be had.
+pub fn start<C, E: std::fmt::Display>(
+    function: &'static str,
+    config: impl FnOnce(&crate::config::ProcessEnv) -> Result<C, E>,
+    namespace: impl FnOnce(&C) -> &str,
+) -> (C, &'static Collector) {
+    init_logging();
+    let config = or_exit(function, config(&crate::config::Env::process()));
+    let metrics = or_exit(function, init_metrics(function, namespace(&config)));
+    (config, metrics)
+}
+
 /// What a function needs before it can serve (its configuration, its metrics, a tool catalog),
 /// or the process ends: the reason in words on stderr, one line per mistake under
 /// `<function> cannot start:`, never an error's `Debug` dump. Lambda then answers the

@@ -9,7 +9,6 @@ use serde_json::value::RawValue;
 use gateway_target::handle;
 use mcp_tools::config::ToolsConfig;
 use mcp_tools::{Deps, Tools};
-use shared::config::Env;
 use shared::telemetry;
 
 // One thread: Lambda hands a process one event at a time and the work waits on AWS, so worker
@@ -18,12 +17,8 @@ const FUNCTION: &str = "gateway-target";
 
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> Result<(), Error> {
-    telemetry::init_logging();
-    let config = telemetry::or_exit(FUNCTION, ToolsConfig::from_env(&Env::process()));
-    let metrics = telemetry::or_exit(
-        FUNCTION,
-        telemetry::init_metrics(FUNCTION, &config.metrics_namespace),
-    );
+    let (config, metrics) =
+        telemetry::start(FUNCTION, ToolsConfig::from_env, |c| &c.metrics_namespace);
     let max_body_bytes = config.max_body_bytes;
     let tools = Tools::new(Arc::new(telemetry::or_exit(
         FUNCTION,

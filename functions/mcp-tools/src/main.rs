@@ -7,7 +7,6 @@ use lambda_http::{service_fn, Error, Request};
 
 use mcp_tools::config::McpToolsConfig;
 use mcp_tools::{Deps, FrontDoor};
-use shared::config::Env;
 use shared::telemetry;
 
 // One thread: Lambda hands a process one event at a time and the work waits on AWS, so worker
@@ -16,12 +15,9 @@ const FUNCTION: &str = "mcp-tools";
 
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> Result<(), Error> {
-    telemetry::init_logging();
-    let config = telemetry::or_exit(FUNCTION, McpToolsConfig::from_env(&Env::process()));
-    let metrics = telemetry::or_exit(
-        FUNCTION,
-        telemetry::init_metrics(FUNCTION, &config.tools.metrics_namespace),
-    );
+    let (config, metrics) = telemetry::start(FUNCTION, McpToolsConfig::from_env, |c| {
+        &c.tools.metrics_namespace
+    });
     // A catalog that fails its check stops here, each mistake on a line of its own.
     let deps = Arc::new(telemetry::or_exit(
         FUNCTION,

@@ -9,7 +9,6 @@ use shared::adapters::aws::{dynamodb_client, load_sdk_config, s3_client};
 use shared::adapters::dynamodb::DynamoJobs;
 use shared::adapters::eventbridge::{eventbridge_client, EventBridgeEvents};
 use shared::adapters::s3::S3Objects;
-use shared::config::Env;
 use shared::telemetry;
 
 // One thread: Lambda hands a process one event at a time and the work waits on AWS, so worker
@@ -18,15 +17,9 @@ const FUNCTION: &str = "notification-handler";
 
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> Result<(), Error> {
-    telemetry::init_logging();
-    let config = telemetry::or_exit(
-        FUNCTION,
-        NotificationHandlerConfig::from_env(&Env::process()),
-    );
-    let metrics = telemetry::or_exit(
-        FUNCTION,
-        telemetry::init_metrics(FUNCTION, &config.metrics_namespace),
-    );
+    let (config, metrics) = telemetry::start(FUNCTION, NotificationHandlerConfig::from_env, |c| {
+        &c.metrics_namespace
+    });
     let sdk = load_sdk_config().await;
     let handler = Handler {
         clock: shared::domain::time::Clock::system(),

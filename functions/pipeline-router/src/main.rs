@@ -9,7 +9,6 @@ use shared::adapters::aws::{dynamodb_client, load_sdk_config};
 use shared::adapters::dynamodb::DynamoRuns;
 use shared::adapters::sagemaker::{sagemaker_client, SageMakerPipeline};
 use shared::adapters::sqs::{sqs_client, SqsCompletionQueue};
-use shared::config::Env;
 use shared::telemetry;
 
 // One thread: Lambda hands a process one event at a time and the work waits on AWS, so worker
@@ -18,12 +17,9 @@ const FUNCTION: &str = "pipeline-router";
 
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> Result<(), Error> {
-    telemetry::init_logging();
-    let config = telemetry::or_exit(FUNCTION, PipelineRouterConfig::from_env(&Env::process()));
-    let metrics = telemetry::or_exit(
-        FUNCTION,
-        telemetry::init_metrics(FUNCTION, &config.metrics_namespace),
-    );
+    let (config, metrics) = telemetry::start(FUNCTION, PipelineRouterConfig::from_env, |c| {
+        &c.metrics_namespace
+    });
     let sdk = load_sdk_config().await;
     let handler = Handler {
         clock: shared::domain::time::Clock::system(),
