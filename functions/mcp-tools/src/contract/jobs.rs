@@ -7,9 +7,10 @@ use serde_json::{Map, Value};
 use crate::config::ToolsConfig;
 
 use super::common::*;
-use super::waits::{wait_description, WAIT_SECS};
+use super::waits::{wait_description, StatusCheck, WAIT_SECS};
 use crate::wording;
 use shared::domain::caller::{Caller, Owner};
+use shared::domain::ids::InferenceId;
 use shared::domain::job::{Job, JobStatus, Submission};
 use shared::usecases::check::{CheckError, JobReport};
 use shared::usecases::submit::{SubmitError, Submitted};
@@ -247,32 +248,28 @@ pub struct CheckJobStatusArgs {
     pub wait_secs: Option<u32>,
 }
 
-/// A status check to make: the job, and how long it may wait for the job to finish.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct CheckJob {
-    pub inference_id: String,
-    /// As asked; [`allowed_wait`] decides what the call may have.
-    pub wait_secs: u32,
-}
-
 impl ToolArgs for CheckJobStatusArgs {
-    type Valid = CheckJob;
+    type Valid = StatusCheck<InferenceId>;
 
-    fn validate(self, _config: &ToolsConfig, _caller: &Caller) -> Result<CheckJob, ToolError> {
+    fn validate(
+        self,
+        _config: &ToolsConfig,
+        _caller: &Caller,
+    ) -> Result<StatusCheck<InferenceId>, ToolError> {
         if self.inference_id.trim().is_empty() || self.inference_id.len() > 1024 {
             // Only its length is said: the id may be anything a caller sent.
             return Err(ToolError::invalid(
                 "`inference_id` must be the non-empty id returned by submit_job",
             ));
         }
-        Ok(CheckJob {
-            inference_id: self.inference_id,
+        Ok(StatusCheck {
+            id: self.inference_id.into(),
             wait_secs: WAIT_SECS.value(self.wait_secs)?,
         })
     }
 
-    fn trace(valid: &CheckJob, span: &tracing::Span) {
-        span.record("inference_id", valid.inference_id.as_str());
+    fn trace(valid: &StatusCheck<InferenceId>, span: &tracing::Span) {
+        span.record("inference_id", valid.id.as_str());
     }
 }
 

@@ -7,9 +7,10 @@ use serde::{Deserialize, Serialize};
 use crate::config::{PipelineParameters, ToolsConfig};
 
 use super::common::*;
-use super::waits::{wait_description, WAIT_SECS};
+use super::waits::{wait_description, StatusCheck, WAIT_SECS};
 use crate::wording;
 use shared::domain::caller::Caller;
+use shared::domain::ids::ExecutionArn;
 use shared::domain::pipeline_status::{ExecutionStatus, PipelineStatus, RunStatus, StepState};
 use shared::domain::run::Run;
 use shared::domain::s3_location::S3Location;
@@ -195,26 +196,22 @@ pub struct CheckTrainingStatusArgs {
     pub wait_secs: Option<u32>,
 }
 
-/// A training status check to make: the run, and how long it may wait for the run to end.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct CheckRun {
-    pub execution_arn: String,
-    /// As asked; [`allowed_wait`] decides what the call may have.
-    pub wait_secs: u32,
-}
-
 impl ToolArgs for CheckTrainingStatusArgs {
-    type Valid = CheckRun;
+    type Valid = StatusCheck<ExecutionArn>;
 
-    fn validate(self, _config: &ToolsConfig, _caller: &Caller) -> Result<CheckRun, ToolError> {
+    fn validate(
+        self,
+        _config: &ToolsConfig,
+        _caller: &Caller,
+    ) -> Result<StatusCheck<ExecutionArn>, ToolError> {
         let arn = self.execution_arn;
         if arn.starts_with("arn:")
             && arn.contains(":pipeline/")
             && arn.contains("/execution/")
             && arn.len() <= 2048
         {
-            Ok(CheckRun {
-                execution_arn: arn,
+            Ok(StatusCheck {
+                id: arn.into(),
                 wait_secs: WAIT_SECS.value(self.wait_secs)?,
             })
         } else {
@@ -225,8 +222,8 @@ impl ToolArgs for CheckTrainingStatusArgs {
         }
     }
 
-    fn trace(valid: &CheckRun, span: &tracing::Span) {
-        span.record("execution_arn", valid.execution_arn.as_str());
+    fn trace(valid: &StatusCheck<ExecutionArn>, span: &tracing::Span) {
+        span.record("execution_arn", valid.id.as_str());
     }
 }
 

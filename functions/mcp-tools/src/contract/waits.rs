@@ -58,3 +58,11 @@ pub(crate) fn wait_description(what: &str) -> String {
          timeout less {STREAMED_WAIT_MARGIN_SECS} s, and gets progress notifications while it waits."
     )
 }
+
+/// A status check to make: what it checks (a job's or a run's id), and how long it may wait
+/// for it to finish, as asked; [`allowed_wait`] decides what the call may have.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StatusCheck<I> {
+    pub id: I,
+    pub wait_secs: u32,
+}
