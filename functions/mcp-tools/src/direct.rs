@@ -78,10 +78,19 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::tools_tests::world;
+    use crate::tools_tests::{world, World};
 
     fn object(value: Value) -> Option<JsonObject> {
         value.as_object().cloned()
+    }
+
+    /// `name` called with `arguments` by the local caller, no invocation context.
+    async fn call(
+        w: &World,
+        name: &str,
+        arguments: Option<JsonObject>,
+    ) -> Result<CallToolResult, ErrorData> {
+        call_tool(w.tools.clone(), Principal::Local, name, arguments, None).await
     }
 
     fn text(result: &CallToolResult) -> String {
@@ -92,15 +101,7 @@ mod tests {
     async fn a_tool_error_is_a_result_with_is_error() {
         let w = world(&[]);
         let args = object(json!({"session_id": "no spaces allowed"}));
-        let result = call_tool(
-            w.tools.clone(),
-            Principal::Local,
-            "check_training_result",
-            args,
-            None,
-        )
-        .await
-        .unwrap();
+        let result = call(&w, "check_training_result", args).await.unwrap();
         assert_eq!(result.is_error, Some(true));
         assert_eq!(
             text(&result),
@@ -112,15 +113,7 @@ mod tests {
     async fn arguments_that_do_not_parse_are_a_tool_error_naming_the_field() {
         let w = world(&[]);
         let args = object(json!({"inference_id": "x", "wait": 3}));
-        let result = call_tool(
-            w.tools.clone(),
-            Principal::Local,
-            "check_job_status",
-            args,
-            None,
-        )
-        .await
-        .unwrap();
+        let result = call(&w, "check_job_status", args).await.unwrap();
         assert_eq!(result.is_error, Some(true));
         let text = text(&result);
         assert!(
@@ -133,15 +126,7 @@ mod tests {
     #[tokio::test]
     async fn an_unknown_tool_is_a_protocol_error() {
         let w = world(&[]);
-        let error = call_tool(
-            w.tools.clone(),
-            Principal::Local,
-            "delete_everything",
-            None,
-            None,
-        )
-        .await
-        .unwrap_err();
+        let error = call(&w, "delete_everything", None).await.unwrap_err();
         assert_eq!(error.code, ErrorCode::INVALID_PARAMS);
         assert!(
             error
@@ -161,15 +146,7 @@ mod tests {
     async fn a_tool_result_comes_back_structured() {
         let w = world(&[]);
         let args = object(json!({"session_id": "s"}));
-        let result = call_tool(
-            w.tools.clone(),
-            Principal::Local,
-            "check_training_result",
-            args,
-            None,
-        )
-        .await
-        .unwrap();
+        let result = call(&w, "check_training_result", args).await.unwrap();
         assert_eq!(result.is_error, Some(false));
         assert_eq!(
             result.structured_content,

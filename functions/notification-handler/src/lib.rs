@@ -239,6 +239,14 @@ mod tests {
 
     use super::*;
 
+    /// The job's outcome is recorded: it is completed.
+    fn assert_recorded(h: &Handler<MemoryJobs, MemoryObjects, MemoryEvents>, inference_id: &str) {
+        assert_eq!(
+            h.store.job(inference_id).unwrap().status,
+            JobStatus::Completed
+        );
+    }
+
     fn handler() -> Handler<MemoryJobs, MemoryObjects, MemoryEvents> {
         Handler {
             clock: shared::domain::time::Clock::system(),
@@ -381,10 +389,7 @@ mod tests {
             lambda_runtime::Diagnostic::from(err).error_type,
             "NotificationsNotRecorded"
         );
-        assert_eq!(
-            h.store.job("demo-response-body-0002").unwrap().status,
-            JobStatus::Completed
-        );
+        assert_recorded(&h, "demo-response-body-0002");
     }
 
     #[tokio::test]
@@ -400,10 +405,7 @@ mod tests {
             answer,
             json!({"batchItemFailures": [{"itemIdentifier": "m-2"}]})
         );
-        assert_eq!(
-            h.store.job("demo-response-body-0002").unwrap().status,
-            JobStatus::Completed
-        );
+        assert_recorded(&h, "demo-response-body-0002");
     }
 
     #[tokio::test]
@@ -513,10 +515,7 @@ mod tests {
             answer,
             json!({"batchItemFailures": [{"itemIdentifier": "m-2"}]})
         );
-        assert_eq!(
-            h.store.job("demo-response-body-0002").unwrap().status,
-            JobStatus::Completed
-        );
+        assert_recorded(&h, "demo-response-body-0002");
         let err = h
             .handle(event("sns-success-response-body.json"))
             .await

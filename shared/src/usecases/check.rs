@@ -211,6 +211,27 @@ mod tests {
         parse_rfc3339("2026-11-20T10:00:00Z").unwrap()
     }
 
+    /// The local caller's check of `id`, waiting up to `wait`, at the times `clock` gives.
+    async fn check(
+        jobs: &MemoryJobs,
+        objects: &MemoryObjects,
+        id: &str,
+        wait: Duration,
+        clock: impl Fn() -> DateTime<Utc>,
+    ) -> Result<JobReport, CheckError> {
+        check_job(
+            jobs,
+            objects,
+            SETTINGS,
+            &local(),
+            id,
+            wait,
+            clock,
+            &mut NoProgress,
+        )
+        .await
+    }
+
     async fn invoked(jobs: &MemoryJobs) -> Submission {
         let s = Submission::new(&local().owner, "ep", "b", b"{}".to_vec(), None, 300, 600);
         jobs.write(&job::reserve(&s, &SETTINGS.policy, t0()))
@@ -235,18 +256,9 @@ mod tests {
     async fn an_unknown_or_expired_id_is_not_found() {
         let jobs = MemoryJobs::default();
         let objects = MemoryObjects::default();
-        let err = check_job(
-            &jobs,
-            &objects,
-            SETTINGS,
-            &local(),
-            "nope",
-            Duration::ZERO,
-            t0,
-            &mut NoProgress,
-        )
-        .await
-        .unwrap_err();
+        let err = check(&jobs, &objects, "nope", Duration::ZERO, t0)
+            .await
+            .unwrap_err();
         assert!(
             matches!(&err, CheckError::NotFound { inference_id, .. } if inference_id == "nope"),
             "{err}"
@@ -254,17 +266,7 @@ mod tests {
         let s = invoked(&jobs).await;
         let much_later = || t0() + chrono::Duration::days(1);
         assert!(matches!(
-            check_job(
-                &jobs,
-                &objects,
-                SETTINGS,
-                &local(),
-                &s.inference_id,
-                Duration::ZERO,
-                much_later,
-                &mut NoProgress
-            )
-            .await,
+            check(&jobs, &objects, &s.inference_id, Duration::ZERO, much_later).await,
             Err(CheckError::NotFound { .. })
         ));
     }
@@ -274,30 +276,16 @@ mod tests {
         let jobs = MemoryJobs::default();
         let objects = MemoryObjects::default().with("s3://b/out/1", r#"{"label":"ok"}"#);
         let s = invoked(&jobs).await;
-        let early = check_job(
-            &jobs,
-            &objects,
-            SETTINGS,
-            &local(),
-            &s.inference_id,
-            Duration::ZERO,
-            || t0() + chrono::Duration::seconds(10),
-            &mut NoProgress,
-        )
+        let early = check(&jobs, &objects, &s.inference_id, Duration::ZERO, || {
+            t0() + chrono::Duration::seconds(10)
+        })
         .await
         .unwrap();
         assert_eq!(early.job.status, JobStatus::Pending);
         assert_eq!(objects.reads(), 0, "no probe before the threshold");
-        let healed = check_job(
-            &jobs,
-            &objects,
-            SETTINGS,
-            &local(),
-            &s.inference_id,
-            Duration::ZERO,
-            || t0() + chrono::Duration::seconds(31),
-            &mut NoProgress,
-        )
+        let healed = check(&jobs, &objects, &s.inference_id, Duration::ZERO, || {
+            t0() + chrono::Duration::seconds(31)
+        })
         .await
         .unwrap();
         assert_eq!(healed.job.status, JobStatus::Completed);
@@ -312,15 +300,12 @@ mod tests {
         let objects = MemoryObjects::default();
         let s = invoked(&jobs).await;
         let started = Instant::now();
-        let report = check_job(
+        let report = check(
             &jobs,
             &objects,
-            SETTINGS,
-            &local(),
             &s.inference_id,
             Duration::from_millis(800),
             || t0() + chrono::Duration::seconds(31),
-            &mut NoProgress,
         )
         .await
         .unwrap();
@@ -341,16 +326,9 @@ mod tests {
         let jobs = MemoryJobs::default();
         let objects = MemoryObjects::default();
         let s = invoked(&jobs).await;
-        let lost = check_job(
-            &jobs,
-            &objects,
-            SETTINGS,
-            &local(),
-            &s.inference_id,
-            Duration::ZERO,
-            || t0() + chrono::Duration::seconds(1021),
-            &mut NoProgress,
-        )
+        let lost = check(&jobs, &objects, &s.inference_id, Duration::ZERO, || {
+            t0() + chrono::Duration::seconds(1021)
+        })
         .await;
         // The probe at this age looks for the failure object, finds none, and the job is lost.
         let lost = lost.unwrap();
@@ -362,18 +340,9 @@ mod tests {
         assert_eq!(lost.job.stage, Some(Stage::Invoked));
 
         jobs.insert_completed_pointer("big", "s3://b/out/big");
-        let done = check_job(
-            &jobs,
-            &objects,
-            SETTINGS,
-            &local(),
-            "big",
-            Duration::ZERO,
-            t0,
-            &mut NoProgress,
-        )
-        .await
-        .unwrap();
+        let done = check(&jobs, &objects, "big", Duration::ZERO, t0)
+            .await
+            .unwrap();
         assert_eq!(
             done.result_url.as_deref(),
             Some("https://presigned.example/b/out/big")

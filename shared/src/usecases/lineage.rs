@@ -252,6 +252,42 @@ mod tests {
         Principal::Local.caller()
     }
 
+    /// `caller`'s walk from the package `arn` in `direction`, to `max_depth`.
+    async fn walk<L: LineageGraph, P: PipelineControl>(
+        lineage: &L,
+        pipeline: &P,
+        caller: &Caller,
+        arn: &str,
+        direction: Direction,
+        max_depth: u32,
+    ) -> Result<Provenance, ProvenanceError> {
+        model_provenance(
+            lineage,
+            pipeline,
+            caller,
+            &request(arn, direction, max_depth),
+        )
+        .await
+    }
+
+    /// The local caller's walk upstream from `arn`, to `max_depth`.
+    async fn upstream<L: LineageGraph, P: PipelineControl>(
+        lineage: &L,
+        pipeline: &P,
+        arn: &str,
+        max_depth: u32,
+    ) -> Result<Provenance, ProvenanceError> {
+        walk(
+            lineage,
+            pipeline,
+            &local(),
+            arn,
+            Direction::Upstream,
+            max_depth,
+        )
+        .await
+    }
+
     fn request(arn: &str, direction: Direction, max_depth: u32) -> ProvenanceRequest {
         ProvenanceRequest {
             model_package_arn: arn.to_owned(),
@@ -263,12 +299,23 @@ mod tests {
     /// A run started as trigger_training starts one (session `s-1`, the local caller's), that
     /// registered a model: its execution ARN and model package ARN.
     async fn registered(pipeline: &FakePipeline, lineage: &MemoryLineage) -> (String, String) {
-        let now = chrono::Utc::now();
+        let description = execution_description("s-1", &local().owner, chrono::Utc::now());
+        let parameters = vec![("InputDataUri".into(), "s3://b/train/".into())];
+        registered_by(pipeline, lineage, description, parameters).await
+    }
+
+    /// A run started with `description` and `parameters`, that registered a model.
+    async fn registered_by(
+        pipeline: &FakePipeline,
+        lineage: &MemoryLineage,
+        description: String,
+        parameters: Vec<(String, String)>,
+    ) -> (String, String) {
         let execution = pipeline
             .start(&StartRequest {
                 pipeline_name: "p".into(),
-                description: execution_description("s-1", &local().owner, now),
-                parameters: vec![("InputDataUri".into(), "s3://b/train/".into())],
+                description,
+                parameters,
                 client_request_token: uuid::Uuid::new_v4().simple().to_string(),
                 max_parallel_steps: None,
             })
@@ -297,14 +344,7 @@ mod tests {
     async fn upstream_is_what_built_the_model_to_the_depth_asked() {
         let (pipeline, lineage) = (FakePipeline::default(), MemoryLineage::default());
         let (execution, package) = registered(&pipeline, &lineage).await;
-        let two = model_provenance(
-            &lineage,
-            &pipeline,
-            &local(),
-            &request(&package, Direction::Upstream, 2),
-        )
-        .await
-        .unwrap();
+        let two = upstream(&lineage, &pipeline, &package, 2).await.unwrap();
         assert_eq!(two.model_package.group_name.as_deref(), Some("p-models"));
         assert_eq!(two.lineage_arns.len(), 1);
         let mut found = kinds(&two);
@@ -327,14 +367,7 @@ mod tests {
         assert_eq!(run.status, "Succeeded");
         assert_eq!(run.session_id.as_deref(), Some("s-1"));
 
-        let three = model_provenance(
-            &lineage,
-            &pipeline,
-            &local(),
-            &request(&package, Direction::Upstream, 3),
-        )
-        .await
-        .unwrap();
+        let three = upstream(&lineage, &pipeline, &package, 3).await.unwrap();
         let data = three
             .found
             .iter()
@@ -347,14 +380,7 @@ mod tests {
             "the image is reached twice, kept once"
         );
         assert_eq!(three.edges.len(), 5, "both of the image's edges");
-        let one = model_provenance(
-            &lineage,
-            &pipeline,
-            &local(),
-            &request(&package, Direction::Upstream, 1),
-        )
-        .await
-        .unwrap();
+        let one = upstream(&lineage, &pipeline, &package, 1).await.unwrap();
         assert_eq!(one.found.len(), 2);
     }
 
@@ -362,11 +388,13 @@ mod tests {
     async fn downstream_is_what_the_model_went_on_to_feed() {
         let (pipeline, lineage) = (FakePipeline::default(), MemoryLineage::default());
         let (_, package) = registered(&pipeline, &lineage).await;
-        let down = model_provenance(
+        let down = walk(
             &lineage,
             &pipeline,
             &local(),
-            &request(&package, Direction::Downstream, 2),
+            &package,
+            Direction::Downstream,
+            2,
         )
         .await
         .unwrap();
@@ -385,14 +413,7 @@ mod tests {
             MemoryLineage::default().with_page_size(1),
         );
         let (_, package) = registered(&pipeline, &lineage).await;
-        let paged = model_provenance(
-            &lineage,
-            &pipeline,
-            &local(),
-            &request(&package, Direction::Upstream, 3),
-        )
-        .await
-        .unwrap();
+        let paged = upstream(&lineage, &pipeline, &package, 3).await.unwrap();
         assert_eq!(paged.found.len(), 4);
         // The package's artifact (2 pages), the model (1), the image (1, empty), the job (2).
         assert_eq!(lineage.calls("ListAssociations"), 6);
@@ -408,22 +429,12 @@ mod tests {
         .caller();
         let missing = "arn:aws:sagemaker:us-east-1:123456789012:model-package/none/1";
         for direction in [Direction::Upstream, Direction::Downstream] {
-            let theirs = model_provenance(
-                &lineage,
-                &pipeline,
-                &someone,
-                &request(&package, direction, 3),
-            )
-            .await
-            .unwrap_err();
-            let unknown = model_provenance(
-                &lineage,
-                &pipeline,
-                &someone,
-                &request(missing, direction, 3),
-            )
-            .await
-            .unwrap_err();
+            let theirs = walk(&lineage, &pipeline, &someone, &package, direction, 3)
+                .await
+                .unwrap_err();
+            let unknown = walk(&lineage, &pipeline, &someone, missing, direction, 3)
+                .await
+                .unwrap_err();
             assert_eq!(
                 theirs.to_string().replace(&package, missing),
                 unknown.to_string(),
@@ -436,41 +447,26 @@ mod tests {
             "nothing of its lineage was read for them"
         );
         // The owner still sees it whole.
-        assert!(model_provenance(
-            &lineage,
-            &pipeline,
-            &local(),
-            &request(&package, Direction::Upstream, 3)
-        )
-        .await
-        .is_ok());
+        assert!(upstream(&lineage, &pipeline, &package, 3).await.is_ok());
     }
 
     #[tokio::test]
     async fn a_package_made_outside_the_tools_answers_to_anyone() {
         let (pipeline, lineage) = (FakePipeline::default(), MemoryLineage::default());
         // A run started outside the tools: its description carries no owner tag.
-        let execution = pipeline
-            .start(&StartRequest {
-                pipeline_name: "p".into(),
-                description: "a run started from the console".into(),
-                parameters: vec![],
-                client_request_token: uuid::Uuid::new_v4().simple().to_string(),
-                max_parallel_steps: None,
-            })
-            .await
-            .unwrap();
-        let package = lineage.register_model(&execution, "s3://b/train/");
-        pipeline.succeed_with_model(&execution, &package);
+        let console = "a run started from the console".to_owned();
+        let (_, package) = registered_by(&pipeline, &lineage, console, vec![]).await;
         let someone = Principal::Bearer {
             name: "someone".into(),
         }
         .caller();
-        let found = model_provenance(
+        let found = walk(
             &lineage,
             &pipeline,
             &someone,
-            &request(&package, Direction::Upstream, 1),
+            &package,
+            Direction::Upstream,
+            1,
         )
         .await
         .unwrap();
@@ -490,14 +486,9 @@ mod tests {
             retryable: false,
             ambiguous: false,
         });
-        let e = model_provenance(
-            &lineage,
-            &pipeline,
-            &local(),
-            &request(&package, Direction::Upstream, 1),
-        )
-        .await
-        .unwrap_err();
+        let e = upstream(&lineage, &pipeline, &package, 1)
+            .await
+            .unwrap_err();
         assert!(matches!(e, ProvenanceError::NotFound { .. }), "{e}");
     }
 
@@ -505,14 +496,7 @@ mod tests {
     async fn an_unknown_package_is_not_found_and_a_refused_call_names_itself() {
         let (pipeline, lineage) = (FakePipeline::default(), MemoryLineage::default());
         let missing = "arn:aws:sagemaker:us-east-1:123456789012:model-package/none/1";
-        let e = model_provenance(
-            &lineage,
-            &pipeline,
-            &local(),
-            &request(missing, Direction::Upstream, 2),
-        )
-        .await
-        .unwrap_err();
+        let e = upstream(&lineage, &pipeline, missing, 2).await.unwrap_err();
         assert!(
             matches!(&e, ProvenanceError::NotFound { arn } if arn == missing),
             "{e}"
@@ -530,14 +514,9 @@ mod tests {
             ambiguous: false,
         };
         lineage.fail("ListAssociations", denied.clone());
-        let e = model_provenance(
-            &lineage,
-            &pipeline,
-            &local(),
-            &request(&package, Direction::Upstream, 2),
-        )
-        .await
-        .unwrap_err();
+        let e = upstream(&lineage, &pipeline, &package, 2)
+            .await
+            .unwrap_err();
         assert!(
             matches!(&e, ProvenanceError::Aws { operation: "ListAssociations", failure } if *failure == denied),
             "{e}"
@@ -555,14 +534,7 @@ mod tests {
             ambiguous: false,
         };
         lineage.fail("DescribeArtifact", denied);
-        let p = model_provenance(
-            &lineage,
-            &pipeline,
-            &local(),
-            &request(&package, Direction::Upstream, 1),
-        )
-        .await
-        .unwrap();
+        let p = upstream(&lineage, &pipeline, &package, 1).await.unwrap();
         assert_eq!(p.found.len(), 2);
         assert!(p.found.iter().all(|f| matches!(
             f.described,
@@ -586,14 +558,9 @@ mod tests {
             generated_by: None,
             created_at: None,
         });
-        let p = model_provenance(
-            &lineage,
-            &pipeline,
-            &local(),
-            &request(arn, Direction::Upstream, 3),
-        )
-        .await
-        .unwrap();
+        let p = walk(&lineage, &pipeline, &local(), arn, Direction::Upstream, 3)
+            .await
+            .unwrap();
         assert!(p.lineage_arns.is_empty() && p.found.is_empty() && p.generated_by.is_none());
         assert_eq!(lineage.calls("ListAssociations"), 0);
     }

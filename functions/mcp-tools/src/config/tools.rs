@@ -463,13 +463,11 @@ mod tests {
     fn sharing_settings_default_from_the_bucket_and_are_checked() {
         let cfg = McpToolsConfig::from_env(&env(&mcp_env(&[("AUTH_MODE", "iam")]))).unwrap();
         let t = &cfg.tools;
-        let prefixes: Vec<String> = t
-            .training
-            .input_prefixes
-            .iter()
-            .map(|p| p.to_string())
-            .collect();
-        assert_eq!(prefixes, ["s3://b/train/"]);
+        let prefixes = |t: &ToolsConfig| -> Vec<String> {
+            let prefixes = t.training.input_prefixes.iter();
+            prefixes.map(|p| p.to_string()).collect()
+        };
+        assert_eq!(prefixes(t), ["s3://b/train/"]);
         assert_eq!(t.training.instance_types, ["ml.m5.xlarge"]);
         assert_eq!(t.quotas, QuotaLimits::default());
         assert_eq!(t.default_request_ttl_secs, 3600);
@@ -489,13 +487,7 @@ mod tests {
         ])))
         .unwrap();
         let t = &cfg.tools;
-        let prefixes: Vec<String> = t
-            .training
-            .input_prefixes
-            .iter()
-            .map(|p| p.to_string())
-            .collect();
-        assert_eq!(prefixes, ["s3://data-a/train/", "s3://data-b/"]);
+        assert_eq!(prefixes(t), ["s3://data-a/train/", "s3://data-b/"]);
         assert_eq!(t.training.instance_types, ["ml.m5.xlarge", "ml.g5.2xlarge"]);
         assert_eq!(
             t.quotas,

@@ -2,6 +2,16 @@
 
 use super::*;
 
+/// A job submitted as a task on `w`: its task id and its inference id.
+async fn job_task(w: &World) -> (String, String) {
+    let created = w
+        .call_as_task(names::SUBMIT_JOB, json!({"document": "a"}))
+        .await;
+    let task_id = created["taskId"].as_str().unwrap().to_owned();
+    let inference_id = task_id.rsplit_once('.').unwrap().0.to_owned();
+    (task_id, inference_id)
+}
+
 #[tokio::test]
 async fn a_job_task_is_working_then_completed_with_the_result() {
     let w = world(&[]);
@@ -37,11 +47,8 @@ async fn a_job_task_is_working_then_completed_with_the_result() {
 #[tokio::test]
 async fn a_failed_jobs_task_completes_with_a_tool_error() {
     let w = world(&[]);
-    let created = w
-        .call_as_task(names::SUBMIT_JOB, json!({"document": "a"}))
-        .await;
-    let task_id = created["taskId"].as_str().unwrap();
-    let inference_id = task_id.rsplit_once('.').unwrap().0;
+    let (task_id, inference_id) = &job_task(&w).await;
+    let (task_id, inference_id) = (task_id.as_str(), inference_id.as_str());
     w.notify(inference_id, "Failed", None).await;
     let done = w.get_task(task_id).await.unwrap();
     assert_eq!(done["status"], "completed", "{done}");
@@ -52,11 +59,8 @@ async fn a_failed_jobs_task_completes_with_a_tool_error() {
 #[tokio::test]
 async fn a_cancelled_job_task_stays_cancelled_when_its_outcome_arrives() {
     let w = world(&[]);
-    let created = w
-        .call_as_task(names::SUBMIT_JOB, json!({"document": "a"}))
-        .await;
-    let task_id = created["taskId"].as_str().unwrap();
-    let inference_id = task_id.rsplit_once('.').unwrap().0;
+    let (task_id, inference_id) = &job_task(&w).await;
+    let (task_id, inference_id) = (task_id.as_str(), inference_id.as_str());
     w.cancel_task(task_id).await.unwrap();
     w.notify(inference_id, "Completed", Some(json!({"late": true})))
         .await;
@@ -70,11 +74,7 @@ async fn a_cancelled_job_task_stays_cancelled_when_its_outcome_arrives() {
 #[tokio::test]
 async fn an_unknown_or_forged_task_is_invalid_params_with_one_answer() {
     let w = world(&[]);
-    let created = w
-        .call_as_task(names::SUBMIT_JOB, json!({"document": "a"}))
-        .await;
-    let task_id = created["taskId"].as_str().unwrap();
-    let inference_id = task_id.rsplit_once('.').unwrap().0;
+    let (_, inference_id) = job_task(&w).await;
     let forged = format!("{inference_id}.{}", "0".repeat(32));
     let unknown = format!("nope.{}", "0".repeat(32));
     let mut messages = Vec::new();
@@ -87,7 +87,7 @@ async fn an_unknown_or_forged_task_is_invalid_params_with_one_answer() {
     }
     assert!(messages.iter().all(|m| m == &messages[0]), "{messages:?}");
     assert_eq!(
-        w.ports().jobs.job(inference_id).unwrap().status,
+        w.ports().jobs.job(&inference_id).unwrap().status,
         JobStatus::Pending
     );
 }
