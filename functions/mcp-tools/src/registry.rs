@@ -1,7 +1,7 @@
 //! One registry of the tools served: each tool, built in or from the catalog, is one entry,
 //! its definition (on rmcp's router, which `tools/list` reads and plain calls go through) and
 //! its kind (starts a job, starts a run, or reads), with the reading of its arguments. A call
-//! is dispatched on its kind once ([`crate::dispatch`]). Adding a tool is adding an entry: a
+//! is dispatched on its kind once (`Tools::dispatch`, in dispatch.rs). Adding a tool is adding an entry: a
 //! `#[tool]` method on the tools (a reader), or a [`Source`] for one that starts work; nothing
 //! else looks a tool up by name.
 
@@ -145,11 +145,12 @@ fn read_arguments<T: serde::de::DeserializeOwned>(
         .map_err(|e| wording::bounded(format!("failed to deserialize parameters: {e}")))
 }
 
-/// The tools served by a server `S`: their definitions and plain calls on rmcp's router, and
-/// each one's kind.
+/// The tools served by a server `S`: their definitions and plain calls on rmcp's router, which
+/// alone says what is served, and the tools among them that start work; every other is a
+/// reader.
 pub(crate) struct Registry<S> {
     router: ToolRouter<S>,
-    kinds: HashMap<String, Kind>,
+    starters: HashMap<String, Starter>,
 }
 
 impl<S: Send + Sync + 'static> Registry<S> {
@@ -165,46 +166,39 @@ impl<S: Send + Sync + 'static> Registry<S> {
         route: impl Fn(Tool, Starter) -> ToolRoute<S>,
     ) -> Self {
         let mut router = built_in;
-        let mut kinds: HashMap<String, Kind> = router
-            .list_all()
-            .into_iter()
-            .map(|tool| (tool.name.to_string(), Kind::Reads))
-            .collect();
-        kinds.insert(
-            names::SUBMIT_JOB.into(),
-            Kind::Starts(Starter::Job(Source::BuiltIn)),
-        );
-        kinds.insert(
-            names::TRIGGER_TRAINING.into(),
-            Kind::Starts(Starter::Run(Source::BuiltIn)),
-        );
+        let mut starters = HashMap::from([
+            (names::SUBMIT_JOB.to_owned(), Starter::Job(Source::BuiltIn)),
+            (
+                names::TRIGGER_TRAINING.to_owned(),
+                Starter::Run(Source::BuiltIn),
+            ),
+        ]);
         if let Some(catalog) = catalog {
             let generic = |name: &str| router.get(name).cloned().expect("a generic tool");
             let (submit_job, trigger_training) =
                 (generic(names::SUBMIT_JOB), generic(names::TRIGGER_TRAINING));
             for name in [names::SUBMIT_JOB, names::TRIGGER_TRAINING] {
                 router.remove_route(name);
-                kinds.remove(name);
             }
             for (index, tool) in catalog.async_tools.iter().enumerate() {
                 let starter = Starter::Job(Source::Catalog(index));
                 let definition = async_tool_definition(tool, &submit_job);
-                kinds.insert(tool.spec.name.clone(), Kind::Starts(starter));
+                starters.insert(tool.spec.name.clone(), starter);
                 router.add_route(route(definition, starter));
             }
             for (index, tool) in catalog.pipeline_tools.iter().enumerate() {
                 let starter = Starter::Run(Source::Catalog(index));
                 let definition = pipeline_tool_definition(tool, &trigger_training);
-                kinds.insert(tool.spec.name.clone(), Kind::Starts(starter));
+                starters.insert(tool.spec.name.clone(), starter);
                 router.add_route(route(definition, starter));
             }
         }
         if !serves_training {
             for name in names::TRAINING {
                 router.remove_route(name);
-                kinds.remove(name);
             }
         }
+        starters.retain(|name, _| router.has_route(name));
         for route in router.map.values_mut() {
             let tool = &mut route.attr;
             only_2020_12_formats(std::sync::Arc::make_mut(&mut tool.input_schema));
@@ -212,12 +206,16 @@ impl<S: Send + Sync + 'static> Registry<S> {
                 only_2020_12_formats(std::sync::Arc::make_mut(output));
             }
         }
-        Self { router, kinds }
+        Self { router, starters }
     }
 
     /// The tool called `name`, when it is served: its definition and its kind.
     pub(crate) fn get(&self, name: &str) -> Option<(&Tool, Kind)> {
-        Some((self.router.get(name)?, *self.kinds.get(name)?))
+        let kind = self
+            .starters
+            .get(name)
+            .map_or(Kind::Reads, |s| Kind::Starts(*s));
+        Some((self.router.get(name)?, kind))
     }
 
     /// Every tool served, as `tools/list` declares it.
