@@ -21,7 +21,7 @@ use shared::usecases::training::{self, TriggerRequest};
 
 use crate::contract::*;
 use crate::deps::Backend;
-use crate::tools::{structured, tool_error, Tools};
+use crate::tools::{count_reconciled, structured, tool_error, Tools};
 use crate::wording;
 
 impl<B: Backend> Tools<B> {
@@ -122,9 +122,8 @@ impl<B: Backend> Tools<B> {
     async fn get_job_task(&self, caller: &Caller, task_id: &str) -> Result<TaskAnswer, ErrorData> {
         // The task id is a bearer handle: only its inference_id half goes on the span.
         let span = info_span!("task", method = "tasks/get", inference_id = Empty);
-        let d = &self.deps;
-        let (jobs, objects) = (d.ports.jobs(), d.ports.objects());
-        let view = task::get_task(jobs, objects, d.settings, caller, task_id, d.clock.now())
+        let now = self.deps.clock.now();
+        let view = task::get_task(&self.job_reads(), caller, task_id, now)
             .instrument(span.clone())
             .await
             .map_err(task_error)?;
@@ -136,9 +135,7 @@ impl<B: Backend> Tools<B> {
             ),
             TaskState::Cancelled { reason } => (TaskPayload::Cancelled, Some(reason)),
             TaskState::Done(report) => {
-                if let Some(recorded) = &report.reconciled {
-                    self.reconciled(recorded).await;
-                }
+                count_reconciled(&report);
                 // A SageMaker failure is the tool's error, not the protocol's.
                 let failed = report.job.status == JobStatus::Failed;
                 let links = self.job_links(&report.job).await;

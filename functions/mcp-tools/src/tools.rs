@@ -23,7 +23,7 @@ use shared::domain::trace::TraceContext;
 use shared::telemetry::{self, OutcomeSource};
 use shared::usecases::quota::{CountedError, QuotaError};
 use shared::usecases::training::{self, TriggerRequest};
-use shared::usecases::{check, lineage, outcome, quota, submit};
+use shared::usecases::{check, lineage, quota, submit};
 use tracing::{field::Empty, info_span, Instrument, Span};
 
 use crate::catalog::Catalog;
@@ -177,25 +177,13 @@ impl<B: Backend> Tools<B> {
                 let clock = || d.clock.now();
                 let wait = allowed_wait(c.wait_secs, streamed, &d.config)?;
                 let wait = wait_within(wait, left);
-                let (jobs, objects) = (d.ports.jobs(), d.ports.objects());
-                let (settings, id) = (d.settings, &c.id);
+                let reads = self.job_reads();
                 let quotas = &d.config.quotas;
                 let _read = self.count_read(&caller).await?;
-                let check = check::check_job(
-                    jobs,
-                    objects,
-                    settings,
-                    &caller,
-                    id,
-                    wait,
-                    clock,
-                    &mut progress,
-                );
-                let owner = &caller.owner;
+                let check = check::check_job(&reads, &caller, &c.id, wait, clock, &mut progress);
+                let (jobs, owner) = (reads.jobs, &caller.owner);
                 let report = quota::within_wait(jobs, quotas, owner, wait, clock(), check).await?;
-                if let Some(recorded) = &report.reconciled {
-                    self.reconciled(recorded).await;
-                }
+                count_reconciled(&report);
                 if report.probably_lost && report.job.status == JobStatus::Pending {
                     telemetry::job_probably_lost();
                 }
@@ -426,13 +414,14 @@ impl<B: Backend> Tools<B> {
         result
     }
 
-    /// An outcome a status check found in S3 and recorded: counted, and announced as a
-    /// notification's would be. A put that fails is logged: the status check still answers,
-    /// and the outcome stays recorded.
-    pub(crate) async fn reconciled(&self, recorded: &outcome::Recorded) {
-        telemetry::outcome(recorded, OutcomeSource::Reconciliation);
-        if let Err(e) = outcome::announce(self.deps.ports.events(), recorded).await {
-            tracing::warn!(error = %e, "the reconciled outcome's completion event was not put");
+    /// Where a status check reads a job, and announces an outcome it heals from S3.
+    pub(crate) fn job_reads(&self) -> check::JobReads<'_, B::Jobs, B::Objects, B::Events> {
+        let d = &self.deps;
+        check::JobReads {
+            jobs: d.ports.jobs(),
+            objects: d.ports.objects(),
+            events: d.ports.events(),
+            settings: d.settings,
         }
     }
 
@@ -583,6 +572,13 @@ pub(crate) fn tool_error(message: String) -> CallToolResponse {
 /// A tool result as a `tools/call` answer.
 pub(crate) fn structured(output: impl serde::Serialize) -> CallToolResponse {
     CallToolResult::structured(serde_json::to_value(output).unwrap_or_default()).into()
+}
+
+/// Counts an outcome a status check found in S3 (the check announced it).
+pub(crate) fn count_reconciled(report: &check::JobReport) {
+    if let Some(recorded) = &report.reconciled {
+        telemetry::outcome(recorded, OutcomeSource::Reconciliation);
+    }
 }
 
 #[cfg(test)]

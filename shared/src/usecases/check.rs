@@ -12,8 +12,8 @@ use crate::domain::job::{reconcile_probe, Job, JobStatus, PendingCondition};
 use crate::domain::progress::{JobEvent, JobProgress};
 use crate::domain::quota::is_quota_key;
 use crate::domain::s3_location::S3Location;
-use crate::ports::{JobStore, ObjectStore, ProgressSink, StoreError};
-use crate::usecases::outcome::{reconcile, Recorded};
+use crate::ports::{CompletionEvents, JobStore, ObjectStore, ProgressSink, StoreError};
+use crate::usecases::outcome::{announce, reconcile, Recorded};
 use crate::usecases::JobSettings;
 
 /// How long a presigned result URL stays valid.
@@ -68,16 +68,22 @@ pub fn poll_delay(attempt: u32) -> Duration {
 /// While a client waits, a notification at least this often, though nothing changed.
 pub const JOB_HEARTBEAT: Duration = Duration::from_secs(5);
 
+/// What a status check reads through, and announces through when it heals a job from S3.
+pub struct JobReads<'a, S, O, E> {
+    pub jobs: &'a S,
+    pub objects: &'a O,
+    pub events: &'a E,
+    pub settings: JobSettings,
+}
+
 /// Reads the caller's job until it is no longer pending or `wait` has passed. At most one S3
 /// probe per call, through the same conditional write a notification uses. Another caller's
 /// job is answered exactly as an unknown id, after the same one read. A wait on a pending job
 /// reports to `progress` as the job moves, and at [`JOB_HEARTBEAT`] otherwise; a job done at
-/// the first read, or no wait, reports nothing.
-#[allow(clippy::too_many_arguments)]
-pub async fn check_job<S, O, P>(
-    store: &S,
-    objects: &O,
-    settings: JobSettings,
+/// the first read, or no wait, reports nothing. An outcome found in S3 is announced as a
+/// notification's would be; a put that fails is logged, and the outcome stays recorded.
+pub async fn check_job<S, O, E, P>(
+    reads: &JobReads<'_, S, O, E>,
     caller: &Caller,
     inference_id: &str,
     wait: Duration,
@@ -87,8 +93,11 @@ pub async fn check_job<S, O, P>(
 where
     S: JobStore,
     O: ObjectStore,
+    E: CompletionEvents,
     P: ProgressSink<JobEvent>,
 {
+    let (store, objects, events) = (reads.jobs, reads.objects, reads.events);
+    let settings = reads.settings;
     let started = Instant::now();
     let deadline = started + wait;
     let mut tracker = JobProgress::new(wait, JOB_HEARTBEAT);
@@ -105,6 +114,9 @@ where
                 match reconcile(store, objects, settings, inference_id, probe, now).await {
                     Ok(Some(recorded)) => {
                         tracing::info!(?recorded, "outcome reconciled from S3");
+                        if let Err(e) = announce(events, &recorded).await {
+                            tracing::warn!(error = %e, "the reconciled outcome's completion event was not put");
+                        }
                         reconciled = Some(recorded);
                         continue;
                     }
@@ -188,7 +200,7 @@ mod tests {
     use super::*;
     use crate::domain::job::{self, JobPolicy, Locations, Stage, Submission};
     use crate::domain::time::parse_rfc3339;
-    use crate::fakes::{MemoryJobs, MemoryObjects};
+    use crate::fakes::{MemoryEvents, MemoryJobs, MemoryObjects};
     use crate::ports::NoProgress;
     use serde_json::json;
 
@@ -219,17 +231,13 @@ mod tests {
         wait: Duration,
         clock: impl Fn() -> DateTime<Utc>,
     ) -> Result<JobReport, CheckError> {
-        check_job(
+        let reads = JobReads {
             jobs,
             objects,
-            SETTINGS,
-            &local(),
-            id,
-            wait,
-            clock,
-            &mut NoProgress,
-        )
-        .await
+            events: &MemoryEvents::default(),
+            settings: SETTINGS,
+        };
+        check_job(&reads, &local(), id, wait, clock, &mut NoProgress).await
     }
 
     async fn invoked(jobs: &MemoryJobs) -> Submission {
@@ -283,15 +291,29 @@ mod tests {
         .unwrap();
         assert_eq!(early.job.status, JobStatus::Pending);
         assert_eq!(objects.reads(), 0, "no probe before the threshold");
-        let healed = check(&jobs, &objects, &s.inference_id, Duration::ZERO, || {
-            t0() + chrono::Duration::seconds(31)
-        })
-        .await
-        .unwrap();
+        let events = MemoryEvents::default();
+        let reads = JobReads {
+            jobs: &jobs,
+            objects: &objects,
+            events: &events,
+            settings: SETTINGS,
+        };
+        let later = || t0() + chrono::Duration::seconds(31);
+        let id = &s.inference_id;
+        let healed = check_job(&reads, &local(), id, Duration::ZERO, later, &mut NoProgress)
+            .await
+            .unwrap();
         assert_eq!(healed.job.status, JobStatus::Completed);
         assert_eq!(healed.job.result, Some(json!({"label": "ok"})));
         assert!(healed.job.reconciled_at.is_some());
         assert_eq!(objects.reads(), 1);
+        let put = events.put();
+        assert_eq!(
+            put.len(),
+            1,
+            "announced as a notification's would be: {put:?}"
+        );
+        assert_eq!((put[0].status, put[0].reconciled), ("completed", true));
     }
 
     #[tokio::test(start_paused = true)]

@@ -13,12 +13,11 @@ use crate::domain::quota::is_quota_key;
 use crate::domain::run::Run;
 use crate::domain::task_id::TaskId;
 use crate::ports::{
-    AwsFailure, ExecutionDescription, JobStore, NoProgress, ObjectStore, PipelineControl, RunStore,
-    StepStatus, StoreError,
+    AwsFailure, CompletionEvents, ExecutionDescription, JobStore, NoProgress, ObjectStore,
+    PipelineControl, RunStore, StepStatus, StoreError,
 };
-use crate::usecases::check::{check_job, CheckError, JobNote, JobReport};
+use crate::usecases::check::{check_job, CheckError, JobNote, JobReads, JobReport};
 use crate::usecases::training::session_runs;
-use crate::usecases::JobSettings;
 
 /// When a task began and last changed, and how long its record lives on.
 #[derive(Debug, Clone, PartialEq)]
@@ -117,30 +116,20 @@ async fn authorized<S: JobStore>(
 /// `tasks/get`: the job's state, after the same reconciliation a status check makes. One
 /// read: the status check's own, whose job then proves the secret. (A wrong secret may so
 /// cause a reconciliation probe, which check_job_status makes for the inference_id alone.)
-pub async fn get_task<S: JobStore, O: ObjectStore>(
-    store: &S,
-    objects: &O,
-    settings: JobSettings,
+pub async fn get_task<S: JobStore, O: ObjectStore, E: CompletionEvents>(
+    reads: &JobReads<'_, S, O, E>,
     caller: &Caller,
     task_id: &str,
     now: DateTime<Utc>,
 ) -> Result<TaskView, TaskError> {
     let (inference_id, secret) = job_task(task_id)?;
-    let report = check_job(
-        store,
-        objects,
-        settings,
-        caller,
-        &inference_id,
-        std::time::Duration::ZERO,
-        || now,
-        &mut NoProgress,
-    )
-    .await
-    .map_err(|e| match e {
-        CheckError::NotFound { .. } => TaskError::NotFound,
-        CheckError::Store(e) => TaskError::Store(e),
-    })?;
+    let wait = std::time::Duration::ZERO;
+    let report = check_job(reads, caller, &inference_id, wait, || now, &mut NoProgress)
+        .await
+        .map_err(|e| match e {
+            CheckError::NotFound { .. } => TaskError::NotFound,
+            CheckError::Store(e) => TaskError::Store(e),
+        })?;
     if !task_secret_matches(&report.job, &secret) {
         return Err(TaskError::NotFound);
     }
@@ -325,7 +314,8 @@ mod tests {
     use super::*;
     use crate::domain::job::{task_id, JobPolicy, Submission};
     use crate::domain::run;
-    use crate::fakes::{MemoryJobs, MemoryObjects};
+    use crate::fakes::{MemoryEvents, MemoryJobs, MemoryObjects};
+    use crate::usecases::JobSettings;
 
     fn local() -> Caller {
         crate::domain::caller::Principal::Local.caller()
@@ -338,6 +328,19 @@ mod tests {
 
     fn settings() -> JobSettings {
         JobSettings::default()
+    }
+
+    /// Reads through the fakes, announcing nowhere.
+    fn reads<'a>(
+        jobs: &'a MemoryJobs,
+        objects: &'a MemoryObjects,
+    ) -> JobReads<'a, MemoryJobs, MemoryObjects, Option<MemoryEvents>> {
+        JobReads {
+            jobs,
+            objects,
+            events: &None,
+            settings: settings(),
+        }
     }
 
     async fn reserved(jobs: &MemoryJobs) -> Submission {
@@ -355,7 +358,7 @@ mod tests {
         let s = reserved(&jobs).await;
         let id = task_id(&s.inference_id, &s.task_secret);
 
-        let view = get_task(&jobs, &objects, settings(), &local(), &id, Utc::now())
+        let view = get_task(&reads(&jobs, &objects), &local(), &id, Utc::now())
             .await
             .unwrap();
         assert!(matches!(view.state, TaskState::Working { .. }), "{view:?}");
@@ -363,7 +366,7 @@ mod tests {
 
         // Another caller holding the very task id reads and cancels nothing.
         assert!(matches!(
-            get_task(&jobs, &objects, settings(), &other(), &id, Utc::now()).await,
+            get_task(&reads(&jobs, &objects), &other(), &id, Utc::now()).await,
             Err(TaskError::NotFound)
         ));
         assert!(matches!(
@@ -373,7 +376,7 @@ mod tests {
         let wrong = task_id(&s.inference_id, &"0".repeat(32));
         for bad in [wrong.as_str(), s.inference_id.as_str(), "", "x.y"] {
             assert!(matches!(
-                get_task(&jobs, &objects, settings(), &local(), bad, Utc::now()).await,
+                get_task(&reads(&jobs, &objects), &local(), bad, Utc::now()).await,
                 Err(TaskError::NotFound)
             ));
             assert!(matches!(
@@ -385,7 +388,7 @@ mod tests {
         assert!(cancel_task(&jobs, &local(), 3600, &id, Utc::now())
             .await
             .unwrap());
-        let view = get_task(&jobs, &objects, settings(), &local(), &id, Utc::now())
+        let view = get_task(&reads(&jobs, &objects), &local(), &id, Utc::now())
             .await
             .unwrap();
         assert!(
