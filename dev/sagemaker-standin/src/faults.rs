@@ -29,7 +29,8 @@ pub async fn arm_faults(State(state): State<AppState>, body: String) -> Response
             )
         }
     };
-    let names = Fault::ALL.map(Fault::name).join(", ");
+    let names: Vec<_> = Fault::ALL.iter().map(|f| f.name()).collect();
+    let names = names.join(", ");
     let Some(fault) = request
         .get("fault")
         .and_then(Value::as_str)

@@ -6,8 +6,18 @@ use std::fmt;
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
-/// SageMaker's `PipelineExecutionStatus` values.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+/// SageMaker's `PipelineExecutionStatus` values, spelled as the variants are.
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Hash,
+    strum::EnumString,
+    strum::IntoStaticStr,
+    strum::VariantArray,
+)]
 pub enum PipelineStatus {
     Executing,
     Stopping,
@@ -18,14 +28,7 @@ pub enum PipelineStatus {
 }
 
 impl PipelineStatus {
-    pub const ALL: [PipelineStatus; 6] = [
-        PipelineStatus::Executing,
-        PipelineStatus::Stopping,
-        PipelineStatus::Succeeded,
-        PipelineStatus::Failed,
-        PipelineStatus::Stopped,
-        PipelineStatus::CompletedWithFailures,
-    ];
+    pub const ALL: &'static [PipelineStatus] = <Self as strum::VariantArray>::VARIANTS;
 
     pub const TERMINAL: [PipelineStatus; 4] = [
         PipelineStatus::Succeeded,
@@ -35,19 +38,12 @@ impl PipelineStatus {
     ];
 
     pub fn as_str(self) -> &'static str {
-        match self {
-            PipelineStatus::Executing => "Executing",
-            PipelineStatus::Stopping => "Stopping",
-            PipelineStatus::Succeeded => "Succeeded",
-            PipelineStatus::Failed => "Failed",
-            PipelineStatus::Stopped => "Stopped",
-            PipelineStatus::CompletedWithFailures => "CompletedWithFailures",
-        }
+        self.into()
     }
 
     /// One of SageMaker's words; `None` for anything else.
     pub fn from_sagemaker(s: &str) -> Option<Self> {
-        Self::ALL.into_iter().find(|status| status.as_str() == s)
+        s.parse().ok()
     }
 
     pub fn is_terminal(self) -> bool {
@@ -130,7 +126,7 @@ impl From<PipelineStatus> for RunStatus {
 
 /// SageMaker's `StepStatus` for one step of a run; a word this code does not know is kept as
 /// written.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, strum::EnumString, strum::AsRefStr)]
 pub enum StepState {
     Starting,
     Executing,
@@ -139,6 +135,7 @@ pub enum StepState {
     Failed,
     Succeeded,
     /// Kept as SageMaker wrote it.
+    #[strum(default)]
     Unknown(String),
 }
 
@@ -154,26 +151,15 @@ impl StepState {
     ];
 
     pub fn parse(s: &str) -> Self {
-        match s {
-            "Starting" => StepState::Starting,
-            "Executing" => StepState::Executing,
-            "Stopping" => StepState::Stopping,
-            "Stopped" => StepState::Stopped,
-            "Failed" => StepState::Failed,
-            "Succeeded" => StepState::Succeeded,
-            other => StepState::Unknown(other.to_owned()),
-        }
+        // The default variant takes any other word, so the error arm is never taken.
+        s.parse()
+            .unwrap_or_else(|_| StepState::Unknown(s.to_owned()))
     }
 
     pub fn as_str(&self) -> &str {
         match self {
-            StepState::Starting => "Starting",
-            StepState::Executing => "Executing",
-            StepState::Stopping => "Stopping",
-            StepState::Stopped => "Stopped",
-            StepState::Failed => "Failed",
-            StepState::Succeeded => "Succeeded",
             StepState::Unknown(s) => s,
+            known => known.as_ref(),
         }
     }
 
@@ -244,7 +230,7 @@ mod tests {
 
     #[test]
     fn every_known_word_round_trips() {
-        for status in PipelineStatus::ALL {
+        for &status in PipelineStatus::ALL {
             assert_eq!(
                 PipelineStatus::from_sagemaker(status.as_str()),
                 Some(status)

@@ -3,41 +3,37 @@
 
 use std::collections::VecDeque;
 
-/// A fault the control API arms for the next InvokeEndpointAsync calls.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// A fault the control API arms for the next InvokeEndpointAsync calls, by its name.
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, strum::EnumString, strum::IntoStaticStr, strum::VariantArray,
+)]
 pub enum Fault {
     /// Queued and run as normal, but answered 500 InternalFailure: the caller cannot tell
     /// whether SageMaker took the request.
+    #[strum(serialize = "accept-then-500")]
     AcceptThen500,
     /// Queued and run as normal, then no answer for `--hang-millis`, then 500 InternalFailure:
     /// a client with a shorter timeout sees a timeout.
+    #[strum(serialize = "accept-then-hang")]
     AcceptThenHang,
     /// Not queued: 400 ValidationError, as SageMaker answers for an unknown endpoint.
+    #[strum(serialize = "refuse-400")]
     Refuse400,
     /// Queued and run, the output or failure written to S3, but no notification delivered: a
     /// lost SNS delivery.
+    #[strum(serialize = "accept-silently")]
     AcceptSilently,
 }
 
 impl Fault {
-    pub const ALL: [Fault; 4] = [
-        Fault::AcceptThen500,
-        Fault::AcceptThenHang,
-        Fault::Refuse400,
-        Fault::AcceptSilently,
-    ];
+    pub const ALL: &'static [Fault] = <Self as strum::VariantArray>::VARIANTS;
 
     pub fn name(self) -> &'static str {
-        match self {
-            Fault::AcceptThen500 => "accept-then-500",
-            Fault::AcceptThenHang => "accept-then-hang",
-            Fault::Refuse400 => "refuse-400",
-            Fault::AcceptSilently => "accept-silently",
-        }
+        self.into()
     }
 
     pub fn parse(name: &str) -> Option<Fault> {
-        Fault::ALL.into_iter().find(|f| f.name() == name)
+        name.parse().ok()
     }
 }
 

@@ -9,19 +9,13 @@ use serde_json::Value;
 
 /// A run's or a step's status, as SageMaker spells it (`PipelineExecutionStatus`,
 /// `StepStatus`): what may follow what is `control_plane::pipelines`' to say.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, strum::Display)]
 pub enum ExecutionStatus {
     Executing,
     Stopping,
     Stopped,
     Failed,
     Succeeded,
-}
-
-impl std::fmt::Display for ExecutionStatus {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        std::fmt::Debug::fmt(self, f)
-    }
 }
 
 #[derive(Clone)]

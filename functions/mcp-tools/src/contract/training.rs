@@ -379,12 +379,13 @@ fn sagemaker_words(known: &[&str]) -> schemars::Schema {
 }
 
 fn execution_status_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
-    sagemaker_words(&PipelineStatus::ALL.map(PipelineStatus::as_str))
+    let known: Vec<_> = PipelineStatus::ALL.iter().map(|s| s.as_str()).collect();
+    sagemaker_words(&known)
 }
 
 fn run_status_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
     let mut known = vec![RunStatus::PENDING];
-    known.extend(PipelineStatus::ALL.map(PipelineStatus::as_str));
+    known.extend(PipelineStatus::ALL.iter().map(|s| s.as_str()));
     sagemaker_words(&known)
 }
 

@@ -48,7 +48,8 @@ pub mod attr {
     pub use crate::domain::trace::attr::{TRACEPARENT, TRACESTATE};
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, strum::EnumString, strum::IntoStaticStr)]
+#[strum(serialize_all = "lowercase")]
 pub enum JobStatus {
     Pending,
     Completed,
@@ -58,23 +59,11 @@ pub enum JobStatus {
 
 impl JobStatus {
     pub fn as_str(self) -> &'static str {
-        match self {
-            JobStatus::Pending => "pending",
-            JobStatus::Completed => "completed",
-            JobStatus::Failed => "failed",
-            JobStatus::Cancelled => "cancelled",
-        }
+        self.into()
     }
 
     pub fn parse(s: &str) -> Option<Self> {
-        [
-            JobStatus::Pending,
-            JobStatus::Completed,
-            JobStatus::Failed,
-            JobStatus::Cancelled,
-        ]
-        .into_iter()
-        .find(|v| v.as_str() == s)
+        s.parse().ok()
     }
 
     pub fn is_terminal(self) -> bool {
@@ -83,7 +72,8 @@ impl JobStatus {
 }
 
 /// How far the submission got.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, strum::EnumString, strum::IntoStaticStr)]
+#[strum(serialize_all = "lowercase")]
 pub enum Stage {
     /// The item exists; SageMaker has not confirmed the request (the input may not be in S3).
     Reserved,
@@ -97,23 +87,11 @@ pub enum Stage {
 
 impl Stage {
     pub fn as_str(self) -> &'static str {
-        match self {
-            Stage::Reserved => "reserved",
-            Stage::Invoked => "invoked",
-            Stage::Uncertain => "uncertain",
-            Stage::Refused => "refused",
-        }
+        self.into()
     }
 
     pub fn parse(s: &str) -> Option<Self> {
-        [
-            Stage::Reserved,
-            Stage::Invoked,
-            Stage::Uncertain,
-            Stage::Refused,
-        ]
-        .into_iter()
-        .find(|v| v.as_str() == s)
+        s.parse().ok()
     }
 
     pub(crate) fn attr(self) -> Attr {
