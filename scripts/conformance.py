@@ -32,7 +32,7 @@ OUT = ROOT / ".local" / "conformance"
 REQUIREMENTS = "2026-07-28"
 
 # Scenarios made of the reference server's fixtures, by name or name prefix (the first that
-# matches): why they cannot apply. README.md lists them.
+# matches): why they cannot apply. docs/conformance.md lists them.
 NOT_APPLICABLE = {
     "completion-complete": "completes an argument of the reference server's test_prompt_with_arguments; "
                            "no completions capability",

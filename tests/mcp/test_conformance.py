@@ -1,7 +1,7 @@
 """The official MCP conformance suite (tests/conformance) against mcp-tools as `make serve` serves
 it (no auth, local browser origins allowed), through scripts/conformance.py: every server scenario
 of the suite, the 2026-07-28 requirements at that revision and the rest by name; every check that
-applies to this server passes (make conformance prints the table; README.md lists the scenarios
+applies to this server passes (make conformance prints the table; docs/conformance.md lists the scenarios
 that cannot apply)."""
 
 import subprocess
