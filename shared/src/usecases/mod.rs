@@ -8,6 +8,7 @@ use crate::domain::job::JobPolicy;
 pub mod check;
 pub mod job_object;
 pub mod lineage;
+pub mod listen;
 pub mod outcome;
 pub mod quota;
 pub mod route;
