@@ -20,6 +20,7 @@ use crate::auth::{Access, Authenticator, Refusal};
 use crate::config::{AuthMode, McpToolsConfig, OAuthConfig};
 use crate::deps::{Backend, Deps};
 use crate::http_guard;
+use crate::listen;
 use crate::request_body::{
     BodyRefusal, Member, RpcBody, TooLong, KEPT_BYTES, MAX_ID_BYTES, MAX_PROGRESS_TOKEN_BYTES,
     MAX_VERSION_BYTES,
@@ -230,7 +231,21 @@ impl<B: Backend> FrontDoor<B> {
         {
             request.headers_mut().insert("mcp-name", name);
         }
-        self.mcp.handle(request).await
+        let listening = match rpc.messages.as_slice() {
+            [one] if one.method.as_deref() == Some(listen::METHOD) => {
+                match listen::named(request.body().as_ref()) {
+                    Ok(task_ids) if task_ids.is_empty() => None,
+                    Ok(task_ids) => Some(listen::ListenTasks::new(task_ids)),
+                    Err(error) => return rpc_error(one.id.clone(), error),
+                }
+            }
+            _ => None,
+        };
+        let Some((tasks, accepted)) = listening else {
+            return self.mcp.handle(request).await;
+        };
+        request.extensions_mut().insert(tasks);
+        listen::with_accepted_ids(self.mcp.handle(request).await, accepted)
     }
 }
 
@@ -339,6 +354,15 @@ fn quote_start(start: &str, bytes: usize) -> String {
     }
     let head: String = start.chars().take(shared::util::QUOTE_MAX_CHARS).collect();
     format!("{head:?}… ({bytes} bytes)")
+}
+
+/// A JSON-RPC error the door answers itself, for the request with `id`.
+fn rpc_error(id: Option<serde_json::Value>, error: rmcp::model::ErrorData) -> HttpResponse {
+    json_response(&serde_json::json!({
+        "jsonrpc": "2.0",
+        "id": id.unwrap_or(serde_json::Value::Null),
+        "error": error,
+    }))
 }
 
 fn text_response(status: StatusCode, text: String) -> HttpResponse {

@@ -1,13 +1,14 @@
 //! The MCP server over the tools: `tools/call` (dispatched by the registry of tools), `tasks/get` and `tasks/cancel`, the listings with
 //! their caching hints, `resources/read`, and what the server says of itself.
 
+use rmcp::model::SubscriptionFilter;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CancelTaskParams, ContentBlock, ErrorData,
     GetTaskParams, GetTaskResult, Implementation, ListResourceTemplatesResult, ListResourcesResult,
     ListToolsResult, PaginatedRequestParams, ProtocolVersion, ReadResourceRequestParams,
     ReadResourceResponse, ServerCapabilities, ServerConfig,
 };
-use rmcp::service::RequestContext;
+use rmcp::service::{RequestContext, SubscriptionContext};
 use rmcp::{tool_handler, RoleServer, ServerHandler};
 
 use crate::deps::Backend;
@@ -54,6 +55,20 @@ impl<B: Backend> ServerHandler for Tools<B> {
         context: RequestContext<RoleServer>,
     ) -> Result<GetTaskResult, ErrorData> {
         self.read_task(request, &context.extensions).await
+    }
+
+    /// `subscriptions/listen` is served: none of rmcp's categories (no list changes, no
+    /// resource subscriptions), only the tasks a listen names ([`crate::listen`]).
+    fn accepted_subscription_filter(
+        &self,
+        _requested: &SubscriptionFilter,
+    ) -> Option<SubscriptionFilter> {
+        Some(SubscriptionFilter::new())
+    }
+
+    /// A listen, after rmcp acknowledged it: held until its tasks have ended or its time is up.
+    async fn listen(&self, subscription: SubscriptionContext) -> Result<(), ErrorData> {
+        self.hold_listen(subscription).await
     }
 
     /// `tasks/cancel`: a pending job becomes `cancelled`, a running run is stopped; a finished

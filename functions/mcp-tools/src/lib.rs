@@ -21,6 +21,7 @@ mod dispatch;
 pub mod front_door;
 mod handler;
 pub mod http_guard;
+pub mod listen;
 mod listing;
 pub mod progress;
 mod registry;

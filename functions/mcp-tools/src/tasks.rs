@@ -188,13 +188,23 @@ impl<B: Backend> Tools<B> {
     ) -> Result<GetTaskResult, ErrorData> {
         let caller = self.task_caller(extensions)?;
         let _read = self.count_read(&caller).await.map_err(read_refused)?;
-        let answer = if run::is_run_task(&request.task_id) {
-            self.get_run_task(&caller, &request.task_id).await?
+        let task = self.task_answer(&caller, &request.task_id).await?;
+        Ok(GetTaskResult::new(task))
+    }
+
+    /// A job's or a run's task as `tasks/get` answers it now (a listen reports the same).
+    pub(crate) async fn task_answer(
+        &self,
+        caller: &Caller,
+        task_id: &str,
+    ) -> Result<DetailedTask, ErrorData> {
+        let answer = if run::is_run_task(task_id) {
+            self.get_run_task(caller, task_id).await?
         } else {
-            self.get_job_task(&caller, &request.task_id).await?
+            self.get_job_task(caller, task_id).await?
         };
         let poll_interval_ms = self.deps.config.task_poll_interval_ms;
-        Ok(answer.into_result(request.task_id, poll_interval_ms))
+        Ok(answer.into_detailed(task_id.to_owned(), poll_interval_ms))
     }
 
     /// `tasks/cancel`: a pending job becomes `cancelled`, a running run is stopped; a finished
@@ -236,7 +246,7 @@ struct TaskAnswer {
 }
 
 impl TaskAnswer {
-    fn into_result(self, task_id: String, poll_interval_ms: u64) -> GetTaskResult {
+    fn into_detailed(self, task_id: String, poll_interval_ms: u64) -> DetailedTask {
         let mut task = Task::new(
             task_id,
             TaskStatus::Working,
@@ -250,7 +260,7 @@ impl TaskAnswer {
         if let Some(message) = self.message {
             task = task.with_status_message(message);
         }
-        GetTaskResult::new(DetailedTask::new(task, self.payload))
+        DetailedTask::new(task, self.payload)
     }
 }
 

@@ -525,6 +525,12 @@ impl<B> Tools<B> {
             .map(Principal::caller)
     }
 
+    /// How long a listen may be held: `LISTEN_MAX_SECS`, within this invocation's time.
+    pub(crate) fn listen_time(&self, extensions: &Extensions) -> Duration {
+        let max = Duration::from_secs(self.deps.config.listen_max_secs);
+        wait_within(max, remaining_time(extensions))
+    }
+
     /// A task method's caller; without one nothing is read.
     pub(crate) fn task_caller(&self, extensions: &Extensions) -> Result<Caller, ErrorData> {
         self.caller_of(extensions)

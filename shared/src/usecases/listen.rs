@@ -272,14 +272,24 @@ mod tests {
         let opened = open(&script, &ids(&["a"])).await.unwrap();
         assert_eq!(opened.task_ids(), ["a"]);
         let mut heard = Heard2::new();
-        assert_eq!(hold(&script, opened, HOLD, &mut heard).await, Ended::AllDone);
+        assert_eq!(
+            hold(&script, opened, HOLD, &mut heard).await,
+            Ended::AllDone
+        );
         assert_eq!(
             heard.changes(),
-            [("a".into(), "working"), ("a".into(), "step 2"), ("a".into(), "done")]
+            [
+                ("a".into(), "working"),
+                ("a".into(), "step 2"),
+                ("a".into(), "done")
+            ]
         );
         // Heard within a round (at most 2 s) of each change.
         let at: Vec<u64> = heard.0.iter().map(|(s, _)| *s).collect();
-        assert!(at[1] >= 3 && at[1] <= 5 && at[2] >= 7 && at[2] <= 9, "{at:?}");
+        assert!(
+            at[1] >= 3 && at[1] <= 5 && at[2] >= 7 && at[2] <= 9,
+            "{at:?}"
+        );
     }
 
     #[tokio::test(start_paused = true)]
@@ -291,7 +301,10 @@ mod tests {
         ]);
         let opened = open(&script, &ids(&["a", "b", "c"])).await.unwrap();
         let mut heard = Heard2::new();
-        assert_eq!(hold(&script, opened, HOLD, &mut heard).await, Ended::AllDone);
+        assert_eq!(
+            hold(&script, opened, HOLD, &mut heard).await,
+            Ended::AllDone
+        );
         assert_eq!(
             heard.changes(),
             [
@@ -313,8 +326,14 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn another_callers_task_is_left_out_and_never_reported() {
         let script = Script::new(&[("mine", &[(0, "working"), (4, "done")])]);
-        let opened = open(&script, &ids(&["theirs", "mine", "mine"])).await.unwrap();
-        assert_eq!(opened.task_ids(), ["mine"], "named once, the other left out");
+        let opened = open(&script, &ids(&["theirs", "mine", "mine"]))
+            .await
+            .unwrap();
+        assert_eq!(
+            opened.task_ids(),
+            ["mine"],
+            "named once, the other left out"
+        );
         let mut heard = Heard2::new();
         hold(&script, opened, HOLD, &mut heard).await;
         assert!(heard.changes().iter().all(|(id, _)| id == "mine"));
@@ -336,7 +355,10 @@ mod tests {
             until: Duration::from_secs(50),
             keep_alive: Duration::from_secs(15),
         };
-        assert_eq!(hold(&script, opened, hold_for, &mut heard).await, Ended::TimeUp);
+        assert_eq!(
+            hold(&script, opened, hold_for, &mut heard).await,
+            Ended::TimeUp
+        );
         assert!(started.elapsed() <= Duration::from_secs(50));
         let keep_alives: Vec<u64> = heard
             .0

@@ -99,6 +99,9 @@ pub struct ToolsConfig {
     pub invoke_attempt_timeout_secs: u64,
     /// How often a tasks client should poll `tasks/get`.
     pub task_poll_interval_ms: u64,
+    /// How long one `subscriptions/listen` is held (`LISTEN_MAX_SECS`), at most the function's
+    /// timeout less 10 s.
+    pub listen_max_secs: u64,
     /// What a training run may be given.
     pub training: TrainingSettings,
     /// What each caller may start and read (`CALLER_SUBMITS_PER_MINUTE`, `CALLER_RUNS_PER_HOUR`,
@@ -224,6 +227,12 @@ impl ToolsConfig {
             "the name of the DynamoDB pipeline results table",
         )?;
         let io_bucket = env.required("IO_BUCKET", "the S3 bucket for job inputs")?;
+        let function_timeout_secs = env.number_in(
+            "FUNCTION_TIMEOUT_SECS",
+            45,
+            1..=900,
+            "the function's timeout in seconds, 1 to 900",
+        )?;
         Ok(Self {
             training: TrainingSettings {
                 pipeline_parameters: match env.optional("PIPELINE_PARAMETERS") {
@@ -252,12 +261,7 @@ impl ToolsConfig {
             pipeline_name: env.optional("PIPELINE_NAME").unwrap_or_default(),
             tool_catalog: env.optional("TOOL_CATALOG"),
             region: env.optional("AWS_REGION"),
-            function_timeout_secs: env.number_in(
-                "FUNCTION_TIMEOUT_SECS",
-                45,
-                1..=900,
-                "the function's timeout in seconds, 1 to 900",
-            )?,
+            function_timeout_secs,
             reconcile_after_secs: env.number_in(
                 "RECONCILE_AFTER_SECS",
                 60,
@@ -276,6 +280,14 @@ impl ToolsConfig {
                 100..=60_000,
                 "milliseconds from 100 to 60000",
             )?,
+            listen_max_secs: env
+                .number_in(
+                    "LISTEN_MAX_SECS",
+                    300,
+                    1..=890,
+                    "a number of seconds from 1 to 890",
+                )?
+                .min(function_timeout_secs.saturating_sub(10).max(1)),
             quotas: QuotaLimits {
                 submits_per_minute: quota(env, "CALLER_SUBMITS_PER_MINUTE", Quota::Submits)?,
                 runs_per_hour: quota(env, "CALLER_RUNS_PER_HOUR", Quota::Runs)?,

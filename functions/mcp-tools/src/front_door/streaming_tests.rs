@@ -14,6 +14,7 @@ use serde_json::{json, Value};
 
 use super::*;
 use crate::tools_tests::world;
+use shared::domain::caller::Principal;
 
 /// A Function URL event (payload format 2.0).
 fn event(method: &str, path: &str, headers: Value, body: Option<Value>) -> LambdaRequest {
@@ -238,4 +239,148 @@ async fn a_long_quiet_wait_keeps_its_stream_alive_with_comments() {
         "{comments} comments in 2 s: {body}"
     );
     assert!(messages >= 2, "progress and the result: {body}");
+}
+
+/// A `subscriptions/listen` of a 2026-07-28 client naming `task_ids`, declaring the tasks
+/// extension or not.
+fn listen(task_ids: &[&str], declared: bool) -> Value {
+    let capabilities = match declared {
+        true => json!({"extensions": {"io.modelcontextprotocol/tasks": {}}}),
+        false => json!({}),
+    };
+    json!({"jsonrpc": "2.0", "id": 7, "method": "subscriptions/listen", "params": {
+        "notifications": {"taskIds": task_ids},
+        "_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                  "io.modelcontextprotocol/clientCapabilities": capabilities}}})
+}
+
+/// The JSON-RPC messages of an event stream, in order.
+fn messages(body: &str) -> Vec<Value> {
+    body.lines()
+        .filter_map(|l| l.strip_prefix("data:"))
+        .filter(|d| !d.trim().is_empty())
+        .map(|d| serde_json::from_str(d.trim()).unwrap())
+        .collect()
+}
+
+const SUBSCRIPTION_ID: &str = "io.modelcontextprotocol/subscriptionId";
+const V2026: &str = "2026-07-28";
+
+// Real time, as rmcp's keep-alive timer needs (see above).
+#[tokio::test]
+async fn a_listen_pushes_each_change_of_the_callers_tasks_and_nothing_of_anothers() {
+    let w = world(&[]);
+    let mut config = tests::config("none");
+    config.allowed_hosts = vec!["*.lambda-url.us-east-1.on.aws".into()];
+    let door = Arc::new(FrontDoor::new(config, w.deps.clone()));
+    let task = |created: Value| created["taskId"].as_str().unwrap().to_owned();
+    let mine = task(w.call_as_task("submit_job", json!({"document": "a"})).await);
+    let bob = Principal::Bearer { name: "bob".into() };
+    let theirs = task(
+        w.as_caller(bob)
+            .call_as_task("submit_job", json!({"document": "b"}))
+            .await,
+    );
+    let inference_id = mine.rsplit_once('.').unwrap().0.to_owned();
+
+    let request = listen(&[&mine, &theirs, "unknown.0000"], true);
+    let headers = json!({"mcp-protocol-version": V2026, "mcp-method": "subscriptions/listen"});
+    let listening = tokio::spawn({
+        let door = door.clone();
+        async move { streamed(&door, event("POST", "/mcp", headers, Some(request))).await }
+    });
+    tokio::time::sleep(std::time::Duration::from_millis(600)).await;
+    w.notify(&inference_id, "Completed", Some(json!({"label": "ok"})))
+        .await;
+    let (status, content_type, body) = listening.await.unwrap();
+    assert_eq!(
+        (status, content_type.as_str()),
+        (200, "text/event-stream"),
+        "{body}"
+    );
+    let messages = messages(&body);
+
+    let ack = &messages[0];
+    assert_eq!(
+        ack["method"], "notifications/subscriptions/acknowledged",
+        "{body}"
+    );
+    assert_eq!(
+        ack["params"]["notifications"]["taskIds"],
+        json!([mine]),
+        "{body}"
+    );
+    assert_eq!(ack["params"]["_meta"][SUBSCRIPTION_ID], 7);
+
+    let pushed: Vec<&Value> = messages[1..messages.len() - 1].iter().collect();
+    let statuses: Vec<&str> = pushed
+        .iter()
+        .map(|m| m["params"]["status"].as_str().unwrap())
+        .collect();
+    assert_eq!(statuses, ["working", "completed"], "{body}");
+    for m in &pushed {
+        assert_eq!(m["method"], "notifications/tasks");
+        assert_eq!(m["params"]["taskId"], mine.as_str());
+        assert_eq!(m["params"]["_meta"][SUBSCRIPTION_ID], 7);
+    }
+    assert_eq!(
+        pushed[1]["params"]["result"]["structuredContent"]["result"],
+        json!({"label": "ok"})
+    );
+
+    // Its task ended: the final result, for the listen's id.
+    let last = messages.last().unwrap();
+    assert_eq!(last["id"], 7, "{body}");
+    assert_eq!(last["result"]["_meta"][SUBSCRIPTION_ID], 7, "{body}");
+    assert!(
+        !body.contains(&theirs),
+        "another's task is never named: {body}"
+    );
+}
+
+#[tokio::test]
+async fn a_listen_of_tasks_needs_the_extension_and_at_most_a_hundred() {
+    let w = world(&[]);
+    let mut config = tests::config("none");
+    config.allowed_hosts = vec!["*.lambda-url.us-east-1.on.aws".into()];
+    let door = Arc::new(FrontDoor::new(config, w.deps.clone()));
+    let headers = json!({"mcp-protocol-version": V2026, "mcp-method": "subscriptions/listen"});
+
+    let undeclared = listen(&["a.b"], false);
+    let (_, _, body) = streamed(
+        &door,
+        event("POST", "/mcp", headers.clone(), Some(undeclared)),
+    )
+    .await;
+    let answer: Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(
+        (answer["id"].clone(), answer["error"]["code"].clone()),
+        (json!(7), json!(-32021)),
+        "{body}"
+    );
+
+    let ids: Vec<String> = (0..101).map(|i| format!("t{i}.x")).collect();
+    let ids: Vec<&str> = ids.iter().map(String::as_str).collect();
+    let (_, _, body) = streamed(
+        &door,
+        event("POST", "/mcp", headers.clone(), Some(listen(&ids, true))),
+    )
+    .await;
+    let answer: Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(answer["error"]["code"], -32602, "{body}");
+    assert!(answer["error"]["message"]
+        .as_str()
+        .unwrap()
+        .contains("`notifications.taskIds`: at most 100"));
+
+    // Naming only unknown tasks: acknowledged with none, then the final result at once.
+    let (_, _, body) = streamed(
+        &door,
+        event("POST", "/mcp", headers, Some(listen(&["x.y"], true))),
+    )
+    .await;
+    let messages = messages(&body);
+    assert_eq!(messages.len(), 2, "{body}");
+    assert_eq!(messages[0]["params"]["notifications"]["taskIds"], json!([]));
+    assert_eq!(messages[1]["id"], 7);
 }

@@ -194,7 +194,7 @@ impl World {
     }
 
     /// SageMaker's notification of the job's outcome, recorded as notification-handler does.
-    async fn notify(&self, inference_id: &str, status: &str, output: Option<Value>) {
+    pub(crate) async fn notify(&self, inference_id: &str, status: &str, output: Option<Value>) {
         let mut message = json!({
             "awsRegion": "us-east-1",
             "eventTime": rfc3339(self.now()),

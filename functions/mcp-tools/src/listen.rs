@@ -1,0 +1,346 @@
+//! `subscriptions/listen` naming tasks: the tasks extension's push channel. rmcp 3.11 serves
+//! the method (the acknowledgement, keep-alives, the final result) but its `SubscriptionFilter`
+//! has no `taskIds` and its sink refuses `notifications/tasks`, so: the door reads the named
+//! ids ([`named`]) and hands them over as a request extension ([`ListenTasks`]); the handler
+//! opens the listen as the caller and holds it ([`Tools::hold_listen`]), sending each
+//! `notifications/tasks` itself; and the acknowledgement is given the accepted ids on its way
+//! out ([`with_accepted_ids`]).
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use bytes::Bytes;
+use futures_util::StreamExt;
+use http_body_util::{BodyExt, StreamBody};
+use rmcp::model::{
+    DetailedTask, ErrorCode, ErrorData, NotificationMetaObject, RequestId, ServerNotification,
+    TaskStatusNotification, TaskStatusNotificationParams,
+};
+use rmcp::service::{Peer, SubscriptionContext};
+use rmcp::RoleServer;
+use serde::Deserialize;
+use tokio::sync::oneshot;
+
+use shared::domain::caller::Caller;
+use shared::usecases::listen::{self, Heard, Hold, ListenSink, Observed, TaskReader};
+use shared::usecases::quota;
+
+use crate::contract::read_refused;
+use crate::deps::Backend;
+use crate::front_door::HttpResponse;
+use crate::tools::Tools;
+
+pub const METHOD: &str = "subscriptions/listen";
+const TASKS_EXTENSION: &str = "io.modelcontextprotocol/tasks";
+const CLIENT_CAPABILITIES: &str = "io.modelcontextprotocol/clientCapabilities";
+/// Our task ids are at most a few hundred bytes; anything longer is no task of ours.
+pub const MAX_TASK_ID_BYTES: usize = 512;
+/// The hold ends this long before the listen's time is up: the final result must still go out.
+const FINAL_RESULT_MARGIN: Duration = Duration::from_secs(2);
+
+#[derive(Deserialize)]
+struct Wire {
+    params: Option<Params>,
+}
+
+#[derive(Deserialize)]
+struct Params {
+    #[serde(default)]
+    notifications: Option<Filter>,
+    #[serde(rename = "_meta", default)]
+    meta: Option<serde_json::Map<String, serde_json::Value>>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Filter {
+    #[serde(default)]
+    task_ids: Option<Vec<String>>,
+}
+
+/// The task ids a listen names (none when it names no tasks), bounded, for a client that
+/// declared the tasks extension on the request; otherwise the error to answer with.
+pub fn named(body: &[u8]) -> Result<Vec<String>, ErrorData> {
+    let Ok(Wire {
+        params: Some(params),
+    }) = serde_json::from_slice::<Wire>(body)
+    else {
+        // rmcp answers a request it cannot read.
+        return Ok(Vec::new());
+    };
+    let task_ids = params
+        .notifications
+        .and_then(|f| f.task_ids)
+        .unwrap_or_default();
+    if task_ids.is_empty() {
+        return Ok(task_ids);
+    }
+    let declared = params
+        .meta
+        .as_ref()
+        .and_then(|meta| meta.get(CLIENT_CAPABILITIES))
+        .and_then(|c| c.get("extensions"))
+        .and_then(|e| e.get(TASKS_EXTENSION))
+        .is_some();
+    if !declared {
+        return Err(ErrorData::new(
+            ErrorCode::MISSING_REQUIRED_CLIENT_CAPABILITY,
+            "Missing required client capability: a listen that names tasks needs the io.modelcontextprotocol/tasks extension",
+            None,
+        ));
+    }
+    if task_ids.len() > listen::MAX_LISTEN_TASKS {
+        return Err(ErrorData::invalid_params(
+            format!(
+                "`notifications.taskIds`: at most {} tasks on one listen, got {}",
+                listen::MAX_LISTEN_TASKS,
+                task_ids.len()
+            ),
+            None,
+        ));
+    }
+    if task_ids.iter().any(|id| id.len() > MAX_TASK_ID_BYTES) {
+        return Err(ErrorData::invalid_params(
+            format!("`notifications.taskIds`: each at most {MAX_TASK_ID_BYTES} bytes"),
+            None,
+        ));
+    }
+    Ok(task_ids)
+}
+
+/// The tasks a listen names, from the door to the handler; the handler says which it accepted.
+#[derive(Clone)]
+pub struct ListenTasks {
+    pub task_ids: Arc<Vec<String>>,
+    accepted: Arc<Mutex<Option<oneshot::Sender<Vec<String>>>>>,
+}
+
+impl ListenTasks {
+    pub fn new(task_ids: Vec<String>) -> (Self, oneshot::Receiver<Vec<String>>) {
+        let (tx, rx) = oneshot::channel();
+        let tasks = Self {
+            task_ids: Arc::new(task_ids),
+            accepted: Arc::new(Mutex::new(Some(tx))),
+        };
+        (tasks, rx)
+    }
+
+    fn accept(&self, task_ids: Vec<String>) {
+        let sender = self.accepted.lock().ok().and_then(|mut s| s.take());
+        if let Some(sender) = sender {
+            let _ = sender.send(task_ids);
+        }
+    }
+}
+
+/// rmcp's streamed reply to a listen, with `params.notifications.taskIds` set on its
+/// acknowledgement to the ids the handler accepted (none, if it accepted nothing or failed
+/// before it could say). Every other byte passes as it is.
+pub fn with_accepted_ids(
+    response: HttpResponse,
+    accepted: oneshot::Receiver<Vec<String>>,
+) -> HttpResponse {
+    let streamed = response
+        .headers()
+        .get(http::header::CONTENT_TYPE)
+        .is_some_and(|v| v.as_bytes().starts_with(b"text/event-stream"));
+    if !streamed {
+        return response;
+    }
+    let (parts, body) = response.into_parts();
+    let state = (body.into_data_stream(), Some(accepted), Vec::<u8>::new());
+    let stream =
+        futures_util::stream::unfold(state, |(mut body, mut accepted, mut held)| async move {
+            let Some(ids) = accepted.as_mut() else {
+                let next = body.next().await?;
+                return Some((next, (body, None, held)));
+            };
+            // Hold bytes back until the acknowledgement's event is whole, then patch it.
+            loop {
+                if let Some(end) = ack_end(&held) {
+                    let ids = ids.await.unwrap_or_default();
+                    let mut out = patch_ack(&held[..end], &ids);
+                    out.extend_from_slice(&held[end..]);
+                    return Some((Ok(Bytes::from(out)), (body, None, Vec::new())));
+                }
+                match body.next().await {
+                    Some(Ok(bytes)) => held.extend_from_slice(&bytes),
+                    Some(Err(never)) => match never {},
+                    None if held.is_empty() => return None,
+                    None => {
+                        let out = Bytes::from(std::mem::take(&mut held));
+                        return Some((Ok(out), (body, None, Vec::new())));
+                    }
+                }
+            }
+        });
+    let body = BodyExt::boxed(StreamBody::new(
+        stream.map(|b| b.map(http_body::Frame::data)),
+    ));
+    http::Response::from_parts(parts, body)
+}
+
+/// Where the acknowledgement's event ends in `held` (past its blank line), once it is whole.
+fn ack_end(held: &[u8]) -> Option<usize> {
+    let mut start = 0;
+    while let Some(at) = find(&held[start..], b"\n\n") {
+        let end = start + at + 2;
+        if find(
+            &held[start..end],
+            b"notifications/subscriptions/acknowledged",
+        )
+        .is_some()
+        {
+            return Some(end);
+        }
+        start = end;
+    }
+    None
+}
+
+fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
+    haystack.windows(needle.len()).position(|w| w == needle)
+}
+
+/// The events up to and including the acknowledgement, its `data:` line given the ids.
+fn patch_ack(events: &[u8], task_ids: &[String]) -> Vec<u8> {
+    let text = String::from_utf8_lossy(events);
+    let mut out = String::with_capacity(text.len() + 64);
+    for line in text.split_inclusive('\n') {
+        let data = line.strip_prefix("data:").map(|d| d.trim());
+        let ack = data
+            .and_then(|d| serde_json::from_str::<serde_json::Value>(d).ok())
+            .filter(|v| v["method"] == "notifications/subscriptions/acknowledged");
+        match ack {
+            Some(mut ack) => {
+                ack["params"]["notifications"]["taskIds"] = serde_json::json!(task_ids);
+                out.push_str("data: ");
+                out.push_str(&ack.to_string());
+                out.push('\n');
+            }
+            None => out.push_str(line),
+        }
+    }
+    out.into_bytes()
+}
+
+/// One task as `tasks/get` answers it now.
+#[derive(Debug, Clone)]
+pub struct Reading(pub DetailedTask);
+
+impl Observed for Reading {
+    /// Status and status message: a run's step and a job's stage are in the message.
+    type Mark = (rmcp::model::TaskStatus, Option<String>);
+    fn mark(&self) -> Self::Mark {
+        (
+            self.0.task.status.clone(),
+            self.0.task.status_message.clone(),
+        )
+    }
+    fn is_terminal(&self) -> bool {
+        use rmcp::model::TaskStatus::*;
+        matches!(self.0.task.status, Completed | Failed | Cancelled)
+    }
+}
+
+/// The caller's tasks, read as `tasks/get` reads them; another's or an unknown one is None.
+struct CallerTasks<'a, B> {
+    tools: &'a Tools<B>,
+    caller: &'a Caller,
+}
+
+impl<B: Backend> TaskReader for CallerTasks<'_, B> {
+    type Task = Reading;
+    type Error = String;
+    async fn read(&self, task_ids: &[String]) -> Result<Vec<Option<Reading>>, String> {
+        let mut read = Vec::with_capacity(task_ids.len());
+        for task_id in task_ids {
+            match self.tools.task_answer(self.caller, task_id).await {
+                Ok(task) => read.push(Some(Reading(task))),
+                Err(e) if e.code == ErrorCode::INVALID_PARAMS => read.push(None),
+                Err(e) => return Err(e.message.into_owned()),
+            }
+        }
+        Ok(read)
+    }
+}
+
+/// Sends each change as `notifications/tasks` on the listen's stream. rmcp's stream sends its
+/// own keep-alive comments, so the hold's are not needed.
+struct PeerSink {
+    peer: Peer<RoleServer>,
+    subscription_id: RequestId,
+}
+
+impl ListenSink<Reading> for PeerSink {
+    async fn send(&mut self, heard: Heard<Reading>) -> bool {
+        let Heard::Changed { task, .. } = heard else {
+            return true;
+        };
+        let mut meta = NotificationMetaObject::new();
+        meta.set_subscription_id(self.subscription_id.clone());
+        let params = TaskStatusNotificationParams::new(task.0).with_meta(meta);
+        let notification = TaskStatusNotification::new(params);
+        let notification = ServerNotification::TaskStatusNotification(notification);
+        self.peer.send_notification(notification).await.is_ok()
+    }
+}
+
+impl<B: Backend> Tools<B> {
+    /// A listen's life after rmcp acknowledged it: the named tasks read once as the caller
+    /// (one read against the caller's reads), the accepted ones said, then held within one
+    /// of the caller's wait slots until each has ended or the time is up.
+    pub(crate) async fn hold_listen(
+        &self,
+        subscription: SubscriptionContext,
+    ) -> Result<(), ErrorData> {
+        let context = subscription.request_context();
+        let named = context
+            .extensions
+            .get::<http::request::Parts>()
+            .and_then(|parts| parts.extensions.get::<ListenTasks>())
+            .cloned();
+        let Some(named) = named else {
+            // Names no tasks: nothing this server reports. The final result follows at once.
+            return Ok(());
+        };
+        let caller = self.task_caller(&context.extensions)?;
+        let _read = self.count_read(&caller).await.map_err(read_refused)?;
+        let reader = CallerTasks {
+            tools: self,
+            caller: &caller,
+        };
+        let opened = match listen::open(&reader, &named.task_ids).await {
+            Ok(opened) => opened,
+            Err(e) => {
+                tracing::warn!(error = %e, "a listen's first reads failed");
+                return Err(ErrorData::internal_error(crate::wording::TASK_FAILED, None));
+            }
+        };
+        named.accept(opened.task_ids());
+        if opened.accepted.is_empty() {
+            return Ok(());
+        }
+        let until = self
+            .listen_time(&context.extensions)
+            .saturating_sub(FINAL_RESULT_MARGIN);
+        let hold = Hold {
+            until,
+            keep_alive: until,
+        };
+        let mut sink = PeerSink {
+            peer: context.peer.clone(),
+            subscription_id: context.id.clone(),
+        };
+        let d = &self.deps;
+        let held = listen::hold(&reader, opened, hold, &mut sink);
+        let held = async { Ok::<_, std::convert::Infallible>(held.await) };
+        let (jobs, quotas, now) = (d.ports.jobs(), &d.config.quotas, d.clock.now());
+        match quota::within_wait(jobs, quotas, &caller.owner, until, now, held).await {
+            Ok(ended) => tracing::info!(?ended, "listen held"),
+            Err(quota::CountedError::Quota(e)) => return Err(read_refused(e)),
+            Err(quota::CountedError::Work(never)) => match never {},
+        }
+        Ok(())
+    }
+}
