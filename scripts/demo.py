@@ -8,7 +8,8 @@ async endpoint with a small model, a training pipeline), and the four functions 
    the output and notifies notification-handler, which records it and announces it on an
    EventBridge bus (a rule delivers the events to an SQS queue here); check_job_status waits
    for it, streaming progress notifications, and returns it; a large output comes back as a
-   resource_link, read with resources/read over the same connection;
+   resource_link, read with resources/read over the same connection; a job started as a task has
+   its completion pushed on a `subscriptions/listen`, with no poll;
 2. trigger_training / check_training_result: the stand-in pipeline runs, its EventBridge events
    reach pipeline-router, which records the outcome and sends it to SQS;
 3. provenance: check_training_status names the model package the run registered, and
@@ -31,10 +32,13 @@ import time
 from pathlib import Path
 
 import boto3
+from fastmcp import Client as TaskClient
+from fastmcp_tasks import call_tool_task
 from mcp import Client
 
 from catalog import CatalogError, check, served
 from lambda_watch import ROOT, WatchError, free_port, start_watch, stop, wait_started
+from listen_client import Listen
 
 EVENTS = ROOT / "events"
 
@@ -70,6 +74,32 @@ async def jobs(url: str) -> bool:
             print(f"check_job_status {inference_id} -> {s['status']:<9} {detail[:90]}")
             outcomes.append(s["status"])
     return outcomes == ["completed", "completed", "failed"]
+
+
+def pushed(url: str) -> bool:
+    """A job started as a task, its completion pushed on a listen: nothing asks for it."""
+    async def started() -> str:
+        async with TaskClient(url) as client:
+            task = await call_tool_task(client, "submit_job", {"document": "Receipt 7: total 3.20 EUR"})
+            return task.task_id
+
+    task_id = asyncio.run(started())
+    print(f"submit_job as a task -> {task_id[:36]}... working; subscriptions/listen naming it")
+    opened = time.monotonic()
+    listen = Listen(url, [task_id])
+    messages = listen.ended(60)
+    statuses = []
+    for at, message in listen.messages:
+        params = message.get("params", {})
+        if message.get("method") == "notifications/subscriptions/acknowledged":
+            print(f"  {at - opened:4.1f} s acknowledged: {len(params['notifications']['taskIds'])} task")
+        elif message.get("method") == "notifications/tasks":
+            statuses.append(params["status"])
+            said = params.get("statusMessage") or json.dumps(params["result"]["structuredContent"].get("result"))
+            print(f"  {at - opened:4.1f} s notifications/tasks: {params['status']:<9} {said[:70]}")
+        elif "result" in message:
+            print(f"  {at - opened:4.1f} s final result: the listen ends, its task done")
+    return listen.status == 200 and statuses[-1:] == ["completed"] and "result" in messages[-1]
 
 
 async def large_output(url: str) -> bool:
@@ -281,7 +311,7 @@ def main() -> int:
         wait_started(watch, port, "demo")
         section("1. jobs through MCP: submit_job, then check_job_status (the stand-in endpoint runs the model)")
         results = [asyncio.run(jobs(url)) and completion_events(clients["sqs"], events_queue)
-                   and asyncio.run(large_output(url))]
+                   and pushed(url) and asyncio.run(large_output(url))]
         section("2. training through MCP: trigger_training, then check_training_result")
         trained, succeeded = asyncio.run(training(url, clients["sqs"], os.environ["PIPELINE_RESULTS_QUEUE_URL"]))
         results.append(trained)
