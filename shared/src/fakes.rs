@@ -121,6 +121,18 @@ impl JobStore for MemoryJobs {
         Ok(job.filter(|j| !j.is_expired(now)))
     }
 
+    async fn get_many(
+        &self,
+        inference_ids: &[String],
+        now: DateTime<Utc>,
+    ) -> Result<Vec<Option<Job>>, StoreError> {
+        let mut jobs = Vec::with_capacity(inference_ids.len());
+        for id in inference_ids {
+            jobs.push(self.get(id, now).await?);
+        }
+        Ok(jobs)
+    }
+
     async fn write(&self, write: &Write) -> Result<Applied, StoreError> {
         tokio::task::yield_now().await;
         self.calls.lock().unwrap().1 += 1;
@@ -186,6 +198,15 @@ impl RunStore for MemoryRuns {
             .iter()
             .filter(|((s, _), _)| s == session_id)
             .map(|(_, i)| Run::from_item(i))
+            .collect())
+    }
+
+    async fn get_many(&self, keys: &[(String, String)]) -> Result<Vec<Option<Run>>, StoreError> {
+        tokio::task::yield_now().await;
+        let items = self.items.lock().unwrap();
+        Ok(keys
+            .iter()
+            .map(|key| items.get(key).map(Run::from_item))
             .collect())
     }
 }

@@ -83,6 +83,14 @@ pub trait JobStore: Sync {
 
     fn write(&self, write: &Write) -> impl Future<Output = Result<Applied, StoreError>> + Send;
 
+    /// Several jobs in one eventually consistent read (at most [`MAX_BATCH_READ`] ids): what a
+    /// listen's round looks at. One answer per id, in order; None for an absent or expired one.
+    fn get_many(
+        &self,
+        inference_ids: &[String],
+        now: chrono::DateTime<chrono::Utc>,
+    ) -> impl Future<Output = Result<Vec<Option<Job>>, StoreError>> + Send;
+
     /// Whether the table can hold `value` inline (as a native attribute of at most `max_bytes`);
     /// the store's own rules decide, so an output it cannot take is stored as a pointer.
     fn fits_inline(&self, value: &serde_json::Value, max_bytes: u64) -> bool;
@@ -97,7 +105,18 @@ pub trait RunStore: Sync {
         &self,
         session_id: &str,
     ) -> impl Future<Output = Result<Vec<Run>, StoreError>> + Send;
+
+    /// Several runs in one eventually consistent read (at most [`MAX_BATCH_READ`] keys), by
+    /// their session key ([`crate::domain::run::session_key`]) and execution ARN. One answer
+    /// per key, in order (expired ones too: the domain filters); None for an absent one.
+    fn get_many(
+        &self,
+        keys: &[(String, String)],
+    ) -> impl Future<Output = Result<Vec<Option<Run>>, StoreError>> + Send;
 }
+
+/// The most items one batch read takes (DynamoDB's BatchGetItem limit).
+pub const MAX_BATCH_READ: usize = 100;
 
 /// The first bytes of an object, and how long the whole object is.
 #[derive(Debug, Clone, PartialEq, Eq)]

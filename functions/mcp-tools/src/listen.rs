@@ -6,6 +6,7 @@
 //! `notifications/tasks` itself; and the acknowledgement is given the accepted ids on its way
 //! out ([`with_accepted_ids`]).
 
+use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -20,6 +21,7 @@ use rmcp::service::{Peer, SubscriptionContext};
 use rmcp::RoleServer;
 use serde::Deserialize;
 use tokio::sync::oneshot;
+use tokio::time::Instant;
 
 use shared::domain::caller::Caller;
 use shared::usecases::listen::{self, Heard, Hold, ListenSink, Observed, TaskReader};
@@ -232,10 +234,7 @@ impl Observed for Reading {
     /// Status and status message: a run's step and a job's stage are in the message.
     type Mark = (rmcp::model::TaskStatus, Option<String>);
     fn mark(&self) -> Self::Mark {
-        (
-            self.0.task.status.clone(),
-            self.0.task.status_message.clone(),
-        )
+        (self.0.task.status, self.0.task.status_message.clone())
     }
     fn is_terminal(&self) -> bool {
         use rmcp::model::TaskStatus::*;
@@ -243,23 +242,56 @@ impl Observed for Reading {
     }
 }
 
-/// The caller's tasks, read as `tasks/get` reads them; another's or an unknown one is None.
+/// A task's whole answer is built again at least this often, though its record is unchanged:
+/// a run's step lives in SageMaker, not in the table, and a job's waiting words change with time.
+const REFRESH: Duration = Duration::from_secs(10);
+
+/// The caller's tasks, as `tasks/get` answers them; another's or an unknown one is None. Each
+/// round reads the records in one batch per table; only a task whose record changed (or whose
+/// answer is older than [`REFRESH`]) is answered again.
 struct CallerTasks<'a, B> {
     tools: &'a Tools<B>,
     caller: &'a Caller,
+    seen: Mutex<HashMap<String, Seen>>,
+}
+
+struct Seen {
+    mark: Option<listen::RecordMark>,
+    at: Instant,
+    reading: Option<Reading>,
 }
 
 impl<B: Backend> TaskReader for CallerTasks<'_, B> {
     type Task = Reading;
     type Error = String;
     async fn read(&self, task_ids: &[String]) -> Result<Vec<Option<Reading>>, String> {
+        let d = &self.tools.deps;
+        let (jobs, runs, now) = (d.ports.jobs(), d.ports.runs(), d.clock.now());
+        let marks = listen::record_marks(jobs, runs, self.caller, task_ids, now)
+            .await
+            .map_err(|e| e.to_string())?;
         let mut read = Vec::with_capacity(task_ids.len());
-        for task_id in task_ids {
-            match self.tools.task_answer(self.caller, task_id).await {
-                Ok(task) => read.push(Some(Reading(task))),
-                Err(e) if e.code == ErrorCode::INVALID_PARAMS => read.push(None),
-                Err(e) => return Err(e.message.into_owned()),
+        for (task_id, mark) in task_ids.iter().zip(marks) {
+            let unchanged = self.seen.lock().ok().and_then(|seen| {
+                let s = seen.get(task_id)?;
+                (mark.is_some() && s.mark == mark && s.at.elapsed() < REFRESH)
+                    .then(|| s.reading.clone())
+            });
+            if let Some(reading) = unchanged {
+                read.push(reading);
+                continue;
             }
+            let reading = match self.tools.task_answer(self.caller, task_id).await {
+                Ok(task) => Some(Reading(task)),
+                Err(e) if e.code == ErrorCode::INVALID_PARAMS => None,
+                Err(e) => return Err(e.message.into_owned()),
+            };
+            if let Ok(mut seen) = self.seen.lock() {
+                let at = Instant::now();
+                let reading = reading.clone();
+                seen.insert(task_id.clone(), Seen { mark, at, reading });
+            }
+            read.push(reading);
         }
         Ok(read)
     }
@@ -309,6 +341,7 @@ impl<B: Backend> Tools<B> {
         let reader = CallerTasks {
             tools: self,
             caller: &caller,
+            seen: Mutex::default(),
         };
         let opened = match listen::open(&reader, &named.task_ids).await {
             Ok(opened) => opened,

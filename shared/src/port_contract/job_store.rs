@@ -396,6 +396,47 @@ pub async fn an_expired_item_is_absent_to_reads_and_to_a_reservation<S: JobStore
     assert_eq!(stored.submitted_at, Some(rfc3339(t0)));
 }
 
+pub async fn a_batch_read_answers_each_id_in_order_absent_and_expired_as_none<S: JobStore>(
+    store: &S,
+) {
+    let (a, b, old, t0) = (fresh(), fresh(), fresh(), now());
+    reserved(store, &a, t0).await;
+    reserved(store, &b, t0).await;
+    reserved(store, &old, t0 - Duration::days(3)).await;
+    let ids: Vec<String> = [
+        &b.inference_id,
+        "never-submitted",
+        &old.inference_id,
+        &a.inference_id,
+    ]
+    .map(String::from)
+    .into();
+    let read = store.get_many(&ids, t0).await.unwrap();
+    let found: Vec<Option<&str>> = read
+        .iter()
+        .map(|j| j.as_ref().map(|j| j.inference_id.as_str()))
+        .collect();
+    assert_eq!(
+        found,
+        [
+            Some(b.inference_id.as_str()),
+            None,
+            None,
+            Some(a.inference_id.as_str())
+        ]
+    );
+    assert_eq!(read[3], store.get(&a.inference_id, t0).await.unwrap());
+    let many: Vec<String> = (0..crate::ports::MAX_BATCH_READ)
+        .map(|i| format!("none-{i}"))
+        .collect();
+    assert!(store
+        .get_many(&many, t0)
+        .await
+        .unwrap()
+        .iter()
+        .all(Option::is_none));
+}
+
 pub async fn values_the_table_cannot_hold_are_not_inline<S: JobStore>(store: &S) {
     assert!(store.fits_inline(&json!({"label": "ok", "score": 0.5}), 1024));
     assert!(!store.fits_inline(&json!({"x": 1e300}), 1024));
@@ -425,6 +466,7 @@ macro_rules! job_store_contract {
                 a_pending_job_is_cancelled_once,
                 an_expired_item_is_absent_to_reads_and_to_a_reservation,
                 values_the_table_cannot_hold_are_not_inline,
+                a_batch_read_answers_each_id_in_order_absent_and_expired_as_none,
             ]
         );
     };

@@ -218,6 +218,37 @@ pub async fn a_session_query_returns_its_runs_only<S: RunStore>(store: &S) {
     );
 }
 
+pub async fn a_batch_read_answers_each_key_in_order<S: RunStore>(store: &S) {
+    let (s, other) = (session(), session());
+    change(store, &s, 1, PipelineStatus::Executing).await;
+    change(store, &s, 2, PipelineStatus::Succeeded).await;
+    let keys = [
+        (key(&s), arn(2)),
+        (key(&other), arn(1)),
+        (key(&s), arn(1)),
+        (s.clone(), arn(1)),
+    ];
+    let read = store.get_many(&keys).await.unwrap();
+    let found: Vec<Option<(String, String)>> = read
+        .iter()
+        .map(|r| {
+            r.as_ref()
+                .map(|r| (r.execution_arn.to_string(), r.status.as_str().to_owned()))
+        })
+        .collect();
+    assert_eq!(
+        found,
+        [
+            Some((arn(2), "Succeeded".into())),
+            None,
+            Some((arn(1), "Executing".into())),
+            None
+        ],
+        "another session's, and the session without its owner tag, are no runs"
+    );
+    assert_eq!(read[2].as_ref(), Some(&stored(store, &s, 1).await));
+}
+
 /// One `#[tokio::test]` per pipeline-results-table behaviour, on the `RunStore` `$make.await` gives.
 #[macro_export]
 macro_rules! run_store_contract {
@@ -230,6 +261,7 @@ macro_rules! run_store_contract {
                 a_terminal_status_is_kept_against_a_late_executing,
                 a_run_heard_of_at_its_end_refuses_a_later_trigger,
                 a_session_query_returns_its_runs_only,
+                a_batch_read_answers_each_key_in_order,
             ]
         );
     };

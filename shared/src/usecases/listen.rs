@@ -6,8 +6,13 @@
 use std::future::Future;
 use std::time::Duration;
 
+use chrono::{DateTime, Utc};
 use tokio::time::Instant;
 
+use crate::domain::caller::Caller;
+use crate::domain::run::session_key;
+use crate::domain::task_id::TaskId;
+use crate::ports::{JobStore, RunStore, StoreError};
 use crate::usecases::check::poll_delay;
 
 /// At most this many tasks on one listen: one round reads them all.
@@ -169,6 +174,82 @@ where
         }
         watching = still;
     }
+}
+
+/// What a round reads of a task's record: while it is the same as at the last round, the
+/// record has not been written, and the task's whole answer need not be built again.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RecordMark(String);
+
+/// The record marks of the named tasks, by one batch read of the results table (the jobs) and
+/// one of the pipeline results table (the runs), eventually consistent. None for an id that is
+/// no task, and for a record that is absent, expired or another caller's: the task's own
+/// answer then says which, and the caller cannot tell them apart.
+pub async fn record_marks<S: JobStore, R: RunStore>(
+    jobs: &S,
+    runs: &R,
+    caller: &Caller,
+    task_ids: &[String],
+    now: DateTime<Utc>,
+) -> Result<Vec<Option<RecordMark>>, StoreError> {
+    let parsed: Vec<Option<TaskId>> = task_ids.iter().map(|id| TaskId::parse(id)).collect();
+    let job_ids: Vec<String> = parsed
+        .iter()
+        .filter_map(|t| match t {
+            Some(TaskId::Job { inference_id, .. }) => Some(inference_id.clone()),
+            _ => None,
+        })
+        .collect();
+    let run_keys: Vec<(String, String)> = parsed
+        .iter()
+        .filter_map(|t| match t {
+            Some(TaskId::Run {
+                session_id,
+                execution_arn,
+                ..
+            }) => Some((
+                session_key(Some(&caller.owner), session_id),
+                execution_arn.clone(),
+            )),
+            _ => None,
+        })
+        .collect();
+    let mut job_marks = match job_ids.is_empty() {
+        true => Vec::new(),
+        false => jobs.get_many(&job_ids, now).await?,
+    }
+    .into_iter()
+    .map(|job| {
+        let job = job.filter(|j| caller.owns(j.owner.as_ref()))?;
+        let stage = job.stage.map(|s| s.as_str());
+        Some(RecordMark(format!(
+            "{}|{stage:?}|{:?}|{:?}",
+            job.status.as_str(),
+            job.completed_at,
+            job.reconciled_at
+        )))
+    });
+    let mut run_marks = match run_keys.is_empty() {
+        true => Vec::new(),
+        false => runs.get_many(&run_keys).await?,
+    }
+    .into_iter()
+    .map(|run| {
+        let run = run.filter(|r| caller.owns(r.owner.as_ref()))?;
+        Some(RecordMark(format!(
+            "{}|{:?}",
+            run.status.as_str(),
+            run.updated_at
+        )))
+    });
+    Ok(parsed
+        .iter()
+        .map(|t| match t {
+            Some(TaskId::Job { .. }) => job_marks.next().flatten(),
+            Some(TaskId::Run { .. }) => run_marks.next().flatten(),
+            None => None,
+        })
+        .collect())
 }
 
 #[cfg(test)]
@@ -380,5 +461,47 @@ mod tests {
         heard.2 = Some(2);
         assert_eq!(hold(&script, opened, HOLD, &mut heard).await, Ended::Gone);
         assert_eq!(heard.0.len(), 2);
+    }
+
+    mod marks {
+        use super::super::*;
+        use crate::domain::caller::Principal;
+        use crate::domain::job::{self, JobPolicy, Submission};
+        use crate::fakes::{MemoryJobs, MemoryRuns};
+
+        async fn reserved(jobs: &MemoryJobs, owner: &Caller) -> String {
+            let s = Submission::new(&owner.owner, "ep", "b", b"{}".to_vec(), None, 300, 600);
+            jobs.write(&job::reserve(&s, &JobPolicy::default(), Utc::now()))
+                .await
+                .unwrap();
+            job::task_id(&s.inference_id, &s.task_secret)
+        }
+
+        #[tokio::test]
+        async fn a_mark_changes_with_its_record_and_anothers_task_has_none() {
+            let (jobs, runs) = (MemoryJobs::default(), MemoryRuns::default());
+            let me = Principal::Local.caller();
+            let bob = Principal::Bearer { name: "bob".into() }.caller();
+            let mine = reserved(&jobs, &me).await;
+            let theirs = reserved(&jobs, &bob).await;
+            let ids = vec![mine.clone(), theirs, "no task".into(), "run.x.y.z".into()];
+            let first = record_marks(&jobs, &runs, &me, &ids, Utc::now())
+                .await
+                .unwrap();
+            assert!(first[0].is_some());
+            assert_eq!(&first[1..], &[None, None, None]);
+            let again = record_marks(&jobs, &runs, &me, &ids, Utc::now())
+                .await
+                .unwrap();
+            assert_eq!(first, again, "no write, the same mark");
+
+            let (inference_id, _) = job::parse_task_id(&mine).unwrap();
+            let cancel = job::cancel(inference_id, 3600, Utc::now());
+            jobs.write(&cancel).await.unwrap();
+            let after = record_marks(&jobs, &runs, &me, &ids, Utc::now())
+                .await
+                .unwrap();
+            assert_ne!(after[0], first[0], "a write, another mark");
+        }
     }
 }

@@ -12,7 +12,9 @@ pub mod limits;
 use aws_sdk_dynamodb::error::{ProvideErrorMetadata, SdkError};
 use aws_sdk_dynamodb::operation::put_item::PutItemError;
 use aws_sdk_dynamodb::operation::update_item::UpdateItemError;
-use aws_sdk_dynamodb::types::{AttributeValue, ReturnValue, ReturnValuesOnConditionCheckFailure};
+use aws_sdk_dynamodb::types::{
+    AttributeValue, KeysAndAttributes, ReturnValue, ReturnValuesOnConditionCheckFailure,
+};
 use aws_smithy_runtime_api::client::orchestrator::HttpResponse;
 use chrono::{DateTime, Utc};
 use serde_json::Value;
@@ -70,6 +72,74 @@ impl Table {
                 failure,
             }
         }
+    }
+
+    /// The items at `keys` (at most 100) by one BatchGetItem, eventually consistent (half the
+    /// read units of a strong read: a listen sees a change a round later at worst). Keys
+    /// DynamoDB leaves unprocessed (throttling) are asked again, a few times. One answer per
+    /// key, in order.
+    async fn get_many(
+        &self,
+        keys: Vec<Attributes>,
+        key_names: &[&str],
+    ) -> Result<Vec<Option<Attributes>>, StoreError> {
+        const ATTEMPTS: u32 = 5;
+        let mut found: Vec<Attributes> = Vec::with_capacity(keys.len());
+        let mut pending = keys.clone();
+        for attempt in 0..ATTEMPTS {
+            if pending.is_empty() {
+                break;
+            }
+            if attempt > 0 {
+                tokio::time::sleep(std::time::Duration::from_millis(50 << attempt)).await;
+            }
+            let request = KeysAndAttributes::builder()
+                .set_keys(Some(std::mem::take(&mut pending)))
+                .build()
+                .map_err(|e| StoreError::Rejected {
+                    operation: "BatchGetItem",
+                    table: self.name.clone(),
+                    message: e.to_string(),
+                })?;
+            let out = self
+                .client
+                .batch_get_item()
+                .request_items(&self.name, request)
+                .send()
+                .await
+                .map_err(|e| self.aws_error("BatchGetItem", &e))?;
+            let mut responses = out.responses.unwrap_or_default();
+            found.extend(responses.remove(&self.name).unwrap_or_default());
+            let mut unprocessed = out.unprocessed_keys.unwrap_or_default();
+            pending = unprocessed
+                .remove(&self.name)
+                .map(|k| k.keys)
+                .unwrap_or_default();
+        }
+        if !pending.is_empty() {
+            return Err(StoreError::Aws {
+                operation: "BatchGetItem",
+                table: self.name.clone(),
+                failure: crate::ports::AwsFailure {
+                    code: Some("UnprocessedKeys".into()),
+                    message: format!(
+                        "{} keys still unprocessed after {ATTEMPTS} attempts",
+                        pending.len()
+                    ),
+                    retryable: true,
+                    ambiguous: false,
+                },
+            });
+        }
+        let same = |item: &Attributes, key: &Attributes| {
+            key_names
+                .iter()
+                .all(|name| item.get(*name) == key.get(*name))
+        };
+        Ok(keys
+            .iter()
+            .map(|key| found.iter().find(|item| same(item, key)).cloned())
+            .collect())
     }
 
     async fn write(&self, write: &Write) -> Result<Applied, StoreError> {
@@ -182,6 +252,33 @@ impl JobStore for DynamoJobs {
         self.0.write(write).await
     }
 
+    async fn get_many(
+        &self,
+        inference_ids: &[String],
+        now: DateTime<Utc>,
+    ) -> Result<Vec<Option<Job>>, StoreError> {
+        let t = &self.0;
+        let key = |id: &String| {
+            Attributes::from([(
+                job::attr::INFERENCE_ID.to_owned(),
+                AttributeValue::S(id.clone()),
+            )])
+        };
+        let keys = inference_ids.iter().map(key).collect();
+        let items = t.get_many(keys, &[job::attr::INFERENCE_ID]).await?;
+        items
+            .into_iter()
+            .map(|item| {
+                let Some(item) = item else { return Ok(None) };
+                let job = Job::from_item(&from_item(&item)).map_err(|e| StoreError::Corrupt {
+                    table: t.name.clone(),
+                    message: e.to_string(),
+                })?;
+                Ok((!job.is_expired(now)).then_some(job))
+            })
+            .collect()
+    }
+
     fn fits_inline(&self, value: &Value, max_bytes: u64) -> bool {
         limits::fits_inline(value, max_bytes)
     }
@@ -224,5 +321,29 @@ impl RunStore for DynamoRuns {
             runs.push(Run::from_item(&from_item(&item)));
         }
         Ok(runs)
+    }
+
+    async fn get_many(&self, keys: &[(String, String)]) -> Result<Vec<Option<Run>>, StoreError> {
+        let key = |(session_key, execution_arn): &(String, String)| {
+            Attributes::from([
+                (
+                    run::attr::SESSION_ID.to_owned(),
+                    AttributeValue::S(session_key.clone()),
+                ),
+                (
+                    run::attr::EXECUTION_ARN.to_owned(),
+                    AttributeValue::S(execution_arn.clone()),
+                ),
+            ])
+        };
+        let names = [run::attr::SESSION_ID, run::attr::EXECUTION_ARN];
+        let items = self
+            .0
+            .get_many(keys.iter().map(key).collect(), &names)
+            .await?;
+        Ok(items
+            .into_iter()
+            .map(|item| item.map(|item| Run::from_item(&from_item(&item))))
+            .collect())
     }
 }
