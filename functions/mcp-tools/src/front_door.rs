@@ -472,4 +472,7 @@ mod oauth_door_tests;
 mod streaming_tests;
 
 #[cfg(test)]
+mod rmcp_listen_tests;
+
+#[cfg(test)]
 mod hostile_tests;

@@ -17,7 +17,12 @@ use crate::tools_tests::world;
 use shared::domain::caller::Principal;
 
 /// A Function URL event (payload format 2.0).
-fn event(method: &str, path: &str, headers: Value, body: Option<Value>) -> LambdaRequest {
+pub(super) fn event(
+    method: &str,
+    path: &str,
+    headers: Value,
+    body: Option<Value>,
+) -> LambdaRequest {
     let mut all = json!({"host": "abc.lambda-url.us-east-1.on.aws", "content-type": "application/json",
                          "accept": "application/json, text/event-stream", "mcp-protocol-version": "2025-11-25"});
     for (k, v) in headers.as_object().unwrap() {
