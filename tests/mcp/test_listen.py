@@ -12,7 +12,7 @@ import uuid
 import pytest
 
 from conftest import BEARER_TOKEN
-from lambda_watch import WatchError, free_port, start_watch, stop
+from lambda_watch import WatchError, free_port, start_watch, stop, wait_started
 from listen_client import SUBSCRIPTION_ID, Listen
 from test_mcp_tools import put_output, success_message
 from test_tasks import inference_id_of, standin_control, submitted_task, training_args, triggered_task
@@ -89,6 +89,9 @@ def short_listens():
     try:
         proc = start_watch(port, {"AUTH_MODE": "none", "LISTEN_MAX_SECS": "3", "TASK_POLL_INTERVAL_MS": "200"},
                            "watch-short-listens")
+        # Warm: a client's server/discover that waits out a cold start falls back to the legacy
+        # lifecycle, which has no tasks.
+        wait_started(proc, port, "watch-short-listens")
     except WatchError as e:
         pytest.exit(str(e), 2)
     yield f"http://127.0.0.1:{port}/lambda-url/mcp-tools/mcp"
