@@ -3,6 +3,7 @@
 
 pub mod allow_lists;
 pub mod arn;
+pub mod callback;
 pub mod caller;
 pub mod completion;
 pub mod ids;
