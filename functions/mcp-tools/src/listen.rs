@@ -56,8 +56,9 @@ struct Params {
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
 struct Filter {
+    /// Read as any value, so that one of the wrong shape is refused by name, not ignored.
     #[serde(default)]
-    task_ids: Option<Vec<String>>,
+    task_ids: Option<serde_json::Value>,
 }
 
 /// The task ids a listen names (none when it names no tasks), bounded, for a client that
@@ -70,10 +71,23 @@ pub fn named(body: &[u8]) -> Result<Vec<String>, ErrorData> {
         // rmcp answers a request it cannot read.
         return Ok(Vec::new());
     };
-    let task_ids = params
-        .notifications
-        .and_then(|f| f.task_ids)
-        .unwrap_or_default();
+    let task_ids = match params.notifications.and_then(|f| f.task_ids) {
+        None => return Ok(Vec::new()),
+        Some(serde_json::Value::Array(ids)) => ids
+            .into_iter()
+            .map(|id| match id {
+                serde_json::Value::String(id) => Ok(id),
+                _ => Err(()),
+            })
+            .collect::<Result<Vec<String>, ()>>(),
+        Some(_) => Err(()),
+    };
+    let Ok(task_ids) = task_ids else {
+        return Err(ErrorData::invalid_params(
+            "`notifications.taskIds`: must be a list of task ids (strings)",
+            None,
+        ));
+    };
     if task_ids.is_empty() {
         return Ok(task_ids);
     }

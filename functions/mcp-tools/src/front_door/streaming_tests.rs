@@ -378,6 +378,16 @@ async fn a_listen_of_tasks_needs_the_extension_and_at_most_a_hundred() {
         .unwrap()
         .contains("`notifications.taskIds`: at most 100"));
 
+    let mut numbers = listen(&[], true);
+    numbers["params"]["notifications"]["taskIds"] = json!([1, 2]);
+    let (_, _, body) = streamed(&door, event("POST", "/mcp", headers.clone(), Some(numbers))).await;
+    let answer: Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(answer["error"]["code"], -32602, "{body}");
+    assert!(answer["error"]["message"]
+        .as_str()
+        .unwrap()
+        .contains("must be a list of task ids"));
+
     // Naming only unknown tasks: acknowledged with none, then the final result at once.
     let (_, _, body) = streamed(
         &door,
