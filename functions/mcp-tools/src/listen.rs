@@ -27,7 +27,7 @@ use shared::domain::caller::Caller;
 use shared::usecases::listen::{self, Heard, Hold, ListenSink, Observed, TaskReader};
 use shared::usecases::quota;
 
-use crate::contract::read_refused;
+use crate::contract::quota_refused;
 use crate::deps::Backend;
 use crate::front_door::HttpResponse;
 use crate::tools::Tools;
@@ -351,7 +351,7 @@ impl<B: Backend> Tools<B> {
             return Ok(());
         };
         let caller = self.task_caller(&context.extensions)?;
-        let _read = self.count_read(&caller).await.map_err(read_refused)?;
+        let _read = self.count_read(&caller).await.map_err(quota_refused)?;
         let reader = CallerTasks {
             tools: self,
             caller: &caller,
@@ -385,7 +385,7 @@ impl<B: Backend> Tools<B> {
         let (jobs, quotas, now) = (d.ports.jobs(), &d.config.quotas, d.clock.now());
         match quota::within_wait(jobs, quotas, &caller.owner, until, now, held).await {
             Ok(ended) => tracing::info!(?ended, "listen held"),
-            Err(quota::CountedError::Quota(e)) => return Err(read_refused(e)),
+            Err(quota::CountedError::Quota(e)) => return Err(quota_refused(e)),
             Err(quota::CountedError::Work(never)) => match never {},
         }
         Ok(())

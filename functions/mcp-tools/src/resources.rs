@@ -12,7 +12,7 @@ use tracing::{field::Empty, info_span, Instrument};
 use shared::domain::job::{Job, JobStatus};
 use shared::usecases::job_object::{self, JobObject};
 
-use crate::contract::read_refused;
+use crate::contract::quota_refused;
 use crate::contract::resources::{self, READ_MAX_BYTES};
 use crate::deps::Backend;
 use crate::listing::caches;
@@ -35,7 +35,7 @@ impl<B: Backend> Tools<B> {
         };
         span.record("inference_id", inference_id.as_str());
         span.record("object", tracing::field::debug(which));
-        let _read = self.count_read(&caller).await.map_err(read_refused)?;
+        let _read = self.count_read(&caller).await.map_err(quota_refused)?;
         let d = &self.deps;
         let (jobs, objects) = (d.ports.jobs(), d.ports.objects());
         let read = job_object::read_job_object(

@@ -187,7 +187,7 @@ impl<B: Backend> Tools<B> {
         extensions: &Extensions,
     ) -> Result<GetTaskResult, ErrorData> {
         let caller = self.task_caller(extensions)?;
-        let _read = self.count_read(&caller).await.map_err(read_refused)?;
+        let _read = self.count_read(&caller).await.map_err(quota_refused)?;
         let task = self.task_answer(&caller, &request.task_id).await?;
         Ok(GetTaskResult::new(task))
     }

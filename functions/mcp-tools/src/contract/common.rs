@@ -5,6 +5,7 @@ use crate::config::ToolsConfig;
 
 use crate::wording;
 use shared::domain::caller::Caller;
+use shared::domain::quota::Quota;
 use shared::ports::{AwsFailure, StoreError};
 use shared::usecases::quota::{CountedError, QuotaError};
 
@@ -139,19 +140,25 @@ impl From<QuotaError> for ToolError {
 /// faults (-32000, -32001).
 pub const QUOTA_REACHED: rmcp::model::ErrorCode = rmcp::model::ErrorCode(-32009);
 
-/// A read refused by its quota, as `resources/read` and `tasks/get` answer it: the limit and
-/// the seconds to wait, in the message and in `data`; a count not written, as an internal
-/// error that a retry may clear.
-pub fn read_refused(e: QuotaError) -> rmcp::ErrorData {
+/// A read or a wait refused by its quota, as `resources/read`, `tasks/get` and a listen
+/// answer it: which quota, the limit and the seconds to wait, in the message and in `data`; a
+/// count not written, as an internal error that a retry may clear.
+pub fn quota_refused(e: QuotaError) -> rmcp::ErrorData {
     let message = wording::quota(&e);
     match e {
         QuotaError::Exceeded {
+            quota,
             limit,
             retry_after_secs,
-            ..
         } => {
+            let quota = match quota {
+                Quota::Submits => "submits_per_minute",
+                Quota::Runs => "runs_per_hour",
+                Quota::Waits => "waits_max",
+                Quota::Reads => "reads_per_minute",
+            };
             let data = serde_json::json!({
-                "quota": "reads_per_minute",
+                "quota": quota,
                 "limit": limit,
                 "retryAfterSecs": retry_after_secs,
             });

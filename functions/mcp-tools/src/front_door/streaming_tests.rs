@@ -399,3 +399,40 @@ async fn a_listen_of_tasks_needs_the_extension_and_at_most_a_hundred() {
     assert_eq!(messages[0]["params"]["notifications"]["taskIds"], json!([]));
     assert_eq!(messages[1]["id"], 7);
 }
+
+#[tokio::test]
+async fn a_listen_holds_one_of_the_callers_wait_slots() {
+    let w = world(&[("CALLER_WAITS_MAX", "1")]);
+    let mut config = tests::config("none");
+    config.allowed_hosts = vec!["*.lambda-url.us-east-1.on.aws".into()];
+    let door = Arc::new(FrontDoor::new(config, w.deps.clone()));
+    let created = w.call_as_task("submit_job", json!({"document": "a"})).await;
+    let task = created["taskId"].as_str().unwrap().to_owned();
+    let headers = json!({"mcp-protocol-version": V2026, "mcp-method": "subscriptions/listen"});
+    let first = tokio::spawn({
+        let (door, headers, request) = (door.clone(), headers.clone(), listen(&[&task], true));
+        async move { streamed(&door, event("POST", "/mcp", headers, Some(request))).await }
+    });
+    tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+
+    // The slot is held: a second listen is acknowledged, then refused by the waits quota.
+    let (_, _, body) = streamed(
+        &door,
+        event("POST", "/mcp", headers, Some(listen(&[&task], true))),
+    )
+    .await;
+    let refused = messages(&body);
+    let error = &refused.last().unwrap()["error"];
+    assert_eq!(error["code"], -32009, "{body}");
+    assert_eq!(error["data"]["quota"], "waits_max", "{body}");
+
+    let inference_id = task.rsplit_once('.').unwrap().0.to_owned();
+    w.notify(&inference_id, "Completed", Some(json!({"label": "ok"})))
+        .await;
+    let (_, _, body) = first.await.unwrap();
+    assert_eq!(
+        messages(&body).last().unwrap()["id"],
+        7,
+        "the first ends as its task does: {body}"
+    );
+}
