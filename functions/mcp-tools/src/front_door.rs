@@ -226,6 +226,7 @@ impl<B: Backend> FrontDoor<B> {
             Ok(principal) => principal,
             Err(refusal) => return refusal.into_response(),
         };
+        let caller = principal.caller();
         request.extensions_mut().insert(principal);
         if let Some(name) = http_guard::missing_task_name(request.headers(), rpc.task_id.as_deref())
         {
@@ -235,17 +236,30 @@ impl<B: Backend> FrontDoor<B> {
             [one] if one.method.as_deref() == Some(listen::METHOD) => {
                 match listen::named(request.body().as_ref()) {
                     Ok(task_ids) if task_ids.is_empty() => None,
-                    Ok(task_ids) => Some(listen::ListenTasks::new(task_ids)),
+                    Ok(task_ids) => Some((one.id.clone(), task_ids)),
                     Err(error) => return rpc_error(one.id.clone(), error),
                 }
             }
             _ => None,
         };
-        let Some((tasks, accepted)) = listening else {
+        let Some((id, task_ids)) = listening else {
             return self.mcp.handle(request).await;
         };
-        request.extensions_mut().insert(tasks);
-        listen::with_accepted_ids(self.mcp.handle(request).await, accepted)
+        let deadline = request.lambda_context_ref().map(|c| c.deadline);
+        let hold = self.tools.listen_time(deadline);
+        let lease = match self.tools.claim_listen_wait(&caller, hold).await {
+            Ok(lease) => lease,
+            Err(error) => return rpc_error(id, error),
+        };
+        let (tasks, accepted) = listen::ListenTasks::new(task_ids, hold, lease);
+        request.extensions_mut().insert(tasks.clone());
+        let response = self.mcp.handle(request).await;
+        if !listen::is_held(&response) {
+            // Answered without a hold (refused, or not a listen this revision has): no handler
+            // will free the slot.
+            self.tools.release_listen_wait(tasks.take_lease()).await;
+        }
+        listen::with_accepted_ids(response, accepted)
     }
 }
 

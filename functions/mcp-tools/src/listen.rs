@@ -124,19 +124,28 @@ pub fn named(body: &[u8]) -> Result<Vec<String>, ErrorData> {
     Ok(task_ids)
 }
 
-/// The tasks a listen names, from the door to the handler; the handler says which it accepted.
+/// The tasks a listen names, from the door to the handler: how long it may be held and the
+/// wait slot the door claimed for it; the handler says which tasks it accepted.
 #[derive(Clone)]
 pub struct ListenTasks {
     pub task_ids: Arc<Vec<String>>,
+    pub hold: Duration,
     accepted: Arc<Mutex<Option<oneshot::Sender<Vec<String>>>>>,
+    lease: Arc<Mutex<Option<quota::WaitLease>>>,
 }
 
 impl ListenTasks {
-    pub fn new(task_ids: Vec<String>) -> (Self, oneshot::Receiver<Vec<String>>) {
+    pub fn new(
+        task_ids: Vec<String>,
+        hold: Duration,
+        lease: Option<quota::WaitLease>,
+    ) -> (Self, oneshot::Receiver<Vec<String>>) {
         let (tx, rx) = oneshot::channel();
         let tasks = Self {
             task_ids: Arc::new(task_ids),
+            hold,
             accepted: Arc::new(Mutex::new(Some(tx))),
+            lease: Arc::new(Mutex::new(lease)),
         };
         (tasks, rx)
     }
@@ -147,6 +156,21 @@ impl ListenTasks {
             let _ = sender.send(task_ids);
         }
     }
+
+    /// The wait slot, to free once: by the handler when the hold ends, or by the door when
+    /// rmcp answered without holding the listen (no handler will).
+    pub fn take_lease(&self) -> Option<quota::WaitLease> {
+        self.lease.lock().ok().and_then(|mut l| l.take())
+    }
+}
+
+/// Whether rmcp holds the listen: its reply is an event stream (the acknowledgement went out
+/// and the handler runs), not a JSON answer.
+pub fn is_held(response: &HttpResponse) -> bool {
+    response
+        .headers()
+        .get(http::header::CONTENT_TYPE)
+        .is_some_and(|v| v.as_bytes().starts_with(b"text/event-stream"))
 }
 
 /// rmcp's streamed reply to a listen, with `params.notifications.taskIds` set on its
@@ -156,11 +180,7 @@ pub fn with_accepted_ids(
     response: HttpResponse,
     accepted: oneshot::Receiver<Vec<String>>,
 ) -> HttpResponse {
-    let streamed = response
-        .headers()
-        .get(http::header::CONTENT_TYPE)
-        .is_some_and(|v| v.as_bytes().starts_with(b"text/event-stream"));
-    if !streamed {
+    if !is_held(&response) {
         return response;
     }
     let (parts, body) = response.into_parts();
@@ -333,9 +353,28 @@ impl ListenSink<Reading> for PeerSink {
 }
 
 impl<B: Backend> Tools<B> {
+    /// One of the caller's wait slots for a listen of `hold`, claimed at the door before rmcp
+    /// acknowledges it: a caller with none free is refused at once.
+    pub(crate) async fn claim_listen_wait(
+        &self,
+        caller: &Caller,
+        hold: Duration,
+    ) -> Result<Option<quota::WaitLease>, ErrorData> {
+        let d = &self.deps;
+        let (jobs, limits, now) = (d.ports.jobs(), &d.config.quotas, d.clock.now());
+        quota::claim_wait(jobs, limits, &caller.owner, hold, now)
+            .await
+            .map_err(quota_refused)
+    }
+
+    /// Frees a listen's wait slot that no handler took (rmcp answered without holding it).
+    pub(crate) async fn release_listen_wait(&self, lease: Option<quota::WaitLease>) {
+        quota::release_wait(self.deps.ports.jobs(), lease).await;
+    }
+
     /// A listen's life after rmcp acknowledged it: the named tasks read once as the caller
-    /// (one read against the caller's reads), the accepted ones said, then held within one
-    /// of the caller's wait slots until each has ended or the time is up.
+    /// (one read against the caller's reads), the accepted ones said, then held until each has
+    /// ended or the time is up; the wait slot the door claimed is freed at the end.
     pub(crate) async fn hold_listen(
         &self,
         subscription: SubscriptionContext,
@@ -350,6 +389,17 @@ impl<B: Backend> Tools<B> {
             // Names no tasks: nothing this server reports. The final result follows at once.
             return Ok(());
         };
+        let held = self.open_and_hold(&named, &subscription).await;
+        quota::release_wait(self.deps.ports.jobs(), named.take_lease()).await;
+        held
+    }
+
+    async fn open_and_hold(
+        &self,
+        named: &ListenTasks,
+        subscription: &SubscriptionContext,
+    ) -> Result<(), ErrorData> {
+        let context = subscription.request_context();
         let caller = self.task_caller(&context.extensions)?;
         let _read = self.count_read(&caller).await.map_err(quota_refused)?;
         let reader = CallerTasks {
@@ -368,9 +418,7 @@ impl<B: Backend> Tools<B> {
         if opened.accepted.is_empty() {
             return Ok(());
         }
-        let until = self
-            .listen_time(&context.extensions)
-            .saturating_sub(FINAL_RESULT_MARGIN);
+        let until = named.hold.saturating_sub(FINAL_RESULT_MARGIN);
         let hold = Hold {
             until,
             keep_alive: until,
@@ -379,15 +427,8 @@ impl<B: Backend> Tools<B> {
             peer: context.peer.clone(),
             subscription_id: context.id.clone(),
         };
-        let d = &self.deps;
-        let held = listen::hold(&reader, opened, hold, &mut sink);
-        let held = async { Ok::<_, std::convert::Infallible>(held.await) };
-        let (jobs, quotas, now) = (d.ports.jobs(), &d.config.quotas, d.clock.now());
-        match quota::within_wait(jobs, quotas, &caller.owner, until, now, held).await {
-            Ok(ended) => tracing::info!(?ended, "listen held"),
-            Err(quota::CountedError::Quota(e)) => return Err(quota_refused(e)),
-            Err(quota::CountedError::Work(never)) => match never {},
-        }
+        let ended = listen::hold(&reader, opened, hold, &mut sink).await;
+        tracing::info!(?ended, "listen held");
         Ok(())
     }
 }

@@ -525,10 +525,14 @@ impl<B> Tools<B> {
             .map(Principal::caller)
     }
 
-    /// How long a listen may be held: `LISTEN_MAX_SECS`, within this invocation's time.
-    pub(crate) fn listen_time(&self, extensions: &Extensions) -> Duration {
+    /// How long a listen may be held: `LISTEN_MAX_SECS`, within the invocation's time (its
+    /// deadline in epoch milliseconds, from the Lambda context).
+    pub(crate) fn listen_time(&self, deadline_ms: Option<u64>) -> Duration {
         let max = Duration::from_secs(self.deps.config.listen_max_secs);
-        wait_within(max, remaining_time(extensions))
+        let now_ms = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |d| d.as_millis() as u64);
+        wait_within(max, deadline_ms.and_then(|d| time_left(d, now_ms)))
     }
 
     /// A task method's caller; without one nothing is read.

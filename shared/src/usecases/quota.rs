@@ -273,7 +273,7 @@ pub struct WaitLease(WaitSlot);
 /// Claims one of the owner's wait slots for `wait`; None when the quota is off or there is
 /// no wait. The slots are tried in turn; when all are held, the error says when the first
 /// lease runs out.
-async fn claim_wait<S: JobStore>(
+pub async fn claim_wait<S: JobStore>(
     store: &S,
     limits: &QuotaLimits,
     owner: &Owner,
@@ -311,7 +311,7 @@ async fn claim_wait<S: JobStore>(
 }
 
 /// Frees a wait's slot. A failure leaves it held until its lease runs out: logged.
-async fn release_wait<S: JobStore>(store: &S, lease: Option<WaitLease>) {
+pub async fn release_wait<S: JobStore>(store: &S, lease: Option<WaitLease>) {
     let Some(WaitLease(slot)) = lease else { return };
     if let Err(e) = store.write(&slot.free()).await {
         tracing::warn!(error = %e, "a wait slot was not freed; it frees when its lease runs out");

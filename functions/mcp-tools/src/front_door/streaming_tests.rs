@@ -415,14 +415,12 @@ async fn a_listen_holds_one_of_the_callers_wait_slots() {
     });
     tokio::time::sleep(std::time::Duration::from_millis(500)).await;
 
-    // The slot is held: a second listen is acknowledged, then refused by the waits quota.
-    let (_, _, body) = streamed(
-        &door,
-        event("POST", "/mcp", headers, Some(listen(&[&task], true))),
-    )
-    .await;
-    let refused = messages(&body);
-    let error = &refused.last().unwrap()["error"];
+    // The slot is held: a second listen is refused at once, before any acknowledgement.
+    let second = listen(&[&task], true);
+    let (_, content_type, body) =
+        streamed(&door, event("POST", "/mcp", headers.clone(), Some(second))).await;
+    assert_eq!(content_type, "application/json", "{body}");
+    let error = &serde_json::from_str::<Value>(&body).unwrap()["error"];
     assert_eq!(error["code"], -32009, "{body}");
     assert_eq!(error["data"]["quota"], "waits_max", "{body}");
 
@@ -430,9 +428,19 @@ async fn a_listen_holds_one_of_the_callers_wait_slots() {
     w.notify(&inference_id, "Completed", Some(json!({"label": "ok"})))
         .await;
     let (_, _, body) = first.await.unwrap();
-    assert_eq!(
-        messages(&body).last().unwrap()["id"],
-        7,
-        "the first ends as its task does: {body}"
-    );
+    let last = messages(&body).last().cloned().unwrap();
+    assert_eq!(last["id"], 7, "the first ends as its task does: {body}");
+
+    // Its slot is free again; and one that a legacy client's listen claimed is freed at once,
+    // as rmcp answers that without holding it.
+    let mut legacy = listen(&[&task], true);
+    legacy["params"]["_meta"] = json!({"io.modelcontextprotocol/clientCapabilities": {
+        "extensions": {"io.modelcontextprotocol/tasks": {}}}});
+    let old = json!({"mcp-protocol-version": "2025-11-25", "mcp-method": "subscriptions/listen"});
+    let (_, content_type, _) = streamed(&door, event("POST", "/mcp", old, Some(legacy))).await;
+    assert_eq!(content_type, "application/json");
+    let third = listen(&[&task], true);
+    let (_, content_type, body) =
+        streamed(&door, event("POST", "/mcp", headers, Some(third))).await;
+    assert_eq!(content_type, "text/event-stream", "{body}");
 }
