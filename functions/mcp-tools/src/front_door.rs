@@ -351,12 +351,8 @@ fn refuse_too_long(message: &crate::request_body::RpcMessage) -> Option<HttpResp
             message.id.clone(),
         ),
     };
-    let error = serde_json::json!({
-        "jsonrpc": "2.0",
-        "id": id.unwrap_or(serde_json::Value::Null),
-        "error": {"code": code, "message": text},
-    });
-    let mut response = json_response(&error);
+    let error = rmcp::model::ErrorData::new(rmcp::model::ErrorCode(code), text, None);
+    let mut response = rpc_error(id, error);
     *response.status_mut() = status;
     Some(response)
 }

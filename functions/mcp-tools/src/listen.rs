@@ -7,11 +7,13 @@
 //! out ([`with_accepted_ids`]).
 
 use std::collections::HashMap;
+use std::convert::Infallible;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use bytes::Bytes;
 use futures_util::StreamExt;
+use http_body_util::combinators::BoxBody;
 use http_body_util::{BodyExt, StreamBody};
 use rmcp::model::{
     DetailedTask, ErrorCode, ErrorData, NotificationMetaObject, RequestId, ServerNotification,
@@ -29,7 +31,6 @@ use shared::usecases::quota;
 
 use crate::contract::quota_refused;
 use crate::deps::Backend;
-use crate::front_door::HttpResponse;
 use crate::tools::Tools;
 
 pub const METHOD: &str = "subscriptions/listen";
@@ -164,9 +165,12 @@ impl ListenTasks {
     }
 }
 
+/// The door's reply (its `HttpResponse`), named here so this module need not import the door.
+type Reply = http::Response<BoxBody<Bytes, Infallible>>;
+
 /// Whether rmcp holds the listen: its reply is an event stream (the acknowledgement went out
 /// and the handler runs), not a JSON answer.
-pub fn is_held(response: &HttpResponse) -> bool {
+pub fn is_held(response: &Reply) -> bool {
     response
         .headers()
         .get(http::header::CONTENT_TYPE)
@@ -176,10 +180,7 @@ pub fn is_held(response: &HttpResponse) -> bool {
 /// rmcp's streamed reply to a listen, with `params.notifications.taskIds` set on its
 /// acknowledgement to the ids the handler accepted (none, if it accepted nothing or failed
 /// before it could say). Every other byte passes as it is.
-pub fn with_accepted_ids(
-    response: HttpResponse,
-    accepted: oneshot::Receiver<Vec<String>>,
-) -> HttpResponse {
+pub fn with_accepted_ids(response: Reply, accepted: oneshot::Receiver<Vec<String>>) -> Reply {
     if !is_held(&response) {
         return response;
     }
