@@ -85,6 +85,7 @@ pub trait JobStore: Sync {
 
     /// Several jobs in one eventually consistent read (at most [`MAX_BATCH_READ`] ids): what a
     /// listen's round looks at. One answer per id, in order; None for an absent or expired one.
+    /// No ids: no read.
     fn get_many(
         &self,
         inference_ids: &[String],
@@ -108,7 +109,8 @@ pub trait RunStore: Sync {
 
     /// Several runs in one eventually consistent read (at most [`MAX_BATCH_READ`] keys), by
     /// their session key ([`crate::domain::run::session_key`]) and execution ARN. One answer
-    /// per key, in order (expired ones too: the domain filters); None for an absent one.
+    /// per key, in order (expired ones too: the domain filters); None for an absent one. No
+    /// keys: no read.
     fn get_many(
         &self,
         keys: &[(String, String)],

@@ -435,6 +435,7 @@ pub async fn a_batch_read_answers_each_id_in_order_absent_and_expired_as_none<S:
         .unwrap()
         .iter()
         .all(Option::is_none));
+    assert!(store.get_many(&[], t0).await.unwrap().is_empty());
 }
 
 pub async fn values_the_table_cannot_hold_are_not_inline<S: JobStore>(store: &S) {

@@ -247,6 +247,7 @@ pub async fn a_batch_read_answers_each_key_in_order<S: RunStore>(store: &S) {
         "another session's, and the session without its owner tag, are no runs"
     );
     assert_eq!(read[2].as_ref(), Some(&stored(store, &s, 1).await));
+    assert!(store.get_many(&[]).await.unwrap().is_empty());
 }
 
 /// One `#[tokio::test]` per pipeline-results-table behaviour, on the `RunStore` `$make.await` gives.

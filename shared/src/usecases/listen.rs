@@ -214,12 +214,7 @@ pub async fn record_marks<S: JobStore, R: RunStore>(
             _ => None,
         })
         .collect();
-    let mut job_marks = match job_ids.is_empty() {
-        true => Vec::new(),
-        false => jobs.get_many(&job_ids, now).await?,
-    }
-    .into_iter()
-    .map(|job| {
+    let mut job_marks = jobs.get_many(&job_ids, now).await?.into_iter().map(|job| {
         let job = job.filter(|j| caller.owns(j.owner.as_ref()))?;
         let stage = job.stage.map(|s| s.as_str());
         Some(RecordMark(format!(
@@ -229,12 +224,7 @@ pub async fn record_marks<S: JobStore, R: RunStore>(
             job.reconciled_at
         )))
     });
-    let mut run_marks = match run_keys.is_empty() {
-        true => Vec::new(),
-        false => runs.get_many(&run_keys).await?,
-    }
-    .into_iter()
-    .map(|run| {
+    let mut run_marks = runs.get_many(&run_keys).await?.into_iter().map(|run| {
         let run = run.filter(|r| caller.owns(r.owner.as_ref()))?;
         Some(RecordMark(format!(
             "{}|{:?}",
@@ -312,10 +302,11 @@ mod tests {
         }
     }
 
-    /// What was heard, with the second of the test it was heard at.
-    struct Heard2(Vec<(u64, Heard<Status>)>, Instant, Option<usize>);
+    /// What a listener heard, with the second of the test it heard it at; it goes away after
+    /// the given number of messages.
+    struct Listener(Vec<(u64, Heard<Status>)>, Instant, Option<usize>);
 
-    impl Heard2 {
+    impl Listener {
         fn new() -> Self {
             Self(Vec::new(), Instant::now(), None)
         }
@@ -331,7 +322,7 @@ mod tests {
         }
     }
 
-    impl ListenSink<Status> for Heard2 {
+    impl ListenSink<Status> for Listener {
         async fn send(&mut self, heard: Heard<Status>) -> bool {
             self.0.push((self.1.elapsed().as_secs(), heard));
             self.2.is_none_or(|n| self.0.len() < n)
@@ -342,6 +333,16 @@ mod tests {
         v.iter().map(|s| s.to_string()).collect()
     }
 
+    /// A listen of `names` on `script`, opened and held to its end: what it acknowledged, why
+    /// it ended, what was heard.
+    async fn held(script: &Script, names: &[&str]) -> (Vec<String>, Ended, Listener) {
+        let opened = open(script, &ids(names)).await.unwrap();
+        let acknowledged = opened.task_ids();
+        let mut heard = Listener::new();
+        let ended = hold(script, opened, HOLD, &mut heard).await;
+        (acknowledged, ended, heard)
+    }
+
     const HOLD: Hold = Hold {
         until: Duration::from_secs(290),
         keep_alive: Duration::from_secs(15),
@@ -350,13 +351,8 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn each_change_is_reported_once_and_in_order_and_the_end_ends_it() {
         let script = Script::new(&[("a", &[(0, "working"), (3, "step 2"), (7, "done")])]);
-        let opened = open(&script, &ids(&["a"])).await.unwrap();
-        assert_eq!(opened.task_ids(), ["a"]);
-        let mut heard = Heard2::new();
-        assert_eq!(
-            hold(&script, opened, HOLD, &mut heard).await,
-            Ended::AllDone
-        );
+        let (acknowledged, ended, heard) = held(&script, &["a"]).await;
+        assert_eq!((acknowledged, ended), (ids(&["a"]), Ended::AllDone));
         assert_eq!(
             heard.changes(),
             [
@@ -380,12 +376,8 @@ mod tests {
             ("b", &[(0, "working"), (9, "done")]),
             ("c", &[(0, "done")]),
         ]);
-        let opened = open(&script, &ids(&["a", "b", "c"])).await.unwrap();
-        let mut heard = Heard2::new();
-        assert_eq!(
-            hold(&script, opened, HOLD, &mut heard).await,
-            Ended::AllDone
-        );
+        let (_, ended, heard) = held(&script, &["a", "b", "c"]).await;
+        assert_eq!(ended, Ended::AllDone);
         assert_eq!(
             heard.changes(),
             [
@@ -407,22 +399,13 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn another_callers_task_is_left_out_and_never_reported() {
         let script = Script::new(&[("mine", &[(0, "working"), (4, "done")])]);
-        let opened = open(&script, &ids(&["theirs", "mine", "mine"]))
-            .await
-            .unwrap();
-        assert_eq!(
-            opened.task_ids(),
-            ["mine"],
-            "named once, the other left out"
-        );
-        let mut heard = Heard2::new();
-        hold(&script, opened, HOLD, &mut heard).await;
+        let (acknowledged, _, heard) = held(&script, &["theirs", "mine", "mine"]).await;
+        assert_eq!(acknowledged, ["mine"], "named once, the other left out");
         assert!(heard.changes().iter().all(|(id, _)| id == "mine"));
         assert!(script.rounds().iter().skip(1).all(|r| r == &ids(&["mine"])));
 
-        let none = open(&script, &ids(&["theirs"])).await.unwrap();
-        let mut heard = Heard2::new();
-        assert_eq!(hold(&script, none, HOLD, &mut heard).await, Ended::AllDone);
+        let (acknowledged, ended, heard) = held(&script, &["theirs"]).await;
+        assert_eq!((acknowledged.len(), ended), (0, Ended::AllDone));
         assert!(heard.0.is_empty());
     }
 
@@ -430,7 +413,7 @@ mod tests {
     async fn the_hold_ends_before_its_time_with_keep_alives_in_the_silence() {
         let script = Script::new(&[("a", &[(0, "working")])]);
         let opened = open(&script, &ids(&["a"])).await.unwrap();
-        let mut heard = Heard2::new();
+        let mut heard = Listener::new();
         let started = Instant::now();
         let hold_for = Hold {
             until: Duration::from_secs(50),
@@ -457,7 +440,7 @@ mod tests {
     async fn a_listener_that_went_away_ends_the_hold() {
         let script = Script::new(&[("a", &[(0, "working"), (3, "step 2"), (60, "done")])]);
         let opened = open(&script, &ids(&["a"])).await.unwrap();
-        let mut heard = Heard2::new();
+        let mut heard = Listener::new();
         heard.2 = Some(2);
         assert_eq!(hold(&script, opened, HOLD, &mut heard).await, Ended::Gone);
         assert_eq!(heard.0.len(), 2);

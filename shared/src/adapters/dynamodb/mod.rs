@@ -84,6 +84,10 @@ impl Table {
         key_names: &[&str],
     ) -> Result<Vec<Option<Attributes>>, StoreError> {
         const ATTEMPTS: u32 = 5;
+        if keys.is_empty() {
+            // BatchGetItem refuses a request with no keys: nothing to read, no call.
+            return Ok(Vec::new());
+        }
         let mut found: Vec<Attributes> = Vec::with_capacity(keys.len());
         let mut pending = keys.clone();
         for attempt in 0..ATTEMPTS {
