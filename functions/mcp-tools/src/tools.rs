@@ -529,10 +529,7 @@ impl<B> Tools<B> {
     /// deadline in epoch milliseconds, from the Lambda context).
     pub(crate) fn listen_time(&self, deadline_ms: Option<u64>) -> Duration {
         let max = Duration::from_secs(self.deps.config.listen_max_secs);
-        let now_ms = SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map_or(0, |d| d.as_millis() as u64);
-        wait_within(max, deadline_ms.and_then(|d| time_left(d, now_ms)))
+        wait_within(max, deadline_ms.and_then(left_until))
     }
 
     /// A task method's caller; without one nothing is read.
@@ -546,12 +543,16 @@ impl<B> Tools<B> {
 /// comes inside the HTTP request (Function URL), or on its own (other front doors, see
 /// [`crate::direct`]).
 fn remaining_time(extensions: &Extensions) -> Option<Duration> {
-    let context = lambda_context(extensions);
+    left_until(lambda_context(extensions)?.deadline)
+}
+
+/// Time left until a deadline in epoch milliseconds, now (see [`time_left`]).
+fn left_until(deadline_ms: u64) -> Option<Duration> {
     let now_ms = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .ok()?
         .as_millis() as u64;
-    time_left(context?.deadline, now_ms)
+    time_left(deadline_ms, now_ms)
 }
 
 /// The Lambda context, on the request's parts, where both doors put it.
