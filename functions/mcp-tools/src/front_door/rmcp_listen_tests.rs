@@ -27,7 +27,7 @@ use rmcp::{ClientHandler, RoleClient};
 use serde_json::{json, Value};
 use tokio::sync::mpsc;
 
-use super::streaming_tests::event;
+use super::streaming_tests::{event, open_door};
 use super::*;
 use crate::tools_tests::{world, FakePorts};
 
@@ -142,9 +142,7 @@ impl ClientHandler for Listener {
 #[tokio::test]
 async fn rmcps_client_hears_a_tasks_changes_on_a_listen_it_sends_itself() {
     let w = world(&[]);
-    let mut config = tests::config("none");
-    config.allowed_hosts = vec!["*.lambda-url.us-east-1.on.aws".into()];
-    let door = Arc::new(FrontDoor::new(config, w.deps.clone()));
+    let door = open_door(&w);
     let (heard, mut hearing) = mpsc::unbounded_channel();
     let transport = StreamableHttpClientTransport::with_client(
         InProcess(door),

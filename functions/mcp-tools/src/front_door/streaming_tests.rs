@@ -13,7 +13,7 @@ use lambda_http::{service_fn, Service};
 use serde_json::{json, Value};
 
 use super::*;
-use crate::tools_tests::world;
+use crate::tools_tests::{world, World};
 use shared::domain::caller::Principal;
 
 /// A Function URL event (payload format 2.0).
@@ -40,6 +40,13 @@ pub(super) fn event(
         }
     }))
     .unwrap()
+}
+
+/// The door of `w`'s tools, unauthenticated, serving the Function URL's host.
+pub(super) fn open_door(w: &World) -> Arc<FrontDoor<crate::tools_tests::FakePorts>> {
+    let mut config = tests::config("none");
+    config.allowed_hosts = vec!["*.lambda-url.us-east-1.on.aws".into()];
+    Arc::new(FrontDoor::new(config, w.deps.clone()))
 }
 
 /// The status, the content type, and the body as the client receives it.
@@ -87,9 +94,7 @@ fn call(name: &str, arguments: Value, meta: Option<Value>) -> Value {
 #[tokio::test(start_paused = true)]
 async fn every_reply_arrives_whole_when_streamed() {
     let w = world(&[]);
-    let mut config = tests::config("none");
-    config.allowed_hosts = vec!["*.lambda-url.us-east-1.on.aws".into()];
-    let door = Arc::new(FrontDoor::new(config, w.deps.clone()));
+    let door = open_door(&w);
 
     let list = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"});
     let (status, content_type, body) =
@@ -275,9 +280,7 @@ const V2026: &str = "2026-07-28";
 #[tokio::test]
 async fn a_listen_pushes_each_change_of_the_callers_tasks_and_nothing_of_anothers() {
     let w = world(&[]);
-    let mut config = tests::config("none");
-    config.allowed_hosts = vec!["*.lambda-url.us-east-1.on.aws".into()];
-    let door = Arc::new(FrontDoor::new(config, w.deps.clone()));
+    let door = open_door(&w);
     let task = |created: Value| created["taskId"].as_str().unwrap().to_owned();
     let mine = task(w.call_as_task("submit_job", json!({"document": "a"})).await);
     let bob = Principal::Bearer { name: "bob".into() };
@@ -346,9 +349,7 @@ async fn a_listen_pushes_each_change_of_the_callers_tasks_and_nothing_of_another
 #[tokio::test]
 async fn a_listen_of_tasks_needs_the_extension_and_at_most_a_hundred() {
     let w = world(&[]);
-    let mut config = tests::config("none");
-    config.allowed_hosts = vec!["*.lambda-url.us-east-1.on.aws".into()];
-    let door = Arc::new(FrontDoor::new(config, w.deps.clone()));
+    let door = open_door(&w);
     let headers = json!({"mcp-protocol-version": V2026, "mcp-method": "subscriptions/listen"});
 
     let undeclared = listen(&["a.b"], false);
@@ -403,9 +404,7 @@ async fn a_listen_of_tasks_needs_the_extension_and_at_most_a_hundred() {
 #[tokio::test]
 async fn a_listen_holds_one_of_the_callers_wait_slots() {
     let w = world(&[("CALLER_WAITS_MAX", "1")]);
-    let mut config = tests::config("none");
-    config.allowed_hosts = vec!["*.lambda-url.us-east-1.on.aws".into()];
-    let door = Arc::new(FrontDoor::new(config, w.deps.clone()));
+    let door = open_door(&w);
     let created = w.call_as_task("submit_job", json!({"document": "a"})).await;
     let task = created["taskId"].as_str().unwrap().to_owned();
     let headers = json!({"mcp-protocol-version": V2026, "mcp-method": "subscriptions/listen"});
