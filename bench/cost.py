@@ -92,6 +92,13 @@ def read_units(sizes: list[int], consistent: bool = True) -> float:
     return units if consistent else units / 2
 
 
+def batch_read_units(sizes: list[int], consistent: bool = False) -> float:
+    """BatchGetItem: each key a GetItem of its own (its item rounded up to 4 KB, at least one
+    unit, a missing item too); an eventually consistent read costs half."""
+    units = sum(max(1, math.ceil(size / (4 * KIB))) for size in sizes)
+    return units if consistent else units / 2
+
+
 def chunks(payload_bytes: int) -> int:
     return max(1, math.ceil(payload_bytes / CHUNK))
 
@@ -171,6 +178,9 @@ def price_call(call, prices: dict = PRICES) -> Line:
         return Line("DynamoDB", op, units, "write units", units * prices["dynamodb_write_unit"])
     if op in ("DynamoDB GetItem", "DynamoDB Query"):
         units = read_units(call.read_sizes, call.consistent)
+        return Line("DynamoDB", op, units, "read units", units * prices["dynamodb_read_unit"])
+    if op == "DynamoDB BatchGetItem":
+        units = batch_read_units(call.read_sizes, call.consistent)
         return Line("DynamoDB", op, units, "read units", units * prices["dynamodb_read_unit"])
     if service == "S3":
         put = name in S3_PUT_TIER

@@ -16,6 +16,7 @@ from builds import RELEASE
 from emulator import Emulator
 from function_url import FunctionUrl
 from functions import S3_INPUT_ENV, Functions, variant
+from listen_cost import LISTEN_ENV, held_minute
 from lambda_events import (OUTPUT_BODY, json_of_length, notification_message, router_event, sns_delivery,
                            sqs_delivery)
 from processes import Function, answer_of, stop
@@ -117,7 +118,11 @@ class CostRun:
         tools = fns.rust["mcp-tools"]
         self.tools = Tools(tools, emulator.http_endpoint)
         self.s3_input_tools = Tools(variant(tools, S3_INPUT_ENV, "cost-tools-s3-input.log"), emulator.http_endpoint)
-        self.out: dict = {"jobs": {}, "response_in_s3": None, "long_polls": {}, "s3_input_jobs": {}, "buffer": {}, "training": None}
+        self.listen_runtime = RuntimeApi("mcp-tools")
+        self.listen_proc, _ = variant(tools, LISTEN_ENV, "cost-tools-listen.log").spawn(self.listen_runtime,
+                                                                                          emulator.http_endpoint)
+        self.out: dict = {"jobs": {}, "response_in_s3": None, "long_polls": {}, "s3_input_jobs": {}, "buffer": {},
+                          "training": None, "held_minute": None}
 
     def create_resources(self, pipeline_name: str) -> None:
         """The direct topic, the buffered one with its queue, and the pipeline."""
@@ -138,6 +143,7 @@ class CostRun:
         for runtime, proc in self.procs.values():
             stop(proc, runtime)
         stop(self.router_proc, self.router_runtime)
+        stop(self.listen_proc, self.listen_runtime)
         self.tools.close()
         self.s3_input_tools.close()
 
@@ -161,6 +167,8 @@ class CostRun:
             for batch_size in (10, 100):
                 self.out["buffer"][batch_size] = await self.buffer(label, batch_size)
             self.out["training"] = await self.training()
+            self.out["held_minute"] = await asyncio.to_thread(held_minute, self.listen_runtime, self.recorder,
+                                                              self.fresh)
 
     def notify(self, label: str, inference_id: str, body: bytes, topic: str,
                submitted: Part | None = None, response_in_message: bool = True) -> tuple[Part, Part]:

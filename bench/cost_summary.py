@@ -10,6 +10,7 @@ import results
 from cost_scenarios import COST_OUTPUTS, LONG_POLL_DONE_S, LONG_POLL_WAIT_S
 from functions import S3_INPUT_SETTING
 from lambda_events import OUTPUT_BODY
+from listen_cost import HELD_S, POLL_EVERY_S
 
 OUTPUT_LABELS = {"small": f"small ({len(OUTPUT_BODY)} B)", "medium": "medium (64 KiB)", "large": "large (1 MiB)"}
 # The trickle the buffer's window is weighed at: a million jobs a month, evenly.
@@ -127,14 +128,43 @@ def summarize_cost(c: dict) -> results.Cost:
     table.row("training run: trigger_training, the Succeeded event routed, one check_training_status", "Rust", "n/a",
               training)
 
+    held = listen_rows(c, table)
+
     changes = (inline_changes(jobs, polls, old, new) + input_changes(jobs, through_s3) + buffer_changes(buffered)
                + backoff_changes(c, new))
     return results.Cost(region=cost.PRICES_REGION, checked=cost.PRICES_CHECKED, prices=dict(cost.PRICES),
                         sources=list(cost.SOURCES), rows=table.rows,
                         headline=headline(jobs, polls, new, old, reference, c["jobs"][(new, "small")])
                         + response_headline(jobs[(new, "small")], in_s3) + input_headline(jobs, through_s3, new)
-                        + reads_headline(c["jobs"][(new, "small")]),
+                        + reads_headline(c["jobs"][(new, "small")]) + listen_headline(held),
                         changes=changes, notes=list(NOTES))
+
+
+def listen_rows(c: dict, table: Table) -> tuple[cost.Bill, cost.Bill] | None:
+    """One task kept in view for a minute: a listen held, against polling tasks/get (the rows'
+    "per million" is then per million minutes)."""
+    held = c.get("held_minute")
+    if not held:
+        return None
+    listen = cost.bill(held["listen"]["calls"], held["listen"]["invocations"])
+    poll = cost.bill(held["poll"]["calls"], held["poll"]["invocations"])
+    table.row(f"one working task for a minute: a subscriptions/listen held (LISTEN_MAX_SECS={HELD_S})", "Rust",
+              "n/a", listen)
+    table.row(f"one working task for a minute: tasks/get every {POLL_EVERY_S} s ({len(held['poll']['invocations'])} "
+              f"calls)", "Rust", "n/a", poll)
+    return listen, poll
+
+
+def listen_headline(held: tuple[cost.Bill, cost.Bill] | None) -> str:
+    if held is None:
+        return ""
+    listen, poll = held
+    reads = sum(l.quantity for l in listen.lines if l.what == "DynamoDB BatchGetItem")
+    return (f" Keeping one task in view for a minute costs {per_million(listen.total)} minutes held on a "
+            f"`subscriptions/listen` ({per_million(listen.by_service()['Lambda'])} of it Lambda's wall time, "
+            f"{reads:g} read units of batched reads) against {per_million(poll.total)} polling `tasks/get` every "
+            f"{POLL_EVERY_S} s: a listen is {listen.total / poll.total:.0f}x the price, for an outcome pushed within "
+            f"a second instead of found {POLL_EVERY_S / 2:g} s late on average.")
 
 
 def buffer_rows(c: dict, table: Table, new: str) -> dict:

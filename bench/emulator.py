@@ -156,6 +156,13 @@ class Recorder:
                 got = json.loads(answer)
                 items = [got["Item"]] if "Item" in got else got.get("Items", [])
                 call.read_sizes = [item_size(i) for i in items]
+            elif operation == "DynamoDB BatchGetItem" and call.status == 200:
+                # Billed per key asked for, as a GetItem each: an item missing is still a read.
+                asked = request.get("RequestItems", {})
+                got = json.loads(answer).get("Responses", {})
+                call.consistent = any(t.get("ConsistentRead") for t in asked.values())
+                sizes = [item_size(i) for items in got.values() for i in items]
+                call.read_sizes = sizes + [0] * (sum(len(t.get("Keys", [])) for t in asked.values()) - len(sizes))
         with self._lock:
             self.calls.append(call)
         return [answer]

@@ -7,11 +7,13 @@ name at the suite's own revision for it (2025-11-25 for the scenarios of earlier
 the server still answers; 2026-07-28 for extensions). Prints one line per scenario and writes the
 suite's own results to .local/conformance/. Expects the environment of scripts/local_stack.py.
 
-Many scenarios drive fixtures of the suite's reference server (tools named test_*, greet,
-slow_compute; prompts, completions; tools that ask for elicitation or sampling; the skills
-extension). A server with five job tools has none of them: such a scenario, and any check that
-says its fixture is missing, is reported as not applicable and does not fail the run. Any other
-failed check does.
+Many scenarios drive fixtures of the suite's reference server (tools named test_*, greet;
+prompts, completions; tools that ask for elicitation or sampling; the skills extension). The
+tasks extension's `slow_compute` and `failing_job` are served here, as catalog tools on the
+SageMaker stand-in's fixture models (tests/conformance/fixtures.catalog.json), so those checks
+run against the real task machinery. For the rest, such a scenario, and any check that says its
+fixture is missing, is reported as not applicable and does not fail the run. Any other failed
+check does.
 """
 
 import argparse
@@ -29,6 +31,7 @@ ROOT = Path(__file__).resolve().parent.parent
 SUITE = ROOT / "tests" / "conformance"
 CLI = SUITE / "node_modules" / "@modelcontextprotocol" / "conformance" / "dist" / "index.js"
 OUT = ROOT / ".local" / "conformance"
+FIXTURES = SUITE / "fixtures.catalog.json"
 REQUIREMENTS = "2026-07-28"
 
 # Scenarios made of the reference server's fixtures, by name or name prefix (the first that
@@ -50,7 +53,9 @@ NOT_APPLICABLE = {
     "json-schema-2020-12": "calls the reference server's json_schema_2020_12_tool",
     "http-custom-header-server-validation": "needs a tool with x-mcp-header parameters",
     "tasks-status-notifications": "skipped by the suite, pending its subscriptions/listen rewrite",
-    "tasks-": "drives the reference server's greet, slow_compute and failing_job tools",
+    "tasks-required-task-error": "calls failing_job declared as requiring a task: a tool here never requires "
+                                 "the client to declare tasks",
+    "tasks-mrtr-": "calls reference tools whose task asks its client for input (input_required); not served yet",
     "sep-2640-skills-": "the skills extension: the server serves no skills; the suite skips its checks",
 }
 # A failed check that says what it needed is not here. A method the server does not have is a
@@ -99,6 +104,14 @@ def server_scenarios(*options) -> list:
     return names
 
 
+def served_env() -> dict:
+    """mcp-tools as the suite needs it: no auth, local browser origins, and the suite's
+    `slow_compute` and `failing_job` as catalog tools on the SageMaker stand-in's fixture models
+    (which run and notify as its other endpoints do)."""
+    return {"AUTH_MODE": "none", "MCP_ALLOWED_ORIGINS": LOCAL_ORIGINS, "TOOL_CATALOG": str(FIXTURES),
+            "AWS_ENDPOINT_URL_SAGEMAKER_RUNTIME": os.environ["AWS_ENDPOINT_URL_SAGEMAKER"]}
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description="The MCP conformance suite against mcp-tools.")
     parser.add_argument("--url", help="an mcp-tools already served (without auth); by default one is "
@@ -116,7 +129,7 @@ def main() -> int:
     if url is None:
         port = int(os.environ["LAMBDA_PORT"])
         url = f"http://127.0.0.1:{port}/lambda-url/mcp-tools/mcp"
-        watch = start_watch(port, {"AUTH_MODE": "none", "MCP_ALLOWED_ORIGINS": LOCAL_ORIGINS}, "conformance")
+        watch = start_watch(port, served_env(), "conformance")
     try:
         proc = subprocess.run(node() + ["server", "--url", url, "--requirements", REQUIREMENTS, "-o", str(OUT)],
                               capture_output=True, text=True, timeout=1200)

@@ -48,6 +48,9 @@ def test_units_round_up_per_kb_written_and_per_4_kb_read():
     assert cost.read_units([completed], consistent=False) == 8.5
     assert cost.read_units([]) == 1  # a read that finds nothing still costs one unit
     assert cost.read_units([3000, 3000]) == 2  # a query's items add up before rounding
+    # BatchGetItem rounds each key's item on its own, a missing one included; eventually consistent halves.
+    assert cost.batch_read_units([3000, 3000, 0]) == 1.5
+    assert cost.batch_read_units([3000, 5000], consistent=True) == 3
     assert cost.chunks(64 * 1024) == 1 and cost.chunks(64 * 1024 + 1) == 2 and cost.chunks(0) == 1
 
 

@@ -24,7 +24,9 @@
 //! output (or a failure) to S3, and delivers the real-shaped SNS notification to
 //! notification-handler (for an inline input, its `requestParameters` have no `inputLocation`).
 //! The model labels a document `invoice`, `receipt`, `report` or `other` by its words; an input
-//! containing `FAIL` fails, as a model error would.
+//! containing `FAIL` fails, as a model error would. Two endpoints serve the MCP conformance
+//! suite's fixtures (tests/conformance/fixtures.catalog.json): `standin-slow-compute` answers after
+//! the input's `seconds` (at most 600), `standin-failing-job` always fails.
 //!
 //! Lineage: each run records what SageMaker's tracking would (its data, image, training job,
 //! model, and the model package RegisterModel makes, with its group's context), served by

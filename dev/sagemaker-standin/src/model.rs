@@ -1,9 +1,40 @@
-//! The stand-in's models: the document classifier behind the async endpoint, and the fake
-//! training whose outcome follows the pipeline parameters.
+//! The stand-in's models: the document classifier behind the async endpoint, two fixtures of
+//! the MCP conformance suite on endpoints of their own, and the fake training whose outcome
+//! follows the pipeline parameters.
 
 use std::collections::HashMap;
+use std::time::Duration;
 
 use serde_json::{json, Value};
+
+/// The endpoint whose model waits `seconds` (0 to 600) before it answers: the conformance
+/// suite's `slow_compute`, served as a catalog tool (tests/conformance/fixtures.catalog.json).
+pub const SLOW_COMPUTE_ENDPOINT: &str = "standin-slow-compute";
+/// The endpoint whose model always fails: the conformance suite's `failing_job`.
+pub const FAILING_JOB_ENDPOINT: &str = "standin-failing-job";
+const MAX_COMPUTE_SECS: u64 = 600;
+
+/// What an endpoint's model answers an input, and how long it computes first (beyond the
+/// stand-in's `--inference-millis`).
+pub fn answer(endpoint: &str, input: &Value) -> (Duration, Result<Value, String>) {
+    match endpoint {
+        SLOW_COMPUTE_ENDPOINT => {
+            let seconds = input.get("seconds").and_then(Value::as_u64).unwrap_or(0);
+            if seconds > MAX_COMPUTE_SECS {
+                let reason = format!("ValueError: seconds must be at most {MAX_COMPUTE_SECS}");
+                return (Duration::ZERO, Err(reason));
+            }
+            let label = input.get("label").cloned().unwrap_or(Value::Null);
+            let output = json!({"computed": true, "seconds": seconds, "label": label});
+            (Duration::from_secs(seconds), Ok(output))
+        }
+        FAILING_JOB_ENDPOINT => (
+            Duration::ZERO,
+            Err("RuntimeError: this model always fails (the failing_job fixture)".into()),
+        ),
+        _ => (Duration::ZERO, classify(input)),
+    }
+}
 
 /// The small local model: labels a document by its words. With `parameters.tokens: true` it
 /// also lists every word with its offset, which makes a long document's output large (too
@@ -76,6 +107,22 @@ pub fn step_failure(step: &str, parameters: &HashMap<String, String>) -> Option<
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_fixture_endpoints_wait_or_fail_and_any_other_classifies() {
+        let input = json!({"seconds": 2, "label": "x"});
+        let (wait, output) = answer(SLOW_COMPUTE_ENDPOINT, &input);
+        assert_eq!(wait, Duration::from_secs(2));
+        assert_eq!(output.unwrap()["label"], "x");
+        let (_, refused) = answer(SLOW_COMPUTE_ENDPOINT, &json!({"seconds": 601}));
+        assert!(refused.unwrap_err().contains("at most 600"));
+        assert!(answer(FAILING_JOB_ENDPOINT, &json!({})).1.is_err());
+        let (wait, output) = answer("any-endpoint", &json!({"inputs": "a receipt"}));
+        assert_eq!(
+            (wait, output.unwrap()["label"].clone()),
+            (Duration::ZERO, json!("receipt"))
+        );
+    }
 
     #[test]
     fn tokens_are_listed_only_when_asked_for() {

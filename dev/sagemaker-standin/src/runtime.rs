@@ -316,11 +316,17 @@ impl Wiring {
 
 pub async fn infer(state: AppState, job: Job) {
     tokio::time::sleep(state.settings.inference).await;
-    let outcome = job.input.read(&state).await.and_then(|bytes| {
-        serde_json::from_slice::<Value>(&bytes)
-            .map_err(|e| format!("the input is not JSON: {e}"))
-            .and_then(|v| model::classify(&v))
+    let input = job.input.read(&state).await.and_then(|bytes| {
+        serde_json::from_slice::<Value>(&bytes).map_err(|e| format!("the input is not JSON: {e}"))
     });
+    let outcome = match input {
+        Ok(input) => {
+            let (computing, outcome) = model::answer(&job.endpoint, &input);
+            tokio::time::sleep(computing).await;
+            outcome
+        }
+        Err(reason) => Err(reason),
+    };
     // As SageMaker does: the output with the model's response type, the failure as text.
     let (location, body, content_type) = match &outcome {
         Ok(result) => (&job.output, result.to_string(), "application/json"),
