@@ -7,11 +7,13 @@ use std::sync::Mutex;
 
 use chrono::{DateTime, Utc};
 
+use crate::domain::callback::CallbackToken;
 use crate::domain::completion::JobCompletion;
 use crate::domain::item::{Applied, Attr, Change, Item, Write, WriteOp};
 use crate::domain::job::{attr, Job, Locations};
 use crate::domain::lineage::{Association, Direction};
 use crate::domain::pipeline_status::{PipelineStatus, StepState};
+use crate::domain::question::StepAnswer;
 use crate::domain::run::{self, CompletionMessage, Run};
 use crate::domain::s3_location::S3Location;
 use crate::ports::*;
@@ -422,6 +424,9 @@ pub struct FakePipeline {
     descriptions: Mutex<HashMap<String, String>>,
     /// Runs that ended Succeeded, with the model package each registered.
     succeeded: Mutex<HashMap<String, String>>,
+    /// Each step answered (its token, as SageMaker would see it) and how.
+    answers: Mutex<Vec<(String, StepAnswer)>>,
+    answer_fault: Mutex<Option<AwsFailure>>,
 }
 
 impl FakePipeline {
@@ -439,6 +444,16 @@ impl FakePipeline {
     /// The runs asked to stop, in order.
     pub fn stopped(&self) -> Vec<String> {
         self.stopped.lock().unwrap().clone()
+    }
+
+    /// The steps answered, in order: (token, answer).
+    pub fn answers(&self) -> Vec<(String, StepAnswer)> {
+        self.answers.lock().unwrap().clone()
+    }
+
+    /// Every answer from now on fails so.
+    pub fn fail_answers(&self, failure: AwsFailure) {
+        *self.answer_fault.lock().unwrap() = Some(failure);
     }
 
     pub fn fail_describe(&self, failure: AwsFailure) {
@@ -470,6 +485,21 @@ fn not_found(execution_arn: &str) -> AwsFailure {
 }
 
 impl PipelineControl for FakePipeline {
+    async fn answer_step(
+        &self,
+        token: &CallbackToken,
+        answer: &StepAnswer,
+    ) -> Result<(), AwsFailure> {
+        if let Some(failure) = self.answer_fault.lock().unwrap().clone() {
+            return Err(failure);
+        }
+        self.answers
+            .lock()
+            .unwrap()
+            .push((token.expose().to_owned(), answer.clone()));
+        Ok(())
+    }
+
     async fn start(&self, request: &StartRequest) -> Result<String, AwsFailure> {
         let mut tokens = self.tokens.lock().unwrap();
         if let Some(arn) = tokens.get(&request.client_request_token) {

@@ -3,6 +3,7 @@
 
 use std::future::Future;
 
+use crate::domain::callback::CallbackToken;
 use crate::domain::completion::JobCompletion;
 use crate::domain::ids::InferenceId;
 use crate::domain::item::{Applied, Write};
@@ -10,6 +11,7 @@ use crate::domain::job::{Job, Locations};
 use crate::domain::lineage::{Association, Direction};
 use crate::domain::pipeline_status::{ExecutionStatus, StepState};
 use crate::domain::progress::Progress;
+use crate::domain::question::StepAnswer;
 use crate::domain::run::{CompletionMessage, Run};
 use crate::domain::s3_location::S3Location;
 
@@ -271,6 +273,14 @@ pub trait PipelineControl: Sync {
         &self,
         execution_arn: &str,
     ) -> impl Future<Output = Result<String, AwsFailure>> + Send;
+
+    /// Answers the CallbackStep waiting on `token` (SendPipelineExecutionStepSuccess or
+    /// …StepFailure), idempotently: the same answer sent again is the same request.
+    fn answer_step(
+        &self,
+        token: &CallbackToken,
+        answer: &StepAnswer,
+    ) -> impl Future<Output = Result<(), AwsFailure>> + Send;
 }
 
 #[derive(Debug, thiserror::Error)]

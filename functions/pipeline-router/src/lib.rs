@@ -1,8 +1,11 @@
 //! pipeline-router: the EventBridge target for "SageMaker Model Building Pipeline Execution
-//! Status Change". It only translates the event; the rules are in `shared::usecases::route`.
+//! Status Change", and the consumer of the callback queue its runs' CallbackSteps send their
+//! questions to. It only translates the events; the rules are in `shared::usecases::route` and
+//! `shared::usecases::callback`.
 
 pub mod config;
 
+use aws_lambda_events::sqs::{SqsBatchResponse, SqsMessage};
 use serde_json::{json, Value};
 use tracing::{field::Empty, info_span, Instrument, Span};
 
@@ -10,6 +13,7 @@ use shared::domain::pipeline_event::{parse_status_change, PipelineEventError};
 use shared::domain::trace::TraceContext;
 use shared::ports::{CompletionQueue, PipelineControl, RunStore};
 use shared::telemetry;
+use shared::usecases::callback::{record_question, Asked};
 use shared::usecases::route::{route_status_change, RouteError, Routed};
 
 #[derive(Debug, thiserror::Error)]
@@ -47,8 +51,60 @@ pub struct Handler<S, P, Q> {
 }
 
 impl<S: RunStore, P: PipelineControl, Q: CompletionQueue> Handler<S, P, Q> {
-    /// An error makes EventBridge retry the event, then send it to the failure destination.
+    /// An EventBridge event, or a batch from the callback queue (SQS records): see
+    /// [`Handler::handle_status_change`] and [`Handler::handle_callbacks`].
     pub async fn handle(&self, event: Value) -> Result<Value, HandlerError> {
+        match event.get("Records").and_then(Value::as_array) {
+            Some(records) => Ok(serde_json::to_value(self.handle_callbacks(records).await)
+                .expect("batch response serializes")),
+            None => self.handle_status_change(event).await,
+        }
+    }
+
+    /// Each callback message's question recorded on its run; a message that failed is
+    /// reported by id (a partial batch failure), so SQS delivers it again and, past the
+    /// queue's maxReceiveCount, moves it to the dead-letter queue. A message that can never be
+    /// recorded (bad, or of a run not started through the tools) is reported too: the
+    /// dead-letter queue keeps it for a person, as nothing here can answer its step.
+    pub async fn handle_callbacks(&self, records: &[Value]) -> SqsBatchResponse {
+        let mut response = SqsBatchResponse::default();
+        for (index, raw) in records.iter().enumerate() {
+            let message: SqsMessage = match serde_json::from_value(raw.clone()) {
+                Ok(m) => m,
+                Err(e) => {
+                    tracing::error!(record = index, error = %e, "SQS record does not parse");
+                    if let Some(id) = raw.get("messageId").and_then(Value::as_str) {
+                        response.add_failure(id.to_owned());
+                    }
+                    continue;
+                }
+            };
+            let sqs_id = message.message_id.clone().unwrap_or_default();
+            let span = info_span!("callback", sqs_message_id = %sqs_id);
+            let asked = record_question(
+                &self.store,
+                &self.pipeline,
+                message.body.as_deref().unwrap_or_default(),
+                self.clock.now(),
+            )
+            .instrument(span.clone())
+            .await;
+            span.in_scope(|| match asked {
+                Ok(Asked::Recorded { key }) => tracing::info!(key, "question recorded"),
+                Ok(Asked::Known { key }) => {
+                    tracing::info!(key, "question already recorded; duplicate delivery")
+                }
+                Err(e) => {
+                    tracing::error!(error = %e, retryable = e.is_retryable(), "question not recorded");
+                    response.add_failure(sqs_id.clone());
+                }
+            });
+        }
+        response
+    }
+
+    /// An error makes EventBridge retry the event, then send it to the failure destination.
+    pub async fn handle_status_change(&self, event: Value) -> Result<Value, HandlerError> {
         let event_id = event.get("id").and_then(Value::as_str).unwrap_or("?");
         // The ids go on a span, so every line of this event carries them.
         let span = info_span!(
@@ -261,5 +317,52 @@ mod tests {
             .unwrap_err();
         assert!(err.to_string().contains("pipelineExecutionArn"), "{err}");
         assert!(h.store.all().is_empty());
+    }
+
+    #[tokio::test]
+    async fn a_callback_batch_records_its_question_and_reports_only_the_bad_message() {
+        use shared::domain::caller::Principal;
+        use shared::domain::pipeline_event::execution_description;
+        use shared::domain::run::record_triggered;
+        use shared::ports::StartRequest;
+
+        let h = handler();
+        let owner = Principal::Local.caller().owner;
+        let started = StartRequest {
+            pipeline_name: "mcp-intent-classifier-pipeline".into(),
+            description: execution_description("sess-42", &owner, chrono::Utc::now()),
+            parameters: vec![],
+            client_request_token: "c".repeat(32),
+            max_parallel_steps: None,
+        };
+        let arn = h.pipeline.start(&started).await.unwrap();
+        let triggered = record_triggered(
+            &owner,
+            "sess-42",
+            &arn,
+            "2026-11-20T10:41:51Z",
+            1 << 40,
+            "s3cret",
+            None,
+        );
+        h.store.write(&triggered).await.unwrap();
+        let batch = serde_json::to_string(&event("callback-batch.json"))
+            .unwrap()
+            .replace(ARN, &arn);
+        let batch: Value = serde_json::from_str(&batch).unwrap();
+        for _ in 0..2 {
+            // The second delivery of the same batch asks nothing new.
+            let answer = h.handle(batch.clone()).await.unwrap();
+            assert_eq!(
+                answer,
+                json!({"batchItemFailures": [{"itemIdentifier": "55555555-0000-4000-8000-000000000002"}]})
+            );
+            let run = h.store.all().pop().unwrap();
+            let open: Vec<_> = run.questions.open().collect();
+            assert_eq!(open.len(), 1);
+            assert!(open[0].1.prompt.starts_with("The model reached accuracy"));
+            assert_eq!(open[0].1.schema["required"], json!(["deploy_to"]));
+        }
+        assert!(h.queue.sent().is_empty());
     }
 }

@@ -4,11 +4,13 @@
 //! package is `ResourceNotFound` whichever shape SageMaker answered it in
 //! ([`not_found_either_way`]).
 
-use aws_sdk_sagemaker::types::{ParallelismConfiguration, Parameter, SortOrder};
+use aws_sdk_sagemaker::types::{OutputParameter, ParallelismConfiguration, Parameter, SortOrder};
 
 use crate::adapters::aws::{classify, not_found_either_way, OnFirstUse};
+use crate::domain::callback::CallbackToken;
 use crate::domain::lineage::{Association, Direction};
 use crate::domain::pipeline_status::{ExecutionStatus, StepState};
+use crate::domain::question::{answer_request_token, StepAnswer};
 use crate::ports::{
     ArtifactDescription, AssociationPage, AwsFailure, ExecutionDescription, LineageGraph,
     ModelPackageDescription, PipelineControl, StartRequest, StepStatus,
@@ -106,6 +108,41 @@ impl PipelineControl for SageMakerPipeline {
             retryable: false,
             ambiguous: false,
         })
+    }
+
+    async fn answer_step(
+        &self,
+        token: &CallbackToken,
+        answer: &StepAnswer,
+    ) -> Result<(), AwsFailure> {
+        let request_token = answer_request_token(token);
+        match answer {
+            StepAnswer::Success(outputs) => {
+                let outputs = outputs
+                    .iter()
+                    .map(|(name, value)| OutputParameter::builder().name(name).value(value).build())
+                    .collect();
+                self.client
+                    .send_pipeline_execution_step_success()
+                    .callback_token(token.expose())
+                    .set_output_parameters(Some(outputs))
+                    .client_request_token(request_token)
+                    .send()
+                    .await
+                    .map_err(|e| classify(&e))?;
+            }
+            StepAnswer::Failure(reason) => {
+                self.client
+                    .send_pipeline_execution_step_failure()
+                    .callback_token(token.expose())
+                    .failure_reason(reason)
+                    .client_request_token(request_token)
+                    .send()
+                    .await
+                    .map_err(|e| classify(&e))?;
+            }
+        }
+        Ok(())
     }
 
     async fn steps(&self, execution_arn: &str) -> Result<Vec<StepStatus>, AwsFailure> {

@@ -15,6 +15,7 @@ pub mod pipeline_definition;
 pub mod pipeline_event;
 pub mod pipeline_status;
 pub mod progress;
+pub mod question;
 pub mod quota;
 pub mod run;
 pub mod s3_location;

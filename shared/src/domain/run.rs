@@ -10,6 +10,7 @@ use super::caller::Owner;
 use super::ids::{ExecutionArn, SessionId};
 use super::item::{Attr, Change, Fields, Guard, Item, Write, WriteOp};
 use super::pipeline_status::{ExecutionStatus, PipelineStatus, RunStatus};
+use super::question::{Questions, RunKey};
 use super::trace::TraceContext;
 use crate::util::hex;
 
@@ -77,6 +78,8 @@ pub struct Run {
     /// The triggering call's trace; None for runs the tools did not trigger, or triggered
     /// before traces were stored.
     pub trace: Option<TraceContext>,
+    /// What its CallbackSteps asked a person, open or settled.
+    pub questions: Questions,
 }
 
 impl Run {
@@ -104,6 +107,18 @@ impl Run {
             ttl: f.n(attr::TTL),
             task_secret: f.s(attr::TASK_SECRET),
             trace: TraceContext::from_fields(&f),
+            questions: Questions::from_item(item),
+        }
+    }
+
+    /// The item's key, for a write of its questions.
+    pub fn record_key(&self) -> RunKey {
+        RunKey {
+            key: key(
+                &session_key(self.owner.as_ref(), &self.session_id),
+                &self.execution_arn,
+            ),
+            partition_key: attr::SESSION_ID,
         }
     }
 
@@ -432,6 +447,7 @@ mod tests {
             task_secret: None,
             owner: None,
             trace: None,
+            questions: Default::default(),
         };
         let runs = newest_runs(
             vec![

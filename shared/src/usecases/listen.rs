@@ -226,10 +226,12 @@ pub async fn record_marks<S: JobStore, R: RunStore>(
     });
     let mut run_marks = runs.get_many(&run_keys).await?.into_iter().map(|run| {
         let run = run.filter(|r| caller.owns(r.owner.as_ref()))?;
+        // A question asked or answered changes the task (input_required, working) too.
         Some(RecordMark(format!(
-            "{}|{:?}",
+            "{}|{:?}|{}",
             run.status.as_str(),
-            run.updated_at
+            run.updated_at,
+            run.questions.version
         )))
     });
     Ok(parsed

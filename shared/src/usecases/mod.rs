@@ -5,6 +5,8 @@ use std::time::Duration;
 
 use crate::domain::job::JobPolicy;
 
+pub mod answer;
+pub mod callback;
 pub mod check;
 pub mod job_object;
 pub mod lineage;

@@ -9,6 +9,7 @@ use crate::domain::ids::{ExecutionArn, InferenceId, SessionId};
 use crate::domain::item::Applied;
 use crate::domain::job::{self, secrets_match, task_secret_matches, Job, JobStatus, Stage};
 use crate::domain::pipeline_status::{ExecutionStatus, PipelineStatus};
+use crate::domain::question::QuestionState;
 use crate::domain::quota::is_quota_key;
 use crate::domain::run::Run;
 use crate::domain::task_id::TaskId;
@@ -196,10 +197,18 @@ pub struct RunTaskView {
 
 #[derive(Debug, Clone, PartialEq)]
 pub enum RunTaskState {
-    /// Executing (with the steps started so far, the last one last) or Stopping.
+    /// Executing (with the steps started so far, the last one last) or Stopping. `unsent`: why
+    /// answers to its questions were not taken by SageMaker, for the task to say.
     Working {
         status: ExecutionStatus,
         steps: Vec<StepStatus>,
+        unsent: Vec<String>,
+    },
+    /// Executing, and a CallbackStep asks a person: each open question by its key.
+    InputRequired {
+        status: ExecutionStatus,
+        steps: Vec<StepStatus>,
+        questions: Vec<OpenQuestion>,
     },
     /// Succeeded, Failed or CompletedWithFailures: what `check_training_status` reports.
     Done {
@@ -210,9 +219,42 @@ pub enum RunTaskState {
     Cancelled,
 }
 
+/// A question waiting for its answer, as a task shows it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct OpenQuestion {
+    pub key: String,
+    pub prompt: String,
+    /// The elicitation's `requestedSchema`.
+    pub schema: serde_json::Value,
+}
+
+/// The open questions of a run, in key order.
+pub fn open_questions(run: &Run) -> Vec<OpenQuestion> {
+    run.questions
+        .open()
+        .map(|(key, q)| OpenQuestion {
+            key: key.clone(),
+            prompt: q.prompt.clone(),
+            schema: q.schema.clone(),
+        })
+        .collect()
+}
+
+/// Why answers to a run's questions were not taken, oldest key first.
+pub fn unsent_answers(run: &Run) -> Vec<String> {
+    run.questions
+        .by_key
+        .values()
+        .filter_map(|q| match &q.state {
+            QuestionState::SendFailed { reason, .. } => Some(reason.clone()),
+            _ => None,
+        })
+        .collect()
+}
+
 /// The caller's run a task id names, when its secret matches: looked for among the caller's
 /// runs of the session, as check_training_result lists them.
-async fn authorized_run<R: RunStore>(
+pub(crate) async fn authorized_run<R: RunStore>(
     runs: &R,
     caller: &Caller,
     task_id: &str,
@@ -265,10 +307,18 @@ pub async fn get_run_task<R: RunStore, P: PipelineControl>(
             RunTaskState::Done { described, steps }
         }
         ExecutionStatus::Known(Stopped) => RunTaskState::Cancelled,
+        ExecutionStatus::Known(Executing) if found.questions.open().next().is_some() => {
+            RunTaskState::InputRequired {
+                status: described.status,
+                steps,
+                questions: open_questions(&found),
+            }
+        }
         ExecutionStatus::Known(Stopping | Executing) | ExecutionStatus::Unknown(_) => {
             RunTaskState::Working {
                 status: described.status,
                 steps,
+                unsent: unsent_answers(&found),
             }
         }
     };

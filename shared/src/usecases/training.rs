@@ -247,6 +247,27 @@ pub enum StatusError {
     Steps(AwsFailure),
 }
 
+/// DescribePipelineExecution, with a run SageMaker does not know, or one the tools' role may
+/// not read (AWS's refusal names the role), as None: an unknown run to the caller.
+pub async fn describe_known<P: PipelineControl>(
+    pipeline: &P,
+    execution_arn: &str,
+) -> Result<Option<ExecutionDescription>, AwsFailure> {
+    match pipeline.describe(execution_arn).await {
+        Ok(described) => Ok(Some(described)),
+        Err(failure)
+            if matches!(
+                failure.code.as_deref(),
+                Some("ResourceNotFound" | "AccessDeniedException" | "AccessDenied")
+            ) =>
+        {
+            tracing::info!(%failure, "run answered as unknown");
+            Ok(None)
+        }
+        Err(failure) => Err(failure),
+    }
+}
+
 /// A run's live status and steps, when the run is the caller's (its description's owner tag).
 pub async fn training_status<P: PipelineControl>(
     pipeline: &P,
@@ -256,20 +277,10 @@ pub async fn training_status<P: PipelineControl>(
     let not_found = || StatusError::NotFound {
         execution_arn: execution_arn.to_owned(),
     };
-    let described = match pipeline.describe(execution_arn).await {
-        Ok(described) => described,
-        // A run the tools' role may not read is unknown too: AWS's refusal names the role.
-        Err(failure)
-            if matches!(
-                failure.code.as_deref(),
-                Some("ResourceNotFound" | "AccessDeniedException" | "AccessDenied")
-            ) =>
-        {
-            tracing::info!(%failure, "run answered as unknown");
-            return Err(not_found());
-        }
-        Err(failure) => return Err(StatusError::Describe(failure)),
-    };
+    let described = describe_known(pipeline, execution_arn)
+        .await
+        .map_err(StatusError::Describe)?
+        .ok_or_else(not_found)?;
     let owner = described
         .description
         .as_deref()
