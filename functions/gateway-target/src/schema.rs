@@ -431,6 +431,7 @@ mod tests {
         assert_eq!(
             names,
             [
+                "answer_training_input",
                 "check_job_status",
                 "check_training_result",
                 "check_training_status",

@@ -85,7 +85,8 @@ pub fn access_of(body: &RpcBody, write_tools: &[String]) -> Access {
             .as_deref()
             // An unknown tool is refused by rmcp; asking for it needs no more than reading.
             .is_some_and(|name| write_tools.iter().any(|t| t == name)),
-        Some("tasks/cancel") => true,
+        // Stopping work, or answering what a run asks, changes it.
+        Some("tasks/cancel" | "tasks/update") => true,
         _ => false,
     });
     if writes {
@@ -435,7 +436,10 @@ mod access_tests {
     #[test]
     fn tools_that_start_or_stop_work_need_write_and_the_rest_read() {
         let write_tools = write_tools(&Tools::<crate::AwsPorts>::definitions());
-        assert_eq!(write_tools, ["submit_job", "trigger_training"]);
+        assert_eq!(
+            write_tools,
+            ["answer_training_input", "submit_job", "trigger_training"]
+        );
         let call = |name: &str| {
             format!(
                 r#"{{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{{"name":"{name}"}}}}"#
@@ -449,6 +453,11 @@ mod access_tests {
             (call("no_such_tool"), Access::Read),
             (
                 r#"{"jsonrpc":"2.0","id":1,"method":"tasks/cancel","params":{"taskId":"x"}}"#
+                    .into(),
+                Access::Write,
+            ),
+            (
+                r#"{"jsonrpc":"2.0","id":1,"method":"tasks/update","params":{"taskId":"x"}}"#
                     .into(),
                 Access::Write,
             ),

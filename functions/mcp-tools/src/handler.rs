@@ -6,7 +6,7 @@ use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CancelTaskParams, ContentBlock, ErrorData,
     GetTaskParams, GetTaskResult, Implementation, ListResourceTemplatesResult, ListResourcesResult,
     ListToolsResult, PaginatedRequestParams, ProtocolVersion, ReadResourceRequestParams,
-    ReadResourceResponse, ServerCapabilities, ServerConfig,
+    ReadResourceResponse, ServerCapabilities, ServerConfig, UpdateTaskParams,
 };
 use rmcp::service::{RequestContext, SubscriptionContext};
 use rmcp::{tool_handler, RoleServer, ServerHandler};
@@ -69,6 +69,15 @@ impl<B: Backend> ServerHandler for Tools<B> {
     /// A listen, after rmcp acknowledged it: held until its tasks have ended or its time is up.
     async fn listen(&self, subscription: SubscriptionContext) -> Result<(), ErrorData> {
         self.hold_listen(subscription).await
+    }
+
+    /// `tasks/update`: answers to a run's questions (see [`crate::tasks`]).
+    async fn update_task(
+        &self,
+        request: UpdateTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        self.update(request, &context.extensions).await
     }
 
     /// `tasks/cancel`: a pending job becomes `cancelled`, a running run is stopped; a finished

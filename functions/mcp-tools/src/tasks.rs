@@ -5,7 +5,8 @@
 
 use rmcp::model::{
     CallToolResponse, CallToolResult, CancelTaskParams, CreateTaskResult, DetailedTask, ErrorData,
-    Extensions, GetTaskParams, GetTaskResult, Task, TaskPayload, TaskStatus,
+    Extensions, GetTaskParams, GetTaskResult, InputRequest, InputRequests, InputResponses, Task,
+    TaskPayload, TaskStatus, UpdateTaskParams,
 };
 use tracing::{field::Empty, info_span, Instrument};
 
@@ -16,7 +17,8 @@ use shared::domain::run;
 use shared::domain::time::rfc3339;
 use shared::domain::trace::TraceContext;
 use shared::telemetry;
-use shared::usecases::task::{self, RunTaskState, TaskError, TaskState, TaskTimes};
+use shared::usecases::answer::{self, AnswerError, Answered, Ignored, Reply, RunAnswerError};
+use shared::usecases::task::{self, OpenQuestion, RunTaskState, TaskError, TaskState, TaskTimes};
 use shared::usecases::training::{self, TriggerRequest};
 
 use crate::contract::*;
@@ -162,14 +164,32 @@ impl<B: Backend> Tools<B> {
             .map_err(task_error)?;
         span.record("execution_arn", view.execution_arn.as_str());
         let (payload, message) = match view.state {
-            RunTaskState::Working { status, steps } => (
-                TaskPayload::Working,
-                Some(wording::run_task_working(&status, &steps)),
+            RunTaskState::Working {
+                status,
+                steps,
+                unsent,
+            } => {
+                let working = wording::run_task_working(&status, &steps);
+                let message = match unsent.last() {
+                    Some(reason) => wording::run_task_unsent(&working, reason),
+                    None => working,
+                };
+                (TaskPayload::Working, Some(message))
+            }
+            RunTaskState::InputRequired { questions, .. } => (
+                TaskPayload::InputRequired {
+                    input_requests: input_requests(&questions)?,
+                },
+                Some(wording::run_task_asking(questions.len())),
             ),
             RunTaskState::Cancelled => (TaskPayload::Cancelled, Some(wording::RUN_STOPPED.into())),
             RunTaskState::Done { described, steps } => {
                 let failed = !described.status.is(PipelineStatus::Succeeded);
-                let output = TrainingStatusOutput::new(view.execution_arn.into(), described, steps);
+                let mut output =
+                    TrainingStatusOutput::new(view.execution_arn.into(), described, steps);
+                // The task answers trigger_training's call: its result names the session as
+                // trigger_training's outputSchema asks.
+                output.session_id = Some(view.session_id.to_string());
                 (completed(output, failed, Vec::new())?, None)
             }
         };
@@ -238,6 +258,101 @@ impl<B: Backend> Tools<B> {
     }
 }
 
+impl<B: Backend> Tools<B> {
+    /// `tasks/update`: each response answers its question of a run's task (a job's task asks
+    /// nothing, so every key there is unknown). Acknowledged once read: an unknown or answered
+    /// key, or a caller who may not answer, changes nothing. A response that is not an
+    /// elicitation's answer, or content that does not fit the question's form, is refused
+    /// naming it.
+    pub(crate) async fn update(
+        &self,
+        request: UpdateTaskParams,
+        extensions: &Extensions,
+    ) -> Result<(), ErrorData> {
+        let caller = self.task_caller(extensions)?;
+        let _read = self.count_read(&caller).await.map_err(quota_refused)?;
+        let responses = replies(request.input_responses)?;
+        if !run::is_run_task(&request.task_id) {
+            // A job's task: read as tasks/get would (unknown or another's: -32602), then ignored.
+            self.get_job_task(&caller, &request.task_id).await?;
+            return Ok(());
+        }
+        let span = info_span!("task", method = "tasks/update");
+        let d = &self.deps;
+        let answered = answer::answer_run_task(
+            d.ports.runs(),
+            d.ports.pipeline(),
+            &caller,
+            d.config.approvers.as_deref(),
+            &request.task_id,
+            responses,
+            d.clock.now(),
+        )
+        .instrument(span)
+        .await
+        .map_err(|e| match e {
+            RunAnswerError::Task(e) => task_error(e),
+            RunAnswerError::Answer(e @ AnswerError::Content(_)) => {
+                ErrorData::invalid_params(e.to_string(), None)
+            }
+            RunAnswerError::Answer(e) => {
+                tracing::warn!(error = %e, "an answer was not recorded");
+                ErrorData::internal_error(wording::TASK_FAILED, None)
+            }
+        })?;
+        for (_, outcome) in answered {
+            tracing::info!(outcome = outcome_name(&outcome), "task update answered");
+        }
+        Ok(())
+    }
+}
+
+/// How an answer ended, as the log names it.
+fn outcome_name(outcome: &Answered) -> &'static str {
+    match outcome {
+        Answered::Sent => "sent",
+        Answered::SendFailed(_) => "send_failed",
+        Answered::Ignored(Ignored::NotApprover) => "not_approver",
+        Answered::Ignored(Ignored::UnknownKey) => "unknown_key",
+        Answered::Ignored(Ignored::AlreadyAnswered) => "already_answered",
+    }
+}
+
+/// The most responses one `tasks/update` may carry (a run holds at most this many questions).
+const MAX_RESPONSES: usize = shared::domain::question::MAX_QUESTIONS;
+
+/// `inputResponses` read as answers: each an elicitation's result (`action`, and for `accept`
+/// the form's `content`).
+fn replies(responses: InputResponses) -> Result<Vec<(String, Reply)>, ErrorData> {
+    if responses.len() > MAX_RESPONSES {
+        return Err(ErrorData::invalid_params(
+            format!("inputResponses: at most {MAX_RESPONSES} responses in one update"),
+            None,
+        ));
+    }
+    responses
+        .into_iter()
+        .map(|(key, response)| {
+            let shown: String = key.chars().take(64).collect();
+            let refuse = |what: &str| {
+                ErrorData::invalid_params(format!("inputResponses.{shown}: {what}"), None)
+            };
+            let content = match response.get("content") {
+                None | Some(serde_json::Value::Null) => serde_json::Map::new(),
+                Some(serde_json::Value::Object(c)) => c.clone(),
+                Some(_) => return Err(refuse("`content` must be an object")),
+            };
+            let reply = match response.get("action").and_then(serde_json::Value::as_str) {
+                Some("accept") => Reply::Accept(content),
+                Some("decline") => Reply::Decline,
+                Some("cancel") => Reply::Cancel,
+                _ => return Err(refuse("`action` must be accept, decline or cancel")),
+            };
+            Ok((key, reply))
+        })
+        .collect()
+}
+
 /// What `tasks/get` says of a job's or a run's task.
 struct TaskAnswer {
     times: TaskTimes,
@@ -262,6 +377,23 @@ impl TaskAnswer {
         }
         DetailedTask::new(task, self.payload)
     }
+}
+
+/// Each open question as the form elicitation a client shows its user.
+fn input_requests(questions: &[OpenQuestion]) -> Result<InputRequests, ErrorData> {
+    questions
+        .iter()
+        .map(|q| {
+            let request = serde_json::json!({"method": "elicitation/create", "params": {
+                "mode": "form", "message": q.prompt, "requestedSchema": q.schema}});
+            serde_json::from_value::<InputRequest>(request)
+                .map(|r| (q.key.clone(), r))
+                .map_err(|e| {
+                    tracing::error!(error = %e, "a stored question is not an elicitation");
+                    ErrorData::internal_error(wording::TASK_FAILED, None)
+                })
+        })
+        .collect()
 }
 
 /// The task status of a job in a given state: only a pending job is still working; a failed

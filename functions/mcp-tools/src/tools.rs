@@ -23,7 +23,7 @@ use shared::domain::trace::TraceContext;
 use shared::telemetry::{self, OutcomeSource};
 use shared::usecases::quota::{CountedError, QuotaError};
 use shared::usecases::training::{self, TriggerRequest};
-use shared::usecases::{check, lineage, quota, submit};
+use shared::usecases::{answer, check, lineage, quota, submit};
 use tracing::{field::Empty, info_span, Instrument, Span};
 
 use crate::catalog::Catalog;
@@ -269,11 +269,70 @@ impl<B: Backend> Tools<B> {
                 let owner = &caller.owner;
                 let (described, steps) =
                     quota::within_wait(jobs, quotas, owner, wait, now, follow).await?;
-                Ok(Json(TrainingStatusOutput::new(
-                    arn.into(),
-                    described,
-                    steps,
-                )))
+                // A running run may wait on a person: its questions are on its record.
+                let waiting = if described.status.is(PipelineStatus::Executing) {
+                    let description = described.description.as_deref();
+                    answer::questions_of(d.ports.runs(), description, &arn)
+                        .await
+                        .map_err(ToolError::from)?
+                } else {
+                    Vec::new()
+                };
+                let mut status = TrainingStatusOutput::new(arn.into(), described, steps);
+                status.waiting_for_input = waiting.into_iter().map(QuestionView::from).collect();
+                Ok(Json(status))
+            },
+        )
+        .await
+    }
+
+    /// Answers what a training run asks a person, for a client without tasks.
+    #[tool(
+        description = "Answer a question a training run waits on (check_training_status lists them in \
+                       waiting_for_input, each with its key, prompt and fields): accept with content, one value \
+                       per field, and the run goes on with them; decline or cancel, and the run fails at that \
+                       step. A question takes one answer; only the run's owner (or the deployment's approvers) \
+                       may answer.",
+        annotations(
+            title = "Answer a training run's question",
+            read_only_hint = false,
+            destructive_hint = false,
+            idempotent_hint = true,
+            open_world_hint = true
+        )
+    )]
+    async fn answer_training_input(
+        &self,
+        Parameters(args): Parameters<AnswerTrainingInputArgs>,
+        extensions: Extensions,
+    ) -> Result<Json<AnswerTrainingInputOutput>, String> {
+        let scope = self.scope(&extensions);
+        self.call(
+            names::ANSWER_TRAINING_INPUT,
+            false,
+            &extensions,
+            args,
+            |request, CallContext { caller, .. }| async move {
+                if !scope.holds_run(&request.execution_arn) {
+                    return Err(ToolError::invalid(wording::run_not_found(
+                        &request.execution_arn,
+                    )));
+                }
+                let _read = self.count_read(&caller).await?;
+                let d = &self.deps;
+                let answered = answer::answer_execution(
+                    d.ports.runs(),
+                    d.ports.pipeline(),
+                    &caller,
+                    d.config.approvers.as_deref(),
+                    &request.execution_arn,
+                    &request.key,
+                    request.reply.clone(),
+                    d.clock.now(),
+                )
+                .await
+                .map_err(ToolError::from)?;
+                Ok(Json(AnswerTrainingInputOutput::new(&request, answered)))
             },
         )
         .await

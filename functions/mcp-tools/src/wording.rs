@@ -123,6 +123,32 @@ pub fn run_task_working(status: &ExecutionStatus, steps: &[StepStatus]) -> Strin
     }
 }
 
+/// A run task's status message while a person is asked: how many questions wait.
+pub fn run_task_asking(open: usize) -> String {
+    match open {
+        1 => "input_required: the run waits for a person's answer to its question".to_owned(),
+        n => format!("input_required: the run waits for a person's answers to {n} questions"),
+    }
+}
+
+/// A working run task's status message when an answer was not taken by SageMaker.
+pub fn run_task_unsent(working: &str, reason: &str) -> String {
+    format!("{working}; an answer to its question was not taken by SageMaker: {reason}")
+}
+
+/// answer_training_input's `key`, when it cannot be a question's key.
+pub const BAD_QUESTION_KEY: &str =
+    "`key` is not a question's key: give the `key` check_training_status \
+    reports in `waiting_for_input` (letters, digits and dashes, at most 64)";
+/// answer_training_input's `content` given with decline or cancel.
+pub const CONTENT_ONLY_TO_ACCEPT: &str =
+    "`content` goes only with `action` accept: decline and cancel take no content";
+/// Why an answer changed nothing.
+pub const NOT_AN_APPROVER: &str =
+    "this caller is not among APPROVERS, who answer this deployment's runs";
+pub const UNKNOWN_QUESTION: &str = "the run never asked a question under this key";
+pub const ANSWERED_ALREADY: &str = "the question was answered already; a question takes one answer";
+
 /// A stopped run task's status message.
 pub const RUN_STOPPED: &str = "the run was stopped";
 /// A new run task's status message.

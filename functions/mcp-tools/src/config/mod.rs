@@ -7,12 +7,18 @@ pub mod issuer_url;
 pub mod tools;
 
 use shared::config::{ConfigError, Env};
+use shared::domain::caller::{Owner, Principal};
 
 pub use auth::{AuthMode, NamedToken, OAuthConfig, DEFAULT_TOKEN_NAME};
 pub use tools::{PipelineParameters, ToolsConfig, TRAINING_ARGUMENTS};
 
 /// The variables the front door reads besides the tools' and the auth modes'.
-pub const VARIABLES: &[&str] = &["AUTH_MODE", "MCP_ALLOWED_HOSTS", "MCP_ALLOWED_ORIGINS"];
+pub const VARIABLES: &[&str] = &[
+    "AUTH_MODE",
+    "MCP_ALLOWED_HOSTS",
+    "MCP_ALLOWED_ORIGINS",
+    "APPROVERS",
+];
 /// The ones without which mcp-tools does not start (beside the tools' own).
 pub const REQUIRED: &[&str] = &["AUTH_MODE"];
 
@@ -57,8 +63,10 @@ impl McpToolsConfig {
             Some(region) => format!("*.lambda-url.{region}.on.aws"),
             None => "*.on.aws".to_owned(),
         };
+        let mut tools = ToolsConfig::from_env(env)?;
+        tools.approvers = approvers(env, &auth)?;
         Ok(Self {
-            tools: ToolsConfig::from_env(env)?,
+            tools,
             auth,
             allowed_hosts: env.list(
                 "MCP_ALLOWED_HOSTS",
@@ -67,6 +75,47 @@ impl McpToolsConfig {
             allowed_origins: env.list("MCP_ALLOWED_ORIGINS", ""),
         })
     }
+}
+
+/// `APPROVERS`: who may answer runs' questions, named as the auth mode names callers: IAM ARNs
+/// (an assumed role's session as its role), bearer token names (each one configured), OAuth
+/// subjects (of the configured issuer); with no auth, `local`. Unset or empty: each run's owner.
+fn approvers<F: Fn(&str) -> Option<String>>(
+    env: &Env<F>,
+    auth: &AuthMode,
+) -> Result<Option<Vec<Owner>>, ConfigError> {
+    const EXPECTED: &str = "a comma-separated list of callers as the auth mode names them: IAM \
+        ARNs (iam), configured bearer token names (bearer), token subjects (oauth), local (none)";
+    let names = env.list("APPROVERS", "");
+    if names.is_empty() {
+        return Ok(None);
+    }
+    let invalid = |name: &str| ConfigError::Invalid {
+        name: "APPROVERS",
+        value: name.chars().take(256).collect(),
+        expected: EXPECTED,
+    };
+    names
+        .iter()
+        .map(|name| {
+            let principal = match auth {
+                AuthMode::Iam => Principal::iam(name),
+                AuthMode::Bearer { tokens } => tokens
+                    .iter()
+                    .any(|t| &t.name == name)
+                    .then(|| Principal::Bearer { name: name.clone() }),
+                AuthMode::OAuth(oauth) => Some(Principal::OAuth {
+                    issuer: oauth.issuer.clone(),
+                    subject: name.clone(),
+                }),
+                AuthMode::None => (name == "local").then_some(Principal::Local),
+            };
+            principal
+                .map(|p| p.caller().owner)
+                .ok_or_else(|| invalid(name))
+        })
+        .collect::<Result<Vec<_>, _>>()
+        .map(Some)
 }
 
 #[cfg(test)]
@@ -142,6 +191,48 @@ mod tests {
         ])))
         .unwrap();
         assert_eq!(cfg.allowed_hosts, ["mcp.example.com", "x.y"]);
+    }
+
+    #[test]
+    fn approvers_are_named_as_the_auth_mode_names_callers() {
+        let cfg = |extra: &[(&'static str, &'static str)]| {
+            McpToolsConfig::from_env(&env(&mcp_env(extra)))
+        };
+        assert_eq!(cfg(&[("AUTH_MODE", "iam")]).unwrap().tools.approvers, None);
+        // As a signed request names its caller: an assumed role's every session is the role.
+        let role = "arn:aws:sts::123456789012:assumed-role/Reviewer";
+        let iam = cfg(&[
+            ("AUTH_MODE", "iam"),
+            (
+                "APPROVERS",
+                "arn:aws:sts::123456789012:assumed-role/Reviewer/s1",
+            ),
+        ]);
+        let expected = Principal::iam(role).unwrap().caller().owner;
+        assert_eq!(iam.unwrap().tools.approvers, Some(vec![expected]));
+        let tokens = "a:9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08";
+        let bearer = cfg(&[
+            ("AUTH_MODE", "bearer"),
+            ("MCP_BEARER_TOKENS", tokens),
+            ("APPROVERS", "a"),
+        ]);
+        let a = Principal::Bearer { name: "a".into() }.caller().owner;
+        assert_eq!(bearer.unwrap().tools.approvers, Some(vec![a]));
+        let unknown = cfg(&[
+            ("AUTH_MODE", "bearer"),
+            ("MCP_BEARER_TOKENS", tokens),
+            ("APPROVERS", "a, zed"),
+        ]);
+        assert!(unknown
+            .unwrap_err()
+            .to_string()
+            .contains("APPROVERS=\"zed\""));
+        assert!(cfg(&[("AUTH_MODE", "none"), ("APPROVERS", "someone")]).is_err());
+        let local = cfg(&[("AUTH_MODE", "none"), ("APPROVERS", "local")]).unwrap();
+        assert_eq!(
+            local.tools.approvers,
+            Some(vec![Principal::Local.caller().owner])
+        );
     }
 
     #[test]

@@ -6,6 +6,7 @@ use shared::config::{
     event_bus_name, metrics_namespace, ConfigError, Env, JobRecords, CRASH_MARGIN_SECS,
 };
 use shared::domain::allow_lists::AllowLists;
+use shared::domain::caller::Owner;
 use shared::domain::job::{JobPolicy, INLINE_INPUT_MAX_BYTES};
 use shared::domain::quota::{Quota, QuotaLimits};
 use shared::domain::training_input::S3Prefix;
@@ -120,6 +121,9 @@ pub struct ToolsConfig {
     pub event_bus_name: Option<String>,
     /// The CloudWatch namespace of the function's metrics.
     pub metrics_namespace: String,
+    /// Who may answer runs' questions (`APPROVERS`, read for the front door's auth mode: see
+    /// [`super::approvers`]); None: each run's owner alone.
+    pub approvers: Option<Vec<Owner>>,
 }
 
 /// `PIPELINE_PARAMETERS`: `argument=ParameterName,…`. A real pipeline names its parameters
@@ -315,6 +319,7 @@ impl ToolsConfig {
             )?,
             event_bus_name: event_bus_name(env),
             metrics_namespace: metrics_namespace(env),
+            approvers: None,
         })
     }
 }

@@ -5,9 +5,11 @@ use crate::config::ToolsConfig;
 
 use crate::wording;
 use shared::domain::caller::Caller;
+use shared::domain::ids::ExecutionArn;
 use shared::domain::quota::Quota;
 use shared::ports::{AwsFailure, StoreError};
 use shared::usecases::quota::{CountedError, QuotaError};
+use shared::util::quote;
 
 /// The tools' names, as `tools/list` declares them (each is its method's name in `tools`).
 pub mod names {
@@ -17,18 +19,21 @@ pub mod names {
     pub const CHECK_TRAINING_STATUS: &str = "check_training_status";
     pub const CHECK_TRAINING_RESULT: &str = "check_training_result";
     pub const GET_MODEL_PROVENANCE: &str = "get_model_provenance";
+    pub const ANSWER_TRAINING_INPUT: &str = "answer_training_input";
     /// The tools a stack without a pipeline does not serve.
-    pub const TRAINING: [&str; 3] = [
+    pub const TRAINING: [&str; 4] = [
         TRIGGER_TRAINING,
         CHECK_TRAINING_STATUS,
         CHECK_TRAINING_RESULT,
+        ANSWER_TRAINING_INPUT,
     ];
-    pub const ALL: [&str; 6] = [
+    pub const ALL: [&str; 7] = [
         SUBMIT_JOB,
         CHECK_JOB_STATUS,
         TRIGGER_TRAINING,
         CHECK_TRAINING_STATUS,
         CHECK_TRAINING_RESULT,
+        ANSWER_TRAINING_INPUT,
         GET_MODEL_PROVENANCE,
     ];
 }
@@ -193,5 +198,21 @@ pub(crate) fn checked_idempotency_key(key: Option<String>) -> Result<Option<Stri
             "`idempotency_key` must be 1 to 256 characters",
         )),
         other => Ok(other),
+    }
+}
+
+/// An `execution_arn` argument, checked for a pipeline execution ARN's shape.
+pub(crate) fn execution_arn_argument(arn: String) -> Result<ExecutionArn, ToolError> {
+    if arn.starts_with("arn:")
+        && arn.contains(":pipeline/")
+        && arn.contains("/execution/")
+        && arn.len() <= 2048
+    {
+        Ok(arn.into())
+    } else {
+        Err(ToolError::invalid(format!(
+            "`execution_arn` {} is not a pipeline execution ARN (arn:aws:sagemaker:<region>:<account>:pipeline/<name>/execution/<id>)",
+            quote(&arn)
+        )))
     }
 }

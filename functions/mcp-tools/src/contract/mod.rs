@@ -1,13 +1,14 @@
 //! The MCP tools' contract: typed arguments (their JSON Schema is derived), typed results
 //! (the `outputSchema`), validation, and the translation of use-case answers and errors into
 //! tool results. Nothing here touches AWS. One room per tool family ([`jobs`], [`training`],
-//! [`provenance`]) and one for how long a call may wait ([`waits`]); what every tool shares
+//! [`questions`], [`provenance`]) and one for how long a call may wait ([`waits`]); what every tool shares
 //! (names, bounds, the argument trait, the tool error) is here.
 
 mod common;
 mod dialect;
 mod jobs;
 mod provenance;
+mod questions;
 pub mod resources;
 mod training;
 mod waits;
@@ -16,6 +17,7 @@ pub use common::*;
 pub use dialect::only_2020_12_formats;
 pub use jobs::*;
 pub use provenance::*;
+pub use questions::*;
 pub use training::*;
 pub use waits::*;
 

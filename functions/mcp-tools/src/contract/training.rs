@@ -7,6 +7,7 @@ use serde::{Deserialize, Serialize};
 use crate::config::{PipelineParameters, ToolsConfig};
 
 use super::common::*;
+use super::questions::QuestionView;
 use super::waits::{wait_description, StatusCheck, WAIT_SECS};
 use crate::wording;
 use shared::domain::caller::Caller;
@@ -204,22 +205,10 @@ impl ToolArgs for CheckTrainingStatusArgs {
         _config: &ToolsConfig,
         _caller: &Caller,
     ) -> Result<StatusCheck<ExecutionArn>, ToolError> {
-        let arn = self.execution_arn;
-        if arn.starts_with("arn:")
-            && arn.contains(":pipeline/")
-            && arn.contains("/execution/")
-            && arn.len() <= 2048
-        {
-            Ok(StatusCheck {
-                id: arn.into(),
-                wait_secs: WAIT_SECS.value(self.wait_secs)?,
-            })
-        } else {
-            Err(ToolError::invalid(format!(
-                "`execution_arn` {} is not a pipeline execution ARN (arn:aws:sagemaker:<region>:<account>:pipeline/<name>/execution/<id>)",
-                quote(&arn)
-            )))
-        }
+        Ok(StatusCheck {
+            id: execution_arn_argument(self.execution_arn)?,
+            wait_secs: WAIT_SECS.value(self.wait_secs)?,
+        })
     }
 
     fn trace(valid: &StatusCheck<ExecutionArn>, span: &tracing::Span) {
@@ -241,6 +230,14 @@ pub struct TrainingStatusOutput {
     pub model_package_arn: Option<String>,
     /// The run's steps, in the order they started.
     pub steps: Vec<StepView>,
+    /// The session the run was triggered for: in a run task's result, which answers the call
+    /// to trigger_training (whose result names it).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub session_id: Option<String>,
+    /// What the run waits for a person to answer (its CallbackSteps' questions): answer each
+    /// with `answer_training_input`. Absent when it asks nothing.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub waiting_for_input: Vec<QuestionView>,
 }
 
 impl TrainingStatusOutput {
@@ -258,6 +255,8 @@ impl TrainingStatusOutput {
             failure_reason: described.failure_reason,
             model_package_arn,
             steps: steps.into_iter().map(StepView::from).collect(),
+            session_id: None,
+            waiting_for_input: Vec::new(),
         }
     }
 }

@@ -16,6 +16,9 @@ fn the_router_serves_exactly_the_named_tools_with_their_schemas() {
             "{} has no outputSchema",
             tool.name
         );
+        // A description wrapped in the source reads as one line of prose to the agent.
+        let said = tool.description.as_deref().unwrap_or_default();
+        assert!(!said.contains("  "), "{}: {said:?}", tool.name);
     }
     // Ranges come from the bounds the checks use.
     let check = tools

@@ -188,6 +188,14 @@ impl World {
             .await
     }
 
+    async fn update_task(&self, task_id: &str, responses: Value) -> Result<Value, rmcp::ErrorData> {
+        self.task_request(
+            "tasks/update",
+            json!({"taskId": task_id, "inputResponses": responses}),
+        )
+        .await
+    }
+
     async fn cancel_task(&self, task_id: &str) -> Result<Value, rmcp::ErrorData> {
         self.task_request("tasks/cancel", json!({"taskId": task_id}))
             .await
@@ -276,6 +284,7 @@ mod completion_events;
 mod listing;
 mod progress;
 mod provenance;
+mod questions;
 mod reads;
 mod resources;
 mod sharing;

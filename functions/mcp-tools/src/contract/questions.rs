@@ -1,0 +1,171 @@
+//! What a run asks a person, for a client without tasks: the questions check_training_status
+//! reports (`waiting_for_input`), and `answer_training_input`, which answers one.
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+use super::common::*;
+use crate::config::ToolsConfig;
+use crate::wording;
+use shared::domain::caller::Caller;
+use shared::domain::ids::ExecutionArn;
+use shared::usecases::answer::{AnswerError, Answered, ExecutionAnswerError, Ignored, Reply};
+use shared::usecases::task::OpenQuestion;
+
+/// A question a run waits on.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct QuestionView {
+    /// What `answer_training_input` names the question by.
+    pub key: String,
+    /// What the run asks, for a person to read.
+    pub prompt: String,
+    /// The form to answer with: a flat JSON Schema object (`properties`, `required`) of strings,
+    /// numbers, integers, booleans and choices.
+    pub fields: Value,
+}
+
+impl From<OpenQuestion> for QuestionView {
+    fn from(q: OpenQuestion) -> Self {
+        Self {
+            key: q.key,
+            prompt: q.prompt,
+            fields: q.schema,
+        }
+    }
+}
+
+/// How a person answers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum AnswerAction {
+    /// Agree, with the form's `content`: the run goes on.
+    Accept,
+    /// Refuse: the step fails, and so does the run.
+    Decline,
+    /// Not answer: the step fails, and so does the run.
+    Cancel,
+}
+
+/// A key is what a run's question was recorded under (`q-` and 32 hex digits).
+const MAX_KEY_CHARS: usize = 64;
+
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct AnswerTrainingInputArgs {
+    /// The run's `execution_arn`.
+    pub execution_arn: String,
+    /// The question's `key`, as check_training_status reports it in `waiting_for_input`.
+    pub key: String,
+    /// accept (with `content`), decline or cancel.
+    pub action: AnswerAction,
+    /// For accept: the answer, one value per field of the question's `fields`.
+    pub content: Option<Map<String, Value>>,
+}
+
+/// An answer, checked.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AnswerRequest {
+    pub execution_arn: ExecutionArn,
+    pub key: String,
+    pub reply: Reply,
+}
+
+impl ToolArgs for AnswerTrainingInputArgs {
+    type Valid = AnswerRequest;
+
+    fn validate(self, _config: &ToolsConfig, _caller: &Caller) -> Result<AnswerRequest, ToolError> {
+        let execution_arn = execution_arn_argument(self.execution_arn)?;
+        let key = self.key;
+        if key.is_empty()
+            || key.chars().count() > MAX_KEY_CHARS
+            || !key.chars().all(|c| c.is_ascii_alphanumeric() || c == '-')
+        {
+            return Err(ToolError::invalid(wording::BAD_QUESTION_KEY));
+        }
+        let reply = match (self.action, self.content) {
+            (AnswerAction::Accept, content) => Reply::Accept(content.unwrap_or_default()),
+            (_, Some(_)) => return Err(ToolError::invalid(wording::CONTENT_ONLY_TO_ACCEPT)),
+            (AnswerAction::Decline, None) => Reply::Decline,
+            (AnswerAction::Cancel, None) => Reply::Cancel,
+        };
+        Ok(AnswerRequest {
+            execution_arn,
+            key,
+            reply,
+        })
+    }
+
+    fn trace(valid: &AnswerRequest, span: &tracing::Span) {
+        span.record("execution_arn", valid.execution_arn.as_str());
+    }
+}
+
+/// How an answer ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum AnswerOutcome {
+    /// SageMaker has the answer: the run goes on (or, declined, fails at the step).
+    Sent,
+    /// Changed nothing: the question was answered already, the run never asked it, or the
+    /// caller may not answer it (`detail` says which).
+    Ignored,
+    /// The key is used, but SageMaker did not take the answer (`detail` says why).
+    SendFailed,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct AnswerTrainingInputOutput {
+    pub execution_arn: String,
+    pub key: String,
+    pub outcome: AnswerOutcome,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub detail: Option<String>,
+}
+
+impl AnswerTrainingInputOutput {
+    pub fn new(request: &AnswerRequest, answered: Answered) -> Self {
+        let (outcome, detail) = match answered {
+            Answered::Sent => (AnswerOutcome::Sent, None),
+            Answered::SendFailed(reason) => (AnswerOutcome::SendFailed, Some(reason)),
+            Answered::Ignored(why) => (
+                AnswerOutcome::Ignored,
+                Some(
+                    match why {
+                        Ignored::NotApprover => wording::NOT_AN_APPROVER,
+                        Ignored::UnknownKey => wording::UNKNOWN_QUESTION,
+                        Ignored::AlreadyAnswered => wording::ANSWERED_ALREADY,
+                    }
+                    .to_owned(),
+                ),
+            ),
+        };
+        Self {
+            execution_arn: request.execution_arn.to_string(),
+            key: request.key.clone(),
+            outcome,
+            detail,
+        }
+    }
+}
+
+impl From<ExecutionAnswerError> for ToolError {
+    fn from(e: ExecutionAnswerError) -> Self {
+        match e {
+            ExecutionAnswerError::NotFound { execution_arn } => {
+                ToolError::invalid(wording::run_not_found(&execution_arn))
+            }
+            ExecutionAnswerError::Describe(f) => {
+                ToolError::aws("SageMaker DescribePipelineExecution", &f)
+            }
+            ExecutionAnswerError::Store(e) => e.into(),
+            ExecutionAnswerError::Answer(e @ AnswerError::Content(_)) => {
+                ToolError::invalid(e.to_string())
+            }
+            ExecutionAnswerError::Answer(AnswerError::Store(e)) => e.into(),
+            ExecutionAnswerError::Answer(e @ AnswerError::Contended) => {
+                ToolError::invalid(e.to_string())
+            }
+        }
+    }
+}
