@@ -80,3 +80,23 @@ pub fn json_response(status: StatusCode, body: Value) -> Response {
 pub fn control_error(message: String) -> Response {
     json_response(StatusCode::BAD_REQUEST, json!({ "message": message }))
 }
+
+/// SageMaker's idempotency tokens are 32 to 128 characters; a product that derives shorter
+/// ones must fail here as it would against AWS.
+pub fn client_request_token(input: &Value) -> Result<Option<&str>, AwsError> {
+    let Some(token) = input.get("ClientRequestToken").filter(|v| !v.is_null()) else {
+        return Ok(None);
+    };
+    let token = token
+        .as_str()
+        .ok_or_else(|| validation("ClientRequestToken must be a string"))?;
+    let rule = match token.chars().count() {
+        0..32 => "greater than or equal to 32",
+        129.. => "less than or equal to 128",
+        _ => return Ok(Some(token)),
+    };
+    Err(validation(format!(
+        "1 validation error detected: Value '{token}' at 'ClientRequestToken' failed to \
+         satisfy constraint: Member must have length {rule}"
+    )))
+}

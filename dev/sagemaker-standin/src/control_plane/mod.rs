@@ -10,6 +10,7 @@ use serde_json::Value;
 use crate::answer::AwsError;
 use crate::state::AppState;
 
+pub mod callbacks;
 pub mod endpoints;
 pub mod lineage;
 pub mod pipelines;
@@ -39,6 +40,8 @@ pub async fn dispatch(
             pipelines::describe_definition(&state, &input)?
         }
         Some("StopPipelineExecution") => pipelines::stop(&state, &input)?,
+        Some("SendPipelineExecutionStepSuccess") => callbacks::answer(&state, &input, true)?,
+        Some("SendPipelineExecutionStepFailure") => callbacks::answer(&state, &input, false)?,
         Some("CreatePipeline") => pipelines::create_pipeline(&state, &input)?,
         Some("DescribePipeline") => pipelines::describe_pipeline(&state, &input)?,
         Some("CreateEndpointConfig") => endpoints::create_config(&state, &input)?,

@@ -10,8 +10,8 @@ use axum::http::StatusCode;
 use chrono::Utc;
 use serde_json::{json, Value};
 
-use super::lineage;
-use crate::answer::{epoch, str_field, validation, AwsError};
+use super::{callbacks, lineage};
+use crate::answer::{client_request_token, epoch, str_field, validation, AwsError};
 use crate::state::pipelines::{ExecutionStatus, Pipeline, Run, Step};
 use crate::state::{AppState, ACCOUNT};
 use crate::{delivery, model};
@@ -105,26 +105,6 @@ pub fn describe_pipeline(state: &AppState, input: &Value) -> Result<Value, AwsEr
     Ok(out)
 }
 
-/// SageMaker's idempotency tokens are 32 to 128 characters; a product that derives shorter
-/// ones must fail here as it would against AWS.
-pub fn client_request_token(input: &Value) -> Result<Option<&str>, AwsError> {
-    let Some(token) = input.get("ClientRequestToken").filter(|v| !v.is_null()) else {
-        return Ok(None);
-    };
-    let token = token
-        .as_str()
-        .ok_or_else(|| validation("ClientRequestToken must be a string"))?;
-    let rule = match token.chars().count() {
-        0..32 => "greater than or equal to 32",
-        129.. => "less than or equal to 128",
-        _ => return Ok(Some(token)),
-    };
-    Err(validation(format!(
-        "1 validation error detected: Value '{token}' at 'ClientRequestToken' failed to \
-         satisfy constraint: Member must have length {rule}"
-    )))
-}
-
 pub fn max_parallel_steps(input: &Value) -> Result<Option<u64>, AwsError> {
     let Some(config) = input
         .get("ParallelismConfiguration")
@@ -194,6 +174,7 @@ pub fn start(state: &AppState, input: &Value) -> Result<Value, AwsError> {
         started: now,
         modified: now,
         steps: Vec::new(),
+        callback: None,
     };
     let arn = run.arn.clone();
     if let Some(token) = token {
@@ -259,10 +240,18 @@ pub fn describe(state: &AppState, input: &Value) -> Result<Value, AwsError> {
 /// created with, so what it says matches what ListPipelineExecutionSteps will list.
 pub fn describe_definition(state: &AppState, input: &Value) -> Result<Value, AwsError> {
     let run = find(state, input)?;
-    let steps: Vec<Value> = STEPS
-        .iter()
-        .map(|name| json!({"Name": name, "Type": step_type(name)}))
-        .collect();
+    let callbacks = callbacks::of_run(state, &run.arn);
+    let mut steps: Vec<Value> = Vec::new();
+    for name in STEPS {
+        if name == "RegisterModel" {
+            steps.extend(
+                callbacks
+                    .iter()
+                    .map(|c| json!({"Name": c.name, "Type": "Callback"})),
+            );
+        }
+        steps.push(json!({"Name": name, "Type": step_type(name)}));
+    }
     let definition = json!({"Version": "2020-12-01", "Steps": steps});
     Ok(json!({
         "PipelineDefinition": definition.to_string(),
@@ -354,9 +343,28 @@ pub async fn execute(state: AppState, arn: String) {
         .map_or(model::DEFAULT_INPUT_DATA_URI, String::as_str);
     let mut failure = None;
     for name in STEPS {
+        // A pipeline's CallbackSteps run before its model is registered: the approval gate.
+        if name == "RegisterModel" {
+            for spec in callbacks::of_run(&state, &arn) {
+                match callbacks::run_step(&state, &arn, &spec).await {
+                    callbacks::Ended::Succeeded => {}
+                    callbacks::Ended::Stopped => {
+                        delivery::deliver(&state, &arn, Some(ExecutionStatus::Stopping)).await;
+                        return;
+                    }
+                    callbacks::Ended::Failed(reason) => {
+                        failure = Some(format!("Step failure: {} failed: {reason}", spec.name));
+                        break;
+                    }
+                }
+            }
+            if failure.is_some() {
+                break;
+            }
+        }
         update(&state, &arn, |run| {
             run.steps.push(Step {
-                name,
+                name: name.to_owned(),
                 status: ExecutionStatus::Executing,
                 started: Utc::now(),
                 ended: None,
@@ -422,8 +430,5 @@ pub async fn execute(state: AppState, arn: String) {
 }
 
 pub fn update(state: &AppState, arn: &str, change: impl FnOnce(&mut Run)) {
-    let mut runs = state.runs.lock().unwrap();
-    let run = runs.get_mut(arn).expect("run exists");
-    change(run);
-    run.modified = Utc::now();
+    state.update_run(arn, change);
 }

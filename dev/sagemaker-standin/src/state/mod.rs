@@ -43,6 +43,14 @@ pub struct AppState {
 }
 
 impl AppState {
+    /// Changes the run `arn` (which exists) and marks it modified now.
+    pub fn update_run(&self, arn: &str, change: impl FnOnce(&mut Run)) {
+        let mut runs = self.runs.lock().unwrap();
+        let run = runs.get_mut(arn).expect("run exists");
+        change(run);
+        run.modified = chrono::Utc::now();
+    }
+
     /// How long a pipeline step (and an endpoint's create or update) takes: `--step-millis`,
     /// or what the control API set.
     pub fn step_duration(&self) -> Duration {

@@ -20,7 +20,7 @@ pub enum ExecutionStatus {
 
 #[derive(Clone)]
 pub struct Step {
-    pub name: &'static str,
+    pub name: String,
     pub status: ExecutionStatus,
     pub started: DateTime<Utc>,
     pub ended: Option<DateTime<Utc>>,
@@ -43,6 +43,23 @@ pub struct Run {
     pub started: DateTime<Utc>,
     pub modified: DateTime<Utc>,
     pub steps: Vec<Step>,
+    /// The CallbackStep the run waits on, while it waits.
+    pub callback: Option<Callback>,
+}
+
+/// A CallbackStep waiting for SendPipelineExecutionStepSuccess or …StepFailure by its token.
+#[derive(Clone)]
+pub struct Callback {
+    pub token: String,
+    /// Set by the first answer; with the ClientRequestToken it came with.
+    pub answer: Option<(CallbackAnswer, Option<String>)>,
+}
+
+#[derive(Clone, PartialEq)]
+pub enum CallbackAnswer {
+    /// OutputParameters: (name, value).
+    Success(Vec<(String, String)>),
+    Failure(String),
 }
 
 /// A pipeline as CreatePipeline made it.
