@@ -236,10 +236,12 @@ def test_a_100_character_stack_name_deploys():
 PIPELINE_RESOURCES = {"PipelineRouterLogGroup", "PipelineRouterRole", "PipelineRouterFunction",
                       "PipelineRouterInvokeConfig", "PipelineStatusRule", "PipelineStatusRulePermission",
                       "PipelineResultsQueue", "PipelineResultsDLQ", "AsyncFailureDLQPolicy",
-                      "PipelineRouterErrorsAlarm", "PipelineResultsDLQDepthAlarm"}
+                      "PipelineRouterErrorsAlarm", "PipelineResultsDLQDepthAlarm", "PipelineCallbackQueue",
+                      "PipelineCallbackDLQ", "PipelineCallbackEventSource", "PipelineCallbackDLQDepthAlarm"}
 TRAINING_ACTIONS = {"sagemaker:StartPipelineExecution", "sagemaker:DescribePipelineExecution",
                     "sagemaker:ListPipelineExecutionSteps", "sagemaker:DescribePipelineDefinitionForExecution",
-                    "sagemaker:StopPipelineExecution"}
+                    "sagemaker:StopPipelineExecution", "sagemaker:SendPipelineExecutionStepSuccess",
+                    "sagemaker:SendPipelineExecutionStepFailure"}
 
 
 def test_an_empty_pipeline_name_deploys_an_inference_only_stack():
@@ -257,7 +259,7 @@ def test_an_empty_pipeline_name_deploys_an_inference_only_stack():
     actions = {a for s in statements_of(stack, "McpToolsRole") for a in listify(s["Action"])}
     assert not actions & TRAINING_ACTIONS
     assert TRAINING_ACTIONS <= {a for s in statements_of(full, "McpToolsRole") for a in listify(s["Action"])}
-    assert "PipelineResultsQueueUrl" not in stack.outputs
+    assert "PipelineResultsQueueUrl" not in stack.outputs and "PipelineCallbackQueueUrl" not in stack.outputs
     dashboard = stack.props("Dashboard")["DashboardBody"]["Fn::Sub"][1]
     assert dashboard["PipelineRouter"] == "none" and dashboard["PipelineResultsDLQName"] == "none"
     assert refusals(PipelineName="") == []

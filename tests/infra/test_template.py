@@ -28,6 +28,9 @@ OPERATIONS = {
     "stop_pipeline_execution": "sagemaker:StopPipelineExecution",
     "describe_model_package": "sagemaker:DescribeModelPackage", "describe_artifact": "sagemaker:DescribeArtifact",
     "list_associations": "sagemaker:ListAssociations", "list_artifacts": "sagemaker:ListArtifacts",
+    "batch_get_item": "dynamodb:BatchGetItem",
+    "send_pipeline_execution_step_success": "sagemaker:SendPipelineExecutionStepSuccess",
+    "send_pipeline_execution_step_failure": "sagemaker:SendPipelineExecutionStepFailure",
 }
 
 

@@ -373,6 +373,9 @@ export class McpAsyncJobs extends Construct {
   /** The completion queue of pipeline runs; undefined in an inference-only stack. */
   public readonly pipelineResultsQueue?: sqs.Queue;
   public readonly pipelineResultsDlq?: sqs.Queue;
+  /** Where the pipelines' CallbackSteps send what they ask a person (docs/approvals.md). */
+  public readonly pipelineCallbackQueue?: sqs.Queue;
+  public readonly pipelineCallbackDlq?: sqs.Queue;
   public readonly asyncFailureDlq: sqs.Queue;
   /** The bus recorded outcomes are announced on; undefined without completion events. */
   public readonly completionEventBusName?: string;
@@ -476,6 +479,11 @@ export class McpAsyncJobs extends Construct {
       this.pipelineResultsDlq = queue('PipelineResultsDLQ');
       this.pipelineResultsQueue = queue('PipelineResultsQueue', {
         deadLetterQueue: { queue: this.pipelineResultsDlq, maxReceiveCount: 5 },
+      });
+      this.pipelineCallbackDlq = queue('PipelineCallbackDLQ');
+      this.pipelineCallbackQueue = queue('PipelineCallbackQueue', {
+        visibilityTimeout: Duration.seconds(180), // six times pipeline-router's timeout
+        deadLetterQueue: { queue: this.pipelineCallbackDlq, maxReceiveCount: 5 },
       });
     }
     // Events that notification-handler or pipeline-router failed on after Lambda's retries.
@@ -883,13 +891,16 @@ export class McpAsyncJobs extends Construct {
 
     // Only with a pipeline: an inference-only stack has no router, no rule, no completion queue.
     const pipelineResultsQueue = this.pipelineResultsQueue;
-    if (hasPipeline && pipelineResultsQueue) {
+    const callbackQueue = this.pipelineCallbackQueue;
+    if (hasPipeline && pipelineResultsQueue && callbackQueue) {
       const pipelineRouterLogs = logGroup('PipelineRouterLogGroup', 'pipeline-router');
       const pipelineRouterRole = role('PipelineRouterRole', 'pipeline-router', [
         writeLogs(pipelineRouterLogs),
         ...tracing(),
-        allow(['dynamodb:UpdateItem'], [this.pipelineResultsTable.tableArn]),
+        allow(['dynamodb:UpdateItem', 'dynamodb:BatchGetItem'], [this.pipelineResultsTable.tableArn]),
         allow(['sqs:SendMessage'], [pipelineResultsQueue.queueArn, dlq.queueArn]),
+        // The callback queue's event source: what the pipelines' CallbackSteps ask.
+        allow(['sqs:ReceiveMessage', 'sqs:DeleteMessage', 'sqs:GetQueueAttributes'], [callbackQueue.queueArn]),
         allow(['sagemaker:DescribePipelineExecution'], [s.narrowEventsToPipeline
           ? `${pipelineArn}/execution/*`
           : `arn:${partition}:sagemaker:${region}:${account}:pipeline/*/execution/*`]),
@@ -934,6 +945,12 @@ export class McpAsyncJobs extends Construct {
         principal: 'events.amazonaws.com',
         sourceArn: rule.attrArn,
       }), 'PipelineStatusRulePermission');
+      this.pin(new lambda.CfnEventSourceMapping(this, 'PipelineCallbackEventSource', {
+        eventSourceArn: callbackQueue.queueArn,
+        functionName: router.functionName,
+        batchSize: 10,
+        functionResponseTypes: ['ReportBatchItemFailures'],
+      }), 'PipelineCallbackEventSource');
 
       this.pin(new sqs.CfnQueuePolicy(this, 'AsyncFailureDLQPolicy', {
         queues: [dlq.queueUrl],
@@ -1031,8 +1048,9 @@ export class McpAsyncJobs extends Construct {
     const mcpToolsRole = role('McpToolsRole', 'mcp-tools', [
       writeLogs(mcpToolsLogs, ...(gatewayTargetLogs ? [gatewayTargetLogs] : [])),
       ...tracing(),
-      allow(['dynamodb:PutItem', 'dynamodb:GetItem', 'dynamodb:UpdateItem'], [this.resultsTable.tableArn]),
-      allow(['dynamodb:PutItem', 'dynamodb:Query'], [this.pipelineResultsTable.tableArn]),
+      allow(['dynamodb:PutItem', 'dynamodb:GetItem', 'dynamodb:UpdateItem', 'dynamodb:BatchGetItem'],
+        [this.resultsTable.tableArn]),
+      allow(['dynamodb:PutItem', 'dynamodb:Query', 'dynamodb:BatchGetItem'], [this.pipelineResultsTable.tableArn]),
       allow(['s3:PutObject'], [`${bucketArn}/inputs/*`]),
       // The inputs it writes under a bucket key: S3 asks KMS for a data key as this role.
       ...(bucketKeyArn ? [allow(['kms:GenerateDataKey'], [bucketKeyArn])] : []),
@@ -1047,7 +1065,8 @@ export class McpAsyncJobs extends Construct {
       ...(hasPipeline ? [
         allow(['sagemaker:StartPipelineExecution'], [pipelineArn]),
         allow(['sagemaker:DescribePipelineExecution', 'sagemaker:ListPipelineExecutionSteps',
-          'sagemaker:DescribePipelineDefinitionForExecution', 'sagemaker:StopPipelineExecution'],
+          'sagemaker:DescribePipelineDefinitionForExecution', 'sagemaker:StopPipelineExecution',
+          'sagemaker:SendPipelineExecutionStepSuccess', 'sagemaker:SendPipelineExecutionStepFailure'],
           [`${pipelineArn}/execution/*`]),
       ] : []),
       // The tool catalog's endpoints and pipelines beside those, each by name.
@@ -1056,7 +1075,8 @@ export class McpAsyncJobs extends Construct {
       ...(catalogPipelines.length > 0 ? [
         allow(['sagemaker:StartPipelineExecution'], catalogPipelineArns),
         allow(['sagemaker:DescribePipelineExecution', 'sagemaker:ListPipelineExecutionSteps',
-          'sagemaker:DescribePipelineDefinitionForExecution', 'sagemaker:StopPipelineExecution'], catalogExecutionArns),
+          'sagemaker:DescribePipelineDefinitionForExecution', 'sagemaker:StopPipelineExecution',
+          'sagemaker:SendPipelineExecutionStepSuccess', 'sagemaker:SendPipelineExecutionStepFailure'], catalogExecutionArns),
       ] : []),
       // get_model_provenance: a model package and the lineage around it.
       allow(['sagemaker:DescribeModelPackage'], [`arn:${partition}:sagemaker:${region}:${account}:model-package/*`]),
@@ -1222,6 +1242,10 @@ export class McpAsyncJobs extends Construct {
       depthAlarm('PipelineResultsDLQDepthAlarm',
         'Completion messages the consumer could not process are waiting in the DLQ.', this.pipelineResultsDlq);
     }
+    if (this.pipelineCallbackDlq) {
+      depthAlarm('PipelineCallbackDLQDepthAlarm',
+        'Questions of pipeline CallbackSteps that could not be recorded are waiting in the DLQ.', this.pipelineCallbackDlq);
+    }
     if (bufferDlq) {
       depthAlarm('NotificationBufferDLQDepthAlarm', 'Buffered notifications failed five times and wait in the buffer DLQ.', bufferDlq);
     }
@@ -1325,6 +1349,10 @@ export class McpAsyncJobs extends Construct {
     output('PipelineResultsTableName', this.pipelineResultsTable.tableName);
     if (this.pipelineResultsQueue) {
       output('PipelineResultsQueueUrl', this.pipelineResultsQueue.queueUrl);
+    }
+    if (this.pipelineCallbackQueue) {
+      output('PipelineCallbackQueueUrl', this.pipelineCallbackQueue.queueUrl,
+        'The SqsQueueUrl of a CallbackStep that asks a person through MCP (docs/approvals.md).');
     }
     output('AlarmTopic', this.alarmTopicArn, 'The SNS topic the alarms notify (AlarmTopicArn, or the one the stack created).');
     output('AsyncFailureDLQUrl', dlq.queueUrl, 'Notifications and pipeline events that failed after retries.');
