@@ -14,9 +14,13 @@ async endpoint with a small model, a training pipeline), and the four functions 
    reach pipeline-router, which records the outcome and sends it to SQS;
 3. provenance: check_training_status names the model package the run registered, and
    get_model_provenance walks the lineage the stand-in recorded (what built it, what it fed);
-4. the sample events of events/ through `cargo lambda invoke`: every notification case,
+4. a run that asks a person: a pipeline whose CallbackStep asks before the model is
+   registered (dev/pipelines/approval.json); its task goes input_required with the question as
+   a form, the client's elicitation handler answers it (tasks/update), and the run goes on to
+   register the model;
+5. the sample events of events/ through `cargo lambda invoke`: every notification case,
    including the bad ones;
-5. your models as tools: a second mcp-tools with the example tool catalog
+6. your models as tools: a second mcp-tools with the example tool catalog
    (infra/catalog.example.json): two models and a pipeline, each a tool with its own schema, an
    argument the schema refuses, and a run under the pipeline's own parameter names.
 Expects the environment of `scripts/local_stack.py --sagemaker ... --standin-runtime --lambda`.
@@ -174,6 +178,45 @@ async def training(url: str, sqs, queue_url: str) -> tuple[bool, str | None]:
     return expected, succeeded
 
 
+APPROVAL_PIPELINE = "mcp-approval-pipeline"
+
+
+def approval_pipeline() -> None:
+    """The stand-in's copy of a pipeline whose CallbackStep asks before it registers the model
+    (dev/pipelines/approval.json; docs/approvals.md is the author's side)."""
+    sagemaker = boto3.client("sagemaker", endpoint_url=os.environ["AWS_ENDPOINT_URL_SAGEMAKER"],
+                             region_name=os.environ["AWS_REGION"])
+    definition = (ROOT / "dev" / "pipelines" / "approval.json").read_text()
+    sagemaker.create_pipeline(PipelineName=APPROVAL_PIPELINE, RoleArn="arn:aws:iam::123456789012:role/demo",
+                              ClientRequestToken="demo-approval-pipeline-0000000000001",
+                              PipelineDefinition=definition)
+
+
+async def asks_a_person(url: str) -> bool:
+    """A run that stops for a person's approval: its task goes input_required with the question,
+    the client's elicitation handler answers it through tasks/update, and the run goes on."""
+    async def approve(message, response_type, params, context):
+        print(f"  the run asks: {message}")
+        print(f"  form fields: {', '.join(params.requested_schema['properties'])}; "
+              "the handler answers deploy_to=staging")
+        return {"deploy_to": "staging", "note": "approved in the demo"}
+
+    async with TaskClient(url, elicitation_handler=approve) as client:
+        task = await call_tool_task(client, "trigger_training", {
+            "input_data_uri": "s3://mcp-sagemaker-async-io/train/", "session_id": "sess-demo-approval"})
+        print(f"trigger_training as a task on {APPROVAL_PIPELINE} -> working")
+        while (status := await task.status()).status == "working":
+            await asyncio.sleep(0.3)
+        print(f"tasks/get -> {status.status_message}")
+        result = await task.result()
+    s = result.structured_content
+    steps = ", ".join(f"{step['name']} {step['status']}" for step in s["steps"])
+    print(f"tasks/get -> completed: {s['status']} ({steps})")
+    print(f"registered {short(s.get('model_package_arn') or '-')}")
+    return (status.status == "input_required" and s["status"] == "Succeeded"
+            and any(step["name"] == "ApproveModel" and step["status"] == "Succeeded" for step in s["steps"]))
+
+
 def short(arn: str) -> str:
     """An ARN without its account prefix."""
     return arn.split(":", 5)[-1] if arn.startswith("arn:") else arn
@@ -317,12 +360,23 @@ def main() -> int:
         results.append(trained)
         section("3. provenance through MCP: the registered model package, then what built it and what it fed")
         results.append(asyncio.run(provenance(url, succeeded)))
-        section("4. the sample events of events/ through cargo lambda invoke")
+        section("4. a run that asks a person: its CallbackStep's question answered through MCP (tasks)")
+        approval_pipeline()
+        approval_port = free_port()
+        approval_watch = start_watch(approval_port, {"AUTH_MODE": "none", "EVENT_BUS_NAME": bus,
+                                                     "PIPELINE_NAME": APPROVAL_PIPELINE}, "demo-approval")
+        try:
+            wait_started(approval_watch, approval_port, "demo-approval")
+            results.append(asyncio.run(asks_a_person(
+                f"http://127.0.0.1:{approval_port}/lambda-url/mcp-tools/mcp")))
+        finally:
+            stop(approval_watch)
+        section("5. the sample events of events/ through cargo lambda invoke")
         results.append(sample_events(port, clients["s3"], clients["dynamodb"], os.environ["RESULTS_TABLE"],
                                      os.environ["IO_BUCKET"]))
         print("\nBad events were refused with the reason (Lambda retries them, then sends them to the failure\n"
               "destination); the SQS batch reported only its bad message.")
-        section("5. your models as tools: mcp-tools with infra/catalog.example.json")
+        section("6. your models as tools: mcp-tools with infra/catalog.example.json")
         catalog = ROOT / "infra" / "catalog.example.json"
         # Checked first, as make serve CATALOG=... checks yours: what it serves, or each mistake.
         print(served(catalog.relative_to(ROOT), check(catalog)))

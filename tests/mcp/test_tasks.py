@@ -169,6 +169,8 @@ def test_a_training_task_follows_the_run_to_its_outcome(servers):
     status = done.result["structuredContent"]
     assert status["status"] == "Succeeded" and [s["name"] for s in status["steps"]] == [
         "PreprocessData", "TrainModel", "EvaluateModel", "RegisterModel"]
+    # check_training_status's result, naming the session as trigger_training's outputSchema asks.
+    assert status.pop("session_id") == args["session_id"]
     assert status == ok(call(servers, "check_training_status", {"execution_arn": status["execution_arn"]}))
 
 
