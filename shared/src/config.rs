@@ -68,6 +68,20 @@ impl<F: Fn(&str) -> Option<String>> Env<F> {
             .filter(|v| !v.is_empty())
     }
 
+    /// `true` or `false` (any case); false when unset or blank.
+    pub fn flag(&self, name: &'static str, expected: &'static str) -> Result<bool, ConfigError> {
+        match self.optional(name) {
+            None => Ok(false),
+            Some(v) if v.eq_ignore_ascii_case("false") => Ok(false),
+            Some(v) if v.eq_ignore_ascii_case("true") => Ok(true),
+            Some(value) => Err(ConfigError::Invalid {
+                name,
+                value,
+                expected,
+            }),
+        }
+    }
+
     /// A comma-separated list, each entry trimmed, blanks dropped; `default` when unset or blank.
     pub fn list(&self, name: &'static str, default: &str) -> Vec<String> {
         self.optional(name)

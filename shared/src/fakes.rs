@@ -7,6 +7,7 @@ use std::sync::Mutex;
 
 use chrono::{DateTime, Utc};
 
+use crate::domain::approval::ModelDecision;
 use crate::domain::callback::CallbackToken;
 use crate::domain::completion::JobCompletion;
 use crate::domain::item::{Applied, Attr, Change, Item, Write, WriteOp};
@@ -797,7 +798,7 @@ impl MemoryLineage {
     }
 
     /// Every call of `operation` (`ListAssociations`, `ListArtifacts`, `DescribeArtifact`,
-    /// `DescribeModelPackage`) fails with `failure` from now on.
+    /// `DescribeModelPackage`, `UpdateModelPackage`) fails with `failure` from now on.
     pub fn fail(&self, operation: &'static str, failure: AwsFailure) {
         self.state.lock().unwrap().faults.insert(operation, failure);
     }
@@ -979,5 +980,30 @@ impl LineageGraph for MemoryLineage {
                     format!("ModelPackage {arn} does not exist."),
                 )
             })
+    }
+}
+
+/// UpdateModelPackage as SageMaker takes it: the package's approval status set, an unknown
+/// package refused.
+impl ModelRegistry for MemoryLineage {
+    async fn decide(
+        &self,
+        model_package_arn: &str,
+        decision: &ModelDecision,
+    ) -> Result<(), AwsFailure> {
+        self.call("UpdateModelPackage")?;
+        let mut state = self.state.lock().unwrap();
+        let package = state
+            .model_packages
+            .iter_mut()
+            .find(|p| p.arn == model_package_arn)
+            .ok_or_else(|| {
+                lineage_failure(
+                    "ResourceNotFound",
+                    format!("ModelPackage {model_package_arn} does not exist."),
+                )
+            })?;
+        package.approval_status = Some(decision.status().to_owned());
+        Ok(())
     }
 }

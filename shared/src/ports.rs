@@ -3,6 +3,7 @@
 
 use std::future::Future;
 
+use crate::domain::approval::ModelDecision;
 use crate::domain::callback::CallbackToken;
 use crate::domain::completion::JobCompletion;
 use crate::domain::ids::InferenceId;
@@ -410,4 +411,15 @@ pub trait LineageGraph: Sync {
         &self,
         arn: &str,
     ) -> impl Future<Output = Result<ModelPackageDescription, AwsFailure>> + Send;
+}
+
+/// SageMaker's model registry: a person's decision on a model package a run registered.
+pub trait ModelRegistry: Sync {
+    /// UpdateModelPackage: `ModelApprovalStatus` Approved or Rejected, with its
+    /// `ApprovalDescription`.
+    fn decide(
+        &self,
+        model_package_arn: &str,
+        decision: &ModelDecision,
+    ) -> impl Future<Output = Result<(), AwsFailure>> + Send;
 }

@@ -204,11 +204,12 @@ mod sagemaker_missing_resources_on_moto {
 mod sagemaker_lineage_on_the_stand_in {
     use super::*;
     use shared::adapters::sagemaker::{sagemaker_client, SageMakerLineage, SageMakerPipeline};
+    use shared::domain::approval::ModelDecision;
     use shared::domain::lineage::Direction;
     use shared::port_contract::lineage_graph::{Registered, Registrar};
     use shared::ports::{
         ArtifactDescription, AssociationPage, AwsFailure, LineageGraph, ModelPackageDescription,
-        PipelineControl, StartRequest,
+        ModelRegistry, PipelineControl, StartRequest,
     };
 
     struct Standin {
@@ -239,6 +240,16 @@ mod sagemaker_lineage_on_the_stand_in {
             arn: &str,
         ) -> Result<ModelPackageDescription, AwsFailure> {
             self.lineage.describe_model_package(arn).await
+        }
+    }
+
+    impl ModelRegistry for Standin {
+        async fn decide(
+            &self,
+            model_package_arn: &str,
+            decision: &ModelDecision,
+        ) -> Result<(), AwsFailure> {
+            self.lineage.decide(model_package_arn, decision).await
         }
     }
 

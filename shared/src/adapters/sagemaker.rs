@@ -1,19 +1,23 @@
 //! SageMaker pipelines (the sagemaker control plane): start the configured pipeline, describe
 //! any run, list a run's steps, read the definition it runs. And SageMaker's lineage: the
-//! associations between lineage entities, artifacts, model packages. A missing run or model
+//! associations between lineage entities, artifacts, model packages, and the model registry's
+//! approval of a package. A missing run or model
 //! package is `ResourceNotFound` whichever shape SageMaker answered it in
 //! ([`not_found_either_way`]).
 
-use aws_sdk_sagemaker::types::{OutputParameter, ParallelismConfiguration, Parameter, SortOrder};
+use aws_sdk_sagemaker::types::{
+    ModelApprovalStatus, OutputParameter, ParallelismConfiguration, Parameter, SortOrder,
+};
 
 use crate::adapters::aws::{classify, not_found_either_way, OnFirstUse};
+use crate::domain::approval::ModelDecision;
 use crate::domain::callback::CallbackToken;
 use crate::domain::lineage::{Association, Direction};
 use crate::domain::pipeline_status::{ExecutionStatus, StepState};
 use crate::domain::question::{answer_request_token, StepAnswer};
 use crate::ports::{
     ArtifactDescription, AssociationPage, AwsFailure, ExecutionDescription, LineageGraph,
-    ModelPackageDescription, PipelineControl, StartRequest, StepStatus,
+    ModelPackageDescription, ModelRegistry, PipelineControl, StartRequest, StepStatus,
 };
 
 pub fn sagemaker_client(sdk: &aws_config::SdkConfig) -> OnFirstUse<aws_sdk_sagemaker::Client> {
@@ -174,7 +178,7 @@ impl PipelineControl for SageMakerPipeline {
 }
 
 /// SageMaker's lineage API: ListAssociations, ListArtifacts, DescribeArtifact,
-/// DescribeModelPackage.
+/// DescribeModelPackage; and UpdateModelPackage for a package's approval.
 #[derive(Clone)]
 pub struct SageMakerLineage {
     client: OnFirstUse<aws_sdk_sagemaker::Client>,
@@ -300,5 +304,28 @@ impl LineageGraph for SageMakerLineage {
                 .map(str::to_owned),
             created_at: out.creation_time().and_then(rfc3339),
         })
+    }
+}
+
+impl ModelRegistry for SageMakerLineage {
+    async fn decide(
+        &self,
+        model_package_arn: &str,
+        decision: &ModelDecision,
+    ) -> Result<(), AwsFailure> {
+        let status = if decision.approve {
+            ModelApprovalStatus::Approved
+        } else {
+            ModelApprovalStatus::Rejected
+        };
+        self.client
+            .update_model_package()
+            .model_package_arn(model_package_arn)
+            .model_approval_status(status)
+            .approval_description(&decision.description)
+            .send()
+            .await
+            .map_err(|e| not_found_either_way(classify(&e)))?;
+        Ok(())
     }
 }

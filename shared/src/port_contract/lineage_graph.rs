@@ -1,14 +1,15 @@
 //! SageMaker's lineage around a registered model: the package is tracked by the one
 //! artifact whose source URI is its ARN; associations are listed from either end, page by
 //! page; a model package is not a lineage entity; unknown packages and artifacts are
-//! refused, not retried. The port under test pages by one association, so that every
+//! refused, not retried. A registered model waits for approval until a decision sets it. The port under test pages by one association, so that every
 //! behaviour follows NextToken.
 
 use std::collections::HashSet;
 use std::future::Future;
 
+use crate::domain::approval::ModelDecision;
 use crate::domain::lineage::{Association, Direction, EntityKind};
-use crate::ports::LineageGraph;
+use crate::ports::{LineageGraph, ModelRegistry};
 
 /// A model a pipeline run registered.
 #[derive(Debug, Clone)]
@@ -20,7 +21,7 @@ pub struct Registered {
 
 /// A lineage under test that can also get a registered model into it: the fake records
 /// one, the stand-in runs a pipeline until its RegisterModel step is done.
-pub trait Registrar: LineageGraph {
+pub trait Registrar: LineageGraph + ModelRegistry {
     fn register(&self, input_data_uri: &str) -> impl Future<Output = Registered> + Send;
 }
 
@@ -204,6 +205,37 @@ pub async fn unknown_packages_and_artifacts_are_refused_not_retried<L: Registrar
     );
 }
 
+pub async fn a_registered_model_waits_until_a_decision_sets_its_approval<L: Registrar>(
+    lineage: &L,
+) {
+    let registered = lineage.register(&input_data_uri()).await;
+    let arn = &registered.model_package_arn;
+    let status = |p: crate::ports::ModelPackageDescription| p.approval_status;
+    let waiting = lineage.describe_model_package(arn).await.unwrap();
+    assert_eq!(status(waiting).as_deref(), Some("PendingManualApproval"));
+    for (approve, expected) in [(true, "Approved"), (false, "Rejected")] {
+        let decision = ModelDecision {
+            approve,
+            description: format!("contract: {expected}"),
+        };
+        lineage.decide(arn, &decision).await.unwrap();
+        let decided = lineage.describe_model_package(arn).await.unwrap();
+        assert_eq!(status(decided).as_deref(), Some(expected));
+    }
+    let unknown = format!("{}9999", arn.trim_end_matches(char::is_numeric));
+    let decision = ModelDecision {
+        approve: true,
+        description: "contract".into(),
+    };
+    let failure = lineage.decide(&unknown, &decision).await.unwrap_err();
+    assert_eq!(
+        failure.code.as_deref(),
+        Some("ResourceNotFound"),
+        "{failure}"
+    );
+    assert!(!failure.retryable, "{failure}");
+}
+
 /// One `#[tokio::test]` per lineage behaviour, on the [`lineage_graph::Registrar`] `$make.await` gives.
 #[macro_export]
 macro_rules! lineage_graph_contract {
@@ -218,6 +250,7 @@ macro_rules! lineage_graph_contract {
                 pages_follow_on_to_every_association_once,
                 a_model_package_is_not_a_lineage_entity,
                 unknown_packages_and_artifacts_are_refused_not_retried,
+                a_registered_model_waits_until_a_decision_sets_its_approval,
             ]
         );
     };
