@@ -2,6 +2,7 @@
 //! writes, and the parsing of what SageMaker and EventBridge deliver.
 
 pub mod allow_lists;
+pub mod approval;
 pub mod arn;
 pub mod callback;
 pub mod caller;

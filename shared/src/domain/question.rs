@@ -6,6 +6,9 @@
 //! from the run's task secret and the step's token, so the same callback message delivered twice
 //! asks once, yet nobody can derive one without both. The token stays in the item: it answers
 //! the step, and leaves the server in no answer, log or event.
+//!
+//! A run's registered model that waits for approval (`APPROVAL_GATE`) is a question too: it
+//! keeps the model package's ARN in place of a token, and its answer is UpdateModelPackage's.
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
@@ -48,17 +51,28 @@ pub struct StoredQuestion {
     pub prompt: String,
     /// The elicitation's `requestedSchema`.
     pub schema: Value,
-    /// SageMaker's callback token; read through [`StoredQuestion::token`] only.
+    /// SageMaker's callback token; read through [`StoredQuestion::token`] only. Empty for a
+    /// model's approval.
+    #[serde(default, skip_serializing_if = "KeptToken::is_empty")]
     token: KeptToken,
+    /// The model package a model's approval decides; None for a CallbackStep's question.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model_package_arn: Option<String>,
     pub asked_at: String,
     #[serde(flatten)]
     pub state: QuestionState,
 }
 
 /// The token as the item keeps it: serialized as itself, shown by no Debug.
-#[derive(Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(transparent)]
 struct KeptToken(String);
+
+impl KeptToken {
+    fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+}
 
 impl std::fmt::Debug for KeptToken {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -298,10 +312,76 @@ pub fn ask(
         prompt: question.prompt.clone(),
         schema: question.requested_schema(),
         token: KeptToken(token.expose().to_owned()),
+        model_package_arn: None,
         asked_at: now.to_owned(),
         state: QuestionState::Open,
     };
     Ask::Write(questions.change(run, key, stored).write)
+}
+
+/// The key of the question that approves `model_package_arn`: from the run's task secret and
+/// the package, so asking it twice asks once.
+pub fn approval_key(task_secret: &str, model_package_arn: &str) -> String {
+    let digest = Sha256::new()
+        .chain_update(b"mcp-approval\0")
+        .chain_update(task_secret.as_bytes())
+        .chain_update(b"\0")
+        .chain_update(model_package_arn.as_bytes())
+        .finalize();
+    format!("m-{}", &hex(&digest)[..32])
+}
+
+/// The approval question's form: accept approves (with an optional comment), decline rejects.
+pub fn approval_schema() -> Value {
+    serde_json::json!({
+        "type": "object",
+        "properties": {
+            "comment": {
+                "type": "string",
+                "title": "Comment",
+                "description": "Why: kept with the model's approval"
+            }
+        }
+    })
+}
+
+/// Asks whether the model package `model_package_arn`, which the run registered and which
+/// waits in PendingManualApproval, may be approved, unless asked already.
+pub fn ask_approval(
+    questions: &Questions,
+    run: &RunKey,
+    key: &str,
+    model_package_arn: &str,
+    now: &str,
+) -> Option<Changed> {
+    if questions.by_key.contains_key(key) || questions.by_key.len() >= MAX_QUESTIONS {
+        return None;
+    }
+    let version = model_package_arn.rsplit('/').next().unwrap_or_default();
+    let group = model_package_arn.rsplit('/').nth(1).unwrap_or_default();
+    let stored = StoredQuestion {
+        prompt: format!(
+            "The run registered model {group} version {version}, which waits for approval. \
+             Accept to approve it; decline to reject it."
+        ),
+        schema: approval_schema(),
+        token: KeptToken::default(),
+        model_package_arn: Some(model_package_arn.to_owned()),
+        asked_at: now.to_owned(),
+        state: QuestionState::Open,
+    };
+    Some(questions.change(run, key, stored))
+}
+
+/// The run's question about `model_package_arn`, if it asked one.
+pub fn approval_question<'a>(
+    questions: &'a Questions,
+    model_package_arn: &str,
+) -> Option<(&'a String, &'a StoredQuestion)> {
+    questions
+        .by_key
+        .iter()
+        .find(|(_, q)| q.model_package_arn.as_deref() == Some(model_package_arn))
 }
 
 /// Settles an open question (answered, or its send failed); None when `key` is unknown or no
@@ -571,6 +651,32 @@ mod tests {
         assert_eq!(
             ask(&qs, &key_of(&item), "q-x", &question, &token, "t"),
             Ask::Full
+        );
+    }
+
+    #[test]
+    fn a_models_approval_is_asked_once_under_its_own_key_and_keeps_no_token() {
+        let package = "arn:aws:sagemaker:us-east-1:123456789012:model-package/p-models/3";
+        let key = approval_key("secret", package);
+        assert_eq!(key, approval_key("secret", package));
+        assert_ne!(key, approval_key("other", package));
+        let item = run_item();
+        let none = Questions::from_item(&item);
+        let asked = ask_approval(&none, &key_of(&item), &key, package, "t0").unwrap();
+        let item = asked.write.apply_to(Some(&item)).unwrap();
+        let stored = Questions::from_item(&item);
+        let (found_key, question) = approval_question(&stored, package).unwrap();
+        assert_eq!(found_key, &key);
+        assert!(question.is_open() && question.token().is_none());
+        assert!(
+            question.prompt.contains("p-models version 3"),
+            "{}",
+            question.prompt
+        );
+        assert!(!format!("{item:?}").contains("token"), "{item:?}");
+        assert_eq!(
+            ask_approval(&stored, &key_of(&item), &key, package, "t1"),
+            None
         );
     }
 }

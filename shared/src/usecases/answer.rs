@@ -6,17 +6,24 @@
 use chrono::{DateTime, Utc};
 use serde_json::{Map, Value};
 
+use crate::domain::approval::{ModelDecision, PENDING};
+use crate::domain::callback::CallbackToken;
 use crate::domain::caller::{Caller, Owner};
 use crate::domain::item::Applied;
-use crate::domain::pipeline_event::{owner_from_description, session_id_from_description};
+use crate::domain::pipeline_event::owner_from_description;
+use crate::domain::pipeline_status::PipelineStatus;
 use crate::domain::question::{
     may_answer, output_parameters, send_failed, settle, QuestionState, StepAnswer,
 };
-use crate::domain::run::{session_key, Run};
+use crate::domain::run::Run;
 use crate::domain::time::rfc3339;
-use crate::ports::{AwsFailure, PipelineControl, RunStore, StoreError};
+use crate::ports::{
+    AwsFailure, ExecutionDescription, LineageGraph, ModelRegistry, PipelineControl, RunStore,
+    StepStatus, StoreError,
+};
+use crate::usecases::approval::{decide_package, gate, Gate, GateError};
 use crate::usecases::task::{authorized_run, open_questions, OpenQuestion, TaskError};
-use crate::usecases::training::describe_known;
+use crate::usecases::training::{describe_known, reread, stored_run_key};
 
 /// Attempts at claiming a key when another change of the run's questions wins the race.
 const CLAIM_ATTEMPTS: usize = 3;
@@ -70,20 +77,39 @@ pub enum AnswerError {
     Store(#[from] StoreError),
 }
 
+/// Where an answer goes: the CallbackStep waiting on its token, or the model package a model's
+/// approval decides.
+enum Delivery {
+    Step(Option<CallbackToken>, StepAnswer),
+    Model(String, ModelDecision),
+}
+
+/// SageMaker, as the answers reach it: the pipeline (a CallbackStep's answer) and the model
+/// registry (a model's approval).
+pub struct Answering<'a, P, L> {
+    pub pipeline: &'a P,
+    pub registry: &'a L,
+}
+
 /// Answers `key` of `run` as `who` (the caller's owner tag), when `may_answer`. `run` is kept
 /// as this call wrote it, so a next answer goes on from it rather than from a read that may not
 /// show the write yet (the batch read is eventually consistent).
 #[allow(clippy::too_many_arguments)]
-pub async fn answer_question<R: RunStore, P: PipelineControl>(
+pub async fn answer_question<R, P, L>(
     runs: &R,
-    pipeline: &P,
+    sagemaker: &Answering<'_, P, L>,
     run: &mut Run,
     who: &Owner,
     may_answer: bool,
     key: &str,
     reply: Reply,
     now: DateTime<Utc>,
-) -> Result<Answered, AnswerError> {
+) -> Result<Answered, AnswerError>
+where
+    R: RunStore,
+    P: PipelineControl,
+    L: LineageGraph + ModelRegistry,
+{
     if !may_answer {
         tracing::info!("answer from a caller who may not answer; ignored");
         return Ok(Answered::Ignored(Ignored::NotApprover));
@@ -96,14 +122,32 @@ pub async fn answer_question<R: RunStore, P: PipelineControl>(
         if !question.is_open() {
             return Ok(Answered::Ignored(Ignored::AlreadyAnswered));
         }
-        let answer = match &reply {
-            Reply::Accept(content) => StepAnswer::Success(
-                output_parameters(&question.schema, content).map_err(AnswerError::Content)?,
-            ),
-            Reply::Decline => StepAnswer::Failure(format!("declined by caller {who} through MCP")),
-            Reply::Cancel => StepAnswer::Failure(format!("cancelled by caller {who} through MCP")),
+        // The content is checked against the form before the key is used.
+        let accepted = match &reply {
+            Reply::Accept(content) => {
+                Some(output_parameters(&question.schema, content).map_err(AnswerError::Content)?)
+            }
+            Reply::Decline | Reply::Cancel => None,
         };
-        let token = question.token();
+        let send = match (&question.model_package_arn, accepted) {
+            (Some(arn), outputs) => {
+                let comment = outputs
+                    .as_ref()
+                    .and_then(|o| o.iter().find(|(name, _)| name == "comment"))
+                    .map(|(_, text)| text.as_str());
+                let decision = ModelDecision::new(outputs.is_some(), comment, who);
+                Delivery::Model(arn.clone(), decision)
+            }
+            (None, Some(outputs)) => Delivery::Step(question.token(), StepAnswer::Success(outputs)),
+            (None, None) => {
+                let verb = match reply {
+                    Reply::Cancel => "cancelled",
+                    _ => "declined",
+                };
+                let reason = format!("{verb} by caller {who} through MCP");
+                Delivery::Step(question.token(), StepAnswer::Failure(reason))
+            }
+        };
         let claimed = QuestionState::Answered {
             action: reply.action().to_owned(),
             by: who.to_string(),
@@ -115,17 +159,21 @@ pub async fn answer_question<R: RunStore, P: PipelineControl>(
         match runs.write(&claim.write).await? {
             Applied::Written { .. } => run.questions = claim.after,
             Applied::Refused(_) => {
-                *run = reread(runs, run).await?;
+                *run = reread(runs, run).await?.ok_or(AnswerError::Contended)?;
                 continue;
             }
         }
-        let sent = match token {
+        let sent = match send {
             // SageMaker's message may quote the token: it is cut out before it is kept or shown.
-            Some(token) => pipeline
+            Delivery::Step(Some(token), answer) => sagemaker
+                .pipeline
                 .answer_step(&token, &answer)
                 .await
                 .map_err(|f| f.to_string().replace(token.expose(), "<token>")),
-            None => Err("the step's token as stored is unreadable".to_owned()),
+            Delivery::Step(None, _) => Err("the step's token as stored is unreadable".to_owned()),
+            Delivery::Model(arn, decision) => decide_package(sagemaker.registry, &arn, &decision)
+                .await
+                .map(|_| ()),
         };
         return Ok(match sent {
             Ok(()) => {
@@ -149,15 +197,20 @@ pub async fn answer_question<R: RunStore, P: PipelineControl>(
 
 /// `tasks/update` on a run's task, by a caller who can read it: each response answers its key
 /// (see [`answer_question`]); a caller who may not answer is acknowledged and changes nothing.
-pub async fn answer_run_task<R: RunStore, P: PipelineControl>(
+pub async fn answer_run_task<R, P, L>(
     runs: &R,
-    pipeline: &P,
+    sagemaker: &Answering<'_, P, L>,
     caller: &Caller,
     approvers: Option<&[Owner]>,
     task_id: &str,
     responses: Vec<(String, Reply)>,
     now: DateTime<Utc>,
-) -> Result<Vec<(String, Answered)>, RunAnswerError> {
+) -> Result<Vec<(String, Answered)>, RunAnswerError>
+where
+    R: RunStore,
+    P: PipelineControl,
+    L: LineageGraph + ModelRegistry,
+{
     let mut run = authorized_run(runs, caller, task_id, now).await?;
     let may = may_answer(approvers, caller, run.owner.as_ref());
     let mut answered = Vec::new();
@@ -165,7 +218,7 @@ pub async fn answer_run_task<R: RunStore, P: PipelineControl>(
         // Each answer goes on from the run as the one before it left it.
         let outcome = answer_question(
             runs,
-            pipeline,
+            sagemaker,
             &mut run,
             &caller.owner,
             may,
@@ -179,28 +232,47 @@ pub async fn answer_run_task<R: RunStore, P: PipelineControl>(
     Ok(answered)
 }
 
-/// The open questions of the run `execution_arn`, found through its description (the session
-/// and owner trigger_training set): for a status check of a run that is executing.
-pub async fn questions_of<R: RunStore>(
-    runs: &R,
-    description: Option<&str>,
-    execution_arn: &str,
-) -> Result<Vec<OpenQuestion>, StoreError> {
-    let Some(key) = description.and_then(|d| run_key(d, execution_arn)) else {
-        return Ok(Vec::new());
-    };
-    let found = runs.get_many(&[key]).await?.into_iter().next().flatten();
-    Ok(found.map(|run| open_questions(&run)).unwrap_or_default())
+/// What a run waits on people for, as a status check reports it.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Waiting {
+    pub questions: Vec<OpenQuestion>,
+    /// Behind the approval gate: where the registered model's approval stands.
+    pub model_approval: Option<String>,
 }
 
-/// The stored run's key from its description: None for a run the tools did not start.
-fn run_key(description: &str, execution_arn: &str) -> Option<(String, String)> {
-    let session_id = session_id_from_description(description)?;
-    let owner = owner_from_description(description);
-    Some((
-        session_key(owner.as_ref(), &session_id),
-        execution_arn.to_owned(),
-    ))
+/// The open questions of the run `execution_arn`, found through its description (the session
+/// and owner trigger_training set): for a status check of a run that is executing, or (with
+/// the approval gate: the registry its packages are read from) one that succeeded.
+pub async fn waiting_on<R: RunStore, L: LineageGraph>(
+    runs: &R,
+    approval_gate: Option<&L>,
+    described: &ExecutionDescription,
+    steps: &[StepStatus],
+    execution_arn: &str,
+    now: DateTime<Utc>,
+) -> Result<Waiting, GateError> {
+    let gated = approval_gate.filter(|_| described.status.is(PipelineStatus::Succeeded));
+    if gated.is_none() && !described.status.is(PipelineStatus::Executing) {
+        return Ok(Waiting::default());
+    }
+    let description = described.description.as_deref();
+    let Some(key) = description.and_then(|d| stored_run_key(d, execution_arn)) else {
+        return Ok(Waiting::default());
+    };
+    let Some(mut run) = runs.get_many(&[key]).await?.into_iter().next().flatten() else {
+        return Ok(Waiting::default());
+    };
+    let model_approval = match gated {
+        Some(registry) => match gate(runs, registry, &mut run, steps, now).await? {
+            Gate::Asking => Some(PENDING.to_owned()),
+            Gate::Passed(status) => status,
+        },
+        None => None,
+    };
+    Ok(Waiting {
+        questions: open_questions(&run),
+        model_approval,
+    })
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -220,20 +292,25 @@ pub enum ExecutionAnswerError {
 /// `answer_training_input`: answers `key` of the run `execution_arn`, found through its
 /// description, by its owner or one of `approvers` (who need not own it).
 #[allow(clippy::too_many_arguments)]
-pub async fn answer_execution<R: RunStore, P: PipelineControl>(
+pub async fn answer_execution<R, P, L>(
     runs: &R,
-    pipeline: &P,
+    sagemaker: &Answering<'_, P, L>,
     caller: &Caller,
     approvers: Option<&[Owner]>,
     execution_arn: &str,
     key: &str,
     reply: Reply,
     now: DateTime<Utc>,
-) -> Result<Answered, ExecutionAnswerError> {
+) -> Result<Answered, ExecutionAnswerError>
+where
+    R: RunStore,
+    P: PipelineControl,
+    L: LineageGraph + ModelRegistry,
+{
     let not_found = || ExecutionAnswerError::NotFound {
         execution_arn: execution_arn.to_owned(),
     };
-    let described = describe_known(pipeline, execution_arn)
+    let described = describe_known(sagemaker.pipeline, execution_arn)
         .await
         .map_err(ExecutionAnswerError::Describe)?
         .ok_or_else(not_found)?;
@@ -243,7 +320,7 @@ pub async fn answer_execution<R: RunStore, P: PipelineControl>(
     if !may && !caller.owns(owner.as_ref()) {
         return Err(not_found());
     }
-    let key_of_run = run_key(&description, execution_arn).ok_or_else(not_found)?;
+    let key_of_run = stored_run_key(&description, execution_arn).ok_or_else(not_found)?;
     let mut run = runs
         .get_many(&[key_of_run])
         .await?
@@ -253,7 +330,7 @@ pub async fn answer_execution<R: RunStore, P: PipelineControl>(
         .ok_or_else(not_found)?;
     Ok(answer_question(
         runs,
-        pipeline,
+        sagemaker,
         &mut run,
         &caller.owner,
         may,
@@ -272,19 +349,6 @@ pub enum RunAnswerError {
     Answer(#[from] AnswerError),
 }
 
-async fn reread<R: RunStore>(runs: &R, run: &Run) -> Result<Run, AnswerError> {
-    let keys = [(
-        session_key(run.owner.as_ref(), &run.session_id),
-        run.execution_arn.to_string(),
-    )];
-    runs.get_many(&keys)
-        .await?
-        .into_iter()
-        .next()
-        .flatten()
-        .ok_or(AnswerError::Contended)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -292,7 +356,7 @@ mod tests {
     use crate::domain::pipeline_event::execution_description;
     use crate::domain::question::QuestionState;
     use crate::domain::run::record_triggered;
-    use crate::fakes::{FakePipeline, MemoryRuns};
+    use crate::fakes::{FakePipeline, MemoryLineage, MemoryRuns};
     use crate::ports::{AwsFailure, StartRequest};
     use crate::usecases::callback::{record_question, Asked};
     use serde_json::json;
@@ -341,6 +405,14 @@ mod tests {
         (runs, pipeline, key)
     }
 
+    /// SageMaker as answers reach it, with a registry no question here uses.
+    fn sm(pipeline: &FakePipeline) -> Answering<'_, FakePipeline, MemoryLineage> {
+        Answering {
+            pipeline,
+            registry: Box::leak(Box::new(MemoryLineage::default())),
+        }
+    }
+
     fn the_run(runs: &MemoryRuns) -> Run {
         runs.all().pop().unwrap()
     }
@@ -354,7 +426,7 @@ mod tests {
     ) -> Result<Answered, AnswerError> {
         answer_question(
             runs,
-            pipeline,
+            &sm(pipeline),
             &mut the_run(runs),
             &owner(),
             may,
@@ -486,9 +558,16 @@ mod tests {
         let run = the_run(&runs);
         let task_id = crate::domain::run::task_id("s", &run.execution_arn, SECRET);
         let caller = Principal::Local.caller();
-        let view = get_run_task(&runs, &pipeline, &caller, &task_id, Utc::now())
-            .await
-            .unwrap();
+        let view = get_run_task(
+            &runs,
+            &pipeline,
+            None::<&MemoryLineage>,
+            &caller,
+            &task_id,
+            Utc::now(),
+        )
+        .await
+        .unwrap();
         let RunTaskState::InputRequired { questions, .. } = view.state else {
             panic!("{view:?}")
         };
@@ -499,8 +578,16 @@ mod tests {
 
         // Another caller holding the task id finds nothing; one not among APPROVERS is ignored.
         let other = Principal::Bearer { name: "b".into() }.caller();
-        let refused =
-            answer_run_task(&runs, &pipeline, &other, None, &task_id, vec![], Utc::now()).await;
+        let refused = answer_run_task(
+            &runs,
+            &sm(&pipeline),
+            &other,
+            None,
+            &task_id,
+            vec![],
+            Utc::now(),
+        )
+        .await;
         assert!(matches!(
             refused,
             Err(RunAnswerError::Task(TaskError::NotFound))
@@ -508,7 +595,7 @@ mod tests {
         let approvers = [other.owner.clone()];
         let ignored = answer_run_task(
             &runs,
-            &pipeline,
+            &sm(&pipeline),
             &caller,
             Some(&approvers),
             &task_id,
@@ -528,7 +615,7 @@ mod tests {
         ];
         let answered = answer_run_task(
             &runs,
-            &pipeline,
+            &sm(&pipeline),
             &caller,
             None,
             &task_id,
@@ -544,9 +631,16 @@ mod tests {
                 ("q-x".into(), Answered::Ignored(Ignored::UnknownKey))
             ]
         );
-        let view = get_run_task(&runs, &pipeline, &caller, &task_id, Utc::now())
-            .await
-            .unwrap();
+        let view = get_run_task(
+            &runs,
+            &pipeline,
+            None::<&MemoryLineage>,
+            &caller,
+            &task_id,
+            Utc::now(),
+        )
+        .await
+        .unwrap();
         assert!(
             matches!(view.state, RunTaskState::Working { ref unsent, .. } if unsent.is_empty()),
             "{view:?}"
@@ -558,20 +652,27 @@ mod tests {
         let (runs, pipeline, key) = asking().await;
         let arn = the_run(&runs).execution_arn.to_string();
         let described = pipeline.describe(&arn).await.unwrap();
-        let open = questions_of(&runs, described.description.as_deref(), &arn)
-            .await
-            .unwrap();
-        assert_eq!((open.len(), open[0].key.as_str()), (1, key.as_str()));
-        assert!(questions_of(&runs, Some("not ours"), &arn)
+        let no_gate = None::<&MemoryLineage>;
+        let now = Utc::now();
+        let open = waiting_on(&runs, no_gate, &described, &[], &arn, now)
             .await
             .unwrap()
-            .is_empty());
+            .questions;
+        assert_eq!((open.len(), open[0].key.as_str()), (1, key.as_str()));
+        let not_ours = ExecutionDescription {
+            description: Some("not ours".into()),
+            ..described.clone()
+        };
+        let none = waiting_on(&runs, no_gate, &not_ours, &[], &arn, now)
+            .await
+            .unwrap();
+        assert!(none.questions.is_empty());
 
         // Another caller learns nothing, unless among APPROVERS; then it answers.
         let other = Principal::Bearer { name: "b".into() }.caller();
         let hidden = answer_execution(
             &runs,
-            &pipeline,
+            &sm(&pipeline),
             &other,
             None,
             &arn,
@@ -587,7 +688,7 @@ mod tests {
         let approvers = [other.owner.clone()];
         let owner_ignored = answer_execution(
             &runs,
-            &pipeline,
+            &sm(&pipeline),
             &Principal::Local.caller(),
             Some(&approvers),
             &arn,
@@ -600,7 +701,7 @@ mod tests {
         assert_eq!(owner_ignored, Answered::Ignored(Ignored::NotApprover));
         let sent = answer_execution(
             &runs,
-            &pipeline,
+            &sm(&pipeline),
             &other,
             Some(&approvers),
             &arn,
@@ -629,7 +730,7 @@ mod tests {
             .unwrap();
         answer_run_task(
             &runs,
-            &pipeline,
+            &sm(&pipeline),
             &caller,
             None,
             &task_id,

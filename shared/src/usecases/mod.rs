@@ -6,6 +6,7 @@ use std::time::Duration;
 use crate::domain::job::JobPolicy;
 
 pub mod answer;
+pub mod approval;
 pub mod callback;
 pub mod check;
 pub mod job_object;

@@ -14,9 +14,10 @@ use crate::domain::quota::is_quota_key;
 use crate::domain::run::Run;
 use crate::domain::task_id::TaskId;
 use crate::ports::{
-    AwsFailure, CompletionEvents, ExecutionDescription, JobStore, NoProgress, ObjectStore,
-    PipelineControl, RunStore, StepStatus, StoreError,
+    AwsFailure, CompletionEvents, ExecutionDescription, JobStore, LineageGraph, NoProgress,
+    ObjectStore, PipelineControl, RunStore, StepStatus, StoreError,
 };
+use crate::usecases::approval::{self, Gate, GateError};
 use crate::usecases::check::{check_job, CheckError, JobNote, JobReads, JobReport};
 use crate::usecases::training::session_runs;
 
@@ -82,6 +83,9 @@ pub enum TaskError {
         operation: &'static str,
         failure: AwsFailure,
     },
+    /// The run's record changed under every attempt to write it.
+    #[error("the run's record changed under every attempt to write it; try again")]
+    Contended,
 }
 
 /// The inference_id and secret of a job's task id; any other id is no task.
@@ -204,16 +208,19 @@ pub enum RunTaskState {
         steps: Vec<StepStatus>,
         unsent: Vec<String>,
     },
-    /// Executing, and a CallbackStep asks a person: each open question by its key.
+    /// Executing, and a CallbackStep asks a person, or Succeeded with its model waiting for
+    /// approval (`APPROVAL_GATE`): each open question by its key.
     InputRequired {
         status: ExecutionStatus,
         steps: Vec<StepStatus>,
         questions: Vec<OpenQuestion>,
     },
-    /// Succeeded, Failed or CompletedWithFailures: what `check_training_status` reports.
+    /// Succeeded, Failed or CompletedWithFailures: what `check_training_status` reports, and
+    /// behind the approval gate, its model's approval status.
     Done {
         described: ExecutionDescription,
         steps: Vec<StepStatus>,
+        model_approval: Option<String>,
     },
     /// Stopped (by `tasks/cancel`, or by anyone else).
     Cancelled,
@@ -284,15 +291,18 @@ fn pipeline_error(operation: &'static str) -> impl Fn(AwsFailure) -> TaskError {
     move |failure| TaskError::Pipeline { operation, failure }
 }
 
-/// `tasks/get` for a run: its live status and steps from SageMaker.
-pub async fn get_run_task<R: RunStore, P: PipelineControl>(
+/// `tasks/get` for a run: its live status and steps from SageMaker. With the approval gate
+/// (`approval_gate`: the registry its packages are read from), a run that succeeded is done once
+/// its registered model no longer waits for approval; until then it asks for it.
+pub async fn get_run_task<R: RunStore, P: PipelineControl, L: LineageGraph>(
     runs: &R,
     pipeline: &P,
+    approval_gate: Option<&L>,
     caller: &Caller,
     task_id: &str,
     now: DateTime<Utc>,
 ) -> Result<RunTaskView, TaskError> {
-    let found = authorized_run(runs, caller, task_id, now).await?;
+    let mut found = authorized_run(runs, caller, task_id, now).await?;
     let described = pipeline
         .describe(&found.execution_arn)
         .await
@@ -303,9 +313,31 @@ pub async fn get_run_task<R: RunStore, P: PipelineControl>(
         .map_err(pipeline_error("ListPipelineExecutionSteps"))?;
     use PipelineStatus::*;
     let state = match &described.status {
-        ExecutionStatus::Known(Succeeded | Failed | CompletedWithFailures) => {
-            RunTaskState::Done { described, steps }
+        ExecutionStatus::Known(Succeeded) if approval_gate.is_some() => {
+            let registry = approval_gate.expect("the gate is on");
+            match approval::gate(runs, registry, &mut found, &steps, now).await {
+                Ok(Gate::Asking) => RunTaskState::InputRequired {
+                    status: described.status,
+                    steps,
+                    questions: open_questions(&found),
+                },
+                Ok(Gate::Passed(model_approval)) => RunTaskState::Done {
+                    described,
+                    steps,
+                    model_approval,
+                },
+                Err(GateError::Describe(failure)) => {
+                    return Err(pipeline_error("DescribeModelPackage")(failure))
+                }
+                Err(GateError::Store(e)) => return Err(e.into()),
+                Err(GateError::Contended) => return Err(TaskError::Contended),
+            }
         }
+        ExecutionStatus::Known(Succeeded | Failed | CompletedWithFailures) => RunTaskState::Done {
+            described,
+            steps,
+            model_approval: None,
+        },
         ExecutionStatus::Known(Stopped) => RunTaskState::Cancelled,
         ExecutionStatus::Known(Executing) if found.questions.open().next().is_some() => {
             RunTaskState::InputRequired {
@@ -366,6 +398,9 @@ mod tests {
     use crate::domain::run;
     use crate::fakes::{MemoryEvents, MemoryJobs, MemoryObjects};
     use crate::usecases::JobSettings;
+
+    /// A run's task without the approval gate.
+    const NO_GATE: Option<&crate::fakes::MemoryLineage> = None;
 
     fn local() -> Caller {
         crate::domain::caller::Principal::Local.caller()
@@ -492,7 +527,7 @@ mod tests {
         assert_eq!(again.task_secret.as_deref(), Some(secret.as_str()));
 
         let id = run::task_id("s1", &triggered.execution_arn, &secret);
-        let view = get_run_task(&runs, &pipeline, &local(), &id, Utc::now())
+        let view = get_run_task(&runs, &pipeline, NO_GATE, &local(), &id, Utc::now())
             .await
             .unwrap();
         assert!(
@@ -500,7 +535,7 @@ mod tests {
             "{view:?}"
         );
         for not_theirs in [
-            get_run_task(&runs, &pipeline, &other(), &id, Utc::now())
+            get_run_task(&runs, &pipeline, NO_GATE, &other(), &id, Utc::now())
                 .await
                 .map(|_| ()),
             cancel_run_task(&runs, &pipeline, &other(), &id, Utc::now()).await,
@@ -522,7 +557,7 @@ mod tests {
         cancel_run_task(&runs, &pipeline, &local(), &id, Utc::now())
             .await
             .unwrap();
-        let view = get_run_task(&runs, &pipeline, &local(), &id, Utc::now())
+        let view = get_run_task(&runs, &pipeline, NO_GATE, &local(), &id, Utc::now())
             .await
             .unwrap();
         assert!(matches!(view.state, RunTaskState::Cancelled), "{view:?}");

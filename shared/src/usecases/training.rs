@@ -364,6 +364,26 @@ async fn step_count<P: PipelineControl>(pipeline: &P, execution_arn: &str) -> Op
     }
 }
 
+/// The stored run's key (session key, execution ARN) from its description: None for a run the
+/// tools did not start.
+pub fn stored_run_key(description: &str, execution_arn: &str) -> Option<(String, String)> {
+    let session_id = crate::domain::pipeline_event::session_id_from_description(description)?;
+    let owner = owner_from_description(description);
+    Some((
+        session_key(owner.as_ref(), &session_id),
+        execution_arn.to_owned(),
+    ))
+}
+
+/// The run as stored now (after a conditional write lost a race), or None if it is gone.
+pub async fn reread<R: RunStore>(runs: &R, run: &Run) -> Result<Option<Run>, StoreError> {
+    let keys = [(
+        session_key(run.owner.as_ref(), &run.session_id),
+        run.execution_arn.to_string(),
+    )];
+    Ok(runs.get_many(&keys).await?.into_iter().next().flatten())
+}
+
 /// The caller's unexpired runs of a session, newest first: the caller's own partition, and
 /// for a caller that sees unowned items, the runs stored before owners existed.
 pub async fn session_runs<R: RunStore>(
