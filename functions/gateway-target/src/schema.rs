@@ -432,6 +432,7 @@ mod tests {
             names,
             [
                 "answer_training_input",
+                "approve_model_package",
                 "check_job_status",
                 "check_training_result",
                 "check_training_status",

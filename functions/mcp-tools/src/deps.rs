@@ -8,7 +8,8 @@ use crate::catalog::{Catalog, CatalogError};
 use crate::config::ToolsConfig;
 use shared::domain::time::Clock;
 use shared::ports::{
-    AsyncInvoker, CompletionEvents, JobStore, LineageGraph, ObjectStore, PipelineControl, RunStore,
+    AsyncInvoker, CompletionEvents, JobStore, LineageGraph, ModelRegistry, ObjectStore,
+    PipelineControl, RunStore,
 };
 use shared::usecases::quota::ReadQuota;
 use shared::usecases::JobSettings;
@@ -20,7 +21,7 @@ pub trait Backend: Send + Sync + 'static {
     type Objects: ObjectStore + Send + 'static;
     type Endpoint: AsyncInvoker + Send + 'static;
     type Pipeline: PipelineControl + Send + 'static;
-    type Lineage: LineageGraph + Send + 'static;
+    type Lineage: LineageGraph + ModelRegistry + Send + 'static;
     type Events: CompletionEvents + Send + 'static;
 
     fn jobs(&self) -> &Self::Jobs;
@@ -51,7 +52,7 @@ where
     O: ObjectStore + Send + 'static,
     E: AsyncInvoker + Send + 'static,
     P: PipelineControl + Send + 'static,
-    L: LineageGraph + Send + 'static,
+    L: LineageGraph + ModelRegistry + Send + 'static,
     V: CompletionEvents + Send + 'static,
 {
     type Jobs = J;

@@ -438,7 +438,12 @@ mod access_tests {
         let write_tools = write_tools(&Tools::<crate::AwsPorts>::definitions());
         assert_eq!(
             write_tools,
-            ["answer_training_input", "submit_job", "trigger_training"]
+            [
+                "answer_training_input",
+                "approve_model_package",
+                "submit_job",
+                "trigger_training"
+            ]
         );
         let call = |name: &str| {
             format!(

@@ -158,7 +158,8 @@ impl<B: Backend> Tools<B> {
         let span = info_span!("task", method = "tasks/get", execution_arn = Empty);
         let d = &self.deps;
         let (runs, pipeline) = (d.ports.runs(), d.ports.pipeline());
-        let view = task::get_run_task(runs, pipeline, caller, task_id, d.clock.now())
+        let gate = d.config.approval_gate.then(|| d.ports.lineage());
+        let view = task::get_run_task(runs, pipeline, gate, caller, task_id, d.clock.now())
             .instrument(span.clone())
             .await
             .map_err(task_error)?;
@@ -183,10 +184,16 @@ impl<B: Backend> Tools<B> {
                 Some(wording::run_task_asking(questions.len())),
             ),
             RunTaskState::Cancelled => (TaskPayload::Cancelled, Some(wording::RUN_STOPPED.into())),
-            RunTaskState::Done { described, steps } => {
+            RunTaskState::Done {
+                described,
+                steps,
+                model_approval,
+            } => {
                 let failed = !described.status.is(PipelineStatus::Succeeded);
                 let mut output =
                     TrainingStatusOutput::new(view.execution_arn.into(), described, steps);
+                // Behind the gate, the result says how the model was decided.
+                output.model_approval_status = model_approval;
                 // The task answers trigger_training's call: its result names the session as
                 // trigger_training's outputSchema asks.
                 output.session_id = Some(view.session_id.to_string());
@@ -279,9 +286,13 @@ impl<B: Backend> Tools<B> {
         }
         let span = info_span!("task", method = "tasks/update");
         let d = &self.deps;
+        let sagemaker = answer::Answering {
+            pipeline: d.ports.pipeline(),
+            registry: d.ports.lineage(),
+        };
         let answered = answer::answer_run_task(
             d.ports.runs(),
-            d.ports.pipeline(),
+            &sagemaker,
             &caller,
             d.config.approvers.as_deref(),
             &request.task_id,
@@ -410,7 +421,7 @@ fn task_error(e: TaskError) -> ErrorData {
     match e {
         TaskError::NotFound => ErrorData::invalid_params(e.to_string(), None),
         // Which call failed goes to the log; the caller learns only that a retry may help.
-        TaskError::Store(_) | TaskError::Pipeline { .. } => {
+        TaskError::Store(_) | TaskError::Pipeline { .. } | TaskError::Contended => {
             tracing::warn!(error = %e, "a task method failed");
             ErrorData::internal_error(wording::TASK_FAILED, None)
         }

@@ -23,7 +23,7 @@ use shared::domain::trace::TraceContext;
 use shared::telemetry::{self, OutcomeSource};
 use shared::usecases::quota::{CountedError, QuotaError};
 use shared::usecases::training::{self, TriggerRequest};
-use shared::usecases::{answer, check, lineage, quota, submit};
+use shared::usecases::{answer, approval, check, lineage, quota, submit};
 use tracing::{field::Empty, info_span, Instrument, Span};
 
 use crate::catalog::Catalog;
@@ -269,17 +269,20 @@ impl<B: Backend> Tools<B> {
                 let owner = &caller.owner;
                 let (described, steps) =
                     quota::within_wait(jobs, quotas, owner, wait, now, follow).await?;
-                // A running run may wait on a person: its questions are on its record.
-                let waiting = if described.status.is(PipelineStatus::Executing) {
-                    let description = described.description.as_deref();
-                    answer::questions_of(d.ports.runs(), description, &arn)
-                        .await
-                        .map_err(ToolError::from)?
-                } else {
-                    Vec::new()
-                };
+                // A running run may wait on a person (its questions are on its record), and a
+                // run that succeeded on its model's approval, behind the gate.
+                let gate = d.config.approval_gate.then(|| d.ports.lineage());
+                let runs = d.ports.runs();
+                let waiting = answer::waiting_on(runs, gate, &described, &steps, &arn, now)
+                    .await
+                    .map_err(ToolError::from)?;
                 let mut status = TrainingStatusOutput::new(arn.into(), described, steps);
-                status.waiting_for_input = waiting.into_iter().map(QuestionView::from).collect();
+                status.waiting_for_input = waiting
+                    .questions
+                    .into_iter()
+                    .map(QuestionView::from)
+                    .collect();
+                status.model_approval_status = waiting.model_approval;
                 Ok(Json(status))
             },
         )
@@ -320,9 +323,13 @@ impl<B: Backend> Tools<B> {
                 }
                 let _read = self.count_read(&caller).await?;
                 let d = &self.deps;
+                let sagemaker = answer::Answering {
+                    pipeline: d.ports.pipeline(),
+                    registry: d.ports.lineage(),
+                };
                 let answered = answer::answer_execution(
                     d.ports.runs(),
-                    d.ports.pipeline(),
+                    &sagemaker,
                     &caller,
                     d.config.approvers.as_deref(),
                     &request.execution_arn,
@@ -333,6 +340,57 @@ impl<B: Backend> Tools<B> {
                 .await
                 .map_err(ToolError::from)?;
                 Ok(Json(AnswerTrainingInputOutput::new(&request, answered)))
+            },
+        )
+        .await
+    }
+
+    /// A person's decision on a model a training run registered.
+    #[tool(
+        description = "Approve or reject a model package a training run registered and left waiting \
+                       (PendingManualApproval; check_training_status reports it in model_package_arn): \
+                       approve true makes it Approved, for a deployment to use; false Rejected. The comment \
+                       is kept with who decided. Only the run's owner (or the deployment's approvers) may \
+                       decide, once: a package decided already is changed in SageMaker itself.",
+        annotations(
+            title = "Approve or reject a registered model",
+            read_only_hint = false,
+            destructive_hint = false,
+            idempotent_hint = true,
+            open_world_hint = true
+        )
+    )]
+    async fn approve_model_package(
+        &self,
+        Parameters(args): Parameters<ApproveModelPackageArgs>,
+        extensions: Extensions,
+    ) -> Result<Json<ApproveModelPackageOutput>, String> {
+        let extensions = &extensions;
+        self.call(
+            names::APPROVE_MODEL_PACKAGE,
+            false,
+            extensions,
+            args,
+            |request, CallContext { caller, .. }| async move {
+                if !self.scope(extensions).holds(&request.model_package_arn) {
+                    // Another region's or account's: unknown, and SageMaker not asked.
+                    let model_package_arn = request.model_package_arn;
+                    return Err(approval::ApprovalError::NotFound { model_package_arn }.into());
+                }
+                let _read = self.count_read(&caller).await?;
+                let d = &self.deps;
+                let decided = approval::approve_model_package(
+                    d.ports.runs(),
+                    d.ports.lineage(),
+                    d.ports.pipeline(),
+                    &caller,
+                    d.config.approvers.as_deref(),
+                    &request,
+                    d.clock.now(),
+                )
+                .await
+                .map_err(ToolError::from)?;
+                Ok(Json(decided.into()))
             },
         )
         .await

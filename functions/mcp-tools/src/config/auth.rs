@@ -83,18 +83,7 @@ impl OAuthConfig {
         const FLAG: &str = "true or false (true only for an issuer on this machine or a \
             private network, in local development)";
         const SCOPE: &str = "one OAuth scope name, no spaces";
-        let allow_local_issuer = match env.optional("OAUTH_ALLOW_LOCAL_ISSUER") {
-            None => false,
-            Some(v) if v.eq_ignore_ascii_case("false") => false,
-            Some(v) if v.eq_ignore_ascii_case("true") => true,
-            Some(value) => {
-                return Err(ConfigError::Invalid {
-                    name: "OAUTH_ALLOW_LOCAL_ISSUER",
-                    value,
-                    expected: FLAG,
-                })
-            }
-        };
+        let allow_local_issuer = env.flag("OAUTH_ALLOW_LOCAL_ISSUER", FLAG)?;
         let fetched_url = |name: &'static str, url: String, expected: &'static str| {
             let ok = issuer_url::check(&url, allow_local_issuer).is_ok()
                 && !url.contains(char::is_whitespace);

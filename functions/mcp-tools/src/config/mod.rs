@@ -236,6 +236,21 @@ mod tests {
     }
 
     #[test]
+    fn the_approval_gate_is_off_unless_set_true_and_a_bad_value_is_named() {
+        let cfg = |extra: &[(&'static str, &'static str)]| {
+            McpToolsConfig::from_env(&env(&mcp_env(extra)))
+        };
+        let none = ("AUTH_MODE", "none");
+        assert!(!cfg(&[none]).unwrap().tools.approval_gate);
+        let on = cfg(&[none, ("APPROVAL_GATE", "TRUE")]).unwrap();
+        assert!(on.tools.approval_gate);
+        let bad = cfg(&[none, ("APPROVAL_GATE", "yes")])
+            .unwrap_err()
+            .to_string();
+        assert!(bad.contains("APPROVAL_GATE"), "{bad}");
+    }
+
+    #[test]
     fn each_mode_reads_only_listed_variables() {
         let mut listed: Vec<&str> = VARIABLES
             .iter()

@@ -42,6 +42,7 @@ pub const VARIABLES: &[&str] = &[
     "MCP_MAX_BODY_BYTES",
     "EVENT_BUS_NAME",
     "METRICS_NAMESPACE",
+    "APPROVAL_GATE",
 ];
 /// The ones without which the tools do not start.
 pub const REQUIRED: &[&str] = &[
@@ -124,6 +125,9 @@ pub struct ToolsConfig {
     /// Who may answer runs' questions (`APPROVERS`, read for the front door's auth mode: see
     /// [`super::approvers`]); None: each run's owner alone.
     pub approvers: Option<Vec<Owner>>,
+    /// `APPROVAL_GATE`: a run that succeeded having registered a model that waits for approval
+    /// is not done until someone decides it (its task asks; check_training_status says so).
+    pub approval_gate: bool,
 }
 
 /// `PIPELINE_PARAMETERS`: `argument=ParameterName,…`. A real pipeline names its parameters
@@ -320,6 +324,11 @@ impl ToolsConfig {
             event_bus_name: event_bus_name(env),
             metrics_namespace: metrics_namespace(env),
             approvers: None,
+            approval_gate: env.flag(
+                "APPROVAL_GATE",
+                "true (a run that registered a model waiting for approval asks for the decision \
+                 before it is done) or false",
+            )?,
         })
     }
 }

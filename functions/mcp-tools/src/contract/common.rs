@@ -20,20 +20,23 @@ pub mod names {
     pub const CHECK_TRAINING_RESULT: &str = "check_training_result";
     pub const GET_MODEL_PROVENANCE: &str = "get_model_provenance";
     pub const ANSWER_TRAINING_INPUT: &str = "answer_training_input";
+    pub const APPROVE_MODEL_PACKAGE: &str = "approve_model_package";
     /// The tools a stack without a pipeline does not serve.
-    pub const TRAINING: [&str; 4] = [
+    pub const TRAINING: [&str; 5] = [
         TRIGGER_TRAINING,
         CHECK_TRAINING_STATUS,
         CHECK_TRAINING_RESULT,
         ANSWER_TRAINING_INPUT,
+        APPROVE_MODEL_PACKAGE,
     ];
-    pub const ALL: [&str; 7] = [
+    pub const ALL: [&str; 8] = [
         SUBMIT_JOB,
         CHECK_JOB_STATUS,
         TRIGGER_TRAINING,
         CHECK_TRAINING_STATUS,
         CHECK_TRAINING_RESULT,
         ANSWER_TRAINING_INPUT,
+        APPROVE_MODEL_PACKAGE,
         GET_MODEL_PROVENANCE,
     ];
 }

@@ -1,9 +1,10 @@
 //! The MCP tools' contract: typed arguments (their JSON Schema is derived), typed results
 //! (the `outputSchema`), validation, and the translation of use-case answers and errors into
 //! tool results. Nothing here touches AWS. One room per tool family ([`jobs`], [`training`],
-//! [`questions`], [`provenance`]) and one for how long a call may wait ([`waits`]); what every tool shares
+//! [`questions`], [`approval`], [`provenance`]) and one for how long a call may wait ([`waits`]); what every tool shares
 //! (names, bounds, the argument trait, the tool error) is here.
 
+mod approval;
 mod common;
 mod dialect;
 mod jobs;
@@ -13,6 +14,7 @@ pub mod resources;
 mod training;
 mod waits;
 
+pub use approval::*;
 pub use common::*;
 pub use dialect::only_2020_12_formats;
 pub use jobs::*;

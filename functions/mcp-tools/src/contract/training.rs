@@ -228,14 +228,19 @@ pub struct TrainingStatusOutput {
     /// it to `get_model_provenance`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub model_package_arn: Option<String>,
+    /// Where the registered model's approval stands (Approved, Rejected,
+    /// PendingManualApproval), when the deployment waits for it (APPROVAL_GATE): decide it with
+    /// `approve_model_package`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub model_approval_status: Option<String>,
     /// The run's steps, in the order they started.
     pub steps: Vec<StepView>,
     /// The session the run was triggered for: in a run task's result, which answers the call
     /// to trigger_training (whose result names it).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub session_id: Option<String>,
-    /// What the run waits for a person to answer (its CallbackSteps' questions): answer each
-    /// with `answer_training_input`. Absent when it asks nothing.
+    /// What the run waits for a person to answer (its CallbackSteps' questions, and its model's
+    /// approval): answer each with `answer_training_input`. Absent when it asks nothing.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub waiting_for_input: Vec<QuestionView>,
 }
@@ -254,6 +259,7 @@ impl TrainingStatusOutput {
             status: described.status,
             failure_reason: described.failure_reason,
             model_package_arn,
+            model_approval_status: None,
             steps: steps.into_iter().map(StepView::from).collect(),
             session_id: None,
             waiting_for_input: Vec::new(),

@@ -64,6 +64,7 @@ async fn the_catalogs_models_are_listed_in_place_of_submit_job_with_their_own_sc
         write,
         [
             "answer_training_input",
+            "approve_model_package",
             "retrain_intent_classifier",
             "score_churn_risk",
             "summarize_document"

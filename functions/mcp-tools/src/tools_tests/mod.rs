@@ -278,6 +278,7 @@ pub(crate) async fn registered_model(w: &World) -> (String, String) {
     (execution, package)
 }
 
+mod approval;
 mod catalog;
 mod check;
 mod completion_events;
