@@ -31,7 +31,8 @@
 //! Lineage: each run records what SageMaker's tracking would (its data, image, training job,
 //! model, and the model package RegisterModel makes, with its group's context), served by
 //! ListAssociations, ListArtifacts, DescribeArtifact and DescribeModelPackage; the RegisterModel
-//! step's `Metadata.RegisterModel.Arn` names the package (see `control_plane::lineage`).
+//! step's `Metadata.RegisterModel.Arn` names the package (see `control_plane::lineage`), which
+//! waits `PendingManualApproval` until UpdateModelPackage approves or rejects it.
 //!
 //! The fake training: accuracy = 0.80 + 0.015 × min(MaxEpochs, 12) (MaxEpochs defaults to 10,
 //! so 0.95); the run fails at EvaluateModel when that is below AccuracyThreshold (default 0.9),

@@ -1,5 +1,5 @@
 //! Lineage, recorded as a run goes, and the model registry it feeds: ListAssociations,
-//! ListArtifacts, DescribeArtifact, DescribeModelPackage.
+//! ListArtifacts, DescribeArtifact, DescribeModelPackage, and UpdateModelPackage's approval.
 //!
 //! What a run records (the shape SageMaker's own tracking gives a pipeline's training and
 //! registration, reduced to one training job):
@@ -195,6 +195,9 @@ pub fn model_registered(state: &AppState, run: &Run, input_data_uri: &str) -> St
         image: image_uri(state),
         model_data_url: url,
         created: Utc::now(),
+        approval_status: "PendingManualApproval".into(),
+        approval_description: None,
+        modified: Utc::now(),
     });
     package
 }
@@ -378,7 +381,7 @@ pub fn describe_model_package(state: &AppState, input: &Value) -> Result<Value, 
         .iter()
         .find(|p| p.arn == wanted || format!("{}/{}", p.group, p.version) == wanted)
         .ok_or_else(|| validation(format!("ModelPackage {wanted} does not exist.")))?;
-    Ok(json!({
+    let mut described = json!({
         "ModelPackageName": package.group,
         "ModelPackageGroupName": package.group,
         "ModelPackageVersion": package.version,
@@ -393,11 +396,54 @@ pub fn describe_model_package(state: &AppState, input: &Value) -> Result<Value, 
         "ModelPackageStatus": "Completed",
         "ModelPackageStatusDetails": {"ValidationStatuses": [], "ImageScanStatuses": []},
         "CertifyForMarketplace": false,
-        "ModelApprovalStatus": "PendingManualApproval",
+        "ModelApprovalStatus": package.approval_status,
         "CreatedBy": {},
         "MetadataProperties": {"GeneratedBy": package.generated_by},
-        "LastModifiedTime": epoch(package.created),
-    }))
+        "LastModifiedTime": epoch(package.modified),
+    });
+    // As SageMaker does: no ApprovalDescription until someone gave one.
+    if let Some(description) = &package.approval_description {
+        described["ApprovalDescription"] = json!(description);
+    }
+    Ok(described)
+}
+
+/// UpdateModelPackage's approval: `ModelApprovalStatus` one of SageMaker's three words,
+/// `ApprovalDescription` at most 1024 characters; an unknown package a ValidationException.
+pub fn update_model_package(state: &AppState, input: &Value) -> Result<Value, AwsError> {
+    let arn = str_field(input, "ModelPackageArn")?;
+    let status = input.get("ModelApprovalStatus").and_then(Value::as_str);
+    if let Some(status) = status {
+        if !["Approved", "Rejected", "PendingManualApproval"].contains(&status) {
+            return Err(validation(format!(
+                "1 validation error detected: Value '{status}' at 'modelApprovalStatus' failed to \
+                 satisfy constraint: Member must satisfy enum value set: [Approved, Rejected, \
+                 PendingManualApproval]"
+            )));
+        }
+    }
+    let description = input.get("ApprovalDescription").and_then(Value::as_str);
+    if description.is_some_and(|d| d.chars().count() > 1024) {
+        return Err(validation(
+            "1 validation error detected: Value at 'approvalDescription' failed to satisfy \
+             constraint: Member must have length less than or equal to 1024",
+        ));
+    }
+    let mut catalog = state.catalog.lock().unwrap();
+    let package = catalog
+        .lineage
+        .model_packages
+        .iter_mut()
+        .find(|p| p.arn == arn)
+        .ok_or_else(|| validation(format!("ModelPackage {arn} does not exist.")))?;
+    if let Some(status) = status {
+        package.approval_status = status.to_owned();
+    }
+    if let Some(description) = description {
+        package.approval_description = Some(description.to_owned());
+    }
+    package.modified = Utc::now();
+    Ok(json!({ "ModelPackageArn": package.arn }))
 }
 
 fn lineage_state(state: &AppState) -> Value {

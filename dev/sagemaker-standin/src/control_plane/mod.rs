@@ -53,6 +53,7 @@ pub async fn dispatch(
         Some("ListArtifacts") => lineage::list_artifacts(&state, &input)?,
         Some("DescribeArtifact") => lineage::describe_artifact(&state, &input)?,
         Some("DescribeModelPackage") => lineage::describe_model_package(&state, &input)?,
+        Some("UpdateModelPackage") => lineage::update_model_package(&state, &input)?,
         _ => {
             return Err(AwsError(
                 StatusCode::BAD_REQUEST,

@@ -33,6 +33,10 @@ pub struct ModelPackage {
     pub image: String,
     pub model_data_url: String,
     pub created: DateTime<Utc>,
+    /// `PendingManualApproval` as registered, until UpdateModelPackage decides it.
+    pub approval_status: String,
+    pub approval_description: Option<String>,
+    pub modified: DateTime<Utc>,
 }
 
 #[derive(Default)]
