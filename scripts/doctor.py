@@ -540,8 +540,8 @@ def function_calls(t: Targets, keys: list) -> dict:
                                                          "sagemaker:StopPipelineExecution",
                                                          "sagemaker:SendPipelineExecutionStepSuccess",
                                                          "sagemaker:SendPipelineExecutionStepFailure")),
-                      ("model packages", "sagemaker:DescribeModelPackage", f"{sagemaker}:model-package/*",
-                       f"{sagemaker}:model-package/doctor-check/1"),
+                      *(("model packages", a, f"{sagemaker}:model-package/*", f"{sagemaker}:model-package/doctor-check/1")
+                        for a in ("sagemaker:DescribeModelPackage", "sagemaker:UpdateModelPackage")),
                       ("lineage", "sagemaker:DescribeArtifact", f"{sagemaker}:artifact/*", f"{sagemaker}:artifact/doctor-check"),
                       same("lineage", "sagemaker:ListAssociations", "*"), same("lineage", "sagemaker:ListArtifacts", "*"),
                       same("event bus", "events:PutEvents", bus), *decrypt,

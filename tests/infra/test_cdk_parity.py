@@ -95,7 +95,9 @@ PARITY_CASES = {
     "every other setting": {
         "PipelineParameters": "input_data_uri=TrainingData,max_epochs=Epochs", "UseSqsBuffer": "true",
         "SqsBatchSize": "100", "SqsBatchingWindowSecs": "1", "NarrowEventsToPipeline": "false", "ResultTtlSecs": "7200", "InlineResultMaxBytes": "1024",
-        "AllowedOrigins": "https://app.example.com", "LogRetentionDays": "365",
+        "AllowedOrigins": "https://app.example.com", "Approvers": "arn:aws:iam::123456789012:role/Reviewer",
+        "ApprovalGate": "true",
+        "LogRetentionDays": "365",
         "AlarmTopicArn": "arn:aws:sns:us-east-1:123456789012:alarms", "ApplicationLogLevel": "DEBUG",
         "SystemLogLevel": "INFO", "TracingMode": "Active", "FailureRateThreshold": "0.5"},
     # infra/catalog.example.json: two endpoints and a pipeline beside the stack's own.

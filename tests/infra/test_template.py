@@ -31,6 +31,7 @@ OPERATIONS = {
     "batch_get_item": "dynamodb:BatchGetItem",
     "send_pipeline_execution_step_success": "sagemaker:SendPipelineExecutionStepSuccess",
     "send_pipeline_execution_step_failure": "sagemaker:SendPipelineExecutionStepFailure",
+    "update_model_package": "sagemaker:UpdateModelPackage",
 }
 
 

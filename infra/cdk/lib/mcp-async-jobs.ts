@@ -154,6 +154,17 @@ export interface McpAsyncJobsProps {
   readonly toolsTimeoutSecs?: number;
   /** Browser origins allowed to call the MCP server, comma-separated. @default '' (none) */
   readonly allowedOrigins?: string;
+  /**
+   * Who may answer a run's questions and approve or reject the models it registers,
+   * comma-separated, named as callers authenticate (IAM ARNs, bearer token names, OAuth subjects).
+   * @default '' (each run's owner)
+   */
+  readonly approvers?: string;
+  /**
+   * A run that registers a model waiting for approval is not done until someone approves or
+   * rejects it; its task asks for the decision. @default false
+   */
+  readonly approvalGate?: boolean;
   /** @default 30 */
   readonly logRetentionDays?: number;
   /** An existing SNS topic for alarm notifications. @default - a topic is created */
@@ -1078,8 +1089,9 @@ export class McpAsyncJobs extends Construct {
           'sagemaker:DescribePipelineDefinitionForExecution', 'sagemaker:StopPipelineExecution',
           'sagemaker:SendPipelineExecutionStepSuccess', 'sagemaker:SendPipelineExecutionStepFailure'], catalogExecutionArns),
       ] : []),
-      // get_model_provenance: a model package and the lineage around it.
-      allow(['sagemaker:DescribeModelPackage'], [`arn:${partition}:sagemaker:${region}:${account}:model-package/*`]),
+      // get_model_provenance: a model package and the lineage around it;
+      // approve_model_package: its approval (the groups are the pipelines' own, unknown here).
+      allow(['sagemaker:DescribeModelPackage', 'sagemaker:UpdateModelPackage'], [`arn:${partition}:sagemaker:${region}:${account}:model-package/*`]),
       allow(['sagemaker:DescribeArtifact'], [`arn:${partition}:sagemaker:${region}:${account}:artifact/*`]),
       lineageLists(),
       // An outcome a status check finds in S3 is announced as a notification's is.
@@ -1103,6 +1115,7 @@ export class McpAsyncJobs extends Construct {
       CALLER_RUNS_PER_HOUR: String(s.callerRunsPerHour),
       CALLER_WAITS_MAX: String(s.callerWaitsMax),
       CALLER_READS_PER_MINUTE: String(s.callerReadsPerMinute),
+      APPROVAL_GATE: String(s.approvalGate),
       EVENT_BUS_NAME: eventBusName,
     };
     // The tool catalog, at /opt/tool-catalog/<file> in mcp-tools and gateway-target.
@@ -1139,6 +1152,7 @@ export class McpAsyncJobs extends Construct {
         // Cognito's access tokens carry client_id and no aud.
         OAUTH_CLIENT_IDS: this.userPoolClient ? this.userPoolClient.ref : oauthSetting(s.oauthClientIds),
         MCP_ALLOWED_ORIGINS: s.allowedOrigins,
+        APPROVERS: s.approvers,
         ...toolsEnvironment,
         // The timeout: a reservation older than it (plus a margin) is a crashed submission.
         FUNCTION_TIMEOUT_SECS: String(s.toolsTimeoutSecs),

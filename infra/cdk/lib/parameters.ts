@@ -100,6 +100,8 @@ export const PARAMETERS: Readonly<Record<string, ParameterSpec>> = {
   },
   ToolsTimeoutSecs: { prop: 'toolsTimeoutSecs', kind: 'number', default: '120', min: 30, max: 900 },
   AllowedOrigins: { prop: 'allowedOrigins', kind: 'string', default: '' },
+  Approvers: { prop: 'approvers', kind: 'string', default: '' },
+  ApprovalGate: { prop: 'approvalGate', kind: 'boolean', default: 'false', allowed: BOOLEAN },
   LogRetentionDays: {
     prop: 'logRetentionDays', kind: 'number', default: '30',
     allowed: ['1', '3', '5', '7', '14', '30', '60', '90', '120', '150', '180', '365', '400', '545', '731', '1096', '1827',
