@@ -194,12 +194,16 @@ def approval_pipeline() -> None:
 
 async def asks_a_person(url: str) -> bool:
     """A run that stops for a person's approval: its task goes input_required with the question,
-    the client's elicitation handler answers it through tasks/update, and the run goes on."""
+    the client's elicitation handler answers it through tasks/update, and the run goes on. Behind
+    the approval gate it then asks for the model it registered to be approved."""
     async def approve(message, response_type, params, context):
         print(f"  the run asks: {message}")
-        print(f"  form fields: {', '.join(params.requested_schema['properties'])}; "
-              "the handler answers deploy_to=staging")
-        return {"deploy_to": "staging", "note": "approved in the demo"}
+        fields = params.requested_schema["properties"]
+        if "deploy_to" in fields:
+            print(f"  form fields: {', '.join(fields)}; the handler answers deploy_to=staging")
+            return {"deploy_to": "staging", "note": "approved in the demo"}
+        print(f"  form fields: {', '.join(fields)}; the handler accepts: the model is approved")
+        return {"comment": "evaluation reviewed in the demo"}
 
     async with TaskClient(url, elicitation_handler=approve) as client:
         task = await call_tool_task(client, "trigger_training", {
@@ -212,8 +216,9 @@ async def asks_a_person(url: str) -> bool:
     s = result.structured_content
     steps = ", ".join(f"{step['name']} {step['status']}" for step in s["steps"])
     print(f"tasks/get -> completed: {s['status']} ({steps})")
-    print(f"registered {short(s.get('model_package_arn') or '-')}")
+    print(f"registered {short(s.get('model_package_arn') or '-')}: {s.get('model_approval_status')}")
     return (status.status == "input_required" and s["status"] == "Succeeded"
+            and s.get("model_approval_status") == "Approved"
             and any(step["name"] == "ApproveModel" and step["status"] == "Succeeded" for step in s["steps"]))
 
 
@@ -360,11 +365,13 @@ def main() -> int:
         results.append(trained)
         section("3. provenance through MCP: the registered model package, then what built it and what it fed")
         results.append(asyncio.run(provenance(url, succeeded)))
-        section("4. a run that asks a person: its CallbackStep's question answered through MCP (tasks)")
+        section("4. a run that asks a person: its CallbackStep's question, then its model's approval, "
+                "answered through MCP (tasks)")
         approval_pipeline()
         approval_port = free_port()
         approval_watch = start_watch(approval_port, {"AUTH_MODE": "none", "EVENT_BUS_NAME": bus,
-                                                     "PIPELINE_NAME": APPROVAL_PIPELINE}, "demo-approval")
+                                                     "PIPELINE_NAME": APPROVAL_PIPELINE, "APPROVAL_GATE": "true"},
+                                     "demo-approval")
         try:
             wait_started(approval_watch, approval_port, "demo-approval")
             results.append(asyncio.run(asks_a_person(

@@ -184,7 +184,7 @@ def test_the_exported_schema_is_json_schema_in_the_gateway_dialect(servers):
 
     listed = {t["name"] for t in SCHEMA}
     assert listed == {"submit_job", "check_job_status", "trigger_training", "check_training_status",
-                      "check_training_result", "answer_training_input", "get_model_provenance"}
+                      "check_training_result", "answer_training_input", "approve_model_package", "get_model_provenance"}
     for tool in SCHEMA:
         assert set(tool) <= {"name", "description", "inputSchema", "outputSchema"} and tool["description"]
         for key in ("inputSchema", "outputSchema"):

@@ -18,7 +18,7 @@ from conftest import error_text, ok, ALLOWED_ORIGIN, BEARER_TOKEN, ENDPOINT_NAME
 
 MODES = ["2026-07-28", "legacy"]
 TOOLS = {"submit_job", "check_job_status", "trigger_training", "check_training_status", "check_training_result",
-         "answer_training_input", "get_model_provenance"}
+         "answer_training_input", "approve_model_package", "get_model_provenance"}
 
 
 async def _call(url, mode, name, args, headers=None):
