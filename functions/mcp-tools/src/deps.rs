@@ -11,6 +11,7 @@ use shared::ports::{
     AsyncInvoker, CompletionEvents, JobStore, LineageGraph, ModelRegistry, ObjectStore,
     PipelineControl, RunStore,
 };
+use shared::usecases::answer::Answering;
 use shared::usecases::quota::ReadQuota;
 use shared::usecases::JobSettings;
 
@@ -132,6 +133,21 @@ impl<B: Backend> Deps<B> {
     /// Whether the training tools are served: the deployment starts some pipeline's runs.
     pub fn serves_training(&self) -> bool {
         !self.pipelines.is_empty()
+    }
+
+    /// SageMaker as a person's answers reach it: a CallbackStep's through the pipeline, a
+    /// model's approval through the registry.
+    pub fn answering(&self) -> Answering<'_, B::Pipeline, B::Lineage> {
+        Answering {
+            pipeline: self.ports.pipeline(),
+            registry: self.ports.lineage(),
+        }
+    }
+
+    /// The registry a run's model approval is read from, when the gate is on
+    /// (`APPROVAL_GATE`); None: a run is done when its pipeline is.
+    pub fn approval_gate(&self) -> Option<&B::Lineage> {
+        self.config.approval_gate.then(|| self.ports.lineage())
     }
 }
 

@@ -15,6 +15,7 @@ pub mod auth;
 pub mod catalog;
 pub mod config;
 pub mod contract;
+mod deadline;
 pub mod deps;
 pub mod direct;
 mod dispatch;

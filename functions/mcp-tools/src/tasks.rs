@@ -158,7 +158,7 @@ impl<B: Backend> Tools<B> {
         let span = info_span!("task", method = "tasks/get", execution_arn = Empty);
         let d = &self.deps;
         let (runs, pipeline) = (d.ports.runs(), d.ports.pipeline());
-        let gate = d.config.approval_gate.then(|| d.ports.lineage());
+        let gate = d.approval_gate();
         let view = task::get_run_task(runs, pipeline, gate, caller, task_id, d.clock.now())
             .instrument(span.clone())
             .await
@@ -286,13 +286,9 @@ impl<B: Backend> Tools<B> {
         }
         let span = info_span!("task", method = "tasks/update");
         let d = &self.deps;
-        let sagemaker = answer::Answering {
-            pipeline: d.ports.pipeline(),
-            registry: d.ports.lineage(),
-        };
         let answered = answer::answer_run_task(
             d.ports.runs(),
-            &sagemaker,
+            &d.answering(),
             &caller,
             d.config.approvers.as_deref(),
             &request.task_id,

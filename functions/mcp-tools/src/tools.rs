@@ -6,9 +6,8 @@
 
 use std::future::Future;
 use std::sync::{Arc, OnceLock};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
-use lambda_http::RequestExt;
 use rmcp::handler::server::wrapper::Parameters;
 use rmcp::model::{CallToolResponse, CallToolResult, ContentBlock, ErrorData, Extensions};
 use rmcp::service::RequestContext;
@@ -29,13 +28,11 @@ use tracing::{field::Empty, info_span, Instrument, Span};
 use crate::catalog::Catalog;
 use crate::contract::resources::{links_understood, Linked};
 use crate::contract::*;
+use crate::deadline::{lambda_context, left_until, remaining_time, wait_within};
 use crate::deps::{Backend, Deps};
 use crate::progress::ClientProgress;
 use crate::registry::{JobArgs, Registry, RunArgs};
 use crate::wording;
-
-/// Kept free of a long poll so the reply leaves before the Lambda times out.
-const WAIT_MARGIN: Duration = Duration::from_secs(3);
 
 /// What the work of every tool call is handed beside its checked arguments: who calls, and
 /// the call's trace (stored on the job or run it starts).
@@ -271,8 +268,7 @@ impl<B: Backend> Tools<B> {
                     quota::within_wait(jobs, quotas, owner, wait, now, follow).await?;
                 // A running run may wait on a person (its questions are on its record), and a
                 // run that succeeded on its model's approval, behind the gate.
-                let gate = d.config.approval_gate.then(|| d.ports.lineage());
-                let runs = d.ports.runs();
+                let (runs, gate) = (d.ports.runs(), d.approval_gate());
                 let waiting = answer::waiting_on(runs, gate, &described, &steps, &arn, now)
                     .await
                     .map_err(ToolError::from)?;
@@ -323,13 +319,9 @@ impl<B: Backend> Tools<B> {
                 }
                 let _read = self.count_read(&caller).await?;
                 let d = &self.deps;
-                let sagemaker = answer::Answering {
-                    pipeline: d.ports.pipeline(),
-                    registry: d.ports.lineage(),
-                };
                 let answered = answer::answer_execution(
                     d.ports.runs(),
-                    &sagemaker,
+                    &d.answering(),
                     &caller,
                     d.config.approvers.as_deref(),
                     &request.execution_arn,
@@ -656,42 +648,6 @@ impl<B> Tools<B> {
     }
 }
 
-/// Time left in this invocation, when the runtime gives a real deadline. The Lambda context
-/// comes inside the HTTP request (Function URL), or on its own (other front doors, see
-/// [`crate::direct`]).
-fn remaining_time(extensions: &Extensions) -> Option<Duration> {
-    left_until(lambda_context(extensions)?.deadline)
-}
-
-/// Time left until a deadline in epoch milliseconds, now (see [`time_left`]).
-fn left_until(deadline_ms: u64) -> Option<Duration> {
-    let now_ms = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .ok()?
-        .as_millis() as u64;
-    time_left(deadline_ms, now_ms)
-}
-
-/// The Lambda context, on the request's parts, where both doors put it.
-fn lambda_context(extensions: &Extensions) -> Option<&lambda_http::Context> {
-    extensions
-        .get::<http::request::Parts>()?
-        .extensions
-        .lambda_context_ref()
-}
-
-/// From a deadline in epoch milliseconds. Local emulators pass a duration there instead, far
-/// below any epoch time of this century: no deadline is known then.
-fn time_left(deadline_ms: u64, now_ms: u64) -> Option<Duration> {
-    (deadline_ms >= 1_000_000_000_000)
-        .then(|| Duration::from_millis(deadline_ms.saturating_sub(now_ms)))
-}
-
-/// The wait asked for, cut so the reply leaves [`WAIT_MARGIN`] before the invocation ends.
-fn wait_within(asked: Duration, left: Option<Duration>) -> Duration {
-    left.map_or(asked, |left| asked.min(left.saturating_sub(WAIT_MARGIN)))
-}
-
 /// A tool error as a `tools/call` answer.
 pub(crate) fn tool_error(message: String) -> CallToolResponse {
     CallToolResult::error(vec![ContentBlock::text(message)]).into()
@@ -711,8 +667,6 @@ pub(crate) fn count_reconciled(report: &check::JobReport) {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
-
     #[test]
     fn the_registry_is_built_on_first_use_once_and_shared_by_clones() {
         let tools = crate::tools_tests::world(&[]).tools;
@@ -725,32 +679,5 @@ mod tests {
         assert!(tools.registry.get().is_some());
         assert!(std::ptr::eq(tools.registry(), clone.registry()));
         assert_eq!(tools.served().len(), served.len());
-    }
-
-    #[test]
-    fn a_real_deadline_bounds_the_wait_and_an_emulators_duration_does_not() {
-        let now_ms = 1_780_000_000_000;
-        assert_eq!(
-            time_left(now_ms + 10_000, now_ms),
-            Some(Duration::from_secs(10))
-        );
-        assert_eq!(time_left(now_ms - 1, now_ms), Some(Duration::ZERO));
-        // cargo lambda watch passes the function's timeout as a duration.
-        assert_eq!(time_left(30_000, now_ms), None);
-        let asked = Duration::from_secs(20);
-        assert_eq!(wait_within(asked, None), asked);
-        assert_eq!(
-            wait_within(asked, Some(Duration::from_secs(10))),
-            Duration::from_secs(7)
-        );
-        assert_eq!(
-            wait_within(asked, Some(Duration::from_secs(60))),
-            asked,
-            "time to spare"
-        );
-        assert_eq!(
-            wait_within(asked, Some(Duration::from_secs(2))),
-            Duration::ZERO
-        );
     }
 }

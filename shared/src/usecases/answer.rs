@@ -437,6 +437,19 @@ mod tests {
         .await
     }
 
+    /// The run's task as its owner reads it, without the approval gate.
+    async fn task_view(
+        runs: &MemoryRuns,
+        pipeline: &FakePipeline,
+        task_id: &str,
+    ) -> crate::usecases::task::RunTaskView {
+        let caller = Principal::Local.caller();
+        let no_gate = None::<&MemoryLineage>;
+        crate::usecases::task::get_run_task(runs, pipeline, no_gate, &caller, task_id, Utc::now())
+            .await
+            .unwrap()
+    }
+
     fn accept(v: serde_json::Value) -> Reply {
         Reply::Accept(v.as_object().unwrap().clone())
     }
@@ -553,21 +566,12 @@ mod tests {
 
     #[tokio::test]
     async fn a_run_task_asks_while_its_question_is_open_and_works_again_once_answered() {
-        use crate::usecases::task::{get_run_task, RunTaskState};
+        use crate::usecases::task::RunTaskState;
         let (runs, pipeline, key) = asking().await;
         let run = the_run(&runs);
         let task_id = crate::domain::run::task_id("s", &run.execution_arn, SECRET);
         let caller = Principal::Local.caller();
-        let view = get_run_task(
-            &runs,
-            &pipeline,
-            None::<&MemoryLineage>,
-            &caller,
-            &task_id,
-            Utc::now(),
-        )
-        .await
-        .unwrap();
+        let view = task_view(&runs, &pipeline, &task_id).await;
         let RunTaskState::InputRequired { questions, .. } = view.state else {
             panic!("{view:?}")
         };
@@ -631,16 +635,7 @@ mod tests {
                 ("q-x".into(), Answered::Ignored(Ignored::UnknownKey))
             ]
         );
-        let view = get_run_task(
-            &runs,
-            &pipeline,
-            None::<&MemoryLineage>,
-            &caller,
-            &task_id,
-            Utc::now(),
-        )
-        .await
-        .unwrap();
+        let view = task_view(&runs, &pipeline, &task_id).await;
         assert!(
             matches!(view.state, RunTaskState::Working { ref unsent, .. } if unsent.is_empty()),
             "{view:?}"

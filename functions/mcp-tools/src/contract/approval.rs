@@ -8,9 +8,7 @@ use super::common::*;
 use crate::config::ToolsConfig;
 use shared::domain::approval::MAX_COMMENT_CHARS;
 use shared::domain::caller::Caller;
-use shared::domain::lineage;
 use shared::usecases::approval::{Approval, ApprovalError, ApprovalRequest, GateError};
-use shared::util::quote;
 
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -33,14 +31,7 @@ impl ToolArgs for ApproveModelPackageArgs {
         _config: &ToolsConfig,
         _caller: &Caller,
     ) -> Result<ApprovalRequest, ToolError> {
-        let arn = self.model_package_arn.trim();
-        if arn.len() > 2048 || !lineage::is_model_package_arn(arn) {
-            return Err(ToolError::invalid(format!(
-                "`model_package_arn` {} is not a model package ARN \
-                 (arn:aws:sagemaker:<region>:<account>:model-package/<group>/<version>)",
-                quote(arn)
-            )));
-        }
+        let model_package_arn = model_package_arn_argument(&self.model_package_arn)?;
         if let Some(comment) = &self.comment {
             let chars = comment.chars().count();
             if chars > MAX_COMMENT_CHARS {
@@ -50,7 +41,7 @@ impl ToolArgs for ApproveModelPackageArgs {
             }
         }
         Ok(ApprovalRequest {
-            model_package_arn: arn.to_owned(),
+            model_package_arn,
             approve: self.approve,
             comment: self.comment,
         })

@@ -6,6 +6,7 @@ use crate::config::ToolsConfig;
 use crate::wording;
 use shared::domain::caller::Caller;
 use shared::domain::ids::ExecutionArn;
+use shared::domain::lineage::{self, EntityKind};
 use shared::domain::quota::Quota;
 use shared::ports::{AwsFailure, StoreError};
 use shared::usecases::quota::{CountedError, QuotaError};
@@ -218,4 +219,24 @@ pub(crate) fn execution_arn_argument(arn: String) -> Result<ExecutionArn, ToolEr
             quote(&arn)
         )))
     }
+}
+
+/// A `model_package_arn` argument, trimmed, checked for a model package version's ARN (a
+/// group's ARN is named as such).
+pub(crate) fn model_package_arn_argument(arn: &str) -> Result<String, ToolError> {
+    let arn = arn.trim();
+    if arn.len() <= 2048 && lineage::is_model_package_arn(arn) {
+        return Ok(arn.to_owned());
+    }
+    let hint = if EntityKind::of_arn(arn) == Some(EntityKind::ModelPackageGroup) {
+        "; that is a model package group: give one of its versions \
+         (model-package/<group>/<version>)"
+    } else {
+        ""
+    };
+    Err(ToolError::invalid(format!(
+        "`model_package_arn` {} is not a model package ARN \
+         (arn:aws:sagemaker:<region>:<account>:model-package/<group>/<version>){hint}",
+        quote(arn)
+    )))
 }

@@ -8,9 +8,8 @@ use crate::config::ToolsConfig;
 use super::common::*;
 use crate::wording;
 use shared::domain::caller::Caller;
-use shared::domain::lineage::{self, Direction, EntityKind};
+use shared::domain::lineage::{Direction, EntityKind};
 use shared::usecases::lineage::{Described, Found, Provenance, ProvenanceError, ProvenanceRequest};
-use shared::util::quote;
 
 pub const MAX_DEPTH: Bounds<u32> = Bounds {
     name: "max_depth",
@@ -64,22 +63,8 @@ impl ToolArgs for GetModelProvenanceArgs {
         _config: &ToolsConfig,
         _caller: &Caller,
     ) -> Result<ProvenanceRequest, ToolError> {
-        let arn = self.model_package_arn.trim();
-        if arn.len() > 2048 || !lineage::is_model_package_arn(arn) {
-            let hint = if EntityKind::of_arn(arn) == Some(EntityKind::ModelPackageGroup) {
-                "; that is a model package group: give one of its versions \
-                 (model-package/<group>/<version>)"
-            } else {
-                ""
-            };
-            return Err(ToolError::invalid(format!(
-                "`model_package_arn` {} is not a model package ARN \
-                 (arn:aws:sagemaker:<region>:<account>:model-package/<group>/<version>){hint}",
-                quote(arn)
-            )));
-        }
         Ok(ProvenanceRequest {
-            model_package_arn: arn.to_owned(),
+            model_package_arn: model_package_arn_argument(&self.model_package_arn)?,
             direction: self.direction.unwrap_or_default().into(),
             max_depth: MAX_DEPTH.value(self.max_depth)?,
         })
