@@ -73,9 +73,11 @@ pub struct SubmitCount {
     pub stored: Option<Job>,
 }
 
-/// A submission counts when it starts work: a new job, or a lost one re-driven. A replay of
-/// a key's job, or a key in use by a concurrent call, does not. Without a key every
-/// submission is new, and nothing is read.
+/// A submission counts when it starts work: a new job, or a lost one re-driven. The count is
+/// taken first, nothing read: a new key (the common case) costs no read, and a replay, which the
+/// submit's refused reservation finds, gives its count back ([`CountGuard`]). Only a keyed
+/// submission the quota refuses reads its job, so that a retry of work already started is
+/// still answered at the limit.
 pub async fn take_submit<S: JobStore>(
     store: &S,
     limits: &QuotaLimits,
@@ -89,22 +91,27 @@ pub async fn take_submit<S: JobStore>(
     if limits.submits_per_minute == 0 {
         return Ok(count);
     }
-    if submission.keyed {
-        count.stored = store
-            .get(&submission.inference_id, now)
-            .await
-            .map_err(|source| QuotaError::Store {
-                quota: Quota::Submits,
-                source,
-            })?;
-        let plan = plan_submit(count.stored.as_ref(), submission, now);
-        if !matches!(plan, SubmitPlan::Reserve | SubmitPlan::Redrive { .. }) {
-            return Ok(count);
-        }
-    }
     let limit = limits.submits_per_minute;
-    count.taken = take(store, &submission.owner, Quota::Submits, limit, 60, now).await?;
-    Ok(count)
+    match take(store, &submission.owner, Quota::Submits, limit, 60, now).await {
+        Ok(taken) => {
+            count.taken = taken;
+            Ok(count)
+        }
+        Err(refused @ QuotaError::Exceeded { .. }) if submission.keyed => {
+            count.stored = store
+                .get(&submission.inference_id, now)
+                .await
+                .map_err(|source| QuotaError::Store {
+                    quota: Quota::Submits,
+                    source,
+                })?;
+            match plan_submit(count.stored.as_ref(), submission, now) {
+                SubmitPlan::Reserve | SubmitPlan::Redrive { .. } => Err(refused),
+                _ => Ok(count),
+            }
+        }
+        Err(refused) => Err(refused),
+    }
 }
 
 /// A training run to be started counts against the owner's runs per hour.
@@ -429,32 +436,36 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn a_replay_is_not_counted_and_a_given_back_count_frees_its_place() {
+    async fn a_count_is_taken_unread_and_at_the_limit_only_a_replay_is_answered() {
         let store = MemoryJobs::default();
         let alice = owner("alice");
         let now = at(1_800_000_000);
         let keyed = submission(&alice, Some("k"));
         let count = take_submit(&store, &limits(), &keyed, now).await.unwrap();
         assert!(count.taken.is_some(), "a new key's job starts work");
-        assert!(count.stored.is_none());
-        // Its job is stored: the same key again starts nothing and counts nothing.
+        assert!(count.stored.is_none(), "nothing read");
+        // Its job is stored, and the minute's other count is taken: at the limit.
         let policy = crate::domain::job::JobPolicy::default();
         store
             .write(&crate::domain::job::reserve(&keyed, &policy, now))
             .await
             .unwrap();
-        let replay = take_submit(&store, &limits(), &keyed, now).await.unwrap();
-        assert!(replay.taken.is_none());
-        assert_eq!(
-            replay.stored.map(|job| job.inference_id),
-            Some(keyed.inference_id.clone()),
-            "what the check read goes to the submit"
-        );
         let second = take_submit(&store, &limits(), &submission(&alice, None), now)
             .await
             .unwrap()
             .taken;
         assert!(!counts(&store, &alice, now).await);
+        // The same key again is answered, counting nothing, from what the refusal read.
+        let replay = take_submit(&store, &limits(), &keyed, now).await.unwrap();
+        assert!(replay.taken.is_none());
+        assert_eq!(
+            replay.stored.map(|job| job.inference_id),
+            Some(keyed.inference_id.clone()),
+            "what the refusal read goes to the submit"
+        );
+        let new_key = take_submit(&store, &limits(), &submission(&alice, Some("n")), now).await;
+        assert!(matches!(new_key, Err(QuotaError::Exceeded { .. })));
+        // A count given back (a replay found by the submit) frees its place.
         give_back(&store, second).await;
         assert!(counts(&store, &alice, now).await);
     }

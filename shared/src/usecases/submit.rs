@@ -111,9 +111,10 @@ struct Submit<'a, S, O, I> {
     started: Instant,
 }
 
-/// submit_job counted against the owner's submits per minute (`limits`): one plan per submit,
-/// the quota's check reading a keyed job once and the submit planning from that read. A call
-/// that turned out to be a replay gives its count back; one SageMaker refused keeps it.
+/// submit_job counted against the owner's submits per minute (`limits`): the count taken
+/// without a read, the submit planning from its own conditional reservation (whose refusal
+/// returns what is stored). A call that turned out to be a replay, or a key's other input,
+/// gives its count back; one SageMaker refused keeps it.
 #[allow(clippy::too_many_arguments)]
 pub async fn submit_counted<S, O, I>(
     store: &S,
@@ -132,7 +133,12 @@ where
     let SubmitCount { taken, stored } = quota::take_submit(store, limits, submission, now).await?;
     let count = CountGuard::new(store, taken);
     let submitted = submit_job(store, objects, invoker, settings, submission, stored, now).await;
-    count.settle(!matches!(&submitted, Ok(s) if s.replay)).await;
+    let started_something = match &submitted {
+        Ok(s) => !s.replay,
+        Err(SubmitError::InputConflict) => false,
+        Err(_) => true,
+    };
+    count.settle(started_something).await;
     submitted.map_err(CountedError::Work)
 }
 

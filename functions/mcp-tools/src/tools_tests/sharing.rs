@@ -168,6 +168,26 @@ async fn training_reads_only_under_the_allowed_prefixes_on_allowed_instances() {
 }
 
 #[tokio::test(start_paused = true)]
+async fn a_new_keys_submit_reads_nothing_and_replays_under_the_limit_give_their_count_back() {
+    let w = world(&[("CALLER_SUBMITS_PER_MINUTE", "2")]);
+    let keyed = json!({"document": "a", "idempotency_key": "k"});
+    w.ok(names::SUBMIT_JOB, keyed.clone()).await;
+    // The count and the reservation are written unread; the submit's record is the third write.
+    assert_eq!(w.ports().jobs.calls(), (0, 3));
+    for _ in 0..3 {
+        let replay = w.ok(names::SUBMIT_JOB, keyed.clone()).await;
+        assert_eq!(replay["idempotent_replay"], true);
+    }
+    assert_eq!(w.ports().endpoint.invocations(), 1);
+    // Each replay gave its count back: one more new job fits the minute, then no more.
+    w.ok(names::SUBMIT_JOB, json!({"document": "b"})).await;
+    let refused = w
+        .tool_error(names::SUBMIT_JOB, json!({"document": "c"}))
+        .await;
+    assert!(refused.starts_with("Quota reached"), "{refused}");
+}
+
+#[tokio::test(start_paused = true)]
 async fn submits_over_the_quota_start_nothing_and_say_when_to_come_back() {
     let w = world(&[("CALLER_SUBMITS_PER_MINUTE", "2")]);
     for n in 0..2 {
@@ -208,9 +228,9 @@ async fn submits_over_the_quota_start_nothing_and_say_when_to_come_back() {
         )
         .await;
     assert_eq!(replay["idempotent_replay"], true);
-    // One plan per submit: the quota's check reads the key's job once and the submit answers
-    // from that read, with no write and no second read.
-    assert_eq!(w.ports().jobs.calls(), (before.0 + 1, before.1));
+    // Bob is at his limit: the count's refused write, then one read of the key's job, and the
+    // submit answers from that read with no further call.
+    assert_eq!(w.ports().jobs.calls(), (before.0 + 1, before.1 + 1));
     // The window ends and the count starts again.
     tokio::time::advance(std::time::Duration::from_secs(61)).await;
     w.ok(names::SUBMIT_JOB, json!({"document": "next minute"}))
