@@ -23,7 +23,7 @@ use crate::ports::{
 };
 use crate::usecases::approval::{decide_package, gate, Gate, GateError};
 use crate::usecases::task::{authorized_run, open_questions, OpenQuestion, TaskError};
-use crate::usecases::training::{describe_known, reread, stored_run_key};
+use crate::usecases::training::{describe_known, reread, stored_run, stored_run_key};
 
 /// Attempts at claiming a key when another change of the run's questions wins the race.
 const CLAIM_ATTEMPTS: usize = 3;
@@ -259,7 +259,7 @@ pub async fn waiting_on<R: RunStore, L: LineageGraph>(
     let Some(key) = description.and_then(|d| stored_run_key(d, execution_arn)) else {
         return Ok(Waiting::default());
     };
-    let Some(mut run) = runs.get_many(&[key]).await?.into_iter().next().flatten() else {
+    let Some(mut run) = stored_run(runs, key).await? else {
         return Ok(Waiting::default());
     };
     let model_approval = match gated {
@@ -321,13 +321,7 @@ where
         return Err(not_found());
     }
     let key_of_run = stored_run_key(&description, execution_arn).ok_or_else(not_found)?;
-    let mut run = runs
-        .get_many(&[key_of_run])
-        .await?
-        .into_iter()
-        .next()
-        .flatten()
-        .ok_or_else(not_found)?;
+    let mut run = stored_run(runs, key_of_run).await?.ok_or_else(not_found)?;
     Ok(answer_question(
         runs,
         sagemaker,

@@ -24,7 +24,7 @@ use crate::domain::time::rfc3339;
 use crate::ports::{
     AwsFailure, LineageGraph, ModelRegistry, PipelineControl, RunStore, StepStatus, StoreError,
 };
-use crate::usecases::training::{describe_known, reread, stored_run_key};
+use crate::usecases::training::{describe_known, reread, stored_run, stored_run_key};
 
 /// Attempts at a change of a run's questions when another change wins the race.
 const WRITE_ATTEMPTS: usize = 3;
@@ -157,8 +157,7 @@ where
     // The run's task may ask this approval (APPROVAL_GATE): it is answered now. A retry of a
     // call whose settling failed settles it (the package then stands as asked).
     if let Some(key) = stored_run_key(&description, &execution_arn) {
-        let found = runs.get_many(&[key]).await.map_err(ApprovalError::Store)?;
-        if let Some(mut run) = found.into_iter().next().flatten() {
+        if let Some(mut run) = stored_run(runs, key).await? {
             let action = if request.approve { "accept" } else { "decline" };
             settle_approval(runs, &mut run, &package.arn, action, &caller.owner, now).await?;
         }

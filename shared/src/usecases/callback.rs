@@ -7,11 +7,10 @@ use chrono::{DateTime, Utc};
 
 use crate::domain::callback::{parse_callback, CallbackError};
 use crate::domain::item::Applied;
-use crate::domain::pipeline_event::{owner_from_description, session_id_from_description};
 use crate::domain::question::{ask, question_key, Ask, MAX_QUESTIONS};
-use crate::domain::run::{session_key, Run};
 use crate::domain::time::rfc3339;
 use crate::ports::{AwsFailure, PipelineControl, RunStore, StoreError};
+use crate::usecases::training::{stored_run, stored_run_key};
 
 /// A write that lost a race is read and tried again this many times before the message is
 /// left to the queue's next delivery.
@@ -79,12 +78,12 @@ pub async fn record_question<S: RunStore, P: PipelineControl>(
             failure,
         })?;
     let description = described.description.unwrap_or_default();
-    let session_id = session_id_from_description(&description)
+    let key_of_run = stored_run_key(&description, arn)
         .ok_or_else(|| CallbackFailure::NotOurs(arn.to_owned()))?;
-    let owner = owner_from_description(&description);
-    let keys = [(session_key(owner.as_ref(), &session_id), arn.to_owned())];
     for _ in 0..WRITE_ATTEMPTS {
-        let run = read(runs, &keys, arn).await?;
+        let run = stored_run(runs, key_of_run.clone())
+            .await?
+            .ok_or_else(|| CallbackFailure::NotRecorded(arn.to_owned()))?;
         let secret = run
             .task_secret
             .as_deref()
@@ -109,19 +108,6 @@ pub async fn record_question<S: RunStore, P: PipelineControl>(
         }
     }
     Err(CallbackFailure::Contended(arn.to_owned()))
-}
-
-async fn read<S: RunStore>(
-    runs: &S,
-    keys: &[(String, String)],
-    arn: &str,
-) -> Result<Run, CallbackFailure> {
-    runs.get_many(keys)
-        .await?
-        .into_iter()
-        .next()
-        .flatten()
-        .ok_or_else(|| CallbackFailure::NotRecorded(arn.to_owned()))
 }
 
 #[cfg(test)]

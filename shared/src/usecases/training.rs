@@ -375,13 +375,21 @@ pub fn stored_run_key(description: &str, execution_arn: &str) -> Option<(String,
     ))
 }
 
+/// The run stored under `key` (see [`stored_run_key`]), if any: one key of a batch read.
+pub async fn stored_run<R: RunStore>(
+    runs: &R,
+    key: (String, String),
+) -> Result<Option<Run>, StoreError> {
+    Ok(runs.get_many(&[key]).await?.into_iter().next().flatten())
+}
+
 /// The run as stored now (after a conditional write lost a race), or None if it is gone.
 pub async fn reread<R: RunStore>(runs: &R, run: &Run) -> Result<Option<Run>, StoreError> {
-    let keys = [(
+    let key = (
         session_key(run.owner.as_ref(), &run.session_id),
         run.execution_arn.to_string(),
-    )];
-    Ok(runs.get_many(&keys).await?.into_iter().next().flatten())
+    );
+    stored_run(runs, key).await
 }
 
 /// The caller's unexpired runs of a session, newest first: the caller's own partition, and
