@@ -22,8 +22,10 @@ use crate::domain::question::{
 use crate::domain::run::Run;
 use crate::domain::time::rfc3339;
 use crate::ports::{
-    AwsFailure, LineageGraph, ModelRegistry, PipelineControl, RunStore, StepStatus, StoreError,
+    AwsFailure, LineageGraph, ModelPackageDescription, ModelRegistry, PipelineControl, RunStore,
+    StepStatus, StoreError,
 };
+use crate::usecases::lineage::is_unknown;
 use crate::usecases::training::{describe_known, reread, stored_run, stored_run_key};
 
 /// Attempts at a change of a run's questions when another change wins the race.
@@ -86,15 +88,6 @@ fn aws(operation: &'static str) -> impl FnOnce(AwsFailure) -> ApprovalError {
     move |failure| ApprovalError::Aws { operation, failure }
 }
 
-/// SageMaker's answers for a package it does not know, or one the role may not read (whose
-/// refusal names the role): unknown to the caller.
-fn is_unknown(failure: &AwsFailure) -> bool {
-    matches!(
-        failure.code.as_deref(),
-        Some("ValidationException" | "ResourceNotFound" | "AccessDeniedException" | "AccessDenied")
-    )
-}
-
 #[allow(clippy::too_many_arguments)]
 pub async fn approve_model_package<R, L, P>(
     runs: &R,
@@ -121,6 +114,7 @@ where
     };
     let execution_arn = package
         .generated_by
+        .clone()
         .filter(|maker| EntityKind::of_arn(maker) == Some(EntityKind::PipelineExecution))
         .ok_or_else(not_found)?;
     let run = describe_known(pipeline, &execution_arn)
@@ -137,22 +131,15 @@ where
         });
     }
     let decision = ModelDecision::new(request.approve, request.comment.as_deref(), &caller.owner);
-    let changed = match decide(package.approval_status.as_deref(), &decision) {
-        Decide::Update => {
-            registry
-                .decide(&package.arn, &decision)
-                .await
-                .map_err(aws("UpdateModelPackage"))?;
-            tracing::info!(status = decision.status(), "model package decided");
-            true
-        }
-        Decide::Unchanged => false,
-        Decide::Refused(status) => {
+    let changed = match write_decision(registry, &package, &decision).await {
+        Ok(changed) => changed,
+        Err(Unwritten::Decided(status)) => {
             return Err(ApprovalError::Decided {
                 model_package_arn: package.arn,
                 status,
             })
         }
+        Err(Unwritten::Failed(failure)) => return Err(aws("UpdateModelPackage")(failure)),
     };
     // The run's task may ask this approval (APPROVAL_GATE): it is answered now. A retry of a
     // call whose settling failed settles it (the package then stands as asked).
@@ -205,9 +192,37 @@ async fn settle_approval<R: RunStore>(
     Err(ApprovalError::Contended)
 }
 
-/// A decision on a model package, as an answer to the run's question sends it: written only to
-/// a package that waits; one that stands as asked already is taken as sent. The error is the
-/// reason the question states.
+/// Why a decision was not written.
+enum Unwritten {
+    /// The package was decided the other way (or is in no approval flow): its status.
+    Decided(String),
+    /// UpdateModelPackage failed.
+    Failed(AwsFailure),
+}
+
+/// `decision` on `package` as described: written only to a package that waits (true); one
+/// that stands as asked already is left as it is (false).
+async fn write_decision<L: ModelRegistry>(
+    registry: &L,
+    package: &ModelPackageDescription,
+    decision: &ModelDecision,
+) -> Result<bool, Unwritten> {
+    match decide(package.approval_status.as_deref(), decision) {
+        Decide::Update => {
+            registry
+                .decide(&package.arn, decision)
+                .await
+                .map_err(Unwritten::Failed)?;
+            tracing::info!(status = decision.status(), "model package decided");
+            Ok(true)
+        }
+        Decide::Unchanged => Ok(false),
+        Decide::Refused(status) => Err(Unwritten::Decided(status)),
+    }
+}
+
+/// A decision on a model package, as an answer to the run's question sends it (see
+/// [`write_decision`]). The error is the reason the question states.
 pub async fn decide_package<L: LineageGraph + ModelRegistry>(
     registry: &L,
     model_package_arn: &str,
@@ -217,19 +232,14 @@ pub async fn decide_package<L: LineageGraph + ModelRegistry>(
         .describe_model_package(model_package_arn)
         .await
         .map_err(|f| format!("SageMaker DescribeModelPackage failed: {f}"))?;
-    match decide(package.approval_status.as_deref(), decision) {
-        Decide::Update => {
-            registry
-                .decide(model_package_arn, decision)
-                .await
-                .map_err(|f| format!("SageMaker UpdateModelPackage failed: {f}"))?;
-            Ok(true)
-        }
-        Decide::Unchanged => Ok(false),
-        Decide::Refused(status) => Err(format!(
-            "the model package is {status} already (decided in SageMaker itself)"
-        )),
-    }
+    write_decision(registry, &package, decision)
+        .await
+        .map_err(|unwritten| match unwritten {
+            Unwritten::Decided(status) => {
+                format!("the model package is {status} already (decided in SageMaker itself)")
+            }
+            Unwritten::Failed(f) => format!("SageMaker UpdateModelPackage failed: {f}"),
+        })
 }
 
 /// Where a succeeded run stands at the approval gate.

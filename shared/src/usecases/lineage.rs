@@ -86,7 +86,7 @@ fn aws(operation: &'static str) -> impl FnOnce(AwsFailure) -> ProvenanceError {
 /// SageMaker answers an unknown model package with a ValidationException (and some
 /// describes with ResourceNotFound). A package the tools' role may not read is answered as
 /// unknown too: AWS's refusal would name the role and the account.
-fn is_unknown(failure: &AwsFailure) -> bool {
+pub(crate) fn is_unknown(failure: &AwsFailure) -> bool {
     matches!(
         failure.code.as_deref(),
         Some("ValidationException" | "ResourceNotFound" | "AccessDeniedException" | "AccessDenied")
