@@ -17,7 +17,7 @@ use crate::domain::item::Applied;
 use crate::domain::lineage::EntityKind;
 use crate::domain::pipeline_event::owner_from_description;
 use crate::domain::question::{
-    approval_key, approval_question, ask_approval, may_answer, settle, QuestionState,
+    approval_key, approval_question, ask_approval, may_answer, settle, Changed, QuestionState,
 };
 use crate::domain::run::Run;
 use crate::domain::time::rfc3339;
@@ -166,30 +166,57 @@ async fn settle_approval<R: RunStore>(
     who: &Owner,
     now: DateTime<Utc>,
 ) -> Result<(), ApprovalError> {
+    let answered = QuestionState::Answered {
+        action: action.to_owned(),
+        by: who.to_string(),
+        at: rfc3339(now),
+    };
+    let settled = change_questions(runs, run, |run| {
+        let (key, _) = approval_question(&run.questions, model_package_arn)?;
+        settle(&run.questions, &run.record_key(), key, answered.clone())
+    })
+    .await?;
+    match settled {
+        Wrote::Contended => Err(ApprovalError::Contended),
+        Wrote::Written | Wrote::Nothing | Wrote::Gone => Ok(()),
+    }
+}
+
+/// How a change of a run's questions ended.
+enum Wrote {
+    Written,
+    /// The run as read needs none (`change` gave nothing).
+    Nothing,
+    /// The run is no longer stored.
+    Gone,
+    /// Another change won the race every time.
+    Contended,
+}
+
+/// Writes the change `change` makes of `run`'s questions, each write conditioned on the version
+/// it read; when another change wins the race, reads the run again and asks `change` anew.
+/// `run` is left as written, or as last read.
+async fn change_questions<R: RunStore>(
+    runs: &R,
+    run: &mut Run,
+    mut change: impl FnMut(&Run) -> Option<Changed>,
+) -> Result<Wrote, StoreError> {
     for _ in 0..WRITE_ATTEMPTS {
-        let Some((key, question)) = approval_question(&run.questions, model_package_arn) else {
-            return Ok(());
+        let Some(changed) = change(run) else {
+            return Ok(Wrote::Nothing);
         };
-        if !question.is_open() {
-            return Ok(());
-        }
-        let answered = QuestionState::Answered {
-            action: action.to_owned(),
-            by: who.to_string(),
-            at: rfc3339(now),
-        };
-        let key = key.clone();
-        let change = settle(&run.questions, &run.record_key(), &key, answered)
-            .expect("the question is open");
-        match runs.write(&change.write).await? {
-            Applied::Written { .. } => return Ok(()),
+        match runs.write(&changed.write).await? {
+            Applied::Written { .. } => {
+                run.questions = changed.after;
+                return Ok(Wrote::Written);
+            }
             Applied::Refused(_) => match reread(runs, run).await? {
                 Some(now_stored) => *run = now_stored,
-                None => return Ok(()),
+                None => return Ok(Wrote::Gone),
             },
         }
     }
-    Err(ApprovalError::Contended)
+    Ok(Wrote::Contended)
 }
 
 /// Why a decision was not written.
@@ -289,29 +316,21 @@ pub async fn gate<R: RunStore, L: LineageGraph>(
         return Ok(Gate::Passed(status));
     }
     let key = approval_key(run.task_secret.as_deref().unwrap_or_default(), &arn);
-    for _ in 0..WRITE_ATTEMPTS {
-        let Some(change) =
-            ask_approval(&run.questions, &run.record_key(), &key, &arn, &rfc3339(now))
-        else {
-            // Asked meanwhile (or the run holds all the questions it may).
-            return Ok(match approval_question(&run.questions, &arn) {
-                Some(_) => Gate::Asking,
-                None => Gate::Passed(status),
-            });
-        };
-        match runs.write(&change.write).await? {
-            Applied::Written { .. } => {
-                tracing::info!("the run asks its model's approval");
-                run.questions = change.after;
-                return Ok(Gate::Asking);
-            }
-            Applied::Refused(_) => match reread(runs, run).await? {
-                Some(now_stored) => *run = now_stored,
-                None => return Ok(Gate::Passed(status)),
-            },
+    let at = rfc3339(now);
+    let asked = change_questions(runs, run, |run| {
+        ask_approval(&run.questions, &run.record_key(), &key, &arn, &at)
+    })
+    .await?;
+    match asked {
+        Wrote::Written => {
+            tracing::info!("the run asks its model's approval");
+            Ok(Gate::Asking)
         }
+        // Asked meanwhile (or the run holds all the questions it may).
+        Wrote::Nothing if approval_question(&run.questions, &arn).is_some() => Ok(Gate::Asking),
+        Wrote::Nothing | Wrote::Gone => Ok(Gate::Passed(status)),
+        Wrote::Contended => Err(GateError::Contended),
     }
-    Err(GateError::Contended)
 }
 
 #[derive(Debug, thiserror::Error)]
