@@ -22,7 +22,7 @@ use shared::domain::trace::TraceContext;
 use shared::telemetry::{self, OutcomeSource};
 use shared::usecases::quota::{CountedError, QuotaError};
 use shared::usecases::training::{self, TriggerRequest};
-use shared::usecases::{answer, approval, check, lineage, quota, submit};
+use shared::usecases::{answer, approval, check, lineage, quota, submit, task};
 use tracing::{field::Empty, info_span, Instrument, Span};
 
 use crate::catalog::Catalog;
@@ -269,7 +269,7 @@ impl<B: Backend> Tools<B> {
                 // A running run may wait on a person (its questions are on its record), and a
                 // run that succeeded on its model's approval, behind the gate.
                 let (runs, gate) = (d.ports.runs(), d.approval_gate());
-                let waiting = answer::waiting_on(runs, gate, &described, &steps, &arn, now)
+                let waiting = task::waiting_on(runs, gate, &described, &steps, &arn, now)
                     .await
                     .map_err(ToolError::from)?;
                 let mut status = TrainingStatusOutput::new(arn.into(), described, steps);

@@ -4,6 +4,7 @@
 
 use chrono::{DateTime, Utc};
 
+use crate::domain::approval::PENDING;
 use crate::domain::caller::Caller;
 use crate::domain::ids::{ExecutionArn, InferenceId, SessionId};
 use crate::domain::item::Applied;
@@ -19,7 +20,7 @@ use crate::ports::{
 };
 use crate::usecases::approval::{self, Gate, GateError};
 use crate::usecases::check::{check_job, CheckError, JobNote, JobReads, JobReport};
-use crate::usecases::training::session_runs;
+use crate::usecases::training::{session_runs, stored_run, stored_run_key};
 
 /// When a task began and last changed, and how long its record lives on.
 #[derive(Debug, Clone, PartialEq)]
@@ -245,6 +246,49 @@ pub fn open_questions(run: &Run) -> Vec<OpenQuestion> {
             schema: q.schema.clone(),
         })
         .collect()
+}
+
+/// What a run waits on people for, as a status check reports it.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Waiting {
+    pub questions: Vec<OpenQuestion>,
+    /// Behind the approval gate: where the registered model's approval stands.
+    pub model_approval: Option<String>,
+}
+
+/// The open questions of the run `execution_arn`, found through its description (the session
+/// and owner trigger_training set): for a status check of a run that is executing, or (with
+/// the approval gate: the registry its packages are read from) one that succeeded.
+pub async fn waiting_on<R: RunStore, L: LineageGraph>(
+    runs: &R,
+    approval_gate: Option<&L>,
+    described: &ExecutionDescription,
+    steps: &[StepStatus],
+    execution_arn: &str,
+    now: DateTime<Utc>,
+) -> Result<Waiting, GateError> {
+    let gated = approval_gate.filter(|_| described.status.is(PipelineStatus::Succeeded));
+    if gated.is_none() && !described.status.is(PipelineStatus::Executing) {
+        return Ok(Waiting::default());
+    }
+    let description = described.description.as_deref();
+    let Some(key) = description.and_then(|d| stored_run_key(d, execution_arn)) else {
+        return Ok(Waiting::default());
+    };
+    let Some(mut run) = stored_run(runs, key).await? else {
+        return Ok(Waiting::default());
+    };
+    let model_approval = match gated {
+        Some(registry) => match approval::gate(runs, registry, &mut run, steps, now).await? {
+            Gate::Asking => Some(PENDING.to_owned()),
+            Gate::Passed(status) => status,
+        },
+        None => None,
+    };
+    Ok(Waiting {
+        questions: open_questions(&run),
+        model_approval,
+    })
 }
 
 /// Why answers to a run's questions were not taken, oldest key first.
