@@ -346,6 +346,18 @@ async def catalog_tools(url: str) -> bool:
     return outcomes == ["completed", "completed"] and refused.is_error and status["status"] == "Succeeded"
 
 
+def on_its_own_watch(env: dict, name: str, step) -> bool:
+    """`step(url)` against mcp-tools configured with `env` (no auth), under a watch of its own
+    that is stopped after it."""
+    port = free_port()
+    watch = start_watch(port, {"AUTH_MODE": "none", **env}, name)
+    try:
+        wait_started(watch, port, name)
+        return asyncio.run(step(f"http://127.0.0.1:{port}/lambda-url/mcp-tools/mcp"))
+    finally:
+        stop(watch)
+
+
 def main() -> int:
     region, endpoint = os.environ["AWS_REGION"], os.environ["AWS_ENDPOINT_URL"]
     clients = {name: boto3.client(name, endpoint_url=endpoint, region_name=region)
@@ -368,16 +380,8 @@ def main() -> int:
         section("4. a run that asks a person: its CallbackStep's question, then its model's approval, "
                 "answered through MCP (tasks)")
         approval_pipeline()
-        approval_port = free_port()
-        approval_watch = start_watch(approval_port, {"AUTH_MODE": "none", "EVENT_BUS_NAME": bus,
-                                                     "PIPELINE_NAME": APPROVAL_PIPELINE, "APPROVAL_GATE": "true"},
-                                     "demo-approval")
-        try:
-            wait_started(approval_watch, approval_port, "demo-approval")
-            results.append(asyncio.run(asks_a_person(
-                f"http://127.0.0.1:{approval_port}/lambda-url/mcp-tools/mcp")))
-        finally:
-            stop(approval_watch)
+        results.append(on_its_own_watch({"EVENT_BUS_NAME": bus, "PIPELINE_NAME": APPROVAL_PIPELINE,
+                                         "APPROVAL_GATE": "true"}, "demo-approval", asks_a_person))
         section("5. the sample events of events/ through cargo lambda invoke")
         results.append(sample_events(port, clients["s3"], clients["dynamodb"], os.environ["RESULTS_TABLE"],
                                      os.environ["IO_BUCKET"]))
@@ -387,15 +391,8 @@ def main() -> int:
         catalog = ROOT / "infra" / "catalog.example.json"
         # Checked first, as make serve CATALOG=... checks yours: what it serves, or each mistake.
         print(served(catalog.relative_to(ROOT), check(catalog)))
-        catalog_port = free_port()
-        catalog_watch = start_watch(catalog_port, {"AUTH_MODE": "none", "EVENT_BUS_NAME": bus,
-                                                   "TOOL_CATALOG": str(catalog)}, "demo-catalog")
-        try:
-            wait_started(catalog_watch, catalog_port, "demo-catalog")
-            results.append(asyncio.run(catalog_tools(
-                f"http://127.0.0.1:{catalog_port}/lambda-url/mcp-tools/mcp")))
-        finally:
-            stop(catalog_watch)
+        results.append(on_its_own_watch({"EVENT_BUS_NAME": bus, "TOOL_CATALOG": str(catalog)}, "demo-catalog",
+                                        catalog_tools))
         if not all(results):
             print(f"\nsteps that did not go as expected: {[i + 1 for i, r in enumerate(results) if not r]}", file=sys.stderr)
             return 1
