@@ -20,7 +20,7 @@ import boto3
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "scripts"))
-from lambda_watch import FUNCTION_ENV, WatchError, free_port, start_watch, stop  # noqa: E402
+from lambda_watch import FUNCTION_ENV, WatchError, free_port, start_watch, stop, wait_started  # noqa: E402
 BEARER_TOKEN = "local-test-token-4f1c"
 ENDPOINT_NAME = FUNCTION_ENV["ASYNC_ENDPOINT_NAME"]
 ALLOWED_ORIGIN = "https://console.example.com:443"
@@ -43,6 +43,21 @@ def need(name: str) -> str:
     if not value:
         pytest.exit(f"{name} is not set: run these tests with `make test` (they need the local stack)", 2)
     return value
+
+
+def mcp_under_watch(env: dict, name: str, concurrency: int = 1, warm: bool = False):
+    """For a module's fixture to `yield from`: mcp-tools under a cargo lambda watch of its own,
+    with `env` over the stack's, its MCP URL; stopped at teardown. `warm`: wait until it has
+    started, so a first client does not meet its cold start."""
+    port = free_port()
+    try:
+        proc = start_watch(port, env, name, concurrency=concurrency)
+        if warm:
+            wait_started(proc, port, name)
+    except WatchError as e:
+        pytest.exit(str(e), 2)
+    yield f"http://127.0.0.1:{port}/lambda-url/mcp-tools/mcp"
+    stop(proc)
 
 
 def standin_invocations() -> list:

@@ -14,8 +14,7 @@ import uuid
 
 import pytest
 
-from conftest import error_text, need, ok
-from lambda_watch import WatchError, free_port, start_watch, stop
+from conftest import error_text, mcp_under_watch, need, ok
 from test_identity import call_tool
 
 BUCKET = "mcp-sagemaker-async-io"
@@ -82,13 +81,7 @@ def catalog_url(servers, tmp_path_factory):
     default allow-lists (the IO bucket's train/, ml.m5.xlarge)."""
     path = tmp_path_factory.mktemp("catalog") / "catalog.json"
     path.write_text(json.dumps(CATALOG))
-    port = free_port()
-    try:
-        proc = start_watch(port, {"AUTH_MODE": "none", "TOOL_CATALOG": str(path)}, "watch-allow-lists")
-    except WatchError as e:
-        pytest.exit(str(e), 2)
-    yield f"http://127.0.0.1:{port}/lambda-url/mcp-tools/mcp"
-    stop(proc)
+    yield from mcp_under_watch({"AUTH_MODE": "none", "TOOL_CATALOG": str(path)}, "watch-allow-lists")
 
 
 def refused(url, aws, tool, arguments) -> str:

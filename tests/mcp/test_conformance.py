@@ -12,20 +12,14 @@ from pathlib import Path
 import pytest
 
 from conformance import results, served_env
-from lambda_watch import WatchError, free_port, start_watch, stop
+from conftest import mcp_under_watch
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(scope="module")
 def served(servers):
-    port = free_port()
-    try:
-        proc = start_watch(port, served_env(), "watch-conformance")
-    except WatchError as e:
-        pytest.exit(str(e), 2)
-    yield f"http://127.0.0.1:{port}/lambda-url/mcp-tools/mcp"
-    stop(proc)
+    yield from mcp_under_watch(served_env(), "watch-conformance")
 
 
 def test_the_conformance_suite_passes_what_applies(served):

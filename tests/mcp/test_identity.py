@@ -24,7 +24,7 @@ from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 
-from conftest import error_text, need, ok
+from conftest import error_text, mcp_under_watch, need, ok
 from lambda_watch import WatchError, free_port, start_watch, stop
 from oauth_client import oauth_provider
 
@@ -68,14 +68,8 @@ def oauth(servers):
 
 @pytest.fixture(scope="module")
 def named(servers):
-    port = free_port()
     tokens = ",".join(f"{name}:{hashlib.sha256(t.encode()).hexdigest()}" for name, t in TOKENS.items())
-    try:
-        proc = start_watch(port, {"AUTH_MODE": "bearer", "MCP_BEARER_TOKENS": tokens}, "watch-named")
-    except WatchError as e:
-        pytest.exit(str(e), 2)
-    yield f"http://127.0.0.1:{port}/lambda-url/mcp-tools/mcp"
-    stop(proc)
+    yield from mcp_under_watch({"AUTH_MODE": "bearer", "MCP_BEARER_TOKENS": tokens}, "watch-named")
 
 
 @pytest.fixture(scope="module")

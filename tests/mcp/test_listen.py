@@ -11,8 +11,7 @@ import uuid
 
 import pytest
 
-from conftest import BEARER_TOKEN
-from lambda_watch import WatchError, free_port, start_watch, stop, wait_started
+from conftest import BEARER_TOKEN, mcp_under_watch
 from listen_client import SUBSCRIPTION_ID, Listen
 from test_mcp_tools import put_output, success_message
 from test_tasks import inference_id_of, standin_control, submitted_task, training_args, triggered_task
@@ -85,17 +84,10 @@ def test_another_callers_listen_naming_the_first_callers_task_sees_nothing(serve
 @pytest.fixture(scope="module")
 def short_listens():
     """mcp-tools holding a listen for at most 3 s."""
-    port = free_port()
-    try:
-        proc = start_watch(port, {"AUTH_MODE": "none", "LISTEN_MAX_SECS": "3", "TASK_POLL_INTERVAL_MS": "200"},
-                           "watch-short-listens")
-        # Warm: a client's server/discover that waits out a cold start falls back to the legacy
-        # lifecycle, which has no tasks.
-        wait_started(proc, port, "watch-short-listens")
-    except WatchError as e:
-        pytest.exit(str(e), 2)
-    yield f"http://127.0.0.1:{port}/lambda-url/mcp-tools/mcp"
-    stop(proc)
+    # Warm: a client's server/discover that waits out a cold start falls back to the legacy
+    # lifecycle, which has no tasks.
+    yield from mcp_under_watch({"AUTH_MODE": "none", "LISTEN_MAX_SECS": "3", "TASK_POLL_INTERVAL_MS": "200"},
+                               "watch-short-listens", warm=True)
 
 
 def test_a_listen_that_outlives_its_time_ends_cleanly_and_the_next_picks_up(short_listens, aws, notify):

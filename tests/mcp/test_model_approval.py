@@ -13,8 +13,7 @@ from fastmcp import Client as FastClient
 from fastmcp_tasks import call_tool_task
 import pytest
 
-from conftest import error_text, need, ok
-from lambda_watch import WatchError, free_port, start_watch, stop
+from conftest import error_text, mcp_under_watch, need, ok
 from test_questions import until_status
 from test_tasks import training_args
 
@@ -28,14 +27,8 @@ def describe_package(arn):
 @pytest.fixture(scope="module")
 def gated_url(servers):
     """mcp-tools whose runs wait for their model's approval."""
-    port = free_port()
-    try:
-        proc = start_watch(port, {"AUTH_MODE": "none", "APPROVAL_GATE": "true", "TASK_POLL_INTERVAL_MS": "200"},
-                           "watch-gate")
-    except WatchError as e:
-        pytest.exit(str(e), 2)
-    yield f"http://127.0.0.1:{port}/lambda-url/mcp-tools/mcp"
-    stop(proc)
+    yield from mcp_under_watch({"AUTH_MODE": "none", "APPROVAL_GATE": "true", "TASK_POLL_INTERVAL_MS": "200"},
+                               "watch-gate")
 
 
 def test_a_runs_task_asks_for_its_models_approval_and_an_accept_approves_it(gated_url):

@@ -19,8 +19,7 @@ from fastmcp.client.elicitation import ElicitResult
 from fastmcp_tasks import call_tool_task
 from fastmcp_tasks.client import _send_get, _send_update
 
-from conftest import need
-from lambda_watch import WatchError, free_port, start_watch, stop
+from conftest import mcp_under_watch, need
 from test_tasks import training_args
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -45,14 +44,8 @@ def approval_url(servers):
     except ClientError as e:
         if "already exists" not in str(e):
             raise
-    port = free_port()
-    try:
-        proc = start_watch(port, {"AUTH_MODE": "none", "PIPELINE_NAME": PIPELINE, "TASK_POLL_INTERVAL_MS": "200"},
-                           "watch-approval")
-    except WatchError as e:
-        pytest.exit(str(e), 2)
-    yield f"http://127.0.0.1:{port}/lambda-url/mcp-tools/mcp"
-    stop(proc)
+    yield from mcp_under_watch({"AUTH_MODE": "none", "PIPELINE_NAME": PIPELINE, "TASK_POLL_INTERVAL_MS": "200"},
+                               "watch-approval")
 
 
 def execution_arn_of(task_id):
@@ -200,14 +193,8 @@ def approvers_url(approval_url):
     import hashlib
     tokens = ",".join(f"{name}:{hashlib.sha256(t.encode()).hexdigest()}"
                       for name, t in (("owner", OWNER), ("approver", APPROVER)))
-    port = free_port()
-    try:
-        proc = start_watch(port, {"AUTH_MODE": "bearer", "MCP_BEARER_TOKENS": tokens, "APPROVERS": "approver",
-                                  "PIPELINE_NAME": PIPELINE, "TASK_POLL_INTERVAL_MS": "200"}, "watch-approvers")
-    except WatchError as e:
-        pytest.exit(str(e), 2)
-    yield f"http://127.0.0.1:{port}/lambda-url/mcp-tools/mcp"
-    stop(proc)
+    yield from mcp_under_watch({"AUTH_MODE": "bearer", "MCP_BEARER_TOKENS": tokens, "APPROVERS": "approver",
+                               "PIPELINE_NAME": PIPELINE, "TASK_POLL_INTERVAL_MS": "200"}, "watch-approvers")
 
 
 def test_only_approvers_answer_and_an_approver_need_not_own_the_run(approvers_url):

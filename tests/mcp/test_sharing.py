@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import error_text, need, ok, standin_invocations
+from conftest import error_text, mcp_under_watch, need, ok, standin_invocations
 from lambda_watch import LOCAL, WatchError, free_port, start_watch, stop
 from test_identity import call_tool
 from test_mcp_tools import JSON_HEADERS, LIST_TOOLS, http_request
@@ -43,15 +43,9 @@ def shared(servers):
     waits overlap."""
     standin = need("AWS_ENDPOINT_URL_SAGEMAKER")
     tokens = ",".join(f"{n}:{hashlib.sha256(t.encode()).hexdigest()}" for n, t in TOKENS.items())
-    port = free_port()
-    try:
-        proc = start_watch(port, {"AUTH_MODE": "bearer", "MCP_BEARER_TOKENS": tokens, **QUOTAS,
-                                  "AWS_ENDPOINT_URL_SAGEMAKER_RUNTIME": standin, "AWS_LAMBDA_LOG_LEVEL": "TRACE"},
-                           "watch-sharing", concurrency=3)
-    except WatchError as e:
-        pytest.exit(str(e), 2)
-    yield f"http://127.0.0.1:{port}/lambda-url/mcp-tools/mcp"
-    stop(proc)
+    yield from mcp_under_watch({"AUTH_MODE": "bearer", "MCP_BEARER_TOKENS": tokens, **QUOTAS,
+                               "AWS_ENDPOINT_URL_SAGEMAKER_RUNTIME": standin, "AWS_LAMBDA_LOG_LEVEL": "TRACE"},
+                               "watch-sharing", concurrency=3)
 
 
 def stored_for(aws, owner: str) -> tuple:

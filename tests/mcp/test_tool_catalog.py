@@ -17,8 +17,7 @@ from fastmcp_tasks.client import _send_get
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
-from conftest import error_text, need, ok, standin_invocations
-from lambda_watch import free_port, start_watch, stop, WatchError
+from conftest import error_text, mcp_under_watch, need, ok, standin_invocations
 from test_faults import until_done
 from test_identity import call_tool
 
@@ -30,15 +29,9 @@ CUSTOMER = {"customer_id": "C0012345", "plan": "team", "tenure_months": 14, "mon
 def catalog_url(servers):
     """mcp-tools serving the example catalog, invoking the stand-in (which completes each job
     and notifies the local stack's notification-handler)."""
-    port = free_port()
-    try:
-        proc = start_watch(port, {"AUTH_MODE": "none", "TOOL_CATALOG": str(CATALOG),
-                                  "AWS_ENDPOINT_URL_SAGEMAKER_RUNTIME": need("AWS_ENDPOINT_URL_SAGEMAKER")},
-                           "watch-catalog")
-    except WatchError as e:
-        pytest.exit(str(e), 2)
-    yield f"http://127.0.0.1:{port}/lambda-url/mcp-tools/mcp"
-    stop(proc)
+    yield from mcp_under_watch({"AUTH_MODE": "none", "TOOL_CATALOG": str(CATALOG),
+                               "AWS_ENDPOINT_URL_SAGEMAKER_RUNTIME": need("AWS_ENDPOINT_URL_SAGEMAKER")},
+                               "watch-catalog")
 
 
 def list_tools(url):
