@@ -19,6 +19,7 @@ pub mod fakes;
 #[cfg(any(test, feature = "testing"))]
 pub mod port_contract;
 pub mod ports;
+pub mod sqs_batch;
 pub mod telemetry;
 pub mod usecases;
 pub mod util;

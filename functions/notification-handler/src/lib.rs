@@ -5,7 +5,7 @@
 pub mod config;
 
 use aws_lambda_events::sns::SnsRecord;
-use aws_lambda_events::sqs::{SqsBatchResponse, SqsMessage};
+use aws_lambda_events::sqs::SqsBatchResponse;
 use futures::stream::{self, StreamExt};
 use serde_json::{json, Value};
 use tracing::{field::Empty, info_span, Instrument};
@@ -14,6 +14,7 @@ use shared::domain::notification::{
     parse_notification, unwrap_sqs_body, Notification, NotificationError,
 };
 use shared::ports::{CompletionEvents, EventError, JobStore, ObjectStore, StoreError};
+use shared::sqs_batch;
 use shared::telemetry::{self, OutcomeSource};
 use shared::usecases::outcome::{announce, record_notification, Recorded};
 use shared::usecases::JobSettings;
@@ -121,25 +122,15 @@ impl<S: JobStore, R: ObjectStore, E: CompletionEvents> Handler<S, R, E> {
             .filter_map(|failure| async move { failure })
             .collect()
             .await;
-        let mut response = SqsBatchResponse::default();
-        for id in failed {
-            response.add_failure(id);
-        }
-        response
+        sqs_batch::response(failed)
     }
 
     /// One SQS record: `None` when recorded, the messageId to report when it failed (a record
     /// without one, which SQS never sends, can only be logged).
     async fn handle_sqs_record(&self, index: usize, raw: &Value) -> Option<String> {
-        let message: SqsMessage = match serde_json::from_value(raw.clone()) {
+        let message = match sqs_batch::message(index, raw) {
             Ok(m) => m,
-            Err(e) => {
-                tracing::error!(record = index, error = %e, "SQS record does not parse");
-                return raw
-                    .get("messageId")
-                    .and_then(Value::as_str)
-                    .map(str::to_owned);
-            }
+            Err(id) => return id,
         };
         let sqs_id = message.message_id.clone().unwrap_or_default();
         let delivery = unwrap_sqs_body(message.body.as_deref().unwrap_or_default());

@@ -5,13 +5,14 @@
 
 pub mod config;
 
-use aws_lambda_events::sqs::{SqsBatchResponse, SqsMessage};
+use aws_lambda_events::sqs::SqsBatchResponse;
 use serde_json::{json, Value};
 use tracing::{field::Empty, info_span, Instrument, Span};
 
 use shared::domain::pipeline_event::{parse_status_change, PipelineEventError};
 use shared::domain::trace::TraceContext;
 use shared::ports::{CompletionQueue, PipelineControl, RunStore};
+use shared::sqs_batch;
 use shared::telemetry;
 use shared::usecases::callback::{record_question, Asked};
 use shared::usecases::route::{route_status_change, RouteError, Routed};
@@ -67,15 +68,12 @@ impl<S: RunStore, P: PipelineControl, Q: CompletionQueue> Handler<S, P, Q> {
     /// recorded (bad, or of a run not started through the tools) is reported too: the
     /// dead-letter queue keeps it for a person, as nothing here can answer its step.
     pub async fn handle_callbacks(&self, records: &[Value]) -> SqsBatchResponse {
-        let mut response = SqsBatchResponse::default();
+        let mut failed = Vec::new();
         for (index, raw) in records.iter().enumerate() {
-            let message: SqsMessage = match serde_json::from_value(raw.clone()) {
+            let message = match sqs_batch::message(index, raw) {
                 Ok(m) => m,
-                Err(e) => {
-                    tracing::error!(record = index, error = %e, "SQS record does not parse");
-                    if let Some(id) = raw.get("messageId").and_then(Value::as_str) {
-                        response.add_failure(id.to_owned());
-                    }
+                Err(id) => {
+                    failed.extend(id);
                     continue;
                 }
             };
@@ -96,11 +94,11 @@ impl<S: RunStore, P: PipelineControl, Q: CompletionQueue> Handler<S, P, Q> {
                 }
                 Err(e) => {
                     tracing::error!(error = %e, retryable = e.is_retryable(), "question not recorded");
-                    response.add_failure(sqs_id.clone());
+                    failed.push(sqs_id.clone());
                 }
             });
         }
-        response
+        sqs_batch::response(failed)
     }
 
     /// An error makes EventBridge retry the event, then send it to the failure destination.
