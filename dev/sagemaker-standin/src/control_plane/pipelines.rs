@@ -278,7 +278,7 @@ pub fn stop(state: &AppState, input: &Value) -> Result<Value, AwsError> {
     }
     match run.status {
         ExecutionStatus::Executing => {
-            update(state, &run.arn, |r| r.status = ExecutionStatus::Stopping)
+            state.update_run(&run.arn, |r| r.status = ExecutionStatus::Stopping)
         }
         ExecutionStatus::Stopping | ExecutionStatus::Stopped => {}
         other => {
@@ -362,7 +362,7 @@ pub async fn execute(state: AppState, arn: String) {
                 break;
             }
         }
-        update(&state, &arn, |run| {
+        state.update_run(&arn, |run| {
             run.steps.push(Step {
                 name: name.to_owned(),
                 status: ExecutionStatus::Executing,
@@ -377,7 +377,7 @@ pub async fn execute(state: AppState, arn: String) {
         }
         tokio::time::sleep(state.step_duration()).await;
         if state.runs.lock().unwrap()[&arn].status == ExecutionStatus::Stopping {
-            update(&state, &arn, |run| {
+            state.update_run(&arn, |run| {
                 let step = run.steps.last_mut().expect("step just pushed");
                 step.ended = Some(Utc::now());
                 step.status = ExecutionStatus::Stopped;
@@ -402,7 +402,7 @@ pub async fn execute(state: AppState, arn: String) {
             }
             _ => None,
         };
-        update(&state, &arn, |run| {
+        state.update_run(&arn, |run| {
             let step = run.steps.last_mut().expect("step just pushed");
             step.ended = Some(Utc::now());
             step.metadata = metadata.clone();
@@ -418,7 +418,7 @@ pub async fn execute(state: AppState, arn: String) {
             break;
         }
     }
-    update(&state, &arn, |run| {
+    state.update_run(&arn, |run| {
         run.status = if failure.is_some() {
             ExecutionStatus::Failed
         } else {
@@ -427,8 +427,4 @@ pub async fn execute(state: AppState, arn: String) {
         run.failure_reason = failure.clone();
     });
     delivery::deliver(&state, &arn, Some(ExecutionStatus::Executing)).await;
-}
-
-pub fn update(state: &AppState, arn: &str, change: impl FnOnce(&mut Run)) {
-    state.update_run(arn, change);
 }
