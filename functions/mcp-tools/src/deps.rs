@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use crate::catalog::{Catalog, CatalogError};
+use crate::catalog::{Catalog, CatalogError, Schemas};
 use crate::config::ToolsConfig;
 use shared::domain::time::Clock;
 use shared::ports::{
@@ -174,12 +174,13 @@ mod aws {
     impl Deps<AwsPorts> {
         /// The SDK clients, from the standard AWS configuration (region, credentials, endpoints),
         /// and the tool catalog when `TOOL_CATALOG` names one: a catalog that fails its check
-        /// stops the cold start, naming each mistake.
+        /// stops the cold start, naming each mistake (each tool's schema is compiled at its first
+        /// call; `check-catalog` compiles them all before a deploy).
         pub async fn connect(config: ToolsConfig) -> Result<Self, CatalogError> {
             let catalog = config
                 .tool_catalog
                 .as_deref()
-                .map(Catalog::load)
+                .map(|path| Catalog::load_with(path, Schemas::OnFirstCall))
                 .transpose()?;
             let sdk = load_sdk_config().await;
             let invoke_attempt_timeout = Duration::from_secs(config.invoke_attempt_timeout_secs);

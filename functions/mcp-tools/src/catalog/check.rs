@@ -1,11 +1,13 @@
-//! The catalog's checks: the file's shape, then each tool's fields, then the schemas compiled.
-//! Every mistake is collected, each with its tool and field, so one run names them all.
+//! The catalog's checks: the file's shape, then each tool's fields, then the schemas compiled
+//! (at a cold start, each schema is left to its tool's first call). Every mistake is
+//! collected, each with its tool and field, so one run names them all.
 
 use std::collections::BTreeSet;
+use std::sync::Arc;
 
 use serde_json::{Map, Value};
 
-use super::schema::Compiler;
+use super::schema::ToolSchema;
 use super::*;
 use crate::contract::{INVOCATION_TIMEOUT_SECS, REQUEST_TTL_SECS};
 
@@ -32,7 +34,11 @@ impl Mistakes {
     }
 }
 
-pub(super) fn catalog(text: &str) -> Result<Catalog, Vec<CatalogMistake>> {
+pub(super) fn catalog(text: &str, schemas: Schemas) -> Result<Catalog, Vec<CatalogMistake>> {
+    let schema = |source: Map<String, Value>| match schemas {
+        Schemas::CompiledNow => ToolSchema::compiled_now(source),
+        Schemas::OnFirstCall => Ok(ToolSchema::on_first_use(source)),
+    };
     let mut m = Mistakes(Vec::new());
     let file: CatalogFile = match serde_json::from_str::<Value>(text) {
         Err(e) => {
@@ -63,7 +69,6 @@ pub(super) fn catalog(text: &str) -> Result<Catalog, Vec<CatalogMistake>> {
             format!("{total} tools; at most {MAX_TOOLS}"),
         );
     }
-    let mut compiler = Compiler::new();
     let mut names = BTreeSet::new();
     let mut async_tools = Vec::new();
     for (i, raw) in file.async_tools.iter().enumerate() {
@@ -72,8 +77,11 @@ pub(super) fn catalog(text: &str) -> Result<Catalog, Vec<CatalogMistake>> {
             continue;
         };
         async_fields(&mut m, &label, &spec);
-        match compiler.compile(&spec.input_schema) {
-            Ok(input) => async_tools.push(AsyncTool { spec, input }),
+        match schema(spec.input_schema.clone()) {
+            Ok(input) => async_tools.push(AsyncTool {
+                spec,
+                input: Arc::new(input),
+            }),
             Err(problem) => m.add(&label, "input_schema", problem),
         }
     }
@@ -85,8 +93,11 @@ pub(super) fn catalog(text: &str) -> Result<Catalog, Vec<CatalogMistake>> {
             continue;
         };
         pipeline_fields(&mut m, &label, &spec);
-        match compiler.compile(&spec.arguments_schema()) {
-            Ok(input) => pipeline_tools.push(PipelineTool { spec, input }),
+        match schema(spec.arguments_schema()) {
+            Ok(input) => pipeline_tools.push(PipelineTool {
+                spec,
+                input: Arc::new(input),
+            }),
             Err(problem) => m.add(&label, "parameters", problem),
         }
     }
@@ -94,7 +105,6 @@ pub(super) fn catalog(text: &str) -> Result<Catalog, Vec<CatalogMistake>> {
         Ok(Catalog {
             async_tools,
             pipeline_tools,
-            schemas: compiler.finish(),
         })
     } else {
         Err(m.0)

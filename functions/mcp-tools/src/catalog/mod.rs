@@ -1,6 +1,7 @@
 //! A team's async models and pipelines as tools, declared in one JSON file (`TOOL_CATALOG`):
 //! the file's format, the checks it passes before anything is served (at cold start, and by
-//! `make catalog` before a deploy), and each tool's input schema compiled once.
+//! `make catalog` before a deploy), and each tool's input schema compiled once (at a cold start,
+//! on its tool's first call).
 //!
 //! ```json
 //! {"async_tools": [{"name", "title"?, "description", "endpoint", "content_type"?, "accept"?,
@@ -20,11 +21,13 @@ mod tests;
 mod tool_contract;
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use serde::Deserialize;
 use serde_json::{Map, Value};
 
 pub use schema::ArgumentError;
+use schema::ToolSchema;
 pub use tool_contract::*;
 
 use crate::contract::names;
@@ -148,37 +151,43 @@ fn source_name(file: &Option<String>) -> String {
     file.as_ref().map(|f| format!(" {f}")).unwrap_or_default()
 }
 
-/// A checked catalog: its tools, each with its input schema compiled.
+/// A checked catalog: its tools, each with its input schema.
+#[derive(Debug)]
 pub struct Catalog {
     pub async_tools: Vec<AsyncTool>,
     pub pipeline_tools: Vec<PipelineTool>,
-    schemas: schema::Compiled,
-}
-
-impl std::fmt::Debug for Catalog {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Catalog")
-            .field("async_tools", &self.async_tools)
-            .field("pipeline_tools", &self.pipeline_tools)
-            .finish_non_exhaustive()
-    }
 }
 
 #[derive(Debug, Clone)]
 pub struct AsyncTool {
     pub spec: AsyncToolSpec,
-    input: schema::Index,
+    input: Arc<ToolSchema>,
 }
 
 #[derive(Debug, Clone)]
 pub struct PipelineTool {
     pub spec: PipelineToolSpec,
-    input: schema::Index,
+    input: Arc<ToolSchema>,
+}
+
+/// When the catalog's schemas are compiled.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Schemas {
+    /// With every other check: a schema's mistake refuses the catalog (`check-catalog`).
+    CompiledNow,
+    /// Each at its tool's first call, once per process: what a cold start does, after every
+    /// other check. A schema that does not compile then refuses that tool's calls alone.
+    OnFirstCall,
 }
 
 impl Catalog {
-    /// Reads and checks the catalog at `path`.
+    /// Reads and checks the catalog at `path`, its schemas compiled.
     pub fn load(path: &str) -> Result<Self, CatalogError> {
+        Self::load_with(path, Schemas::CompiledNow)
+    }
+
+    /// Reads and checks the catalog at `path`, its schemas compiled as `schemas` says.
+    pub fn load_with(path: &str, schemas: Schemas) -> Result<Self, CatalogError> {
         let text = std::fs::read_to_string(path).map_err(|e| CatalogError {
             file: Some(path.to_owned()),
             mistakes: vec![CatalogMistake {
@@ -187,15 +196,16 @@ impl Catalog {
                 problem: format!("cannot be read: {e}"),
             }],
         })?;
-        Self::parse(&text).map_err(|e| CatalogError {
+        check::catalog(&text, schemas).map_err(|mistakes| CatalogError {
             file: Some(path.to_owned()),
-            ..e
+            mistakes,
         })
     }
 
-    /// Checks a catalog's text: every mistake is named with its tool and field.
+    /// Checks a catalog's text, its schemas compiled: every mistake is named with its tool and
+    /// field.
     pub fn parse(text: &str) -> Result<Self, CatalogError> {
-        check::catalog(text).map_err(|mistakes| CatalogError {
+        check::catalog(text, Schemas::CompiledNow).map_err(|mistakes| CatalogError {
             file: None,
             mistakes,
         })
@@ -242,7 +252,7 @@ impl Catalog {
         tool: &AsyncTool,
         arguments: &Value,
     ) -> Result<(), ArgumentError> {
-        self.schemas.check(tool.input, arguments)
+        tool.input.check(arguments)
     }
 
     /// Checks a pipeline tool's arguments (the common ones taken out) as an async tool's are,
@@ -252,7 +262,7 @@ impl Catalog {
         tool: &PipelineTool,
         arguments: &Value,
     ) -> Result<(), ArgumentError> {
-        self.schemas.check(tool.input, arguments)
+        tool.input.check(arguments)
     }
 }
 

@@ -4,19 +4,13 @@
 //! only to itself: nothing is fetched.
 
 use std::fmt::{Display, Write as _};
+use std::sync::OnceLock;
 
 use serde_json::{Map, Value};
 
 use super::bounds::{Bounds, Breach, Step};
 use crate::contract::MAX_INPUT_BYTES;
 use shared::util::quote;
-
-/// A compiled schema's place among the catalog's.
-#[derive(Debug, Clone, Copy)]
-pub(super) struct Index {
-    schema: boon::SchemaIndex,
-    bounds: usize,
-}
 
 /// A schema that refers outside itself finds nothing: the catalog is checked offline, and a
 /// cold start fetches nothing.
@@ -28,63 +22,84 @@ impl boon::UrlLoader for NothingOutside {
     }
 }
 
-pub(super) struct Compiler {
-    compiler: boon::Compiler,
-    schemas: boon::Schemas,
-    bounds: Vec<Bounds>,
-    count: usize,
+/// One tool's input schema, compiled once: all of them by the catalog's check before a deploy
+/// (`make catalog`), but at a cold start each only when its tool is first called. boon checks a
+/// schema against its metaschema, and compiles every draft's metaschema (five of them) before
+/// the first: that alone is more than the rest of a cold start, and a call to another tool, or
+/// a `tools/list`, never needs it.
+pub(super) struct ToolSchema {
+    source: Map<String, Value>,
+    compiled: OnceLock<Result<Compiled, String>>,
 }
 
-impl Compiler {
-    pub(super) fn new() -> Self {
-        let mut compiler = boon::Compiler::new();
-        compiler.set_default_draft(boon::Draft::V2020_12);
-        compiler.enable_format_assertions();
-        compiler.use_loader(Box::new(NothingOutside));
+/// A schema boon has compiled, and the sizes it bounds.
+struct Compiled {
+    schemas: boon::Schemas,
+    index: boon::SchemaIndex,
+    bounds: Bounds,
+}
+
+impl std::fmt::Debug for ToolSchema {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ToolSchema")
+            .field("compiled", &self.compiled.get().map(Result::is_ok))
+            .finish_non_exhaustive()
+    }
+}
+
+impl ToolSchema {
+    /// A schema compiled when it is first needed.
+    pub(super) fn on_first_use(source: Map<String, Value>) -> Self {
         Self {
-            compiler,
-            schemas: boon::Schemas::new(),
-            bounds: Vec::new(),
-            count: 0,
+            source,
+            compiled: OnceLock::new(),
         }
     }
 
-    /// Compiles one schema; what is wrong with it, in the catalog author's terms.
-    pub(super) fn compile(&mut self, schema: &Map<String, Value>) -> Result<Index, String> {
-        self.count += 1;
-        let url = format!("https://tool-catalog.invalid/{}.json", self.count);
-        let said = |e: boon::CompileError| {
-            format!("{e:#}")
-                .replace(&format!("{url}#"), "the schema")
-                .replace(&url, "the schema")
-                .replace('\n', " ")
-        };
-        self.compiler
-            .add_resource(&url, Value::Object(schema.clone()))
-            .map_err(said)?;
-        let schema_index = self
-            .compiler
-            .compile(&url, &mut self.schemas)
-            .map_err(said)?;
-        self.bounds.push(Bounds::read(schema));
-        Ok(Index {
-            schema: schema_index,
-            bounds: self.bounds.len() - 1,
+    /// A schema compiled now; what is wrong with it, in the catalog author's terms.
+    pub(super) fn compiled_now(source: Map<String, Value>) -> Result<Self, String> {
+        let compiled = compile(&source)?;
+        Ok(Self {
+            source,
+            compiled: OnceLock::from(Ok(compiled)),
         })
     }
 
-    pub(super) fn finish(self) -> Compiled {
-        Compiled {
-            schemas: self.schemas,
-            bounds: self.bounds,
-        }
+    fn compiled(&self) -> &Result<Compiled, String> {
+        self.compiled.get_or_init(|| {
+            let compiled = compile(&self.source);
+            if let Err(problem) = &compiled {
+                // The operator's schema, not a caller's value: safe to log whole.
+                tracing::error!(%problem, "a catalog tool's input schema is refused; the tool cannot be called");
+            }
+            compiled
+        })
     }
 }
 
-/// The catalog's schemas, ready to check arguments.
-pub(super) struct Compiled {
-    schemas: boon::Schemas,
-    bounds: Vec<Bounds>,
+/// Compiles one schema with its own compiler: a schema refers only to itself.
+fn compile(schema: &Map<String, Value>) -> Result<Compiled, String> {
+    const URL: &str = "https://tool-catalog.invalid/schema.json";
+    let said = |e: boon::CompileError| {
+        format!("{e:#}")
+            .replace(&format!("{URL}#"), "the schema")
+            .replace(URL, "the schema")
+            .replace('\n', " ")
+    };
+    let mut compiler = boon::Compiler::new();
+    compiler.set_default_draft(boon::Draft::V2020_12);
+    compiler.enable_format_assertions();
+    compiler.use_loader(Box::new(NothingOutside));
+    compiler
+        .add_resource(URL, Value::Object(schema.clone()))
+        .map_err(said)?;
+    let mut schemas = boon::Schemas::new();
+    let index = compiler.compile(URL, &mut schemas).map_err(said)?;
+    Ok(Compiled {
+        schemas,
+        index,
+        bounds: Bounds::read(schema),
+    })
 }
 
 /// Arguments that break a tool's schema: where (a JSON Pointer into the arguments, empty for
@@ -124,10 +139,11 @@ const KEPT: usize = 10;
 const PATH_MAX_CHARS: usize = shared::util::QUOTE_MAX_CHARS;
 const RULE_MAX_CHARS: usize = 300;
 
-impl Compiled {
+impl ToolSchema {
     /// The arguments' size, then the sizes the schema bounds, then the whole schema: each step
-    /// refuses before the next costs anything.
-    pub(super) fn check(&self, index: Index, arguments: &Value) -> Result<(), ArgumentError> {
+    /// refuses before the next costs anything. A schema that does not compile refuses every
+    /// call, saying so (the log has the mistake).
+    pub(super) fn check(&self, arguments: &Value) -> Result<(), ArgumentError> {
         if json_size_within(arguments, MAX_INPUT_BYTES).is_none() {
             return Err(ArgumentError {
                 path: String::new(),
@@ -136,10 +152,18 @@ impl Compiled {
                 ),
             });
         }
-        if let Err(breach) = self.bounds[index.bounds].check(arguments) {
+        let Ok(compiled) = self.compiled() else {
+            return Err(ArgumentError {
+                path: String::new(),
+                rule: "cannot be checked: this tool's input schema in the catalog is refused \
+                       (the deployment's check-catalog names the mistake)"
+                    .into(),
+            });
+        };
+        if let Err(breach) = compiled.bounds.check(arguments) {
             return Err(breach.into());
         }
-        let Err(error) = self.schemas.validate(arguments, index.schema) else {
+        let Err(error) = compiled.schemas.validate(arguments, compiled.index) else {
             return Ok(());
         };
         let mut leaves = Leaves::default();

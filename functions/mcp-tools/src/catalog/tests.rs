@@ -246,6 +246,55 @@ fn a_file_that_cannot_be_read_is_named() {
     );
 }
 
+#[test]
+fn a_cold_start_leaves_each_schema_to_its_tools_first_call() {
+    let dir = std::env::temp_dir().join(format!("catalog-first-call-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("catalog.json");
+    let broken = async_tool(json!({"name": "broken",
+        "input_schema": {"type": "object", "properties": {"n": {"minimum": "one"}}}}));
+    let sound = async_tool(json!({"name": "sound",
+        "input_schema": {"type": "object", "properties": {"n": {"type": "integer", "maximum": 3}}}}));
+    std::fs::write(&path, json!({"async_tools": [broken, sound]}).to_string()).unwrap();
+    let path = path.to_str().unwrap();
+
+    // Before a deploy, every schema is compiled and the broken one refuses the catalog.
+    let refused = Catalog::load(path).unwrap_err().to_string();
+    assert!(
+        refused.contains("broken: input_schema: the schema is not valid against metaschema"),
+        "{refused}"
+    );
+
+    // At a cold start the other checks pass; the broken schema refuses only its own tool's
+    // calls, and the sound one checks arguments as a compiled catalog does.
+    let served = Catalog::load_with(path, Schemas::OnFirstCall).unwrap();
+    let broken = served.async_tool("broken").unwrap();
+    let err = served
+        .check_async_arguments(broken, &json!({"n": 1}))
+        .unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "the arguments: cannot be checked: this tool's input schema in the catalog is refused \
+         (the deployment's check-catalog names the mistake)"
+    );
+    let sound = served.async_tool("sound").unwrap();
+    assert!(served
+        .check_async_arguments(sound, &json!({"n": 3}))
+        .is_ok());
+    let err = served
+        .check_async_arguments(sound, &json!({"n": 4}))
+        .unwrap_err();
+    assert_eq!(err.path, "/n");
+    // A mistake in anything but a schema still stops the cold start.
+    std::fs::write(
+        dir.join("catalog.json"),
+        json!({"async_tools": [async_tool(json!({"endpoint": ""}))]}).to_string(),
+    )
+    .unwrap();
+    assert!(Catalog::load_with(path, Schemas::OnFirstCall).is_err());
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
 /// (schema of one argument `a`, a value that breaks it, the rule's words).
 fn keyword_cases() -> Vec<(Value, Value, &'static str)> {
     vec![
