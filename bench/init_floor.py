@@ -5,11 +5,13 @@ so a slow moment of the machine falls on every function alike."""
 
 from __future__ import annotations
 
+import asyncio
 import json
+import statistics
 
 from builds import RELEASE, ROOT
 from emulator import Emulator
-from function_url import function_url_event
+from function_url import FunctionUrl, function_url_event
 from functions import Functions, variant
 from lambda_events import gateway_event, router_event, sns_event
 from processes import Function, stop
@@ -74,3 +76,43 @@ def init_rounds(emulator: Emulator, fns: Functions, rounds: int, work, fresh) ->
             finally:
                 stop(proc, runtime)
     return out
+
+
+# A catalog tool's call its schema refuses: nothing is sent anywhere, so what the call costs is
+# the schema's check, and on the process's first such call its compile.
+REFUSED_CATALOG_CALL = ("score_churn_risk", {"customers": [{"plan": "gold"}]})
+
+
+def catalog_first_calls(emulator: Emulator, fns: Functions, rounds: int, work) -> dict[str, float]:
+    """mcp-tools serving the example catalog, a fresh process each round: the function's time for
+    the first call of a catalog tool (which compiles its schema, once per process) and for the
+    same call next, medians."""
+    from mcp import Client
+
+    fn = variant(fns.rust["mcp-tools"], {"TOOL_CATALOG": str(EXAMPLE_CATALOG)}, "mcp-tools-catalog-calls.log")
+    name, arguments = REFUSED_CATALOG_CALL
+
+    async def two_calls(front: FunctionUrl) -> list[float]:
+        took = []
+        async with Client(front.url) as client:
+            for _ in range(2):
+                before = len(front.invocations)
+                result = await client.call_tool(name, arguments)
+                if not result.is_error:
+                    raise SystemExit(f"mcp-tools {name}: arguments its schema should refuse were taken")
+                took.append(sum(inv.duration_ms for inv in front.invocations[before:]))
+        return took
+
+    first, next_ = [], []
+    for _ in range(rounds):
+        runtime = RuntimeApi(fn.name)
+        front = FunctionUrl(runtime)
+        proc, _ = fn.spawn(runtime, emulator.http_endpoint)
+        try:
+            one, two = asyncio.run(two_calls(front))
+            first.append(one)
+            next_.append(two)
+        finally:
+            stop(proc, runtime)
+            front.close()
+    return {"first_ms": statistics.median(first), "next_ms": statistics.median(next_)}

@@ -95,11 +95,16 @@ def init_against_floor(r: Results) -> list[str]:
     rows = {i.function: i for i in r.init_floor}
     if "mcp-tools" in rows and "mcp-tools, example catalog" in rows:
         extra = rows["mcp-tools, example catalog"].init_ms - rows["mcp-tools"].init_ms
-        lines += ["", f"- The example catalog adds {fmt(extra)} to mcp-tools' init: its schemas are compiled and checked"
-                  " at cold start, so a catalog with a mistake refuses to start. Most of it is boon compiling the JSON"
-                  " Schema metaschemas of all five drafts, once per process, before it checks the first schema (81% of"
-                  " the cold start's instructions in a debug build, by callgrind): boon 0.6 validates every schema"
-                  " against its metaschema, with no way to skip it."]
+        lines += ["", f"- The example catalog adds {fmt(extra)} to mcp-tools' init: the file is read and every check"
+                  " but the schemas' compile is made. Each schema is compiled at its tool's first call in the process"
+                  " (`make catalog` compiles them all before a deploy)."]
+    calls = r.catalog_first_calls
+    if calls:
+        lines += [f"- That first call pays for it, once per process: a call of a catalog tool whose arguments its schema"
+                  f" refuses (nothing sent anywhere) took {fmt(calls['first_ms'])} in the function the first time, and"
+                  f" {fmt(calls['next_ms'])} the next (medians of fresh processes). Most of the difference is boon 0.6"
+                  " compiling the metaschemas of all five JSON Schema drafts before it checks the first schema against"
+                  " its own, with no way to skip it (docs/performance.md)."]
     return lines
 
 

@@ -179,4 +179,6 @@ class Results:
     cost: Cost | None = None
     init_floor: list[InitAgainstFloor] = field(default_factory=list)
     init_rounds: int = 0
+    # mcp-tools with the example catalog: a catalog tool's first call in a process, and the next
+    catalog_first_calls: dict[str, float] = field(default_factory=dict)
     input_paths: InputPaths | None = None  # None when the run did not measure the S3 path

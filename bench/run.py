@@ -31,7 +31,7 @@ from emulator import Emulator
 from functions import Functions, functions
 from mcp_latency import bench_mcp
 from hostile import bench_hostile
-from init_floor import init_rounds
+from init_floor import catalog_first_calls, init_rounds
 from render import render, splice_cost, splice_hostile, splice_mcp
 from sqs_batches import sqs_batches
 from stack import OUTPUT, set_up
@@ -102,6 +102,7 @@ def main() -> int:
         rows = init_figures(init_rounds(emulator, fns, args.init_rounds, work, fresh))
         print("\n".join(f"{i.function}: {i.init_ms:.2f} ms, {i.floor}: {i.floor_ms:.2f} ms, {i.ratio:.2f}x"
                         for i in rows))
+        print(f"a catalog tool's first call and the next: {catalog_first_calls(emulator, fns, args.cold, work)}")
         emulator.stop()
         return 0
     report = measure(args, emulator, fns, work, fresh)
@@ -169,6 +170,7 @@ def measure(args, emulator: Emulator, fns: Functions, work: Path, fresh) -> dict
 
     print("init against its floor ...", file=sys.stderr, flush=True)
     report["init"] = init_rounds(emulator, fns, args.init_rounds, work, fresh)
+    report["catalog_first_calls"] = catalog_first_calls(emulator, fns, args.cold, work)
 
     print("warm events ...", file=sys.stderr, flush=True)
     report["warm"], known = warm_events(emulator, fns, args.events + 5, runtime_ms, OUTPUT, fresh)

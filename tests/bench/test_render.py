@@ -222,3 +222,14 @@ def test_the_hostile_section_shows_each_request_beside_its_cheap_one_and_replace
     rows[0]["ms"] = 99.0
     twice = splice_hostile(once, rows, "Again.")
     assert twice.count(HOSTILE_HEADING) == 1 and "| 99.0 ms |" in twice and "From the hostile run." not in twice
+
+
+def test_a_catalog_tools_first_call_is_shown_beside_the_catalogs_init():
+    rows = [R.InitAgainstFloor("mcp-tools", "empty streaming Rust Lambda", 2.0, 1.0, 2.0),
+            R.InitAgainstFloor("mcp-tools, example catalog", "empty streaming Rust Lambda", 2.25, 1.0, 2.25)]
+    text = render(data(init_floor=rows, catalog_first_calls={"first_ms": 3.41, "next_ms": 0.52}))
+    init = text.split("\n## Init against its floor\n", 1)[1].split("\n## ", 1)[0]
+    assert "- The example catalog adds 0.25 ms to mcp-tools' init" in init
+    assert "took 3.41 ms in the function the first time, and 0.52 ms the next" in init
+    # A run that did not measure it says nothing of it.
+    assert "the first time" not in render(data(init_floor=rows))
