@@ -53,6 +53,15 @@ class InitAgainstFloor:
 
 
 @dataclass
+class TlsCost:
+    """What TLS adds to a first event: the median of paired differences (HTTPS less HTTP), and
+    the range of the HTTP first events, the noise it is read against."""
+    added_ms: float
+    http_min_ms: float
+    http_max_ms: float
+
+
+@dataclass
 class ColdRatio:
     """The reference's cold start over notification-handler's (how many times longer)."""
     init: float
@@ -164,7 +173,7 @@ class Results:
     targets: list[Target]
     cold: list[ColdStart]  # in the order shown; the last row is mcp-tools through an MCP client
     cold_ratio: dict[str, ColdRatio]  # by "HTTP" and "HTTPS"
-    tls_cost_ms: dict[str, float]  # HTTPS minus HTTP first event, by function
+    tls_cost: dict[str, TlsCost]  # what TLS adds to the first event, by function
     runtime_ms: float  # the Runtime API exchange of a function that does nothing
     warm: list[Warm]
     warm_comparisons: list[WarmComparison]
