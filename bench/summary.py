@@ -149,7 +149,6 @@ def targets(r: dict, ratio: dict, ops: dict, cost: results.Cost | None) -> list[
     fixed = next(k for k, _ in b if k != "moto")
     speedup = b[(fixed, 1)]["ms"] / b[(fixed, 16)]["ms"]
     init_ratio = min(x.init for x in ratio.values())
-    # The four functions as deployed by default; the catalog's row is shown, and explained, apart.
     # Every row: the four functions, and mcp-tools serving the example catalog.
     worst_init = max(init_figures(r["init"]), key=lambda row: row.ratio)
     worst_mcp = max(w.overhead for w, _ in ops.values())
