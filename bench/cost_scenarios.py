@@ -21,7 +21,7 @@ from lambda_events import (OUTPUT_BODY, json_of_length, notification_message, ro
                            sqs_delivery)
 from processes import Function, answer_of, stop
 from runtime_api import RuntimeApi
-from stack import IO_BUCKET, aws
+from local_aws import IO_BUCKET, aws
 
 # The outputs a job's cost is priced for: small JSON, 64 KiB (inline at the old default, the
 # most it allowed), 1 MiB (a pointer at any setting).

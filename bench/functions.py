@@ -9,7 +9,7 @@ from pathlib import Path
 
 from builds import RELEASE
 from processes import Function
-from stack import RESULTS_TABLE
+from local_aws import RESULTS_TABLE
 
 HERE = Path(__file__).resolve().parent
 # mcp-tools configured for the input's other path: every input through S3, as before inputs went

@@ -16,7 +16,7 @@ from functions import Functions, variant
 from lambda_events import gateway_event, router_event, sns_event
 from processes import Function, stop
 from runtime_api import RuntimeApi
-from stack import OUTPUT
+from local_aws import OUTPUT
 
 EXAMPLE_CATALOG = ROOT / "infra" / "catalog.example.json"
 # Each function measured, by label: its floor's label.

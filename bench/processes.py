@@ -12,7 +12,7 @@ from pathlib import Path
 
 from emulator import SYSTEM_ROOTS
 from runtime_api import RuntimeApi
-from stack import REGION
+from local_aws import REGION
 
 MEMORY_MB = 128
 

@@ -34,7 +34,7 @@ from hostile import bench_hostile
 from init_floor import catalog_first_calls, init_rounds
 from render import render, splice_cost, splice_hostile, splice_mcp
 from sqs_batches import sqs_batches
-from stack import OUTPUT, set_up
+from local_aws import OUTPUT, set_up
 from summary import environment, init_figures, mcp_figures, summarize
 from warm import known_job, runtime_exchange, warm_events
 

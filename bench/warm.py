@@ -16,7 +16,7 @@ from functions import Functions
 from lambda_events import OUTPUT_BODY, gateway_event, router_event, sns_event
 from processes import Function, answer_of, cpu_ns, peak_rss_mb, stop
 from runtime_api import RuntimeApi
-from stack import RESULTS_TABLE, aws
+from local_aws import RESULTS_TABLE, aws
 
 HERE = Path(__file__).resolve().parent
 
