@@ -6,7 +6,9 @@
 //! same call. Linux only (the thread's CPU time from /proc).
 //!
 //! `cargo run --release -p shared --example sdk_call_cpu [CALLS]`; `taskset -c 0` before it keeps
-//! client and server on one CPU, as on a Lambda of up to 1,769 MB.
+//! client and server on one CPU, as on a Lambda of up to 1,769 MB. With `SDK_CALL_SERVER=HOST:PORT`
+//! the calls go to a server of one's own instead (`bench/python_answerer.py`: the same answer
+//! from Python, after work of its own).
 
 use std::io::{self, BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
@@ -107,13 +109,21 @@ fn main() -> io::Result<()> {
         .map(|n| n.parse().map_err(io::Error::other))
         .transpose()?
         .unwrap_or(500);
-    let listener = TcpListener::bind("127.0.0.1:0")?;
-    let address = listener.local_addr()?;
-    std::thread::spawn(move || {
-        for stream in listener.incoming().flatten() {
-            std::thread::spawn(move || serve(stream));
+    // A server of one's own (its answers must be ANSWER's bytes), or the canned one.
+    let external = std::env::var("SDK_CALL_SERVER").ok();
+    let address = match &external {
+        Some(address) => address.parse().map_err(io::Error::other)?,
+        None => {
+            let listener = TcpListener::bind("127.0.0.1:0")?;
+            let address = listener.local_addr()?;
+            std::thread::spawn(move || {
+                for stream in listener.incoming().flatten() {
+                    std::thread::spawn(move || serve(stream));
+                }
+            });
+            address
         }
-    });
+    };
     // Lambda's environment, as the functions read it (set before any other thread reads it).
     for (name, value) in [
         ("AWS_ACCESS_KEY_ID", "testing".to_owned()),
@@ -175,7 +185,11 @@ fn main() -> io::Result<()> {
     println!("{calls} DynamoDB GetItem calls per figure; CPU and wall time per call, µs");
     println!("| the server answers | SDK CPU | floor CPU | SDK wall | floor wall |");
     println!("|---|---|---|---|---|");
-    for (name, mode) in SCENARIOS {
+    let scenarios = match external {
+        Some(_) => &[("as SDK_CALL_SERVER answers", 0)][..],
+        None => &SCENARIOS[..],
+    };
+    for &(name, mode) in scenarios {
         MODE.store(mode, Ordering::Relaxed);
         let sdk = per_call(calls, &mut get_item)?;
         let floor = per_call(calls, &mut raw)?;
