@@ -16,7 +16,7 @@ from emulator import Emulator
 from floor import Floor
 from function_url import FunctionUrl
 from functions import S3_INPUT_ENV, S3_INPUT_SETTING, variant
-from processes import Function, peak_rss_mb, stop
+from processes import Function, cpu_ns, peak_rss_mb, stop
 from runtime_api import RuntimeApi
 from warm import WarmSamples
 
@@ -36,7 +36,8 @@ def bench_mcp(fn: Function, emulator: Emulator, args, known: str, fresh, runtime
     pending = fresh("pending")
     gc.disable()
     try:
-        operations = Operations(emulator, front, s3_input_front, floor, runtime_ms, args.events, out["ops"])
+        cpu = CpuPerCall({front: proc, s3_input_front: s3_input_proc})
+        operations = Operations(emulator, front, s3_input_front, floor, cpu, runtime_ms, args.events, out["ops"])
         asyncio.run(operations.measure(known, pending, fresh))
         out["rss_mb"] = peak_rss_mb(proc)
     finally:
@@ -76,6 +77,31 @@ def mcp_cold_starts(fn: Function, emulator: Emulator, n: int) -> list[dict]:
     return runs
 
 
+class CpuPerCall:
+    """Each call's CPU time in the function's process, from the call's start to the next call's
+    start on the same process (or the end), so what the function does after its reply (its
+    metrics, the next `next`) counts to the call that caused it. `procs`: each front's process."""
+
+    def __init__(self, procs: dict):
+        self.procs = procs
+        self.open: dict = {}  # front -> (where its sample goes, or None; CPU ns at its start)
+
+    def start(self, front, samples: list[float] | None) -> None:
+        now = cpu_ns(self.procs[front])
+        self.close(front, now)
+        self.open[front] = (samples, now)
+
+    def close(self, front, now: int) -> None:
+        if front in self.open:
+            samples, then = self.open.pop(front)
+            if samples is not None:
+                samples.append((now - then) / 1e6)
+
+    def finish(self) -> None:
+        for front in list(self.open):
+            self.close(front, cpu_ns(self.procs[front]))
+
+
 @dataclass
 class Operations:
     """The warm operations of one live mcp-tools, into `ops`: by name, (samples, the client's
@@ -85,6 +111,7 @@ class Operations:
     front: FunctionUrl
     s3_input_front: FunctionUrl
     floor: Floor
+    cpu: CpuPerCall
     runtime_ms: float
     events: int
     ops: dict
@@ -122,9 +149,11 @@ class Operations:
         and the front it goes through) in turn, the order reversed every other round: each op's
         time against the floor, and the client's own median."""
         samples = {name: (WarmSamples(runtime_ms=self.runtime_ms), []) for name in ops}
+        cpu_samples: dict[str, list[float]] = {name: [] for name in ops}
         for i in range(self.events + 5):
             for name, (op, front) in (list(ops.items()) if i % 2 == 0 else list(ops.items())[::-1]):
                 mark, before = self.emulator.recorder.mark(), len(front.invocations)
+                self.cpu.start(front, cpu_samples[name] if i >= 5 else None)
                 t = time.perf_counter()
                 result = await op(i)
                 elapsed = (time.perf_counter() - t) * 1000
@@ -142,4 +171,7 @@ class Operations:
                 client_ms.append(elapsed)
                 warm.add(sum(inv.duration_ms for inv in invocations), calls,
                          self.floor.replay(calls, subs) if calls else 0.0)
+        self.cpu.finish()
+        for name, (warm, _) in samples.items():
+            warm.cpu_ms = statistics.fmean(cpu_samples[name])
         return {name: (warm, statistics.median(client_ms)) for name, (warm, client_ms) in samples.items()}

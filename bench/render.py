@@ -160,15 +160,17 @@ def mcp_section(events: int, ops: list[McpOperation], rss_mb: float, paths: Inpu
                 provenance: str = "") -> list[str]:
     lines = ["", MCP_HEADING, ""] + ([provenance, ""] if provenance else []) + [
         "The official Python MCP SDK's client over Streamable HTTP, through a Function URL front (bench/function_url.py),"
-        f" {events} calls each after 5 to warm up. Function: the invocation's time; client: what the"
-        " client waited, its own Python included.",
+        f" {events} calls each after 5 to warm up. Function: the invocation's time; CPU: the function's"
+        " process's CPU time per call (from one call's start to the next's, so its work after the reply"
+        " counts); client: what the client waited, its own Python included.",
         "",
-        "| operation | AWS calls | function | floor | function / floor | overhead above floor | client |",
-        "|---|---|---|---|---|---|---|",
+        "| operation | AWS calls | function | floor | function / floor | overhead above floor | CPU per call | client |",
+        "|---|---|---|---|---|---|---|---|",
     ]
     for m in ops:
         lines.append(f"| {m.operation} | {calls(m.calls)} | {fmt(m.function_ms)} | {fmt(m.floor_ms)} | "
-                     f"{ratio(m.function_ms, m.floor_ms)} | {fmt(m.overhead_ms)} | {fmt(m.client_ms)} |")
+                     f"{ratio(m.function_ms, m.floor_ms)} | {fmt(m.overhead_ms)} | {fmt(m.cpu_ms)} | "
+                     f"{fmt(m.client_ms)} |")
     lines.append(f"\nPeak RSS of mcp-tools after these calls: {rss_mb:.1f} MB.")
     return lines + input_paths(paths)
 

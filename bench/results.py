@@ -100,6 +100,7 @@ class McpOperation:
     floor_ms: float
     overhead_ms: float
     client_ms: float
+    cpu_ms: float = float("nan")  # the function's CPU time per call
 
 
 @dataclass

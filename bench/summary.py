@@ -75,7 +75,7 @@ def mcp_figures(m: dict) -> tuple[dict, list[results.McpOperation], dict, result
     """mcp-tools' timed operations (samples by name), their rows, the calls of each check that
     waits, and submit_job's two input paths against each other."""
     ops = {name: v for name, v in m["ops"].items() if isinstance(v, tuple)}
-    mcp = [results.McpOperation(name, typical_calls(w.calls), w.median, w.floor, w.overhead, client_ms)
+    mcp = [results.McpOperation(name, typical_calls(w.calls), w.median, w.floor, w.overhead, client_ms, w.cpu_ms)
            for name, (w, client_ms) in ops.items()]
     polls = {name: v for name, v in m["ops"].items() if not isinstance(v, tuple)}
     input_paths = None
