@@ -12,6 +12,8 @@ import socket
 import sys
 import threading
 
+from runtime_api import http_response, read_request
+
 ANSWER = b'{"Item":{"inference_id":{"S":"job-1"},"status":{"S":"pending"},"attempt":{"N":"1"}}}'
 
 
@@ -25,18 +27,10 @@ def work(rounds: int) -> int:
 def serve(conn: socket.socket, rounds: int) -> None:
     conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
     requests = conn.makefile("rb")
-    while True:
-        length = 0
-        while (line := requests.readline()) not in (b"\r\n", b"\n"):
-            if not line:
-                return
-            name, _, value = line.decode("latin-1").partition(":")
-            if name.strip().lower() == "content-length":
-                length = int(value)
-        requests.read(length)
+    while read_request(requests) is not None:
         work(rounds)
-        conn.sendall(b"HTTP/1.1 200 OK\r\ncontent-type: application/x-amz-json-1.0\r\nx-amzn-requestid: r\r\n"
-                     b"content-length: %d\r\n\r\n%s" % (len(ANSWER), ANSWER))
+        conn.sendall(http_response(200, {"content-type": "application/x-amz-json-1.0", "x-amzn-requestid": "r"},
+                                   ANSWER))
 
 
 def main() -> None:
