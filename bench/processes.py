@@ -29,27 +29,33 @@ class Function:
         SDK's rustls-native-certs, AWS_CA_BUNDLE for botocore). A Lambda image has one bundle
         file; without SSL_CERT_FILE rustls-native-certs would also read every file of this
         machine's /etc/ssl/certs, one by one, which the cold start table shows apart."""
-        env = {
-            "PATH": os.environ["PATH"], "LANG": "en_US.UTF-8", "TZ": ":UTC", "HOME": str(self.logs.parent),
-            "AWS_LAMBDA_RUNTIME_API": runtime.address,
-            "AWS_LAMBDA_FUNCTION_NAME": self.name, "AWS_LAMBDA_FUNCTION_VERSION": "$LATEST",
-            "AWS_LAMBDA_FUNCTION_MEMORY_SIZE": str(MEMORY_MB),
-            "AWS_LAMBDA_LOG_GROUP_NAME": f"/aws/lambda/{self.name}", "AWS_LAMBDA_LOG_STREAM_NAME": "bench",
-            "AWS_LAMBDA_LOG_FORMAT": "JSON", "AWS_LAMBDA_LOG_LEVEL": "INFO",
-            "AWS_REGION": REGION, "AWS_DEFAULT_REGION": REGION,
-            "AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing", "AWS_SESSION_TOKEN": "testing",
-            "AWS_ENDPOINT_URL": endpoint,
-            **self.env,
-        }
-        if roots:
-            env["SSL_CERT_FILE"] = roots
-            if endpoint.startswith("https:"):
-                env["AWS_CA_BUNDLE"] = roots
+        env = {**lambda_environment(self.name, self.logs.parent, endpoint, roots),
+               "AWS_LAMBDA_RUNTIME_API": runtime.address, **self.env}
         log = open(self.logs, "ab")
         started = time.perf_counter_ns()
         proc = subprocess.Popen(self.command, env=env, stdout=log, stderr=subprocess.STDOUT, cwd=self.logs.parent)
         log.close()
         return proc, started
+
+
+def lambda_environment(name: str, home: Path, endpoint: str, roots: str | None = SYSTEM_ROOTS) -> dict:
+    """The environment Lambda gives a function named `name` (less its Runtime API's address),
+    with AWS at `endpoint`."""
+    env = {
+        "PATH": os.environ["PATH"], "LANG": "en_US.UTF-8", "TZ": ":UTC", "HOME": str(home),
+        "AWS_LAMBDA_FUNCTION_NAME": name, "AWS_LAMBDA_FUNCTION_VERSION": "$LATEST",
+        "AWS_LAMBDA_FUNCTION_MEMORY_SIZE": str(MEMORY_MB),
+        "AWS_LAMBDA_LOG_GROUP_NAME": f"/aws/lambda/{name}", "AWS_LAMBDA_LOG_STREAM_NAME": "bench",
+        "AWS_LAMBDA_LOG_FORMAT": "JSON", "AWS_LAMBDA_LOG_LEVEL": "INFO",
+        "AWS_REGION": REGION, "AWS_DEFAULT_REGION": REGION,
+        "AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing", "AWS_SESSION_TOKEN": "testing",
+        "AWS_ENDPOINT_URL": endpoint,
+    }
+    if roots:
+        env["SSL_CERT_FILE"] = roots
+        if endpoint.startswith("https:"):
+            env["AWS_CA_BUNDLE"] = roots
+    return env
 
 
 def cpu_ns(proc: subprocess.Popen) -> int:
