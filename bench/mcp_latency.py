@@ -13,8 +13,9 @@ import time
 from dataclasses import dataclass
 
 from emulator import Emulator
-from floor import Floor
+from floor import Floor, SdkFloor
 from function_url import FunctionUrl
+from builds import RELEASE
 from functions import S3_INPUT_ENV, S3_INPUT_SETTING, variant
 from processes import Function, cpu_ns, peak_rss_mb, stop
 from runtime_api import RuntimeApi
@@ -33,15 +34,18 @@ def bench_mcp(fn: Function, emulator: Emulator, args, known: str, fresh, runtime
     s3_input_proc, _ = variant(fn, S3_INPUT_ENV, "mcp-tools-s3-input.log").spawn(s3_input_runtime,
                                                                                   emulator.http_endpoint)
     floor = Floor(emulator.http_endpoint)
+    sdk_floor = SdkFloor(RELEASE / "examples" / "sdk_replay", emulator.http_endpoint, fn.logs.parent)
     pending = fresh("pending")
     gc.disable()
     try:
         cpu = CpuPerCall({front: proc, s3_input_front: s3_input_proc})
-        operations = Operations(emulator, front, s3_input_front, floor, cpu, runtime_ms, args.events, out["ops"])
+        operations = Operations(emulator, front, s3_input_front, floor, sdk_floor, cpu, runtime_ms, args.events,
+                                out["ops"])
         asyncio.run(operations.measure(known, pending, fresh))
         out["rss_mb"] = peak_rss_mb(proc)
     finally:
         gc.enable()
+        sdk_floor.close()
         stop(proc, runtime)
         stop(s3_input_proc, s3_input_runtime)
         front.close()
@@ -111,6 +115,7 @@ class Operations:
     front: FunctionUrl
     s3_input_front: FunctionUrl
     floor: Floor
+    sdk_floor: SdkFloor
     cpu: CpuPerCall
     runtime_ms: float
     events: int
@@ -161,16 +166,22 @@ class Operations:
                     raise SystemExit(f"mcp-tools {name}: {result.content}")
                 calls = self.emulator.recorder.since(mark)
                 invocations = front.invocations[before:]
-                if i < 5:
-                    continue
-                subs = {}
+                subs, sdk_subs = {}, {}
                 if name.startswith("submit_job"):
+                    # Each floor writes jobs of its own, as fresh as the function's.
                     inference_id = result.structured_content["inference_id"]
                     subs = {inference_id: inference_id[::-1]}
+                    sdk_subs = {inference_id: inference_id[1:] + inference_id[0]}
+                # The SDK's floor warms up with the function: its clients, its connections.
+                sdk_ms, sdk_cpu_ms = self.sdk_floor.replay(calls, sdk_subs) if calls else (0.0, 0.0)
+                if i < 5:
+                    continue
                 warm, client_ms = samples[name]
                 client_ms.append(elapsed)
                 warm.add(sum(inv.duration_ms for inv in invocations), calls,
                          self.floor.replay(calls, subs) if calls else 0.0)
+                warm.sdk_floors.append(sdk_ms)
+                warm.sdk_cpu.append(sdk_cpu_ms)
         self.cpu.finish()
         for name, (warm, _) in samples.items():
             warm.cpu_ms = statistics.fmean(cpu_samples[name])

@@ -162,19 +162,39 @@ def mcp_section(events: int, ops: list[McpOperation], rss_mb: float, paths: Inpu
                 provenance: str = "") -> list[str]:
     lines = ["", MCP_HEADING, ""] + ([provenance, ""] if provenance else []) + [
         "The official Python MCP SDK's client over Streamable HTTP, through a Function URL front (bench/function_url.py),"
-        f" {events} calls each after 5 to warm up. Function: the invocation's time; CPU: the function's"
-        " process's CPU time per call (from one call's start to the next's, so its work after the reply"
-        " counts); client: what the client waited, its own Python included.",
+        f" {events} calls each after 5 to warm up. Function: the invocation's time. Two floors, each with the"
+        " Runtime API's exchange: the calls replayed by the minimal client (raw), and the same calls made again"
+        " through the Rust SDK alone (shared/examples/sdk_replay.rs: clients built as the functions build them,"
+        " each call through its own operation with the recorded request in place of a placeholder's, in a"
+        " process of its own, right after each call); own time: the function's above the SDK's floor, its own"
+        " code's. CPU: the function's process's CPU time per call (from one call's start to the next's, so its"
+        " work after the reply counts), and the SDK replay's for the same calls; client: what the client"
+        " waited, its own Python included.",
         "",
-        "| operation | AWS calls | function | floor | function / floor | overhead above floor | CPU per call | client |",
-        "|---|---|---|---|---|---|---|---|",
+        "| operation | AWS calls | function | raw floor | function / floor | above the raw floor | through the SDK alone"
+        " | own time | CPU per call | the SDK alone's CPU | client |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for m in ops:
         lines.append(f"| {m.operation} | {calls(m.calls)} | {fmt(m.function_ms)} | {fmt(m.floor_ms)} | "
-                     f"{ratio(m.function_ms, m.floor_ms)} | {fmt(m.overhead_ms)} | {fmt(m.cpu_ms)} | "
-                     f"{fmt(m.client_ms)} |")
+                     f"{ratio(m.function_ms, m.floor_ms)} | {fmt(m.overhead_ms)} | {fmt(m.sdk_floor_ms)} | {fmt(m.own_ms)} | {fmt(m.cpu_ms)} | "
+                     f"{fmt(m.sdk_cpu_ms)} | {fmt(m.client_ms)} |")
     lines.append(f"\nPeak RSS of mcp-tools after these calls: {rss_mb:.1f} MB.")
-    return lines + input_paths(paths)
+    return lines + sdk_share(ops) + input_paths(paths)
+
+
+def sdk_share(ops: list[McpOperation]) -> list[str]:
+    """The time above the raw floor of the operation with the most calls, split at the SDK's floor."""
+    with_calls = [m for m in ops if m.calls and m.sdk_floor_ms == m.sdk_floor_ms]
+    if not with_calls:
+        return []
+    m = max(with_calls, key=lambda m: (len(m.calls), m.overhead_ms))
+    sdk = m.sdk_floor_ms - m.floor_ms
+    n = len(m.calls)
+    return ["", f"{m.operation}'s {fmt(m.overhead_ms)} above the raw floor: the SDK's part is {fmt(sdk)} (its"
+            f" floor less the raw one; {fmt(sdk / n)} a call) and the function's own code's"
+            f" {fmt(m.own_ms)}. The SDK alone spends {fmt(m.sdk_cpu_ms / n)} of CPU a call here, in a process that"
+            " waits between calls as a function does."]
 
 
 def input_paths(p: InputPaths | None) -> list[str]:

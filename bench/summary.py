@@ -75,7 +75,8 @@ def mcp_figures(m: dict) -> tuple[dict, list[results.McpOperation], dict, result
     """mcp-tools' timed operations (samples by name), their rows, the calls of each check that
     waits, and submit_job's two input paths against each other."""
     ops = {name: v for name, v in m["ops"].items() if isinstance(v, tuple)}
-    mcp = [results.McpOperation(name, typical_calls(w.calls), w.median, w.floor, w.overhead, client_ms, w.cpu_ms)
+    mcp = [results.McpOperation(name, typical_calls(w.calls), w.median, w.floor, w.overhead, client_ms, w.cpu_ms,
+                                w.sdk_floor, w.own, statistics.median(w.sdk_cpu))
            for name, (w, client_ms) in ops.items()]
     polls = {name: v for name, v in m["ops"].items() if not isinstance(v, tuple)}
     input_paths = None
@@ -151,12 +152,12 @@ def targets(r: dict, ratio: dict, ops: dict, cost: results.Cost | None) -> list[
     init_ratio = min(x.init for x in ratio.values())
     # Every row: the four functions, and mcp-tools serving the example catalog.
     worst_init = max(init_figures(r["init"]), key=lambda row: row.ratio)
-    worst_mcp = max(w.overhead for w, _ in ops.values())
+    worst_mcp = max(w.own for w, _ in ops.values())
     return [
         results.Target(f"each function's init ≤ 2x its floor's, an empty Rust Lambda (worst: {worst_init.function})",
                        worst_init.ratio, "{:.2f}x", worst_init.ratio <= 2),
-        results.Target("a warm mcp-tools call ≤ 2 ms above its floor (worst operation)", worst_mcp, "ms",
-                       worst_mcp <= 2),
+        results.Target("a warm mcp-tools call ≤ 2 ms above the same AWS calls through the SDK alone (worst operation)",
+                       worst_mcp, "ms", worst_mcp <= 2),
         *([results.Target("a small job ≤ $9.00 per million", small_job(cost).per_million, "${:.2f}",
                           small_job(cost).per_million <= 9.0)] if cost else []),
         results.Target("notification-handler init ≥ 40x shorter than the reference", init_ratio, "{:.0f}x",

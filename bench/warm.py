@@ -31,6 +31,9 @@ class WarmSamples:
     rss_mb: float = float("nan")
     cpu_ms: float = float("nan")  # the process's CPU time per measured event
     runtime_ms: float = 0.0  # the Runtime API exchange alone (null_function.py)
+    # mcp-tools: the same calls through the SDK alone (floor.SdkFloor), each event's wall and CPU
+    sdk_floors: list[float] = field(default_factory=list)
+    sdk_cpu: list[float] = field(default_factory=list)
 
     def add(self, duration_ms: float, calls: list[Call], floor_ms: float) -> None:
         self.durations.append(duration_ms)
@@ -49,6 +52,15 @@ class WarmSamples:
     @property
     def overhead(self) -> float:
         return statistics.median(d - f for d, f in zip(self.durations, self.floors)) - self.runtime_ms
+
+    @property
+    def sdk_floor(self) -> float:
+        return statistics.median(self.sdk_floors) + self.runtime_ms
+
+    @property
+    def own(self) -> float:
+        """Time above the same calls through the SDK alone: the function's own code's."""
+        return statistics.median(d - f for d, f in zip(self.durations, self.sdk_floors)) - self.runtime_ms
 
 
 def runtime_exchange(events: int, work: Path) -> float:
