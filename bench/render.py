@@ -191,8 +191,9 @@ def sdk_share(ops: list[McpOperation]) -> list[str]:
     m = max(with_calls, key=lambda m: (len(m.calls), m.overhead_ms))
     sdk = m.sdk_floor_ms - m.floor_ms
     n = len(m.calls)
-    return ["", f"{m.operation}'s {fmt(m.overhead_ms)} above the raw floor: the SDK's part is {fmt(sdk)} (its"
-            f" floor less the raw one; {fmt(sdk / n)} a call) and the function's own code's"
+    return ["", f"Where the time above the raw floor goes, for the operation with the most calls ({m.operation},"
+            f" {n} AWS call{'s' if n != 1 else ''}): {fmt(m.overhead_ms)} above it, of which the SDK's part is"
+            f" {fmt(sdk)} (its floor less the raw one; {fmt(sdk / n)} a call) and the function's own code's"
             f" {fmt(m.own_ms)}. The SDK alone spends {fmt(m.sdk_cpu_ms / n)} of CPU a call here, in a process that"
             " waits between calls as a function does."]
 
