@@ -18,6 +18,10 @@ use std::time::{Duration, Instant};
 
 use aws_sdk_dynamodb::types::AttributeValue;
 
+#[path = "support/thread_cpu.rs"]
+mod thread_cpu;
+use thread_cpu::thread_cpu_ns;
+
 const ANSWER: &str =
     r#"{"Item":{"inference_id":{"S":"job-1"},"status":{"S":"pending"},"attempt":{"N":"1"}}}"#;
 
@@ -28,14 +32,6 @@ const SCENARIOS: [(&str, u8); 3] = [
     ("after 2 ms idle", 1),
     ("after 8 MiB touched", 2),
 ];
-
-fn thread_cpu_ns() -> io::Result<u64> {
-    let stat = std::fs::read_to_string("/proc/thread-self/schedstat")?;
-    stat.split_whitespace()
-        .next()
-        .and_then(|ns| ns.parse().ok())
-        .ok_or_else(|| io::Error::other("unreadable schedstat"))
-}
 
 fn before_answering() {
     static MEMORY: Mutex<Vec<u8>> = Mutex::new(Vec::new());

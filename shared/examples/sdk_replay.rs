@@ -26,6 +26,10 @@ use shared::adapters::aws::{dynamodb_client, load_sdk_config, s3_client, OnFirst
 use shared::adapters::sagemaker::sagemaker_client;
 use shared::adapters::sagemaker_runtime::sagemaker_runtime_client;
 
+#[path = "support/thread_cpu.rs"]
+mod thread_cpu;
+use thread_cpu::thread_cpu_ns;
+
 /// Headers the SDK sets for each request itself (signing, retries, its user agent), or that
 /// follow from the body: the SDK's own are kept, the recorded ones dropped.
 const SDK_OWN: &[&str] = &[
@@ -101,6 +105,13 @@ impl Recorded {
     }
 }
 
+/// `operation` (a fluent builder, its input a placeholder) sent with the recorded request in place.
+macro_rules! replayed {
+    ($operation:expr, $put_in:expr) => {
+        answered($operation.customize().mutate_request($put_in).send().await)
+    };
+}
+
 struct Clients {
     dynamodb: OnFirstUse<aws_sdk_dynamodb::Client>,
     s3: OnFirstUse<aws_sdk_s3::Client>,
@@ -116,66 +127,31 @@ impl Clients {
         let put_in = move |r: &mut HttpRequest| recorded.put_in(r);
         let key = || AttributeValue::S("k".into());
         let sent = match call.operation.as_str() {
-            "DynamoDB GetItem" => answered(
-                self.dynamodb
-                    .get_item()
-                    .table_name("t")
-                    .key("k", key())
-                    .customize()
-                    .mutate_request(put_in)
-                    .send()
-                    .await,
+            "DynamoDB GetItem" => replayed!(
+                self.dynamodb.get_item().table_name("t").key("k", key()),
+                put_in
             ),
-            "DynamoDB PutItem" => answered(
-                self.dynamodb
-                    .put_item()
-                    .table_name("t")
-                    .item("k", key())
-                    .customize()
-                    .mutate_request(put_in)
-                    .send()
-                    .await,
+            "DynamoDB PutItem" => replayed!(
+                self.dynamodb.put_item().table_name("t").item("k", key()),
+                put_in
             ),
-            "DynamoDB UpdateItem" => answered(
-                self.dynamodb
-                    .update_item()
-                    .table_name("t")
-                    .key("k", key())
-                    .customize()
-                    .mutate_request(put_in)
-                    .send()
-                    .await,
+            "DynamoDB UpdateItem" => replayed!(
+                self.dynamodb.update_item().table_name("t").key("k", key()),
+                put_in
             ),
-            "SageMakerRuntime InvokeEndpointAsync" => answered(
+            "SageMakerRuntime InvokeEndpointAsync" => replayed!(
                 self.sagemaker_runtime
                     .invoke_endpoint_async()
                     .endpoint_name("e")
-                    .input_location("s3://b/k")
-                    .customize()
-                    .mutate_request(put_in)
-                    .send()
-                    .await,
+                    .input_location("s3://b/k"),
+                put_in
             ),
             // submit_job's look at the endpoint's instance count, every 30 s.
-            "SageMaker DescribeEndpoint" => answered(
-                self.sagemaker
-                    .describe_endpoint()
-                    .endpoint_name("e")
-                    .customize()
-                    .mutate_request(put_in)
-                    .send()
-                    .await,
+            "SageMaker DescribeEndpoint" => replayed!(
+                self.sagemaker.describe_endpoint().endpoint_name("e"),
+                put_in
             ),
-            "S3 PutObject" => answered(
-                self.s3
-                    .put_object()
-                    .bucket("b")
-                    .key("k")
-                    .customize()
-                    .mutate_request(put_in)
-                    .send()
-                    .await,
-            ),
+            "S3 PutObject" => replayed!(self.s3.put_object().bucket("b").key("k"), put_in),
             other => return Err(format!("no replay through the SDK for {other}")),
         };
         sent.map_err(|e| format!("{}: {e}", call.operation))
@@ -196,14 +172,6 @@ fn answered<O, E: std::error::Error + 'static>(
         Ok(_) | Err(SdkError::ServiceError(_)) => Ok(()),
         Err(e) => Err(aws_smithy_types::error::display::DisplayErrorContext(&e).to_string()),
     }
-}
-
-fn thread_cpu_ns() -> io::Result<u64> {
-    let stat = std::fs::read_to_string("/proc/thread-self/schedstat")?;
-    stat.split_whitespace()
-        .next()
-        .and_then(|ns| ns.parse().ok())
-        .ok_or_else(|| io::Error::other("unreadable schedstat"))
 }
 
 async fn replay(clients: &Clients, line: &str) -> Result<(Duration, u64), String> {
