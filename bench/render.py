@@ -177,8 +177,8 @@ def mcp_section(events: int, ops: list[McpOperation], rss_mb: float, paths: Inpu
     ]
     for m in ops:
         lines.append(f"| {m.operation} | {calls(m.calls)} | {fmt(m.function_ms)} | {fmt(m.floor_ms)} | "
-                     f"{ratio(m.function_ms, m.floor_ms)} | {fmt(m.overhead_ms)} | {fmt(m.sdk_floor_ms)} | {fmt(m.own_ms)} | {fmt(m.cpu_ms)} | "
-                     f"{fmt(m.sdk_cpu_ms)} | {fmt(m.client_ms)} |")
+                     f"{ratio(m.function_ms, m.floor_ms)} | {fmt(m.overhead_ms)} | {fmt(m.sdk_floor_ms)} | "
+                     f"{fmt(m.own_ms)} | {fmt(m.cpu_ms)} | {fmt(m.sdk_cpu_ms)} | {fmt(m.client_ms)} |")
     lines.append(f"\nPeak RSS of mcp-tools after these calls: {rss_mb:.1f} MB.")
     return lines + sdk_share(ops) + input_paths(paths)
 
