@@ -76,7 +76,7 @@ def mcp_figures(m: dict) -> tuple[dict, list[results.McpOperation], dict, result
     waits, and submit_job's two input paths against each other."""
     ops = {name: v for name, v in m["ops"].items() if isinstance(v, tuple)}
     mcp = [results.McpOperation(name, typical_calls(w.calls), w.median, w.floor, w.overhead, client_ms, w.cpu_ms,
-                                w.sdk_floor, w.own, statistics.median(w.sdk_cpu))
+                                w.sdk_floor, w.own, statistics.fmean(w.sdk_cpu))
            for name, (w, client_ms) in ops.items()]
     polls = {name: v for name, v in m["ops"].items() if not isinstance(v, tuple)}
     input_paths = None
