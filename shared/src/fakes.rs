@@ -426,9 +426,53 @@ pub struct FakePipeline {
     /// Each step answered (its token, as SageMaker would see it) and how.
     answers: Mutex<Vec<(String, StepAnswer)>>,
     answer_fault: Mutex<Option<AwsFailure>>,
+    /// Each run's CallbackSteps as ListPipelineExecutionSteps lists them.
+    callbacks: Mutex<HashMap<String, Vec<StepStatus>>>,
+    steps_fault: Mutex<Option<AwsFailure>>,
 }
 
 impl FakePipeline {
+    /// The run lists a CallbackStep waiting (Executing) on `token`, as SageMaker lists one once
+    /// it has sent its message.
+    pub fn wait_on_callback(&self, execution_arn: &str, token: &str) {
+        let step = StepStatus {
+            name: "ApproveModel".into(),
+            status: StepState::Executing,
+            failure_reason: None,
+            model_package_arn: None,
+            callback_token: Some(
+                CallbackToken::parse(token).expect("a token of 10 letters and digits"),
+            ),
+        };
+        self.callbacks
+            .lock()
+            .unwrap()
+            .entry(execution_arn.to_owned())
+            .or_default()
+            .push(step);
+    }
+
+    /// The CallbackStep waiting on `token` moves to `status` (answered, failed, stopped).
+    pub fn end_callback(&self, execution_arn: &str, token: &str, status: StepState) {
+        let token = CallbackToken::parse(token);
+        for step in self
+            .callbacks
+            .lock()
+            .unwrap()
+            .entry(execution_arn.to_owned())
+            .or_default()
+        {
+            if step.callback_token == token {
+                step.status = status.clone();
+            }
+        }
+    }
+
+    /// Every ListPipelineExecutionSteps from now on fails so (None: answers again).
+    pub fn fail_steps(&self, failure: Option<AwsFailure>) {
+        *self.steps_fault.lock().unwrap() = failure;
+    }
+
     pub fn started(&self) -> Vec<StartRequest> {
         self.started.lock().unwrap().clone()
     }
@@ -560,12 +604,22 @@ impl PipelineControl for FakePipeline {
     }
 
     async fn steps(&self, execution_arn: &str) -> Result<Vec<StepStatus>, AwsFailure> {
+        if let Some(failure) = self.steps_fault.lock().unwrap().clone() {
+            return Err(failure);
+        }
         if !self.known(execution_arn) {
             return Err(not_found(execution_arn));
         }
+        let mut steps = self
+            .callbacks
+            .lock()
+            .unwrap()
+            .get(execution_arn)
+            .cloned()
+            .unwrap_or_default();
         let registered = self.succeeded.lock().unwrap().get(execution_arn).cloned();
-        Ok(match registered {
-            None => Vec::new(),
+        steps.extend(match registered {
+            None => Vec::<StepStatus>::new(),
             Some(model_package_arn) => [
                 "PreprocessData",
                 "TrainModel",
@@ -578,9 +632,11 @@ impl PipelineControl for FakePipeline {
                 status: StepState::Succeeded,
                 failure_reason: None,
                 model_package_arn: (name == "RegisterModel").then(|| model_package_arn.clone()),
+                callback_token: None,
             })
             .collect(),
-        })
+        });
+        Ok(steps)
     }
 
     async fn stop(&self, execution_arn: &str) -> Result<(), AwsFailure> {

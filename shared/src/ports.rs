@@ -232,6 +232,9 @@ pub struct StepStatus {
     pub failure_reason: Option<String>,
     /// The model package a RegisterModel step registered (its `Metadata.RegisterModel.Arn`).
     pub model_package_arn: Option<String>,
+    /// The token a CallbackStep waits on (its `Metadata.Callback.CallbackToken`): what makes a
+    /// callback message this run's.
+    pub callback_token: Option<CallbackToken>,
 }
 
 /// A StartPipelineExecution request.

@@ -22,8 +22,8 @@ use crate::deps::{Backend, Deps};
 use crate::http_guard;
 use crate::listen;
 use crate::request_body::{
-    BodyRefusal, Member, RpcBody, TooLong, KEPT_BYTES, MAX_ID_BYTES, MAX_PROGRESS_TOKEN_BYTES,
-    MAX_VERSION_BYTES,
+    BodyRefusal, JsonKind, Member, RpcBody, RpcMessage, TooLong, KEPT_BYTES, MAX_ID_BYTES,
+    MAX_PROGRESS_TOKEN_BYTES, MAX_VERSION_BYTES,
 };
 use crate::tools::Tools;
 
@@ -219,6 +219,11 @@ impl<B: Backend> FrontDoor<B> {
         if let Some(reply) = rpc.messages.iter().find_map(refuse_too_long) {
             return reply;
         }
+        if let [one] = rpc.messages.as_slice() {
+            if let Some(error) = input_responses_refused(one) {
+                return rpc_error(one.id.clone(), error);
+            }
+        }
         let write_tools = self
             .write_tools
             .get_or_init(|| write_tools(&self.tools.served()));
@@ -248,7 +253,7 @@ impl<B: Backend> FrontDoor<B> {
         };
         let deadline = request.lambda_context_ref().map(|c| c.deadline);
         let hold = self.tools.listen_time(deadline);
-        let lease = match self.tools.claim_listen_wait(&caller, hold).await {
+        let lease = match self.tools.admit_listen(&caller, hold).await {
             Ok(lease) => lease,
             Err(error) => return rpc_error(id, error),
         };
@@ -312,10 +317,30 @@ fn version_header_too_long(headers: &http::HeaderMap) -> Option<HttpResponse> {
     ))
 }
 
+/// `tasks/update` whose `inputResponses` is not an object of responses: rmcp cannot read such
+/// a request as the method at all (it would answer -32601), so the door names the parameter.
+fn input_responses_refused(message: &RpcMessage) -> Option<rmcp::model::ErrorData> {
+    if message.method.as_deref() != Some("tasks/update") {
+        return None;
+    }
+    let found = match message.input_responses {
+        Some(JsonKind::Object) => return None,
+        Some(kind) => kind.as_str(),
+        None => "missing",
+    };
+    Some(rmcp::model::ErrorData::invalid_params(
+        format!(
+            "`inputResponses` must be an object of responses by their keys \
+             ({{\"<key>\": {{\"action\": \"accept\", \"content\": {{...}}}}}}), not {found}"
+        ),
+        None,
+    ))
+}
+
 /// The JSON-RPC error for a message with a value past its bound, quoting it short: a long
 /// method is unknown (-32601, 404 as rmcp answers one), a long id is an invalid request, and
 /// a long progress token, protocol version or task id an invalid parameter.
-fn refuse_too_long(message: &crate::request_body::RpcMessage) -> Option<HttpResponse> {
+fn refuse_too_long(message: &RpcMessage) -> Option<HttpResponse> {
     let TooLong { what, bytes, start } = message.too_long.as_ref()?;
     let quoted = quote_start(start, *bytes);
     let (status, code, text, id) = match what {

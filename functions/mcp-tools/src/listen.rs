@@ -354,13 +354,15 @@ impl ListenSink<Reading> for PeerSink {
 }
 
 impl<B: Backend> Tools<B> {
-    /// One of the caller's wait slots for a listen of `hold`, claimed at the door before rmcp
-    /// acknowledges it: a caller with none free is refused at once.
-    pub(crate) async fn claim_listen_wait(
+    /// What a listen of `hold` costs the caller, taken at the door before rmcp acknowledges
+    /// it: one read against its reads per minute, then one of its wait slots. A caller over
+    /// either is refused at once (-32009), before any acknowledgement.
+    pub(crate) async fn admit_listen(
         &self,
         caller: &Caller,
         hold: Duration,
     ) -> Result<Option<quota::WaitLease>, ErrorData> {
+        let _read = self.count_read(caller).await.map_err(quota_refused)?;
         let d = &self.deps;
         let (jobs, limits, now) = (d.ports.jobs(), &d.config.quotas, d.clock.now());
         quota::claim_wait(jobs, limits, &caller.owner, hold, now)
@@ -373,9 +375,9 @@ impl<B: Backend> Tools<B> {
         quota::release_wait(self.deps.ports.jobs(), lease).await;
     }
 
-    /// A listen's life after rmcp acknowledged it: the named tasks read once as the caller
-    /// (one read against the caller's reads), the accepted ones said, then held until each has
-    /// ended or the time is up; the wait slot the door claimed is freed at the end.
+    /// A listen's life after rmcp acknowledged it: the named tasks read once as the caller, the
+    /// accepted ones said, then held until each has ended, the time is up or the client has
+    /// gone; the wait slot the door claimed is freed at the end.
     pub(crate) async fn hold_listen(
         &self,
         subscription: SubscriptionContext,
@@ -390,7 +392,15 @@ impl<B: Backend> Tools<B> {
             // Names no tasks: nothing this server reports. The final result follows at once.
             return Ok(());
         };
-        let held = self.open_and_hold(&named, &subscription).await;
+        let held = tokio::select! {
+            held = self.open_and_hold(&named, &subscription) => held,
+            // The client has gone: rmcp cancels the listen when its stream is dropped, which
+            // the runtime does when a write to the client (a keep-alive) fails.
+            () = subscription.cancelled() => {
+                tracing::info!("listen ended: its client has gone");
+                Ok(())
+            }
+        };
         quota::release_wait(self.deps.ports.jobs(), named.take_lease()).await;
         held
     }
@@ -401,8 +411,8 @@ impl<B: Backend> Tools<B> {
         subscription: &SubscriptionContext,
     ) -> Result<(), ErrorData> {
         let context = subscription.request_context();
+        // Its read was counted at the door (`admit_listen`).
         let caller = self.task_caller(&context.extensions)?;
-        let _read = self.count_read(&caller).await.map_err(quota_refused)?;
         let reader = CallerTasks {
             tools: self,
             caller: &caller,

@@ -52,6 +52,32 @@ pub struct RpcMessage {
     pub id: Option<serde_json::Value>,
     /// The first of this message's values that is past its bound, if any.
     pub too_long: Option<TooLong>,
+    /// The kind of `params.inputResponses`, when present: `tasks/update` needs an object.
+    pub input_responses: Option<JsonKind>,
+}
+
+/// What kind of JSON value a member holds, as a refusal names it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum JsonKind {
+    Object,
+    Array,
+    Text,
+    Number,
+    Boolean,
+    Null,
+}
+
+impl JsonKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            JsonKind::Object => "an object",
+            JsonKind::Array => "a list",
+            JsonKind::Text => "a string",
+            JsonKind::Number => "a number",
+            JsonKind::Boolean => "a boolean",
+            JsonKind::Null => "null",
+        }
+    }
 }
 
 /// A value past its bound, with its first characters (for a refusal that quotes it short).
@@ -252,6 +278,7 @@ impl<'de> Visitor<'de> for MessageVisitor<'_> {
                 "params" => {
                     let params = map.next_value_seed(ParamsSeed(self.0))?;
                     scanned.message.tool = params.name;
+                    scanned.message.input_responses = params.input_responses;
                     scanned.task_id = bounded(
                         params.task_id,
                         Member::TaskId,
@@ -294,6 +321,7 @@ fn bounded(
 struct Params {
     name: Option<String>,
     task_id: Option<Bounded>,
+    input_responses: Option<JsonKind>,
     too_long: Vec<TooLong>,
 }
 
@@ -323,6 +351,9 @@ impl<'de> Visitor<'de> for ParamsVisitor<'_> {
                 // A tool name past the bound is no tool of ours: the tool router says so.
                 "name" => params.name = map.next_value_seed(Text(self.0))?.map(|name| name.start),
                 "taskId" => params.task_id = map.next_value_seed(Text(self.0))?,
+                "inputResponses" => {
+                    params.input_responses = Some(map.next_value_seed(Kind(self.0))?);
+                }
                 "protocolVersion" => {
                     let text = map.next_value_seed(Text(self.0))?;
                     bounded(
@@ -480,6 +511,49 @@ fn start_of(text: &str, max: usize) -> (String, usize) {
     (text[..end].to_owned(), text.len())
 }
 
+/// Any value, counted, read as its kind alone.
+struct Kind<'b>(&'b Budget);
+
+impl<'de> DeserializeSeed<'de> for Kind<'_> {
+    type Value = JsonKind;
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<JsonKind, D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for Kind<'_> {
+    type Value = JsonKind;
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a value")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<JsonKind, A::Error> {
+        Any(self.0).visit_map(map).map(|()| JsonKind::Object)
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<JsonKind, A::Error> {
+        Any(self.0).visit_seq(seq).map(|()| JsonKind::Array)
+    }
+    fn visit_str<E: de::Error>(self, _: &str) -> Result<JsonKind, E> {
+        self.0.take().map(|()| JsonKind::Text)
+    }
+    fn visit_i64<E: de::Error>(self, _: i64) -> Result<JsonKind, E> {
+        self.0.take().map(|()| JsonKind::Number)
+    }
+    fn visit_u64<E: de::Error>(self, _: u64) -> Result<JsonKind, E> {
+        self.0.take().map(|()| JsonKind::Number)
+    }
+    fn visit_f64<E: de::Error>(self, _: f64) -> Result<JsonKind, E> {
+        self.0.take().map(|()| JsonKind::Number)
+    }
+    fn visit_bool<E: de::Error>(self, _: bool) -> Result<JsonKind, E> {
+        self.0.take().map(|()| JsonKind::Boolean)
+    }
+    fn visit_unit<E: de::Error>(self) -> Result<JsonKind, E> {
+        self.0.take().map(|()| JsonKind::Null)
+    }
+}
+
 /// Any value, counted and dropped.
 #[derive(Clone, Copy)]
 struct Any<'b>(&'b Budget);
@@ -550,6 +624,7 @@ mod tests {
                 tool: Some("submit_job".into()),
                 id: Some(serde_json::json!(1)),
                 too_long: None,
+                input_responses: None,
             }]
         );
         assert_eq!(body.task_id, None);
@@ -589,6 +664,31 @@ mod tests {
             assert_eq!(parse(invalid), RpcBody::default(), "{invalid}");
         }
         assert_eq!(parse("12").messages, Vec::<RpcMessage>::new());
+    }
+
+    #[test]
+    fn an_updates_input_responses_read_as_their_kind() {
+        let kind = |responses: &str| {
+            parse(&format!(
+                r#"{{"method":"tasks/update","params":{{"taskId":"t","inputResponses":{responses}}}}}"#
+            ))
+            .messages[0]
+                .input_responses
+        };
+        assert_eq!(
+            kind(r#"{"q-1":{"action":"accept","content":{"a":[1]}}}"#),
+            Some(JsonKind::Object)
+        );
+        assert_eq!(kind(r#"[{"action":"accept"}]"#), Some(JsonKind::Array));
+        assert_eq!(kind(r#""accept""#), Some(JsonKind::Text));
+        assert_eq!(kind("7"), Some(JsonKind::Number));
+        assert_eq!(kind("true"), Some(JsonKind::Boolean));
+        assert_eq!(kind("null"), Some(JsonKind::Null));
+        assert_eq!(
+            parse(r#"{"method":"tasks/update","params":{"taskId":"t"}}"#).messages[0]
+                .input_responses,
+            None
+        );
     }
 
     #[test]

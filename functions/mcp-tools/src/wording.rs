@@ -532,12 +532,14 @@ mod tests {
                 status: StepState::Succeeded,
                 failure_reason: None,
                 model_package_arn: None,
+                callback_token: None,
             },
             StepStatus {
                 name: "Train".into(),
                 status: StepState::Executing,
                 failure_reason: None,
                 model_package_arn: None,
+                callback_token: None,
             },
         ];
         assert_eq!(

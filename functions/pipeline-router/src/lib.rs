@@ -344,6 +344,8 @@ mod tests {
             None,
         );
         h.store.write(&triggered).await.unwrap();
+        // The step waits on the first message's token, as SageMaker lists it once sent.
+        h.pipeline.wait_on_callback(&arn, "Xk3vQ9pLm2");
         let batch = serde_json::to_string(&event("callback-batch.json"))
             .unwrap()
             .replace(ARN, &arn);

@@ -171,6 +171,11 @@ impl PipelineControl for SageMakerPipeline {
                     .and_then(|r| r.arn())
                     .filter(|arn| !arn.is_empty())
                     .map(str::to_owned),
+                callback_token: step
+                    .metadata()
+                    .and_then(|m| m.callback())
+                    .and_then(|c| c.callback_token())
+                    .and_then(CallbackToken::parse),
             });
         }
         Ok(steps)

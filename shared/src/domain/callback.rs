@@ -11,6 +11,7 @@ use serde_json::{Map, Value};
 
 use super::arn::{execution_parts, sagemaker_resource};
 use super::ids::ExecutionArn;
+use super::shown::{is_unsafe, shown};
 
 /// `prompt` is at most this long, in bytes (an elicitation's message, read by a person).
 pub const MAX_PROMPT_BYTES: usize = 2048;
@@ -175,7 +176,8 @@ pub fn parse_callback(body: &str) -> Result<CallbackRequest, CallbackError> {
                 p.len()
             )))
         }
-        Some(Value::String(p)) => p.clone(),
+        // A person reads it: controls become visible marks and the question is still asked.
+        Some(Value::String(p)) => shown(p).into_owned(),
         Some(_) => return Err(CallbackError::Prompt("is not a string".into())),
         None => return Err(CallbackError::Prompt("is missing".into())),
     };
@@ -249,7 +251,9 @@ fn parse_fields(text: &str) -> Result<Vec<Field>, String> {
         let text = |key: &str| -> Result<Option<String>, String> {
             match property.get(key) {
                 None => Ok(None),
-                Some(Value::String(s)) if s.len() <= MAX_TEXT_BYTES => Ok(Some(s.clone())),
+                Some(Value::String(s)) if s.len() <= MAX_TEXT_BYTES => {
+                    Ok(Some(shown(s).into_owned()))
+                }
                 Some(_) => Err(at(&format!(
                     "`{key}` must be text of at most {MAX_TEXT_BYTES} bytes"
                 ))),
@@ -268,6 +272,12 @@ fn parse_fields(text: &str) -> Result<Vec<Field>, String> {
                 let values = values
                     .iter()
                     .map(|v| match v.as_str() {
+                        // The value chosen goes back to SageMaker as it is: it is not made
+                        // safe to show, so one that is not safe (a choice is one line, so
+                        // newline and tab included) is refused.
+                        Some(s) if s.chars().any(|c| c.is_control() || is_unsafe(c)) => Err(at(
+                            "`enum` values must not hold control, bidirectional or line-separator characters",
+                        )),
                         Some(s) if s.len() <= MAX_TEXT_BYTES => Ok(s.to_owned()),
                         _ => Err(at("`enum` values must be short strings")),
                     })
@@ -293,9 +303,16 @@ fn parse_fields(text: &str) -> Result<Vec<Field>, String> {
     Ok(fields)
 }
 
-/// A name as a refusal quotes it: at most 64 bytes of it.
+/// A name as a refusal quotes it: at most 64 bytes of it, each control escaped (a refusal is
+/// logged, and a newline in a name must not start a log line of its own).
 fn bounded(name: &str) -> String {
-    crate::util::truncate_utf8(name.to_owned(), MAX_FIELD_NAME_BYTES)
+    let name = crate::util::truncate_utf8(name.to_owned(), MAX_FIELD_NAME_BYTES);
+    name.chars()
+        .flat_map(|c| match c.is_control() || is_unsafe(c) {
+            true => c.escape_unicode().collect::<Vec<_>>(),
+            false => vec![c],
+        })
+        .collect()
 }
 
 fn quote(name: &str) -> String {
@@ -362,6 +379,57 @@ mod tests {
         // Not JSON: the refusal gives a position, not what it read.
         let refused = parse_callback("{\"token\": \"Ab3dEf7hIj\", oops").unwrap_err();
         assert!(!refused.to_string().contains("Ab3dEf7hIj"), "{refused}");
+    }
+
+    #[test]
+    fn what_a_person_is_shown_carries_no_control_and_the_question_is_still_asked() {
+        let fields = json!({"type": "object", "properties": {
+            "deploy_to": {"type": "string", "enum": ["staging", "production"],
+                          "title": "Where\u{202e}", "description": "one\u{2028}two\u{7}"}}})
+        .to_string();
+        let prompt = "\u{1b}[32mSecurity review passed.\u{1b}[0m\r\nApprove\u{2066}?\tYes\nor no";
+        let read = parse_callback(&message(json!({"prompt": prompt, "fields": fields}))).unwrap();
+        assert_eq!(
+            read.question.prompt,
+            "\u{FFFD}[32mSecurity review passed.\u{FFFD}[0m\u{FFFD}\nApprove\u{FFFD}?\tYes\nor no"
+        );
+        let field = &read.question.fields[0];
+        assert_eq!(field.title.as_deref(), Some("Where\u{FFFD}"));
+        assert_eq!(field.description.as_deref(), Some("one\u{FFFD}two\u{FFFD}"));
+        assert_eq!(
+            field.kind,
+            FieldKind::Choice(vec!["staging".into(), "production".into()])
+        );
+        let shown = read.question.requested_schema().to_string() + &read.question.prompt;
+        assert!(
+            !shown.chars().any(crate::domain::shown::is_unsafe),
+            "{shown}"
+        );
+    }
+
+    #[test]
+    fn an_enum_value_or_a_name_that_goes_back_to_sagemaker_unsafe_is_refused_by_its_field() {
+        let with_fields = |f: Value| message(json!({"prompt": "p", "fields": f.to_string()}));
+        for value in ["prod\u{202e}", "a\nb", "x\u{1b}", "\u{85}"] {
+            let refused = parse_callback(&with_fields(
+                json!({"properties": {"deploy_to": {"enum": ["staging", value]}}}),
+            ))
+            .unwrap_err()
+            .to_string();
+            assert!(
+                refused.contains("`properties.deploy_to`: `enum` values must not hold control"),
+                "{refused}"
+            );
+        }
+        // A name with a newline is refused, and the refusal (which is logged) holds no newline.
+        let refused = parse_callback(&with_fields(
+            json!({"properties": {"ok\nINFO forged line": {"type": "string"}}}),
+        ))
+        .unwrap_err()
+        .to_string();
+        assert!(refused.contains("a name must be"), "{refused}");
+        assert!(refused.contains("ok\\u{a}INFO forged line"), "{refused}");
+        assert!(!refused.chars().any(|c| c.is_control()), "{refused:?}");
     }
 
     #[test]

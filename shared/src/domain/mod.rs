@@ -21,6 +21,7 @@ pub mod quota;
 pub mod run;
 pub mod s3_location;
 pub mod s3_reference;
+pub mod shown;
 pub mod task_id;
 pub mod time;
 pub mod trace;

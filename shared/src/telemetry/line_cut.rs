@@ -4,10 +4,17 @@
 //! get around it. A JSON line stays valid JSON: the longest string values are shortened, each
 //! ending in a marker that says how long it was (`…(cut, N bytes)`); a text line is shortened
 //! and ends in the same marker.
+//!
+//! Nor may a value forge a line: the writer holds one event's output, so every newline before
+//! its last, and every other control, bidirectional or line-separator character, is escaped
+//! there (`\n`, `\u001b`), in text and JSON alike. A message's or a caller's text never starts
+//! a log line of its own.
 
 use std::io::{self, Write};
 
 use tracing_subscriber::fmt::MakeWriter;
+
+use crate::domain::shown::is_unsafe;
 
 /// The longest line written, its newline included.
 pub const MAX_LINE_BYTES: usize = 8 * 1024;
@@ -55,6 +62,7 @@ impl<W: Write> CutLine<W> {
             return Ok(());
         }
         let held = std::mem::take(&mut self.held);
+        let held = one_line(&held);
         if held.len() <= MAX_LINE_BYTES {
             return self.inner.write_all(&held);
         }
@@ -91,6 +99,36 @@ impl<W: Write> Drop for CutLine<W> {
         // Nowhere to report a failed log write; tracing's own writer ignores it too.
         let _ = self.pass_on();
     }
+}
+
+/// One event's output as one line: each `\n` but a last one, each `\r`, and each character
+/// [`is_unsafe`] names escaped as JSON escapes it (valid inside a JSON line's strings, where
+/// alone such characters can stand, and plain to read in a text line). Tab stays.
+pub fn one_line(held: &[u8]) -> std::borrow::Cow<'_, [u8]> {
+    let body = held.strip_suffix(b"\n").unwrap_or(held);
+    if body
+        .iter()
+        .all(|&b| (0x20..0x7f).contains(&b) || b == b'\t')
+    {
+        return held.into();
+    }
+    let text = String::from_utf8_lossy(body);
+    if !text.chars().any(|c| c == '\n' || is_unsafe(c)) {
+        return held.into();
+    }
+    let mut out = String::with_capacity(held.len() + 16);
+    for c in text.chars() {
+        match c {
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            c if is_unsafe(c) => out.push_str(&format!("\\u{:04x}", c as u32)),
+            c => out.push(c),
+        }
+    }
+    if body.len() < held.len() {
+        out.push('\n');
+    }
+    out.into_bytes().into()
 }
 
 fn marker(original_len: usize) -> String {
@@ -403,5 +441,79 @@ mod tests {
         assert_eq!(parsed(lines[0].trim_end())["message"], "a caller's body");
         assert_eq!(parsed(lines[2].trim_end())["message"], "short");
         assert!(!lines[2].contains("…(cut"), "{}", lines[2]);
+    }
+
+    /// What a subscriber as `init_logging` builds it (text, or JSON) writes for `log`.
+    fn written(json: bool, log: impl FnOnce()) -> String {
+        let captured = Captured::default();
+        let sink = captured.clone();
+        let builder = tracing_subscriber::fmt()
+            .with_ansi(false)
+            .with_writer(CutLines::new(move || sink.clone()));
+        if json {
+            let subscriber = builder.json().flatten_event(true).finish();
+            tracing::subscriber::with_default(subscriber, log);
+        } else {
+            let subscriber = builder.without_time().finish();
+            tracing::subscriber::with_default(subscriber, log);
+        }
+        let text = String::from_utf8(captured.0.lock().unwrap().clone()).unwrap();
+        text
+    }
+
+    #[test]
+    fn a_newline_in_a_value_never_starts_a_log_line_in_either_format() {
+        // A refused field's name as a message carried it, and a prompt with a colour code.
+        let name = "ok\nINFO pipeline_router: question recorded key=forged";
+        let prompt = "\u{1b}[32mApproved\u{1b}[0m\r\nby\u{202e}security\u{2028}team\u{85}";
+        for json in [false, true] {
+            let out = written(json, || {
+                let span = tracing::info_span!("callback", sqs_message_id = %name);
+                let _in = span.enter();
+                tracing::error!(error = %format!("`properties.{name}`: bad"), prompt = %prompt, "question not recorded");
+                tracing::info!(error = ?name, "debug formatted");
+                tracing::info!("{name}");
+            });
+            let lines: Vec<&str> = out.split_inclusive('\n').collect();
+            assert_eq!(lines.len(), 3, "one line per event ({json}): {out}");
+            for line in &lines {
+                let body = line.strip_suffix('\n').unwrap();
+                assert!(
+                    !body
+                        .chars()
+                        .any(|c| c.is_control() && c != '\t' || is_unsafe(c)),
+                    "{line:?}"
+                );
+                assert!(!line.starts_with("INFO pipeline_router"), "{line:?}");
+                if json {
+                    parsed(body);
+                }
+            }
+            // The words are all there, escaped (each format, and tracing's own escapes, differ).
+            for words in [
+                "INFO pipeline_router: question recorded key=forged",
+                "[32mApproved",
+                "security",
+                "team",
+            ] {
+                assert!(lines[0].contains(words), "{words}: {}", lines[0]);
+            }
+            if json {
+                let v = parsed(lines[0].trim_end());
+                assert_eq!(v["prompt"], prompt, "a JSON reader gets the text back");
+            }
+        }
+    }
+
+    #[test]
+    fn a_line_with_nothing_to_escape_is_passed_as_it_is() {
+        for held in ["INFO a: b c=d\n", "{\"a\":\"b\\n\té ✓\"}\n", "no newline"] {
+            assert!(
+                matches!(one_line(held.as_bytes()), std::borrow::Cow::Borrowed(_)),
+                "{held}"
+            );
+        }
+        assert_eq!(&*one_line(b"a\nb\n"), b"a\\nb\n");
+        assert_eq!(&*one_line("a\u{7f}b".as_bytes()), b"a\\u007fb");
     }
 }

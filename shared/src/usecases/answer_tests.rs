@@ -41,6 +41,7 @@ async fn asking() -> (MemoryRuns, FakePipeline, String) {
         None,
     );
     runs.write(&w).await.unwrap();
+    pipeline.wait_on_callback(&arn, TOKEN);
     let fields = json!({"type": "object", "required": ["deploy_to"],
                         "properties": {"deploy_to": {"type": "string", "enum": ["staging", "production"]}}});
     let message = json!({"token": TOKEN, "pipelineExecutionArn": arn, "status": "Executing",

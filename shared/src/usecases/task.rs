@@ -13,6 +13,7 @@ use crate::domain::pipeline_status::{ExecutionStatus, PipelineStatus};
 use crate::domain::question::QuestionState;
 use crate::domain::quota::is_quota_key;
 use crate::domain::run::Run;
+use crate::domain::shown::{shown, shown_schema};
 use crate::domain::task_id::TaskId;
 use crate::ports::{
     AwsFailure, CompletionEvents, ExecutionDescription, JobStore, LineageGraph, NoProgress,
@@ -236,14 +237,15 @@ pub struct OpenQuestion {
     pub schema: serde_json::Value,
 }
 
-/// The open questions of a run, in key order.
+/// The open questions of a run, in key order, as a person may be shown them: each is made safe
+/// when recorded, and again here, so a question an earlier version recorded is safe too.
 pub fn open_questions(run: &Run) -> Vec<OpenQuestion> {
     run.questions
         .open()
         .map(|(key, q)| OpenQuestion {
             key: key.clone(),
-            prompt: q.prompt.clone(),
-            schema: q.schema.clone(),
+            prompt: shown(&q.prompt).into_owned(),
+            schema: shown_schema(&q.schema),
         })
         .collect()
 }

@@ -23,6 +23,7 @@ async fn asking(w: &World) -> (String, String) {
     let message = json!({"token": TOKEN, "pipelineExecutionArn": arn, "status": "Executing",
                          "arguments": {"prompt": "Accuracy 0.95. Deploy?", "fields": fields.to_string()}});
     let ports = w.ports();
+    ports.pipeline.wait_on_callback(&arn, TOKEN);
     let asked = record_question(&ports.runs, &ports.pipeline, &message.to_string(), w.now())
         .await
         .unwrap();
