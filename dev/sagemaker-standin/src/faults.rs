@@ -79,15 +79,17 @@ fn pipeline_settings(state: &AppState) -> Value {
         false => "ResourceNotFound",
     };
     json!({"step_millis": step_millis, "missing_execution": missing_execution,
-           "runs_started": runs_started})
+           "runs_started": runs_started, "throttle_list_steps": control.list_steps_throttled})
 }
 
 /// `POST /_standin/pipeline {"step_millis": N, "missing_execution": "ValidationException" |
-/// "ResourceNotFound"}` (either or both): steps that start from now on take N ms (a test that
-/// must act while a run executes slows it down); an unknown execution is answered in that
-/// shape. `DELETE` restores `--step-millis` and ResourceNotFound.
+/// "ResourceNotFound", "throttle_list_steps": T}` (any of them): steps that start from now on
+/// take N ms (a test that must act while a run executes slows it down); an unknown execution
+/// is answered in that shape; the next T ListPipelineExecutionSteps calls are throttled (400
+/// ThrottlingException, as SageMaker answers past its rate). `DELETE` restores `--step-millis`
+/// and ResourceNotFound, and throttles nothing.
 pub async fn set_pipeline(State(state): State<AppState>, body: String) -> Response {
-    const EXPECTED: &str = r#"the body must be {"step_millis": 1 to 600000, "missing_execution": "ValidationException" or "ResourceNotFound"}, either or both"#;
+    const EXPECTED: &str = r#"the body must be {"step_millis": 1 to 600000, "missing_execution": "ValidationException" or "ResourceNotFound", "throttle_list_steps": 1 to 100}, any of them"#;
     let Ok(Value::Object(request)) = serde_json::from_str::<Value>(&body) else {
         return control_error(EXPECTED.into());
     };
@@ -104,11 +106,21 @@ pub async fn set_pipeline(State(state): State<AppState>, body: String) -> Respon
         Some(Some("ResourceNotFound")) => Some(false),
         Some(_) => return control_error(EXPECTED.into()),
     };
-    if millis.is_none() && as_validation.is_none() {
+    let throttles = match request.get("throttle_list_steps") {
+        None => None,
+        Some(v) => match v.as_u64().filter(|n| (1..=100).contains(n)) {
+            Some(n) => Some(n as usize),
+            None => return control_error(EXPECTED.into()),
+        },
+    };
+    if millis.is_none() && as_validation.is_none() && throttles.is_none() {
         return control_error(EXPECTED.into());
     }
     {
         let mut control = state.control.lock().unwrap();
+        if let Some(throttles) = throttles {
+            control.list_steps_throttled = throttles;
+        }
         if millis.is_some() {
             control.step_millis = millis;
         }
@@ -128,6 +140,7 @@ pub async fn reset_pipeline(State(state): State<AppState>) -> Response {
         let mut control = state.control.lock().unwrap();
         control.step_millis = None;
         control.missing_execution_as_validation = false;
+        control.list_steps_throttled = 0;
     }
     json_response(StatusCode::OK, pipeline_settings(&state))
 }

@@ -62,9 +62,11 @@
 //!   updates) that start from then on take N ms (to act on a run while it executes);
 //!   `{"missing_execution": "ValidationException"}`: an unknown pipeline execution is answered
 //!   as moto answers it (ValidationException "Could not find pipeline execution ..."), not as
-//!   SageMaker's ResourceNotFound (either field, or both). `GET` answers `{"step_millis",
-//!   "missing_execution", "runs_started"}` (runs StartPipelineExecution started);
-//!   `DELETE /_standin/pipeline` restores the defaults.
+//!   SageMaker's ResourceNotFound; `{"throttle_list_steps": T}`: the next T
+//!   ListPipelineExecutionSteps calls get 400 ThrottlingException (any of the fields). `GET`
+//!   answers `{"step_millis", "missing_execution", "runs_started", "throttle_list_steps"}` (runs
+//!   StartPipelineExecution started, throttles left); `DELETE /_standin/pipeline` restores the
+//!   defaults.
 //! - `POST /_standin/lineage` `{"page_size": N}`: no ListAssociations page holds more than N
 //!   (1 to 100); `DELETE` lifts the cap; `GET` answers `{"page_size", "list_associations_calls",
 //!   "continued_calls"}` (calls answered, and those that carried a NextToken).

@@ -539,3 +539,210 @@ async fn a_send_that_fails_after_the_write_is_made_on_the_retry() {
     assert_eq!(messages.len(), 1);
     assert_eq!(messages[0].0["session_id"], json!(sid));
 }
+
+/// The stand-in's control API (`/_standin/...`), over plain HTTP/1.1.
+async fn standin_control(method: &str, path: &str, body: &str) -> String {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let base = std::env::var("AWS_ENDPOINT_URL_SAGEMAKER").unwrap();
+    let authority = base.trim_start_matches("http://").trim_end_matches('/');
+    let mut stream = tokio::net::TcpStream::connect(authority).await.unwrap();
+    let request = format!(
+        "{method} {path} HTTP/1.1\r\nHost: {authority}\r\nContent-Type: application/json\r\n\
+         Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    );
+    stream.write_all(request.as_bytes()).await.unwrap();
+    let mut reply = String::new();
+    stream.read_to_string(&mut reply).await.unwrap();
+    assert!(reply.starts_with("HTTP/1.1 200"), "{reply}");
+    reply
+}
+
+/// A pipeline on the stand-in whose CallbackStep asks a person (dev/pipelines/approval.json).
+async fn approval_pipeline(sm: &aws_sdk_sagemaker::Client) -> String {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../dev/pipelines/approval.json");
+    let name = format!(
+        "callback-{}",
+        &uuid::Uuid::new_v4().simple().to_string()[..12]
+    );
+    sm.create_pipeline()
+        .pipeline_name(&name)
+        .role_arn("arn:aws:iam::123456789012:role/p")
+        .client_request_token(uuid::Uuid::new_v4().to_string())
+        .pipeline_definition(std::fs::read_to_string(path).unwrap())
+        .send()
+        .await
+        .unwrap();
+    name
+}
+
+/// A run of `pipeline` started and recorded as trigger_training starts one, once its
+/// CallbackStep waits: its ARN and the token SageMaker lists for the step.
+async fn waiting_run(
+    f: &Fixture,
+    sm: &aws_sdk_sagemaker::Client,
+    pipeline: &str,
+) -> (String, String) {
+    use shared::domain::caller::Principal;
+    use shared::domain::pipeline_event::execution_description;
+    use shared::domain::run::record_triggered;
+    use shared::ports::RunStore;
+    let owner = Principal::Local.caller().owner;
+    let sid = session();
+    let arn = sm
+        .start_pipeline_execution()
+        .pipeline_name(pipeline)
+        .pipeline_execution_description(execution_description(&sid, &owner, chrono::Utc::now()))
+        .client_request_token(uuid::Uuid::new_v4().to_string())
+        .send()
+        .await
+        .unwrap()
+        .pipeline_execution_arn
+        .unwrap();
+    let triggered = record_triggered(
+        &owner,
+        &sid,
+        &arn,
+        "2026-12-06T10:00:00Z",
+        1 << 40,
+        "s3cret",
+        None,
+    );
+    f.handler.store.write(&triggered).await.unwrap();
+    for _ in 0..200 {
+        if let Some((token, "Executing")) = callback_step(sm, &arn).await {
+            return (arn, token);
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("{arn}'s CallbackStep never waited");
+}
+
+/// The run's CallbackStep as ListPipelineExecutionSteps lists it: its token and status.
+async fn callback_step(
+    sm: &aws_sdk_sagemaker::Client,
+    arn: &str,
+) -> Option<(String, &'static str)> {
+    let steps = sm
+        .list_pipeline_execution_steps()
+        .pipeline_execution_arn(arn)
+        .send()
+        .await
+        .unwrap();
+    steps.pipeline_execution_steps().iter().find_map(|s| {
+        let token = s.metadata()?.callback()?.callback_token()?.to_owned();
+        let status = match s.step_status()?.as_str() {
+            "Executing" => "Executing",
+            "Succeeded" => "Succeeded",
+            _ => "other",
+        };
+        Some((token, status))
+    })
+}
+
+/// One SQS event of callback messages: (message id, token, the run the message names).
+fn callback_batch(messages: &[(&str, &str, &str)]) -> Value {
+    let records: Vec<Value> = messages
+        .iter()
+        .map(|(id, token, arn)| {
+            let body = json!({"token": token, "pipelineExecutionArn": arn, "status": "Executing",
+                "arguments": {"prompt": "Security review passed.\u{1b}[0m Approve deploy to production?"}});
+            json!({"messageId": id, "receiptHandle": format!("AQEB{id}"), "body": body.to_string(),
+                   "attributes": {"ApproximateReceiveCount": "1"}, "messageAttributes": {},
+                   "eventSource": "aws:sqs", "awsRegion": "us-east-1",
+                   "eventSourceARN": "arn:aws:sqs:us-east-1:123456789012:mcp-pipeline-callbacks"})
+        })
+        .collect();
+    json!({"Records": records})
+}
+
+/// How many questions the run's item holds, open or answered.
+async fn questions_on(st: &Stack, f: &Fixture, arn: &str) -> usize {
+    let items = st.items(&f.table).await;
+    let item = items
+        .iter()
+        .find(|i| s(i, "execution_arn").as_deref() == Some(arn))
+        .expect("the run is recorded");
+    item.get("questions")
+        .and_then(|q| q.as_m().ok())
+        .map_or(0, HashMap::len)
+}
+
+fn failed_ids(answer: &Value) -> Vec<&str> {
+    answer["batchItemFailures"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["itemIdentifier"].as_str().unwrap())
+        .collect()
+}
+
+#[tokio::test]
+async fn a_question_is_recorded_only_on_the_run_whose_waiting_callback_step_holds_its_token() {
+    let st = stack().await;
+    let f = st.fixture(false).await;
+    let sm = sagemaker_client(&st.sdk);
+    let pipeline = approval_pipeline(&sm).await;
+    let (victim, victim_token) = waiting_run(&f, &sm, &pipeline).await;
+    let (sender, sender_token) = waiting_run(&f, &sm, &pipeline).await;
+
+    // The sender's own token with the victim's run, and a token no step holds: nothing is
+    // recorded on either run, and each message is a failed item (retried, then the DLQ).
+    let forged = callback_batch(&[
+        ("m-forged", &sender_token, &victim),
+        ("m-made-up", "ZzZzZzZz00", &victim),
+    ]);
+    let answer = f.handler.handle(forged).await.unwrap();
+    assert_eq!(failed_ids(&answer), ["m-forged", "m-made-up"], "{answer}");
+    assert_eq!(questions_on(&st, &f, &victim).await, 0);
+    assert_eq!(questions_on(&st, &f, &sender).await, 0);
+
+    // The listing throttled past the SDK's retries: a failed item, nothing recorded; the
+    // delivery after it records the genuine question.
+    let genuine = callback_batch(&[("m-genuine", &victim_token, &victim)]);
+    standin_control(
+        "POST",
+        "/_standin/pipeline",
+        r#"{"throttle_list_steps": 3}"#,
+    )
+    .await;
+    let answer = f.handler.handle(genuine.clone()).await.unwrap();
+    standin_control("DELETE", "/_standin/pipeline", "").await;
+    assert_eq!(failed_ids(&answer), ["m-genuine"], "{answer}");
+    assert_eq!(questions_on(&st, &f, &victim).await, 0);
+    let answer = f.handler.handle(genuine).await.unwrap();
+    assert_eq!(failed_ids(&answer), Vec::<&str>::new(), "{answer}");
+    assert_eq!(questions_on(&st, &f, &victim).await, 1);
+
+    // The sender's step answered in SageMaker: its token no longer waits, so a message with
+    // it, even naming its own run, asks nothing.
+    sm.send_pipeline_execution_step_success()
+        .callback_token(&sender_token)
+        .output_parameters(
+            aws_sdk_sagemaker::types::OutputParameter::builder()
+                .name("deploy_to")
+                .value("staging")
+                .build(),
+        )
+        .client_request_token(uuid::Uuid::new_v4().to_string())
+        .send()
+        .await
+        .unwrap();
+    for _ in 0..100 {
+        if callback_step(&sm, &sender).await.map(|s| s.1) == Some("Succeeded") {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let late = callback_batch(&[("m-late", &sender_token, &sender)]);
+    let answer = f.handler.handle(late).await.unwrap();
+    assert_eq!(failed_ids(&answer), ["m-late"], "{answer}");
+    assert_eq!(questions_on(&st, &f, &sender).await, 0);
+
+    sm.stop_pipeline_execution()
+        .pipeline_execution_arn(&victim)
+        .client_request_token(uuid::Uuid::new_v4().to_string())
+        .send()
+        .await
+        .unwrap();
+}

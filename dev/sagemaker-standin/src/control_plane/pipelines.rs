@@ -292,6 +292,17 @@ pub fn stop(state: &AppState, input: &Value) -> Result<Value, AwsError> {
 }
 
 pub fn list_steps(state: &AppState, input: &Value) -> Result<Value, AwsError> {
+    {
+        let mut control = state.control.lock().unwrap();
+        if control.list_steps_throttled > 0 {
+            control.list_steps_throttled -= 1;
+            return Err(AwsError(
+                axum::http::StatusCode::BAD_REQUEST,
+                "ThrottlingException",
+                "Rate exceeded".into(),
+            ));
+        }
+    }
     let run = find(state, input)?;
     let max = input
         .get("MaxResults")

@@ -68,6 +68,8 @@ pub struct Control {
     /// An unknown pipeline execution answered as moto does (ValidationException "Could not
     /// find ..."), not as SageMaker's ResourceNotFound.
     pub missing_execution_as_validation: bool,
+    /// This many ListPipelineExecutionSteps calls from now on are throttled.
+    pub list_steps_throttled: usize,
     /// Calls received so far, numbering the invocations.
     pub calls: u64,
 }

@@ -443,3 +443,106 @@ async fn a_listen_holds_one_of_the_callers_wait_slots() {
         streamed(&door, event("POST", "/mcp", headers, Some(third))).await;
     assert_eq!(content_type, "text/event-stream", "{body}");
 }
+
+#[tokio::test]
+async fn a_listen_over_the_read_quota_is_refused_before_any_acknowledgement() {
+    let w = world(&[("CALLER_READS_PER_MINUTE", "1")]);
+    let door = open_door(&w);
+    let created = w.call_as_task("submit_job", json!({"document": "a"})).await;
+    let task = created["taskId"].as_str().unwrap().to_owned();
+    let inference_id = task.rsplit_once('.').unwrap().0.to_owned();
+    // The minute's one read.
+    w.ok("check_job_status", json!({"inference_id": inference_id}))
+        .await;
+    let headers = json!({"mcp-protocol-version": V2026, "mcp-method": "subscriptions/listen"});
+    let (_, content_type, body) = streamed(
+        &door,
+        event("POST", "/mcp", headers, Some(listen(&[&task], true))),
+    )
+    .await;
+    assert_eq!(content_type, "application/json", "not acknowledged: {body}");
+    let reply: Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(reply["id"], 7, "{body}");
+    assert_eq!(reply["error"]["code"], -32009, "{body}");
+    assert_eq!(
+        reply["error"]["data"]["quota"], "reads_per_minute",
+        "{body}"
+    );
+}
+
+#[tokio::test]
+async fn a_listen_whose_client_has_gone_ends_and_frees_its_wait_slot() {
+    let w = world(&[("CALLER_WAITS_MAX", "1")]);
+    let door = open_door(&w);
+    let created = w.call_as_task("submit_job", json!({"document": "a"})).await;
+    let task = created["taskId"].as_str().unwrap().to_owned();
+    let headers = json!({"mcp-protocol-version": V2026, "mcp-method": "subscriptions/listen"});
+    let request = lambda_http::Request::from(event(
+        "POST",
+        "/mcp",
+        headers.clone(),
+        Some(listen(&[&task], true)),
+    ));
+    let response = door.handle(request).await;
+    assert!(listen::is_held(&response));
+    // The client reads the acknowledgement and the task as it is, then goes away: its stream
+    // is dropped, as the runtime drops it when a write (the next keep-alive) fails.
+    let mut body = response.into_body().into_data_stream();
+    let mut read = String::new();
+    while messages(&read).len() < 2 {
+        let chunk = body.next().await.unwrap().unwrap();
+        read.push_str(std::str::from_utf8(&chunk).unwrap());
+    }
+    drop(body);
+    // The slot is freed: another listen of the caller is held, not refused for `waits_max`.
+    let mut held = None;
+    for _ in 0..50 {
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        let again = listen(&[&task], true);
+        let response = door
+            .handle(lambda_http::Request::from(event(
+                "POST",
+                "/mcp",
+                headers.clone(),
+                Some(again),
+            )))
+            .await;
+        if listen::is_held(&response) {
+            held = Some(response);
+            break;
+        }
+    }
+    assert!(
+        held.is_some(),
+        "the gone listen's wait slot was never freed"
+    );
+}
+
+#[tokio::test]
+async fn an_update_whose_input_responses_are_not_an_object_is_an_invalid_parameter() {
+    let w = world(&[]);
+    let door = open_door(&w);
+    let headers =
+        json!({"mcp-protocol-version": V2026, "mcp-method": "tasks/update", "mcp-name": "t"});
+    for (responses, kind) in [
+        (json!([{"action": "accept"}]), "a list"),
+        (json!("accept"), "a string"),
+        (json!(3), "a number"),
+        (json!(null), "null"),
+    ] {
+        let update = json!({"jsonrpc": "2.0", "id": 5, "method": "tasks/update",
+                            "params": {"taskId": "t", "inputResponses": responses}});
+        let (_, content_type, body) =
+            streamed(&door, event("POST", "/mcp", headers.clone(), Some(update))).await;
+        assert_eq!(content_type, "application/json", "{body}");
+        let reply: Value = serde_json::from_str(&body).unwrap();
+        assert_eq!(reply["id"], 5, "{body}");
+        assert_eq!(reply["error"]["code"], -32602, "{kind}: {body}");
+        let message = reply["error"]["message"].as_str().unwrap();
+        assert!(
+            message.starts_with("`inputResponses` must be an object")
+                && message.ends_with(&format!("not {kind}")),
+            "{message}"
+        );
+    }
+}
