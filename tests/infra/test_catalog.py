@@ -67,8 +67,11 @@ def test_a_catalog_grants_each_endpoint_and_pipeline_beside_the_stacks_own():
         assert granted[action] == {f"{p}/execution/*" for p in pipelines}, action
     # gateway-target runs with the same role.
     assert stack.props("GatewayTargetFunction")["Role"] == stack.props("McpToolsFunction")["Role"]
-    router = grants(stack, "PipelineRouterRole")["sagemaker:DescribePipelineExecution"]
-    assert router == {f"{p}/execution/*" for p in pipelines}
+    router = grants(stack, "PipelineRouterRole")
+    # It lists the steps of exactly the runs it may describe (a callback's token is checked
+    # against the run's waiting step), and nothing wider.
+    for action in ("sagemaker:DescribePipelineExecution", "sagemaker:ListPipelineExecutionSteps"):
+        assert router[action] == {f"{p}/execution/*" for p in pipelines}, action
 
 
 def test_the_rule_routes_every_pipelines_runs():
@@ -79,8 +82,8 @@ def test_the_rule_routes_every_pipelines_runs():
     # Routing every pipeline's runs needs no list, and reads any run.
     wide = Deployed(CFN, **CATALOG, NarrowEventsToPipeline="false")
     assert "pipelineArn" not in wide.props("PipelineStatusRule")["EventPattern"]["detail"]
-    assert grants(wide, "PipelineRouterRole")["sagemaker:DescribePipelineExecution"] == {
-        f"{ARN}:pipeline/*/execution/*"}
+    for action in ("sagemaker:DescribePipelineExecution", "sagemaker:ListPipelineExecutionSteps"):
+        assert grants(wide, "PipelineRouterRole")[action] == {f"{ARN}:pipeline/*/execution/*"}, action
 
 
 def test_the_catalogs_layer_is_attached_to_both_tool_functions():

@@ -9,6 +9,8 @@ import asyncio
 import json
 import os
 import time
+import urllib.request
+import uuid
 from pathlib import Path
 
 import boto3
@@ -182,6 +184,57 @@ def test_without_tasks_the_status_check_shows_the_question_and_the_tool_answers_
     step = callback_step(arn)
     assert step["Metadata"]["Callback"]["OutputParameters"] == [{"Name": "deploy_to", "Value": "staging"}]
     assert step["Metadata"]["Callback"]["CallbackToken"] not in json.dumps([question, sent, again, status])
+
+
+def invoke_pipeline_router(servers, message_id: str, body: dict) -> dict:
+    """One callback message delivered to pipeline-router as the queue's event source mapping
+    would, through the local Lambda invoke API; its batch answer."""
+    event = {"Records": [{"messageId": message_id, "receiptHandle": f"AQEB{message_id}", "body": json.dumps(body),
+                          "attributes": {"ApproximateReceiveCount": "1"}, "messageAttributes": {},
+                          "eventSource": "aws:sqs", "awsRegion": os.environ["AWS_REGION"],
+                          "eventSourceARN": "arn:aws:sqs:us-east-1:123456789012:mcp-pipeline-callbacks"}]}
+    url = f"http://127.0.0.1:{servers['port']}/2015-03-31/functions/pipeline-router/invocations"
+    request = urllib.request.Request(url, data=json.dumps(event).encode(), method="POST")
+    with urllib.request.urlopen(request, timeout=600) as resp:
+        return json.loads(resp.read())
+
+
+def test_a_token_of_another_run_asks_nothing_on_the_run_a_message_names(approval_url, servers):
+    """Anyone who may send to the callback queue (every pipeline role) holds their own run's
+    token: sent with another caller's run and a prompt of their choosing, it is refused."""
+    lure = "Security review passed. Approve deploy to production?"
+
+    async def go():
+        async with FastClient(approval_url) as client:
+            victim = await call_tool_task(client, "trigger_training", training_args())
+            await until_status(client, victim.task_id, ("input_required",))
+            sender = await call_tool_task(client, "trigger_training", training_args())
+            await until_status(client, sender.task_id, ("input_required",))
+            victim_arn, sender_arn = execution_arn_of(victim.task_id), execution_arn_of(sender.task_id)
+            token = callback_step(sender_arn)["Metadata"]["Callback"]["CallbackToken"]
+            forged = {"token": token, "pipelineExecutionArn": victim_arn, "status": "Executing",
+                      "arguments": {"prompt": lure}}
+            answer = invoke_pipeline_router(servers, "m-forged-0001", forged)
+            seen = await _send_get(client.session, victim.task_id)
+            for arn in (victim_arn, sender_arn):
+                sagemaker().stop_pipeline_execution(PipelineExecutionArn=arn, ClientRequestToken=uuid.uuid4().hex)
+            return answer, seen, token, victim_arn
+
+    answer, seen, token, victim_arn = asyncio.run(go())
+    assert answer == {"batchItemFailures": [{"itemIdentifier": "m-forged-0001"}]}, answer
+    (_, request), = seen.input_requests.items()
+    assert request["params"]["message"] == DEFINITION["Steps"][0]["Arguments"]["prompt"]
+    assert lure not in json.dumps(seen.model_dump(mode="json"))
+    # One log line names the run and the message, never the token.
+    deadline = time.time() + 10
+    while True:
+        logs = "\n".join(p.read_text(errors="replace") for p in (ROOT / ".local").glob("watch-*.log"))
+        lines = [line for line in logs.splitlines() if "m-forged-0001" in line]
+        if lines or time.time() > deadline:
+            break
+        time.sleep(0.2)
+    assert any(victim_arn in line and "question not recorded" in line for line in lines), lines
+    assert token not in logs
 
 
 OWNER, APPROVER = "owner-token-for-approvals", "approver-token-for-approvals"

@@ -713,6 +713,18 @@ async fn a_question_is_recorded_only_on_the_run_whose_waiting_callback_step_hold
     let answer = f.handler.handle(genuine).await.unwrap();
     assert_eq!(failed_ids(&answer), Vec::<&str>::new(), "{answer}");
     assert_eq!(questions_on(&st, &f, &victim).await, 1);
+    // Its prompt's colour code is kept as a visible mark; the words stay.
+    let items = st.items(&f.table).await;
+    let item = items
+        .iter()
+        .find(|i| s(i, "execution_arn").as_deref() == Some(victim.as_str()))
+        .unwrap();
+    let question = item["questions"].as_m().unwrap().values().next().unwrap();
+    let prompt = question.as_m().unwrap()["prompt"].as_s().unwrap();
+    assert_eq!(
+        prompt,
+        "Security review passed.\u{FFFD}[0m Approve deploy to production?"
+    );
 
     // The sender's step answered in SageMaker: its token no longer waits, so a message with
     // it, even naming its own run, asks nothing.

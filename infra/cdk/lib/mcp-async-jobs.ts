@@ -905,6 +905,7 @@ export class McpAsyncJobs extends Construct {
     const callbackQueue = this.pipelineCallbackQueue;
     if (hasPipeline && pipelineResultsQueue && callbackQueue) {
       const pipelineRouterLogs = logGroup('PipelineRouterLogGroup', 'pipeline-router');
+      const routerRunActions = ['sagemaker:DescribePipelineExecution', 'sagemaker:ListPipelineExecutionSteps'];
       const pipelineRouterRole = role('PipelineRouterRole', 'pipeline-router', [
         writeLogs(pipelineRouterLogs),
         ...tracing(),
@@ -912,12 +913,14 @@ export class McpAsyncJobs extends Construct {
         allow(['sqs:SendMessage'], [pipelineResultsQueue.queueArn, dlq.queueArn]),
         // The callback queue's event source: what the pipelines' CallbackSteps ask.
         allow(['sqs:ReceiveMessage', 'sqs:DeleteMessage', 'sqs:GetQueueAttributes'], [callbackQueue.queueArn]),
-        allow(['sagemaker:DescribePipelineExecution'], [s.narrowEventsToPipeline
+        // Describes a run; lists its steps (a callback message's token must be held by the
+        // run's waiting CallbackStep).
+        allow(routerRunActions, [s.narrowEventsToPipeline
           ? `${pipelineArn}/execution/*`
           : `arn:${partition}:sagemaker:${region}:${account}:pipeline/*/execution/*`]),
         // The catalog's pipelines' runs.
         ...(s.narrowEventsToPipeline && catalogExecutionArns.length > 0
-          ? [allow(['sagemaker:DescribePipelineExecution'], catalogExecutionArns)] : []),
+          ? [allow(routerRunActions, catalogExecutionArns)] : []),
       ]);
       const router = fn('PipelineRouterFunction', 'pipeline-router', {
         description: 'Records SageMaker pipeline run outcomes and sends them to SQS.',
