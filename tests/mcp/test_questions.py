@@ -47,7 +47,7 @@ def approval_url(servers):
         if "already exists" not in str(e):
             raise
     yield from mcp_under_watch({"AUTH_MODE": "none", "PIPELINE_NAME": PIPELINE, "TASK_POLL_INTERVAL_MS": "200"},
-                               "watch-approval")
+                               "watch-approval", warm=True)
 
 
 def execution_arn_of(task_id):
