@@ -180,11 +180,11 @@ fn common_fields(
     if !is_tool_name(name) {
         m.add(label, "name", "must be 1 to 64 letters, digits, `_` or `-`");
     }
-    if GENERIC_TOOLS.contains(&name) {
+    if names::is_reserved(name) {
         m.add(
             label,
             "name",
-            format!("{name} is a generic tool's name; choose another"),
+            format!("{name} is a built-in tool's or a protocol method's name; choose another"),
         );
     }
     if description.trim().is_empty() || description.len() > 4096 {

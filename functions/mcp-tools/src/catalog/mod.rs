@@ -275,11 +275,3 @@ pub const ASYNC_COMMON_ARGUMENTS: [&str; 3] = [
 
 /// The arguments every pipeline catalog tool takes beside its parameters.
 pub const PIPELINE_COMMON_ARGUMENTS: [&str; 2] = ["idempotency_key", "session_id"];
-
-/// The generic tools' names, which no catalog tool may take: they read what any tool started.
-pub const GENERIC_TOOLS: [&str; 4] = [
-    names::CHECK_JOB_STATUS,
-    names::CHECK_TRAINING_STATUS,
-    names::CHECK_TRAINING_RESULT,
-    names::GET_MODEL_PROVENANCE,
-];

@@ -107,7 +107,12 @@ fn each_mistake_in_an_async_tool_is_named_with_its_tool_and_field() {
         (json!({"description": null}), "summarize: description: invalid type"),
         (json!({"colour": "red"}), "summarize: colour: unknown field `colour`, expected one of `name`"),
         (json!({"name": "has space"}), "async_tools[0]: name: must be 1 to 64"),
-        (json!({"name": "check_job_status"}), "check_job_status: name: check_job_status is a generic tool's name"),
+        (json!({"name": "check_job_status"}), "check_job_status: name: check_job_status is a built-in tool's or a protocol method's name"),
+        // Any built-in tool's, served or not: a catalog tool would replace its route.
+        (json!({"name": "approve_model_package"}), "approve_model_package: name: approve_model_package is a built-in tool's"),
+        (json!({"name": "answer_training_input"}), "answer_training_input: name: answer_training_input is a built-in tool's"),
+        (json!({"name": "submit_job"}), "submit_job: name: submit_job is a built-in tool's"),
+        (json!({"name": "ping"}), "ping: name: ping is a built-in tool's or a protocol method's name"),
         (json!({"description": " "}), "summarize: description: must say what the tool does"),
         (json!({"title": ""}), "summarize: title: must be 1 to 128 bytes"),
         (json!({"endpoint": "-ep"}), "summarize: endpoint: must be a SageMaker endpoint name"),

@@ -40,6 +40,16 @@ pub mod names {
         APPROVE_MODEL_PACKAGE,
         GET_MODEL_PROVENANCE,
     ];
+    /// The protocol's methods whose names could be a tool's (the rest hold a `/`).
+    pub const PROTOCOL_METHODS: [&str; 2] = ["initialize", "ping"];
+
+    /// Whether no catalog tool may take `name`: every built-in tool's (the registry's entries
+    /// are exactly [`ALL`], which the listing test holds), served or not, and each protocol
+    /// method's. A catalog tool of such a name would replace the built-in one, or be mistaken
+    /// for it.
+    pub fn is_reserved(name: &str) -> bool {
+        ALL.contains(&name) || PROTOCOL_METHODS.contains(&name)
+    }
 }
 
 /// A numeric argument's range and default: the one source of its schema (`minimum`,
