@@ -160,7 +160,7 @@ FUNCTION_BINS := --bin notification-handler --bin pipeline-router --bin mcp-tool
 bench: venv rust-target
 	$(PY) -m pip install --quiet --disable-pip-version-check -r bench/requirements.txt
 	cargo build --release --locked $(FUNCTION_BINS) --bin empty-buffered --bin empty-streaming
-	cargo build --release --locked -p shared --features s3,sagemaker-runtime --example sdk_replay
+	cargo build --release --locked -p adapters --features s3,sagemaker-runtime --example sdk_replay
 	cargo lambda build --release --arm64 --locked --output-format zip $(FUNCTION_BINS)
 	AWS_LC_SYS_NO_JITTER_ENTROPY=0 cargo build --release --locked -q --manifest-path bench/entropy/Cargo.toml \
 		--target-dir target/entropy-jitter

@@ -21,8 +21,8 @@ FLOOR_BINS = ["empty-buffered", "empty-streaming"]
 
 
 def criterion() -> dict:
-    """Handler CPU per notification, no I/O: the criterion benchmark in shared/benches."""
-    subprocess.run(["cargo", "bench", "--locked", "-p", "shared", "--bench", "notification", "--",
+    """Handler CPU per notification, no I/O: the criterion benchmark in shared/usecases/benches."""
+    subprocess.run(["cargo", "bench", "--locked", "-p", "usecases", "--bench", "notification", "--",
                     "--warm-up-time", "1", "--measurement-time", "3"],
                    cwd=ROOT, check=True, stdout=subprocess.DEVNULL)
     out = {}

@@ -221,7 +221,7 @@ def lambda_second(memory_mb: int = 128, prices: dict = PRICES) -> float:
 
 # ------------------------------------------------------------------ long polls
 
-# The delays between a long poll's reads as shared/src/usecases/check.rs has them (poll_delay;
+# The delays between a long poll's reads as shared/usecases/src/check.rs has them (poll_delay;
 # tests/bench/test_cost.py holds this to the Rust), and the alternatives the model weighs.
 POLL_SCHEDULES = {"250, 500, 1000, then 2000 ms (as built)": [250, 500, 1000, 2000],
                   "the same, then 4000 ms": [250, 500, 1000, 2000, 4000],

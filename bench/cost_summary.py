@@ -252,7 +252,7 @@ def read_counter(check) -> object | None:
 def reads_headline(small_parts: dict) -> str:
     """What counting a read costs, per million reads, from the measured check's counter write
     (nothing when the run counted no reads). One write takes a batch of reads for the instance
-    (shared/src/usecases/quota.rs: a sixtieth of the limit, 1 to 10; the bench's limit gives
+    (shared/usecases/src/quota.rs: a sixtieth of the limit, 1 to 10; the bench's limit gives
     10), so a read costs a tenth of that write."""
     call = read_counter(small_parts["check"])
     if call is None:

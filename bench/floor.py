@@ -53,7 +53,7 @@ def swapped(call: Call, subs: dict[str, str]) -> tuple[bytes, str]:
 
 
 class SdkFloor:
-    """The same calls through the Rust SDK alone (shared/examples/sdk_replay.rs): clients built as
+    """The same calls through the Rust SDK alone (shared/adapters/examples/sdk_replay.rs): clients built as
     the functions build them, each call through its own operation with the recorded request in
     place of a placeholder's, in a process of its own that waits between events as a function
     does. What a function takes above it is its own code's time; this floor less the raw one is
@@ -62,7 +62,7 @@ class SdkFloor:
     def __init__(self, binary: Path, endpoint: str, home: Path):
         if not binary.exists():
             raise SystemExit(f"{binary} is missing: `make bench` builds it "
-                             "(cargo build --release -p shared --features s3,sagemaker-runtime --example sdk_replay)")
+                             "(cargo build --release -p adapters --features s3,sagemaker-runtime --example sdk_replay)")
         self.proc = subprocess.Popen([str(binary)], env=lambda_environment("sdk-replay", home, endpoint),
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, cwd=home, text=True)
 

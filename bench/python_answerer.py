@@ -1,4 +1,4 @@
-"""A canned DynamoDB answerer in Python for shared/examples/sdk_call_cpu.rs (SDK_CALL_SERVER): every
+"""A canned DynamoDB answerer in Python for shared/adapters/examples/sdk_call_cpu.rs (SDK_CALL_SERVER): every
 GetItem gets the example's answer after the interpreter has done work of its own, JSON in and out
 as an emulator's would, so the SDK's call meets caches that Python used.
 

@@ -164,7 +164,7 @@ def mcp_section(events: int, ops: list[McpOperation], rss_mb: float, paths: Inpu
         "The official Python MCP SDK's client over Streamable HTTP, through a Function URL front (bench/function_url.py),"
         f" {events} calls each after 5 to warm up. Function: the invocation's time. Two floors, each with the"
         " Runtime API's exchange: the calls replayed by the minimal client (raw), and the same calls made again"
-        " through the Rust SDK alone (shared/examples/sdk_replay.rs: clients built as the functions build them,"
+        " through the Rust SDK alone (shared/adapters/examples/sdk_replay.rs: clients built as the functions build them,"
         " each call through its own operation with the recorded request in place of a placeholder's, in a"
         " process of its own, right after each call); own time: the function's above the SDK's floor, its own"
         " code's. CPU: the function's process's CPU time per call (from one call's start to the next's, so its"

@@ -101,7 +101,7 @@ class McpOperation:
     overhead_ms: float
     client_ms: float
     cpu_ms: float = float("nan")  # the function's CPU time per call
-    # The same calls through the SDK alone (shared/examples/sdk_replay.rs): its time with the
+    # The same calls through the SDK alone (shared/adapters/examples/sdk_replay.rs): its time with the
     # Runtime API's exchange, the function's time above it (its own code's), and its CPU per call (a
     # mean, like the function's `cpu_ms`).
     sdk_floor_ms: float = float("nan")

@@ -93,7 +93,7 @@ def target_dir() -> Path:
     return ROOT / configured if configured else ROOT / "target"
 
 
-# What a function prints when it cannot start (shared::telemetry::or_exit): this line, then
+# What a function prints when it cannot start (entry::telemetry::or_exit): this line, then
 # one indented line per mistake.
 CANNOT_START = " cannot start: "
 

@@ -109,7 +109,7 @@ def test_unknown_calls_are_refused_rather_than_priced_at_nothing():
 
 
 def test_the_long_poll_schedule_is_the_one_check_rs_sleeps():
-    source = (ROOT / "shared" / "src" / "usecases" / "check.rs").read_text()
+    source = (ROOT / "shared" / "usecases" / "src" / "check.rs").read_text()
     body = re.search(r"pub fn poll_delay\(attempt: u32\) -> Duration \{(.*?)\n\}", source, re.S).group(1)
     arms = [int(ms) for ms in re.findall(r"=> (\d+),", body)]
     assert arms == next(iter(cost.POLL_SCHEDULES.values()))

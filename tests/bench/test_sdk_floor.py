@@ -1,5 +1,5 @@
 """mcp-tools' second floor: recorded calls made again through the Rust SDK alone
-(shared/examples/sdk_replay.rs, through bench/floor.py's SdkFloor). What it sends must be what
+(shared/adapters/examples/sdk_replay.rs, through bench/floor.py's SdkFloor). What it sends must be what
 was recorded, or its time is not the floor of the function's calls. Runs against the local stack
 of `make test`, with the example as `cargo test --all-targets` builds it."""
 

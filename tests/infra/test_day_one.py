@@ -278,7 +278,7 @@ PIPELINE_PARAMETERS_REFUSED = [
 
 @pytest.mark.parametrize("value", PIPELINE_PARAMETERS_REFUSED)
 def test_pipeline_parameters_the_tools_would_refuse_are_refused_at_deploy(value):
-    """The tools' own checks (shared/src/config.rs, PipelineParameters::parse): known arguments,
+    """The tools' own checks (shared/entry/src/config.rs, PipelineParameters::parse): known arguments,
     input_data_uri mapped, no argument and no parameter name twice."""
     assert not re.fullmatch(CFN["Parameters"]["PipelineParameters"]["AllowedPattern"], value)
 

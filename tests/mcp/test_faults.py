@@ -87,7 +87,7 @@ def test_a_refusal_fails_the_job_with_the_reason_and_the_same_key_redrives_it(fa
     assert until_done(faulty.url, inference_id)["result"]["label"] == "receipt"
 
 
-# The owner tag of AUTH_MODE=none's one caller (shared::domain::caller::Owner).
+# The owner tag of AUTH_MODE=none's one caller (domain::caller::Owner).
 LOCAL_OWNER = hashlib.sha256(b"mcp-tools owner v1\0local").hexdigest()[:32]
 
 

@@ -13,10 +13,10 @@ use rmcp::model::{CallToolResult, ErrorData, JsonObject};
 use serde_json::value::RawValue;
 use serde_json::{json, Value};
 
+use domain::caller::Principal;
 use mcp_tools::direct::call_tool;
 use mcp_tools::request_body::{check_values, BodyRefusal};
 use mcp_tools::{Backend, Tools};
-use shared::domain::caller::Principal;
 
 /// The client-context key that carries the tool's qualified name.
 pub const TOOL_NAME_KEY: &str = "bedrockAgentCoreToolName";
@@ -35,7 +35,7 @@ pub enum GatewayError {
     #[error(
         "tool name {} has no target prefix: AgentCore Gateway sends \
          \"<target>{TARGET_SEPARATOR}<tool>\"",
-        shared::util::quote(name)
+        domain::util::quote(name)
     )]
     NoTargetPrefix { name: String },
     #[error("the event is {bytes} bytes; at most {limit} are read (MCP_MAX_BODY_BYTES)")]

@@ -6,10 +6,10 @@ use std::sync::Arc;
 use lambda_runtime::{service_fn, Error, LambdaEvent};
 use serde_json::value::RawValue;
 
+use entry::telemetry;
 use gateway_target::handle;
 use mcp_tools::config::ToolsConfig;
 use mcp_tools::{Deps, Tools};
-use shared::telemetry;
 
 // One thread: Lambda hands a process one event at a time and the work waits on AWS, so worker
 // threads only add start-up time and cross-thread wake-ups (BENCHMARKS.md).

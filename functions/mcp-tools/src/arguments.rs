@@ -6,8 +6,8 @@
 //! outside the schema's range, with a message that names the argument, the value and what was
 //! expected, before serde could say `invalid type: string "five", expected u32`.
 
+use domain::util::quote;
 use serde_json::{Map, Number, Value};
-use shared::util::quote;
 
 /// What a property's schema says its value is (besides `null`, for an optional one).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -174,10 +174,10 @@ fn quoted_json(value: &Value) -> String {
     // Writing to memory cannot fail; a value that cannot be written is quoted as far as it went.
     let _ = serde_json::to_writer(&mut start, value);
     let text = String::from_utf8_lossy(&start.kept);
-    if start.chars <= shared::util::QUOTE_MAX_CHARS {
+    if start.chars <= domain::util::QUOTE_MAX_CHARS {
         text.into_owned()
     } else {
-        let head: String = text.chars().take(shared::util::QUOTE_MAX_CHARS).collect();
+        let head: String = text.chars().take(domain::util::QUOTE_MAX_CHARS).collect();
         format!("{head:?}… ({} characters)", start.chars)
     }
 }
@@ -192,7 +192,7 @@ struct JsonStart {
 
 impl std::io::Write for JsonStart {
     fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
-        let room = (4 * shared::util::QUOTE_MAX_CHARS).saturating_sub(self.kept.len());
+        let room = (4 * domain::util::QUOTE_MAX_CHARS).saturating_sub(self.kept.len());
         self.kept.extend_from_slice(&bytes[..room.min(bytes.len())]);
         // A character is each byte that does not continue one.
         self.chars += bytes.iter().filter(|b| (*b & 0xC0) != 0x80).count();

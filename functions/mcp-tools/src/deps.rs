@@ -6,14 +6,14 @@ use std::time::Duration;
 
 use crate::catalog::{Catalog, CatalogError, Schemas};
 use crate::config::ToolsConfig;
-use shared::domain::time::Clock;
-use shared::ports::{
+use domain::time::Clock;
+use ports::{
     AsyncInvoker, CompletionEvents, JobStore, LineageGraph, ModelRegistry, ObjectStore,
     PipelineControl, RunStore,
 };
-use shared::usecases::answer::Answering;
-use shared::usecases::quota::ReadQuota;
-use shared::usecases::JobSettings;
+use usecases::answer::Answering;
+use usecases::quota::ReadQuota;
+use usecases::JobSettings;
 
 /// The ports the tools call, as one bundle.
 pub trait Backend: Send + Sync + 'static {
@@ -154,12 +154,12 @@ impl<B: Backend> Deps<B> {
 /// The production ports: DynamoDB, S3, SageMaker Runtime, SageMaker and EventBridge.
 mod aws {
     use super::*;
-    use shared::adapters::aws::{dynamodb_client, load_sdk_config, s3_client};
-    use shared::adapters::dynamodb::{DynamoJobs, DynamoRuns};
-    use shared::adapters::eventbridge::{eventbridge_client, EventBridgeEvents};
-    use shared::adapters::s3::S3Objects;
-    use shared::adapters::sagemaker::{sagemaker_client, SageMakerLineage, SageMakerPipeline};
-    use shared::adapters::sagemaker_runtime::{sagemaker_runtime_client, SageMakerEndpoints};
+    use adapters::aws::{dynamodb_client, load_sdk_config, s3_client};
+    use adapters::dynamodb::{DynamoJobs, DynamoRuns};
+    use adapters::eventbridge::{eventbridge_client, EventBridgeEvents};
+    use adapters::s3::S3Objects;
+    use adapters::sagemaker::{sagemaker_client, SageMakerLineage, SageMakerPipeline};
+    use adapters::sagemaker_runtime::{sagemaker_runtime_client, SageMakerEndpoints};
 
     pub type AwsPorts = Ports<
         DynamoJobs,

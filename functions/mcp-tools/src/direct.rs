@@ -9,7 +9,7 @@ use rmcp::transport::OneshotTransport;
 use rmcp::RoleServer;
 use serde_json::{json, Value};
 
-use shared::domain::caller::Principal;
+use domain::caller::Principal;
 
 use crate::{Backend, Tools};
 

@@ -386,9 +386,9 @@ fn refuse_too_long(message: &RpcMessage) -> Option<HttpResponse> {
 /// A caller's value known by its start and whole length, quoted as every answer quotes one.
 fn quote_start(start: &str, bytes: usize) -> String {
     if bytes == start.len() {
-        return shared::util::quote(start);
+        return domain::util::quote(start);
     }
-    let head: String = start.chars().take(shared::util::QUOTE_MAX_CHARS).collect();
+    let head: String = start.chars().take(domain::util::QUOTE_MAX_CHARS).collect();
     format!("{head:?}… ({bytes} bytes)")
 }
 

@@ -25,9 +25,9 @@ use serde::Deserialize;
 use tokio::sync::oneshot;
 use tokio::time::Instant;
 
-use shared::domain::caller::Caller;
-use shared::usecases::listen::{self, Heard, Hold, ListenSink, Observed, TaskReader};
-use shared::usecases::quota;
+use domain::caller::Caller;
+use usecases::listen::{self, Heard, Hold, ListenSink, Observed, TaskReader};
+use usecases::quota;
 
 use crate::contract::quota_refused;
 use crate::deps::Backend;

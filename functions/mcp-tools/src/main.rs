@@ -5,9 +5,9 @@ use std::sync::Arc;
 
 use lambda_http::{service_fn, Error, Request};
 
+use entry::telemetry;
 use mcp_tools::config::McpToolsConfig;
 use mcp_tools::{Deps, FrontDoor};
-use shared::telemetry;
 
 // One thread: Lambda hands a process one event at a time and the work waits on AWS, so worker
 // threads only add start-up time and cross-thread wake-ups (BENCHMARKS.md).

@@ -5,8 +5,8 @@ use rmcp::model::{ProgressNotificationParam, ProgressToken};
 use rmcp::service::RequestContext;
 use rmcp::{Peer, RoleServer};
 
-use shared::domain::progress::Progress;
-use shared::ports::ProgressSink;
+use domain::progress::Progress;
+use ports::ProgressSink;
 
 /// The client's progress token and the way back to it, with the words for each event.
 pub struct ClientProgress<F> {

@@ -10,9 +10,9 @@ use std::collections::HashMap;
 use rmcp::handler::server::router::tool::{ToolRoute, ToolRouter};
 use rmcp::model::{JsonObject, Tool};
 
-use shared::domain::caller::Caller;
-use shared::domain::job::Submission;
-use shared::usecases::training::TriggerRequest;
+use domain::caller::Caller;
+use domain::job::Submission;
+use usecases::training::TriggerRequest;
 
 use crate::catalog::{
     async_tool_definition, pipeline_tool_definition, Catalog, CatalogJobArgs, CatalogRunArgs,

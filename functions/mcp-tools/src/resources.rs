@@ -9,8 +9,8 @@ use rmcp::model::{
 use rmcp::ErrorData;
 use tracing::{field::Empty, info_span, Instrument};
 
-use shared::domain::job::{Job, JobStatus};
-use shared::usecases::job_object::{self, JobObject};
+use domain::job::{Job, JobStatus};
+use usecases::job_object::{self, JobObject};
 
 use crate::contract::quota_refused;
 use crate::contract::resources::{self, READ_MAX_BYTES};

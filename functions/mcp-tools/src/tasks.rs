@@ -10,16 +10,16 @@ use rmcp::model::{
 };
 use tracing::{field::Empty, info_span, Instrument};
 
-use shared::domain::caller::Caller;
-use shared::domain::job::{self, JobStatus, Submission};
-use shared::domain::pipeline_status::PipelineStatus;
-use shared::domain::run;
-use shared::domain::time::rfc3339;
-use shared::domain::trace::TraceContext;
-use shared::telemetry;
-use shared::usecases::answer::{self, AnswerError, Answered, Ignored, Reply, RunAnswerError};
-use shared::usecases::task::{self, OpenQuestion, RunTaskState, TaskError, TaskState, TaskTimes};
-use shared::usecases::training::{self, TriggerRequest};
+use domain::caller::Caller;
+use domain::job::{self, JobStatus, Submission};
+use domain::pipeline_status::PipelineStatus;
+use domain::run;
+use domain::time::rfc3339;
+use domain::trace::TraceContext;
+use entry::telemetry;
+use usecases::answer::{self, AnswerError, Answered, Ignored, Reply, RunAnswerError};
+use usecases::task::{self, OpenQuestion, RunTaskState, TaskError, TaskState, TaskTimes};
+use usecases::training::{self, TriggerRequest};
 
 use crate::contract::*;
 use crate::deps::Backend;
@@ -326,7 +326,7 @@ fn outcome_name(outcome: &Answered) -> &'static str {
 }
 
 /// The most responses one `tasks/update` may carry (a run holds at most this many questions).
-const MAX_RESPONSES: usize = shared::domain::question::MAX_QUESTIONS;
+const MAX_RESPONSES: usize = domain::question::MAX_QUESTIONS;
 
 /// `inputResponses` read as answers: each an elicitation's result (`action`, and for `accept`
 /// the form's `content`).

@@ -14,16 +14,16 @@ use rmcp::service::RequestContext;
 use rmcp::RoleServer;
 use rmcp::{tool, tool_router, Json};
 
-use shared::domain::arn::{account_of_function, Scope};
-use shared::domain::caller::{Caller, Principal};
-use shared::domain::job::{JobStatus, Submission};
-use shared::domain::pipeline_status::PipelineStatus;
-use shared::domain::trace::TraceContext;
-use shared::telemetry::{self, OutcomeSource};
-use shared::usecases::quota::{CountedError, QuotaError};
-use shared::usecases::training::{self, TriggerRequest};
-use shared::usecases::{answer, approval, check, lineage, quota, submit, task};
+use domain::arn::{account_of_function, Scope};
+use domain::caller::{Caller, Principal};
+use domain::job::{JobStatus, Submission};
+use domain::pipeline_status::PipelineStatus;
+use domain::trace::TraceContext;
+use entry::telemetry::{self, OutcomeSource};
 use tracing::{field::Empty, info_span, Instrument, Span};
+use usecases::quota::{CountedError, QuotaError};
+use usecases::training::{self, TriggerRequest};
+use usecases::{answer, approval, check, lineage, quota, submit, task};
 
 use crate::catalog::Catalog;
 use crate::contract::resources::{links_understood, Linked};

@@ -5,8 +5,8 @@
 //! caller, so that the job or run the call creates stores it. A call that came without it (a task form's
 //! inner call, the AgentCore Gateway door) still gets a trace: a new one.
 
+use domain::trace::TraceContext;
 use rmcp::model::{Extensions, RequestMetaObject};
-use shared::domain::trace::TraceContext;
 
 /// This server's span for a request: continuing the `traceparent` its `_meta` carries, or a
 /// new trace when it carries none (or a malformed one, which never fails the call).
@@ -24,8 +24,8 @@ pub fn of(extensions: &Extensions) -> TraceContext {
 
 #[cfg(test)]
 mod tests {
+    use domain::caller::Principal;
     use serde_json::{json, Value};
-    use shared::domain::caller::Principal;
 
     use super::*;
     use crate::contract::names;

@@ -2,18 +2,18 @@
 //! run's progress), and this front door says them. One place for every sentence, so the tools,
 //! their task forms and the Gateway door say the same.
 
-use shared::domain::allow_lists::ParameterRefusal;
-use shared::domain::job::{JobStatus, PendingCondition, Stage};
-use shared::domain::lineage::{Direction, Limits};
-use shared::domain::pipeline_status::{ExecutionStatus, PipelineStatus};
-use shared::domain::progress::{JobEvent, JobMilestone, RunEvent};
-use shared::domain::quota::Quota;
-use shared::domain::training_input::InputRefusal;
-use shared::ports::{AwsFailure, StepStatus};
-use shared::usecases::check::JobNote;
-use shared::usecases::quota::QuotaError;
-use shared::usecases::training::Refused;
-use shared::util::quote;
+use domain::allow_lists::ParameterRefusal;
+use domain::job::{JobStatus, PendingCondition, Stage};
+use domain::lineage::{Direction, Limits};
+use domain::pipeline_status::{ExecutionStatus, PipelineStatus};
+use domain::progress::{JobEvent, JobMilestone, RunEvent};
+use domain::quota::Quota;
+use domain::training_input::InputRefusal;
+use domain::util::quote;
+use ports::{AwsFailure, StepStatus};
+use usecases::check::JobNote;
+use usecases::quota::QuotaError;
+use usecases::training::Refused;
 
 const AGAIN: &str = "Submit it again with the same idempotency_key to re-drive it under the same \
                      inference_id (without a key, submit it as a new job).";
@@ -457,7 +457,7 @@ pub const CATALOG_INSTRUCTIONS: &str = "Long-running ML work. Each model's tool 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use shared::domain::pipeline_status::StepState;
+    use domain::pipeline_status::StepState;
 
     #[test]
     fn each_condition_says_what_happened_and_what_to_do() {

@@ -16,17 +16,17 @@ use rmcp::service::RunningService;
 use rmcp::{RoleClient, ServiceExt};
 use serde_json::json;
 
+use adapters::aws::{dynamodb_client, load_sdk_config, s3_client};
+use adapters::dynamodb::DynamoJobs;
+use adapters::s3::S3Objects;
+use domain::caller::Principal;
+use domain::notification::{parse_notification, Notification};
+use domain::s3_location::S3Location;
+use entry::config::Env;
 use mcp_tools::config::ToolsConfig;
 use mcp_tools::{Deps, Tools};
-use shared::adapters::aws::{dynamodb_client, load_sdk_config, s3_client};
-use shared::adapters::dynamodb::DynamoJobs;
-use shared::adapters::s3::S3Objects;
-use shared::config::Env;
-use shared::domain::caller::Principal;
-use shared::domain::notification::{parse_notification, Notification};
-use shared::domain::s3_location::S3Location;
-use shared::ports::ObjectStore;
-use shared::usecases::outcome::record_notification;
+use ports::ObjectStore;
+use usecases::outcome::record_notification;
 
 fn config() -> ToolsConfig {
     if std::env::var("AWS_ENDPOINT_URL").is_err() {

@@ -1,8 +1,8 @@
 //! notification-handler's configuration, read once at cold start.
 
-use shared::config::{event_bus_name, metrics_namespace, ConfigError, Env, JobRecords};
-use shared::domain::job::JobPolicy;
-use shared::usecases::JobSettings;
+use domain::job::JobPolicy;
+use entry::config::{event_bus_name, metrics_namespace, ConfigError, Env, JobRecords};
+use usecases::JobSettings;
 
 /// Every variable this function reads; the template test compares it with what the template
 /// sets, and a test here holds `from_env` to it.
@@ -54,7 +54,7 @@ impl NotificationHandlerConfig {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use shared::config::{assert_reads_exactly, test_env as env};
+    use entry::config::{assert_reads_exactly, test_env as env};
 
     #[test]
     fn defaults_apply_when_only_the_table_is_set() {

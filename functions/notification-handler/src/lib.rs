@@ -10,14 +10,12 @@ use futures::stream::{self, StreamExt};
 use serde_json::{json, Value};
 use tracing::{field::Empty, info_span, Instrument};
 
-use shared::domain::notification::{
-    parse_notification, unwrap_sqs_body, Notification, NotificationError,
-};
-use shared::ports::{CompletionEvents, EventError, JobStore, ObjectStore, StoreError};
-use shared::sqs_batch;
-use shared::telemetry::{self, OutcomeSource};
-use shared::usecases::outcome::{announce, record_notification, Recorded};
-use shared::usecases::JobSettings;
+use domain::notification::{parse_notification, unwrap_sqs_body, Notification, NotificationError};
+use entry::sqs_batch;
+use entry::telemetry::{self, OutcomeSource};
+use ports::{CompletionEvents, EventError, JobStore, ObjectStore, StoreError};
+use usecases::outcome::{announce, record_notification, Recorded};
+use usecases::JobSettings;
 
 #[derive(Debug, thiserror::Error)]
 pub enum HandlerError {
@@ -52,7 +50,7 @@ pub struct Handler<S, R, E> {
     /// How many messages of an SQS batch are recorded at once (each is a few AWS calls).
     pub batch_concurrency: usize,
     /// The time, as outcomes are recorded at it (the system's; a test's own in tests).
-    pub clock: shared::domain::time::Clock,
+    pub clock: domain::time::Clock,
 }
 
 impl<S: JobStore, R: ObjectStore, E: CompletionEvents> Handler<S, R, E> {
@@ -224,9 +222,9 @@ impl From<HandlerError> for lambda_runtime::Diagnostic {
 /// The handler on the in-memory ports, fed the sample events `cargo lambda invoke` uses.
 #[cfg(test)]
 mod tests {
+    use domain::job::JobStatus;
+    use fakes::{MemoryEvents, MemoryJobs, MemoryObjects};
     use serde_json::{json, Value};
-    use shared::domain::job::JobStatus;
-    use shared::fakes::{MemoryEvents, MemoryJobs, MemoryObjects};
 
     use super::*;
 
@@ -240,7 +238,7 @@ mod tests {
 
     fn handler() -> Handler<MemoryJobs, MemoryObjects, MemoryEvents> {
         Handler {
-            clock: shared::domain::time::Clock::system(),
+            clock: domain::time::Clock::system(),
             store: MemoryJobs::default(),
             objects: MemoryObjects::default(),
             events: Some(MemoryEvents::default()),
@@ -457,9 +455,9 @@ mod tests {
 
     #[tokio::test]
     async fn a_job_submitted_with_a_trace_is_announced_with_its_traceparent() {
-        use shared::domain::caller::Principal;
-        use shared::domain::job::{reserve, JobPolicy, Submission};
-        use shared::domain::trace::TraceContext;
+        use domain::caller::Principal;
+        use domain::job::{reserve, JobPolicy, Submission};
+        use domain::trace::TraceContext;
         let h = handler();
         let notification: Value =
             serde_json::from_str(&message("sns-success-response-body.json")).unwrap();

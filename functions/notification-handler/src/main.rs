@@ -3,13 +3,13 @@
 
 use lambda_runtime::Error;
 
+use adapters::aws::{dynamodb_client, load_sdk_config, s3_client};
+use adapters::dynamodb::DynamoJobs;
+use adapters::eventbridge::{eventbridge_client, EventBridgeEvents};
+use adapters::s3::S3Objects;
+use entry::telemetry;
 use notification_handler::config::NotificationHandlerConfig;
 use notification_handler::Handler;
-use shared::adapters::aws::{dynamodb_client, load_sdk_config, s3_client};
-use shared::adapters::dynamodb::DynamoJobs;
-use shared::adapters::eventbridge::{eventbridge_client, EventBridgeEvents};
-use shared::adapters::s3::S3Objects;
-use shared::telemetry;
 
 // One thread: Lambda hands a process one event at a time and the work waits on AWS, so worker
 // threads only add start-up time and cross-thread wake-ups (BENCHMARKS.md).
@@ -22,7 +22,7 @@ async fn main() -> Result<(), Error> {
     });
     let sdk = load_sdk_config().await;
     let handler = Handler {
-        clock: shared::domain::time::Clock::system(),
+        clock: domain::time::Clock::system(),
         store: DynamoJobs::new(dynamodb_client(&sdk), &config.jobs.results_table),
         objects: S3Objects::new(s3_client(&sdk)),
         events: config

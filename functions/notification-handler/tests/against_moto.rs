@@ -11,13 +11,13 @@ use aws_sdk_dynamodb::types::{
 };
 use serde_json::{json, Value};
 
+use adapters::aws::{dynamodb_client, s3_client};
+use adapters::dynamodb::{attribute_to_json, DynamoJobs};
+use adapters::eventbridge::{eventbridge_client, EventBridgeEvents};
+use adapters::s3::S3Objects;
+use domain::job::JobPolicy;
 use notification_handler::Handler;
-use shared::adapters::aws::{dynamodb_client, s3_client};
-use shared::adapters::dynamodb::{attribute_to_json, DynamoJobs};
-use shared::adapters::eventbridge::{eventbridge_client, EventBridgeEvents};
-use shared::adapters::s3::S3Objects;
-use shared::domain::job::JobPolicy;
-use shared::usecases::JobSettings;
+use usecases::JobSettings;
 
 type Item = HashMap<String, AttributeValue>;
 
@@ -94,7 +94,7 @@ impl Stack {
 
     fn handler(&self, table: &str) -> Handler<DynamoJobs, S3Objects, EventBridgeEvents> {
         Handler {
-            clock: shared::domain::time::Clock::system(),
+            clock: domain::time::Clock::system(),
             store: DynamoJobs::new(dynamodb_client(&self.sdk), table),
             objects: S3Objects::new(s3_client(&self.sdk)),
             events: None,

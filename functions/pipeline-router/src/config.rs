@@ -1,6 +1,6 @@
 //! pipeline-router's configuration, read once at cold start.
 
-use shared::config::{metrics_namespace, result_ttl_secs, ConfigError, Env};
+use entry::config::{metrics_namespace, result_ttl_secs, ConfigError, Env};
 
 /// Every variable this function reads; the template test compares it with what the template
 /// sets, and a test here holds `from_env` to it.
@@ -50,7 +50,7 @@ impl PipelineRouterConfig {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use shared::config::{assert_reads_exactly, test_env as env};
+    use entry::config::{assert_reads_exactly, test_env as env};
 
     #[test]
     fn pipeline_router_needs_table_and_queue_url() {

@@ -1,7 +1,7 @@
 //! pipeline-router: the EventBridge target for "SageMaker Model Building Pipeline Execution
 //! Status Change", and the consumer of the callback queue its runs' CallbackSteps send their
-//! questions to. It only translates the events; the rules are in `shared::usecases::route` and
-//! `shared::usecases::callback`.
+//! questions to. It only translates the events; the rules are in `usecases::route` and
+//! `usecases::callback`.
 
 pub mod config;
 
@@ -9,13 +9,13 @@ use aws_lambda_events::sqs::SqsBatchResponse;
 use serde_json::{json, Value};
 use tracing::{field::Empty, info_span, Instrument, Span};
 
-use shared::domain::pipeline_event::{parse_status_change, PipelineEventError};
-use shared::domain::trace::TraceContext;
-use shared::ports::{CompletionQueue, PipelineControl, RunStore};
-use shared::sqs_batch;
-use shared::telemetry;
-use shared::usecases::callback::{record_question, Asked};
-use shared::usecases::route::{route_status_change, RouteError, Routed};
+use domain::pipeline_event::{parse_status_change, PipelineEventError};
+use domain::trace::TraceContext;
+use entry::sqs_batch;
+use entry::telemetry;
+use ports::{CompletionQueue, PipelineControl, RunStore};
+use usecases::callback::{record_question, Asked};
+use usecases::route::{route_status_change, RouteError, Routed};
 
 #[derive(Debug, thiserror::Error)]
 pub enum HandlerError {
@@ -48,7 +48,7 @@ pub struct Handler<S, P, Q> {
     pub queue: Q,
     pub result_ttl_secs: u64,
     /// The time, as runs are recorded at it (the system's; a test's own in tests).
-    pub clock: shared::domain::time::Clock,
+    pub clock: domain::time::Clock,
 }
 
 impl<S: RunStore, P: PipelineControl, Q: CompletionQueue> Handler<S, P, Q> {
@@ -180,8 +180,8 @@ fn joined(trace: Option<&TraceContext>) -> Option<String> {
 /// The handler on the in-memory ports, fed the sample events `cargo lambda invoke` uses.
 #[cfg(test)]
 mod tests {
+    use fakes::{FakePipeline, MemoryQueue, MemoryRuns};
     use serde_json::{json, Value};
-    use shared::fakes::{FakePipeline, MemoryQueue, MemoryRuns};
 
     use super::*;
 
@@ -189,7 +189,7 @@ mod tests {
 
     fn handler() -> Handler<MemoryRuns, FakePipeline, MemoryQueue> {
         Handler {
-            clock: shared::domain::time::Clock::system(),
+            clock: domain::time::Clock::system(),
             store: MemoryRuns::default(),
             pipeline: FakePipeline::default(),
             queue: MemoryQueue::default(),
@@ -319,10 +319,10 @@ mod tests {
 
     #[tokio::test]
     async fn a_callback_batch_records_its_question_and_reports_only_the_bad_message() {
-        use shared::domain::caller::Principal;
-        use shared::domain::pipeline_event::execution_description;
-        use shared::domain::run::record_triggered;
-        use shared::ports::StartRequest;
+        use domain::caller::Principal;
+        use domain::pipeline_event::execution_description;
+        use domain::run::record_triggered;
+        use ports::StartRequest;
 
         let h = handler();
         let owner = Principal::Local.caller().owner;

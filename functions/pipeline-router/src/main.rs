@@ -3,13 +3,13 @@
 
 use lambda_runtime::Error;
 
+use adapters::aws::{dynamodb_client, load_sdk_config};
+use adapters::dynamodb::DynamoRuns;
+use adapters::sagemaker::{sagemaker_client, SageMakerPipeline};
+use adapters::sqs::{sqs_client, SqsCompletionQueue};
+use entry::telemetry;
 use pipeline_router::config::PipelineRouterConfig;
 use pipeline_router::Handler;
-use shared::adapters::aws::{dynamodb_client, load_sdk_config};
-use shared::adapters::dynamodb::DynamoRuns;
-use shared::adapters::sagemaker::{sagemaker_client, SageMakerPipeline};
-use shared::adapters::sqs::{sqs_client, SqsCompletionQueue};
-use shared::telemetry;
 
 // One thread: Lambda hands a process one event at a time and the work waits on AWS, so worker
 // threads only add start-up time and cross-thread wake-ups (BENCHMARKS.md).
@@ -22,7 +22,7 @@ async fn main() -> Result<(), Error> {
     });
     let sdk = load_sdk_config().await;
     let handler = Handler {
-        clock: shared::domain::time::Clock::system(),
+        clock: domain::time::Clock::system(),
         store: DynamoRuns::new(dynamodb_client(&sdk), &config.pipeline_results_table),
         // Describes any run; it never starts one.
         pipeline: SageMakerPipeline::new(sagemaker_client(&sdk)),

@@ -13,11 +13,11 @@ use aws_sdk_dynamodb::types::{
 use aws_sdk_sqs::types::{MessageSystemAttributeName, QueueAttributeName};
 use serde_json::{json, Value};
 
+use adapters::aws::dynamodb_client;
+use adapters::dynamodb::DynamoRuns;
+use adapters::sagemaker::{sagemaker_client, SageMakerPipeline};
+use adapters::sqs::{sqs_client, SqsCompletionQueue};
 use pipeline_router::Handler;
-use shared::adapters::aws::dynamodb_client;
-use shared::adapters::dynamodb::DynamoRuns;
-use shared::adapters::sagemaker::{sagemaker_client, SageMakerPipeline};
-use shared::adapters::sqs::{sqs_client, SqsCompletionQueue};
 
 type Item = HashMap<String, AttributeValue>;
 const TTL_SECS: u64 = 3600;
@@ -93,7 +93,7 @@ impl Stack {
         queue_url: &str,
     ) -> Handler<DynamoRuns, SageMakerPipeline, SqsCompletionQueue> {
         Handler {
-            clock: shared::domain::time::Clock::system(),
+            clock: domain::time::Clock::system(),
             store: DynamoRuns::new(dynamodb_client(&self.sdk), table),
             pipeline: SageMakerPipeline::new(sagemaker_client(&self.sdk)),
             queue: SqsCompletionQueue::new(sqs_client(&self.sdk), queue_url),
@@ -583,10 +583,10 @@ async fn waiting_run(
     sm: &aws_sdk_sagemaker::Client,
     pipeline: &str,
 ) -> (String, String) {
-    use shared::domain::caller::Principal;
-    use shared::domain::pipeline_event::execution_description;
-    use shared::domain::run::record_triggered;
-    use shared::ports::RunStore;
+    use domain::caller::Principal;
+    use domain::pipeline_event::execution_description;
+    use domain::run::record_triggered;
+    use ports::RunStore;
     let owner = Principal::Local.caller().owner;
     let sid = session();
     let arn = sm

@@ -1,9 +1,9 @@
 //! `AUTH_MODE=bearer`: `Authorization: Bearer <token>`, checked against each named token's
 //! SHA-256; the caller is the token's name.
 
+use domain::caller::Principal;
 use http::StatusCode;
 use sha2::{Digest, Sha256};
-use shared::domain::caller::Principal;
 
 use super::refusal::Refusal;
 use crate::config::NamedToken;

@@ -1,9 +1,9 @@
 //! `AUTH_MODE=iam`: the Function URL's AWS_IAM auth has checked the SigV4 signature; the
 //! caller is the identity Lambda put in the request's context.
 
+use domain::caller::Principal;
 use http::StatusCode;
 use lambda_http::request::RequestContext;
-use shared::domain::caller::Principal;
 
 use super::refusal::Refusal;
 

@@ -8,9 +8,9 @@ pub mod iam;
 pub mod oauth;
 pub mod refusal;
 
+use domain::caller::Principal;
+use domain::time::Clock;
 use lambda_http::request::RequestContext;
-use shared::domain::caller::Principal;
-use shared::domain::time::Clock;
 
 use crate::config::{AuthMode, NamedToken, OAuthConfig};
 use oauth::verify::Verifier;

@@ -10,7 +10,7 @@ use serde_json::{Map, Value};
 
 use super::bounds::{Bounds, Breach, Step};
 use crate::contract::MAX_INPUT_BYTES;
-use shared::util::quote;
+use domain::util::quote;
 
 /// A schema that refers outside itself finds nothing: the catalog is checked offline, and a
 /// cold start fetches nothing.
@@ -136,7 +136,7 @@ const NAMED: usize = 3;
 const KEPT: usize = 10;
 
 /// How much of a path into the arguments, or of a rule, an answer repeats.
-const PATH_MAX_CHARS: usize = shared::util::QUOTE_MAX_CHARS;
+const PATH_MAX_CHARS: usize = domain::util::QUOTE_MAX_CHARS;
 const RULE_MAX_CHARS: usize = 300;
 
 impl ToolSchema {

@@ -11,10 +11,10 @@ use crate::contract::{
     checked_idempotency_key, job_timings, validate_session_id, ToolArgs, ToolError,
     INVOCATION_TIMEOUT_SECS,
 };
-use shared::domain::caller::Caller;
-use shared::domain::job::{Submission, DEFAULT_CONTENT_TYPE};
-use shared::domain::run::default_session_id;
-use shared::usecases::training::{RunParameter, TriggerRequest};
+use domain::caller::Caller;
+use domain::job::{Submission, DEFAULT_CONTENT_TYPE};
+use domain::run::default_session_id;
+use usecases::training::{RunParameter, TriggerRequest};
 
 /// An async catalog tool as `tools/list` shows it: `generic` (submit_job's definition, so the
 /// annotations, the output schema and the task support are the same) with the tool's own name,

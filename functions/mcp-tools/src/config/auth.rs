@@ -1,6 +1,6 @@
 //! How mcp-tools authenticates its callers (`AUTH_MODE` and each mode's settings).
 
-use shared::config::{ConfigError, Env};
+use entry::config::{ConfigError, Env};
 
 use super::issuer_url;
 
@@ -45,7 +45,7 @@ pub struct NamedToken {
 }
 
 /// The name `MCP_BEARER_TOKEN_SHA256`'s single token goes by.
-pub use shared::domain::caller::DEFAULT_TOKEN_NAME;
+pub use domain::caller::DEFAULT_TOKEN_NAME;
 
 /// `AUTH_MODE=oauth`: mcp-tools as an OAuth 2.1 resource server (MCP authorization).
 #[derive(Debug, Clone, PartialEq, Eq)]

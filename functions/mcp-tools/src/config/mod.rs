@@ -6,8 +6,8 @@ pub mod auth;
 pub mod issuer_url;
 pub mod tools;
 
-use shared::config::{ConfigError, Env};
-use shared::domain::caller::{Owner, Principal};
+use domain::caller::{Owner, Principal};
+use entry::config::{ConfigError, Env};
 
 pub use auth::{AuthMode, NamedToken, OAuthConfig, DEFAULT_TOKEN_NAME};
 pub use tools::{PipelineParameters, ToolsConfig, TRAINING_ARGUMENTS};
@@ -120,7 +120,7 @@ fn approvers<F: Fn(&str) -> Option<String>>(
 
 #[cfg(test)]
 pub(crate) mod test_env {
-    pub use shared::config::test_env as env;
+    pub use entry::config::test_env as env;
 
     /// The variables every configuration needs, with `extra` added or put in their place.
     pub fn mcp_env<'a>(extra: &[(&'static str, &'a str)]) -> Vec<(&'static str, &'a str)> {
@@ -278,7 +278,7 @@ mod tests {
         ] {
             let mut vars = mcp_env(&[]);
             vars.extend_from_slice(mode);
-            let (env, asked) = shared::config::recording_env(&vars);
+            let (env, asked) = entry::config::recording_env(&vars);
             McpToolsConfig::from_env(&env).unwrap();
             seen.extend(asked.borrow().iter().cloned());
         }

@@ -2,15 +2,15 @@
 //! AgentCore Gateway target): tables, bucket, endpoint, pipeline, timings, and what callers
 //! may share.
 
-use shared::config::{
+use domain::allow_lists::AllowLists;
+use domain::caller::Owner;
+use domain::job::{JobPolicy, INLINE_INPUT_MAX_BYTES};
+use domain::quota::{Quota, QuotaLimits};
+use domain::training_input::S3Prefix;
+use entry::config::{
     event_bus_name, metrics_namespace, ConfigError, Env, JobRecords, CRASH_MARGIN_SECS,
 };
-use shared::domain::allow_lists::AllowLists;
-use shared::domain::caller::Owner;
-use shared::domain::job::{JobPolicy, INLINE_INPUT_MAX_BYTES};
-use shared::domain::quota::{Quota, QuotaLimits};
-use shared::domain::training_input::S3Prefix;
-use shared::usecases::JobSettings;
+use usecases::JobSettings;
 
 /// Every variable the tools read (both tools functions); the template test compares it with
 /// what the template sets, and a test here holds `from_env` to it.
@@ -556,7 +556,7 @@ mod tests {
     fn the_tools_read_exactly_the_variables_they_list() {
         let vars = mcp_env(&[("PIPELINE_MAX_PARALLEL_STEPS", "2")]);
         let read = |env: &_| ToolsConfig::from_env(env);
-        shared::config::assert_reads_exactly(read, &vars, &[VARIABLES]);
+        entry::config::assert_reads_exactly(read, &vars, &[VARIABLES]);
         for name in REQUIRED {
             let vars: Vec<(&str, &str)> = REQUIRED
                 .iter()

@@ -6,9 +6,9 @@ use serde::{Deserialize, Serialize};
 
 use super::common::*;
 use crate::config::ToolsConfig;
-use shared::domain::approval::MAX_COMMENT_CHARS;
-use shared::domain::caller::Caller;
-use shared::usecases::approval::{Approval, ApprovalError, ApprovalRequest, GateError};
+use domain::approval::MAX_COMMENT_CHARS;
+use domain::caller::Caller;
+use usecases::approval::{Approval, ApprovalError, ApprovalRequest, GateError};
 
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]

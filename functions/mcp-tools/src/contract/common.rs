@@ -4,13 +4,13 @@
 use crate::config::ToolsConfig;
 
 use crate::wording;
-use shared::domain::caller::Caller;
-use shared::domain::ids::ExecutionArn;
-use shared::domain::lineage::{self, EntityKind};
-use shared::domain::quota::Quota;
-use shared::ports::{AwsFailure, StoreError};
-use shared::usecases::quota::{CountedError, QuotaError};
-use shared::util::quote;
+use domain::caller::Caller;
+use domain::ids::ExecutionArn;
+use domain::lineage::{self, EntityKind};
+use domain::quota::Quota;
+use domain::util::quote;
+use ports::{AwsFailure, StoreError};
+use usecases::quota::{CountedError, QuotaError};
 
 /// The tools' names, as `tools/list` declares them (each is its method's name in `tools`).
 pub mod names {

@@ -9,11 +9,11 @@ use crate::config::ToolsConfig;
 use super::common::*;
 use super::waits::{wait_description, StatusCheck, WAIT_SECS};
 use crate::wording;
-use shared::domain::caller::{Caller, Owner};
-use shared::domain::ids::InferenceId;
-use shared::domain::job::{Job, JobStatus, Submission};
-use shared::usecases::check::{CheckError, JobReport};
-use shared::usecases::submit::{SubmitError, Submitted};
+use domain::caller::{Caller, Owner};
+use domain::ids::InferenceId;
+use domain::job::{Job, JobStatus, Submission};
+use usecases::check::{CheckError, JobReport};
+use usecases::submit::{SubmitError, Submitted};
 
 /// Largest input `submit_job` accepts. A Function URL request is at most 6 MB, and the input
 /// travels inside a JSON-RPC envelope with escaping.
@@ -312,7 +312,7 @@ impl From<JobReport> for JobStatusOutput {
             completed_at,
             ..
         } = r.job;
-        let expired = (status == shared::domain::job::JobStatus::Failed)
+        let expired = (status == domain::job::JobStatus::Failed)
             .then(|| {
                 failure_reason
                     .as_deref()

@@ -7,9 +7,9 @@ use crate::config::ToolsConfig;
 
 use super::common::*;
 use crate::wording;
-use shared::domain::caller::Caller;
-use shared::domain::lineage::{Direction, EntityKind};
-use shared::usecases::lineage::{Described, Found, Provenance, ProvenanceError, ProvenanceRequest};
+use domain::caller::Caller;
+use domain::lineage::{Direction, EntityKind};
+use usecases::lineage::{Described, Found, Provenance, ProvenanceError, ProvenanceRequest};
 
 pub const MAX_DEPTH: Bounds<u32> = Bounds {
     name: "max_depth",

@@ -8,10 +8,10 @@ use serde_json::{Map, Value};
 use super::common::*;
 use crate::config::ToolsConfig;
 use crate::wording;
-use shared::domain::caller::Caller;
-use shared::domain::ids::ExecutionArn;
-use shared::usecases::answer::{AnswerError, Answered, ExecutionAnswerError, Ignored, Reply};
-use shared::usecases::task::OpenQuestion;
+use domain::caller::Caller;
+use domain::ids::ExecutionArn;
+use usecases::answer::{AnswerError, Answered, ExecutionAnswerError, Ignored, Reply};
+use usecases::task::OpenQuestion;
 
 /// A question a run waits on.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]

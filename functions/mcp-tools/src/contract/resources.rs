@@ -11,7 +11,7 @@ use rmcp::model::{
     Resource, ResourceContents, ResourceTemplate,
 };
 
-use shared::usecases::job_object::{JobObject, ObjectInfo, ObjectRead, ReadError};
+use usecases::job_object::{JobObject, ObjectInfo, ObjectRead, ReadError};
 
 use crate::wording;
 
@@ -180,7 +180,7 @@ pub fn not_found(uri: &str) -> ErrorData {
 /// The URI as the error's `data` gives it back: whole up to 200 characters, then cut with `…`
 /// (a caller's value is never echoed whole).
 fn uri_data(uri: &str) -> Option<serde_json::Value> {
-    let max = shared::util::QUOTE_MAX_CHARS;
+    let max = domain::util::QUOTE_MAX_CHARS;
     let uri: String = match uri.chars().count() > max {
         true => uri.chars().take(max).chain(['…']).collect(),
         false => uri.to_owned(),

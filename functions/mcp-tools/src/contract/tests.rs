@@ -2,12 +2,12 @@
 
 use super::*;
 use crate::config::{PipelineParameters, ToolsConfig};
+use domain::caller::Caller;
+use domain::caller::Owner;
+use domain::caller::Principal;
+use ports::AwsFailure;
 use serde_json::{json, Value};
-use shared::domain::caller::Caller;
-use shared::domain::caller::Owner;
-use shared::domain::caller::Principal;
-use shared::ports::AwsFailure;
-use shared::usecases::training::RunParameter;
+use usecases::training::RunParameter;
 
 fn caller() -> Caller {
     Principal::Local.caller()
@@ -25,7 +25,7 @@ fn test_config() -> ToolsConfig {
         ("ASYNC_ENDPOINT_NAME", "ep"),
         ("PIPELINE_NAME", "pl"),
     ];
-    ToolsConfig::from_env(&shared::config::Env::from_lookup(move |k| {
+    ToolsConfig::from_env(&entry::config::Env::from_lookup(move |k| {
         vars.iter()
             .find(|(n, _)| *n == k)
             .map(|(_, v)| v.to_string())
@@ -58,7 +58,7 @@ fn a_document_becomes_the_inputs_of_the_uploaded_object() {
         .unwrap();
     assert_eq!(
         keyed.inference_id,
-        shared::domain::job::inference_id_for_key(&owner(), "ep", "k")
+        domain::job::inference_id_for_key(&owner(), "ep", "k")
     );
     let p = args(json!({"payload": {"a": 1}}))
         .submission(&owner(), "ep", "b", 3600)
@@ -220,14 +220,14 @@ fn a_jobs_status_is_one_of_four_words_in_the_output_schemas() {
         );
     }
     assert_eq!(
-        serde_json::to_value(JobState::from(shared::domain::job::JobStatus::Cancelled)).unwrap(),
+        serde_json::to_value(JobState::from(domain::job::JobStatus::Cancelled)).unwrap(),
         json!("cancelled")
     );
 }
 
 #[test]
 fn run_and_step_statuses_list_sagemakers_words_and_admit_a_later_one() {
-    use shared::domain::pipeline_status::{ExecutionStatus, RunStatus, StepState};
+    use domain::pipeline_status::{ExecutionStatus, RunStatus, StepState};
     let run_words = json!([
         "Executing",
         "Stopping",

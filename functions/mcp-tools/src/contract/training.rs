@@ -10,16 +10,14 @@ use super::common::*;
 use super::questions::QuestionView;
 use super::waits::{wait_description, StatusCheck, WAIT_SECS};
 use crate::wording;
-use shared::domain::caller::Caller;
-use shared::domain::ids::ExecutionArn;
-use shared::domain::pipeline_status::{ExecutionStatus, PipelineStatus, RunStatus, StepState};
-use shared::domain::run::Run;
-use shared::domain::s3_location::S3Location;
-use shared::ports::{ExecutionDescription, StepStatus};
-use shared::usecases::training::{
-    Refused, RunParameter, StatusError, TriggerError, TriggerRequest,
-};
-use shared::util::quote;
+use domain::caller::Caller;
+use domain::ids::ExecutionArn;
+use domain::pipeline_status::{ExecutionStatus, PipelineStatus, RunStatus, StepState};
+use domain::run::Run;
+use domain::s3_location::S3Location;
+use domain::util::quote;
+use ports::{ExecutionDescription, StepStatus};
+use usecases::training::{Refused, RunParameter, StatusError, TriggerError, TriggerRequest};
 
 pub const MAX_EPOCHS: Bounds<u32> = Bounds {
     name: "max_epochs",

@@ -5,7 +5,7 @@ use http_body_util::BodyExt;
 use lambda_http::RequestExt;
 use serde_json::{json, Value};
 
-use shared::domain::caller::Principal;
+use domain::caller::Principal;
 
 use super::*;
 use crate::auth::oauth::fixtures as keys;
@@ -68,7 +68,7 @@ async fn answer(response: HttpResponse) -> (u16, Option<String>, Value) {
 /// The test claims, valid now by the door's clock (the world's, which starts at the
 /// system time).
 fn claims_now(changes: Value) -> Value {
-    let now = shared::domain::time::now().timestamp();
+    let now = domain::time::now().timestamp();
     let claims = keys::with(keys::claims(), json!({"iat": now - 10, "exp": now + 300}));
     keys::with(claims, changes)
 }

@@ -14,7 +14,7 @@ use serde_json::{json, Value};
 
 use super::*;
 use crate::tools_tests::{world, World};
-use shared::domain::caller::Principal;
+use domain::caller::Principal;
 
 /// A Function URL event (payload format 2.0).
 pub(super) fn event(

@@ -1,7 +1,7 @@
 //! approve_model_package: a registered model approved or rejected by the run's owner, once.
 
-use shared::domain::caller::Principal;
-use shared::ports::LineageGraph;
+use domain::caller::Principal;
+use ports::LineageGraph;
 
 use super::*;
 

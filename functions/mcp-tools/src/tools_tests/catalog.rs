@@ -3,7 +3,7 @@
 //! refused argument stores, invokes and starts nothing.
 
 use super::*;
-use shared::ports::InvokeInput;
+use ports::InvokeInput;
 
 fn listed(w: &World) -> Vec<rmcp::model::Tool> {
     w.tools.served()

@@ -9,17 +9,17 @@ use rmcp::model::{CallToolResult, ErrorCode, JsonObject};
 use serde_json::{json, Value};
 
 use crate::config::ToolsConfig;
-use shared::config::Env;
-use shared::domain::caller::Principal;
-use shared::domain::job::{JobStatus, Stage};
-use shared::domain::notification::{parse_notification, Notification};
-use shared::domain::time::{rfc3339, Clock};
-use shared::fakes::{
+use domain::caller::Principal;
+use domain::job::{JobStatus, Stage};
+use domain::notification::{parse_notification, Notification};
+use domain::time::{rfc3339, Clock};
+use entry::config::Env;
+use fakes::{
     FakeInvoker, FakePipeline, InvokeFault, MemoryEvents, MemoryJobs, MemoryLineage, MemoryObjects,
     MemoryRuns,
 };
-use shared::ports::{LineageGraph, ObjectStore};
-use shared::usecases::outcome::record_notification;
+use ports::{LineageGraph, ObjectStore};
+use usecases::outcome::record_notification;
 
 use crate::contract::names;
 use crate::direct::{call_tool, request};

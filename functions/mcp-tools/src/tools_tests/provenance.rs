@@ -192,7 +192,7 @@ async fn get_model_provenance_refuses_what_it_cannot_answer() {
     let (_, package) = registered_model(&w).await;
     w.ports().lineage.fail(
         "ListAssociations",
-        shared::ports::AwsFailure {
+        ports::AwsFailure {
             code: Some("AccessDeniedException".into()),
             message: "not authorized to perform: sagemaker:ListAssociations".into(),
             retryable: false,

@@ -1,10 +1,10 @@
 //! A run that asks a person: its task goes `input_required` with the question as a form
 //! elicitation, and `tasks/update` answers it (sent to the CallbackStep once, by key).
 
+use domain::caller::Principal;
+use domain::question::StepAnswer;
 use serde_json::{json, Value};
-use shared::domain::caller::Principal;
-use shared::domain::question::StepAnswer;
-use shared::usecases::callback::record_question;
+use usecases::callback::record_question;
 
 use super::*;
 
@@ -27,7 +27,7 @@ async fn asking(w: &World) -> (String, String) {
     let asked = record_question(&ports.runs, &ports.pipeline, &message.to_string(), w.now())
         .await
         .unwrap();
-    let shared::usecases::callback::Asked::Recorded { key } = asked else {
+    let usecases::callback::Asked::Recorded { key } = asked else {
         panic!("{asked:?}")
     };
     (task_id, key)

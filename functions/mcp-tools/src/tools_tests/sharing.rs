@@ -4,7 +4,7 @@
 
 use serde_json::json;
 
-use shared::domain::caller::Principal;
+use domain::caller::Principal;
 
 use super::{registered_model, world};
 use crate::contract::names;
@@ -85,7 +85,7 @@ async fn an_access_denied_run_is_an_unknown_one_and_aws_text_stays_in_the_log() 
         )
         .await;
     let arn = run["execution_arn"].as_str().unwrap();
-    w.ports().pipeline.fail_describe(shared::ports::AwsFailure {
+    w.ports().pipeline.fail_describe(ports::AwsFailure {
         code: Some("AccessDeniedException".into()),
         message: "User: arn:aws:sts::123456789012:assumed-role/McpToolsRole/x is not authorized"
             .into(),

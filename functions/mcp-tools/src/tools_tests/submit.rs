@@ -24,7 +24,7 @@ async fn submit_job_stores_the_job_before_it_invokes_and_answers_pending() {
     assert!(!w.ports().objects.has(&format!("s3://b/inputs/{id}.json")));
     let requests = w.ports().endpoint.requests();
     assert_eq!(requests.len(), 1);
-    let shared::ports::InvokeInput::Inline(body) = &requests[0].input else {
+    let ports::InvokeInput::Inline(body) = &requests[0].input else {
         panic!("{:?}", requests[0])
     };
     assert_eq!(
@@ -93,7 +93,7 @@ async fn a_refused_invoke_is_a_tool_error_and_the_job_is_failed() {
         "{message}"
     );
     let owner = Principal::Local.caller().owner;
-    let id = shared::domain::job::inference_id_for_key(&owner, ENDPOINT, "k-refused");
+    let id = domain::job::inference_id_for_key(&owner, ENDPOINT, "k-refused");
     let job = w.ports().jobs.job(&id).unwrap();
     assert_eq!(
         (job.status, job.stage),
@@ -129,6 +129,6 @@ async fn with_inline_inputs_off_every_input_goes_through_s3() {
     assert!(w.ports().objects.has(&location));
     assert_eq!(
         w.ports().endpoint.requests()[0].input,
-        shared::ports::InvokeInput::S3(location)
+        ports::InvokeInput::S3(location)
     );
 }

@@ -13,9 +13,9 @@ pub(crate) mod fixtures;
 #[cfg(test)]
 mod keys_tests;
 
+use domain::caller::Principal;
+use domain::time::Clock;
 use http::StatusCode;
-use shared::domain::caller::Principal;
-use shared::domain::time::Clock;
 
 use super::bearer;
 use super::refusal::{Access, Refusal};

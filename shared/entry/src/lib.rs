@@ -1,0 +1,7 @@
+//! What the functions' entry points share: their configuration, read once from the environment
+//! ([`config`]); their logs and metrics and the runtime loop around a handler ([`telemetry`]);
+//! and the answer to an SQS batch ([`sqs_batch`]).
+
+pub mod config;
+pub mod sqs_batch;
+pub mod telemetry;
