@@ -26,6 +26,7 @@ use tokio::sync::oneshot;
 use tokio::time::Instant;
 
 use domain::caller::Caller;
+use domain::task_id::MAX_TASK_ID_BYTES;
 use usecases::listen::{self, Heard, Hold, ListenSink, Observed, TaskReader};
 use usecases::quota;
 
@@ -36,8 +37,6 @@ use crate::tools::Tools;
 pub const METHOD: &str = "subscriptions/listen";
 const TASKS_EXTENSION: &str = "io.modelcontextprotocol/tasks";
 const CLIENT_CAPABILITIES: &str = "io.modelcontextprotocol/clientCapabilities";
-/// Our task ids are at most a few hundred bytes; anything longer is no task of ours.
-pub const MAX_TASK_ID_BYTES: usize = 512;
 /// The hold ends this long before the listen's time is up: the final result must still go out.
 const FINAL_RESULT_MARGIN: Duration = Duration::from_secs(2);
 
@@ -441,5 +440,42 @@ impl<B: Backend> Tools<B> {
         let ended = listen::hold(&reader, opened, hold, &mut sink).await;
         tracing::info!(?ended, "listen held");
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn listen_of(task_ids: &[String]) -> Vec<u8> {
+        serde_json::json!({"jsonrpc": "2.0", "id": 7, "method": METHOD, "params": {
+            "notifications": {"taskIds": task_ids},
+            "_meta": {CLIENT_CAPABILITIES: {"extensions": {TASKS_EXTENSION: {}}}}}})
+        .to_string()
+        .into_bytes()
+    }
+
+    #[test]
+    fn a_run_task_of_a_long_pipeline_name_is_named_and_one_past_the_bound_is_refused() {
+        // A run of a pipeline whose name is 256 characters, its session 128: a genuine id,
+        // longer than 512 bytes, within the one bound every task id has.
+        let arn = format!(
+            "arn:aws:sagemaker:us-east-1:123456789012:pipeline/{}/execution/k2p9x7q1m4z8",
+            "p".repeat(256)
+        );
+        let genuine = domain::run::task_id(&"s".repeat(128), &arn, &"f".repeat(32));
+        assert!(
+            (512..=MAX_TASK_ID_BYTES).contains(&genuine.len()),
+            "{}",
+            genuine.len()
+        );
+        assert_eq!(named(&listen_of(&[genuine.clone()])).unwrap(), [genuine]);
+        let refused = named(&listen_of(&["t".repeat(MAX_TASK_ID_BYTES + 1)])).unwrap_err();
+        assert_eq!(refused.code, ErrorCode::INVALID_PARAMS);
+        assert!(
+            refused.message.contains("each at most 1024 bytes"),
+            "{}",
+            refused.message
+        );
     }
 }

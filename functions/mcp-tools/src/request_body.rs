@@ -26,8 +26,7 @@ pub const MAX_PROGRESS_TOKEN_BYTES: usize = 256;
 pub const MAX_VERSION_BYTES: usize = 64;
 /// The longest request id accepted: every reply carries it back.
 pub const MAX_ID_BYTES: usize = 200;
-/// The longest task id accepted (a run's carries its session and execution ARN).
-pub const MAX_TASK_ID_BYTES: usize = 1024;
+pub use domain::task_id::MAX_TASK_ID_BYTES;
 /// How much of a value past its bound is kept, for a refusal that quotes it short.
 pub const KEPT_BYTES: usize = 256;
 

@@ -4,6 +4,11 @@
 
 use crate::{job, run};
 
+/// The longest task id accepted anywhere (a request's `taskId`, a listen's `taskIds`): a run's
+/// carries its session (at most 128 bytes) and execution ARN (a pipeline's name may be 256
+/// characters), each base64url, and its secret, so a genuine one stays under about 700 bytes.
+pub const MAX_TASK_ID_BYTES: usize = 1024;
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum TaskId {
     Job {
