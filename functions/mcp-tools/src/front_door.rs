@@ -219,11 +219,6 @@ impl<B: Backend> FrontDoor<B> {
         if let Some(reply) = rpc.messages.iter().find_map(refuse_too_long) {
             return reply;
         }
-        if let [one] = rpc.messages.as_slice() {
-            if let Some(error) = input_responses_refused(one) {
-                return rpc_error(one.id.clone(), error);
-            }
-        }
         let write_tools = self
             .write_tools
             .get_or_init(|| write_tools(&self.tools.served()));
@@ -232,6 +227,12 @@ impl<B: Backend> FrontDoor<B> {
             Ok(principal) => principal,
             Err(refusal) => return refusal.into_response(),
         };
+        // Authorized first: a caller without the write scope learns nothing of the parameters.
+        if let [one] = rpc.messages.as_slice() {
+            if let Some(error) = input_responses_refused(one) {
+                return rpc_error(one.id.clone(), error);
+            }
+        }
         let caller = principal.caller();
         request.extensions_mut().insert(principal);
         if let Some(name) = http_guard::missing_task_name(request.headers(), rpc.task_id.as_deref())
