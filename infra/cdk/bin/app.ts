@@ -3,10 +3,12 @@
  * The construct in a stack of its own, from the template's parameter names given as context:
  *   cdk synth -c AsyncEndpointName=... -c PipelineName=... -c IoBucketName=... [-c stackName=...]
  * (make cdk-synth / make cdk-deploy PARAMS="AsyncEndpointName=... ..."). No env: the stack goes
- * to the account and region of the caller's credentials.
+ * to the account and region of the caller's credentials. The functions are taken from where
+ * make build put them (CARGO_TARGET_DIR, relative to the repository, else target/lambda), or
+ * from -c functionsDir=....
  */
 import { App, Stack } from 'aws-cdk-lib/core';
-import { McpAsyncJobs, McpAsyncJobsProps, PARAMETERS, propsFromParameters } from '../lib';
+import { builtFunctionsDir, McpAsyncJobs, McpAsyncJobsProps, PARAMETERS, propsFromParameters } from '../lib';
 
 const DESCRIPTION = 'The async side of SageMaker-backed MCP tools: notification-handler (async inference outcomes), '
   + 'pipeline-router (pipeline run outcomes) and mcp-tools (the MCP server on a Function URL); optionally the same tools '
@@ -29,7 +31,8 @@ const stack = new Stack(app, stackName, { description: DESCRIPTION });
 try {
   new McpAsyncJobs(stack, 'Jobs', {
     ...(propsFromParameters(values) as unknown as McpAsyncJobsProps),
-    functionsDir: context('functionsDir'),
+    // Where make build put them: CARGO_TARGET_DIR honoured, as make serve honours it.
+    functionsDir: context('functionsDir') ?? builtFunctionsDir(),
   });
 } catch (error) {
   const message = (error as Error).message;

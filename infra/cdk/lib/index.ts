@@ -1,2 +1,2 @@
-export { McpAsyncJobs, McpAsyncJobsProps, ToolCatalog } from './mcp-async-jobs';
+export { builtFunctionsDir, McpAsyncJobs, McpAsyncJobsProps, ToolCatalog } from './mcp-async-jobs';
 export { PARAMETERS, ParameterSpec, parseParameter, propsFromParameters } from './parameters';

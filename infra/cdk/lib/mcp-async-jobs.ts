@@ -1429,6 +1429,15 @@ function definedOnly(variables: Record<string, string | undefined>): Record<stri
   return Object.fromEntries(Object.entries(variables).filter((entry): entry is [string, string] => entry[1] !== undefined));
 }
 
+/**
+ * Where `make build` (cargo lambda build) leaves the functions: `<CARGO_TARGET_DIR>/lambda`, a
+ * relative CARGO_TARGET_DIR taken from the repository's root as the Makefile and cargo take it
+ * there, else `<repository>/target/lambda`.
+ */
+export function builtFunctionsDir(cargoTargetDir: string | undefined = process.env.CARGO_TARGET_DIR): string {
+  return path.resolve(REPO_ROOT, cargoTargetDir || 'target', 'lambda');
+}
+
 /** A built function's directory; `make build` (cargo lambda build --release --arm64) makes them. */
 function functionCode(functionsDir: string, binary: string): string {
   const dir = path.join(functionsDir, binary);

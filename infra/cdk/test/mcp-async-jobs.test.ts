@@ -187,6 +187,28 @@ describe('McpAsyncJobs', () => {
     assert.equal(template.Resources.McpToolsFunctionUrl.Properties.AuthType, 'NONE');
   });
 
+  it('the app takes the functions from where make build put them, CARGO_TARGET_DIR honoured', () => {
+    const app = (env: Record<string, string>) => spawnSync(process.execPath, [path.join(PACKAGE, 'dist', 'bin', 'app.js')], {
+      cwd: PACKAGE, encoding: 'utf8',
+      env: { ...process.env, CDK_CONTEXT_JSON: JSON.stringify({ AsyncEndpointName: 'doc-processor-async', PipelineName: 'intent-classifier', IoBucketName: 'mcp-io-bucket' }), ...env },
+    });
+    // Built under a target dir of its own: <CARGO_TARGET_DIR>/lambda/<binary>/bootstrap.
+    const target = path.join(work, 'cargo-target');
+    for (const binary of BINARIES) {
+      fs.mkdirSync(path.join(target, 'lambda', binary), { recursive: true });
+      fs.writeFileSync(path.join(target, 'lambda', binary, 'bootstrap'), '#!/bin/sh\n');
+    }
+    const built = app({ CARGO_TARGET_DIR: target });
+    assert.equal(built.status, 0, built.stderr);
+    // Elsewhere, it names where it looked; a relative one is the repository's, as cargo's is there.
+    const missing = app({ CARGO_TARGET_DIR: path.join(work, 'not-built') });
+    assert.equal(missing.status, 1);
+    assert.match(missing.stderr, new RegExp(`${path.join(work, 'not-built', 'lambda')}/\\S+/bootstrap is missing`));
+    const relative = app({ CARGO_TARGET_DIR: 'elsewhere-target' });
+    assert.equal(relative.status, 1);
+    assert.match(relative.stderr, new RegExp(`${path.resolve(PACKAGE, '..', '..', 'elsewhere-target', 'lambda')}/`));
+  });
+
   it('the app names what it needs when parameters are missing', () => {
     const run = spawnSync(process.execPath, [path.join(PACKAGE, 'dist', 'bin', 'app.js')], {
       cwd: PACKAGE, encoding: 'utf8', env: { ...process.env, CDK_CONTEXT_JSON: JSON.stringify({ functionsDir }) },
