@@ -15,7 +15,7 @@ INSPECTOR := tests/inspector/node_modules/.bin/mcp-inspector
 CONFORMANCE := tests/conformance/node_modules/.bin/conformance
 
 .PHONY: help venv test compile unit-test demo serve conformance bench bench-cost bench-hostile fmt lint lint-infra build build-sam sam-template sam-build-debug deploy \
-	deploy-guided preflight-deploy preflight-guided destroy cdk-destroy catalog redrive doctor wire-endpoint tool-schema cdk-test cdk-unit cdk-synth cdk-bootstrap cdk-deploy clean
+	deploy-guided preflight-deploy preflight-guided preflight-cdk destroy cdk-destroy catalog redrive doctor wire-endpoint tool-schema cdk-test cdk-unit cdk-synth cdk-bootstrap cdk-deploy clean
 
 help:
 	@echo "make demo   run the async loop locally (inference outcomes, pipeline runs) and show what is stored"
@@ -50,7 +50,8 @@ help:
 	@echo "make cdk-test   the CDK construct's checks (tsc, node --test, parity with the SAM template, cfn-lint)"
 	@echo "make cdk-synth PARAMS=\"AsyncEndpointName=... PipelineName=... IoBucketName=...\"  synthesize the CDK app"
 	@echo "             (the template's parameters, Name=Value; STACK=<name>; offline) into infra/cdk/cdk.out/"
-	@echo "make cdk-deploy PARAMS=... [STACK=<name>]  make build, then cdk deploy in your AWS account and region"
+	@echo "make cdk-deploy PARAMS=... [STACK=<name>]  check PARAMS (as make deploy checks), make build, then cdk deploy"
+	@echo "             in your AWS account and region"
 	@echo "             (once per account and region first: make cdk-bootstrap)"
 	@echo "make redrive STACK=<name>  replay a deployed stack's dead-lettered notifications and pipeline events"
 	@echo "             (or QUEUE_URL=... NOTIFICATION_HANDLER=... PIPELINE_ROUTER=...; ARGS=\"--dry-run --max N\")"
@@ -119,7 +120,12 @@ cdk-bootstrap: venv $(CDK_MODULES)
 
 # The release build (make build) into the caller's account and region, which the stack (no env)
 # takes from the credentials; the region as every deploy here picks it (scripts/aws_region.py).
-cdk-deploy: build $(CDK_BUILT)
+# Checked first, as make deploy is (scripts/preflight.py cdk), before the twenty-minute build.
+preflight-cdk: venv
+	@$(PY) scripts/preflight.py cdk --params '$(PARAMS)'
+
+cdk-deploy: preflight-cdk $(CDK_BUILT)
+	@$(MAKE) --no-print-directory build
 	@region=$$($(PY) scripts/aws_region.py) && echo "Deploying to $$region" && \
 		cd $(CDK_DIR) && AWS_REGION="$$region" $(CDK_CLI) deploy --no-notices --no-lookups $(CDK_CONTEXT) $(ARGS)
 

@@ -7,6 +7,9 @@ the tool catalog in the layer. Every mistake is listed, with how to give what is
                                               parameters and the catalog's
     preflight.py guided                       make deploy-guided: the region and the catalog (the
                                               guided deploy asks the rest)
+    preflight.py cdk [--params "N=V ..."]     make cdk-deploy: the region, PARAMS against the
+                                              template's parameters and Rules (the CDK app takes
+                                              the same names), and the catalog file ToolCatalog names
 """
 
 from __future__ import annotations
@@ -26,6 +29,8 @@ ROOT = Path(__file__).resolve().parents[1]
 TEMPLATE = ROOT / "infra" / "template.yaml"
 # How each parameter a first deploy must give is given.
 HOW = "run make deploy-guided (it saves the answers in samconfig.toml), or add {name}=... to parameter_overrides there"
+# The same for the CDK app, which takes them on make's command line.
+HOW_CDK = "add {name}=... to PARAMS (make cdk-deploy PARAMS=\"{name}=... ...\")"
 
 
 def template() -> dict:
@@ -87,15 +92,15 @@ def evaluate(node, values: dict, specs: dict):
     return node
 
 
-def check_parameters(values: dict, cfn: dict) -> list:
+def check_parameters(values: dict, cfn: dict, how: str = HOW, where: str = "samconfig.toml") -> list:
     specs = cfn["Parameters"]
     problems = []
     for name in values:
         if name not in specs:
-            problems.append(f"{name}: the template has no such parameter (remove it from samconfig.toml)")
+            problems.append(f"{name}: the template has no such parameter (remove it from {where})")
     for name, spec in specs.items():
         if name not in values and "Default" not in spec:
-            problems.append(f"{name} is missing: {HOW.format(name=name)}")
+            problems.append(f"{name} is missing: {how.format(name=name)}")
         elif name in values:
             problem = check_value(name, spec, values[name])
             if problem:
@@ -138,19 +143,52 @@ def preflight(mode: str, stack_name: str, samconfig: Path, layer_dir: Path) -> l
     return problems
 
 
+def cdk_values(params: str) -> dict:
+    """make's PARAMS as the CDK app takes them: Name=Value words (the last value of a name wins)."""
+    values = {}
+    for word in params.split():
+        name, eq, value = word.partition("=")
+        values[name] = value if eq else None
+    return values
+
+
+def preflight_cdk(params: str) -> list:
+    """The CDK app's deploy: the region, its context checked as the template checks the same
+    parameters, and the catalog file ToolCatalog names (the app takes a path, the template a
+    file name in the layer)."""
+    problems = []
+    if not aws_region.caller_region():
+        problems.append(f"region: {aws_region.NoRegion()}")
+    values = cdk_values(params)
+    problems += [f"{name}: not Name=Value (PARAMS takes Name=Value words)" for name, v in values.items() if v is None]
+    values = {name: v for name, v in values.items() if v is not None}
+    path = values.pop("ToolCatalog", "")
+    if path:
+        try:
+            catalog.names(catalog.load(ROOT / path), path)
+        except catalog.CatalogError as e:
+            problems.append(f"ToolCatalog: {e}")
+        values["ToolCatalog"] = Path(path).name
+    return problems + check_parameters(values, template(), HOW_CDK, "PARAMS")
+
+
 def main(argv: Optional[list] = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                      formatter_class=argparse.RawDescriptionHelpFormatter,
                                      epilog=__doc__.split("\n\n", 1)[1])
-    parser.add_argument("mode", choices=("deploy", "guided"))
+    parser.add_argument("mode", choices=("deploy", "guided", "cdk"))
     parser.add_argument("--stack-name", default="")
+    parser.add_argument("--params", default="", help="cdk: make's PARAMS, Name=Value words")
     parser.add_argument("--samconfig", type=Path, default=ROOT / "samconfig.toml")
     parser.add_argument("--layer-dir", type=Path, default=catalog.LAYER_DIR)
     args = parser.parse_args(argv)
-    problems = preflight(args.mode, args.stack_name, args.samconfig, args.layer_dir)
+    if args.mode == "cdk":
+        problems = preflight_cdk(args.params)
+    else:
+        problems = preflight(args.mode, args.stack_name, args.samconfig, args.layer_dir)
     if problems:
-        print(f"error: make {'deploy-guided' if args.mode == 'guided' else 'deploy'} stopped before building:",
-              file=sys.stderr)
+        target = {"guided": "deploy-guided", "deploy": "deploy", "cdk": "cdk-deploy"}[args.mode]
+        print(f"error: make {target} stopped before building:", file=sys.stderr)
         for problem in problems:
             print(f"  - {problem}", file=sys.stderr)
         return 2

@@ -101,6 +101,41 @@ def test_the_cli_lists_every_problem_and_exits_2(tmp_path, region, capsys):
     assert err[1].startswith("  - stack name:") and err[2].startswith("  - IoBucketName is missing")
 
 
+# ---------------------------------------------------------------- the CDK app's deploy
+
+CDK_GOOD = "AsyncEndpointName=doc-ep IoBucketName=mcp-io"
+
+
+def test_the_cdk_deploy_is_checked_as_the_template_checks_the_same_parameters(tmp_path, region):
+    assert preflight.preflight_cdk(CDK_GOOD) == []
+    assert preflight.preflight_cdk(CDK_GOOD + " ToolCatalog=infra/catalog.example.json PipelineName=p") == []
+    problems = preflight.preflight_cdk("IoBucketName=x FunctionUrlAuthType=OPEN Colour=blue")
+    assert [p.split(":")[0].split(" ")[0] for p in problems] == [
+        "Colour", "AsyncEndpointName", "IoBucketName='x'", "FunctionUrlAuthType='OPEN'"], problems
+    assert problems[0] == "Colour: the template has no such parameter (remove it from PARAMS)"
+    assert problems[1] == 'AsyncEndpointName is missing: add AsyncEndpointName=... to PARAMS (make cdk-deploy PARAMS="AsyncEndpointName=... ...")'
+    # The Rules too, and the catalog the app would read.
+    assert preflight.preflight_cdk(CDK_GOOD + " ModelName=m")[0].startswith("ExecutionRoleForEndpoint: ModelName needs")
+    missing = preflight.preflight_cdk(CDK_GOOD + " ToolCatalog=infra/no-such-catalog.json")
+    assert len(missing) == 1 and missing[0].startswith("ToolCatalog: "), missing
+    assert "infra/no-such-catalog.json: cannot be read" in missing[0], missing
+    assert preflight.preflight_cdk(CDK_GOOD + " PipelineName")[0] == "PipelineName: not Name=Value (PARAMS takes Name=Value words)"
+
+
+def test_make_cdk_deploy_stops_before_any_build(tmp_path):
+    import subprocess
+    env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
+    env.update(AWS_CONFIG_FILE=str(tmp_path / "none"), AWS_SHARED_CREDENTIALS_FILE=str(tmp_path / "none"))
+    done = subprocess.run(["make", "--no-print-directory", "cdk-deploy", "PARAMS=IoBucketName=x"], cwd=ROOT, env=env,
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode != 0
+    assert "error: make cdk-deploy stopped before building:" in done.stderr, done.stderr
+    assert "  - region: no AWS region is set" in done.stderr
+    assert "  - AsyncEndpointName is missing: add AsyncEndpointName=... to PARAMS" in done.stderr
+    # Nothing was built: neither the functions nor the CDK app.
+    assert "cargo" not in done.stdout + done.stderr and "npm" not in done.stdout + done.stderr
+
+
 # ---------------------------------------------------------------- destroy
 
 OUTPUTS = {"S3OutputPath": "s3://mcp-io/outputs/", "S3FailurePath": "s3://mcp-io/failures/",
