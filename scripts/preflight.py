@@ -116,6 +116,34 @@ def check_parameters(values: dict, cfn: dict, how: str = HOW, where: str = "samc
     return problems
 
 
+def listed(value: str) -> list:
+    return [v.strip() for v in value.split(",")] if value else []
+
+
+def check_models(values: dict, endpoints: Optional[list] = None) -> list:
+    """What CloudFormation would find only halfway through the deploy: a Model the stack would
+    create twice (ModelName and a place of CatalogModelNames, or two places), and a place of
+    CatalogModelNames with no catalog endpoint at it (its slot is never made, so the Model
+    would be silently left out). `endpoints`: the catalog's, where the parameters do not list
+    them (the CDK app derives them from the catalog)."""
+    problems = []
+    models = listed(values.get("CatalogModelNames", ""))
+    endpoints = listed(values.get("CatalogEndpointNames", "")) if endpoints is None else endpoints
+    seen = {values["ModelName"]: "ModelName"} if values.get("ModelName") else {}
+    for place, model in enumerate(models, start=1):
+        if not model:
+            continue
+        if model in seen:
+            problems.append(f"CatalogModelNames: {model} is named twice ({seen[model]} and place {place} of "
+                            "CatalogModelNames); the stack creates each Model once: give each endpoint a Model of its own")
+        seen.setdefault(model, f"place {place} of CatalogModelNames")
+        if place > len(endpoints) or not endpoints[place - 1]:
+            problems.append(f"CatalogModelNames: place {place} names {model}, but the catalog has no endpoint at "
+                            f"place {place} (its endpoints: {', '.join(e for e in endpoints if e) or 'none'}); "
+                            "make catalog MODELS=\"<endpoint>=<model> ...\" puts each Model at its endpoint's place")
+    return problems
+
+
 def preflight(mode: str, stack_name: str, samconfig: Path, layer_dir: Path) -> list:
     problems = []
     if not aws_region.caller_region():
@@ -139,7 +167,7 @@ def preflight(mode: str, stack_name: str, samconfig: Path, layer_dir: Path) -> l
         except Exception as e:  # click's BadParameter: the saved overrides do not parse
             problems.append(f"{samconfig}: parameter_overrides cannot be read ({e})")
         else:
-            problems += check_parameters(values, template())
+            problems += check_parameters(values, template()) or check_models(values)
     return problems
 
 
@@ -163,13 +191,14 @@ def preflight_cdk(params: str) -> list:
     problems += [f"{name}: not Name=Value (PARAMS takes Name=Value words)" for name, v in values.items() if v is None]
     values = {name: v for name, v in values.items() if v is not None}
     path = values.pop("ToolCatalog", "")
+    endpoints: list = []
     if path:
         try:
-            catalog.names(catalog.load(ROOT / path), path)
+            endpoints, _ = catalog.names(catalog.load(ROOT / path), path)
         except catalog.CatalogError as e:
             problems.append(f"ToolCatalog: {e}")
         values["ToolCatalog"] = Path(path).name
-    return problems + check_parameters(values, template(), HOW_CDK, "PARAMS")
+    return problems + (check_parameters(values, template(), HOW_CDK, "PARAMS") or check_models(values, endpoints))
 
 
 def main(argv: Optional[list] = None) -> int:

@@ -73,6 +73,26 @@ def test_what_cloudformation_would_refuse_is_refused_first(tmp_path, region, ove
     assert len(problems) == 1 and problems[0].startswith(problem), problems
 
 
+def test_a_model_named_twice_or_without_its_catalog_endpoint_is_refused(tmp_path, region):
+    import catalog
+    role = ' ModelExecutionRoleArn=\\"arn:aws:iam::123456789012:role/sm\\" PipelineName=\\"p\\"'
+    catalog.install(ROOT / "infra" / "catalog.example.json", tmp_path / "layer", "mcp-churn-scorer-async=churn-7")
+    assert run(tmp_path, config=samconfig(tmp_path, GOOD + role)) == []
+    # The stack's own endpoint's Model named again for a catalog endpoint: created twice.
+    twice = run(tmp_path, config=samconfig(tmp_path, GOOD + role + ' ModelName=\\"churn-7\\"'))
+    assert len(twice) == 1 and twice[0].startswith(
+        "CatalogModelNames: churn-7 is named twice (ModelName and place 2 of CatalogModelNames)"), twice
+    # The CDK app's deploy is held to the same, its endpoints read from the catalog it is given;
+    # there CatalogModelNames is given by hand, so a Model may stand at a place with no catalog
+    # endpoint, whose slot would never be made (make catalog MODELS=... places each Model).
+    cdk = CDK_GOOD + " ToolCatalog=infra/catalog.example.json PipelineName=p ModelExecutionRoleArn=arn:aws:iam::123456789012:role/sm"
+    assert preflight.preflight_cdk(cdk + " CatalogModelNames=,churn-7") == []
+    assert preflight.preflight_cdk(cdk + " ModelName=churn-7 CatalogModelNames=,churn-7")[0].startswith(
+        "CatalogModelNames: churn-7 is named twice")
+    assert preflight.preflight_cdk(cdk + " CatalogModelNames=,,orphan")[0].startswith(
+        "CatalogModelNames: place 3 names orphan, but the catalog has no endpoint at place 3")
+
+
 def test_the_catalogs_models_without_their_role_are_refused(tmp_path, region):
     import catalog
     catalog.install(ROOT / "infra" / "catalog.example.json", tmp_path / "layer", "mcp-churn-scorer-async=churn-7")
