@@ -469,7 +469,10 @@ mod tests {
             "{}",
             genuine.len()
         );
-        assert_eq!(named(&listen_of(&[genuine.clone()])).unwrap(), [genuine]);
+        assert_eq!(
+            named(&listen_of(std::slice::from_ref(&genuine))).unwrap(),
+            [genuine]
+        );
         let refused = named(&listen_of(&["t".repeat(MAX_TASK_ID_BYTES + 1)])).unwrap_err();
         assert_eq!(refused.code, ErrorCode::INVALID_PARAMS);
         assert!(
