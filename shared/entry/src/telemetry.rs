@@ -145,10 +145,17 @@ where
     run(metrics, service).await
 }
 
-/// The crates whose INFO lines are ours to keep. lambda_runtime's invocation span carries the
-/// request id, so it stays at INFO too.
-const OUR_CRATES: [&str; 6] = [
-    "shared",
+/// The crates whose INFO lines are ours to keep: the layers under shared/ and the functions.
+/// lambda_runtime's invocation span carries the request id, so it stays at INFO too. A crate
+/// of ours missing here logs nothing below WARN: the test below holds the list to the
+/// workspace's members.
+const OUR_CRATES: [&str; 11] = [
+    "domain",
+    "ports",
+    "usecases",
+    "adapters",
+    "fakes",
+    "entry",
     "notification_handler",
     "pipeline_router",
     "mcp_tools",
@@ -378,13 +385,13 @@ mod tests {
     fn dependencies_log_at_warn_unless_asked() {
         let filter = log_filter(None, None);
         assert!(filter.starts_with("warn,"), "{filter}");
-        assert!(filter.contains("mcp_tools=info") && filter.contains("shared=info"));
+        assert!(filter.contains("mcp_tools=info") && filter.contains("usecases=info"));
         assert!(!filter.contains("rmcp"));
         let filter = log_filter(None, Some("DEBUG"));
         assert!(filter.contains("mcp_tools=debug") && filter.contains("lambda_runtime=debug"));
         let filter = log_filter(None, Some("WARN"));
         // The invocation span (and so the request id) stays.
-        assert!(filter.contains("shared=warn") && filter.contains("lambda_runtime=info"));
+        assert!(filter.contains("usecases=warn") && filter.contains("lambda_runtime=info"));
         assert_eq!(log_filter(Some("rmcp=debug"), Some("WARN")), "rmcp=debug");
         // Whatever the filter says, these are never written.
         use tracing::Level;
@@ -401,8 +408,32 @@ mod tests {
         assert!(!may_log("hyper", &Level::DEBUG));
         assert!(may_log("rmcp::service", &Level::INFO));
         assert!(may_log("mcp_tools::tools", &Level::TRACE));
-        assert!(may_log("shared::usecases::submit", &Level::DEBUG));
+        assert!(may_log("usecases::submit", &Level::DEBUG));
         assert!(log_filter(Some(" "), None).starts_with("warn,"));
+    }
+
+    #[test]
+    fn every_crate_of_the_workspace_that_logs_keeps_its_info_lines() {
+        // The workspace's members, as Cargo.toml lists them, each by its crate name.
+        let manifest = include_str!("../../../Cargo.toml");
+        let members = manifest
+            .split("members = [")
+            .nth(1)
+            .and_then(|rest| rest.split(']').next())
+            .expect("the workspace lists its members");
+        let ours: Vec<String> = members
+            .split(',')
+            .map(|m| m.trim().trim_matches('"'))
+            .filter(|m| m.starts_with("shared/") || m.starts_with("functions/"))
+            .map(|m| m.rsplit('/').next().unwrap().replace('-', "_"))
+            .collect();
+        assert!(ours.len() >= 10, "{ours:?}");
+        for krate in &ours {
+            assert!(
+                OUR_CRATES.contains(&krate.as_str()),
+                "{krate} is not in OUR_CRATES"
+            );
+        }
     }
 
     #[test]
