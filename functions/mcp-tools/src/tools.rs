@@ -290,8 +290,8 @@ impl<B: Backend> Tools<B> {
         description = "Answer a question a training run waits on (check_training_status lists them in \
                        waiting_for_input, each with its key, prompt and fields): accept with content, one value \
                        per field, and the run goes on with them; decline or cancel, and the run fails at that \
-                       step. A question takes one answer; only the run's owner (or the deployment's approvers) \
-                       may answer.",
+                       step. A question takes one answer. Who may answer: the deployment's approvers when it \
+                       names them (then not the run's owner), otherwise the run's owner.",
         annotations(
             title = "Answer a training run's question",
             read_only_hint = false,
@@ -342,8 +342,9 @@ impl<B: Backend> Tools<B> {
         description = "Approve or reject a model package a training run registered and left waiting \
                        (PendingManualApproval; check_training_status reports it in model_package_arn): \
                        approve true makes it Approved, for a deployment to use; false Rejected. The comment \
-                       is kept with who decided. Only the run's owner (or the deployment's approvers) may \
-                       decide, once: a package decided already is changed in SageMaker itself.",
+                       is kept with who decided. Who may decide: the deployment's approvers when it names \
+                       them (then not the run's owner), otherwise the run's owner; once: a package decided \
+                       already is changed in SageMaker itself.",
         annotations(
             title = "Approve or reject a registered model",
             read_only_hint = false,
