@@ -307,12 +307,14 @@ fn parse_fields(text: &str) -> Result<Vec<Field>, String> {
 /// logged, and a newline in a name must not start a log line of its own).
 fn bounded(name: &str) -> String {
     let name = crate::util::truncate_utf8(name.to_owned(), MAX_FIELD_NAME_BYTES);
-    name.chars()
-        .flat_map(|c| match c.is_control() || is_unsafe(c) {
-            true => c.escape_unicode().collect::<Vec<_>>(),
-            false => vec![c],
-        })
-        .collect()
+    let mut quoted = String::with_capacity(name.len());
+    for c in name.chars() {
+        match c.is_control() || is_unsafe(c) {
+            true => quoted.extend(c.escape_unicode()),
+            false => quoted.push(c),
+        }
+    }
+    quoted
 }
 
 fn quote(name: &str) -> String {

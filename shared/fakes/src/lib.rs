@@ -455,13 +455,8 @@ impl FakePipeline {
     /// The CallbackStep waiting on `token` moves to `status` (answered, failed, stopped).
     pub fn end_callback(&self, execution_arn: &str, token: &str, status: StepState) {
         let token = CallbackToken::parse(token);
-        for step in self
-            .callbacks
-            .lock()
-            .unwrap()
-            .entry(execution_arn.to_owned())
-            .or_default()
-        {
+        let mut callbacks = self.callbacks.lock().unwrap();
+        for step in callbacks.get_mut(execution_arn).into_iter().flatten() {
             if step.callback_token == token {
                 step.status = status.clone();
             }
@@ -618,24 +613,21 @@ impl PipelineControl for FakePipeline {
             .cloned()
             .unwrap_or_default();
         let registered = self.succeeded.lock().unwrap().get(execution_arn).cloned();
-        steps.extend(match registered {
-            None => Vec::<StepStatus>::new(),
-            Some(model_package_arn) => [
+        if let Some(model_package_arn) = registered {
+            let done = [
                 "PreprocessData",
                 "TrainModel",
                 "EvaluateModel",
                 "RegisterModel",
-            ]
-            .into_iter()
-            .map(|name| StepStatus {
+            ];
+            steps.extend(done.into_iter().map(|name| StepStatus {
                 name: name.into(),
                 status: StepState::Succeeded,
                 failure_reason: None,
                 model_package_arn: (name == "RegisterModel").then(|| model_package_arn.clone()),
                 callback_token: None,
-            })
-            .collect(),
-        });
+            }));
+        }
         Ok(steps)
     }
 
