@@ -97,6 +97,15 @@ def aws():
             "runs_table": os.environ["PIPELINE_RESULTS_TABLE"]}
 
 
+def invoke(servers: dict, function: str, event: dict) -> dict:
+    """Invokes a function directly, as the Lambda API would (the local watch at `servers["port"]`
+    builds it on first use); its answer."""
+    url = f"http://127.0.0.1:{servers['port']}/2015-03-31/functions/{function}/invocations"
+    req = urllib.request.Request(url, data=json.dumps(event).encode(), method="POST")
+    with urllib.request.urlopen(req, timeout=600) as resp:
+        return json.loads(resp.read())
+
+
 @pytest.fixture(scope="session")
 def notify(servers):
     """Delivers a SageMaker notification to notification-handler, as SNS would."""
@@ -109,10 +118,7 @@ def notify(servers):
                                       "Timestamp": "2026-11-20T10:15:02.118Z", "SignatureVersion": "1",
                                       "Signature": "x", "SigningCertUrl": "https://x", "UnsubscribeUrl": "https://x",
                                       "MessageAttributes": {}}}]}
-        url = f"http://127.0.0.1:{servers['port']}/2015-03-31/functions/notification-handler/invocations"
-        req = urllib.request.Request(url, data=json.dumps(event).encode(), method="POST")
-        with urllib.request.urlopen(req, timeout=600) as resp:
-            return json.loads(resp.read())
+        return invoke(servers, "notification-handler", event)
     return deliver
 
 

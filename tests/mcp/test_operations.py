@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import BEARER_TOKEN, error_text, need, ok
+from conftest import BEARER_TOKEN, error_text, invoke, need, ok
 from test_mcp_tools import _call, http_request, put_output, success_message
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "scripts"))
@@ -47,17 +47,13 @@ def call(ops, name, args):
 
 def deliver(ops, message):
     """A notification to this watch's notification-handler, as SNS delivers it."""
-    import urllib.request
     event = {"Records": [{"EventSource": "aws:sns", "EventVersion": "1.0", "EventSubscriptionArn": "arn:x",
                           "Sns": {"Type": "Notification", "MessageId": f"sns-{uuid.uuid4()}", "TopicArn": "arn:x",
                                   "Subject": None, "Message": json.dumps(message),
                                   "Timestamp": "2026-11-20T10:15:02.118Z", "SignatureVersion": "1", "Signature": "x",
                                   "SigningCertUrl": "https://x", "UnsubscribeUrl": "https://x",
                                   "MessageAttributes": {}}}]}
-    url = f"http://127.0.0.1:{ops['port']}/2015-03-31/functions/notification-handler/invocations"
-    req = urllib.request.Request(url, data=json.dumps(event).encode(), method="POST")
-    with urllib.request.urlopen(req, timeout=600) as resp:
-        assert json.loads(resp.read()) == {"processed": 1}
+    assert invoke(ops, "notification-handler", event) == {"processed": 1}
     return event["Records"][0]["Sns"]["MessageId"]
 
 

@@ -9,7 +9,6 @@ import asyncio
 import json
 import os
 import time
-import urllib.request
 import uuid
 from pathlib import Path
 
@@ -21,7 +20,7 @@ from fastmcp.client.elicitation import ElicitResult
 from fastmcp_tasks import call_tool_task
 from fastmcp_tasks.client import _send_get, _send_update
 
-from conftest import mcp_under_watch, need
+from conftest import invoke, mcp_under_watch, need
 from test_tasks import training_args
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -186,17 +185,12 @@ def test_without_tasks_the_status_check_shows_the_question_and_the_tool_answers_
     assert step["Metadata"]["Callback"]["CallbackToken"] not in json.dumps([question, sent, again, status])
 
 
-def invoke_pipeline_router(servers, message_id: str, body: dict) -> dict:
-    """One callback message delivered to pipeline-router as the queue's event source mapping
-    would, through the local Lambda invoke API; its batch answer."""
-    event = {"Records": [{"messageId": message_id, "receiptHandle": f"AQEB{message_id}", "body": json.dumps(body),
-                          "attributes": {"ApproximateReceiveCount": "1"}, "messageAttributes": {},
-                          "eventSource": "aws:sqs", "awsRegion": os.environ["AWS_REGION"],
-                          "eventSourceARN": "arn:aws:sqs:us-east-1:123456789012:mcp-pipeline-callbacks"}]}
-    url = f"http://127.0.0.1:{servers['port']}/2015-03-31/functions/pipeline-router/invocations"
-    request = urllib.request.Request(url, data=json.dumps(event).encode(), method="POST")
-    with urllib.request.urlopen(request, timeout=600) as resp:
-        return json.loads(resp.read())
+def callback_event(message_id: str, body: dict) -> dict:
+    """One callback message as the queue's event source mapping delivers it to pipeline-router."""
+    return {"Records": [{"messageId": message_id, "receiptHandle": f"AQEB{message_id}", "body": json.dumps(body),
+                         "attributes": {"ApproximateReceiveCount": "1"}, "messageAttributes": {},
+                         "eventSource": "aws:sqs", "awsRegion": os.environ["AWS_REGION"],
+                         "eventSourceARN": "arn:aws:sqs:us-east-1:123456789012:mcp-pipeline-callbacks"}]}
 
 
 def test_a_token_of_another_run_asks_nothing_on_the_run_a_message_names(approval_url, servers):
@@ -214,7 +208,7 @@ def test_a_token_of_another_run_asks_nothing_on_the_run_a_message_names(approval
             token = callback_step(sender_arn)["Metadata"]["Callback"]["CallbackToken"]
             forged = {"token": token, "pipelineExecutionArn": victim_arn, "status": "Executing",
                       "arguments": {"prompt": lure}}
-            answer = invoke_pipeline_router(servers, "m-forged-0001", forged)
+            answer = invoke(servers, "pipeline-router", callback_event("m-forged-0001", forged))
             seen = await _send_get(client.session, victim.task_id)
             for arn in (victim_arn, sender_arn):
                 sagemaker().stop_pipeline_execution(PipelineExecutionArn=arn, ClientRequestToken=uuid.uuid4().hex)

@@ -8,13 +8,14 @@ import json
 import os
 import subprocess
 import sys
-import urllib.request
 import uuid
 from pathlib import Path
 
 import boto3
 import pytest
 from mcp import Client
+
+from conftest import invoke
 
 ROOT = Path(__file__).resolve().parents[2]
 ACCOUNT = "123456789012"
@@ -26,14 +27,6 @@ def queue():
     url = sqs.create_queue(QueueName=f"redrive-test-{uuid.uuid4().hex[:12]}")["QueueUrl"]
     yield sqs, url
     sqs.delete_queue(QueueUrl=url)
-
-
-def invoke(servers, function, event):
-    """Invokes a function directly, as the Lambda API would; builds it on first use."""
-    url = f"http://127.0.0.1:{servers['port']}/2015-03-31/functions/{function}/invocations"
-    req = urllib.request.Request(url, data=json.dumps(event).encode(), method="POST")
-    with urllib.request.urlopen(req, timeout=600) as resp:
-        return json.loads(resp.read())
 
 
 @pytest.fixture(scope="module")

@@ -8,7 +8,6 @@ import json
 import os
 import re
 import time
-import urllib.request
 import uuid
 from pathlib import Path
 
@@ -16,7 +15,7 @@ import boto3
 import pytest
 from mcp import Client
 
-from conftest import need, ok
+from conftest import invoke, need, ok
 from demo import completion_bus
 from lambda_watch import LOCAL, WatchError, free_port, start_watch, stop
 from test_mcp_tools import put_output, success_message
@@ -63,13 +62,6 @@ def call(traced, name, args, meta=None):
         async with Client(traced["url"], mode="2026-07-28") as client:
             return await client.call_tool(name, args, meta=meta)
     return asyncio.run(go())
-
-
-def invoke(traced, function, event):
-    url = f"http://127.0.0.1:{traced['port']}/2015-03-31/functions/{function}/invocations"
-    req = urllib.request.Request(url, data=json.dumps(event).encode(), method="POST")
-    with urllib.request.urlopen(req, timeout=600) as resp:
-        return json.loads(resp.read())
 
 
 def sns(message):
