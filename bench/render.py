@@ -24,8 +24,22 @@ def target_value(t: Target) -> str:
     return fmt(t.value) if t.shown_as == "ms" else t.shown_as.format(t.value)
 
 
+def table_head(columns: list[str]) -> list[str]:
+    """A Markdown table's head: the columns' names, then the rule under them."""
+    return ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
+
+
+def table_section(heading: str, paragraphs: list[str], columns: list[str]) -> list[str]:
+    """How every table of BENCHMARKS.md opens: its heading, each paragraph before the table,
+    then the table's head, a blank line between each."""
+    lines = ["", heading, ""]
+    for paragraph in paragraphs:
+        lines += [paragraph, ""]
+    return lines + table_head(columns)
+
+
 def targets(r: Results) -> list[str]:
-    lines = ["", "## Targets", "", "| target | this run | met |", "|---|---|---|"]
+    lines = table_section("## Targets", [], ["target", "this run", "met"])
     lines += [f"| {t.name} | {target_value(t)} | {'yes' if t.met else '**no**'} |" for t in r.targets]
     return lines
 
@@ -50,17 +64,12 @@ def header(r: Results) -> list[str]:
 
 
 def cold_start(r: Results) -> list[str]:
-    lines = [
-        "",
+    lines = table_section(
         "## Cold start",
-        "",
-        "Init is spawn to the first `next` (Lambda's Init Duration); first response is spawn to the first answer;"
-        f" first event is the first invocation alone. Median of {r.environment.cold} fresh processes, each handed a"
-        " notification whose output is read from S3.",
-        "",
-        "| function | AWS over | init | first event | first response |",
-        "|---|---|---|---|---|",
-    ]
+        ["Init is spawn to the first `next` (Lambda's Init Duration); first response is spawn to the first answer;"
+         f" first event is the first invocation alone. Median of {r.environment.cold} fresh processes, each handed a"
+         " notification whose output is read from S3."],
+        ["function", "AWS over", "init", "first event", "first response"])
     for c in r.cold:
         lines.append(f"| {c.function} | {c.over} | {fmt(c.init_ms)} | {fmt(c.first_event_ms)} | {fmt(c.first_response_ms)} |")
     http, https = r.cold_ratio["HTTP"], r.cold_ratio["HTTPS"]
@@ -87,19 +96,14 @@ def tls_added(cost: TlsCost) -> str:
 
 
 def init_against_floor(r: Results) -> list[str]:
-    lines = [
-        "",
+    lines = table_section(
         "## Init against its floor",
-        "",
-        "Init (spawn to the first `next`, Lambda's Init Duration) of each function beside an empty Rust Lambda's"
-        " (bench/empty-function: the same lambda_runtime, lambda_http, tokio and patch, answering `{}`, or an empty"
-        " streamed body for the Function URL), in the same run: buffered for the event functions, streaming for"
-        f" mcp-tools. {r.init_rounds} rounds of fresh processes; a round spawns each once, in an order that turns by"
-        " one each round. Medians.",
-        "",
-        "| function | init | floor | floor's init | init / floor |",
-        "|---|---|---|---|---|",
-    ]
+        ["Init (spawn to the first `next`, Lambda's Init Duration) of each function beside an empty Rust Lambda's"
+         " (bench/empty-function: the same lambda_runtime, lambda_http, tokio and patch, answering `{}`, or an empty"
+         " streamed body for the Function URL), in the same run: buffered for the event functions, streaming for"
+         f" mcp-tools. {r.init_rounds} rounds of fresh processes; a round spawns each once, in an order that turns by"
+         " one each round. Medians."],
+        ["function", "init", "floor", "floor's init", "init / floor"])
     for i in r.init_floor:
         lines.append(f"| {i.function} | {fmt(i.init_ms)} | {i.floor} | {fmt(i.floor_ms)} | {i.ratio:.2f}x |")
     rows = {i.function: i for i in r.init_floor}
@@ -125,20 +129,15 @@ def ratio(value: float, floor: float) -> str:
 
 
 def warm(r: Results) -> list[str]:
-    lines = [
-        "",
+    lines = table_section(
         "## Warm latency per event, against the floor",
-        "",
-        f"One process, 5 events to warm up, then {r.environment.events} events, each a new job. Floor: the same AWS"
-        " calls replayed right after each event by a minimal client (request bytes prepared beforehand, one kept-alive"
-        f" connection), plus the Runtime API exchange of a function that does nothing ({fmt(r.runtime_ms)},"
-        " bench/null_function.py); emulator: moto's own time handling the calls. Overhead: median of"
-        " (event − floor). The reference and notification-handler run side by side, an event each in turn.",
-        "",
-        "| function | event | AWS calls | latency | floor | latency / floor | emulator | overhead above floor |"
-        " CPU per event | peak RSS |",
-        "|---|---|---|---|---|---|---|---|---|---|",
-    ]
+        [f"One process, 5 events to warm up, then {r.environment.events} events, each a new job. Floor: the same AWS"
+         " calls replayed right after each event by a minimal client (request bytes prepared beforehand, one kept-alive"
+         f" connection), plus the Runtime API exchange of a function that does nothing ({fmt(r.runtime_ms)},"
+         " bench/null_function.py); emulator: moto's own time handling the calls. Overhead: median of"
+         " (event − floor). The reference and notification-handler run side by side, an event each in turn."],
+        ["function", "event", "AWS calls", "latency", "floor", "latency / floor", "emulator", "overhead above floor",
+         "CPU per event", "peak RSS"])
     for w in r.warm:
         lines.append(f"| {w.function} | {w.event} | {calls(w.calls)} | {fmt(w.latency_ms)} | {fmt(w.floor_ms)} | "
                      f"{ratio(w.latency_ms, w.floor_ms)} | {fmt(w.emulator_ms)} | {fmt(w.overhead_ms)} | "
@@ -160,7 +159,7 @@ def mcp_tools(r: Results) -> list[str]:
 
 def mcp_section(events: int, ops: list[McpOperation], rss_mb: float, paths: InputPaths | None,
                 provenance: str = "") -> list[str]:
-    lines = ["", MCP_HEADING, ""] + ([provenance, ""] if provenance else []) + [
+    lines = table_section(MCP_HEADING, ([provenance] if provenance else []) + [
         "The official Python MCP SDK's client over Streamable HTTP, through a Function URL front (bench/function_url.py),"
         f" {events} calls each after 5 to warm up. Function: the invocation's time. Two floors, each with the"
         " Runtime API's exchange: the calls replayed by the minimal client (raw), and the same calls made again"
@@ -169,12 +168,9 @@ def mcp_section(events: int, ops: list[McpOperation], rss_mb: float, paths: Inpu
         " process of its own, right after each call); own time: the function's above the SDK's floor, its own"
         " code's. CPU: the function's process's CPU time per call (from one call's start to the next's, so its"
         " work after the reply counts), and the SDK replay's for the same calls; client: what the client"
-        " waited, its own Python included.",
-        "",
-        "| operation | AWS calls | function | raw floor | function / floor | above the raw floor | through the SDK alone"
-        " | own time | CPU per call | the SDK alone's CPU | client |",
-        "|---|---|---|---|---|---|---|---|---|---|---|",
-    ]
+        " waited, its own Python included."],
+        ["operation", "AWS calls", "function", "raw floor", "function / floor", "above the raw floor",
+         "through the SDK alone", "own time", "CPU per call", "the SDK alone's CPU", "client"])
     for m in ops:
         lines.append(f"| {m.operation} | {calls(m.calls)} | {fmt(m.function_ms)} | {fmt(m.floor_ms)} | "
                      f"{ratio(m.function_ms, m.floor_ms)} | {fmt(m.overhead_ms)} | {fmt(m.sdk_floor_ms)} | "
@@ -213,7 +209,7 @@ def input_paths(p: InputPaths | None) -> list[str]:
 
 
 def calls_per_operation(r: Results) -> list[str]:
-    lines = ["", "## AWS calls per operation, counted at the emulator", "", "| operation | calls |", "|---|---|"]
+    lines = table_section(CALLS_HEADING, [], ["operation", "calls"])
     for w in r.warm:
         if w.function != "python-reference":
             lines.append(f"| {w.function}: {w.event} | {calls(w.calls)} |")
@@ -228,19 +224,14 @@ def mcp_call_rows(ops: list[McpOperation], polls: dict[str, list[str]]) -> list[
 
 
 def batches(r: Results) -> list[str]:
-    lines = [
-        "",
+    lines = table_section(
         "## SQS batch of 100 notifications",
-        "",
-        "Median of 3 batches of 100 new jobs (output read from S3: 200 calls a batch), after one warm-up batch."
-        " moto handles one call at a time, so against it a batch takes the emulator's time either way. DynamoDB"
-        " and S3 serve calls in parallel, each after a network round trip: the fixed-latency endpoint"
-        " (bench/emulator.py FixedLatencyAws) answers every call with a canned success after a fixed delay, many"
-        " at once, which is what concurrency is for.",
-        "",
-        "| AWS | sequential (BATCH_CONCURRENCY=1) | concurrent (16) | speed-up | per message, concurrent |",
-        "|---|---|---|---|---|",
-    ]
+        ["Median of 3 batches of 100 new jobs (output read from S3: 200 calls a batch), after one warm-up batch."
+         " moto handles one call at a time, so against it a batch takes the emulator's time either way. DynamoDB"
+         " and S3 serve calls in parallel, each after a network round trip: the fixed-latency endpoint"
+         " (bench/emulator.py FixedLatencyAws) answers every call with a canned success after a fixed delay, many"
+         " at once, which is what concurrency is for."],
+        ["AWS", "sequential (BATCH_CONCURRENCY=1)", "concurrent (16)", "speed-up", "per message, concurrent"])
     for b in r.batches:
         lines.append(f"| {b.backend} | {fmt(b.sequential_ms)} | {fmt(b.concurrent_ms)} | {b.speedup:.1f}x | "
                      f"{fmt(b.per_message_ms)} |")
@@ -262,8 +253,8 @@ def price_table(c: Cost) -> list[str]:
         "sns_delivery": "SNS delivery to Lambda or SQS", "sqs_request": "SQS standard request (per 64 KiB chunk)",
         "eventbridge_aws_event": "EventBridge: an AWS service's event on the default bus",
     }
-    lines = [f"Prices ({c.region}, on-demand, read {c.checked}; no free tier):", "",
-             "| price | per million (per GB-second for duration) |", "|---|---|"]
+    lines = [f"Prices ({c.region}, on-demand, read {c.checked}; no free tier):", ""]
+    lines += table_head(["price", "per million (per GB-second for duration)"])
     for key, value in c.prices.items():
         shown = f"${value:.10f}".rstrip("0") if key == "lambda_arm64_gb_second" else usd(value)
         lines.append(f"| {names.get(key, key)} | {'free' if value == 0 else shown} |")
@@ -279,19 +270,17 @@ COST_HEADING = "## What a job costs"
 
 
 def cost_section(c: Cost) -> list[str]:
-    lines = ["", COST_HEADING, ""] + ([c.provenance, ""] if c.provenance else []) + [c.headline, "",
-             "Every call below was counted at the emulator in this run, with each DynamoDB item's size before and "
-             "after each write and each read's, and each request's bytes (bench/emulator.py); bench/cost.py prices "
-             "them. Dollars per million jobs, by service; units are per job.", "",
-             "| scenario | notification handler | output | " + " | ".join(COST_SERVICES)
-             + " | per million jobs | write units | read units | largest term |",
-             "|---|---|---|" + "---|" * len(COST_SERVICES) + "---|---|---|---|"]
+    lines = table_section(COST_HEADING, ([c.provenance] if c.provenance else []) + [c.headline,
+                          "Every call below was counted at the emulator in this run, with each DynamoDB item's size "
+                          "before and after each write and each read's, and each request's bytes (bench/emulator.py); "
+                          "bench/cost.py prices them. Dollars per million jobs, by service; units are per job."],
+                          ["scenario", "notification handler", "output", *COST_SERVICES, "per million jobs",
+                           "write units", "read units", "largest term"])
     for row in c.rows:
         services = " | ".join(usd(row.by_service.get(s, 0.0)) for s in COST_SERVICES)
         lines.append(f"| {row.scenario} | {row.design} | {row.output} | {services} | **${row.per_million:.2f}** | "
                      f"{row.write_units:g} | {row.read_units:g} | {row.dominant} |")
-    lines += ["", "### The defaults, before and after", "",
-              "| setting | case | before | after | saved |", "|---|---|---|---|---|"]
+    lines += table_section("### The defaults, before and after", [], ["setting", "case", "before", "after", "saved"])
     lines += [f"| {ch.setting} | {ch.case} | {ch.before} | {ch.after} | {ch.saved} |" for ch in c.changes]
     lines += ["", "### What the model leaves out, and how it counts", ""]
     lines += [f"- {note}" for note in c.notes]
@@ -326,17 +315,16 @@ def hostile_section(rows: list[dict], provenance: str) -> list[str]:
     """Each hostile request's peak memory and time beside a cheap request of the same size
     (bench/hostile.py)."""
     baseline = next((r["baseline_rss_mb"] for r in rows if "baseline_rss_mb" in r), 0.0)
-    lines = ["", HOSTILE_HEADING, "",
-             "mcp-tools (release), bearer mode, the example catalog, in its own process under the bench's Runtime "
-             "API, a fresh process for each request, warmed by one tools/list. Peak: what the request added to the "
-             f"process's resident memory at its peak (VmHWM, reset before the request, less VmRSS just before it); "
-             f"the warm process holds {baseline:.1f} MB. Time: from the "
-             "event out to the reply's last byte in. The cheap request is the same size, refused as cheaply as "
-             "the function can: a body that is not JSON, a string where an object is wanted, the same array where a "
-             "string is wanted (the type check before the schema), or tools/list with the same bytes in `_meta`. "
-             "Medians of 3.", "",
-             "| request | bytes | answer | peak | time | same-size cheap one: peak | time |",
-             "|---|---|---|---|---|---|---|"]
+    lines = table_section(HOSTILE_HEADING, [
+        "mcp-tools (release), bearer mode, the example catalog, in its own process under the bench's Runtime "
+        "API, a fresh process for each request, warmed by one tools/list. Peak: what the request added to the "
+        f"process's resident memory at its peak (VmHWM, reset before the request, less VmRSS just before it); "
+        f"the warm process holds {baseline:.1f} MB. Time: from the "
+        "event out to the reply's last byte in. The cheap request is the same size, refused as cheaply as "
+        "the function can: a body that is not JSON, a string where an object is wanted, the same array where a "
+        "string is wanted (the type check before the schema), or tools/list with the same bytes in `_meta`. "
+        "Medians of 3."],
+        ["request", "bytes", "answer", "peak", "time", "same-size cheap one: peak", "time"])
     for r in rows:
         if "what" not in r:
             continue
@@ -375,18 +363,19 @@ def splice_mcp(text: str, events: int, ops: list[McpOperation], rss_mb: float, p
 
 
 def criterion(r: Results) -> list[str]:
-    lines = ["", "## Handler CPU per notification (criterion, no I/O)", "", "| benchmark | median |", "|---|---|"]
+    lines = table_section("## Handler CPU per notification (criterion, no I/O)", [], ["benchmark", "median"])
     for name, us in sorted(r.criterion_us.items()):
         lines.append(f"| {name} | {us:.2f} µs |")
     return lines
 
 
 def entropy(r: Results) -> list[str]:
-    lines = ["", "## aws-lc's first random bytes (bench/entropy)", "",
-             "A process's first TLS handshake seeds aws-lc's generator. With CPU jitter entropy (aws-lc's default)"
-             " that costs tens of milliseconds; `.cargo/config.toml` builds without it"
-             " (`AWS_LC_SYS_NO_JITTER_ENTROPY=1`), leaving the OS source (getrandom). Median of 5 processes.", "",
-             "| aws-lc built | first request | second request |", "|---|---|---|"]
+    lines = table_section(
+        "## aws-lc's first random bytes (bench/entropy)",
+        ["A process's first TLS handshake seeds aws-lc's generator. With CPU jitter entropy (aws-lc's default)"
+         " that costs tens of milliseconds; `.cargo/config.toml` builds without it"
+         " (`AWS_LC_SYS_NO_JITTER_ENTROPY=1`), leaving the OS source (getrandom). Median of 5 processes."],
+        ["aws-lc built", "first request", "second request"])
     for e in r.entropy:
         lines.append(f"| {e.label} | {e.first_us / 1000:.2f} ms | {e.second_us} µs |")
     if not r.entropy:
@@ -395,7 +384,7 @@ def entropy(r: Results) -> list[str]:
 
 
 def artifacts(r: Results) -> list[str]:
-    lines = ["", "## Artifacts (arm64, zipped as Lambda takes them)", "", "| function | zip | unzipped |", "|---|---|---|"]
+    lines = table_section("## Artifacts (arm64, zipped as Lambda takes them)", [], ["function", "zip", "unzipped"])
     for name, (zipped, unzipped) in r.sizes_mb.items():
         lines.append(f"| {name} | {zipped:.2f} MB | {unzipped:.2f} MB |")
     if not r.sizes_mb:
