@@ -2,6 +2,7 @@
 for tests that drive it with the official Python MCP SDK. Started by `make test` inside
 scripts/local_stack.py (--sagemaker ... --lambda), which provides the environment."""
 
+import contextlib
 import hashlib
 import http.client
 import json
@@ -58,6 +59,24 @@ def mcp_under_watch(env: dict, name: str, concurrency: int = 1, warm: bool = Fal
         pytest.exit(str(e), 2)
     yield f"http://127.0.0.1:{port}/lambda-url/mcp-tools/mcp"
     stop(proc)
+
+
+@contextlib.contextmanager
+def mcp_in_front_of(fake, env: dict, name: str):
+    """mcp-tools under a cargo lambda watch of its own, with `env` over the stack's (pointing it
+    at `fake`, a local server with a stop()), its MCP URL. On leaving, the watch is stopped and
+    then `fake`; `fake` is stopped too when the watch does not start."""
+    port = free_port()
+    try:
+        proc = start_watch(port, env, name)
+    except WatchError as e:
+        fake.stop()
+        pytest.exit(str(e), 2)
+    try:
+        yield f"http://127.0.0.1:{port}/lambda-url/mcp-tools/mcp"
+    finally:
+        stop(proc)
+        fake.stop()
 
 
 def standin_invocations() -> list:
@@ -252,13 +271,7 @@ def counted(servers):
     """mcp-tools whose DynamoDB calls go through a DynamoDbCounter (the fixture's value, with
     the server's `url`)."""
     counter = DynamoDbCounter(need("AWS_ENDPOINT_URL"))
-    port = free_port()
-    try:
-        proc = start_watch(port, {"AUTH_MODE": "none", "AWS_ENDPOINT_URL_DYNAMODB": counter.url}, "watch-counted")
-    except WatchError as e:
-        counter.stop()
-        pytest.exit(str(e), 2)
-    counter.mcp_url = f"http://127.0.0.1:{port}/lambda-url/mcp-tools/mcp"
-    yield counter
-    stop(proc)
-    counter.stop()
+    with mcp_in_front_of(counter, {"AUTH_MODE": "none", "AWS_ENDPOINT_URL_DYNAMODB": counter.url},
+                         "watch-counted") as url:
+        counter.mcp_url = url
+        yield counter

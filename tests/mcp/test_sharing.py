@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from conftest import error_text, mcp_under_watch, need, ok, standin_invocations
-from lambda_watch import LOCAL, WatchError, free_port, start_watch, stop
+from conftest import error_text, mcp_in_front_of, mcp_under_watch, need, ok, standin_invocations
+from lambda_watch import LOCAL
 from test_identity import call_tool
 from test_mcp_tools import JSON_HEADERS, LIST_TOOLS, http_request
 
@@ -209,14 +209,8 @@ class AccessDenied:
 
 def test_an_access_denied_from_sagemaker_is_answered_as_unknown(servers):
     denied = AccessDenied()
-    port = free_port()
-    try:
-        proc = start_watch(port, {"AUTH_MODE": "none", "AWS_ENDPOINT_URL_SAGEMAKER": denied.url}, "watch-denied")
-    except WatchError as e:
-        denied.stop()
-        pytest.exit(str(e), 2)
-    url = f"http://127.0.0.1:{port}/lambda-url/mcp-tools/mcp"
-    try:
+    with mcp_in_front_of(denied, {"AUTH_MODE": "none", "AWS_ENDPOINT_URL_SAGEMAKER": denied.url},
+                         "watch-denied") as url:
         arn = "arn:aws:sagemaker:us-east-1:123456789012:pipeline/mcp-intent-classifier-pipeline/execution/abc123"
         text = error_text(call_tool(url, "check_training_status", {"execution_arn": arn}))
         assert text == f'no training run "{arn}" was found: check the execution_arn that trigger_training returned'
@@ -224,9 +218,6 @@ def test_an_access_denied_from_sagemaker_is_answered_as_unknown(servers):
         text = error_text(call_tool(url, "get_model_provenance", {"model_package_arn": package}))
         assert text.startswith(f'no model package "{package}" was found'), text
         assert "McpToolsRole" not in text and "assumed-role" not in text
-    finally:
-        stop(proc)
-        denied.stop()
     # The log keeps what AWS said.
     assert "AccessDeniedException" in (LOCAL / "watch-denied.log").read_text()
 
