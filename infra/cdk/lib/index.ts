@@ -1,2 +1,3 @@
-export { builtFunctionsDir, McpAsyncJobs, McpAsyncJobsProps, ToolCatalog } from './mcp-async-jobs';
+export { builtFunctionsDir, McpAsyncJobs } from './mcp-async-jobs';
 export { PARAMETERS, ParameterSpec, parseParameter, propsFromParameters } from './parameters';
+export { McpAsyncJobsProps, ToolCatalog } from './props';
