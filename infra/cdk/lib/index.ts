@@ -1,3 +1,4 @@
-export { builtFunctionsDir, McpAsyncJobs } from './mcp-async-jobs';
+export { McpAsyncJobs } from './mcp-async-jobs';
 export { PARAMETERS, ParameterSpec, parseParameter, propsFromParameters } from './parameters';
 export { McpAsyncJobsProps, ToolCatalog } from './props';
+export { builtFunctionsDir } from './repository';

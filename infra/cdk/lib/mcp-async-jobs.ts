@@ -1,5 +1,4 @@
 import * as fs from 'fs';
-import * as os from 'os';
 import * as path from 'path';
 import { Aws, CfnElement, CfnOutput, Duration, Fn, RemovalPolicy, Stack } from 'aws-cdk-lib/core';
 import * as autoscaling from 'aws-cdk-lib/aws-applicationautoscaling';
@@ -15,24 +14,11 @@ import * as sagemaker from 'aws-cdk-lib/aws-sagemaker';
 import * as sns from 'aws-cdk-lib/aws-sns';
 import * as sqs from 'aws-cdk-lib/aws-sqs';
 import { Construct, IConstruct } from 'constructs';
+import { catalogLayerDir, catalogOf } from './catalog';
 import { dashboardBody } from './dashboard';
-import { McpAsyncJobsProps, ToolCatalog } from './props';
+import { McpAsyncJobsProps } from './props';
+import { REPO_ROOT } from './repository';
 import { given, settingsOf, usesOAuth } from './settings';
-
-/** The repository this package lives in (infra/cdk), found from the running file up. */
-const REPO_ROOT = path.resolve(packageRoot(__dirname), '..', '..');
-
-function packageRoot(from: string): string {
-  let dir = from;
-  while (!fs.existsSync(path.join(dir, 'package.json'))) {
-    const parent = path.dirname(dir);
-    if (parent === dir) {
-      throw new Error(`McpAsyncJobs: no package.json above ${from}`);
-    }
-    dir = parent;
-  }
-  return dir;
-}
 
 /** gateway-target's: its calls do not stream, so a wait is 20 s at most. */
 const GATEWAY_TARGET_TIMEOUT_SECS = 45;
@@ -115,15 +101,7 @@ export class McpAsyncJobs extends Construct {
     const readableOutcomes = [`${bucketArn}/${s.outputPrefix}*`, `${bucketArn}/${s.failurePrefix}*`];
     // The tool catalog's endpoints and pipelines, beside the stack's own (granted as the template
     // grants CatalogEndpointNames and CatalogPipelineNames: in statements of their own).
-    const toolCatalog = given(s.catalog as string) || typeof s.catalog === 'object' ? loadCatalog(s.catalog) : undefined;
-    const unique = (names: string[]) => names.filter((n, i) => given(n) && names.indexOf(n) === i);
-    const fromCatalog = toolCatalog ? catalogNames(toolCatalog.parsed, toolCatalog.fileName) : { endpoints: [], pipelines: [] };
-    const catalogEndpoints = unique([...fromCatalog.endpoints, ...s.catalogEndpointNames]);
-    const catalogPipelines = unique([...fromCatalog.pipelines, ...s.catalogPipelineNames]);
-    if (catalogPipelines.length > 0 && !given(s.pipelineName)) {
-      throw new Error('McpAsyncJobs: PipelineForCatalogPipelines: the catalog\'s pipelines need pipelineName (the stack '
-        + 'routes pipeline runs only with it): set it to one of them');
-    }
+    const { file: toolCatalog, endpoints: catalogEndpoints, pipelines: catalogPipelines, models: catalogModels } = catalogOf(s);
     const sagemakerArn = `arn:${partition}:sagemaker:${region}:${account}`;
     const catalogPipelineArns = catalogPipelines.map((p) => `${sagemakerArn}:pipeline/${p}`);
     const catalogExecutionArns = catalogPipelineArns.map((arn) => `${arn}/execution/*`);
@@ -132,15 +110,6 @@ export class McpAsyncJobs extends Construct {
     const createErrorTopic = !given(s.errorTopicArn);
     const hasExecutionRole = given(s.modelExecutionRoleArn);
     const createEndpoint = given(s.modelName);
-    // The catalog's endpoints the construct creates, each in the slot of its place (the template's
-    // CatalogEndpoint<i> resources).
-    if (s.catalogModelNames.length > catalogEndpoints.length && s.catalogModelNames.slice(catalogEndpoints.length).some(given)) {
-      throw new Error(`McpAsyncJobs: catalogModelNames has ${s.catalogModelNames.length} places, the catalog's `
-        + `endpoints ${catalogEndpoints.length}: give a Model (or '') for each endpoint, in their order`);
-    }
-    const catalogModels = catalogEndpoints.slice(0, 10)
-      .map((endpoint, i) => ({ slot: i + 1, endpoint, model: s.catalogModelNames[i] ?? '' }))
-      .filter((m) => given(m.model));
     const createCognito = s.createUserPool;
     const oauthAuth = usesOAuth(s);
     const bearerAuth = s.functionUrlAuthType === 'NONE' && !oauthAuth;
@@ -1114,15 +1083,6 @@ function definedOnly(variables: Record<string, string | undefined>): Record<stri
   return Object.fromEntries(Object.entries(variables).filter((entry): entry is [string, string] => entry[1] !== undefined));
 }
 
-/**
- * Where `make build` (cargo lambda build) leaves the functions: `<CARGO_TARGET_DIR>/lambda`, a
- * relative CARGO_TARGET_DIR taken from the repository's root as the Makefile and cargo take it
- * there, else `<repository>/target/lambda`.
- */
-export function builtFunctionsDir(cargoTargetDir: string | undefined = process.env.CARGO_TARGET_DIR): string {
-  return path.resolve(REPO_ROOT, cargoTargetDir || 'target', 'lambda');
-}
-
 /** A built function's directory; `make build` (cargo lambda build --release --arm64) makes them. */
 function functionCode(functionsDir: string, binary: string): string {
   const dir = path.join(functionsDir, binary);
@@ -1140,53 +1100,3 @@ function toolSchema(file: string): agentcore.CfnGatewayTarget.ToolDefinitionProp
   return JSON.parse(fs.readFileSync(file, 'utf8'));
 }
 
-/** The catalog's file name and content, from a path (relative to the repository) or the parsed catalog. */
-function loadCatalog(catalog: string | ToolCatalog): { fileName: string; content: string; parsed: ToolCatalog } {
-  if (typeof catalog !== 'string') {
-    return { fileName: 'catalog.json', content: JSON.stringify(catalog, null, 2), parsed: catalog };
-  }
-  const file = path.resolve(REPO_ROOT, catalog);
-  let content: string;
-  try {
-    content = fs.readFileSync(file, 'utf8');
-  } catch (error) {
-    throw new Error(`McpAsyncJobs: the tool catalog ${file} cannot be read (${(error as Error).message})`);
-  }
-  try {
-    return { fileName: path.basename(file), content, parsed: JSON.parse(content) as ToolCatalog };
-  } catch (error) {
-    throw new Error(`McpAsyncJobs: the tool catalog ${file} is not JSON (${(error as Error).message})`);
-  }
-}
-
-/** The endpoints and pipelines a catalog names, each once in its order; an error names the tool and the field. */
-function catalogNames(catalog: ToolCatalog, source: string): { endpoints: string[]; pipelines: string[] } {
-  const found = { endpoints: [] as string[], pipelines: [] as string[] };
-  const read = (key: 'async_tools' | 'pipeline_tools', field: 'endpoint' | 'pipeline', into: string[]) => {
-    const tools: unknown = (catalog as Record<string, unknown>)[key] ?? [];
-    if (!Array.isArray(tools)) {
-      throw new Error(`McpAsyncJobs: ${source}: ${key} must be a list of tools`);
-    }
-    tools.forEach((tool: Record<string, unknown>, i) => {
-      const where = `${key}[${i}]${typeof tool?.name === 'string' ? ` (${tool.name})` : ''}`;
-      const value = tool?.[field];
-      if (typeof value !== 'string' || value === '') {
-        throw new Error(`McpAsyncJobs: ${source}: ${where}: "${field}" is missing or not a string`);
-      }
-      if (!into.includes(value)) {
-        into.push(value);
-      }
-    });
-  };
-  read('async_tools', 'endpoint', found.endpoints);
-  read('pipeline_tools', 'pipeline', found.pipelines);
-  return found;
-}
-
-/** A directory holding tool-catalog/<file>: the layer's content (Lambda extracts it to /opt). */
-function catalogLayerDir(fileName: string, content: string): string {
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'mcp-tool-catalog-'));
-  fs.mkdirSync(path.join(dir, 'tool-catalog'));
-  fs.writeFileSync(path.join(dir, 'tool-catalog', fileName), content);
-  return dir;
-}
