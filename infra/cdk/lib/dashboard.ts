@@ -1,8 +1,11 @@
 /**
- * The CloudWatch dashboard's body: the functions' own metrics (Embedded Metric Format, namespace
+ * The CloudWatch dashboard and its body: the functions' own metrics (Embedded Metric Format, namespace
  * McpAsyncJobs/<name>, dimension Function) beside Lambda's and the DLQs'. The template writes the
  * same widgets out by hand; the parity test compares the two as JSON.
  */
+import { Stack } from 'aws-cdk-lib/core';
+import * as cloudwatch from 'aws-cdk-lib/aws-cloudwatch';
+import { Deployment } from './deployment';
 
 export interface DashboardNames {
   /** The functions' metrics namespace. */
@@ -78,4 +81,12 @@ export function dashboardBody(n: DashboardNames): object {
       ]),
     ],
   };
+}
+
+/** The dashboard `<name>-jobs`, of the functions and queues named. */
+export function dashboard(d: Deployment, names: Omit<DashboardNames, 'namespace' | 'region'>): cloudwatch.CfnDashboard {
+  return d.add(cloudwatch.CfnDashboard, 'Dashboard', {
+    dashboardName: `${d.name}-jobs`,
+    dashboardBody: Stack.of(d.scope).toJsonString(dashboardBody({ namespace: d.namespace, region: d.region, ...names })),
+  });
 }

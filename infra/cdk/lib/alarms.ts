@@ -1,0 +1,147 @@
+import * as cloudwatch from 'aws-cdk-lib/aws-cloudwatch';
+import * as lambda from 'aws-cdk-lib/aws-lambda';
+import * as sns from 'aws-cdk-lib/aws-sns';
+import * as sqs from 'aws-cdk-lib/aws-sqs';
+import { Deployment } from './deployment';
+import { given } from './settings';
+
+/**
+ * The topic the alarms notify: alarmTopicArn, or one created here. Not encrypted: CloudWatch
+ * cannot publish to a topic under alias/aws/sns, whose key policy AWS owns; alarm states carry no
+ * job data.
+ */
+export function alarmTopic(d: Deployment): string {
+  const s = d.s;
+  if (given(s.alarmTopicArn)) {
+    return s.alarmTopicArn;
+  }
+  const topic = d.add(sns.CfnTopic, 'AlarmTopic', { displayName: `${d.name} alarms` });
+  if (given(s.alarmEmail)) {
+    d.add(sns.CfnSubscription, 'AlarmEmailSubscriptionToTopic', {
+      topicArn: topic.ref, protocol: 'email', endpoint: s.alarmEmail,
+    });
+  }
+  return topic.ref;
+}
+
+/** What the alarms watch; undefined where the stack has no such function or queue. */
+export interface Watched {
+  readonly notificationHandler: lambda.Function;
+  readonly pipelineRouter?: lambda.Function;
+  readonly mcpTools: lambda.Function;
+  readonly asyncFailureDlq: sqs.Queue;
+  readonly pipelineResultsDlq?: sqs.Queue;
+  readonly pipelineCallbackDlq?: sqs.Queue;
+  readonly notificationBufferDlq?: sqs.Queue;
+  readonly completionWebhookDlq?: sqs.Queue;
+}
+
+export function alarms(d: Deployment, alarmTopicArn: string, w: Watched): void {
+  const alarmActions = [alarmTopicArn];
+  const errorsAlarm = (alarmId: string, description: string, target: lambda.Function) =>
+    depthOrErrorsAlarm(d, alarmId, description, 'AWS/Lambda', 'Errors', 'FunctionName', target.functionName, 'Sum', alarmActions);
+  errorsAlarm('NotificationHandlerErrorsAlarm',
+    'notification-handler failed on a notification (it is retried, then sent to the failure DLQ).', w.notificationHandler);
+  if (w.pipelineRouter) {
+    errorsAlarm('PipelineRouterErrorsAlarm',
+      'pipeline-router failed on a status change (it is retried, then sent to the failure DLQ).', w.pipelineRouter);
+  }
+  errorsAlarm('McpToolsErrorsAlarm',
+    'mcp-tools invocations failed (tool errors are not function errors; these are crashes or timeouts).', w.mcpTools);
+  const depthAlarm = (alarmId: string, description: string, waiting: sqs.Queue) =>
+    depthOrErrorsAlarm(d, alarmId, description, 'AWS/SQS', 'ApproximateNumberOfMessagesVisible', 'QueueName',
+      waiting.queueName, 'Maximum', alarmActions);
+  depthAlarm('AsyncFailureDLQDepthAlarm',
+    'Notifications or pipeline events that could not be recorded are waiting in the failure DLQ.', w.asyncFailureDlq);
+  if (w.pipelineResultsDlq) {
+    depthAlarm('PipelineResultsDLQDepthAlarm',
+      'Completion messages the consumer could not process are waiting in the DLQ.', w.pipelineResultsDlq);
+  }
+  if (w.pipelineCallbackDlq) {
+    depthAlarm('PipelineCallbackDLQDepthAlarm',
+      'Questions of pipeline CallbackSteps that could not be recorded are waiting in the DLQ.', w.pipelineCallbackDlq);
+  }
+  if (w.notificationBufferDlq) {
+    depthAlarm('NotificationBufferDLQDepthAlarm', 'Buffered notifications failed five times and wait in the buffer DLQ.',
+      w.notificationBufferDlq);
+  }
+  if (w.completionWebhookDlq) {
+    depthAlarm('CompletionWebhookDLQDepthAlarm', 'Completion events the webhook did not take within a day wait in its DLQ.',
+      w.completionWebhookDlq);
+  }
+
+  const own = (id: string, metricName: string, fnName: string): cloudwatch.CfnAlarm.MetricDataQueryProperty => ({
+    id,
+    returnData: false,
+    metricStat: {
+      metric: { namespace: d.namespace, metricName, dimensions: [{ name: 'Function', value: fnName }] },
+      period: 900,
+      stat: 'Sum',
+    },
+  });
+  // A job pending past its deadline, or an outcome found in S3 by a status check, means
+  // SageMaker's notifications are not reaching notification-handler.
+  d.add(cloudwatch.CfnAlarm, 'OutcomesNotArrivingAlarm', {
+    alarmDescription: 'Jobs are finishing without their SNS notification being recorded (a status check found one '
+      + 'pending past its deadline, or found its outcome in S3). Check the topics\' subscriptions and the failure DLQ, '
+      + 'then run make redrive.',
+    metrics: [
+      {
+        id: 'missing',
+        label: 'jobs probably lost or reconciled from S3',
+        returnData: true,
+        expression: 'FILL(lost1, 0) + FILL(lost2, 0) + FILL(rec1, 0) + FILL(rec2, 0)',
+      },
+      own('lost1', 'JobsProbablyLost', 'mcp-tools'),
+      own('lost2', 'JobsProbablyLost', 'gateway-target'),
+      own('rec1', 'OutcomesReconciled', 'mcp-tools'),
+      own('rec2', 'OutcomesReconciled', 'gateway-target'),
+    ],
+    evaluationPeriods: 1,
+    threshold: 1,
+    comparisonOperator: 'GreaterThanOrEqualToThreshold',
+    treatMissingData: 'notBreaching',
+    alarmActions,
+  });
+
+  const outcomes = 'FILL(ok, 0) + FILL(failed, 0) + FILL(refused, 0) + FILL(gwrefused, 0)';
+  const failures = 'FILL(failed, 0) + FILL(refused, 0) + FILL(gwrefused, 0)';
+  d.add(cloudwatch.CfnAlarm, 'JobFailureRateAlarm', {
+    alarmDescription: 'More than FailureRateThreshold of job outcomes in 15 minutes (at least 5) were failures: the '
+      + 'model or its input is failing. Read failure_reason in check_job_status or the results table.',
+    metrics: [
+      {
+        id: 'rate',
+        label: 'failed share of outcomes',
+        returnData: true,
+        expression: `IF(${outcomes} >= 5, (${failures}) / (${outcomes}), 0)`,
+      },
+      own('ok', 'JobsCompleted', 'notification-handler'),
+      own('failed', 'JobsFailed', 'notification-handler'),
+      own('refused', 'JobsFailed', 'mcp-tools'),
+      own('gwrefused', 'JobsFailed', 'gateway-target'),
+    ],
+    evaluationPeriods: 1,
+    threshold: d.s.failureRateThreshold,
+    comparisonOperator: 'GreaterThanThreshold',
+    treatMissingData: 'notBreaching',
+    alarmActions,
+  });
+}
+
+function depthOrErrorsAlarm(d: Deployment, alarmId: string, description: string, metricNamespace: string, metricName: string,
+  dimension: string, value: string, statistic: string, alarmActions: string[] | undefined): cloudwatch.CfnAlarm {
+  return d.add(cloudwatch.CfnAlarm, alarmId, {
+    alarmDescription: description,
+    namespace: metricNamespace,
+    metricName,
+    dimensions: [{ name: dimension, value }],
+    statistic,
+    period: 300,
+    evaluationPeriods: 1,
+    threshold: 1,
+    comparisonOperator: 'GreaterThanOrEqualToThreshold',
+    treatMissingData: 'notBreaching',
+    alarmActions,
+  });
+}

@@ -1,0 +1,103 @@
+import { Duration } from 'aws-cdk-lib/core';
+import * as lambda from 'aws-cdk-lib/aws-lambda';
+import * as sns from 'aws-cdk-lib/aws-sns';
+import * as sqs from 'aws-cdk-lib/aws-sqs';
+import { CompletionEvents } from './completion-events';
+import { Deployment } from './deployment';
+import { fn, logGroup, onFailureToDlq, role, writeLogs } from './functions';
+import { allow } from './policies';
+import { queue, Storage } from './storage';
+import { OutcomeTopics } from './topics';
+
+export interface NotificationHandler {
+  readonly fn: lambda.Function;
+  /** With useSqsBuffer, notifications that failed five times. */
+  readonly bufferDlq?: sqs.Queue;
+}
+
+/**
+ * notification-handler records the endpoint's outcomes from its topics: subscribed to them, or
+ * with useSqsBuffer reading them from a queue subscribed in its place.
+ */
+export function notificationHandler(d: Deployment, storage: Storage, topics: OutcomeTopics,
+  completions: CompletionEvents): NotificationHandler {
+  const s = d.s;
+  const dlq = storage.asyncFailureDlq;
+  const notificationHandlerLogs = logGroup(d, 'NotificationHandlerLogGroup', 'notification-handler');
+  let bufferQueue: sqs.Queue | undefined;
+  let bufferDlq: sqs.Queue | undefined;
+  if (s.useSqsBuffer) {
+    bufferDlq = queue(d, 'NotificationBufferDLQ');
+    bufferQueue = queue(d, 'NotificationBufferQueue', {
+      visibilityTimeout: Duration.seconds(180), // six times the function timeout
+      deadLetterQueue: { queue: bufferDlq, maxReceiveCount: 5 },
+    });
+  }
+  const notificationHandlerRole = role(d, 'NotificationHandlerRole', 'notification-handler', [
+    writeLogs(notificationHandlerLogs),
+    ...d.tracing(),
+    allow(['dynamodb:UpdateItem'], [storage.resultsTable.tableArn]),
+    allow(['s3:GetObject'], d.readableOutcomes),
+    ...d.decryptOutputs(),
+    allow(['sqs:SendMessage'], [dlq.queueArn]),
+    ...(bufferQueue
+      ? [allow(['sqs:ReceiveMessage', 'sqs:DeleteMessage', 'sqs:GetQueueAttributes'], [bufferQueue.queueArn])]
+      : []),
+    ...completions.putEvents,
+  ]);
+  const handler = fn(d, 'NotificationHandlerFunction', 'notification-handler', {
+    description: 'Records SageMaker async inference outcomes in the results table.',
+    role: notificationHandlerRole,
+    logGroup: notificationHandlerLogs,
+    timeoutSecs: 30,
+    environment: {
+      RESULTS_TABLE: storage.resultsTable.tableName,
+      RESULT_TTL_SECS: String(s.resultTtlSecs),
+      INLINE_RESULT_MAX_BYTES: String(s.inlineResultMaxBytes),
+      EVENT_BUS_NAME: completions.eventBusName,
+    },
+  });
+  onFailureToDlq(d, 'NotificationHandlerInvokeConfig', handler, dlq);
+
+  const topicArns: Array<[string, string]> = [['Success', topics.successTopicArn], ['Error', topics.errorTopicArn]];
+  if (bufferQueue) {
+    d.add(sqs.CfnQueuePolicy, 'NotificationBufferQueuePolicy', {
+      queues: [bufferQueue.queueUrl],
+      policyDocument: {
+        Version: '2012-10-17',
+        Statement: [{
+          Effect: 'Allow',
+          Principal: { Service: 'sns.amazonaws.com' },
+          Action: 'sqs:SendMessage',
+          Resource: bufferQueue.queueArn,
+          Condition: { ArnEquals: { 'aws:SourceArn': topicArns.map(([, arn]) => arn) } },
+        }],
+      },
+    });
+    for (const [which, topicArn] of topicArns) {
+      d.add(sns.CfnSubscription, `${which}TopicBufferSubscription`, {
+        topicArn, protocol: 'sqs', endpoint: bufferQueue.queueArn,
+      });
+    }
+    d.add(lambda.CfnEventSourceMapping, 'NotificationBufferEventSource', {
+      eventSourceArn: bufferQueue.queueArn,
+      functionName: handler.functionName,
+      batchSize: s.sqsBatchSize,
+      maximumBatchingWindowInSeconds: s.sqsBatchingWindowSecs,
+      functionResponseTypes: ['ReportBatchItemFailures'],
+    });
+  } else {
+    for (const [which, topicArn] of topicArns) {
+      d.add(sns.CfnSubscription, `${which}TopicSubscription`, {
+        topicArn, protocol: 'lambda', endpoint: handler.functionArn,
+      });
+      d.add(lambda.CfnPermission, `${which}TopicInvokePermission`, {
+        functionName: handler.functionName,
+        action: 'lambda:InvokeFunction',
+        principal: 'sns.amazonaws.com',
+        sourceArn: topicArn,
+      });
+    }
+  }
+  return { fn: handler, bufferDlq };
+}

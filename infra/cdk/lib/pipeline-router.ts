@@ -1,0 +1,98 @@
+import * as events from 'aws-cdk-lib/aws-events';
+import * as lambda from 'aws-cdk-lib/aws-lambda';
+import * as sqs from 'aws-cdk-lib/aws-sqs';
+import { Deployment } from './deployment';
+import { fn, logGroup, onFailureToDlq, role, writeLogs } from './functions';
+import { allow } from './policies';
+import { Storage } from './storage';
+
+/**
+ * pipeline-router records the pipelines' runs as they end (EventBridge's status changes) and
+ * what their CallbackSteps ask (the callback queue). Only with a pipeline: an inference-only
+ * stack has no router, no rule, no completion queue.
+ */
+export function pipelineRouter(d: Deployment, storage: Storage): lambda.Function | undefined {
+  const s = d.s;
+  const dlq = storage.asyncFailureDlq;
+  const pipelineResultsQueue = storage.pipelineResultsQueue;
+  const callbackQueue = storage.pipelineCallbackQueue;
+  if (!d.hasPipeline || !pipelineResultsQueue || !callbackQueue) {
+    return undefined;
+  }
+  const pipelineRouterLogs = logGroup(d, 'PipelineRouterLogGroup', 'pipeline-router');
+  const routerRunActions = ['sagemaker:DescribePipelineExecution', 'sagemaker:ListPipelineExecutionSteps'];
+  const pipelineRouterRole = role(d, 'PipelineRouterRole', 'pipeline-router', [
+    writeLogs(pipelineRouterLogs),
+    ...d.tracing(),
+    allow(['dynamodb:UpdateItem', 'dynamodb:BatchGetItem'], [storage.pipelineResultsTable.tableArn]),
+    allow(['sqs:SendMessage'], [pipelineResultsQueue.queueArn, dlq.queueArn]),
+    // The callback queue's event source: what the pipelines' CallbackSteps ask.
+    allow(['sqs:ReceiveMessage', 'sqs:DeleteMessage', 'sqs:GetQueueAttributes'], [callbackQueue.queueArn]),
+    // Describes a run; lists its steps (a callback message's token must be held by the
+    // run's waiting CallbackStep).
+    allow(routerRunActions, [s.narrowEventsToPipeline
+      ? `${d.pipelineArn}/execution/*`
+      : `${d.sagemakerArn}:pipeline/*/execution/*`]),
+    // The catalog's pipelines' runs.
+    ...(s.narrowEventsToPipeline && d.catalogExecutionArns.length > 0
+      ? [allow(routerRunActions, d.catalogExecutionArns)] : []),
+  ]);
+  const router = fn(d, 'PipelineRouterFunction', 'pipeline-router', {
+    description: 'Records SageMaker pipeline run outcomes and sends them to SQS.',
+    role: pipelineRouterRole,
+    logGroup: pipelineRouterLogs,
+    timeoutSecs: 30,
+    environment: {
+      PIPELINE_RESULTS_TABLE: storage.pipelineResultsTable.tableName,
+      PIPELINE_RESULTS_QUEUE_URL: pipelineResultsQueue.queueUrl,
+      RESULT_TTL_SECS: String(s.resultTtlSecs),
+    },
+  });
+  onFailureToDlq(d, 'PipelineRouterInvokeConfig', router, dlq);
+
+  const rule = d.add(events.CfnRule, 'PipelineStatusRule', {
+    description: 'SageMaker pipeline runs reaching a terminal status, to pipeline-router.',
+    eventPattern: {
+      'source': ['aws.sagemaker'],
+      'detail-type': ['SageMaker Model Building Pipeline Execution Status Change'],
+      'detail': {
+        currentPipelineExecutionStatus: ['Succeeded', 'Failed', 'Stopped', 'CompletedWithFailures'],
+        ...(s.narrowEventsToPipeline ? { pipelineArn: [d.pipelineArn, ...d.catalogPipelineArns] } : {}),
+      },
+    },
+    targets: [{
+      id: 'pipeline-router',
+      arn: router.functionArn,
+      retryPolicy: { maximumRetryAttempts: 185, maximumEventAgeInSeconds: 86400 },
+      deadLetterConfig: { arn: dlq.queueArn },
+    }],
+  });
+  d.add(lambda.CfnPermission, 'PipelineStatusRulePermission', {
+    functionName: router.functionName,
+    action: 'lambda:InvokeFunction',
+    principal: 'events.amazonaws.com',
+    sourceArn: rule.attrArn,
+  });
+  d.add(lambda.CfnEventSourceMapping, 'PipelineCallbackEventSource', {
+    eventSourceArn: callbackQueue.queueArn,
+    functionName: router.functionName,
+    batchSize: 10,
+    functionResponseTypes: ['ReportBatchItemFailures'],
+  });
+
+  d.add(sqs.CfnQueuePolicy, 'AsyncFailureDLQPolicy', {
+    queues: [dlq.queueUrl],
+    policyDocument: {
+      Version: '2012-10-17',
+      Statement: [{
+        // EventBridge puts events it could not deliver to pipeline-router here.
+        Effect: 'Allow',
+        Principal: { Service: 'events.amazonaws.com' },
+        Action: 'sqs:SendMessage',
+        Resource: dlq.queueArn,
+        Condition: { ArnEquals: { 'aws:SourceArn': rule.attrArn } },
+      }],
+    },
+  });
+  return router;
+}

@@ -1,0 +1,67 @@
+import { Duration, RemovalPolicy } from 'aws-cdk-lib/core';
+import * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
+import * as sqs from 'aws-cdk-lib/aws-sqs';
+import { Deployment } from './deployment';
+
+const RETENTION_14_DAYS = Duration.seconds(1209600);
+
+/** The tables of jobs and runs, and the queues every stack has or every stack with a pipeline has. */
+export interface Storage {
+  readonly resultsTable: dynamodb.Table;
+  readonly pipelineResultsTable: dynamodb.Table;
+  /** The completion queue of pipeline runs; undefined in an inference-only stack. */
+  readonly pipelineResultsQueue?: sqs.Queue;
+  readonly pipelineResultsDlq?: sqs.Queue;
+  /** Where the pipelines' CallbackSteps send what they ask a person (docs/approvals.md). */
+  readonly pipelineCallbackQueue?: sqs.Queue;
+  readonly pipelineCallbackDlq?: sqs.Queue;
+  /** Events that notification-handler or pipeline-router failed on after Lambda's retries. */
+  readonly asyncFailureDlq: sqs.Queue;
+}
+
+export function storage(d: Deployment): Storage {
+  const table = (tableId: string, partitionKey: string, sortKey?: string) => d.add(dynamodb.Table, tableId, {
+    partitionKey: { name: partitionKey, type: dynamodb.AttributeType.STRING },
+    sortKey: sortKey ? { name: sortKey, type: dynamodb.AttributeType.STRING } : undefined,
+    billingMode: dynamodb.BillingMode.PAY_PER_REQUEST,
+    timeToLiveAttribute: 'ttl',
+    pointInTimeRecoverySpecification: { pointInTimeRecoveryEnabled: true },
+    encryption: dynamodb.TableEncryption.AWS_MANAGED,
+    // Kept on delete (DeletionPolicy RetainExceptOnCreate) and on replacement, but not after a
+    // failed first create.
+    removalPolicy: RemovalPolicy.RETAIN_ON_UPDATE_OR_DELETE,
+  });
+  const resultsTable = table('ResultsTable', 'inference_id');
+  const pipelineResultsTable = table('PipelineResultsTable', 'session_id', 'execution_arn');
+  return {
+    resultsTable,
+    pipelineResultsTable,
+    ...(d.hasPipeline ? pipelineQueues(d) : {}),
+    asyncFailureDlq: queue(d, 'AsyncFailureDLQ'),
+  };
+}
+
+/** Only with a pipeline: the completion queue of its runs, and its CallbackSteps' questions. */
+function pipelineQueues(d: Deployment) {
+  const pipelineResultsDlq = queue(d, 'PipelineResultsDLQ');
+  const pipelineResultsQueue = queue(d, 'PipelineResultsQueue', {
+    deadLetterQueue: { queue: pipelineResultsDlq, maxReceiveCount: 5 },
+  });
+  const pipelineCallbackDlq = queue(d, 'PipelineCallbackDLQ');
+  const pipelineCallbackQueue = queue(d, 'PipelineCallbackQueue', {
+    visibilityTimeout: Duration.seconds(180), // six times pipeline-router's timeout
+    deadLetterQueue: { queue: pipelineCallbackDlq, maxReceiveCount: 5 },
+  });
+  return { pipelineResultsDlq, pipelineResultsQueue, pipelineCallbackDlq, pipelineCallbackQueue };
+}
+
+/** An SQS queue as the template's: SQS-managed encryption, messages kept 14 days. */
+export function queue(d: Deployment, queueId: string, more: Partial<sqs.QueueProps> = {}): sqs.Queue {
+  return d.add(sqs.Queue, queueId, {
+    encryption: sqs.QueueEncryption.SQS_MANAGED,
+    retentionPeriod: RETENTION_14_DAYS,
+    // The template leaves DeletionPolicy at CloudFormation's default, Delete.
+    removalPolicy: RemovalPolicy.DESTROY,
+    ...more,
+  });
+}
