@@ -1,10 +1,9 @@
 import * as events from 'aws-cdk-lib/aws-events';
-import * as iam from 'aws-cdk-lib/aws-iam';
 import * as sqs from 'aws-cdk-lib/aws-sqs';
 import { Deployment } from './deployment';
-import { allow, Statement } from './policies';
+import { allow, serviceRole, Statement } from './policies';
+import { queue, queuePolicy, retriedThenDeadLettered } from './queues';
 import { given } from './settings';
-import { queue } from './storage';
 
 /**
  * Each recorded job outcome is put on the bus (EVENT_BUS_NAME) after its write; rules route it
@@ -49,13 +48,8 @@ function webhook(d: Deployment, eventBusName: string): sqs.Queue {
     httpMethod: 'POST',
     invocationRateLimitPerSecond: 10,
   });
-  const webhookRole = d.add(iam.Role, 'CompletionWebhookRole', {
-    assumedBy: new iam.ServicePrincipal('events.amazonaws.com'),
-  });
-  (webhookRole.node.defaultChild as iam.CfnRole).policies = [{
-    policyName: 'completion-webhook',
-    policyDocument: { Version: '2012-10-17', Statement: [allow(['events:InvokeApiDestination'], [destination.attrArn])] },
-  }];
+  const webhookRole = serviceRole(d, 'CompletionWebhookRole', 'events.amazonaws.com', 'completion-webhook',
+    [allow(['events:InvokeApiDestination'], [destination.attrArn])]);
   const webhookDlq = queue(d, 'CompletionWebhookDLQ');
   const webhookRule = d.add(events.CfnRule, 'CompletionWebhookRule', {
     description: 'Every completion event of this stack\'s jobs, to the webhook.',
@@ -65,22 +59,9 @@ function webhook(d: Deployment, eventBusName: string): sqs.Queue {
       id: 'webhook',
       arn: destination.attrArn,
       roleArn: webhookRole.roleArn,
-      retryPolicy: { maximumRetryAttempts: 185, maximumEventAgeInSeconds: 86400 },
-      deadLetterConfig: { arn: webhookDlq.queueArn },
+      ...retriedThenDeadLettered(webhookDlq),
     }],
   });
-  d.add(sqs.CfnQueuePolicy, 'CompletionWebhookDLQPolicy', {
-    queues: [webhookDlq.queueUrl],
-    policyDocument: {
-      Version: '2012-10-17',
-      Statement: [{
-        Effect: 'Allow',
-        Principal: { Service: 'events.amazonaws.com' },
-        Action: 'sqs:SendMessage',
-        Resource: webhookDlq.queueArn,
-        Condition: { ArnEquals: { 'aws:SourceArn': webhookRule.attrArn } },
-      }],
-    },
-  });
+  queuePolicy(d, 'CompletionWebhookDLQPolicy', webhookDlq, 'events.amazonaws.com', webhookRule.attrArn);
   return webhookDlq;
 }

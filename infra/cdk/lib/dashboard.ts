@@ -25,6 +25,11 @@ export function dashboardBody(n: DashboardNames): object {
   const own = (name: string, fn: string, options: Record<string, string>, ...more: string[]): Metric =>
     [n.namespace, name, 'Function', fn, ...more, options];
   const sum = (label: string) => ({ stat: 'Sum', label });
+  // A tool's metric from both ways in: the Function URL (mcp-tools) and the Gateway (gateway-target).
+  const byEntry = (name: string, label: string): Metric[] => [
+    own(name, 'mcp-tools', sum(`${label} (Function URL)`)),
+    own(name, 'gateway-target', sum(`${label} (Gateway)`)),
+  ];
   const widget = (x: number, y: number, title: string, stat: string, metrics: Metric[]) => ({
     type: 'metric', x, y, width: 12, height: 6,
     properties: { title, region: n.region, view: 'timeSeries', stat, period: 300, metrics },
@@ -40,13 +45,11 @@ export function dashboardBody(n: DashboardNames): object {
   return {
     widgets: [
       widget(0, 0, 'Jobs: submitted and outcomes', 'Sum', [
-        own('JobsSubmitted', 'mcp-tools', sum('submitted (Function URL)')),
-        own('JobsSubmitted', 'gateway-target', sum('submitted (Gateway)')),
+        ...byEntry('JobsSubmitted', 'submitted'),
         own('JobsCompleted', 'notification-handler', sum('completed')),
         own('JobsFailed', 'notification-handler', sum('failed')),
         own('JobsFailed', 'mcp-tools', sum('refused at submit')),
-        own('JobsCancelled', 'mcp-tools', sum('cancelled (Function URL)')),
-        own('JobsCancelled', 'gateway-target', sum('cancelled (Gateway)')),
+        ...byEntry('JobsCancelled', 'cancelled'),
       ]),
       widget(12, 0, 'Time from submit to outcome (ms)', 'Sum', [
         own('JobDuration', 'notification-handler', { stat: 'p50', label: 'p50' }),
@@ -54,10 +57,8 @@ export function dashboardBody(n: DashboardNames): object {
         own('JobDuration', 'notification-handler', { stat: 'Maximum', label: 'max' }),
       ]),
       widget(0, 6, 'Outcomes not arriving by notification', 'Sum', [
-        own('JobsProbablyLost', 'mcp-tools', sum('probably lost (Function URL)')),
-        own('JobsProbablyLost', 'gateway-target', sum('probably lost (Gateway)')),
-        own('OutcomesReconciled', 'mcp-tools', sum('reconciled from S3 (Function URL)')),
-        own('OutcomesReconciled', 'gateway-target', sum('reconciled from S3 (Gateway)')),
+        ...byEntry('JobsProbablyLost', 'probably lost'),
+        ...byEntry('OutcomesReconciled', 'reconciled from S3'),
         own('NotificationsForUnknownJobs', 'notification-handler', sum('notifications for unknown jobs')),
         own('DuplicateNotifications', 'notification-handler', sum('duplicate notifications')),
       ]),

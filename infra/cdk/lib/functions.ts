@@ -6,9 +6,7 @@ import * as lambda from 'aws-cdk-lib/aws-lambda';
 import * as logs from 'aws-cdk-lib/aws-logs';
 import * as sqs from 'aws-cdk-lib/aws-sqs';
 import { Deployment } from './deployment';
-import { allow, Statement } from './policies';
-
-const LAMBDA = new iam.ServicePrincipal('lambda.amazonaws.com');
+import { allow, serviceRole, Statement } from './policies';
 
 /** A function's log group, named as Lambda would name it for the template's function. */
 export function logGroup(d: Deployment, groupId: string, fn: string): logs.LogGroup {
@@ -20,16 +18,9 @@ export function logGroup(d: Deployment, groupId: string, fn: string): logs.LogGr
   });
 }
 
-/**
- * A function's role. Inline policies written out as the template writes them: iam.PolicyDocument
- * would merge and reorder statements under the app's @aws-cdk/aws-iam:minimizePolicies flag.
- */
+/** A function's role: Lambda assumes it. */
 export function role(d: Deployment, roleId: string, policyName: string, statements: Statement[]): iam.Role {
-  const created = d.add(iam.Role, roleId, { assumedBy: LAMBDA });
-  (created.node.defaultChild as iam.CfnRole).policies = [
-    { policyName, policyDocument: { Version: '2012-10-17', Statement: statements } },
-  ];
-  return created;
+  return serviceRole(d, roleId, 'lambda.amazonaws.com', policyName, statements);
 }
 
 export const writeLogs = (...groups: logs.LogGroup[]) => allow(['logs:CreateLogStream', 'logs:PutLogEvents'],
@@ -83,6 +74,28 @@ export function onFailureToDlq(d: Deployment, configId: string, target: lambda.F
     maximumRetryAttempts: 2,
     maximumEventAgeInSeconds: 21600,
     destinationConfig: { onFailure: { destination: dlq.queueArn } },
+  });
+}
+
+/** Lets the service (sns, events) invoke the function, for this source only. */
+export function invokePermission(d: Deployment, permissionId: string, target: lambda.Function, service: string,
+  sourceArn: string): lambda.CfnPermission {
+  return d.add(lambda.CfnPermission, permissionId, {
+    functionName: target.functionName,
+    action: 'lambda:InvokeFunction',
+    principal: service,
+    sourceArn,
+  });
+}
+
+/** The queue feeds the function in batches; the function reports the messages it failed on, which return to the queue. */
+export function queueEventSource(d: Deployment, sourceId: string, source: sqs.Queue, target: lambda.Function,
+  batching: { batchSize: number; maximumBatchingWindowInSeconds?: number }): lambda.CfnEventSourceMapping {
+  return d.add(lambda.CfnEventSourceMapping, sourceId, {
+    eventSourceArn: source.queueArn,
+    functionName: target.functionName,
+    ...batching,
+    functionResponseTypes: ['ReportBatchItemFailures'],
   });
 }
 

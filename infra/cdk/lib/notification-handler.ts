@@ -4,9 +4,10 @@ import * as sns from 'aws-cdk-lib/aws-sns';
 import * as sqs from 'aws-cdk-lib/aws-sqs';
 import { CompletionEvents } from './completion-events';
 import { Deployment } from './deployment';
-import { fn, logGroup, onFailureToDlq, role, writeLogs } from './functions';
+import { fn, invokePermission, logGroup, onFailureToDlq, queueEventSource, role, writeLogs } from './functions';
 import { allow } from './policies';
-import { queue, Storage } from './storage';
+import { queue, queuePolicy } from './queues';
+import { Storage } from './storage';
 import { OutcomeTopics } from './topics';
 
 export interface NotificationHandler {
@@ -61,42 +62,22 @@ export function notificationHandler(d: Deployment, storage: Storage, topics: Out
 
   const topicArns: Array<[string, string]> = [['Success', topics.successTopicArn], ['Error', topics.errorTopicArn]];
   if (bufferQueue) {
-    d.add(sqs.CfnQueuePolicy, 'NotificationBufferQueuePolicy', {
-      queues: [bufferQueue.queueUrl],
-      policyDocument: {
-        Version: '2012-10-17',
-        Statement: [{
-          Effect: 'Allow',
-          Principal: { Service: 'sns.amazonaws.com' },
-          Action: 'sqs:SendMessage',
-          Resource: bufferQueue.queueArn,
-          Condition: { ArnEquals: { 'aws:SourceArn': topicArns.map(([, arn]) => arn) } },
-        }],
-      },
-    });
+    queuePolicy(d, 'NotificationBufferQueuePolicy', bufferQueue, 'sns.amazonaws.com', topicArns.map(([, arn]) => arn));
     for (const [which, topicArn] of topicArns) {
       d.add(sns.CfnSubscription, `${which}TopicBufferSubscription`, {
         topicArn, protocol: 'sqs', endpoint: bufferQueue.queueArn,
       });
     }
-    d.add(lambda.CfnEventSourceMapping, 'NotificationBufferEventSource', {
-      eventSourceArn: bufferQueue.queueArn,
-      functionName: handler.functionName,
+    queueEventSource(d, 'NotificationBufferEventSource', bufferQueue, handler, {
       batchSize: s.sqsBatchSize,
       maximumBatchingWindowInSeconds: s.sqsBatchingWindowSecs,
-      functionResponseTypes: ['ReportBatchItemFailures'],
     });
   } else {
     for (const [which, topicArn] of topicArns) {
       d.add(sns.CfnSubscription, `${which}TopicSubscription`, {
         topicArn, protocol: 'lambda', endpoint: handler.functionArn,
       });
-      d.add(lambda.CfnPermission, `${which}TopicInvokePermission`, {
-        functionName: handler.functionName,
-        action: 'lambda:InvokeFunction',
-        principal: 'sns.amazonaws.com',
-        sourceArn: topicArn,
-      });
+      invokePermission(d, `${which}TopicInvokePermission`, handler, 'sns.amazonaws.com', topicArn);
     }
   }
   return { fn: handler, bufferDlq };

@@ -1,9 +1,9 @@
 import * as events from 'aws-cdk-lib/aws-events';
 import * as lambda from 'aws-cdk-lib/aws-lambda';
-import * as sqs from 'aws-cdk-lib/aws-sqs';
 import { Deployment } from './deployment';
-import { fn, logGroup, onFailureToDlq, role, writeLogs } from './functions';
+import { fn, invokePermission, logGroup, onFailureToDlq, queueEventSource, role, writeLogs } from './functions';
 import { allow } from './policies';
+import { queuePolicy, retriedThenDeadLettered } from './queues';
 import { Storage } from './storage';
 
 /**
@@ -63,36 +63,12 @@ export function pipelineRouter(d: Deployment, storage: Storage): lambda.Function
     targets: [{
       id: 'pipeline-router',
       arn: router.functionArn,
-      retryPolicy: { maximumRetryAttempts: 185, maximumEventAgeInSeconds: 86400 },
-      deadLetterConfig: { arn: dlq.queueArn },
+      ...retriedThenDeadLettered(dlq),
     }],
   });
-  d.add(lambda.CfnPermission, 'PipelineStatusRulePermission', {
-    functionName: router.functionName,
-    action: 'lambda:InvokeFunction',
-    principal: 'events.amazonaws.com',
-    sourceArn: rule.attrArn,
-  });
-  d.add(lambda.CfnEventSourceMapping, 'PipelineCallbackEventSource', {
-    eventSourceArn: callbackQueue.queueArn,
-    functionName: router.functionName,
-    batchSize: 10,
-    functionResponseTypes: ['ReportBatchItemFailures'],
-  });
-
-  d.add(sqs.CfnQueuePolicy, 'AsyncFailureDLQPolicy', {
-    queues: [dlq.queueUrl],
-    policyDocument: {
-      Version: '2012-10-17',
-      Statement: [{
-        // EventBridge puts events it could not deliver to pipeline-router here.
-        Effect: 'Allow',
-        Principal: { Service: 'events.amazonaws.com' },
-        Action: 'sqs:SendMessage',
-        Resource: dlq.queueArn,
-        Condition: { ArnEquals: { 'aws:SourceArn': rule.attrArn } },
-      }],
-    },
-  });
+  invokePermission(d, 'PipelineStatusRulePermission', router, 'events.amazonaws.com', rule.attrArn);
+  queueEventSource(d, 'PipelineCallbackEventSource', callbackQueue, router, { batchSize: 10 });
+  // EventBridge puts events it could not deliver to pipeline-router here.
+  queuePolicy(d, 'AsyncFailureDLQPolicy', dlq, 'events.amazonaws.com', rule.attrArn);
   return router;
 }

@@ -1,3 +1,6 @@
+import * as iam from 'aws-cdk-lib/aws-iam';
+import { Deployment } from './deployment';
+
 /** IAM statements as the template writes them. */
 export interface Statement {
   readonly Effect: 'Allow';
@@ -17,3 +20,17 @@ export const xray = () => allow(['xray:PutTraceSegments', 'xray:PutTelemetryReco
 // Nor do SageMaker's lineage lists (the IAM service authorization reference names no resource
 // type for them).
 export const lineageLists = () => allow(['sagemaker:ListAssociations', 'sagemaker:ListArtifacts'], ['*']);
+
+/**
+ * A role the service (lambda, events) assumes, with one inline policy. Written out as the
+ * template writes it: iam.PolicyDocument would merge and reorder statements under the app's
+ * @aws-cdk/aws-iam:minimizePolicies flag.
+ */
+export function serviceRole(d: Deployment, roleId: string, service: string, policyName: string,
+  statements: Statement[]): iam.Role {
+  const created = d.add(iam.Role, roleId, { assumedBy: new iam.ServicePrincipal(service) });
+  (created.node.defaultChild as iam.CfnRole).policies = [
+    { policyName, policyDocument: { Version: '2012-10-17', Statement: statements } },
+  ];
+  return created;
+}

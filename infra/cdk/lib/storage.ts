@@ -2,8 +2,7 @@ import { Duration, RemovalPolicy } from 'aws-cdk-lib/core';
 import * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
 import * as sqs from 'aws-cdk-lib/aws-sqs';
 import { Deployment } from './deployment';
-
-const RETENTION_14_DAYS = Duration.seconds(1209600);
+import { queue } from './queues';
 
 /** The tables of jobs and runs, and the queues every stack has or every stack with a pipeline has. */
 export interface Storage {
@@ -53,15 +52,4 @@ function pipelineQueues(d: Deployment) {
     deadLetterQueue: { queue: pipelineCallbackDlq, maxReceiveCount: 5 },
   });
   return { pipelineResultsDlq, pipelineResultsQueue, pipelineCallbackDlq, pipelineCallbackQueue };
-}
-
-/** An SQS queue as the template's: SQS-managed encryption, messages kept 14 days. */
-export function queue(d: Deployment, queueId: string, more: Partial<sqs.QueueProps> = {}): sqs.Queue {
-  return d.add(sqs.Queue, queueId, {
-    encryption: sqs.QueueEncryption.SQS_MANAGED,
-    retentionPeriod: RETENTION_14_DAYS,
-    // The template leaves DeletionPolicy at CloudFormation's default, Delete.
-    removalPolicy: RemovalPolicy.DESTROY,
-    ...more,
-  });
 }

@@ -6,7 +6,7 @@ import { catalogLayerDir } from './catalog';
 import { CompletionEvents } from './completion-events';
 import { Deployment } from './deployment';
 import { logGroup, role, writeLogs } from './functions';
-import { allow, lineageLists } from './policies';
+import { allow, lineageLists, Statement } from './policies';
 import { given } from './settings';
 import { Storage } from './storage';
 
@@ -22,6 +22,19 @@ export interface Tools {
   readonly environment: Record<string, string | undefined>;
   /** The tool catalog, at /opt/tool-catalog/<file>; undefined without one. */
   readonly layers?: lambda.ILayerVersion[];
+}
+
+// DescribeEndpoint: whether the endpoint is at zero instances when a job is submitted.
+const ENDPOINT_ACTIONS = ['sagemaker:InvokeEndpointAsync', 'sagemaker:DescribeEndpoint'];
+
+/** The training tools on these pipelines: start a run; follow, stop and answer it (its CallbackSteps). */
+function runPipelines(pipelineArns: string[], executionArns: string[]): Statement[] {
+  return [
+    allow(['sagemaker:StartPipelineExecution'], pipelineArns),
+    allow(['sagemaker:DescribePipelineExecution', 'sagemaker:ListPipelineExecutionSteps',
+      'sagemaker:DescribePipelineDefinitionForExecution', 'sagemaker:StopPipelineExecution',
+      'sagemaker:SendPipelineExecutionStepSuccess', 'sagemaker:SendPipelineExecutionStepFailure'], executionArns),
+  ];
 }
 
 export function tools(d: Deployment, storage: Storage, completions: CompletionEvents): Tools {
@@ -42,26 +55,13 @@ export function tools(d: Deployment, storage: Storage, completions: CompletionEv
     // reads an output or failure object itself when its notification did not arrive.
     allow(['s3:GetObject'], d.readableOutcomes),
     ...d.decryptOutputs(),
-    // DescribeEndpoint: whether the endpoint is at zero instances when a job is submitted.
-    allow(['sagemaker:InvokeEndpointAsync', 'sagemaker:DescribeEndpoint'],
-      [`${d.sagemakerArn}:endpoint/${s.asyncEndpointName}`]),
+    allow(ENDPOINT_ACTIONS, [`${d.sagemakerArn}:endpoint/${s.asyncEndpointName}`]),
     // The training tools, only with a pipeline.
-    ...(d.hasPipeline ? [
-      allow(['sagemaker:StartPipelineExecution'], [d.pipelineArn]),
-      allow(['sagemaker:DescribePipelineExecution', 'sagemaker:ListPipelineExecutionSteps',
-        'sagemaker:DescribePipelineDefinitionForExecution', 'sagemaker:StopPipelineExecution',
-        'sagemaker:SendPipelineExecutionStepSuccess', 'sagemaker:SendPipelineExecutionStepFailure'],
-        [`${d.pipelineArn}/execution/*`]),
-    ] : []),
+    ...(d.hasPipeline ? runPipelines([d.pipelineArn], [`${d.pipelineArn}/execution/*`]) : []),
     // The tool catalog's endpoints and pipelines beside those, each by name.
-    ...(catalog.endpoints.length > 0 ? [allow(['sagemaker:InvokeEndpointAsync', 'sagemaker:DescribeEndpoint'],
-      catalog.endpoints.map((e) => `${d.sagemakerArn}:endpoint/${e}`))] : []),
-    ...(catalog.pipelines.length > 0 ? [
-      allow(['sagemaker:StartPipelineExecution'], d.catalogPipelineArns),
-      allow(['sagemaker:DescribePipelineExecution', 'sagemaker:ListPipelineExecutionSteps',
-        'sagemaker:DescribePipelineDefinitionForExecution', 'sagemaker:StopPipelineExecution',
-        'sagemaker:SendPipelineExecutionStepSuccess', 'sagemaker:SendPipelineExecutionStepFailure'], d.catalogExecutionArns),
-    ] : []),
+    ...(catalog.endpoints.length > 0
+      ? [allow(ENDPOINT_ACTIONS, catalog.endpoints.map((e) => `${d.sagemakerArn}:endpoint/${e}`))] : []),
+    ...(catalog.pipelines.length > 0 ? runPipelines(d.catalogPipelineArns, d.catalogExecutionArns) : []),
     // get_model_provenance: a model package and the lineage around it;
     // approve_model_package: its approval (the groups are the pipelines' own, unknown here).
     allow(['sagemaker:DescribeModelPackage', 'sagemaker:UpdateModelPackage'], [`${d.sagemakerArn}:model-package/*`]),
