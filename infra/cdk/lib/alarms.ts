@@ -3,6 +3,7 @@ import * as lambda from 'aws-cdk-lib/aws-lambda';
 import * as sns from 'aws-cdk-lib/aws-sns';
 import * as sqs from 'aws-cdk-lib/aws-sqs';
 import { Deployment } from './deployment';
+import type { McpAsyncJobs } from './mcp-async-jobs';
 import { given } from './settings';
 
 /**
@@ -24,20 +25,13 @@ export function alarmTopic(d: Deployment): string {
   return topic.ref;
 }
 
-/** What the alarms watch; undefined where the stack has no such function or queue. */
-export interface Watched {
-  readonly notificationHandler: lambda.Function;
-  readonly pipelineRouter?: lambda.Function;
-  readonly mcpTools: lambda.Function;
-  readonly asyncFailureDlq: sqs.Queue;
-  readonly pipelineResultsDlq?: sqs.Queue;
-  readonly pipelineCallbackDlq?: sqs.Queue;
-  readonly notificationBufferDlq?: sqs.Queue;
-  readonly completionWebhookDlq?: sqs.Queue;
-}
+/** What the alarms watch: the functions and the DLQs; undefined where the stack has no such one. */
+export type Watched = Pick<McpAsyncJobs, 'alarmTopicArn' | 'notificationHandler' | 'pipelineRouter' | 'mcpTools'
+  | 'asyncFailureDlq' | 'pipelineResultsDlq' | 'pipelineCallbackDlq' | 'completionWebhookDlq'>;
 
-export function alarms(d: Deployment, alarmTopicArn: string, w: Watched): void {
-  const alarmActions = [alarmTopicArn];
+/** The alarms, notifying the alarm topic; with useSqsBuffer, one on the buffer's DLQ too. */
+export function alarms(d: Deployment, w: Watched, notificationBufferDlq: sqs.Queue | undefined): void {
+  const alarmActions = [w.alarmTopicArn];
   const errorsAlarm = (alarmId: string, description: string, target: lambda.Function) =>
     depthOrErrorsAlarm(d, alarmId, description, 'AWS/Lambda', 'Errors', 'FunctionName', target.functionName, 'Sum', alarmActions);
   errorsAlarm('NotificationHandlerErrorsAlarm',
@@ -61,71 +55,72 @@ export function alarms(d: Deployment, alarmTopicArn: string, w: Watched): void {
     depthAlarm('PipelineCallbackDLQDepthAlarm',
       'Questions of pipeline CallbackSteps that could not be recorded are waiting in the DLQ.', w.pipelineCallbackDlq);
   }
-  if (w.notificationBufferDlq) {
+  if (notificationBufferDlq) {
     depthAlarm('NotificationBufferDLQDepthAlarm', 'Buffered notifications failed five times and wait in the buffer DLQ.',
-      w.notificationBufferDlq);
+      notificationBufferDlq);
   }
   if (w.completionWebhookDlq) {
     depthAlarm('CompletionWebhookDLQDepthAlarm', 'Completion events the webhook did not take within a day wait in its DLQ.',
       w.completionWebhookDlq);
   }
 
-  const own = (id: string, metricName: string, fnName: string): cloudwatch.CfnAlarm.MetricDataQueryProperty => ({
-    id,
-    returnData: false,
-    metricStat: {
-      metric: { namespace: d.namespace, metricName, dimensions: [{ name: 'Function', value: fnName }] },
-      period: 900,
-      stat: 'Sum',
-    },
-  });
   // A job pending past its deadline, or an outcome found in S3 by a status check, means
   // SageMaker's notifications are not reaching notification-handler.
-  d.add(cloudwatch.CfnAlarm, 'OutcomesNotArrivingAlarm', {
-    alarmDescription: 'Jobs are finishing without their SNS notification being recorded (a status check found one '
-      + 'pending past its deadline, or found its outcome in S3). Check the topics\' subscriptions and the failure DLQ, '
-      + 'then run make redrive.',
-    metrics: [
-      {
-        id: 'missing',
-        label: 'jobs probably lost or reconciled from S3',
-        returnData: true,
-        expression: 'FILL(lost1, 0) + FILL(lost2, 0) + FILL(rec1, 0) + FILL(rec2, 0)',
-      },
-      own('lost1', 'JobsProbablyLost', 'mcp-tools'),
-      own('lost2', 'JobsProbablyLost', 'gateway-target'),
-      own('rec1', 'OutcomesReconciled', 'mcp-tools'),
-      own('rec2', 'OutcomesReconciled', 'gateway-target'),
+  ownMetricsAlarm(d, 'OutcomesNotArrivingAlarm', 'Jobs are finishing without their SNS notification being recorded '
+    + '(a status check found one pending past its deadline, or found its outcome in S3). Check the topics\' '
+    + 'subscriptions and the failure DLQ, then run make redrive.', {
+    id: 'missing',
+    label: 'jobs probably lost or reconciled from S3',
+    expression: 'FILL(lost1, 0) + FILL(lost2, 0) + FILL(rec1, 0) + FILL(rec2, 0)',
+    of: [
+      ['lost1', 'JobsProbablyLost', 'mcp-tools'],
+      ['lost2', 'JobsProbablyLost', 'gateway-target'],
+      ['rec1', 'OutcomesReconciled', 'mcp-tools'],
+      ['rec2', 'OutcomesReconciled', 'gateway-target'],
     ],
-    evaluationPeriods: 1,
-    threshold: 1,
-    comparisonOperator: 'GreaterThanOrEqualToThreshold',
-    treatMissingData: 'notBreaching',
-    alarmActions,
-  });
+  }, { threshold: 1, comparisonOperator: 'GreaterThanOrEqualToThreshold', alarmActions });
 
   const outcomes = 'FILL(ok, 0) + FILL(failed, 0) + FILL(refused, 0) + FILL(gwrefused, 0)';
   const failures = 'FILL(failed, 0) + FILL(refused, 0) + FILL(gwrefused, 0)';
-  d.add(cloudwatch.CfnAlarm, 'JobFailureRateAlarm', {
-    alarmDescription: 'More than FailureRateThreshold of job outcomes in 15 minutes (at least 5) were failures: the '
-      + 'model or its input is failing. Read failure_reason in check_job_status or the results table.',
+  ownMetricsAlarm(d, 'JobFailureRateAlarm', 'More than FailureRateThreshold of job outcomes in 15 minutes (at '
+    + 'least 5) were failures: the model or its input is failing. Read failure_reason in check_job_status or the '
+    + 'results table.', {
+    id: 'rate',
+    label: 'failed share of outcomes',
+    expression: `IF(${outcomes} >= 5, (${failures}) / (${outcomes}), 0)`,
+    of: [
+      ['ok', 'JobsCompleted', 'notification-handler'],
+      ['failed', 'JobsFailed', 'notification-handler'],
+      ['refused', 'JobsFailed', 'mcp-tools'],
+      ['gwrefused', 'JobsFailed', 'gateway-target'],
+    ],
+  }, { threshold: d.s.failureRateThreshold, comparisonOperator: 'GreaterThanThreshold', alarmActions });
+}
+
+/**
+ * An alarm on one expression over the functions' own metrics, each summed over 15 minutes: `of`
+ * names them as [id in the expression, metric, function].
+ */
+function ownMetricsAlarm(d: Deployment, alarmId: string, description: string,
+  math: { id: string; label: string; expression: string; of: Array<[string, string, string]> },
+  when: { threshold: number; comparisonOperator: string; alarmActions: string[] }): cloudwatch.CfnAlarm {
+  return d.add(cloudwatch.CfnAlarm, alarmId, {
+    alarmDescription: description,
     metrics: [
-      {
-        id: 'rate',
-        label: 'failed share of outcomes',
-        returnData: true,
-        expression: `IF(${outcomes} >= 5, (${failures}) / (${outcomes}), 0)`,
-      },
-      own('ok', 'JobsCompleted', 'notification-handler'),
-      own('failed', 'JobsFailed', 'notification-handler'),
-      own('refused', 'JobsFailed', 'mcp-tools'),
-      own('gwrefused', 'JobsFailed', 'gateway-target'),
+      { id: math.id, label: math.label, returnData: true, expression: math.expression },
+      ...math.of.map(([id, metricName, fnName]) => ({
+        id,
+        returnData: false,
+        metricStat: {
+          metric: { namespace: d.namespace, metricName, dimensions: [{ name: 'Function', value: fnName }] },
+          period: 900,
+          stat: 'Sum',
+        },
+      })),
     ],
     evaluationPeriods: 1,
-    threshold: d.s.failureRateThreshold,
-    comparisonOperator: 'GreaterThanThreshold',
+    ...when,
     treatMissingData: 'notBreaching',
-    alarmActions,
   });
 }
 

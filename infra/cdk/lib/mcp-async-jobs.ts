@@ -100,16 +100,7 @@ export class McpAsyncJobs extends Construct {
     this.callerPolicy = server.callerPolicy;
     this.gatewayTarget = gatewayTarget(d, shared);
 
-    alarms(d, this.alarmTopicArn, {
-      notificationHandler: this.notificationHandler,
-      pipelineRouter: this.pipelineRouter,
-      mcpTools: this.mcpTools,
-      asyncFailureDlq: this.asyncFailureDlq,
-      pipelineResultsDlq: this.pipelineResultsDlq,
-      pipelineCallbackDlq: this.pipelineCallbackDlq,
-      notificationBufferDlq: handler.bufferDlq,
-      completionWebhookDlq: this.completionWebhookDlq,
-    });
+    alarms(d, this, handler.bufferDlq);
     dashboard(d, {
       notificationHandler: this.notificationHandler.functionName,
       // An inference-only stack has neither: its widgets show no data.

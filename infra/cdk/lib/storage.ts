@@ -1,22 +1,12 @@
 import { Duration, RemovalPolicy } from 'aws-cdk-lib/core';
 import * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
-import * as sqs from 'aws-cdk-lib/aws-sqs';
 import { Deployment } from './deployment';
+import type { McpAsyncJobs } from './mcp-async-jobs';
 import { queue } from './queues';
 
 /** The tables of jobs and runs, and the queues every stack has or every stack with a pipeline has. */
-export interface Storage {
-  readonly resultsTable: dynamodb.Table;
-  readonly pipelineResultsTable: dynamodb.Table;
-  /** The completion queue of pipeline runs; undefined in an inference-only stack. */
-  readonly pipelineResultsQueue?: sqs.Queue;
-  readonly pipelineResultsDlq?: sqs.Queue;
-  /** Where the pipelines' CallbackSteps send what they ask a person (docs/approvals.md). */
-  readonly pipelineCallbackQueue?: sqs.Queue;
-  readonly pipelineCallbackDlq?: sqs.Queue;
-  /** Events that notification-handler or pipeline-router failed on after Lambda's retries. */
-  readonly asyncFailureDlq: sqs.Queue;
-}
+export type Storage = Pick<McpAsyncJobs, 'resultsTable' | 'pipelineResultsTable' | 'pipelineResultsQueue' | 'pipelineResultsDlq'
+  | 'pipelineCallbackQueue' | 'pipelineCallbackDlq' | 'asyncFailureDlq'>;
 
 export function storage(d: Deployment): Storage {
   const table = (tableId: string, partitionKey: string, sortKey?: string) => d.add(dynamodb.Table, tableId, {
