@@ -88,6 +88,10 @@ export function invokePermission(d: Deployment, permissionId: string, target: la
   });
 }
 
+/** What a function's role needs to have the queue as its event source. */
+export const consumeQueue = (source: sqs.Queue) => allow(['sqs:ReceiveMessage', 'sqs:DeleteMessage', 'sqs:GetQueueAttributes'],
+  [source.queueArn]);
+
 /** The queue feeds the function in batches; the function reports the messages it failed on, which return to the queue. */
 export function queueEventSource(d: Deployment, sourceId: string, source: sqs.Queue, target: lambda.Function,
   batching: { batchSize: number; maximumBatchingWindowInSeconds?: number }): lambda.CfnEventSourceMapping {

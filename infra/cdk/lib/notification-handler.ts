@@ -4,7 +4,7 @@ import * as sns from 'aws-cdk-lib/aws-sns';
 import * as sqs from 'aws-cdk-lib/aws-sqs';
 import { CompletionEvents } from './completion-events';
 import { Deployment } from './deployment';
-import { fn, invokePermission, logGroup, onFailureToDlq, queueEventSource, role, writeLogs } from './functions';
+import { consumeQueue, fn, invokePermission, logGroup, onFailureToDlq, queueEventSource, role, writeLogs } from './functions';
 import { allow } from './policies';
 import { queue, queuePolicy } from './queues';
 import { Storage } from './storage';
@@ -41,9 +41,7 @@ export function notificationHandler(d: Deployment, storage: Storage, topics: Out
     allow(['s3:GetObject'], d.readableOutcomes),
     ...d.decryptOutputs(),
     allow(['sqs:SendMessage'], [dlq.queueArn]),
-    ...(bufferQueue
-      ? [allow(['sqs:ReceiveMessage', 'sqs:DeleteMessage', 'sqs:GetQueueAttributes'], [bufferQueue.queueArn])]
-      : []),
+    ...(bufferQueue ? [consumeQueue(bufferQueue)] : []),
     ...completions.putEvents,
   ]);
   const handler = fn(d, 'NotificationHandlerFunction', 'notification-handler', {

@@ -1,7 +1,7 @@
 import * as events from 'aws-cdk-lib/aws-events';
 import * as lambda from 'aws-cdk-lib/aws-lambda';
 import { Deployment } from './deployment';
-import { fn, invokePermission, logGroup, onFailureToDlq, queueEventSource, role, writeLogs } from './functions';
+import { consumeQueue, fn, invokePermission, logGroup, onFailureToDlq, queueEventSource, role, writeLogs } from './functions';
 import { allow } from './policies';
 import { queuePolicy, retriedThenDeadLettered } from './queues';
 import { Storage } from './storage';
@@ -27,7 +27,7 @@ export function pipelineRouter(d: Deployment, storage: Storage): lambda.Function
     allow(['dynamodb:UpdateItem', 'dynamodb:BatchGetItem'], [storage.pipelineResultsTable.tableArn]),
     allow(['sqs:SendMessage'], [pipelineResultsQueue.queueArn, dlq.queueArn]),
     // The callback queue's event source: what the pipelines' CallbackSteps ask.
-    allow(['sqs:ReceiveMessage', 'sqs:DeleteMessage', 'sqs:GetQueueAttributes'], [callbackQueue.queueArn]),
+    consumeQueue(callbackQueue),
     // Describes a run; lists its steps (a callback message's token must be held by the
     // run's waiting CallbackStep).
     allow(routerRunActions, [s.narrowEventsToPipeline
