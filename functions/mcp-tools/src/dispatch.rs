@@ -51,7 +51,7 @@ impl<B: Backend> Tools<B> {
         wants_task: bool,
     ) -> Result<CallToolResponse, ErrorData> {
         let registry = self.registry();
-        let Some((tool, kind)) = registry.get(&request.name) else {
+        let Some((tool, entry)) = registry.get(&request.name) else {
             let tools: Vec<String> = self.served().iter().map(|t| t.name.to_string()).collect();
             return Err(ErrorData::invalid_params(
                 wording::not_served(&request.name, &tools, self.deps.catalog.is_some()),
@@ -64,7 +64,7 @@ impl<B: Backend> Tools<B> {
                 return Ok(tool_error(message));
             }
         }
-        match kind {
+        match entry.kind {
             Kind::Starts(starter) if wants_task => {
                 let extensions = &context.extensions;
                 Ok(self

@@ -134,7 +134,7 @@ fn service_keeping_alive<B: Backend>(
 pub struct FrontDoor<B: Backend> {
     config: McpToolsConfig,
     auth: Authenticator,
-    /// Read from the tools' definitions on the first request that needs them, not at cold start.
+    /// Read from the tools' policies on the first request that needs them, not at cold start.
     write_tools: OnceLock<Vec<String>>,
     tools: Tools<B>,
     mcp: McpService<B>,
@@ -219,9 +219,7 @@ impl<B: Backend> FrontDoor<B> {
         if let Some(reply) = rpc.messages.iter().find_map(refuse_too_long) {
             return reply;
         }
-        let write_tools = self
-            .write_tools
-            .get_or_init(|| write_tools(&self.tools.served()));
+        let write_tools = self.write_tools.get_or_init(|| self.tools.write_tools());
         let access = access_of(&rpc, write_tools);
         let principal = match self.auth.authorize(caller, access) {
             Ok(principal) => principal,
@@ -268,16 +266,6 @@ impl<B: Backend> FrontDoor<B> {
         }
         listen::with_accepted_ids(response, accepted)
     }
-}
-
-/// The tools that start or stop work, as the served tools (a catalog's included) declare
-/// themselves: every one not marked read-only.
-pub fn write_tools(served: &[rmcp::model::Tool]) -> Vec<String> {
-    served
-        .iter()
-        .filter(|t| t.annotations.as_ref().and_then(|a| a.read_only_hint) != Some(true))
-        .map(|t| t.name.to_string())
-        .collect()
 }
 
 /// 413 for a body past `MCP_MAX_BODY_BYTES`, before anything of it is read.
@@ -461,7 +449,7 @@ mod access_tests {
 
     #[test]
     fn tools_that_start_or_stop_work_need_write_and_the_rest_read() {
-        let write_tools = write_tools(&Tools::<crate::AwsPorts>::definitions());
+        let write_tools = crate::tools_tests::world(&[]).tools.write_tools();
         assert_eq!(
             write_tools,
             [

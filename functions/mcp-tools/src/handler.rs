@@ -28,6 +28,9 @@ impl<B: Backend> ServerHandler for Tools<B> {
         // W3C trace context (SEP-414): this server's span, for Tools::call to take.
         let trace = crate::trace_context::from_meta(&context.meta);
         context.extensions.insert(trace);
+        if context.meta.get_progress_token().is_some() {
+            context.extensions.insert(crate::progress::ProgressAsked);
+        }
         let wants_task = context
             .client_capabilities()
             .is_some_and(|c| c.supports_tasks());

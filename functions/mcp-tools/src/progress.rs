@@ -8,6 +8,11 @@ use rmcp::{Peer, RoleServer};
 use domain::progress::Progress;
 use ports::ProgressSink;
 
+/// On a tool call's extensions when its request carries a progress token: its reply may then
+/// stream, and a wait may be longer.
+#[derive(Debug, Clone, Copy)]
+pub struct ProgressAsked;
+
 /// The client's progress token and the way back to it, with the words for each event.
 pub struct ClientProgress<F> {
     peer: Peer<RoleServer>,

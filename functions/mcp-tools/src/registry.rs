@@ -1,9 +1,11 @@
 //! One registry of the tools served: each tool, built in or from the catalog, is one entry,
-//! its definition (on rmcp's router, which `tools/list` reads and plain calls go through) and
-//! its kind (starts a job, starts a run, or reads), with the reading of its arguments. A call
-//! is dispatched on its kind once (`Tools::dispatch`, in dispatch.rs). Adding a tool is adding an entry: a
-//! `#[tool]` method on the tools (a reader), or a [`Source`] for one that starts work; nothing
-//! else looks a tool up by name.
+//! its definition (on rmcp's router, which `tools/list` reads and plain calls go through), its
+//! policy (what a call does around its work: see [`crate::contract::policy`]) and its kind
+//! (starts a job, starts a run, or reads), with the reading of its arguments. A call is
+//! dispatched on its kind once (`Tools::dispatch`, in dispatch.rs), and its policy applied once
+//! (`Tools::call`). Adding a tool is adding an entry: a `#[tool]` method on the tools with its
+//! policy in [`crate::contract::policy::BUILT_IN`], or a [`Source`] for one that starts work;
+//! nothing else looks a tool up by name.
 
 use std::collections::HashMap;
 
@@ -18,6 +20,7 @@ use crate::catalog::{
     async_tool_definition, pipeline_tool_definition, Catalog, CatalogJobArgs, CatalogRunArgs,
 };
 use crate::config::ToolsConfig;
+use crate::contract::policy::{self, Work};
 use crate::contract::*;
 use crate::wording;
 
@@ -145,12 +148,49 @@ fn read_arguments<T: serde::de::DeserializeOwned>(
         .map_err(|e| wording::bounded(format!("failed to deserialize parameters: {e}")))
 }
 
+/// One tool's entry beside its route: its policy, and its kind.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Entry {
+    pub policy: Policy,
+    pub kind: Kind,
+}
+
+impl Entry {
+    /// A built-in tool's entry, from its policy.
+    fn built_in(policy: Policy) -> Self {
+        let kind = match policy.work {
+            Work::StartsJob => Kind::Starts(Starter::Job(Source::BuiltIn)),
+            Work::StartsRun => Kind::Starts(Starter::Run(Source::BuiltIn)),
+            Work::Reads => Kind::Reads,
+        };
+        Self { policy, kind }
+    }
+
+    /// A catalog tool's entry: it starts what `starter` says.
+    fn catalog(starter: Starter) -> Self {
+        let work = match starter {
+            Starter::Job(_) => Work::StartsJob,
+            Starter::Run(_) => Work::StartsRun,
+        };
+        Self {
+            policy: Policy::starts(work),
+            kind: Kind::Starts(starter),
+        }
+    }
+
+    /// What a route without an entry gets: a reader that counts its read. Every built-in
+    /// route has one (a test holds the router to [`policy::BUILT_IN`]).
+    const UNLISTED: Self = Self {
+        policy: Policy::READS,
+        kind: Kind::Reads,
+    };
+}
+
 /// The tools served by a server `S`: their definitions and plain calls on rmcp's router, which
-/// alone says what is served, and the tools among them that start work; every other is a
-/// reader.
+/// alone says what is served, and each one's entry.
 pub(crate) struct Registry<S> {
     router: ToolRouter<S>,
-    starters: HashMap<String, Starter>,
+    entries: HashMap<String, Entry>,
 }
 
 impl<S: Send + Sync + 'static> Registry<S> {
@@ -166,13 +206,10 @@ impl<S: Send + Sync + 'static> Registry<S> {
         route: impl Fn(Tool, Starter) -> ToolRoute<S>,
     ) -> Self {
         let mut router = built_in;
-        let mut starters = HashMap::from([
-            (names::SUBMIT_JOB.to_owned(), Starter::Job(Source::BuiltIn)),
-            (
-                names::TRIGGER_TRAINING.to_owned(),
-                Starter::Run(Source::BuiltIn),
-            ),
-        ]);
+        let mut entries: HashMap<String, Entry> = policy::BUILT_IN
+            .iter()
+            .map(|(name, policy)| ((*name).to_owned(), Entry::built_in(*policy)))
+            .collect();
         if let Some(catalog) = catalog {
             let generic = |name: &str| router.get(name).cloned().expect("a generic tool");
             let (submit_job, trigger_training) =
@@ -183,13 +220,13 @@ impl<S: Send + Sync + 'static> Registry<S> {
             for (index, tool) in catalog.async_tools.iter().enumerate() {
                 let starter = Starter::Job(Source::Catalog(index));
                 let definition = async_tool_definition(tool, &submit_job);
-                starters.insert(tool.spec.name.clone(), starter);
+                entries.insert(tool.spec.name.clone(), Entry::catalog(starter));
                 router.add_route(route(definition, starter));
             }
             for (index, tool) in catalog.pipeline_tools.iter().enumerate() {
                 let starter = Starter::Run(Source::Catalog(index));
                 let definition = pipeline_tool_definition(tool, &trigger_training);
-                starters.insert(tool.spec.name.clone(), starter);
+                entries.insert(tool.spec.name.clone(), Entry::catalog(starter));
                 router.add_route(route(definition, starter));
             }
         }
@@ -198,7 +235,7 @@ impl<S: Send + Sync + 'static> Registry<S> {
                 router.remove_route(name);
             }
         }
-        starters.retain(|name, _| router.has_route(name));
+        entries.retain(|name, _| router.has_route(name));
         for route in router.map.values_mut() {
             let tool = &mut route.attr;
             only_2020_12_formats(std::sync::Arc::make_mut(&mut tool.input_schema));
@@ -206,16 +243,33 @@ impl<S: Send + Sync + 'static> Registry<S> {
                 only_2020_12_formats(std::sync::Arc::make_mut(output));
             }
         }
-        Self { router, starters }
+        Self { router, entries }
     }
 
-    /// The tool called `name`, when it is served: its definition and its kind.
-    pub(crate) fn get(&self, name: &str) -> Option<(&Tool, Kind)> {
-        let kind = self
-            .starters
-            .get(name)
-            .map_or(Kind::Reads, |s| Kind::Starts(*s));
-        Some((self.router.get(name)?, kind))
+    /// The tool called `name`, when it is served: its definition and its entry.
+    pub(crate) fn get(&self, name: &str) -> Option<(&Tool, Entry)> {
+        let tool = self.router.get(name)?;
+        Some((tool, self.entry(name)))
+    }
+
+    /// The policy of a call to `name` (a tool not served has none to apply: it is refused
+    /// before any).
+    pub(crate) fn policy(&self, name: &str) -> Policy {
+        self.entry(name).policy
+    }
+
+    fn entry(&self, name: &str) -> Entry {
+        self.entries.get(name).copied().unwrap_or(Entry::UNLISTED)
+    }
+
+    /// The tools served whose calls need the write scope.
+    pub(crate) fn write_tools(&self) -> Vec<String> {
+        let mut names: Vec<String> = (self.entries.iter())
+            .filter(|(_, e)| e.policy.access == Access::Write)
+            .map(|(name, _)| name.clone())
+            .collect();
+        names.sort();
+        names
     }
 
     /// Every tool served, as `tools/list` declares it.

@@ -30,15 +30,17 @@ use crate::contract::resources::{links_understood, Linked};
 use crate::contract::*;
 use crate::deadline::{lambda_context, left_until, remaining_time, wait_within};
 use crate::deps::{Backend, Deps};
-use crate::progress::ClientProgress;
+use crate::progress::{ClientProgress, ProgressAsked};
 use crate::registry::{JobArgs, Registry, RunArgs};
 use crate::wording;
 
-/// What the work of every tool call is handed beside its checked arguments: who calls, and
-/// the call's trace (stored on the job or run it starts).
+/// What the work of every tool call is handed beside its checked arguments: who calls, the
+/// call's trace (stored on the job or run it starts), and how long it may wait (zero unless
+/// its policy lets it; the wait slot is held meanwhile).
 pub(crate) struct CallContext {
     pub caller: Caller,
     pub trace: TraceContext,
+    pub wait: Duration,
 }
 
 pub struct Tools<B> {
@@ -110,6 +112,11 @@ impl<B: Backend> Tools<B> {
         Self::registry_for(None, true).definitions()
     }
 
+    /// The tools served whose calls need the write scope, by their policies.
+    pub(crate) fn write_tools(&self) -> Vec<String> {
+        self.registry().write_tools()
+    }
+
     /// The tools this deployment serves (without training tools when it has no pipeline).
     pub fn served(&self) -> Vec<rmcp::model::Tool> {
         self.registry().definitions()
@@ -160,26 +167,19 @@ impl<B: Backend> Tools<B> {
         context: RequestContext<RoleServer>,
     ) -> Result<Linked<JobStatusOutput>, String> {
         let extensions = &context.extensions;
-        let left = remaining_time(extensions);
         let linking = links_understood(context.protocol_version());
         let mut progress = ClientProgress::of(&context, wording::job_progress);
-        let streamed = progress.is_some();
         let call = self.call(
             names::CHECK_JOB_STATUS,
             false,
             extensions,
             args,
-            |c, CallContext { caller, .. }| async move {
+            |c, CallContext { caller, wait, .. }| async move {
                 let d = &self.deps;
                 let clock = || d.clock.now();
-                let wait = allowed_wait(c.wait_secs, streamed, &d.config)?;
-                let wait = wait_within(wait, left);
                 let reads = self.job_reads();
-                let quotas = &d.config.quotas;
-                let _read = self.count_read(&caller).await?;
                 let check = check::check_job(&reads, &caller, &c.id, wait, clock, &mut progress);
-                let (jobs, owner) = (reads.jobs, &caller.owner);
-                let report = quota::within_wait(jobs, quotas, owner, wait, clock(), check).await?;
+                let report = check.await?;
                 count_reconciled(&report);
                 if report.probably_lost && report.job.status == JobStatus::Pending {
                     telemetry::job_probably_lost();
@@ -239,33 +239,19 @@ impl<B: Backend> Tools<B> {
     ) -> Result<Json<TrainingStatusOutput>, String> {
         let tool = names::CHECK_TRAINING_STATUS;
         let extensions = &context.extensions;
-        let left = remaining_time(extensions);
         let mut progress = ClientProgress::of(&context, wording::run_progress);
-        let streamed = progress.is_some();
         self.call(
             tool,
             false,
             extensions,
             args,
-            |run, CallContext { caller, .. }| async move {
+            |run, CallContext { caller, wait, .. }| async move {
                 let d = &self.deps;
-                let wait = allowed_wait(run.wait_secs, streamed, &d.config)?;
-                let wait = wait_within(wait, left);
                 let arn = run.id;
-                if !self.scope(extensions).holds_run(&arn) {
-                    // Another pipeline's, region's or account's: unknown, and SageMaker not asked.
-                    return Err(ToolError::from(training::StatusError::NotFound {
-                        execution_arn: arn.into(),
-                    }));
-                }
-                let _read = self.count_read(&caller).await?;
-                let (pipeline, jobs) = (d.ports.pipeline(), d.ports.jobs());
-                let quotas = &d.config.quotas;
                 let now = d.clock.now();
+                let pipeline = d.ports.pipeline();
                 let follow = training::follow_run(pipeline, &caller, &arn, wait, &mut progress);
-                let owner = &caller.owner;
-                let (described, steps) =
-                    quota::within_wait(jobs, quotas, owner, wait, now, follow).await?;
+                let (described, steps) = follow.await?;
                 // A running run may wait on a person (its questions are on its record), and a
                 // run that succeeded on its model's approval, behind the gate.
                 let (runs, gate) = (d.ports.runs(), d.approval_gate());
@@ -305,19 +291,12 @@ impl<B: Backend> Tools<B> {
         Parameters(args): Parameters<AnswerTrainingInputArgs>,
         extensions: Extensions,
     ) -> Result<Json<AnswerTrainingInputOutput>, String> {
-        let scope = self.scope(&extensions);
         self.call(
             names::ANSWER_TRAINING_INPUT,
             false,
             &extensions,
             args,
             |request, CallContext { caller, .. }| async move {
-                if !scope.holds_run(&request.execution_arn) {
-                    return Err(ToolError::invalid(wording::run_not_found(
-                        &request.execution_arn,
-                    )));
-                }
-                let _read = self.count_read(&caller).await?;
                 let d = &self.deps;
                 let answered = answer::answer_execution(
                     d.ports.runs(),
@@ -365,12 +344,6 @@ impl<B: Backend> Tools<B> {
             extensions,
             args,
             |request, CallContext { caller, .. }| async move {
-                if !self.scope(extensions).holds(&request.model_package_arn) {
-                    // Another region's or account's: unknown, and SageMaker not asked.
-                    let model_package_arn = request.model_package_arn;
-                    return Err(approval::ApprovalError::NotFound { model_package_arn }.into());
-                }
-                let _read = self.count_read(&caller).await?;
                 let d = &self.deps;
                 let decided = approval::approve_model_package(
                     d.ports.runs(),
@@ -411,7 +384,6 @@ impl<B: Backend> Tools<B> {
             &extensions,
             args,
             |session_id, CallContext { caller, .. }| async move {
-                let _read = self.count_read(&caller).await?;
                 let d = &self.deps;
                 let now = d.clock.now();
                 let runs = training::session_runs(d.ports.runs(), &caller, &session_id, now)
@@ -454,12 +426,6 @@ impl<B: Backend> Tools<B> {
             args,
             |request, CallContext { caller, .. }| async move {
                 let d = &self.deps;
-                if !self.scope(extensions).holds(&request.model_package_arn) {
-                    // Another region's or account's: unknown, and SageMaker not asked.
-                    let arn = request.model_package_arn;
-                    return Err(ToolError::from(lineage::ProvenanceError::NotFound { arn }));
-                }
-                let _read = self.count_read(&caller).await?;
                 let (graph, pipeline) = (d.ports.lineage(), d.ports.pipeline());
                 let found = lineage::model_provenance(graph, pipeline, &caller, &request)
                     .await
@@ -502,13 +468,42 @@ impl<B: Backend> Tools<B> {
             model_package_arn = Empty
         );
         let started = tokio::time::Instant::now();
+        let policy = self.registry().policy(tool);
         let result = async {
             let caller = self
                 .caller_of(extensions)
                 .ok_or_else(|| ToolError::invalid(wording::NO_CALLER))?;
             let valid = args.validate(&self.deps.config, &caller)?;
             A::trace(&valid, &Span::current());
-            work(valid, CallContext { caller, trace }).await
+            // The tool's policy, in the order a refusal costs least: the wait asked, the
+            // deployment's ARNs, then the read counted and the wait slot claimed.
+            let wait = match policy.may_wait {
+                true => self.allowed_wait(A::wait_secs(&valid), extensions)?,
+                false => Duration::ZERO,
+            };
+            if let Some(place) = A::place(&valid).filter(|_| policy.in_deployment) {
+                if !place.within(&self.scope(extensions)) {
+                    // Another pipeline's, region's or account's: unknown, and SageMaker not asked.
+                    return Err((place.unknown)(place.arn));
+                }
+            }
+            let _read = match policy.counts_read {
+                true => Some(self.count_read(&caller).await?),
+                false => None,
+            };
+            let d = &self.deps;
+            let (jobs, quotas, now) = (d.ports.jobs(), &d.config.quotas, d.clock.now());
+            let owner = caller.owner.clone();
+            let work = work(
+                valid,
+                CallContext {
+                    caller,
+                    trace,
+                    wait,
+                },
+            );
+            let done = quota::within_wait(jobs, quotas, &owner, wait, now, work).await;
+            done.map_err(ToolError::from)
         }
         .instrument(span.clone())
         .await
@@ -622,6 +617,18 @@ impl<B> Tools<B> {
             account,
             pipelines: &self.deps.pipelines,
         }
+    }
+
+    /// The wait a call may have: what it asked, held to the plain or the streamed limit
+    /// ([`allowed_wait`]) and to the invocation's time.
+    fn allowed_wait(
+        &self,
+        asked_secs: u32,
+        extensions: &Extensions,
+    ) -> Result<Duration, ToolError> {
+        let streamed = extensions.get::<ProgressAsked>().is_some();
+        let wait = allowed_wait(asked_secs, streamed, &self.deps.config)?;
+        Ok(wait_within(wait, remaining_time(extensions)))
     }
 
     /// The caller the front door established on the request's parts (both doors put it

@@ -13,9 +13,10 @@ use domain::time::Clock;
 use lambda_http::request::RequestContext;
 
 use crate::config::{AuthMode, NamedToken, OAuthConfig};
+pub use crate::contract::Access;
 use oauth::verify::Verifier;
 use oauth::OAuth;
-pub use refusal::{Access, Refusal};
+pub use refusal::Refusal;
 
 /// The configured mode with what it checks callers against, built once at cold start (the
 /// oauth mode's verifier keeps the keys it fetched).

@@ -1,4 +1,4 @@
-//! A request refused before MCP sees it, and what a request may do (the scope it needs).
+//! A request refused before MCP sees it.
 
 use http::StatusCode;
 
@@ -31,13 +31,4 @@ impl Refusal {
             text,
         }
     }
-}
-
-/// What a request may do, by what it calls: the scope an OAuth token needs for it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Access {
-    /// Reads the caller's work (and everything that is not a tool call: discovery, listing).
-    Read,
-    /// Starts or stops work: a tool that is not read-only, or `tasks/cancel`.
-    Write,
 }

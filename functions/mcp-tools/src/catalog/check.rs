@@ -9,7 +9,7 @@ use serde_json::{Map, Value};
 
 use super::schema::ToolSchema;
 use super::*;
-use crate::contract::{INVOCATION_TIMEOUT_SECS, REQUEST_TTL_SECS};
+use crate::contract::{policy, INVOCATION_TIMEOUT_SECS, REQUEST_TTL_SECS};
 
 /// The JSON Schema dialect a catalog's schemas are written in.
 const DRAFT_2020_12: &str = "https://json-schema.org/draft/2020-12/schema";
@@ -180,7 +180,7 @@ fn common_fields(
     if !is_tool_name(name) {
         m.add(label, "name", "must be 1 to 64 letters, digits, `_` or `-`");
     }
-    if names::is_reserved(name) {
+    if policy::is_reserved(name) {
         m.add(
             label,
             "name",

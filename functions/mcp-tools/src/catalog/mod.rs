@@ -30,8 +30,6 @@ pub use schema::ArgumentError;
 use schema::ToolSchema;
 pub use tool_contract::*;
 
-use crate::contract::names;
-
 /// At most this many tools: each is listed to the agent on every `tools/list`.
 pub const MAX_TOOLS: usize = 50;
 

@@ -5,6 +5,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use super::common::*;
+use super::policy::Place;
 use crate::config::ToolsConfig;
 use domain::approval::MAX_COMMENT_CHARS;
 use domain::caller::Caller;
@@ -49,6 +50,18 @@ impl ToolArgs for ApproveModelPackageArgs {
 
     fn trace(valid: &ApprovalRequest, span: &tracing::Span) {
         span.record("model_package_arn", valid.model_package_arn.as_str());
+    }
+
+    fn place(valid: &ApprovalRequest) -> Option<Place<'_>> {
+        let unknown = |arn: &str| {
+            let model_package_arn = arn.to_owned();
+            ToolError::from(ApprovalError::NotFound { model_package_arn })
+        };
+        Some(Place {
+            arn: &valid.model_package_arn,
+            is_run: false,
+            unknown,
+        })
     }
 }
 

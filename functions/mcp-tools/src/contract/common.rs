@@ -30,26 +30,6 @@ pub mod names {
         ANSWER_TRAINING_INPUT,
         APPROVE_MODEL_PACKAGE,
     ];
-    pub const ALL: [&str; 8] = [
-        SUBMIT_JOB,
-        CHECK_JOB_STATUS,
-        TRIGGER_TRAINING,
-        CHECK_TRAINING_STATUS,
-        CHECK_TRAINING_RESULT,
-        ANSWER_TRAINING_INPUT,
-        APPROVE_MODEL_PACKAGE,
-        GET_MODEL_PROVENANCE,
-    ];
-    /// The protocol's methods whose names could be a tool's (the rest hold a `/`).
-    pub const PROTOCOL_METHODS: [&str; 2] = ["initialize", "ping"];
-
-    /// Whether no catalog tool may take `name`: every built-in tool's (the registry's entries
-    /// are exactly [`ALL`], which the listing test holds), served or not, and each protocol
-    /// method's. A catalog tool of such a name would replace the built-in one, or be mistaken
-    /// for it.
-    pub fn is_reserved(name: &str) -> bool {
-        ALL.contains(&name) || PROTOCOL_METHODS.contains(&name)
-    }
 }
 
 /// A numeric argument's range and default: the one source of its schema (`minimum`,
@@ -100,6 +80,17 @@ pub trait ToolArgs {
     /// Puts the ids the call concerns on its span (never the arguments themselves, which may
     /// hold a job's input).
     fn trace(_valid: &Self::Valid, _span: &tracing::Span) {}
+
+    /// The ARN the call names that must lie within the deployment, for a tool whose policy
+    /// checks it ([`super::policy::Policy::in_deployment`]).
+    fn place(_valid: &Self::Valid) -> Option<super::policy::Place<'_>> {
+        None
+    }
+
+    /// How long the call asks to wait, for a tool whose policy lets it.
+    fn wait_secs(_valid: &Self::Valid) -> u32 {
+        0
+    }
 }
 
 /// A failure the model can act on, returned as a tool result with `isError: true`.

@@ -271,6 +271,10 @@ impl ToolArgs for CheckJobStatusArgs {
     fn trace(valid: &StatusCheck<InferenceId>, span: &tracing::Span) {
         span.record("inference_id", valid.id.as_str());
     }
+
+    fn wait_secs(valid: &StatusCheck<InferenceId>) -> u32 {
+        valid.wait_secs
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]

@@ -6,6 +6,7 @@ use serde::{Deserialize, Serialize};
 use crate::config::ToolsConfig;
 
 use super::common::*;
+use super::policy::Place;
 use crate::wording;
 use domain::caller::Caller;
 use domain::lineage::{Direction, EntityKind};
@@ -72,6 +73,15 @@ impl ToolArgs for GetModelProvenanceArgs {
 
     fn trace(valid: &ProvenanceRequest, span: &tracing::Span) {
         span.record("model_package_arn", valid.model_package_arn.as_str());
+    }
+
+    fn place(valid: &ProvenanceRequest) -> Option<Place<'_>> {
+        let unknown = |arn: &str| ToolError::invalid(wording::model_package_not_found(arn));
+        Some(Place {
+            arn: &valid.model_package_arn,
+            is_run: false,
+            unknown,
+        })
     }
 }
 

@@ -6,6 +6,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use super::common::*;
+use super::policy::Place;
 use crate::config::ToolsConfig;
 use crate::wording;
 use domain::caller::Caller;
@@ -98,6 +99,15 @@ impl ToolArgs for AnswerTrainingInputArgs {
 
     fn trace(valid: &AnswerRequest, span: &tracing::Span) {
         span.record("execution_arn", valid.execution_arn.as_str());
+    }
+
+    fn place(valid: &AnswerRequest) -> Option<Place<'_>> {
+        let unknown = |arn: &str| ToolError::invalid(wording::run_not_found(arn));
+        Some(Place {
+            arn: valid.execution_arn.as_str(),
+            is_run: true,
+            unknown,
+        })
     }
 }
 

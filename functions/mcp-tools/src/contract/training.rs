@@ -7,6 +7,7 @@ use serde::{Deserialize, Serialize};
 use crate::config::{PipelineParameters, ToolsConfig};
 
 use super::common::*;
+use super::policy::Place;
 use super::questions::QuestionView;
 use super::waits::{wait_description, StatusCheck, WAIT_SECS};
 use crate::wording;
@@ -211,6 +212,19 @@ impl ToolArgs for CheckTrainingStatusArgs {
 
     fn trace(valid: &StatusCheck<ExecutionArn>, span: &tracing::Span) {
         span.record("execution_arn", valid.id.as_str());
+    }
+
+    fn place(valid: &StatusCheck<ExecutionArn>) -> Option<Place<'_>> {
+        let unknown = |arn: &str| ToolError::invalid(wording::run_not_found(arn));
+        Some(Place {
+            arn: valid.id.as_str(),
+            is_run: true,
+            unknown,
+        })
+    }
+
+    fn wait_secs(valid: &StatusCheck<ExecutionArn>) -> u32 {
+        valid.wait_secs
     }
 }
 

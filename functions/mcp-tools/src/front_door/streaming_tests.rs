@@ -103,7 +103,7 @@ async fn every_reply_arrives_whole_when_streamed() {
     let tools: Value = serde_json::from_str(&body).unwrap();
     assert_eq!(
         tools["result"]["tools"].as_array().unwrap().len(),
-        crate::contract::names::ALL.len()
+        crate::contract::policy::BUILT_IN.len()
     );
 
     let submit = call("submit_job", json!({"document": "a"}), None);

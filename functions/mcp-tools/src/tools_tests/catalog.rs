@@ -58,8 +58,7 @@ async fn the_catalogs_models_are_listed_in_place_of_submit_job_with_their_own_sc
         summarize.annotations.as_ref().unwrap().read_only_hint,
         Some(false)
     );
-    let mut write = crate::front_door::write_tools(&tools);
-    write.sort_unstable();
+    let write = w.tools.write_tools();
     assert_eq!(
         write,
         [

@@ -7,7 +7,7 @@ fn the_router_serves_exactly_the_named_tools_with_their_schemas() {
     let tools = Tools::<FakePorts>::definitions();
     let mut listed: Vec<&str> = tools.iter().map(|t| t.name.as_ref()).collect();
     listed.sort_unstable();
-    let mut named = names::ALL.to_vec();
+    let mut named: Vec<&str> = policy::BUILT_IN.iter().map(|(name, _)| *name).collect();
     named.sort_unstable();
     assert_eq!(listed, named);
     for tool in &tools {
@@ -45,6 +45,24 @@ fn the_router_serves_exactly_the_named_tools_with_their_schemas() {
         assert!(properties.contains_key(argument), "{argument}");
     }
     assert_eq!(properties["accuracy_threshold"]["maximum"], json!(1.0));
+}
+
+#[test]
+fn each_tools_policy_asks_the_scope_its_annotations_declare() {
+    // A tool that is not read-only needs the write scope, and one that starts work is a
+    // starter; a catalog's tools as well as the built-in ones.
+    for world in [world(&[]), catalog_world()] {
+        let write = world.tools.write_tools();
+        for tool in world.tools.served() {
+            let read_only = tool.annotations.as_ref().and_then(|a| a.read_only_hint);
+            let name = tool.name.to_string();
+            assert_eq!(write.contains(&name), read_only != Some(true), "{name}");
+        }
+    }
+    for (name, policy) in policy::BUILT_IN {
+        assert_eq!(policy.starts_work(), !policy.counts_read, "{name}");
+        assert!(!(policy.starts_work() && policy.may_wait), "{name}");
+    }
 }
 
 /// Every `format` in a schema, with where it is.

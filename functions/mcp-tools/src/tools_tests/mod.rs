@@ -21,7 +21,7 @@ use fakes::{
 use ports::{LineageGraph, ObjectStore};
 use usecases::outcome::record_notification;
 
-use crate::contract::names;
+use crate::contract::{names, policy};
 use crate::direct::{call_tool, request};
 use crate::{Deps, Ports, Tools};
 

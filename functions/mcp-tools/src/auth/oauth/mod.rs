@@ -18,7 +18,8 @@ use domain::time::Clock;
 use http::StatusCode;
 
 use super::bearer;
-use super::refusal::{Access, Refusal};
+use super::refusal::Refusal;
+use super::Access;
 use crate::config::OAuthConfig;
 use metadata::Challenge;
 use verify::Verifier;
