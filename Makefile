@@ -122,7 +122,7 @@ cdk-bootstrap: venv $(CDK_MODULES)
 # takes from the credentials; the region as every deploy here picks it (scripts/aws_region.py).
 # Checked first, as make deploy is (scripts/preflight.py cdk), before the twenty-minute build.
 preflight-cdk: venv
-	@$(PY) scripts/preflight.py cdk --params '$(PARAMS)'
+	@$(PY) scripts/preflight.py cdk --params '$(PARAMS)' $(if $(STACK),--stack-name '$(STACK)')
 
 cdk-deploy: preflight-cdk $(CDK_BUILT)
 	@$(MAKE) --no-print-directory build
@@ -280,7 +280,8 @@ preflight-guided: venv
 	@$(PY) scripts/preflight.py guided --layer-dir $(CATALOG_LAYER)
 
 preflight-deploy: venv
-	@$(PY) scripts/preflight.py deploy --layer-dir $(CATALOG_LAYER) $(if $(STACK),--stack-name '$(STACK)')
+	@$(PY) scripts/preflight.py deploy --layer-dir $(CATALOG_LAYER) $(if $(STACK),--stack-name '$(STACK)') \
+		--params '$(PARAMS)'
 
 GUIDED_STACK = $(or $(STACK),$(shell grep -q '^stack_name' samconfig.toml 2>/dev/null || echo mcp-async-jobs))
 deploy-guided: preflight-guided

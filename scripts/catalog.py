@@ -53,6 +53,15 @@ class CatalogError(Exception):
     """The catalog cannot be used (the message names the file, the tool and the field)."""
 
 
+def refuse(message: str, problems: list = ()) -> int:
+    """How these scripts stop (preflight's and the guided deploy's too): `error: message`, each
+    problem on a line of its own; exit status 2."""
+    print(f"error: {message}", file=sys.stderr)
+    for problem in problems:
+        print(f"  - {problem}", file=sys.stderr)
+    return 2
+
+
 def load(path: Path) -> dict:
     try:
         catalog = json.loads(path.read_text())
@@ -242,8 +251,7 @@ def main(argv: Optional[list] = None) -> int:
             saved = saved_overrides(args.samconfig) if args.samconfig else []
             print("\n".join(saved + layer_overrides(args.layer_dir)))
     except CatalogError as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
+        return refuse(str(e))
     return 0
 
 

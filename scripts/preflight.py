@@ -1,15 +1,23 @@
 #!/usr/bin/env python3
 """What a deploy needs, checked in seconds before anything is compiled (a release build takes
-twenty minutes): the region, the stack's name, the parameters CloudFormation would refuse, and
-the tool catalog in the layer. Every mistake is listed, with how to give what is missing.
+twenty minutes): the region, the stack's name and that it is free or this kind of stack of this
+template, the parameters CloudFormation would refuse, and the tool catalog. Every mistake is
+listed, with how to give what is missing.
 
-    preflight.py deploy [--stack-name NAME]   make deploy: everything, from samconfig.toml's saved
-                                              parameters and the catalog's
-    preflight.py guided                       make deploy-guided: the region and the catalog (the
-                                              guided deploy asks the rest)
-    preflight.py cdk [--params "N=V ..."]     make cdk-deploy: the region, PARAMS against the
-                                              template's parameters and Rules (the CDK app takes
-                                              the same names), and the catalog file ToolCatalog names
+    preflight.py deploy [--stack-name NAME] [--params "N=V ..."]
+                          make deploy and make deploy-guided (after its questions): everything,
+                          from samconfig.toml's saved parameters, the catalog's, then PARAMS
+    preflight.py guided   what make deploy-guided checks before its first question: the region
+                          and the catalog
+    preflight.py cdk [--stack-name NAME] [--params "N=V ..."]
+                          make cdk-deploy: the region, the stack, PARAMS against the template's
+                          parameters and Rules (the CDK app takes the same names), and the
+                          catalog file ToolCatalog names
+
+The stack is looked up with DescribeStacks in the caller's region (the one the deploy uses): a
+stack of that name the other deploy made (SAM's has the template's parameters, the CDK app's
+only CDK's BootstrapVersion) or one of another template is refused, since deploying would take
+it over.
 """
 
 from __future__ import annotations
@@ -31,6 +39,15 @@ TEMPLATE = ROOT / "infra" / "template.yaml"
 HOW = "run make deploy-guided (it saves the answers in samconfig.toml), or add {name}=... to parameter_overrides there"
 # The same for the CDK app, which takes them on make's command line.
 HOW_CDK = "add {name}=... to PARAMS (make cdk-deploy PARAMS=\"{name}=... ...\")"
+# CloudFormation's rule for a stack's name.
+STACK_NAME = re.compile(r"[a-zA-Z][-a-zA-Z0-9]{0,127}")
+# What every stack of this template has, SAM's and the CDK app's alike, whatever its version's
+# description (outputs without a Condition).
+OUTPUTS = {"McpFunctionUrl", "ResultsTableName", "S3OutputPath"}
+# How each deploy names the other, for a stack the other made.
+DEPLOYS = {"sam": "make deploy (SAM)", "cdk": "make cdk-deploy (the CDK app)"}
+# The CDK app's stack without STACK= (infra/cdk/bin/app.ts).
+CDK_STACK = "mcp-async-jobs"
 
 
 def template() -> dict:
@@ -105,9 +122,27 @@ def check_parameters(values: dict, cfn: dict, how: str = HOW, where: str = "samc
             problem = check_value(name, spec, values[name])
             if problem:
                 problems.append(problem)
-    if problems:
-        return problems
+    return problems or check_rules(values, cfn)
+
+
+def refs(node) -> set:
+    """The parameters a Rule (or any part of one) reads."""
+    if isinstance(node, dict):
+        return {node["Ref"]} if set(node) == {"Ref"} else set().union(*(refs(v) for v in node.values()))
+    if isinstance(node, list):
+        return set().union(*(refs(v) for v in node))
+    return set()
+
+
+def check_rules(values: dict, cfn: dict, about: Optional[str] = None, pending: frozenset = frozenset()) -> list:
+    """The template's Rules; with `about`, only those that read it, and none of `pending` (the
+    parameters still to be asked, whose values are not known yet)."""
+    specs = cfn["Parameters"]
+    problems = []
     for rule_name, rule in cfn.get("Rules", {}).items():
+        read = refs(rule)
+        if about is not None and about not in read or read & pending:
+            continue
         if not evaluate(rule.get("RuleCondition", True), values, specs):
             continue
         for assertion in rule["Assertions"]:
@@ -144,7 +179,71 @@ def check_models(values: dict, endpoints: Optional[list] = None) -> list:
     return problems
 
 
-def preflight(mode: str, stack_name: str, samconfig: Path, layer_dir: Path) -> list:
+class LookupFailed(Exception):
+    """CloudFormation could not be asked about the stack (credentials, network, permission)."""
+
+
+def stack_kind(described: dict, description: str) -> str:
+    """'sam' or 'cdk' for a stack of this template, by the deploy that made it (SAM's has the
+    template's parameters; the CDK app decides them when it synthesizes); 'other' for any other."""
+    outputs = {o["OutputKey"] for o in described.get("Outputs", [])}
+    if " ".join(str(described.get("Description", "")).split()) != description and not OUTPUTS <= outputs:
+        return "other"
+    parameters = {p["ParameterKey"] for p in described.get("Parameters", [])}
+    return "sam" if "AsyncEndpointName" in parameters else "cdk"
+
+
+def check_stack(session, name: str, deploy: str, elsewhere: str) -> Optional[str]:
+    """Whether `deploy` ('sam' or 'cdk') may deploy stack `name`: it does not exist yet, or that
+    deploy made it. `elsewhere`: how to pick another name. LookupFailed when CloudFormation
+    cannot say."""
+    from botocore.exceptions import BotoCoreError, ClientError
+    region = session.region_name
+    try:
+        described = session.client("cloudformation").describe_stacks(StackName=name)["Stacks"][0]
+    except ClientError as e:
+        if "does not exist" in str(e):
+            return None
+        raise LookupFailed(f"stack {name}: cannot be looked up in {region} ({e})") from e
+    except BotoCoreError as e:
+        raise LookupFailed(f"stack {name}: cannot be looked up in {region} ({e}); the deploy needs the same "
+                           "access (aws sts get-caller-identity shows whose credentials are found)") from e
+    # A change set never executed leaves this status, and nothing deployed: both deploys start over.
+    if described.get("StackStatus") == "REVIEW_IN_PROGRESS":
+        return None
+    kind = stack_kind(described, " ".join(str(template().get("Description", "")).split()))
+    if kind == deploy:
+        return None
+    if kind == "other":
+        description = " ".join(str(described.get("Description", "")).split())
+        its = f"its description: {description[:80]!r}" if description else "it has no description"
+        return (f"stack {name}: exists in {region} and is not a stack of this template ({its}); deploying would "
+                f"replace what it holds: {elsewhere}")
+    again = "make deploy" if kind == "sam" else f"make cdk-deploy STACK={name}"
+    return (f"stack {name}: made by {DEPLOYS[kind]} in {region}; {DEPLOYS[deploy]} would take it over, and each "
+            f"deploy would then undo the other's: deploy it with {again}, or {elsewhere}")
+
+
+def stack_name_problem(name: str, elsewhere: str) -> Optional[str]:
+    if STACK_NAME.fullmatch(name) is None:
+        return (f"stack name {name!r}: a letter, then letters, digits and hyphens, at most 128 (CloudFormation's "
+                f"rule): {elsewhere}")
+    return None
+
+
+def stack_problems(name: str, deploy: str, elsewhere: str) -> list:
+    """The stack's name against CloudFormation's rule, then the stack itself (with a region)."""
+    problem = stack_name_problem(name, elsewhere)
+    if problem or not aws_region.caller_region():
+        return [problem] if problem else []
+    try:
+        problem = check_stack(aws_region.session(out=None), name, deploy, elsewhere)
+    except LookupFailed as e:
+        return [str(e)]
+    return [problem] if problem else []
+
+
+def preflight(mode: str, stack_name: str, samconfig: Path, layer_dir: Path, params: str = "") -> list:
     problems = []
     if not aws_region.caller_region():
         problems.append(f"region: {aws_region.NoRegion()}")
@@ -156,18 +255,30 @@ def preflight(mode: str, stack_name: str, samconfig: Path, layer_dir: Path) -> l
         catalog_lines = None
     if mode == "guided":
         return problems
-    config = saved(samconfig)
-    if not (stack_name or config.get("stack_name")):
+    try:
+        name = stack_name or saved(samconfig).get("stack_name", "")
+    except tomllib.TOMLDecodeError as e:
+        return problems + [f"{samconfig}: not TOML ({e})"]
+    if not name:
         problems.append("stack name: none given; run make deploy-guided once (it saves one in samconfig.toml), "
                         "or make deploy STACK=<name>")
-    if catalog_lines is not None:
-        saved_lines = catalog.saved_overrides(samconfig)
+    else:
+        problems += stack_problems(name, "sam", "choose another stack name (stack_name in samconfig.toml, or "
+                                                "STACK=<name>)")
+    # What sam deploy is given, in its order (a later value of a parameter wins).
+    values: dict = {}
+    sources = ((catalog.saved_overrides(samconfig), f"{samconfig}: parameter_overrides"),
+               (catalog_lines, "tool catalog"), (params.split(), "PARAMS"))
+    unread = catalog_lines is None
+    for lines, source in sources:
         try:
-            values = parameter_values(saved_lines + catalog_lines)
-        except Exception as e:  # click's BadParameter: the saved overrides do not parse
-            problems.append(f"{samconfig}: parameter_overrides cannot be read ({e})")
-        else:
-            problems += check_parameters(values, template()) or check_models(values)
+            values.update(parameter_values(lines or []))
+        except Exception as e:  # click's BadParameter: they do not parse as sam deploy parses them
+            problems.append(f"{source} cannot be read ({e})")
+            unread = True
+    if not unread:
+        where = "samconfig.toml or PARAMS" if params.strip() else "samconfig.toml"
+        problems += check_parameters(values, template(), where=where) or check_models(values)
     return problems
 
 
@@ -180,13 +291,14 @@ def cdk_values(params: str) -> dict:
     return values
 
 
-def preflight_cdk(params: str) -> list:
-    """The CDK app's deploy: the region, its context checked as the template checks the same
-    parameters, and the catalog file ToolCatalog names (the app takes a path, the template a
-    file name in the layer)."""
+def preflight_cdk(params: str, stack_name: str = CDK_STACK) -> list:
+    """The CDK app's deploy: the region, the stack, its context checked as the template checks
+    the same parameters, and the catalog file ToolCatalog names (the app takes a path, the
+    template a file name in the layer)."""
     problems = []
     if not aws_region.caller_region():
         problems.append(f"region: {aws_region.NoRegion()}")
+    problems += stack_problems(stack_name, "cdk", "choose another stack name (STACK=<name>)")
     values = cdk_values(params)
     problems += [f"{name}: not Name=Value (PARAMS takes Name=Value words)" for name, v in values.items() if v is None]
     values = {name: v for name, v in values.items() if v is not None}
@@ -207,21 +319,16 @@ def main(argv: Optional[list] = None) -> int:
                                      epilog=__doc__.split("\n\n", 1)[1])
     parser.add_argument("mode", choices=("deploy", "guided", "cdk"))
     parser.add_argument("--stack-name", default="")
-    parser.add_argument("--params", default="", help="cdk: make's PARAMS, Name=Value words")
+    parser.add_argument("--params", default="", help="make's PARAMS, Name=Value words")
     parser.add_argument("--samconfig", type=Path, default=ROOT / "samconfig.toml")
     parser.add_argument("--layer-dir", type=Path, default=catalog.LAYER_DIR)
     args = parser.parse_args(argv)
     if args.mode == "cdk":
-        problems = preflight_cdk(args.params)
+        problems = preflight_cdk(args.params, args.stack_name or CDK_STACK)
     else:
-        problems = preflight(args.mode, args.stack_name, args.samconfig, args.layer_dir)
-    if problems:
-        target = {"guided": "deploy-guided", "deploy": "deploy", "cdk": "cdk-deploy"}[args.mode]
-        print(f"error: make {target} stopped before building:", file=sys.stderr)
-        for problem in problems:
-            print(f"  - {problem}", file=sys.stderr)
-        return 2
-    return 0
+        problems = preflight(args.mode, args.stack_name, args.samconfig, args.layer_dir, args.params)
+    target = {"guided": "deploy-guided", "deploy": "deploy", "cdk": "cdk-deploy"}[args.mode]
+    return catalog.refuse(f"make {target} stopped before building:", problems) if problems else 0
 
 
 if __name__ == "__main__":

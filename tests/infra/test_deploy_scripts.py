@@ -1,6 +1,7 @@
-"""scripts/preflight.py (what make deploy checks before it builds) and scripts/destroy.py (make
-destroy): the preflight's refusals name what is missing and how to give it; destroy's plan from a
-stack's outputs, then carried out against moto (S3 versions, the stack, the tables)."""
+"""scripts/preflight.py (what make deploy, make deploy-guided and make cdk-deploy check before they
+build) and scripts/destroy.py (make destroy): the preflight's refusals name what is missing and
+how to give it, a stack of that name another deploy made included (against moto); destroy's plan
+from a stack's outputs, then carried out against moto (S3 versions, the stack, the tables)."""
 
 from __future__ import annotations
 
@@ -13,6 +14,8 @@ from pathlib import Path
 import boto3
 import pytest
 from moto import mock_aws
+
+import guided
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "scripts"))
@@ -33,8 +36,11 @@ def samconfig(tmp_path: Path, overrides: str = GOOD, stack: str = "jobs") -> Pat
 
 
 @pytest.fixture
-def region(monkeypatch):
+def region(monkeypatch, in_process_aws):
+    """A region, and CloudFormation (moto, in this process) for preflight's look at the stack."""
     monkeypatch.setenv("AWS_REGION", "eu-west-1")
+    with mock_aws():
+        yield
 
 
 def run(tmp_path, mode="deploy", **kw):
@@ -113,6 +119,61 @@ def test_a_broken_catalog_in_the_layer_is_refused_for_both_deploys(tmp_path, reg
         assert "make catalog CATALOG=<file>" in problems[0]
 
 
+def test_params_are_checked_with_the_saved_parameters(tmp_path, region):
+    config = samconfig(tmp_path, 'AsyncEndpointName=\\"doc-ep\\"')
+    assert preflight.preflight("deploy", "", config, tmp_path / "layer", "IoBucketName=mcp-io") == []
+    refused = preflight.preflight("deploy", "", config, tmp_path / "layer", "IoBucketName=mcp-io Colour=blue")
+    assert refused == ["Colour: the template has no such parameter (remove it from samconfig.toml or PARAMS)"]
+    # A Model at a place of CatalogModelNames with no catalog endpoint: its slot would never be made.
+    orphan = preflight.preflight("deploy", "", config, tmp_path / "layer", "IoBucketName=mcp-io CatalogModelNames=m "
+                                 "ModelExecutionRoleArn=arn:aws:iam::123456789012:role/sm")
+    assert orphan == ["CatalogModelNames: place 1 names m, but the catalog has no endpoint at place 1 (its endpoints: "
+                      "none); make catalog MODELS=\"<endpoint>=<model> ...\" puts each Model at its endpoint's place"]
+    assert preflight.preflight("deploy", "", config, tmp_path / "layer", "IoBucketName=")[0].startswith(
+        "PARAMS cannot be read (IoBucketName= is not a valid format.")
+    (tmp_path / "broken.toml").write_text("[default.deploy.parameters\n")
+    assert preflight.preflight("deploy", "", tmp_path / "broken.toml", tmp_path / "layer")[-1].startswith(
+        f"{tmp_path / 'broken.toml'}: not TOML (")
+
+
+def test_a_stack_another_deploy_made_is_refused_and_one_of_its_own_is_not(tmp_path, region):
+    session = boto3.session.Session(region_name="eu-west-1")
+    for name, kind in (("sam-jobs", "sam"), ("cdk-jobs", "cdk"), ("site", "other")):
+        guided.create_stack(session, name, kind)
+    # A change set never executed: the stack exists, with nothing deployed.
+    session.client("cloudformation").create_change_set(StackName="fresh", ChangeSetName="c", ChangeSetType="CREATE",
+                                                      TemplateBody=json.dumps(guided.stack_template("sam")))
+    sam = {name: run(tmp_path, stack=name) for name in ("sam-jobs", "cdk-jobs", "site", "fresh", "new-jobs")}
+    assert sam["sam-jobs"] == sam["fresh"] == sam["new-jobs"] == []
+    assert sam["cdk-jobs"] == [
+        "stack cdk-jobs: made by make cdk-deploy (the CDK app) in eu-west-1; make deploy (SAM) would take it over, and "
+        "each deploy would then undo the other's: deploy it with make cdk-deploy STACK=cdk-jobs, or choose another "
+        "stack name (stack_name in samconfig.toml, or STACK=<name>)"]
+    assert sam["site"] == [
+        "stack site: exists in eu-west-1 and is not a stack of this template (its description: 'A static website'); "
+        "deploying would replace what it holds: choose another stack name (stack_name in samconfig.toml, or "
+        "STACK=<name>)"]
+    assert preflight.preflight_cdk(CDK_GOOD, "cdk-jobs") == preflight.preflight_cdk(CDK_GOOD, "new-jobs") == []
+    assert preflight.preflight_cdk(CDK_GOOD, "sam-jobs")[0].startswith(
+        "stack sam-jobs: made by make deploy (SAM) in eu-west-1; make cdk-deploy (the CDK app) would take it over")
+    assert preflight.preflight_cdk(CDK_GOOD, "site")[0].startswith("stack site: exists in eu-west-1 and is not a stack")
+    assert run(tmp_path, stack="2jobs") == ["stack name '2jobs': a letter, then letters, digits and hyphens, at most "
+                                            "128 (CloudFormation's rule): choose another stack name (stack_name in "
+                                            "samconfig.toml, or STACK=<name>)"]
+
+
+def test_a_stack_that_cannot_be_looked_up_is_a_problem(tmp_path, monkeypatch, in_process_aws):
+    monkeypatch.setenv("AWS_REGION", "eu-west-1")
+    for variable in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_PROFILE"):
+        monkeypatch.delenv(variable, raising=False)
+    for variable in ("AWS_CONFIG_FILE", "AWS_SHARED_CREDENTIALS_FILE"):
+        monkeypatch.setenv(variable, str(tmp_path / "none"))
+    monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
+    problems = run(tmp_path, stack="jobs")
+    assert problems == ["stack jobs: cannot be looked up in eu-west-1 (Unable to locate credentials); the deploy "
+                        "needs the same access (aws sts get-caller-identity shows whose credentials are found)"]
+
+
 def test_the_cli_lists_every_problem_and_exits_2(tmp_path, region, capsys):
     config = samconfig(tmp_path, 'AsyncEndpointName=\\"doc-ep\\"', stack="")
     assert preflight.main(["deploy", "--samconfig", str(config), "--layer-dir", str(tmp_path / "layer")]) == 2
@@ -153,6 +214,22 @@ def test_make_cdk_deploy_stops_before_any_build(tmp_path):
     assert "  - region: no AWS region is set" in done.stderr
     assert "  - AsyncEndpointName is missing: add AsyncEndpointName=... to PARAMS" in done.stderr
     # Nothing was built: neither the functions nor the CDK app.
+    assert "cargo" not in done.stdout + done.stderr and "npm" not in done.stdout + done.stderr
+
+
+@pytest.mark.parametrize("target, kind, refusal", [
+    ("deploy", "cdk", "  - stack jobs: made by make cdk-deploy (the CDK app) in eu-west-1; make deploy (SAM) would"),
+    ("cdk-deploy", "sam", "  - stack jobs: made by make deploy (SAM) in eu-west-1; make cdk-deploy (the CDK app) would"),
+])
+def test_make_refuses_a_stack_the_other_deploy_made_before_any_build(tmp_path, target, kind, refusal):
+    import subprocess
+    with guided.Moto() as moto:
+        guided.create_stack(moto, "jobs", kind)
+        done = subprocess.run(["make", "--no-print-directory", target, "STACK=jobs", f"PARAMS={CDK_GOOD}"], cwd=ROOT,
+                              env=guided.aws_env(moto.url, tmp_path), capture_output=True, text=True, timeout=300)
+    assert done.returncode != 0
+    assert f"error: make {target} stopped before building:" in done.stderr, done.stderr
+    assert refusal in done.stderr, done.stderr
     assert "cargo" not in done.stdout + done.stderr and "npm" not in done.stdout + done.stderr
 
 
