@@ -15,7 +15,7 @@ INSPECTOR := tests/inspector/node_modules/.bin/mcp-inspector
 CONFORMANCE := tests/conformance/node_modules/.bin/conformance
 
 .PHONY: help venv test compile unit-test demo serve conformance bench bench-cost bench-hostile fmt lint lint-infra build build-sam sam-template sam-build-debug deploy \
-	deploy-guided preflight-deploy preflight-guided preflight-cdk destroy cdk-destroy catalog redrive doctor wire-endpoint tool-schema cdk-test cdk-unit cdk-synth cdk-bootstrap cdk-deploy clean
+	deploy-guided preflight-deploy preflight-cdk destroy cdk-destroy catalog redrive doctor wire-endpoint tool-schema cdk-test cdk-unit cdk-synth cdk-bootstrap cdk-deploy clean
 
 help:
 	@echo "make demo   run the async loop locally (inference outcomes, pipeline runs) and show what is stored"
@@ -32,9 +32,11 @@ help:
 	@echo "make tool-schema  write the AgentCore Gateway target's tool schema (infra/gateway-tool-schema.json, template)"
 	@echo "make lint-infra  cfn-lint and sam validate --lint on infra/template.yaml (offline)"
 	@echo "make build-sam  sam build (release, arm64) into .aws-sam/"
-	@echo "make deploy-guided  first deployment: sam build + sam deploy --guided, in your AWS region; saves samconfig.toml"
-	@echo "make deploy         redeploy without questions, from what deploy-guided saved in samconfig.toml"
-	@echo "             (both check the region, stack name, parameters and catalog first, in seconds, before building)"
+	@echo "make deploy-guided  first deployment: 8 questions (stack name, then what a first deploy decides), each"
+	@echo "             answer checked; saves them in samconfig.toml, then sam build + sam deploy in your AWS region with"
+	@echo "             no further question (QUESTIONS=all: SAM's own guided deploy, every parameter, after the build)"
+	@echo "make deploy         redeploy without questions, from samconfig.toml (PARAMS=\"Name=Value ...\": more parameters)"
+	@echo "             (both check the region, stack, parameters and catalog first, in seconds, before building)"
 	@echo "make destroy STACK=<name>  delete a stack (SAM's or the CDK's) and the objects it left in the IO bucket;"
 	@echo "             names the tables it keeps (ARGS=--delete-tables deletes them; ARGS=--dry-run: the plan only)"
 	@echo "make catalog CATALOG=<file> [MODELS=\"endpoint=model ...\"]  check a tool catalog (your models as tools), put"
@@ -263,38 +265,48 @@ sam-build-debug: venv rust-target lint-infra sam-template
 		--template-file $(SAM_TEMPLATE) --build-dir $(SAM_DEBUG)/build
 	$(PY) scripts/check_sam_build.py $(SAM_DEBUG)/build
 
-# The first deployment asks for the stack name and parameters and saves the answers in
-# samconfig.toml; later ones redeploy from there without a question. Both deploy to the caller's
-# region (scripts/aws_region.py), given to sam deploy so that a region saved in samconfig.toml
-# never wins: the doctor, wire-endpoint and redrive look in the same one. Both pass the tool
-# catalog's parameters for what the layer holds (empty without a catalog) after the saved ones,
-# which a command line's --parameter-overrides would otherwise replace.
+# The first deployment asks what it decides (scripts/deploy_guided.py: the stack's name and the
+# template's first parameter group, each answer checked at its prompt as preflight checks it),
+# saves the answers in samconfig.toml and runs make deploy's preflight on them; only then does it
+# build and deploy, with no further question. Later ones (make deploy) redeploy from
+# samconfig.toml, checked first the same way. Both deploy to the caller's region
+# (scripts/aws_region.py), given to sam deploy so that a region saved in samconfig.toml never
+# wins: the doctor, wire-endpoint and redrive look in the same one. Both pass the tool catalog's
+# parameters for what the layer holds (empty without a catalog) after the saved ones, which a
+# command line's --parameter-overrides would otherwise replace, then PARAMS ("Name=Value ...",
+# for this deploy; the stack keeps them, as sam deploy gives a parameter left out its previous
+# value). QUESTIONS=all: SAM's own guided deploy instead, over every parameter, after the build
+# (only the region and the catalog are checked before it).
 CATALOG_OVERRIDES = overrides=$$($(PY) scripts/catalog.py --layer-dir $(CATALOG_LAYER) overrides \
 	--samconfig samconfig.toml) && mapfile -t overrides <<< "$$overrides"
 
-# Each deploy is checked first (scripts/preflight.py: the region, the stack name, the parameters
-# against the template's patterns and Rules, the catalog), in seconds: the release build takes
-# twenty minutes. The guided deploy asks its parameters itself, so only the region and the
-# catalog are checked before it; it offers mcp-async-jobs (or STACK) as the stack's name.
-preflight-guided: venv
-	@$(PY) scripts/preflight.py guided --layer-dir $(CATALOG_LAYER)
+# After make build-sam; $(1): sam deploy's options beside the config file, region and parameters.
+SAM_DEPLOY_SAVED = region=$$($(PY) scripts/aws_region.py) && echo "Deploying to $$region" && $(CATALOG_OVERRIDES) && \
+	$(SAM_DEPLOY) deploy --config-file samconfig.toml --region "$$region" $(1) \
+	--parameter-overrides "$${overrides[@]}" $(foreach p,$(PARAMS),'$(p)')
+SAM_NO_QUESTION := --no-confirm-changeset --no-fail-on-empty-changeset
 
 preflight-deploy: venv
 	@$(PY) scripts/preflight.py deploy --layer-dir $(CATALOG_LAYER) $(if $(STACK),--stack-name '$(STACK)') \
 		--params '$(PARAMS)'
 
+ifeq ($(QUESTIONS),all)
 GUIDED_STACK = $(or $(STACK),$(shell grep -q '^stack_name' samconfig.toml 2>/dev/null || echo mcp-async-jobs))
-deploy-guided: preflight-guided
+deploy-guided: venv
+	@$(PY) scripts/preflight.py guided --layer-dir $(CATALOG_LAYER)
 	@$(MAKE) --no-print-directory build-sam
-	@region=$$($(PY) scripts/aws_region.py) && echo "Deploying to $$region" && $(CATALOG_OVERRIDES) && \
-		$(SAM_DEPLOY) deploy --guided --config-file samconfig.toml --region "$$region" \
-		$(if $(GUIDED_STACK),--stack-name '$(GUIDED_STACK)') --parameter-overrides "$${overrides[@]}"
+	@$(call SAM_DEPLOY_SAVED,--guided $(if $(GUIDED_STACK),--stack-name '$(GUIDED_STACK)'))
+else
+deploy-guided: venv
+	@$(PY) scripts/deploy_guided.py --layer-dir $(CATALOG_LAYER) $(if $(STACK),--stack-name '$(STACK)') \
+		--params '$(PARAMS)'
+	@$(MAKE) --no-print-directory build-sam
+	@$(call SAM_DEPLOY_SAVED,$(SAM_NO_QUESTION))
+endif
 
 deploy: preflight-deploy
 	@$(MAKE) --no-print-directory build-sam
-	@region=$$($(PY) scripts/aws_region.py) && echo "Deploying to $$region" && $(CATALOG_OVERRIDES) && \
-		$(SAM_DEPLOY) deploy --config-file samconfig.toml --region "$$region" --no-confirm-changeset \
-		--no-fail-on-empty-changeset $(if $(STACK),--stack-name '$(STACK)') --parameter-overrides "$${overrides[@]}"
+	@$(call SAM_DEPLOY_SAVED,$(SAM_NO_QUESTION) $(if $(STACK),--stack-name '$(STACK)'))
 
 # Deletes a stack and what it leaves behind (scripts/destroy.py): the objects and versions it wrote
 # under inputs/ and its output and failure prefixes in the IO bucket (the bucket stays), then the

@@ -1,52 +1,192 @@
-"""`make deploy-guided`'s questions: `sam deploy --guided` driven under a pseudo-terminal (guided.py),
-every question answered with Enter. SAM CLI asks the template's parameters in the order of its
-Parameters section (it does not read ParameterGroups) and asks a NoEcho parameter, hidden and with
-no default, again on every Enter. So the Parameters section follows the console's groups, what a
-first deploy must decide comes first, and no parameter is NoEcho."""
+"""`make deploy-guided`'s questions (scripts/deploy_guided.py) driven under a pseudo-terminal
+(guided.py), offline, against moto: the stack's name and the template's first parameter group, in
+order, each once; a refused answer asked again with its reason; Enter keeping the default; the
+answers read back from samconfig.toml, and offered as the defaults of a second run; nothing
+built before the questions end. And `sam deploy --guided` (make deploy-guided QUESTIONS=all):
+every parameter, in the Parameters section's order, which follows the console's groups, since
+SAM CLI does not read ParameterGroups and asks a NoEcho parameter again on every Enter."""
 
 from __future__ import annotations
 
 import re
+import shutil
+import subprocess
+import sys
+import tomllib
 
+import pytest
 from cfnlint.decode import decode
 
 import guided
 from cloudformation import ROOT, TEMPLATE
+
+sys.path.insert(0, str(ROOT / "scripts"))
+import preflight  # noqa: E402
 
 SOURCE, _ = decode(str(TEMPLATE))
 INTERFACE = SOURCE["Metadata"]["AWS::CloudFormation::Interface"]
 GROUPS = [group["Parameters"] for group in INTERFACE["ParameterGroups"]]
 FIRST_DEPLOY = ["AsyncEndpointName", "IoBucketName", "ModelName", "ModelExecutionRoleArn", "PipelineName",
                 "FunctionUrlAuthType", "AlarmEmail"]
+QUESTIONS = ["Stack name"] + FIRST_DEPLOY
 # What SAM asks beside the parameters, before its first call to AWS.
 SAM_BEFORE = ["Stack Name", "AWS Region"]
 SAM_AFTER = ["Confirm changes before deploy", "Allow SAM CLI IAM role creation", "Disable rollback",
              "Save arguments to configuration file", "SAM configuration file", "SAM configuration environment"]
+ROLE = "arn:aws:iam::123456789012:role/service-role/sm"
 
+
+@pytest.fixture
+def aws(tmp_path):
+    """A moto of this test's own, and the environment that reaches it."""
+    with guided.Moto() as moto:
+        yield guided.aws_env(moto.url, tmp_path), moto
+
+
+def ask(env, tmp_path, answers, *extra):
+    samconfig = tmp_path / "samconfig.toml"
+    if not samconfig.exists():  # the repository's own, with its build settings and comments
+        shutil.copyfile(ROOT / "samconfig.toml", samconfig)
+    argv = [str(guided.PYTHON), str(ROOT / "scripts" / "deploy_guided.py"), "--samconfig", str(samconfig),
+            "--layer-dir", str(tmp_path / "layer"), *extra]
+    return guided.ours(argv, answers, env)
+
+
+def deploy_parameters(tmp_path) -> dict:
+    return tomllib.loads((tmp_path / "samconfig.toml").read_text())["default"]["deploy"]["parameters"]
+
+
+def test_the_first_deploy_asks_what_it_decides_checks_each_answer_and_saves_them(aws, tmp_path):
+    env, _ = aws
+    run = ask(env, tmp_path, ["",                       # Stack name: Enter keeps mcp-async-jobs
+                              "", "Doc-EP", "doc-ep",   # required: refused empty, refused uppercase
+                              "my-io-bucket", "churn-7",
+                              "", ROLE,                 # ModelName needs its role (a Rule)
+                              "", "",                   # PipelineName, FunctionUrlAuthType: Enter
+                              "oncall", "oncall@example.com"])
+    assert run.status == 0, run.output
+    assert run.questions == QUESTIONS and len(run.questions) <= 12
+    assert run.defaults == ["mcp-async-jobs", None, None, "", "", "", "AWS_IAM", ""]
+    assert run.repeated == ["AsyncEndpointName", "AsyncEndpointName", "ModelExecutionRoleArn", "AlarmEmail"]
+    assert run.reasons[0] == ("! AsyncEndpointName='': an endpoint name is required (lowercase letters, digits and "
+                              "hyphens, at most 63)")
+    assert run.reasons[1].startswith("! AsyncEndpointName='Doc-EP': an endpoint name is required")
+    assert run.reasons[2].startswith("! ExecutionRoleForEndpoint: ModelName needs ModelExecutionRoleArn")
+    assert run.reasons[3].startswith("! AlarmEmail='oncall': does not match")
+    # Each question comes with one line on what it is for.
+    assert "\n8/8 An e-mail address for alarms (optional)\nAlarmEmail []: " in run.output
+    saved = deploy_parameters(tmp_path)
+    assert saved["stack_name"] == "mcp-async-jobs" and saved["region"] == "eu-west-1"
+    assert preflight.parameter_values([saved["parameter_overrides"]]) == {
+        "AsyncEndpointName": "doc-ep", "IoBucketName": "my-io-bucket", "ModelName": "churn-7",
+        "ModelExecutionRoleArn": ROLE, "PipelineName": "", "FunctionUrlAuthType": "AWS_IAM",
+        "AlarmEmail": "oncall@example.com"}
+    # What the file held stays: SAM's other settings, the build's, the comments.
+    assert saved["capabilities"] == "CAPABILITY_IAM" and saved["resolve_s3"] is True
+    text = (tmp_path / "samconfig.toml").read_text()
+    assert text.startswith("# sam build / sam deploy settings") and 'template_file = "infra/template.yaml"' in text
+    # make deploy's preflight passed on what was saved; make's build comes after this last line.
+    assert run.output.rstrip().endswith("Checked as make deploy checks. Now the release build, then stack mcp-async-jobs into "
+                                       "eu-west-1.")
+
+
+def test_a_second_run_offers_the_first_runs_answers_and_keeps_what_else_was_saved(aws, tmp_path):
+    env, _ = aws
+    first = ask(env, tmp_path, ["jobs", "doc-ep", "my-io-bucket", "", "", "intent-classifier", "", "a@example.com"])
+    assert first.status == 0, first.output
+    samconfig = tmp_path / "samconfig.toml"
+    # Added by hand since: a tag, and a parameter the questions do not ask.
+    text = samconfig.read_text().replace('stack_name = "jobs"', 'stack_name = "jobs"\ntags = "team=ml"')
+    samconfig.write_text(text.replace('AlarmEmail=\\"a@example.com\\"', 'AlarmEmail=\\"a@example.com\\" '
+                                                                         'LogRetentionDays=\\"30\\"'))
+    second = ask(env, tmp_path, ["", "", "", "", "", "-", "NONE", ""])
+    assert second.defaults == ["jobs", "doc-ep", "my-io-bucket", "", "", "intent-classifier", "AWS_IAM",
+                               "a@example.com"]
+    # NONE needs a token or OAuth, which are not asked: the reason says where they are given.
+    assert second.repeated == ["FunctionUrlAuthType"]
+    assert second.reasons[0].startswith("! BearerTokenForUrlAuthNone: FunctionUrlAuthType NONE without OAuth needs")
+    assert "not asked here; give them in samconfig.toml's parameter_overrides or PARAMS" in second.reasons[0]
+    assert second.status == 0, second.output
+    saved = deploy_parameters(tmp_path)
+    assert saved["tags"] == "team=ml" and saved["stack_name"] == "jobs"
+    values = preflight.parameter_values([saved["parameter_overrides"]])
+    assert values["LogRetentionDays"] == "30" and values["PipelineName"] == "" and values["AlarmEmail"] == "a@example.com"
+
+
+def test_a_stack_another_deploy_made_is_refused_at_its_prompt(aws, tmp_path):
+    env, moto = aws
+    guided.create_stack(moto, "jobs", "cdk")
+    guided.create_stack(moto, "site", "other")
+    run = ask(env, tmp_path, ["jobs", "site", "jobs-sam", "doc-ep", "my-io-bucket"])
+    assert run.status == 0, run.output
+    assert run.repeated == ["Stack name", "Stack name"]
+    assert run.reasons[0].startswith("! stack jobs: made by make cdk-deploy (the CDK app) in eu-west-1; make deploy "
+                                     "(SAM) would take it over")
+    assert run.reasons[1].startswith("! stack site: exists in eu-west-1 and is not a stack of this template "
+                                     "(its description: 'A static website')")
+    assert deploy_parameters(tmp_path)["stack_name"] == "jobs-sam"
+
+
+def test_what_is_wrong_before_the_questions_stops_them(aws, tmp_path):
+    env, _ = aws
+    run = ask(env, tmp_path, [], "--params", "ToolsTimeoutSecs=5 Colour=blue")
+    assert run.questions == [] and run.status == 2
+    assert "error: make deploy-guided stopped before its questions:" in run.output
+    assert "  - ToolsTimeoutSecs='5': must lie in 30..900" in run.output
+    assert "  - Colour: the template has no such parameter" in run.output
+    # Ctrl-D at a question: nothing saved.
+    before = (ROOT / "samconfig.toml").read_text()
+    stopped = ask(env, tmp_path, ["\x04"])
+    assert stopped.status == 2 and "nothing saved, nothing built" in stopped.output
+    assert (tmp_path / "samconfig.toml").read_text() == before
+
+
+def test_make_deploy_guided_asks_before_it_builds(tmp_path):
+    # Without a region it stops before its first question, and builds nothing.
+    env = guided.aws_env(guided.NOWHERE, tmp_path)
+    del env["AWS_REGION"]
+    done = subprocess.run(["make", "--no-print-directory", "deploy-guided"], cwd=ROOT, env=env, stdin=subprocess.DEVNULL,
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode != 0
+    assert "error: make deploy-guided stopped before its questions:\n  - region: no AWS region is set" in done.stderr
+    assert "cargo" not in done.stdout + done.stderr and "Stack name" not in done.stdout
+    # The recipe's order: the questions, then the build, then sam deploy without --guided.
+    plan = subprocess.run(["make", "-n", "--no-print-directory", "deploy-guided"], cwd=ROOT, env=env,
+                          capture_output=True, text=True, timeout=300).stdout
+    steps = [line for line in plan.splitlines() if re.search(r"deploy_guided\.py|\bbuild\b|cargo|sam deploy", line)]
+    assert "deploy_guided.py" in steps[0], steps
+    assert any("sam build" in s for s in steps[1:]) and "--guided" not in plan, steps
+    assert "sam deploy --config-file samconfig.toml" in steps[-1] and "--no-confirm-changeset" in steps[-1], steps
+    # make help counts the questions as they are.
+    assert f"make deploy-guided  first deployment: {len(QUESTIONS)} questions" in subprocess.run(
+        ["make", "--no-print-directory", "help"], cwd=ROOT, capture_output=True, text=True).stdout
+
+
+# ---------------------------------------------------------------- sam deploy --guided (QUESTIONS=all)
 
 def test_the_groups_hold_every_parameter_once_in_the_sections_order():
     flat = [name for group in GROUPS for name in group]
     assert flat == list(SOURCE["Parameters"]), "the Parameters section must follow ParameterGroups"
     assert GROUPS[0] == FIRST_DEPLOY
     assert set(INTERFACE["ParameterLabels"]) <= set(SOURCE["Parameters"])
+    assert set(FIRST_DEPLOY) <= set(INTERFACE["ParameterLabels"]), "each question's line is its label"
 
 
 def test_what_has_no_working_default_is_refused_when_empty():
     for name, parameter in SOURCE["Parameters"].items():
         assert not parameter.get("NoEcho"), f"{name} is NoEcho: the guided deploy would ask it in a loop"
         if "Default" not in parameter:
+            assert name in FIRST_DEPLOY, f"{name} has no default: make deploy-guided must ask it"
             assert not re.fullmatch(parameter["AllowedPattern"], ""), f"{name} takes an empty value"
             assert parameter.get("ConstraintDescription"), f"{name}: CloudFormation's refusal would not say why"
 
 
-def test_the_guided_deploy_asks_each_question_once_in_order_and_ends():
+def test_sams_guided_deploy_asks_each_question_once_in_order_and_ends():
     run = guided.run(TEMPLATE)
     assert run.repeated == [], f"asked again on Enter: {run.repeated}"
     assert run.reached_aws, f"stopped before its questions ran out:\n{run.output[-2000:]}"
     parameters = [f"Parameter {name}" for group in GROUPS for name in group]
     assert run.questions == SAM_BEFORE + parameters + SAM_AFTER
     assert len(run.questions) == len(set(run.questions)) == 2 + len(SOURCE["Parameters"]) + 6
-    # Enter takes each default: the first deploy's answers are given to make deploy-guided's
-    # sam deploy as overrides, and the rest work as they are.
     defaults = dict(zip(run.questions, run.defaults))
     assert defaults["Parameter FunctionUrlAuthType"] == "AWS_IAM"
