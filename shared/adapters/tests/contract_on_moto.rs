@@ -204,56 +204,21 @@ mod sagemaker_missing_resources_on_moto {
 mod sagemaker_lineage_on_the_stand_in {
     use super::*;
     use adapters::sagemaker::{sagemaker_client, SageMakerLineage, SageMakerPipeline};
-    use domain::approval::ModelDecision;
-    use domain::lineage::Direction;
     use fakes::port_contract::lineage_graph::{Registered, Registrar};
-    use ports::{
-        ArtifactDescription, AssociationPage, AwsFailure, LineageGraph, ModelPackageDescription,
-        ModelRegistry, PipelineControl, StartRequest,
-    };
+    use ports::{PipelineControl, StartRequest};
 
     struct Standin {
         lineage: SageMakerLineage,
         pipeline: SageMakerPipeline,
     }
 
-    impl LineageGraph for Standin {
-        async fn associations(
-            &self,
-            arn: &str,
-            direction: Direction,
-            next_token: Option<&str>,
-        ) -> Result<AssociationPage, AwsFailure> {
-            self.lineage.associations(arn, direction, next_token).await
-        }
-
-        async fn artifacts_with_source(&self, source_uri: &str) -> Result<Vec<String>, AwsFailure> {
-            self.lineage.artifacts_with_source(source_uri).await
-        }
-
-        async fn describe_artifact(&self, arn: &str) -> Result<ArtifactDescription, AwsFailure> {
-            self.lineage.describe_artifact(arn).await
-        }
-
-        async fn describe_model_package(
-            &self,
-            arn: &str,
-        ) -> Result<ModelPackageDescription, AwsFailure> {
-            self.lineage.describe_model_package(arn).await
-        }
-    }
-
-    impl ModelRegistry for Standin {
-        async fn decide(
-            &self,
-            model_package_arn: &str,
-            decision: &ModelDecision,
-        ) -> Result<(), AwsFailure> {
-            self.lineage.decide(model_package_arn, decision).await
-        }
-    }
-
     impl Registrar for Standin {
+        type Lineage = SageMakerLineage;
+
+        fn lineage(&self) -> &SageMakerLineage {
+            &self.lineage
+        }
+
         async fn register(&self, input_data_uri: &str) -> Registered {
             let execution_arn = self
                 .pipeline

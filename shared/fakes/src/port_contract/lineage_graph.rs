@@ -19,9 +19,12 @@ pub struct Registered {
     pub input_data_uri: String,
 }
 
-/// A lineage under test that can also get a registered model into it: the fake records
-/// one, the stand-in runs a pipeline until its RegisterModel step is done.
-pub trait Registrar: LineageGraph + ModelRegistry {
+/// A lineage under test and a way to get a registered model into it: the fake records one,
+/// the stand-in runs a pipeline until its RegisterModel step is done. The lineage is lent,
+/// not wrapped, so an adapter is tested as it is, with no forwarding impl of its ports.
+pub trait Registrar: Sync {
+    type Lineage: LineageGraph + ModelRegistry;
+    fn lineage(&self) -> &Self::Lineage;
     fn register(&self, input_data_uri: &str) -> impl Future<Output = Registered> + Send;
 }
 
@@ -54,7 +57,7 @@ async fn all<L: LineageGraph>(
     }
 }
 
-async fn package_artifact<L: Registrar>(lineage: &L, registered: &Registered) -> String {
+async fn package_artifact<L: LineageGraph>(lineage: &L, registered: &Registered) -> String {
     let arns = lineage
         .artifacts_with_source(&registered.model_package_arn)
         .await
@@ -67,10 +70,9 @@ async fn package_artifact<L: Registrar>(lineage: &L, registered: &Registered) ->
     arns[0].clone()
 }
 
-pub async fn a_registered_model_is_described_and_tracked_by_one_artifact<L: Registrar>(
-    lineage: &L,
-) {
-    let registered = lineage.register(&input_data_uri()).await;
+pub async fn a_registered_model_is_described_and_tracked_by_one_artifact<R: Registrar>(port: &R) {
+    let lineage = port.lineage();
+    let registered = port.register(&input_data_uri()).await;
     let package = lineage
         .describe_model_package(&registered.model_package_arn)
         .await
@@ -95,9 +97,10 @@ pub async fn a_registered_model_is_described_and_tracked_by_one_artifact<L: Regi
     );
 }
 
-pub async fn upstream_lists_what_ends_at_an_entity_and_reaches_the_data<L: Registrar>(lineage: &L) {
+pub async fn upstream_lists_what_ends_at_an_entity_and_reaches_the_data<R: Registrar>(port: &R) {
+    let lineage = port.lineage();
     let uri = input_data_uri();
-    let registered = lineage.register(&uri).await;
+    let registered = port.register(&uri).await;
     let mut frontier = vec![package_artifact(lineage, &registered).await];
     let mut seen: HashSet<String> = frontier.iter().cloned().collect();
     let mut data = None;
@@ -130,8 +133,9 @@ pub async fn upstream_lists_what_ends_at_an_entity_and_reaches_the_data<L: Regis
     assert_eq!(data.artifact_type.as_deref(), Some("DataSet"));
 }
 
-pub async fn downstream_lists_what_starts_at_an_entity<L: Registrar>(lineage: &L) {
-    let registered = lineage.register(&input_data_uri()).await;
+pub async fn downstream_lists_what_starts_at_an_entity<R: Registrar>(port: &R) {
+    let lineage = port.lineage();
+    let registered = port.register(&input_data_uri()).await;
     let artifact = package_artifact(lineage, &registered).await;
     let (found, _) = all(lineage, &artifact, Direction::Downstream).await;
     assert!(!found.is_empty(), "the package feeds something (its group)");
@@ -146,8 +150,9 @@ pub async fn downstream_lists_what_starts_at_an_entity<L: Registrar>(lineage: &L
     );
 }
 
-pub async fn pages_follow_on_to_every_association_once<L: Registrar>(lineage: &L) {
-    let registered = lineage.register(&input_data_uri()).await;
+pub async fn pages_follow_on_to_every_association_once<R: Registrar>(port: &R) {
+    let lineage = port.lineage();
+    let registered = port.register(&input_data_uri()).await;
     let artifact = package_artifact(lineage, &registered).await;
     let (found, pages) = all(lineage, &artifact, Direction::Upstream).await;
     assert!(found.len() >= 2, "the model and its image: {found:?}");
@@ -164,8 +169,9 @@ pub async fn pages_follow_on_to_every_association_once<L: Registrar>(lineage: &L
     );
 }
 
-pub async fn a_model_package_is_not_a_lineage_entity<L: Registrar>(lineage: &L) {
-    let registered = lineage.register(&input_data_uri()).await;
+pub async fn a_model_package_is_not_a_lineage_entity<R: Registrar>(port: &R) {
+    let lineage = port.lineage();
+    let registered = port.register(&input_data_uri()).await;
     for direction in [Direction::Upstream, Direction::Downstream] {
         let failure = lineage
             .associations(&registered.model_package_arn, direction, None)
@@ -180,7 +186,8 @@ pub async fn a_model_package_is_not_a_lineage_entity<L: Registrar>(lineage: &L) 
     }
 }
 
-pub async fn unknown_packages_and_artifacts_are_refused_not_retried<L: Registrar>(lineage: &L) {
+pub async fn unknown_packages_and_artifacts_are_refused_not_retried<R: Registrar>(port: &R) {
+    let lineage = port.lineage();
     let id = uuid::Uuid::new_v4().simple();
     let package = format!("arn:aws:sagemaker:us-east-1:123456789012:model-package/none-{id}/1");
     let failure = lineage.describe_model_package(&package).await.unwrap_err();
@@ -205,10 +212,9 @@ pub async fn unknown_packages_and_artifacts_are_refused_not_retried<L: Registrar
     );
 }
 
-pub async fn a_registered_model_waits_until_a_decision_sets_its_approval<L: Registrar>(
-    lineage: &L,
-) {
-    let registered = lineage.register(&input_data_uri()).await;
+pub async fn a_registered_model_waits_until_a_decision_sets_its_approval<R: Registrar>(port: &R) {
+    let lineage = port.lineage();
+    let registered = port.register(&input_data_uri()).await;
     let arn = &registered.model_package_arn;
     let status = |p: ports::ModelPackageDescription| p.approval_status;
     let waiting = lineage.describe_model_package(arn).await.unwrap();

@@ -55,6 +55,12 @@ pub mod pipeline_control;
 pub mod run_store;
 
 impl lineage_graph::Registrar for crate::MemoryLineage {
+    type Lineage = Self;
+
+    fn lineage(&self) -> &Self {
+        self
+    }
+
     async fn register(&self, input_data_uri: &str) -> lineage_graph::Registered {
         let execution_arn = format!(
             "arn:aws:sagemaker:us-east-1:123456789012:pipeline/contract-pipeline/execution/{}",
