@@ -147,32 +147,17 @@ pub async fn a_run_heard_of_at_its_end_refuses_a_later_trigger<S: RunStore>(stor
             .unwrap(),
         "triggered after the router recorded it",
     );
-    written(
-        store
-            .write(&run::attach_task_secret(
-                &owner(),
-                &s,
-                &arn(2),
-                "secret",
-                Some(&trace()),
-            ))
-            .await
-            .unwrap(),
-        "the secret attached",
-    );
-    written(
-        store
-            .write(&run::attach_task_secret(
-                &owner(),
-                &s,
-                &arn(2),
-                "other",
-                Some(&TraceContext::start()),
-            ))
-            .await
-            .unwrap(),
-        "a second secret (kept out by if_not_exists)",
-    );
+    for (secret, trace, what) in [
+        ("secret", trace(), "the secret attached"),
+        (
+            "other",
+            TraceContext::start(),
+            "a second secret (kept out by if_not_exists)",
+        ),
+    ] {
+        let attach = run::attach_task_secret(&owner(), &s, &arn(2), secret, Some(&trace));
+        written(store.write(&attach).await.unwrap(), what);
+    }
     let run = stored(store, &s, 2).await;
     assert_eq!(run.status, PipelineStatus::Succeeded.into());
     assert_eq!(
