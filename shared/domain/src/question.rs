@@ -448,6 +448,16 @@ mod tests {
         ])
     }
 
+    /// `item` with a new question, from the callback of `token`, asked under `key`.
+    fn with_question(item: &Item, key: &str, token: &str) -> Item {
+        let (token, question) = callback(token);
+        let questions = Questions::from_item(item);
+        let Ask::Write(w) = ask(&questions, &key_of(item), key, &question, &token, "t0") else {
+            panic!("a new question is written")
+        };
+        w.apply_to(Some(item)).unwrap()
+    }
+
     fn key_of(item: &Item) -> RunKey {
         RunKey {
             key: item
@@ -514,19 +524,9 @@ mod tests {
 
     #[test]
     fn the_token_is_kept_and_shows_in_no_debug_of_the_questions() {
-        let (token, question) = callback("AbCdEf1234");
-        let Ask::Write(w) = ask(
-            &Questions::default(),
-            &key_of(&run_item()),
-            "q-1",
-            &question,
-            &token,
-            "t0",
-        ) else {
-            panic!()
-        };
-        let item = w.apply_to(Some(&run_item())).unwrap();
+        let item = with_question(&run_item(), "q-1", "AbCdEf1234");
         let questions = Questions::from_item(&item);
+        let (token, _) = callback("AbCdEf1234");
         assert_eq!(questions.by_key["q-1"].token(), Some(token));
         let shown = format!("{questions:?} {:?}", questions.by_key["q-1"].token());
         assert!(!shown.contains("AbCdEf1234"), "{shown}");
@@ -582,19 +582,7 @@ mod tests {
 
     #[test]
     fn a_failed_send_is_recorded_only_on_an_answered_question() {
-        let (token, question) = callback("AbCdEf1234");
-        let item = run_item();
-        let Ask::Write(w) = ask(
-            &Questions::default(),
-            &key_of(&item),
-            "q-1",
-            &question,
-            &token,
-            "t0",
-        ) else {
-            panic!()
-        };
-        let item = w.apply_to(Some(&item)).unwrap();
+        let item = with_question(&run_item(), "q-1", "AbCdEf1234");
         let open = Questions::from_item(&item);
         assert_eq!(
             send_failed(&open, &key_of(&item), "q-1", "expired".into(), "t1"),
@@ -632,19 +620,7 @@ mod tests {
     fn a_run_holds_at_most_max_questions() {
         let mut item = run_item();
         for n in 0..MAX_QUESTIONS {
-            let (token, question) = callback(&format!("AbCdEf{n:04}"));
-            let qs = Questions::from_item(&item);
-            let Ask::Write(w) = ask(
-                &qs,
-                &key_of(&item),
-                &format!("q-{n}"),
-                &question,
-                &token,
-                "t",
-            ) else {
-                panic!()
-            };
-            item = w.apply_to(Some(&item)).unwrap();
+            item = with_question(&item, &format!("q-{n}"), &format!("AbCdEf{n:04}"));
         }
         let (token, question) = callback("ZzZzZz9999");
         let qs = Questions::from_item(&item);
