@@ -10,17 +10,6 @@ use fakes::{MemoryJobs, MemoryObjects};
 use usecases::outcome::record_notification;
 use usecases::JobSettings;
 
-const SETTINGS: JobSettings = JobSettings {
-    policy: domain::job::JobPolicy {
-        result_ttl_secs: 3600,
-        submit_crash_after_secs: 60,
-        lost_grace_secs: 120,
-        reconcile_after_secs: 60,
-    },
-    inline_result_max_bytes: 65536,
-    in_progress_wait: std::time::Duration::from_secs(5),
-};
-
 /// The SNS message of the sample success with `responseBody` (the output inline: no S3 read).
 fn message() -> String {
     let event: Value = serde_json::from_str(include_str!(
@@ -35,6 +24,8 @@ fn message() -> String {
 
 fn benches(c: &mut Criterion) {
     let message = message();
+    // A deployment's defaults: the sample's small output is stored inline under them.
+    let settings = JobSettings::default();
     let runtime = tokio::runtime::Builder::new_current_thread()
         .build()
         .expect("runtime");
@@ -62,7 +53,7 @@ fn benches(c: &mut Criterion) {
                         .block_on(record_notification(
                             &jobs,
                             &MemoryObjects::default(),
-                            SETTINGS,
+                            settings,
                             outcome,
                             chrono::Utc::now(),
                         ))
