@@ -22,12 +22,19 @@ impl rmcp::ClientHandler for ProgressClient {
 }
 
 impl World {
-    /// `tool` called over a pipe by rmcp's own client, which sends a progress token with every
-    /// request. The result, and each notification's arrival time and content.
-    async fn call_with_progress(
+    /// A job of one document submitted: its inference id.
+    async fn submitted(&self) -> String {
+        let out = self.ok(names::SUBMIT_JOB, json!({"document": "a"})).await;
+        out["inference_id"].as_str().unwrap().to_owned()
+    }
+
+    /// check_job_status waiting `wait_secs` on `inference_id`, called over a pipe by rmcp's own
+    /// client, which sends a progress token with every request. The result, and each
+    /// notification's arrival time and content.
+    async fn wait_with_progress(
         &self,
-        tool: &'static str,
-        arguments: Value,
+        inference_id: &str,
+        wait_secs: u64,
     ) -> (
         CallToolResult,
         Vec<(std::time::Duration, rmcp::model::ProgressNotificationParam)>,
@@ -42,7 +49,8 @@ impl World {
         });
         let handler = ProgressClient::default();
         let client = handler.clone().serve(client_io).await.unwrap();
-        let params = rmcp::model::CallToolRequestParams::new(tool)
+        let arguments = json!({"inference_id": inference_id, "wait_secs": wait_secs});
+        let params = rmcp::model::CallToolRequestParams::new(names::CHECK_JOB_STATUS)
             .with_arguments(object(arguments).unwrap());
         handler.start.set(tokio::time::Instant::now()).unwrap();
         let result = client.call_tool(params).await.unwrap();
@@ -55,10 +63,7 @@ impl World {
 #[tokio::test(start_paused = true)]
 async fn a_wait_with_a_progress_token_reports_the_job_as_it_moves_then_answers() {
     let w = world(&[]);
-    let id = w.ok(names::SUBMIT_JOB, json!({"document": "a"})).await["inference_id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let id = w.submitted().await;
     let later = w.as_caller(Principal::Local);
     let finisher = {
         let id = id.clone();
@@ -69,12 +74,7 @@ async fn a_wait_with_a_progress_token_reports_the_job_as_it_moves_then_answers()
                 .await;
         })
     };
-    let (result, seen) = w
-        .call_with_progress(
-            names::CHECK_JOB_STATUS,
-            json!({"inference_id": id, "wait_secs": 10}),
-        )
-        .await;
+    let (result, seen) = w.wait_with_progress(&id, 10).await;
     finisher.await.unwrap();
     assert_eq!(result.structured_content.unwrap()["status"], "completed");
     let said: Vec<(u64, f64, Option<f64>, &str)> = seen
@@ -110,16 +110,8 @@ async fn a_wait_with_a_progress_token_reports_the_job_as_it_moves_then_answers()
 #[tokio::test(start_paused = true)]
 async fn a_long_streamed_wait_beats_steadily_and_a_plain_one_stays_silent_and_short() {
     let w = world(&[("FUNCTION_TIMEOUT_SECS", "120")]);
-    let id = w.ok(names::SUBMIT_JOB, json!({"document": "a"})).await["inference_id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
-    let (result, seen) = w
-        .call_with_progress(
-            names::CHECK_JOB_STATUS,
-            json!({"inference_id": id, "wait_secs": 60}),
-        )
-        .await;
+    let id = w.submitted().await;
+    let (result, seen) = w.wait_with_progress(&id, 60).await;
     assert_eq!(result.structured_content.unwrap()["status"], "pending");
     let times: Vec<u64> = seen.iter().map(|(at, _)| at.as_secs()).collect();
     // The first read, then a heartbeat on the first read 5 s or more after the last one
@@ -157,12 +149,7 @@ async fn a_long_streamed_wait_beats_steadily_and_a_plain_one_stays_silent_and_sh
         .await;
     assert!(message.contains("without a progress token"), "{message}");
     // With one, up to the timeout less 10 s.
-    let (result, _) = w
-        .call_with_progress(
-            names::CHECK_JOB_STATUS,
-            json!({"inference_id": id, "wait_secs": 111}),
-        )
-        .await;
+    let (result, _) = w.wait_with_progress(&id, 111).await;
     assert_eq!(
         text(&result),
         "`wait_secs` is 111; it must be from 0 to 110 (the function's timeout, 120 s, less 10 s)"
@@ -172,18 +159,10 @@ async fn a_long_streamed_wait_beats_steadily_and_a_plain_one_stays_silent_and_sh
 #[tokio::test(start_paused = true)]
 async fn a_job_done_before_the_wait_gets_its_answer_without_a_notification() {
     let w = world(&[]);
-    let id = w.ok(names::SUBMIT_JOB, json!({"document": "a"})).await["inference_id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let id = w.submitted().await;
     w.notify(&id, "Completed", Some(json!({"label": "ok"})))
         .await;
-    let (result, seen) = w
-        .call_with_progress(
-            names::CHECK_JOB_STATUS,
-            json!({"inference_id": id, "wait_secs": 10}),
-        )
-        .await;
+    let (result, seen) = w.wait_with_progress(&id, 10).await;
     assert_eq!(result.structured_content.unwrap()["status"], "completed");
     assert!(seen.is_empty(), "{seen:?}");
 }

@@ -2,12 +2,17 @@
 //! through the same router a client reaches, on the in-memory ports, with paused time for the
 //! quota windows.
 
-use serde_json::json;
+use serde_json::{json, Value};
 
 use domain::caller::Principal;
 
 use super::{registered_model, world};
 use crate::contract::names;
+
+/// trigger_training's arguments for a run on the allowed data, in session `s`.
+fn training() -> Value {
+    json!({"input_data_uri": "s3://b/train/", "session_id": "s"})
+}
 
 fn bob() -> Principal {
     Principal::Bearer { name: "bob".into() }
@@ -245,22 +250,14 @@ async fn runs_over_the_quota_start_nothing() {
     w.ok(names::TRIGGER_TRAINING, args.clone()).await;
     // Retrying the same key returns the same run and is not counted again... but the hour's
     // one run is taken, so a new one is refused.
-    let message = w
-        .tool_error(
-            names::TRIGGER_TRAINING,
-            json!({"input_data_uri": "s3://b/train/", "session_id": "s"}),
-        )
-        .await;
+    let message = w.tool_error(names::TRIGGER_TRAINING, training()).await;
     assert!(
         message.starts_with("Quota reached: each caller may start 1 training runs per hour. Nothing was started; try again in "),
         "{message}"
     );
     assert_eq!(w.ports().pipeline.started().len(), 1);
     w.as_caller(bob())
-        .ok(
-            names::TRIGGER_TRAINING,
-            json!({"input_data_uri": "s3://b/train/", "session_id": "s"}),
-        )
+        .ok(names::TRIGGER_TRAINING, training())
         .await;
 }
 
@@ -357,7 +354,7 @@ async fn a_stack_without_a_pipeline_serves_no_training_tools() {
             names::SUBMIT_JOB
         ]
     );
-    let args = json!({"input_data_uri": "s3://b/train/", "session_id": "s"});
+    let args = training();
     let called = crate::direct::call_tool(
         w.tools.clone(),
         Principal::Local,
@@ -393,12 +390,7 @@ async fn a_stack_without_a_pipeline_serves_no_training_tools() {
 #[tokio::test]
 async fn a_bad_pipeline_parameter_map_fails_trigger_training_only() {
     let w = world(&[("PIPELINE_PARAMETERS", "max_epochs=Epochs")]);
-    let message = w
-        .tool_error(
-            names::TRIGGER_TRAINING,
-            json!({"input_data_uri": "s3://b/train/", "session_id": "s"}),
-        )
-        .await;
+    let message = w.tool_error(names::TRIGGER_TRAINING, training()).await;
     assert!(
         message.contains("PIPELINE_PARAMETERS") && message.contains("Nothing was started"),
         "{message}"
