@@ -10,7 +10,7 @@ use aws_sdk_sagemakerruntime::error::{ProvideErrorMetadata, SdkError};
 use aws_sdk_sagemakerruntime::operation::invoke_endpoint_async::InvokeEndpointAsyncError;
 use serde_json::{json, Value};
 
-use standin::start;
+use standin::{assert_validation_error, start, status};
 
 async fn invoke(
     client: &aws_sdk_sagemakerruntime::Client,
@@ -26,10 +26,6 @@ async fn invoke(
         .inference_id(inference_id)
         .send()
         .await
-}
-
-fn status(err: &SdkError<InvokeEndpointAsyncError>) -> Option<u16> {
-    err.raw_response().map(|r| r.status().as_u16())
 }
 
 #[tokio::test]
@@ -104,11 +100,9 @@ async fn refuse_400_is_a_validation_error_and_not_retried() {
     let err = invoke(&standin.client(None), "job-refused")
         .await
         .unwrap_err();
-    assert_eq!(err.code(), Some("ValidationError"), "{err:?}");
-    assert_eq!(status(&err), Some(400));
-    assert_eq!(
-        err.message(),
-        Some("Endpoint mcp-doc-processor-async of account 123456789012 not found.")
+    assert_validation_error(
+        &err,
+        "Endpoint mcp-doc-processor-async of account 123456789012 not found.",
     );
     assert_eq!(
         standin.calls("job-refused").await,

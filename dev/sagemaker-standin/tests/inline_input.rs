@@ -7,7 +7,7 @@ mod standin;
 
 use std::time::Duration;
 
-use aws_sdk_sagemakerruntime::error::{ProvideErrorMetadata, SdkError};
+use aws_sdk_sagemakerruntime::error::SdkError;
 use aws_sdk_sagemakerruntime::operation::invoke_endpoint_async::InvokeEndpointAsyncError;
 use aws_sdk_sagemakerruntime::primitives::Blob;
 use axum::extract::{Path, State};
@@ -17,7 +17,7 @@ use axum::Router;
 use serde_json::{json, Value};
 use tokio::sync::mpsc;
 
-use standin::{start, start_with, Standin};
+use standin::{assert_validation_error, start, start_with, Standin};
 
 const ENDPOINT: &str = "mcp-doc-processor-async";
 
@@ -104,10 +104,6 @@ async fn invoke_inline(
         .body(Blob::new(body))
         .send()
         .await
-}
-
-fn status(err: &SdkError<InvokeEndpointAsyncError>) -> Option<u16> {
-    err.raw_response().map(|r| r.status().as_u16())
 }
 
 async fn armed(standin: &Standin) -> Value {
@@ -198,14 +194,9 @@ async fn an_inline_body_of_128000_bytes_is_taken_and_one_more_is_refused_before_
     let err = invoke_inline(&standin, "inline-too-big", document_of(128_001))
         .await
         .unwrap_err();
-    assert_eq!(err.code(), Some("ValidationError"), "{err:?}");
-    assert_eq!(status(&err), Some(400));
-    assert_eq!(
-        err.message(),
-        Some(
-            "1 validation error detected: the inline Body is limited to 128,000 bytes \
-             (got 128001)"
-        )
+    assert_validation_error(
+        &err,
+        "1 validation error detected: the inline Body is limited to 128,000 bytes (got 128001)",
     );
     // Refused for its input: the armed fault waits for the next call.
     assert_eq!(armed(&standin).await, json!(["refuse-400"]));
@@ -241,14 +232,10 @@ async fn a_body_with_an_input_location_is_refused_before_any_fault() {
         .send()
         .await
         .unwrap_err();
-    assert_eq!(err.code(), Some("ValidationError"), "{err:?}");
-    assert_eq!(status(&err), Some(400));
-    assert_eq!(
-        err.message(),
-        Some(
-            "1 validation error detected: Body and InputLocation are exclusive: give the input \
-             inline or in S3, not both"
-        )
+    assert_validation_error(
+        &err,
+        "1 validation error detected: Body and InputLocation are exclusive: give the input \
+         inline or in S3, not both",
     );
     assert_eq!(armed(&standin).await, json!(["accept-then-500"]));
     let calls = standin.invocations("inline-and-s3").await;

@@ -11,7 +11,22 @@ use std::time::Duration;
 use aws_sdk_sagemakerruntime::config::retry::RetryConfig;
 use aws_sdk_sagemakerruntime::config::timeout::TimeoutConfig;
 use aws_sdk_sagemakerruntime::config::{BehaviorVersion, Credentials, Region};
+use aws_sdk_sagemakerruntime::error::{ProvideErrorMetadata, SdkError};
+use aws_sdk_sagemakerruntime::operation::invoke_endpoint_async::InvokeEndpointAsyncError;
 use serde_json::{json, Value};
+
+/// The HTTP status a failed call was answered with.
+pub fn status(err: &SdkError<InvokeEndpointAsyncError>) -> Option<u16> {
+    err.raw_response().map(|r| r.status().as_u16())
+}
+
+/// A call refused for its request, as SageMaker refuses one: ValidationError, HTTP 400, and
+/// this message.
+pub fn assert_validation_error(err: &SdkError<InvokeEndpointAsyncError>, message: &str) {
+    assert_eq!(err.code(), Some("ValidationError"), "{err:?}");
+    assert_eq!(status(err), Some(400));
+    assert_eq!(err.message(), Some(message));
+}
 
 pub struct Standin {
     url: String,
