@@ -140,6 +140,20 @@ impl Stack {
             .item
     }
 
+    /// The stored item's status.
+    async fn status(&self, table: &str, id: &str) -> Option<String> {
+        s(&self.item(table, id).await?, "status")
+    }
+
+    /// The sample success for `id`, its output at `location`, handled: the item then stored.
+    async fn record_success(&self, table: &str, id: &str, location: &str) -> Item {
+        self.handler(table)
+            .handle(success(id, location))
+            .await
+            .expect("recorded");
+        self.item(table, id).await.expect("item written")
+    }
+
     async fn all_items(&self, table: &str) -> Vec<Item> {
         dynamodb_client(&self.sdk)
             .scan()
@@ -160,12 +174,17 @@ fn unique(prefix: &str) -> String {
     format!("{prefix}-{}", uuid::Uuid::new_v4())
 }
 
-/// A sample event from events/, its (single) message given a fresh inference id and object keys.
-fn sample(name: &str, inference_id: &str, rewrite: impl Fn(&mut Value)) -> Value {
+/// A sample event from events/, as it is.
+fn event(name: &str) -> Value {
     let path = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../../events")
         .join(name);
-    let mut event: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+}
+
+/// A sample event from events/, its (single) message given a fresh inference id and object keys.
+fn sample(name: &str, inference_id: &str, rewrite: impl Fn(&mut Value)) -> Value {
+    let mut event = event(name);
     let record = &mut event["Records"][0]["Sns"];
     let mut message: Value = serde_json::from_str(record["Message"].as_str().unwrap()).unwrap();
     message["inferenceId"] = json!(inference_id);
@@ -177,6 +196,13 @@ fn sample(name: &str, inference_id: &str, rewrite: impl Fn(&mut Value)) -> Value
 
 fn set_output(message: &mut Value, location: &str) {
     message["responseParameters"]["outputLocation"] = json!(location);
+}
+
+/// The sample success for `inference_id`, its output at `location`.
+fn success(inference_id: &str, location: &str) -> Value {
+    sample("sns-success.json", inference_id, |m| {
+        set_output(m, location)
+    })
 }
 
 #[tokio::test]
@@ -203,7 +229,7 @@ async fn success_with_small_json_output_stores_it_inline_and_keeps_submitted_at(
         .send()
         .await
         .unwrap();
-    let event = sample("sns-success.json", &id, |m| set_output(m, &location));
+    let event = success(&id, &location);
 
     let before = chrono::Utc::now().timestamp();
     st.handler(&table).handle(event).await.expect("recorded");
@@ -357,7 +383,7 @@ async fn the_same_notification_three_times_changes_nothing_after_the_first() {
     let key = format!("outputs/{}.out", uuid::Uuid::new_v4());
     st.put_object(&key, r#"{"n":1}"#).await;
     let location = format!("s3://{}/{key}", st.bucket);
-    let event = sample("sns-success.json", &id, |m| set_output(m, &location));
+    let event = success(&id, &location);
     let handler = st.handler(&table);
 
     handler.handle(event.clone()).await.unwrap();
@@ -378,16 +404,9 @@ async fn a_failure_after_a_success_does_not_overwrite_it() {
     let table = st.new_table().await;
     let id = unique("late");
     let location = st.put_output(r#"{"ok":true}"#).await;
-    let handler = st.handler(&table);
 
-    handler
-        .handle(sample("sns-success.json", &id, |m| {
-            set_output(m, &location)
-        }))
-        .await
-        .unwrap();
-    let stored = st.item(&table, &id).await.unwrap();
-    handler
+    let stored = st.record_success(&table, &id, &location).await;
+    st.handler(&table)
         .handle(sample("sns-failure.json", &id, |_| {}))
         .await
         .expect("late delivery acknowledged");
@@ -402,13 +421,7 @@ async fn a_failure_after_a_success_does_not_overwrite_it() {
 async fn test_notification_is_acknowledged_and_writes_nothing() {
     let st = stack().await;
     let table = st.new_table().await;
-    let event: Value = serde_json::from_str(
-        &std::fs::read_to_string(
-            Path::new(env!("CARGO_MANIFEST_DIR")).join("../../events/sns-test-notification.json"),
-        )
-        .unwrap(),
-    )
-    .unwrap();
+    let event = event("sns-test-notification.json");
 
     let reply = st
         .handler(&table)
@@ -438,19 +451,14 @@ async fn malformed_messages_fail_with_their_message_id_while_good_records_are_st
         ),
         ("sns-bad-event-source.json", "eventSource is \"aws:s3\""),
     ] {
-        let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("../../events")
-            .join(file);
-        let event: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
-        let record = event["Records"][0].clone();
+        let record = event(file)["Records"][0].clone();
         expected.push(format!(
             "{}: {reason}",
             record["Sns"]["MessageId"].as_str().unwrap()
         ));
         records.push(record);
     }
-    let good =
-        sample("sns-success.json", &good_id, |m| set_output(m, &location))["Records"][0].clone();
+    let good = success(&good_id, &location)["Records"][0].clone();
     records.insert(2, good);
 
     let err = st
@@ -508,14 +516,8 @@ async fn an_output_over_400_kb_is_stored_as_a_pointer() {
     assert!(big.len() > 400 * 1024);
     let location = st.put_output(big).await;
 
-    st.handler(&table)
-        .handle(sample("sns-success.json", &id, |m| {
-            set_output(m, &location)
-        }))
-        .await
-        .unwrap();
+    let item = st.record_success(&table, &id, &location).await;
 
-    let item = st.item(&table, &id).await.unwrap();
     assert_eq!(s(&item, "status").as_deref(), Some("completed"));
     assert_eq!(s(&item, "output_location"), Some(location));
     assert!(
@@ -531,14 +533,8 @@ async fn non_json_output_is_stored_as_a_pointer() {
     let id = unique("csv");
     let location = st.put_output("label,score\ninvoice,0.97\n").await;
 
-    st.handler(&table)
-        .handle(sample("sns-success.json", &id, |m| {
-            set_output(m, &location)
-        }))
-        .await
-        .unwrap();
+    let item = st.record_success(&table, &id, &location).await;
 
-    let item = st.item(&table, &id).await.unwrap();
     assert_eq!(s(&item, "status").as_deref(), Some("completed"));
     assert!(!item.contains_key("result"));
 }
@@ -576,9 +572,7 @@ async fn sqs_batch_with_one_bad_message_reports_only_that_one() {
             .unwrap()
             .to_owned()
     };
-    let ok_message = message_of(sample("sns-success.json", &ok_id, |m| {
-        set_output(m, &location)
-    }));
+    let ok_message = message_of(success(&ok_id, &location));
     let failed_message = message_of(sample("sns-failure.json", &failed_id, |_| {}));
     for message in [
         ok_message,
@@ -639,11 +633,11 @@ async fn sqs_batch_with_one_bad_message_reports_only_that_one() {
         json!({"batchItemFailures": [{"itemIdentifier": bad_sqs_id}]})
     );
     assert_eq!(
-        s(&st.item(&table, &ok_id).await.unwrap(), "status").as_deref(),
+        st.status(&table, &ok_id).await.as_deref(),
         Some("completed")
     );
     assert_eq!(
-        s(&st.item(&table, &failed_id).await.unwrap(), "status").as_deref(),
+        st.status(&table, &failed_id).await.as_deref(),
         Some("failed")
     );
     assert_eq!(st.all_items(&table).await.len(), 2);
@@ -653,25 +647,22 @@ async fn sqs_batch_with_one_bad_message_reports_only_that_one() {
 async fn the_sample_sqs_batch_reports_its_bad_message() {
     let st = stack().await;
     let table = st.new_table().await;
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../events/sqs-batch.json");
-    let event: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
-
-    let reply = st.handler(&table).handle(event).await.unwrap();
+    let reply = st
+        .handler(&table)
+        .handle(event("sqs-batch.json"))
+        .await
+        .unwrap();
 
     assert_eq!(
         reply,
         json!({"batchItemFailures": [{"itemIdentifier": "44444444-0000-4000-8000-000000000003"}]})
     );
     assert_eq!(
-        s(&st.item(&table, "demo-sqs-0008").await.unwrap(), "status").as_deref(),
+        st.status(&table, "demo-sqs-0008").await.as_deref(),
         Some("completed")
     );
     assert_eq!(
-        s(
-            &st.item(&table, "demo-sqs-raw-0009").await.unwrap(),
-            "status"
-        )
-        .as_deref(),
+        st.status(&table, "demo-sqs-raw-0009").await.as_deref(),
         Some("failed")
     );
 }
@@ -694,8 +685,7 @@ async fn a_100_message_batch_reports_exactly_its_bad_messages() {
         } else {
             let id = unique("batch");
             good.push(id.clone());
-            sample("sns-success.json", &id, |m| set_output(m, &location))["Records"][0]["Sns"]
-                ["Message"]
+            success(&id, &location)["Records"][0]["Sns"]["Message"]
                 .as_str()
                 .unwrap()
                 .to_owned()
@@ -725,7 +715,7 @@ async fn a_100_message_batch_reports_exactly_its_bad_messages() {
     assert_eq!(st.all_items(&table).await.len(), good.len());
     for id in &good {
         assert_eq!(
-            s(&st.item(&table, id).await.unwrap(), "status").as_deref(),
+            st.status(&table, id).await.as_deref(),
             Some("completed"),
             "{id}"
         );
@@ -797,14 +787,14 @@ async fn each_outcome_reaches_the_bus_and_through_a_rule_its_queue_once_written(
     handler.events = Some(EventBridgeEvents::new(eventbridge_client(&st.sdk), &bus));
     let (ok_id, failed_id) = (unique("event-ok"), unique("event-failed"));
     let location = st.put_output(r#"{"label":"private"}"#).await;
-    let success = sample("sns-success.json", &ok_id, |m| set_output(m, &location));
-    handler.handle(success.clone()).await.unwrap();
+    let completed = success(&ok_id, &location);
+    handler.handle(completed.clone()).await.unwrap();
     let failure = sample("sns-failure.json", &failed_id, |m| {
         m["responseParameters"] = json!({});
     });
     handler.handle(failure).await.unwrap();
     // SNS delivers the success again.
-    handler.handle(success).await.unwrap();
+    handler.handle(completed).await.unwrap();
 
     let events = delivered(&st, &queue_url).await;
     let seen: Vec<(&str, &str)> = events
@@ -844,9 +834,7 @@ async fn each_outcome_reaches_the_bus_and_through_a_rule_its_queue_once_written(
     // A write that fails (no such table): no event.
     let mut broken = st.handler(&unique("no-such-table"));
     broken.events = handler.events.clone();
-    let lost = sample("sns-success.json", &unique("event-lost"), |m| {
-        set_output(m, &location)
-    });
+    let lost = success(&unique("event-lost"), &location);
     assert!(broken.handle(lost).await.is_err());
     assert!(delivered(&st, &queue_url).await.is_empty());
 }
