@@ -162,6 +162,56 @@ def test_make_deploy_guided_asks_before_it_builds(tmp_path):
         ["make", "--no-print-directory", "help"], cwd=ROOT, capture_output=True, text=True).stdout
 
 
+# ---------------------------------------------------------------- the docs
+
+DEPLOYING = ROOT / "docs" / "deploying.md"
+
+
+def test_the_docs_transcript_is_what_a_first_guided_deploy_prints(aws, tmp_path):
+    env, _ = aws
+    text = DEPLOYING.read_text()
+    transcript = text.split("$ make deploy-guided\n", 1)[1].split("```", 1)[0]
+    lines = [line.rstrip() for line in transcript.splitlines()]
+    # What was typed at each prompt, the refused answers included.
+    prompts = [re.match(r"^[A-Za-z][A-Za-z ]*(?: \[[^\]]*\])?: ?(.*)$", line) for line in lines]
+    typed = [prompt.group(1) for prompt in prompts if prompt]
+    shutil.copyfile(ROOT / "samconfig.toml", tmp_path / "samconfig.toml")
+    argv = [str(guided.PYTHON), str(ROOT / "scripts" / "deploy_guided.py"), "--samconfig", "samconfig.toml",
+            "--layer-dir", str(tmp_path / "layer")]
+    run = guided.ours(argv, typed, env, cwd=tmp_path)
+    assert run.status == 0, run.output
+    assert [line.rstrip() for line in run.output.rstrip().splitlines()] == lines
+    # The walk above it names the same questions, in order, and the two without a default.
+    walk = text.split("### The first deploy, guided", 1)[1].split("```text", 1)[0]
+    assert re.findall(r"^\d\. `([A-Za-z ]+)`", walk, re.M) == QUESTIONS
+    assert re.findall(r"^\d\. `(\w+)`: \*\*no default\*\*", walk, re.M) == [
+        name for name in FIRST_DEPLOY if "Default" not in SOURCE["Parameters"][name]]
+
+
+def anchors(path) -> set:
+    """GitHub's anchors for a Markdown file's headings."""
+    found: set = set()
+    for heading in re.findall(r"^#+ (.+)$", re.sub(r"```.*?```", "", path.read_text(), flags=re.S), re.M):
+        slug = re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")
+        n = 0
+        while (f"{slug}-{n}" if n else slug) in found:
+            n += 1
+        found.add(f"{slug}-{n}" if n else slug)
+    return found
+
+
+def test_every_link_to_a_readme_section_or_within_the_deploy_docs_resolves():
+    readme = anchors(ROOT / "README.md")
+    for doc in sorted((ROOT / "docs").glob("*.md")):
+        for anchor in re.findall(r"\]\(\.\./README\.md#([^)]+)\)", doc.read_text()):
+            assert anchor in readme, f"{doc.name}: README.md#{anchor} is no section of the README"
+    # The deploy docs' own links to sections, of their own files or of each other.
+    for doc in (ROOT / "README.md", DEPLOYING, ROOT / "docs" / "configuration.md"):
+        for target, anchor in re.findall(r"\]\(([\w./-]*)#([^)]+)\)", doc.read_text()):
+            path = (doc.parent / target).resolve() if target else doc
+            assert anchor in anchors(path), f"{doc.name}: {target}#{anchor} does not resolve"
+
+
 # ---------------------------------------------------------------- sam deploy --guided (QUESTIONS=all)
 
 def test_the_groups_hold_every_parameter_once_in_the_sections_order():
