@@ -54,7 +54,7 @@ impl<B: Backend> Tools<B> {
         let Some((tool, entry)) = registry.get(&request.name) else {
             let tools: Vec<String> = self.served().iter().map(|t| t.name.to_string()).collect();
             return Err(ErrorData::invalid_params(
-                wording::not_served(&request.name, &tools, self.deps.catalog.is_some()),
+                wording::not_served(&request.name, &tools, self.server.deps.catalog.is_some()),
                 None,
             ));
         };
@@ -88,7 +88,7 @@ impl<B: Backend> Tools<B> {
         extensions: &Extensions,
         as_task: bool,
     ) -> CallToolResponse {
-        let catalog = self.deps.catalog.as_ref();
+        let catalog = self.server.deps.catalog.as_ref();
         match (starter, as_task) {
             (Starter::Job(source), true) => {
                 self.job_as_task(tool, source.job_args(tool, catalog, arguments), extensions)

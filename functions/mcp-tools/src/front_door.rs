@@ -20,7 +20,7 @@ use crate::auth::{Access, Authenticator, Refusal};
 use crate::config::{AuthMode, McpToolsConfig, OAuthConfig};
 use crate::deps::{Backend, Deps};
 use crate::http_guard;
-use crate::listen;
+use crate::listen::{self, Listens};
 use crate::request_body::{
     BodyRefusal, JsonKind, Member, RpcBody, RpcMessage, TooLong, KEPT_BYTES, MAX_ID_BYTES,
     MAX_PROGRESS_TOKEN_BYTES, MAX_VERSION_BYTES,
@@ -251,8 +251,9 @@ impl<B: Backend> FrontDoor<B> {
             return self.mcp.handle(request).await;
         };
         let deadline = request.lambda_context_ref().map(|c| c.deadline);
-        let hold = self.tools.listen_time(deadline);
-        let lease = match self.tools.admit_listen(&caller, hold).await {
+        let listens = Listens::new(&self.tools.server);
+        let hold = listens.time(deadline);
+        let lease = match listens.admit(&caller, hold).await {
             Ok(lease) => lease,
             Err(error) => return rpc_error(id, error),
         };
@@ -262,7 +263,7 @@ impl<B: Backend> FrontDoor<B> {
         if !listen::is_held(&response) {
             // Answered without a hold (refused, or not a listen this revision has): no handler
             // will free the slot.
-            self.tools.release_listen_wait(tasks.take_lease()).await;
+            listens.release_wait(tasks.take_lease()).await;
         }
         listen::with_accepted_ids(response, accepted)
     }

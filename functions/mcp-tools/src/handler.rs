@@ -1,5 +1,7 @@
-//! The MCP server over the tools: `tools/call` (dispatched by the registry of tools), `tasks/get` and `tasks/cancel`, the listings with
-//! their caching hints, `resources/read`, and what the server says of itself.
+//! The MCP server: each method routed to its own, `tools/call` to the registry of tools
+//! (dispatched on its kind), the task methods to [`Tasks`], a listen to [`Listens`],
+//! `resources/read` to [`Resources`]; the listings with their caching hints, and what the
+//! server says of itself.
 
 use rmcp::model::SubscriptionFilter;
 use rmcp::model::{
@@ -12,7 +14,10 @@ use rmcp::service::{RequestContext, SubscriptionContext};
 use rmcp::{tool_handler, RoleServer, ServerHandler};
 
 use crate::deps::Backend;
+use crate::listen::Listens;
 use crate::listing;
+use crate::resources::Resources;
+use crate::tasks::Tasks;
 use crate::tools::Tools;
 use crate::wording;
 
@@ -57,7 +62,9 @@ impl<B: Backend> ServerHandler for Tools<B> {
         request: GetTaskParams,
         context: RequestContext<RoleServer>,
     ) -> Result<GetTaskResult, ErrorData> {
-        self.read_task(request, &context.extensions).await
+        Tasks::new(&self.server)
+            .read_task(request, &context.extensions)
+            .await
     }
 
     /// `subscriptions/listen` is served: none of rmcp's categories (no list changes, no
@@ -71,7 +78,7 @@ impl<B: Backend> ServerHandler for Tools<B> {
 
     /// A listen, after rmcp acknowledged it: held until its tasks have ended or its time is up.
     async fn listen(&self, subscription: SubscriptionContext) -> Result<(), ErrorData> {
-        self.hold_listen(subscription).await
+        Listens::new(&self.server).hold(subscription).await
     }
 
     /// `tasks/update`: answers to a run's questions (see [`crate::tasks`]).
@@ -80,7 +87,8 @@ impl<B: Backend> ServerHandler for Tools<B> {
         request: UpdateTaskParams,
         context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
-        self.update(request, &context.extensions).await
+        let tasks = Tasks::new(&self.server);
+        tasks.update(request, &context.extensions).await
     }
 
     /// `tasks/cancel`: a pending job becomes `cancelled`, a running run is stopped; a finished
@@ -90,7 +98,8 @@ impl<B: Backend> ServerHandler for Tools<B> {
         request: CancelTaskParams,
         context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
-        self.cancel(request, &context.extensions).await
+        let tasks = Tasks::new(&self.server);
+        tasks.cancel(request, &context.extensions).await
     }
 
     /// The tools served, with the caching hints every listing carries.
@@ -127,7 +136,8 @@ impl<B: Backend> ServerHandler for Tools<B> {
         context: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, ErrorData> {
         let version = context.protocol_version();
-        let read = self.read_job_resource(request, &context.extensions, version);
+        let resources = Resources::new(&self.server);
+        let read = resources.read_job_resource(request, &context.extensions, version);
         read.await.map(ReadResourceResponse::from)
     }
 
@@ -140,7 +150,7 @@ impl<B: Backend> ServerHandler for Tools<B> {
                 .build(),
         )
         .with_server_info(Implementation::new("mcp-tools", env!("CARGO_PKG_VERSION")))
-        .with_instructions(match &self.deps.catalog {
+        .with_instructions(match &self.server.deps.catalog {
             None => wording::INSTRUCTIONS,
             Some(_) => wording::CATALOG_INSTRUCTIONS,
         })

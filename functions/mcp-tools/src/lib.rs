@@ -3,8 +3,9 @@
 //! `contract` holds the tools' argument and result types, `tools` the tools themselves (each
 //! one use case of `shared`), `registry` every tool served as one entry (built in or from the
 //! catalog), `dispatch` the one dispatch of a call on its tool's kind, `catalog` a team's tool catalog (its file, its
-//! checks, its tools' definitions and arguments), `tasks` the tasks extension, `resources` a job's output as an MCP
-//! resource, `listing` the list results and their caching hints, `handler` the MCP server over
+//! checks, its tools' definitions and arguments), `server` what every method's handler shares,
+//! `task_form` a tool call answered as a task, `tasks` the task methods, `listen` a listen
+//! naming tasks, `resources` a job's output as an MCP resource, `listing` the list results and their caching hints, `handler` the MCP server over
 //! all of them, `trace_context` a call's W3C trace, `deps` what they run on (settings, ports,
 //! clock, catalog), `direct` a tool call without HTTP (for other front doors, such as an
 //! AgentCore Gateway target), and `front_door` the HTTP front door (paths, hosts, the one parse
@@ -28,6 +29,8 @@ pub mod progress;
 mod registry;
 pub mod request_body;
 mod resources;
+mod server;
+mod task_form;
 pub mod tasks;
 pub mod tools;
 #[cfg(test)]

@@ -2,7 +2,7 @@
 //! the method (the acknowledgement, keep-alives, the final result) but its `SubscriptionFilter`
 //! has no `taskIds` and its sink refuses `notifications/tasks`, so: the door reads the named
 //! ids ([`named`]) and hands them over as a request extension ([`ListenTasks`]); the handler
-//! opens the listen as the caller and holds it ([`Tools::hold_listen`]), sending each
+//! opens the listen as the caller and holds it ([`Listens::hold`]), sending each
 //! `notifications/tasks` itself; and the acknowledgement is given the accepted ids on its way
 //! out ([`with_accepted_ids`]).
 
@@ -32,7 +32,8 @@ use usecases::quota;
 
 use crate::contract::quota_refused;
 use crate::deps::Backend;
-use crate::tools::Tools;
+use crate::server::Server;
+use crate::tasks::Tasks;
 
 pub const METHOD: &str = "subscriptions/listen";
 const TASKS_EXTENSION: &str = "io.modelcontextprotocol/tasks";
@@ -284,7 +285,8 @@ const REFRESH: Duration = Duration::from_secs(10);
 /// round reads the records in one batch per table; only a task whose record changed (or whose
 /// answer is older than [`REFRESH`]) is answered again.
 struct CallerTasks<'a, B> {
-    tools: &'a Tools<B>,
+    tasks: Tasks<'a, B>,
+    server: &'a Server<B>,
     caller: &'a Caller,
     seen: Mutex<HashMap<String, Seen>>,
 }
@@ -299,7 +301,7 @@ impl<B: Backend> TaskReader for CallerTasks<'_, B> {
     type Task = Reading;
     type Error = String;
     async fn read(&self, task_ids: &[String]) -> Result<Vec<Option<Reading>>, String> {
-        let d = &self.tools.deps;
+        let d = &self.server.deps;
         let (jobs, runs, now) = (d.ports.jobs(), d.ports.runs(), d.clock.now());
         let marks = listen::record_marks(jobs, runs, self.caller, task_ids, now)
             .await
@@ -315,7 +317,7 @@ impl<B: Backend> TaskReader for CallerTasks<'_, B> {
                 read.push(reading);
                 continue;
             }
-            let reading = match self.tools.task_answer(self.caller, task_id).await {
+            let reading = match self.tasks.task_answer(self.caller, task_id).await {
                 Ok(task) => Some(Reading(task)),
                 Err(e) if e.code == ErrorCode::INVALID_PARAMS => None,
                 Err(e) => return Err(e.message.into_owned()),
@@ -352,17 +354,38 @@ impl ListenSink<Reading> for PeerSink {
     }
 }
 
-impl<B: Backend> Tools<B> {
+/// `subscriptions/listen` naming tasks, beside the tools, over the same [`Server`]: admitted
+/// at the door, held by the handler.
+pub(crate) struct Listens<'a, B> {
+    server: &'a Server<B>,
+}
+
+impl<'a, B> Listens<'a, B> {
+    pub fn new(server: &'a Server<B>) -> Self {
+        Self { server }
+    }
+
+    /// How long a listen may be held (see [`Server::listen_time`]).
+    pub fn time(&self, deadline_ms: Option<u64>) -> Duration {
+        self.server.listen_time(deadline_ms)
+    }
+}
+
+impl<B: Backend> Listens<'_, B> {
     /// What a listen of `hold` costs the caller, taken at the door before rmcp acknowledges
     /// it: one read against its reads per minute, then one of its wait slots. A caller over
     /// either is refused at once (-32009), before any acknowledgement.
-    pub(crate) async fn admit_listen(
+    pub async fn admit(
         &self,
         caller: &Caller,
         hold: Duration,
     ) -> Result<Option<quota::WaitLease>, ErrorData> {
-        let _read = self.count_read(caller).await.map_err(quota_refused)?;
-        let d = &self.deps;
+        let _read = self
+            .server
+            .count_read(caller)
+            .await
+            .map_err(quota_refused)?;
+        let d = &self.server.deps;
         let (jobs, limits, now) = (d.ports.jobs(), &d.config.quotas, d.clock.now());
         quota::claim_wait(jobs, limits, &caller.owner, hold, now)
             .await
@@ -370,17 +393,14 @@ impl<B: Backend> Tools<B> {
     }
 
     /// Frees a listen's wait slot that no handler took (rmcp answered without holding it).
-    pub(crate) async fn release_listen_wait(&self, lease: Option<quota::WaitLease>) {
-        quota::release_wait(self.deps.ports.jobs(), lease).await;
+    pub async fn release_wait(&self, lease: Option<quota::WaitLease>) {
+        quota::release_wait(self.server.deps.ports.jobs(), lease).await;
     }
 
     /// A listen's life after rmcp acknowledged it: the named tasks read once as the caller, the
     /// accepted ones said, then held until each has ended, the time is up or the client has
     /// gone; the wait slot the door claimed is freed at the end.
-    pub(crate) async fn hold_listen(
-        &self,
-        subscription: SubscriptionContext,
-    ) -> Result<(), ErrorData> {
+    pub async fn hold(&self, subscription: SubscriptionContext) -> Result<(), ErrorData> {
         let context = subscription.request_context();
         let named = context
             .extensions
@@ -400,7 +420,7 @@ impl<B: Backend> Tools<B> {
                 Ok(())
             }
         };
-        quota::release_wait(self.deps.ports.jobs(), named.take_lease()).await;
+        quota::release_wait(self.server.deps.ports.jobs(), named.take_lease()).await;
         held
     }
 
@@ -410,10 +430,11 @@ impl<B: Backend> Tools<B> {
         subscription: &SubscriptionContext,
     ) -> Result<(), ErrorData> {
         let context = subscription.request_context();
-        // Its read was counted at the door (`admit_listen`).
-        let caller = self.task_caller(&context.extensions)?;
+        // Its read was counted at the door (`admit`).
+        let caller = self.server.task_caller(&context.extensions)?;
         let reader = CallerTasks {
-            tools: self,
+            tasks: Tasks::new(self.server),
+            server: self.server,
             caller: &caller,
             seen: Mutex::default(),
         };

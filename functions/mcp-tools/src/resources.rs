@@ -3,22 +3,30 @@
 //! that submitted the job. Jobs are not enumerable: the list is empty, the templates say how
 //! to name one, and a status's `resource_link` names it for the client.
 
-use rmcp::model::{
-    Extensions, ProtocolVersion, ReadResourceRequestParams, ReadResourceResult, Resource,
-};
+use rmcp::model::{Extensions, ProtocolVersion, ReadResourceRequestParams, ReadResourceResult};
 use rmcp::ErrorData;
 use tracing::{field::Empty, info_span, Instrument};
 
-use domain::job::{Job, JobStatus};
-use usecases::job_object::{self, JobObject};
+use usecases::job_object;
 
 use crate::contract::quota_refused;
 use crate::contract::resources::{self, READ_MAX_BYTES};
 use crate::deps::Backend;
 use crate::listing::caches;
-use crate::tools::Tools;
+use crate::server::Server;
 
-impl<B: Backend> Tools<B> {
+/// `resources/read`, beside the tools, over the same [`Server`].
+pub(crate) struct Resources<'a, B> {
+    server: &'a Server<B>,
+}
+
+impl<'a, B> Resources<'a, B> {
+    pub fn new(server: &'a Server<B>) -> Self {
+        Self { server }
+    }
+}
+
+impl<B: Backend> Resources<'_, B> {
     /// `resources/read` of a job's object, for its owner only. A URI this server did not make
     /// is not found before anything is read.
     pub(crate) async fn read_job_resource(
@@ -27,7 +35,7 @@ impl<B: Backend> Tools<B> {
         extensions: &Extensions,
         version: Option<ProtocolVersion>,
     ) -> Result<ReadResourceResult, ErrorData> {
-        let caller = self.task_caller(extensions)?;
+        let caller = self.server.task_caller(extensions)?;
         let span = info_span!("resource_read", inference_id = Empty, object = Empty);
         let uri = request.uri;
         let Some((inference_id, which)) = resources::parse_uri(&uri) else {
@@ -35,8 +43,12 @@ impl<B: Backend> Tools<B> {
         };
         span.record("inference_id", inference_id.as_str());
         span.record("object", tracing::field::debug(which));
-        let _read = self.count_read(&caller).await.map_err(quota_refused)?;
-        let d = &self.deps;
+        let _read = self
+            .server
+            .count_read(&caller)
+            .await
+            .map_err(quota_refused)?;
+        let d = &self.server.deps;
         let (jobs, objects) = (d.ports.jobs(), d.ports.objects());
         let read = job_object::read_job_object(
             jobs,
@@ -62,21 +74,5 @@ impl<B: Backend> Tools<B> {
                 .with_cache_scope(resources::READ_CACHE_SCOPE),
             false => result,
         })
-    }
-
-    /// The links a status of `job` carries: its output once completed (where it is not inline
-    /// in the status), its failure detail once failed (where SageMaker wrote one). Each is one
-    /// ranged read of S3, for its size and type.
-    pub(crate) async fn job_links(&self, job: &Job) -> Vec<Resource> {
-        let which = match job.status {
-            JobStatus::Completed if job.result.is_none() => JobObject::Output,
-            JobStatus::Failed => JobObject::Failure,
-            _ => return Vec::new(),
-        };
-        let objects = self.deps.ports.objects();
-        match job_object::describe(objects, job, which).await {
-            Some(info) => vec![resources::link(&job.inference_id, which, &info)],
-            None => Vec::new(),
-        }
     }
 }

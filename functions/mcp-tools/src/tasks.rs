@@ -1,131 +1,47 @@
-//! The tasks extension (`io.modelcontextprotocol/tasks`): a tool that starts a job or a run
-//! as a task for a client that declared it, and `tasks/get` and `tasks/cancel` on those tasks. A
-//! task lives in the results tables (any instance answers for any task); nothing is kept in the
-//! process.
+//! The tasks extension's methods (`io.modelcontextprotocol/tasks`): `tasks/get`,
+//! `tasks/cancel` and `tasks/update` on the tasks a tool started ([`crate::task_form`]), beside
+//! the tools, over the same [`Server`]. A task lives in the results tables (any instance
+//! answers for any task); nothing is kept in the process.
 
 use rmcp::model::{
-    CallToolResponse, CallToolResult, CancelTaskParams, CreateTaskResult, DetailedTask, ErrorData,
-    Extensions, GetTaskParams, GetTaskResult, InputRequest, InputRequests, InputResponses, Task,
-    TaskPayload, TaskStatus, UpdateTaskParams,
+    CallToolResult, CancelTaskParams, DetailedTask, ErrorData, Extensions, GetTaskParams,
+    GetTaskResult, InputRequest, InputRequests, InputResponses, Task, TaskPayload, TaskStatus,
+    UpdateTaskParams,
 };
 use tracing::{field::Empty, info_span, Instrument};
 
 use domain::caller::Caller;
-use domain::job::{self, JobStatus, Submission};
+use domain::job::JobStatus;
 use domain::pipeline_status::PipelineStatus;
 use domain::run;
-use domain::time::rfc3339;
-use domain::trace::TraceContext;
 use entry::telemetry;
 use usecases::answer::{self, AnswerError, Answered, Ignored, Reply, RunAnswerError};
 use usecases::task::{self, OpenQuestion, RunTaskState, TaskError, TaskState, TaskTimes};
-use usecases::training::{self, TriggerRequest};
 
 use crate::contract::*;
 use crate::deps::Backend;
-use crate::tools::{count_reconciled, structured, tool_error, Tools};
+use crate::server::Server;
+use crate::tools::count_reconciled;
 use crate::wording;
 
-impl<B: Backend> Tools<B> {
-    /// A job started as a task by `tool` (any that starts one: see [`crate::registry`]): the
-    /// task, or the tool error a plain call would get.
-    pub(crate) async fn job_as_task<A: ToolArgs<Valid = Submission>>(
-        &self,
-        tool: &str,
-        args: Result<A, String>,
-        extensions: &Extensions,
-    ) -> CallToolResponse {
-        let lives_secs = |s: &Submission| {
-            u64::from(s.request_ttl_secs)
-                + u64::from(s.invocation_timeout_secs)
-                + self.deps.config.jobs.result_ttl_secs
-        };
-        let call = self.task_call(tool, args, extensions, |s, trace| async move {
-            let lives_secs = lives_secs(&s);
-            Ok((self.submit(s, trace).await?, lives_secs))
-        });
-        let (submitted, lives_secs) = match call.await {
-            Ok(answer) => answer,
-            Err(refused) => return refused,
-        };
-        let Some(secret) = submitted.task_secret.clone() else {
-            // A job recorded before tasks existed: answer as a plain call does.
-            return structured(SubmitJobOutput::from(submitted));
-        };
-        let task = Task::new(
-            job::task_id(&submitted.inference_id, &secret),
-            task_status(submitted.status),
-            submitted.submitted_at.clone(),
-            submitted.submitted_at.clone(),
-        )
-        .with_ttl_ms(lives_secs * 1000)
-        .with_poll_interval_ms(self.deps.config.task_poll_interval_ms)
-        .with_status_message(match &submitted.note {
-            Some(condition) => wording::submitted(condition),
-            None if submitted.endpoint_at_zero => wording::ENDPOINT_AT_ZERO.to_owned(),
-            None => wording::JOB_INVOKED.to_owned(),
-        });
-        CallToolResponse::Task(CreateTaskResult::new(task))
-    }
+/// The task methods, for one request.
+pub(crate) struct Tasks<'a, B> {
+    server: &'a Server<B>,
+}
 
-    /// A run started as a task by `tool`: the task, or the tool error a plain call would get.
-    pub(crate) async fn run_as_task<A: ToolArgs<Valid = TriggerRequest>>(
-        &self,
-        tool: &str,
-        args: Result<A, String>,
-        extensions: &Extensions,
-    ) -> CallToolResponse {
-        let call = self.task_call(tool, args, extensions, |r, trace| self.trigger(r, trace));
-        let (output, secret) = match call.await {
-            Ok(answer) => answer,
-            Err(refused) => return refused,
-        };
-        let Some(secret) = secret else {
-            // The run could not be recorded: answer as a plain call does.
-            return structured(output);
-        };
-        let started = rfc3339(self.deps.clock.now());
-        let config = &self.deps.config;
-        let task = Task::new(
-            run::task_id(&output.session_id, &output.execution_arn, &secret),
-            TaskStatus::Working,
-            started.clone(),
-            started,
-        )
-        .with_ttl_ms((config.jobs.result_ttl_secs + training::PENDING_RUN_GRACE_SECS) * 1000)
-        .with_poll_interval_ms(config.task_poll_interval_ms)
-        .with_status_message(wording::RUN_STARTED);
-        CallToolResponse::Task(CreateTaskResult::new(task))
+impl<'a, B> Tasks<'a, B> {
+    pub fn new(server: &'a Server<B>) -> Self {
+        Self { server }
     }
+}
 
-    /// A tool's work in its task form: its arguments (as read) checked, the work done as a
-    /// plain call does it; a refusal is the tool error a plain call would get.
-    async fn task_call<A, T, F, Fut>(
-        &self,
-        tool: &str,
-        args: Result<A, String>,
-        extensions: &Extensions,
-        work: F,
-    ) -> Result<T, CallToolResponse>
-    where
-        A: ToolArgs,
-        F: FnOnce(A::Valid, TraceContext) -> Fut,
-        Fut: std::future::Future<Output = Result<T, ToolError>>,
-    {
-        let args = args.map_err(tool_error)?;
-        self.call(tool, true, extensions, args, |valid, call| {
-            work(valid, call.trace)
-        })
-        .await
-        .map_err(tool_error)
-    }
-
+impl<B: Backend> Tasks<'_, B> {
     /// `tasks/get` for a job, from the results table: any instance answers for any task.
     async fn get_job_task(&self, caller: &Caller, task_id: &str) -> Result<TaskAnswer, ErrorData> {
         // The task id is a bearer handle: only its inference_id half goes on the span.
         let span = info_span!("task", method = "tasks/get", inference_id = Empty);
-        let now = self.deps.clock.now();
-        let view = task::get_task(&self.job_reads(), caller, task_id, now)
+        let now = self.server.deps.clock.now();
+        let view = task::get_task(&self.server.job_reads(), caller, task_id, now)
             .instrument(span.clone())
             .await
             .map_err(task_error)?;
@@ -140,7 +56,7 @@ impl<B: Backend> Tools<B> {
                 count_reconciled(&report);
                 // A SageMaker failure is the tool's error, not the protocol's.
                 let failed = report.job.status == JobStatus::Failed;
-                let links = self.job_links(&report.job).await;
+                let links = self.server.job_links(&report.job).await;
                 let output = JobStatusOutput::from(*report);
                 (completed(output, failed, links)?, None)
             }
@@ -156,7 +72,7 @@ impl<B: Backend> Tools<B> {
     /// check_training_status reports (a tool error when the run failed), cancelled once stopped.
     async fn get_run_task(&self, caller: &Caller, task_id: &str) -> Result<TaskAnswer, ErrorData> {
         let span = info_span!("task", method = "tasks/get", execution_arn = Empty);
-        let d = &self.deps;
+        let d = &self.server.deps;
         let (runs, pipeline) = (d.ports.runs(), d.ports.pipeline());
         let gate = d.approval_gate();
         let view = task::get_run_task(runs, pipeline, gate, caller, task_id, d.clock.now())
@@ -213,8 +129,12 @@ impl<B: Backend> Tools<B> {
         request: GetTaskParams,
         extensions: &Extensions,
     ) -> Result<GetTaskResult, ErrorData> {
-        let caller = self.task_caller(extensions)?;
-        let _read = self.count_read(&caller).await.map_err(quota_refused)?;
+        let caller = self.server.task_caller(extensions)?;
+        let _read = self
+            .server
+            .count_read(&caller)
+            .await
+            .map_err(quota_refused)?;
         let task = self.task_answer(&caller, &request.task_id).await?;
         Ok(GetTaskResult::new(task))
     }
@@ -230,7 +150,7 @@ impl<B: Backend> Tools<B> {
         } else {
             self.get_job_task(caller, task_id).await?
         };
-        let poll_interval_ms = self.deps.config.task_poll_interval_ms;
+        let poll_interval_ms = self.server.deps.config.task_poll_interval_ms;
         Ok(answer.into_detailed(task_id.to_owned(), poll_interval_ms))
     }
 
@@ -241,9 +161,9 @@ impl<B: Backend> Tools<B> {
         request: CancelTaskParams,
         extensions: &Extensions,
     ) -> Result<(), ErrorData> {
-        let caller = self.task_caller(extensions)?;
+        let caller = self.server.task_caller(extensions)?;
         let span = info_span!("task", method = "tasks/cancel");
-        let d = &self.deps;
+        let d = &self.server.deps;
         let now = d.clock.now();
         let cancelled = if run::is_run_task(&request.task_id) {
             let (runs, pipeline) = (d.ports.runs(), d.ports.pipeline());
@@ -263,9 +183,7 @@ impl<B: Backend> Tools<B> {
         };
         cancelled.map_err(task_error)
     }
-}
 
-impl<B: Backend> Tools<B> {
     /// `tasks/update`: each response answers its question of a run's task (a job's task asks
     /// nothing, so every key there is unknown). Acknowledged once read: an unknown or answered
     /// key, or a caller who may not answer, changes nothing. A response that is not an
@@ -276,8 +194,12 @@ impl<B: Backend> Tools<B> {
         request: UpdateTaskParams,
         extensions: &Extensions,
     ) -> Result<(), ErrorData> {
-        let caller = self.task_caller(extensions)?;
-        let _read = self.count_read(&caller).await.map_err(quota_refused)?;
+        let caller = self.server.task_caller(extensions)?;
+        let _read = self
+            .server
+            .count_read(&caller)
+            .await
+            .map_err(quota_refused)?;
         let responses = replies(request.input_responses)?;
         if !run::is_run_task(&request.task_id) {
             // A job's task: read as tasks/get would (unknown or another's: -32602), then ignored.
@@ -285,7 +207,7 @@ impl<B: Backend> Tools<B> {
             return Ok(());
         }
         let span = info_span!("task", method = "tasks/update");
-        let d = &self.deps;
+        let d = &self.server.deps;
         let answered = answer::answer_run_task(
             d.ports.runs(),
             &d.answering(),
@@ -403,16 +325,6 @@ fn input_requests(questions: &[OpenQuestion]) -> Result<InputRequests, ErrorData
         .collect()
 }
 
-/// The task status of a job in a given state: only a pending job is still working; a failed
-/// job's task is completed, carrying a tool error (tasks fail for protocol errors only).
-fn task_status(status: JobStatus) -> TaskStatus {
-    match status {
-        JobStatus::Pending => TaskStatus::Working,
-        JobStatus::Cancelled => TaskStatus::Cancelled,
-        JobStatus::Completed | JobStatus::Failed => TaskStatus::Completed,
-    }
-}
-
 fn task_error(e: TaskError) -> ErrorData {
     match e {
         TaskError::NotFound => ErrorData::invalid_params(e.to_string(), None),
@@ -448,14 +360,6 @@ fn completed(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn only_a_pending_job_is_a_working_task() {
-        assert_eq!(task_status(JobStatus::Pending), TaskStatus::Working);
-        assert_eq!(task_status(JobStatus::Completed), TaskStatus::Completed);
-        assert_eq!(task_status(JobStatus::Failed), TaskStatus::Completed);
-        assert_eq!(task_status(JobStatus::Cancelled), TaskStatus::Cancelled);
-    }
 
     #[test]
     fn a_failed_jobs_payload_is_a_tool_error_a_completed_ones_is_not() {

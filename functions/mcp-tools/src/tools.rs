@@ -9,29 +9,29 @@ use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use rmcp::handler::server::wrapper::Parameters;
-use rmcp::model::{CallToolResponse, CallToolResult, ContentBlock, ErrorData, Extensions};
+use rmcp::model::{CallToolResponse, CallToolResult, ContentBlock, Extensions};
 use rmcp::service::RequestContext;
 use rmcp::RoleServer;
 use rmcp::{tool, tool_router, Json};
 
-use domain::arn::{account_of_function, Scope};
 use domain::caller::{Caller, Principal};
 use domain::job::{JobStatus, Submission};
 use domain::pipeline_status::PipelineStatus;
 use domain::trace::TraceContext;
 use entry::telemetry::{self, OutcomeSource};
 use tracing::{field::Empty, info_span, Instrument, Span};
-use usecases::quota::{CountedError, QuotaError};
+use usecases::quota::CountedError;
 use usecases::training::{self, TriggerRequest};
 use usecases::{answer, approval, check, lineage, quota, submit, task};
 
 use crate::catalog::Catalog;
 use crate::contract::resources::{links_understood, Linked};
 use crate::contract::*;
-use crate::deadline::{lambda_context, left_until, remaining_time, wait_within};
+use crate::deadline::{remaining_time, wait_within};
 use crate::deps::{Backend, Deps};
 use crate::progress::{ClientProgress, ProgressAsked};
 use crate::registry::{JobArgs, Registry, RunArgs};
+use crate::server::Server;
 use crate::wording;
 
 /// What the work of every tool call is handed beside its checked arguments: who calls, the
@@ -43,23 +43,22 @@ pub(crate) struct CallContext {
     pub wait: Duration,
 }
 
+/// The MCP server: the tools on their registry, and beside them the tasks, the listen and
+/// the resources ([`crate::tasks`], [`crate::listen`], [`crate::resources`]), each over the
+/// same [`Server`]; `handler` routes each method to its own.
 pub struct Tools<B> {
-    pub(crate) deps: Arc<Deps<B>>,
+    pub(crate) server: Server<B>,
     /// The tools served, built on first use, not at cold start: each tool's JSON Schemas are
     /// generated then, most of what the process would otherwise do before its first request.
     /// Clones share it.
     registry: Arc<OnceLock<Registry<Self>>>,
-    /// The caller of every request, for a transport with one caller and no front door (an
-    /// in-process or stdio client); None where each request brings its own.
-    sole_caller: Option<Principal>,
 }
 
 impl<B> Clone for Tools<B> {
     fn clone(&self) -> Self {
         Self {
-            deps: self.deps.clone(),
+            server: self.server.clone(),
             registry: self.registry.clone(),
-            sole_caller: self.sole_caller.clone(),
         }
     }
 }
@@ -69,17 +68,21 @@ impl<B: Backend> Tools<B> {
     /// Tools whose requests each carry the caller their front door established. A stack with
     /// no pipeline serves no training tools.
     pub fn new(deps: Arc<Deps<B>>) -> Self {
+        Self::serving(deps, None)
+    }
+
+    fn serving(deps: Arc<Deps<B>>, sole_caller: Option<Principal>) -> Self {
         Self {
-            deps,
+            server: Server::new(deps, sole_caller),
             registry: Arc::new(OnceLock::new()),
-            sole_caller: None,
         }
     }
 
     /// The tools served, registered the first time they are asked for.
     pub(crate) fn registry(&self) -> &Registry<Self> {
         self.registry.get_or_init(|| {
-            Self::registry_for(self.deps.catalog.as_ref(), self.deps.serves_training())
+            let deps = &self.server.deps;
+            Self::registry_for(deps.catalog.as_ref(), deps.serves_training())
         })
     }
 
@@ -101,10 +104,7 @@ impl<B: Backend> Tools<B> {
 
     /// Tools whose every request is `principal`'s: for a transport that has one caller.
     pub fn for_sole_caller(deps: Arc<Deps<B>>, principal: Principal) -> Self {
-        Self {
-            sole_caller: Some(principal),
-            ..Self::new(deps)
-        }
+        Self::serving(deps, Some(principal))
     }
 
     /// Every tool as `tools/list` declares it (name, description, schemas, annotations).
@@ -175,9 +175,9 @@ impl<B: Backend> Tools<B> {
             extensions,
             args,
             |c, CallContext { caller, wait, .. }| async move {
-                let d = &self.deps;
+                let d = &self.server.deps;
                 let clock = || d.clock.now();
-                let reads = self.job_reads();
+                let reads = self.server.job_reads();
                 let check = check::check_job(&reads, &caller, &c.id, wait, clock, &mut progress);
                 let report = check.await?;
                 count_reconciled(&report);
@@ -185,7 +185,7 @@ impl<B: Backend> Tools<B> {
                     telemetry::job_probably_lost();
                 }
                 let links = match linking {
-                    true => self.job_links(&report.job).await,
+                    true => self.server.job_links(&report.job).await,
                     false => Vec::new(),
                 };
                 let output = JobStatusOutput::from(report);
@@ -246,7 +246,7 @@ impl<B: Backend> Tools<B> {
             extensions,
             args,
             |run, CallContext { caller, wait, .. }| async move {
-                let d = &self.deps;
+                let d = &self.server.deps;
                 let arn = run.id;
                 let now = d.clock.now();
                 let pipeline = d.ports.pipeline();
@@ -297,7 +297,7 @@ impl<B: Backend> Tools<B> {
             &extensions,
             args,
             |request, CallContext { caller, .. }| async move {
-                let d = &self.deps;
+                let d = &self.server.deps;
                 let answered = answer::answer_execution(
                     d.ports.runs(),
                     &d.answering(),
@@ -344,7 +344,7 @@ impl<B: Backend> Tools<B> {
             extensions,
             args,
             |request, CallContext { caller, .. }| async move {
-                let d = &self.deps;
+                let d = &self.server.deps;
                 let decided = approval::approve_model_package(
                     d.ports.runs(),
                     d.ports.lineage(),
@@ -384,7 +384,7 @@ impl<B: Backend> Tools<B> {
             &extensions,
             args,
             |session_id, CallContext { caller, .. }| async move {
-                let d = &self.deps;
+                let d = &self.server.deps;
                 let now = d.clock.now();
                 let runs = training::session_runs(d.ports.runs(), &caller, &session_id, now)
                     .await
@@ -425,7 +425,7 @@ impl<B: Backend> Tools<B> {
             extensions,
             args,
             |request, CallContext { caller, .. }| async move {
-                let d = &self.deps;
+                let d = &self.server.deps;
                 let (graph, pipeline) = (d.ports.lineage(), d.ports.pipeline());
                 let found = lineage::model_provenance(graph, pipeline, &caller, &request)
                     .await
@@ -470,10 +470,10 @@ impl<B: Backend> Tools<B> {
         let started = tokio::time::Instant::now();
         let policy = self.registry().policy(tool);
         let result = async {
-            let caller = self
+            let caller = (self.server)
                 .caller_of(extensions)
                 .ok_or_else(|| ToolError::invalid(wording::NO_CALLER))?;
-            let valid = args.validate(&self.deps.config, &caller)?;
+            let valid = args.validate(&self.server.deps.config, &caller)?;
             A::trace(&valid, &Span::current());
             // The tool's policy, in the order a refusal costs least: the wait asked, the
             // deployment's ARNs, then the read counted and the wait slot claimed.
@@ -482,16 +482,16 @@ impl<B: Backend> Tools<B> {
                 false => Duration::ZERO,
             };
             if let Some(place) = A::place(&valid).filter(|_| policy.in_deployment) {
-                if !place.within(&self.scope(extensions)) {
+                if !place.within(&self.server.scope(extensions)) {
                     // Another pipeline's, region's or account's: unknown, and SageMaker not asked.
                     return Err((place.unknown)(place.arn));
                 }
             }
             let _read = match policy.counts_read {
-                true => Some(self.count_read(&caller).await?),
+                true => Some(self.server.count_read(&caller).await?),
                 false => None,
             };
-            let d = &self.deps;
+            let d = &self.server.deps;
             let (jobs, quotas, now) = (d.ports.jobs(), &d.config.quotas, d.clock.now());
             let owner = caller.owner.clone();
             let work = work(
@@ -519,27 +519,6 @@ impl<B: Backend> Tools<B> {
         result
     }
 
-    /// Where a status check reads a job, and announces an outcome it heals from S3.
-    pub(crate) fn job_reads(&self) -> check::JobReads<'_, B::Jobs, B::Objects, B::Events> {
-        let d = &self.deps;
-        check::JobReads {
-            jobs: d.ports.jobs(),
-            objects: d.ports.objects(),
-            events: d.ports.events(),
-            settings: d.settings,
-        }
-    }
-
-    /// One read counted against the caller's reads per minute, before the read's work: over
-    /// the quota, or with the count not written, the work is not done. Status checks,
-    /// provenance walks, `resources/read` and `tasks/get` each take one.
-    pub(crate) async fn count_read(&self, caller: &Caller) -> Result<quota::Read, QuotaError> {
-        let d = &self.deps;
-        d.reads
-            .take(d.ports.jobs(), &caller.owner, d.clock.now())
-            .await
-    }
-
     /// submit_job's work, for every tool that starts a job, plain or as a task: counted
     /// against the caller's quota first (a replay is not), so a caller over it starts nothing.
     pub(crate) async fn submit(
@@ -548,7 +527,7 @@ impl<B: Backend> Tools<B> {
         trace: TraceContext,
     ) -> Result<submit::Submitted, ToolError> {
         let submission = submission.with_trace(trace);
-        let d = &self.deps;
+        let d = &self.server.deps;
         let (jobs, objects, endpoint) = (d.ports.jobs(), d.ports.objects(), d.ports.endpoint());
         let limits = &d.config.quotas;
         let now = d.clock.now();
@@ -579,7 +558,7 @@ impl<B: Backend> Tools<B> {
         request: TriggerRequest,
         trace: TraceContext,
     ) -> Result<(TriggerTrainingOutput, Option<String>), ToolError> {
-        let d = &self.deps;
+        let d = &self.server.deps;
         // Every tool's run comes here: the allow-lists first, before anything counts or starts.
         let admitted = training::admit(request, d.config.training.allow_lists())?;
         let request = admitted.request();
@@ -605,20 +584,6 @@ impl<B: Backend> Tools<B> {
 }
 
 impl<B> Tools<B> {
-    /// Where this deployment's runs and model packages live: the configured region and
-    /// pipeline, and the account of the function being invoked (from the invocation's context,
-    /// when the runtime gives a real one).
-    fn scope<'a>(&'a self, extensions: &'a Extensions) -> Scope<'a> {
-        let config = &self.deps.config;
-        let account =
-            lambda_context(extensions).and_then(|c| account_of_function(&c.invoked_function_arn));
-        Scope {
-            region: config.region.as_deref(),
-            account,
-            pipelines: &self.deps.pipelines,
-        }
-    }
-
     /// The wait a call may have: what it asked, held to the plain or the streamed limit
     /// ([`allowed_wait`]) and to the invocation's time.
     fn allowed_wait(
@@ -627,32 +592,8 @@ impl<B> Tools<B> {
         extensions: &Extensions,
     ) -> Result<Duration, ToolError> {
         let streamed = extensions.get::<ProgressAsked>().is_some();
-        let wait = allowed_wait(asked_secs, streamed, &self.deps.config)?;
+        let wait = allowed_wait(asked_secs, streamed, &self.server.deps.config)?;
         Ok(wait_within(wait, remaining_time(extensions)))
-    }
-
-    /// The caller the front door established on the request's parts (both doors put it
-    /// there, see [`crate::direct`]); else the transport's sole caller. Nothing here reads a
-    /// header.
-    fn caller_of(&self, extensions: &Extensions) -> Option<Caller> {
-        extensions
-            .get::<http::request::Parts>()
-            .and_then(|parts| parts.extensions.get::<Principal>())
-            .or(self.sole_caller.as_ref())
-            .map(Principal::caller)
-    }
-
-    /// How long a listen may be held: `LISTEN_MAX_SECS`, within the invocation's time (its
-    /// deadline in epoch milliseconds, from the Lambda context).
-    pub(crate) fn listen_time(&self, deadline_ms: Option<u64>) -> Duration {
-        let max = Duration::from_secs(self.deps.config.listen_max_secs);
-        wait_within(max, deadline_ms.and_then(left_until))
-    }
-
-    /// A task method's caller; without one nothing is read.
-    pub(crate) fn task_caller(&self, extensions: &Extensions) -> Result<Caller, ErrorData> {
-        self.caller_of(extensions)
-            .ok_or_else(|| ErrorData::internal_error(wording::NO_CALLER, None))
     }
 }
 

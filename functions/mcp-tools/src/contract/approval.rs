@@ -5,7 +5,6 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use super::common::*;
-use super::policy::Place;
 use crate::config::ToolsConfig;
 use domain::approval::MAX_COMMENT_CHARS;
 use domain::caller::Caller;

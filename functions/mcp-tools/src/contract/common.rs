@@ -4,6 +4,7 @@
 use crate::config::ToolsConfig;
 
 use crate::wording;
+use domain::arn::Scope;
 use domain::caller::Caller;
 use domain::ids::ExecutionArn;
 use domain::lineage::{self, EntityKind};
@@ -83,13 +84,32 @@ pub trait ToolArgs {
 
     /// The ARN the call names that must lie within the deployment, for a tool whose policy
     /// checks it ([`super::policy::Policy::in_deployment`]).
-    fn place(_valid: &Self::Valid) -> Option<super::policy::Place<'_>> {
+    fn place(_valid: &Self::Valid) -> Option<Place<'_>> {
         None
     }
 
     /// How long the call asks to wait, for a tool whose policy lets it.
     fn wait_secs(_valid: &Self::Valid) -> u32 {
         0
+    }
+}
+
+/// The ARN a call names that must lie within the deployment, and the answer to one that does
+/// not: the same as to an ARN that does not exist, so nothing is said of another's.
+pub struct Place<'a> {
+    pub arn: &'a str,
+    /// A pipeline execution's (its pipeline is compared too), or any SageMaker resource's.
+    pub is_run: bool,
+    pub unknown: fn(&str) -> ToolError,
+}
+
+impl Place<'_> {
+    /// Whether the ARN lies within `scope`, the deployment's region, account and pipelines.
+    pub fn within(&self, scope: &Scope<'_>) -> bool {
+        match self.is_run {
+            true => scope.holds_run(self.arn),
+            false => scope.holds(self.arn),
+        }
     }
 }
 

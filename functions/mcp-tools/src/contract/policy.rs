@@ -4,9 +4,7 @@
 //! entry one, and `Tools::call` applies it, so a new tool cannot forget a quota or a scope.
 //! The built-in tools' entries are also the names a catalog may not take.
 
-use domain::arn::Scope;
-
-use super::common::{names, ToolError};
+use super::common::names;
 
 /// What a request may do, by what it calls: the scope an OAuth token needs for it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -36,7 +34,7 @@ pub struct Policy {
     pub access: Access,
     /// One read against the caller's reads per minute, before its work.
     pub counts_read: bool,
-    /// The ARN its arguments name ([`Place`]) is checked against the deployment's region,
+    /// The ARN its arguments name ([`super::Place`]) is checked against the deployment's region,
     /// account and pipelines before anything is counted or read.
     pub in_deployment: bool,
     /// May wait for work to finish (`wait_secs`): held to what the call may have, within one
@@ -128,23 +126,4 @@ pub fn built_in(name: &str) -> Option<Policy> {
 /// mistaken for it.
 pub fn is_reserved(name: &str) -> bool {
     built_in(name).is_some() || PROTOCOL_METHODS.contains(&name)
-}
-
-/// The ARN a call names that must lie within the deployment, and the answer to one that does
-/// not: the same as to an ARN that does not exist, so nothing is said of another's.
-pub struct Place<'a> {
-    pub arn: &'a str,
-    /// A pipeline execution's (its pipeline is compared too), or any SageMaker resource's.
-    pub is_run: bool,
-    pub unknown: fn(&str) -> ToolError,
-}
-
-impl Place<'_> {
-    /// Whether the ARN lies within `scope`, the deployment's region, account and pipelines.
-    pub fn within(&self, scope: &Scope<'_>) -> bool {
-        match self.is_run {
-            true => scope.holds_run(self.arn),
-            false => scope.holds(self.arn),
-        }
-    }
 }

@@ -6,7 +6,6 @@ use serde::{Deserialize, Serialize};
 use crate::config::ToolsConfig;
 
 use super::common::*;
-use super::policy::Place;
 use crate::wording;
 use domain::caller::Caller;
 use domain::lineage::{Direction, EntityKind};

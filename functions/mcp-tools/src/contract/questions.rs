@@ -6,7 +6,6 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use super::common::*;
-use super::policy::Place;
 use crate::config::ToolsConfig;
 use crate::wording;
 use domain::caller::Caller;

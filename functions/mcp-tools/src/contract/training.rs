@@ -7,7 +7,6 @@ use serde::{Deserialize, Serialize};
 use crate::config::{PipelineParameters, ToolsConfig};
 
 use super::common::*;
-use super::policy::Place;
 use super::questions::QuestionView;
 use super::waits::{wait_description, StatusCheck, WAIT_SECS};
 use crate::wording;
