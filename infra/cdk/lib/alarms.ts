@@ -3,7 +3,6 @@ import * as lambda from 'aws-cdk-lib/aws-lambda';
 import * as sns from 'aws-cdk-lib/aws-sns';
 import * as sqs from 'aws-cdk-lib/aws-sqs';
 import { Deployment } from './deployment';
-import type { McpAsyncJobs } from './mcp-async-jobs';
 import { given } from './settings';
 
 /**
@@ -25,9 +24,21 @@ export function alarmTopic(d: Deployment): string {
   return topic.ref;
 }
 
-/** What the alarms watch: the functions and the DLQs; undefined where the stack has no such one. */
-export type Watched = Pick<McpAsyncJobs, 'alarmTopicArn' | 'notificationHandler' | 'pipelineRouter' | 'mcpTools'
-  | 'asyncFailureDlq' | 'pipelineResultsDlq' | 'pipelineCallbackDlq' | 'completionWebhookDlq'>;
+/**
+ * What the alarms watch: the functions and the DLQs; undefined where the stack has no such one.
+ * McpAsyncJobs implements it: declared here so that this part does not import the construct.
+ */
+export interface Watched {
+  /** The topic the alarms notify. */
+  readonly alarmTopicArn: string;
+  readonly notificationHandler: lambda.Function;
+  readonly pipelineRouter?: lambda.Function;
+  readonly mcpTools: lambda.Function;
+  readonly asyncFailureDlq: sqs.Queue;
+  readonly pipelineResultsDlq?: sqs.Queue;
+  readonly pipelineCallbackDlq?: sqs.Queue;
+  readonly completionWebhookDlq?: sqs.Queue;
+}
 
 /** The alarms, notifying the alarm topic; with useSqsBuffer, one on the buffer's DLQ too. */
 export function alarms(d: Deployment, w: Watched, notificationBufferDlq: sqs.Queue | undefined): void {

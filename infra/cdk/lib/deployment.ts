@@ -2,7 +2,6 @@ import * as path from 'path';
 import { Aws, CfnElement } from 'aws-cdk-lib/core';
 import { Construct, IConstruct } from 'constructs';
 import { Catalog, catalogOf } from './catalog';
-import { allow, Statement, xray } from './policies';
 import { McpAsyncJobsProps } from './props';
 import { REPO_ROOT } from './repository';
 import { given, Settings, settingsOf } from './settings';
@@ -80,15 +79,5 @@ export class Deployment {
     const element = (construct instanceof CfnElement ? construct : construct.node.defaultChild) as CfnElement;
     element.overrideLogicalId(`${this.idPrefix}${logicalId}`);
     return construct;
-  }
-
-  /** X-Ray's grant, only with active tracing. */
-  tracing(): Statement[] {
-    return this.s.tracingMode === 'Active' ? [xray()] : [];
-  }
-
-  /** Reading the endpoint's outputs under customer managed keys, when there are any. */
-  decryptOutputs(): Statement[] {
-    return this.outputKeys.length > 0 ? [allow(['kms:Decrypt'], this.outputKeys)] : [];
   }
 }

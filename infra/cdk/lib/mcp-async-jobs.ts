@@ -5,7 +5,7 @@ import * as lambda from 'aws-cdk-lib/aws-lambda';
 import * as sagemaker from 'aws-cdk-lib/aws-sagemaker';
 import * as sqs from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
-import { alarms, alarmTopic } from './alarms';
+import { alarms, alarmTopic, Watched } from './alarms';
 import { completionEvents } from './completion-events';
 import { dashboard } from './dashboard';
 import { Deployment } from './deployment';
@@ -13,10 +13,10 @@ import { endpoints } from './endpoints';
 import { gatewayTarget } from './gateway-target';
 import { mcpTools } from './mcp-tools';
 import { notificationHandler } from './notification-handler';
-import { outputs } from './outputs';
+import { outputs, Shown } from './outputs';
 import { pipelineRouter } from './pipeline-router';
 import { McpAsyncJobsProps } from './props';
-import { storage } from './storage';
+import { storage, Storage } from './storage';
 import { tools } from './tools';
 import { outcomeTopics } from './topics';
 import { userPool } from './user-pool';
@@ -24,9 +24,10 @@ import { userPool } from './user-pool';
 /**
  * The async side of SageMaker-backed MCP tools: the resources infra/template.yaml deploys for the
  * same parameter values, under the template's logical ids (so that tests/infra/test_cdk_parity.py
- * can hold each one to it), decided at synth time from the props.
+ * can hold each one to it), decided at synth time from the props. It implements what its parts
+ * read of it (Storage, Watched, Shown), declared in those parts so that none imports this module.
  */
-export class McpAsyncJobs extends Construct {
+export class McpAsyncJobs extends Construct implements Storage, Watched, Shown {
   public readonly resultsTable: dynamodb.Table;
   public readonly pipelineResultsTable: dynamodb.Table;
   /** The completion queue of pipeline runs; undefined in an inference-only stack. */

@@ -5,7 +5,7 @@ import * as sqs from 'aws-cdk-lib/aws-sqs';
 import { CompletionEvents } from './completion-events';
 import { Deployment } from './deployment';
 import { consumeQueue, fn, invokePermission, logGroup, onFailureToDlq, queueEventSource, role, writeLogs } from './functions';
-import { allow } from './policies';
+import { allow, decryptOutputs, tracing } from './policies';
 import { queue, queuePolicy } from './queues';
 import { Storage } from './storage';
 import { OutcomeTopics } from './topics';
@@ -36,10 +36,10 @@ export function notificationHandler(d: Deployment, storage: Storage, topics: Out
   }
   const notificationHandlerRole = role(d, 'NotificationHandlerRole', 'notification-handler', [
     writeLogs(notificationHandlerLogs),
-    ...d.tracing(),
+    ...tracing(d),
     allow(['dynamodb:UpdateItem'], [storage.resultsTable.tableArn]),
     allow(['s3:GetObject'], d.readableOutcomes),
-    ...d.decryptOutputs(),
+    ...decryptOutputs(d),
     allow(['sqs:SendMessage'], [dlq.queueArn]),
     ...(bufferQueue ? [consumeQueue(bufferQueue)] : []),
     ...completions.putEvents,

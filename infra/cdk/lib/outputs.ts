@@ -1,11 +1,37 @@
 import { CfnOutput } from 'aws-cdk-lib/core';
+import * as cognito from 'aws-cdk-lib/aws-cognito';
+import * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
+import * as iam from 'aws-cdk-lib/aws-iam';
+import * as lambda from 'aws-cdk-lib/aws-lambda';
 import * as sagemaker from 'aws-cdk-lib/aws-sagemaker';
+import * as sqs from 'aws-cdk-lib/aws-sqs';
 import { Deployment } from './deployment';
-import type { McpAsyncJobs } from './mcp-async-jobs';
 import { usesOAuth } from './settings';
 
+/**
+ * What the Outputs show; undefined where the stack has no such one. McpAsyncJobs implements it:
+ * declared here so that this part does not import the construct.
+ */
+export interface Shown {
+  readonly completionEventBusName?: string;
+  readonly completionWebhookDlq?: sqs.Queue;
+  readonly mcpToolsUrl: lambda.CfnUrl;
+  readonly gatewayTarget?: lambda.Function;
+  readonly resultsTable: dynamodb.Table;
+  readonly pipelineResultsTable: dynamodb.Table;
+  readonly pipelineResultsQueue?: sqs.Queue;
+  readonly pipelineCallbackQueue?: sqs.Queue;
+  readonly alarmTopicArn: string;
+  readonly asyncFailureDlq: sqs.Queue;
+  readonly successTopicArn: string;
+  readonly errorTopicArn: string;
+  readonly callerPolicy: iam.CfnManagedPolicy;
+  readonly userPool?: cognito.CfnUserPool;
+  readonly userPoolClient?: cognito.CfnUserPoolClient;
+}
+
 /** The template's Outputs, under its names (and the logical id prefix). */
-export function outputs(d: Deployment, jobs: McpAsyncJobs, oauthIssuer: string | undefined,
+export function outputs(d: Deployment, jobs: Shown, oauthIssuer: string | undefined,
   endpointConfig: sagemaker.CfnEndpointConfig | undefined): void {
   const s = d.s;
   const region = d.region;

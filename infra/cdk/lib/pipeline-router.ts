@@ -2,7 +2,7 @@ import * as events from 'aws-cdk-lib/aws-events';
 import * as lambda from 'aws-cdk-lib/aws-lambda';
 import { Deployment } from './deployment';
 import { consumeQueue, fn, invokePermission, logGroup, onFailureToDlq, queueEventSource, role, writeLogs } from './functions';
-import { allow } from './policies';
+import { allow, tracing } from './policies';
 import { queuePolicy, retriedThenDeadLettered } from './queues';
 import { Storage } from './storage';
 
@@ -23,7 +23,7 @@ export function pipelineRouter(d: Deployment, storage: Storage): lambda.Function
   const routerRunActions = ['sagemaker:DescribePipelineExecution', 'sagemaker:ListPipelineExecutionSteps'];
   const pipelineRouterRole = role(d, 'PipelineRouterRole', 'pipeline-router', [
     writeLogs(pipelineRouterLogs),
-    ...d.tracing(),
+    ...tracing(d),
     allow(['dynamodb:UpdateItem', 'dynamodb:BatchGetItem'], [storage.pipelineResultsTable.tableArn]),
     allow(['sqs:SendMessage'], [pipelineResultsQueue.queueArn, dlq.queueArn]),
     // The callback queue's event source: what the pipelines' CallbackSteps ask.

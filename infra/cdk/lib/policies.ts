@@ -21,6 +21,19 @@ export const xray = () => allow(['xray:PutTraceSegments', 'xray:PutTelemetryReco
 // type for them).
 export const lineageLists = () => allow(['sagemaker:ListAssociations', 'sagemaker:ListArtifacts'], ['*']);
 
+// The grants a deployment's settings decide are here rather than on Deployment, so that
+// Deployment (which every part imports) needs nothing from this module.
+
+/** X-Ray's grant, only with active tracing. */
+export function tracing(d: Deployment): Statement[] {
+  return d.s.tracingMode === 'Active' ? [xray()] : [];
+}
+
+/** Reading the endpoint's outputs under customer managed keys, when there are any. */
+export function decryptOutputs(d: Deployment): Statement[] {
+  return d.outputKeys.length > 0 ? [allow(['kms:Decrypt'], d.outputKeys)] : [];
+}
+
 /**
  * A role the service (lambda, events) assumes, with one inline policy. Written out as the
  * template writes it: iam.PolicyDocument would merge and reorder statements under the app's

@@ -1,12 +1,23 @@
 import { Duration, RemovalPolicy } from 'aws-cdk-lib/core';
 import * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
+import * as sqs from 'aws-cdk-lib/aws-sqs';
 import { Deployment } from './deployment';
-import type { McpAsyncJobs } from './mcp-async-jobs';
 import { queue } from './queues';
 
-/** The tables of jobs and runs, and the queues every stack has or every stack with a pipeline has. */
-export type Storage = Pick<McpAsyncJobs, 'resultsTable' | 'pipelineResultsTable' | 'pipelineResultsQueue' | 'pipelineResultsDlq'
-  | 'pipelineCallbackQueue' | 'pipelineCallbackDlq' | 'asyncFailureDlq'>;
+/**
+ * The tables of jobs and runs, and the queues every stack has or every stack with a pipeline has.
+ * Declared here, not taken from McpAsyncJobs (which implements it), so that no part imports the construct.
+ */
+export interface Storage {
+  readonly resultsTable: dynamodb.Table;
+  readonly pipelineResultsTable: dynamodb.Table;
+  /** The pipeline's queues: undefined in an inference-only stack. */
+  readonly pipelineResultsQueue?: sqs.Queue;
+  readonly pipelineResultsDlq?: sqs.Queue;
+  readonly pipelineCallbackQueue?: sqs.Queue;
+  readonly pipelineCallbackDlq?: sqs.Queue;
+  readonly asyncFailureDlq: sqs.Queue;
+}
 
 export function storage(d: Deployment): Storage {
   const table = (tableId: string, partitionKey: string, sortKey?: string) => d.add(dynamodb.Table, tableId, {

@@ -6,7 +6,7 @@ import { catalogLayerDir } from './catalog';
 import { CompletionEvents } from './completion-events';
 import { Deployment } from './deployment';
 import { logGroup, role, writeLogs } from './functions';
-import { allow, lineageLists, Statement } from './policies';
+import { allow, decryptOutputs, lineageLists, Statement, tracing } from './policies';
 import { given } from './settings';
 import { Storage } from './storage';
 
@@ -44,7 +44,7 @@ export function tools(d: Deployment, storage: Storage, completions: CompletionEv
   const gatewayTargetLogs = given(s.agentCoreGatewayId) ? logGroup(d, 'GatewayTargetLogGroup', 'gateway-target') : undefined;
   const mcpToolsRole = role(d, 'McpToolsRole', 'mcp-tools', [
     writeLogs(mcpToolsLogs, ...(gatewayTargetLogs ? [gatewayTargetLogs] : [])),
-    ...d.tracing(),
+    ...tracing(d),
     allow(['dynamodb:PutItem', 'dynamodb:GetItem', 'dynamodb:UpdateItem', 'dynamodb:BatchGetItem'],
       [storage.resultsTable.tableArn]),
     allow(['dynamodb:PutItem', 'dynamodb:Query', 'dynamodb:BatchGetItem'], [storage.pipelineResultsTable.tableArn]),
@@ -54,7 +54,7 @@ export function tools(d: Deployment, storage: Storage, completions: CompletionEv
     // Presigned result URLs are signed with this role's credentials, and check_job_status
     // reads an output or failure object itself when its notification did not arrive.
     allow(['s3:GetObject'], d.readableOutcomes),
-    ...d.decryptOutputs(),
+    ...decryptOutputs(d),
     allow(ENDPOINT_ACTIONS, [`${d.sagemakerArn}:endpoint/${s.asyncEndpointName}`]),
     // The training tools, only with a pipeline.
     ...(d.hasPipeline ? runPipelines([d.pipelineArn], [`${d.pipelineArn}/execution/*`]) : []),
