@@ -20,7 +20,14 @@ The checks:
 - pipeline: the pipeline exists and its definition declares every parameter PIPELINE_PARAMETERS
   maps a tool argument to; each of the catalog's pipelines (CatalogPipelineNames) exists;
 - rule: the EventBridge rule routing pipeline runs to pipeline-router is enabled;
-- DLQs: the dead-letter queues are empty;
+- callback queue: the queue the pipelines' CallbackSteps send their questions to
+  (PipelineCallbackQueueUrl) can be read, and how it is encrypted (a disabled or missing key is
+  a FAIL, no encryption a warning); for each pipeline (the stack's and the catalog's), its
+  execution role (DescribePipeline's RoleArn) may sqs:SendMessage to it, with the queue policy
+  given to the simulation, and kms:GenerateDataKey and kms:Decrypt on a customer managed key; a
+  pipeline without a CallbackStep gets warnings instead of FAILs, and a CallbackStep whose
+  SqsQueueUrl is another queue a warning;
+- DLQs: the dead-letter queues are empty (the callback queue's DLQ among them);
 - alarms: every alarm has an action;
 - endpoint role: iam:SimulatePrincipalPolicy says the endpoint's execution role (DescribeEndpoint,
   DescribeEndpointConfig, DescribeModel) may sns:Publish to both topics, s3:PutObject under the
@@ -38,8 +45,9 @@ scripts/aws_region.py picks (AWS_REGION, AWS_DEFAULT_REGION, the profile's), whi
 IAM (read only): cloudformation:DescribeStacks, cloudformation:ListStackResources,
 sagemaker:DescribeEndpoint, sagemaker:DescribeEndpointConfig, sagemaker:DescribeModel,
 sagemaker:DescribePipeline, sns:ListSubscriptionsByTopic, sns:GetSubscriptionAttributes,
-sns:GetTopicAttributes, s3:GetBucketPolicy, kms:GetKeyPolicy, events:DescribeRule,
-sqs:GetQueueAttributes, cloudwatch:DescribeAlarms, iam:SimulatePrincipalPolicy on the roles.
+sns:GetTopicAttributes, s3:GetBucketPolicy, kms:GetKeyPolicy, kms:DescribeKey, events:DescribeRule,
+sqs:GetQueueAttributes, sqs:GetQueueUrl, cloudwatch:DescribeAlarms, iam:SimulatePrincipalPolicy on
+the roles.
 """
 
 from __future__ import annotations
@@ -50,18 +58,18 @@ import sys
 from dataclasses import dataclass, field, replace
 from typing import Callable, Optional
 
-from pathlib import Path
-
 from botocore.exceptions import BotoCoreError, ClientError
 
 import aws_region
-import model_role
-from stack import StackError, add_wiring_arguments, names, read_stack, under_prefix
+from doctor_callback import check_callback
+from doctor_iam import check_endpoint_role, check_permissions, simulated
+from doctor_result import Result, fail, ok, skip, warn
+from stack import StackError, names, read_stack, under_prefix
+from wire_endpoint import wiring_parser
 
 SEED_PIPELINE_PARAMETERS = ("input_data_uri=InputDataUri,max_epochs=MaxEpochs,"
                             "accuracy_threshold=AccuracyThreshold,training_instance_type=TrainingInstanceType")
-DLQS = ("AsyncFailureDLQ", "PipelineResultsDLQ", "NotificationBufferDLQ")
-IAM_ACTIONS = Path(__file__).resolve().parents[1] / "infra" / "iam-actions.json"
+DLQS = ("AsyncFailureDLQ", "PipelineResultsDLQ", "NotificationBufferDLQ", "PipelineCallbackDLQ")
 # The functions whose roles are checked, and the template's role each runs with.
 FUNCTION_ROLES = {"notification-handler": "NotificationHandlerRole", "pipeline-router": "PipelineRouterRole",
                   "mcp-tools": "McpToolsRole"}
@@ -95,35 +103,14 @@ class Targets:
     results_table: Optional[str] = None
     pipeline_results_table: Optional[str] = None
     pipeline_queue_url: Optional[str] = None
+    # Where the pipelines' CallbackSteps send their questions, and its dead-letter queue.
+    callback_queue_url: Optional[str] = None
+    callback_dlq_url: Optional[str] = None
     event_bus: Optional[str] = None
     bucket_key: Optional[str] = None
     # The tool catalog's endpoints and pipelines beside `endpoint` and `pipeline`.
     catalog_endpoints: list = field(default_factory=list)
     catalog_pipelines: list = field(default_factory=list)
-
-
-@dataclass
-class Result:
-    status: str  # ok | warn | FAIL | skip
-    check: str
-    detail: str
-    fix: str = ""
-
-    def line(self) -> str:
-        text = f"{self.status:<4}  {self.check}: {self.detail}"
-        return f"{text}. Fix: {self.fix}" if self.fix else text
-
-
-def ok(check: str, detail: str) -> Result:
-    return Result("ok", check, detail)
-
-
-def fail(check: str, detail: str, fix: str) -> Result:
-    return Result("FAIL", check, detail, fix)
-
-
-def skip(check: str, why: str) -> Result:
-    return Result("skip", check, why)
 
 
 # ------------------------------------------------------------------------------ what to check
@@ -159,37 +146,30 @@ def targets_from_stack(session, name: str) -> Targets:
         notification_handler=stack.physical_id("NotificationHandlerFunction"),
         buffer_queue_url=stack.physical_id("NotificationBufferQueue"),
         dlq_urls=[u for u in (stack.physical_id(q) for q in DLQS) if u],
+        callback_queue_url=stack.physical_id("PipelineCallbackQueue"),
+        callback_dlq_url=stack.physical_id("PipelineCallbackDLQ"),
         alarms=stack.of_type("AWS::CloudWatch::Alarm"),
     )
 
 
+# The options that name a field of Targets (their dest is the field's name): one given replaces
+# what the stack says.
+OVERRIDES = ("endpoint", "success_topic", "error_topic", "bucket", "output_prefix", "failure_prefix", "pipeline",
+             "pipeline_parameters", "rule", "notification_handler", "buffer_queue_url", "catalog_endpoints",
+             "catalog_pipelines", "dlq_urls", "alarms", "model_role", "bucket_key", "results_table",
+             "pipeline_results_table", "pipeline_queue_url", "event_bus", "callback_queue_url")
+
+
 def apply_overrides(targets: Targets, args: argparse.Namespace) -> Targets:
-    for name in ("endpoint", "success_topic", "error_topic", "bucket", "output_prefix", "failure_prefix",
-                 "pipeline", "pipeline_parameters", "rule", "notification_handler", "buffer_queue_url"):
-        value = getattr(args, name)
-        if value is not None:
-            setattr(targets, name, value)
-    if args.catalog_endpoint_name:
-        targets.catalog_endpoints = args.catalog_endpoint_name
-    if args.catalog_pipeline_name:
-        targets.catalog_pipelines = args.catalog_pipeline_name
-    if args.dlq_url:
-        targets.dlq_urls = args.dlq_url
-    if args.alarm_name:
-        targets.alarms = args.alarm_name
-    if args.model_execution_role_arn:
-        targets.model_role = args.model_execution_role_arn
-    if args.bucket_kms_key_arn:
-        targets.bucket_key = args.bucket_kms_key_arn
+    for name in OVERRIDES:
+        if getattr(args, name) is not None:
+            setattr(targets, name, getattr(args, name))
     for given in args.function_role or []:
         function, sep, arn = given.partition("=")
         if not sep or function not in FUNCTION_ROLES:
             raise ValueError(f"--function-role {given!r}: give FUNCTION=ROLE_ARN, FUNCTION one of "
                              f"{', '.join(FUNCTION_ROLES)}")
         targets.function_roles[function] = arn
-    for name in ("results_table", "pipeline_results_table", "pipeline_queue_url", "event_bus"):
-        if getattr(args, name) is not None:
-            setattr(targets, name, getattr(args, name))
     return targets
 
 
@@ -272,9 +252,9 @@ def check_response_included(config: Optional[dict], t: Targets) -> Result:
     included = notification_config(config).get("IncludeInferenceResponseIn") or []
     if "SUCCESS_NOTIFICATION_TOPIC" in included:
         return ok("response in message", "IncludeInferenceResponseIn has SUCCESS_NOTIFICATION_TOPIC")
-    return Result("warn", "response in message",
-                  "IncludeInferenceResponseIn lacks SUCCESS_NOTIFICATION_TOPIC: jobs complete, but every output "
-                  "is read from S3 instead of arriving in the message", wire_fix(t))
+    return warn("response in message",
+                "IncludeInferenceResponseIn lacks SUCCESS_NOTIFICATION_TOPIC: jobs complete, but every output "
+                "is read from S3 instead of arriving in the message", wire_fix(t))
 
 
 def function_name(name_or_arn: str) -> str:
@@ -367,14 +347,20 @@ def check_rule(events, t: Targets) -> Result:
 def check_dlq(sqs, t: Targets, url: str) -> Result:
     name = url.rstrip("/").rsplit("/", 1)[-1]
     attributes = sqs.get_queue_attributes(
-        QueueUrl=url, AttributeNames=["ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible"]
+        QueueUrl=url, AttributeNames=["ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible", "QueueArn"]
     )["Attributes"]
     waiting = sum(int(attributes.get(a, 0)) for a in ("ApproximateNumberOfMessages",
                                                        "ApproximateNumberOfMessagesNotVisible"))
-    if waiting:
-        redrive = f"make redrive STACK={t.stack}" if t.stack and "AsyncFailure" in name else f"make redrive QUEUE_URL={url} ..."
-        return fail(f"DLQ {name}", f"{waiting} message(s) waiting", f"find why they failed (the functions' logs), then {redrive}")
-    return ok(f"DLQ {name}", "empty")
+    if not waiting:
+        return ok(f"DLQ {name}", "empty")
+    if url == t.callback_dlq_url:
+        # make redrive replays functions' events; these are CallbackStep messages, moved back by SQS itself.
+        return fail(f"DLQ {name}", f"{waiting} question(s) pipeline-router did not record",
+                    "read why in pipeline-router's log (a line per message id), fix that, then move them back to "
+                    f"the callback queue: aws sqs start-message-move-task --source-arn {attributes['QueueArn']} "
+                    "(docs/operations.md)")
+    redrive = f"make redrive STACK={t.stack}" if t.stack and "AsyncFailure" in name else f"make redrive QUEUE_URL={url} ..."
+    return fail(f"DLQ {name}", f"{waiting} message(s) waiting", f"find why they failed (the functions' logs), then {redrive}")
 
 
 def check_alarms(cloudwatch, t: Targets) -> Result:
@@ -395,181 +381,6 @@ def check_alarms(cloudwatch, t: Targets) -> Result:
     return ok("alarms", f"{len(t.alarms)} alarm(s), each with an action")
 
 
-# ------------------------------------------------------------------------------ permissions
-
-def queue_arn_of_url(url: str, partition: str, region: str = "") -> Optional[str]:
-    """https://sqs.<region>.amazonaws.com/<account>/<name> -> arn:<partition>:sqs:<region>:<account>:<name>
-    (`region` for a URL that does not say, an emulator's)."""
-    parts = url.rstrip("/").split("/")
-    if len(parts) < 5:
-        return None
-    host = parts[2]
-    region = host.split(".")[1] if host.startswith("sqs.") else region
-    return f"arn:{partition}:sqs:{region}:{parts[-2]}:{parts[-1]}" if region else None
-
-
-class ResourcePolicies:
-    """The resource policies the simulation is given beside the role's own (a topic policy grants
-    the stack's topics to the execution role); None where there is none or it cannot be read."""
-
-    def __init__(self, session):
-        self.session, self.cache = session, {}
-
-    def of(self, resource: str) -> Optional[str]:
-        service = resource.split(":")[2] if resource.count(":") >= 5 else ""
-        if service == "s3":
-            key = resource.split(":::", 1)[1].split("/", 1)[0]
-        elif service in ("sns", "kms"):
-            key = resource
-        else:
-            return None
-        if (service, key) not in self.cache:
-            self.cache[(service, key)] = self._read(service, key)
-        return self.cache[(service, key)]
-
-    def _read(self, service: str, key: str) -> Optional[str]:
-        try:
-            if service == "sns":
-                return self.session.client("sns").get_topic_attributes(TopicArn=key)["Attributes"].get("Policy")
-            if service == "s3":
-                return self.session.client("s3").get_bucket_policy(Bucket=key)["Policy"]
-            return self.session.client("kms").get_key_policy(KeyId=key, PolicyName="default")["Policy"]
-        except (ClientError, BotoCoreError):
-            return None
-
-
-def simulate(iam, policies: ResourcePolicies, role: str, action: str, resource: str) -> str:
-    """IAM's decision for `role` doing `action` on `resource`: allowed, implicitDeny or explicitDeny."""
-    request = {"PolicySourceArn": role, "ActionNames": [action], "ResourceArns": [resource]}
-    resource_policy = policies.of(resource) if resource != "*" else None
-    if resource_policy:
-        request["ResourcePolicy"] = resource_policy
-    results = iam.simulate_principal_policy(**request)["EvaluationResults"]
-    return results[0]["EvalDecision"] if results else "implicitDeny"
-
-
-def check_role(iam, policies: ResourcePolicies, who: str, role: str, needed: list, what: str) -> list:
-    """One line when `role` may do all of `needed` [(label, action, granted, simulated)], else a
-    FAIL per denial with the statement to add."""
-    denied = []
-    for label, action, granted, simulated in needed:
-        decision = simulate(iam, policies, role, action, simulated)
-        if decision != "allowed":
-            denied.append(fail(f"{who} role {action} ({label})",
-                               f"{role} may not {action} on {simulated} ({decision})",
-                               "add to the role's policy: " + json.dumps(model_role.statement(action, granted))
-                               + (" and remove the statement that denies it" if decision == "explicitDeny" else "")))
-    if denied:
-        return denied
-    actions = sorted({action for _, action, _, _ in needed})
-    return [ok(f"{who} role", f"{role} may {what} ({len(needed)} simulated: {', '.join(actions)})")]
-
-
-def key_arns(t: Targets, config: Optional[dict]) -> list:
-    """The customer managed keys outputs are written with: the endpoint config's, the bucket's."""
-    keys = model_role.config_key_arns(config or {}, t.partition, t.region, t.account) if t.account else []
-    return keys + ([t.bucket_key] if t.bucket_key and t.bucket_key not in keys else [])
-
-
-def check_endpoint_role(sm, iam, policies: ResourcePolicies, config: Optional[dict], t: Targets) -> list:
-    if config is None or "AsyncInferenceConfig" not in config:
-        return [skip("endpoint role", "no async endpoint config to read")]
-    if not (t.success_topic and t.error_topic and t.bucket):
-        return [skip("endpoint role", "the stack's topics and bucket are not known")]
-    role = t.model_role
-    if not role:
-        try:
-            role = model_role.execution_role(sm, config)
-        except (ClientError, LookupError) as e:
-            return [skip("endpoint role", f"its execution role is not known ({e}); give --model-execution-role-arn")]
-    t.account = t.account or role.split(":")[4]
-    needed = model_role.requirements(t.success_topic, t.error_topic, t.bucket, t.output_prefix, t.failure_prefix,
-                                     key_arns(t, config), t.partition)
-    return check_role(iam, policies, "endpoint", role, needed,
-                      "publish and write every outcome, and read the inputs")
-
-
-def function_calls(t: Targets, keys: list) -> dict:
-    """{function: [(label, action, granted, simulated)]}: each call its code makes on this stack's
-    resources (infra/iam-actions.json's `code`), and the keys. A call on a resource this
-    deployment has none of (no pipeline, no completion events) is left out."""
-    p, region, account = t.partition, t.region, t.account
-    table = (lambda name: f"arn:{p}:dynamodb:{region}:{account}:table/{name}" if name else None)
-    results, runs = table(t.results_table), table(t.pipeline_results_table)
-    s3 = f"arn:{p}:s3:::{t.bucket}" if t.bucket else None
-    prefix = (lambda pre: (f"{s3}/{pre}*", f"{s3}/{pre}doctor-check") if s3 else (None, None))
-    (out_g, out_s), (fail_g, fail_s), (in_g, in_s) = prefix(t.output_prefix), prefix(t.failure_prefix), prefix("inputs/")
-    sagemaker = f"arn:{p}:sagemaker:{region}:{account}"
-    pipeline = f"{sagemaker}:pipeline/{t.pipeline}" if t.pipeline else None
-    execution = (f"{pipeline}/execution/*", f"{pipeline}/execution/doctor-check") if pipeline else (None, None)
-    endpoint = f"{sagemaker}:endpoint/{t.endpoint}" if t.endpoint else None
-    others = [e for e in t.catalog_endpoints if e != t.endpoint]
-    other_pipelines = [f"{sagemaker}:pipeline/{q}" for q in t.catalog_pipelines if q != t.pipeline]
-    bus = None
-    if t.event_bus:
-        bus = t.event_bus if t.event_bus.startswith("arn:") else f"arn:{p}:events:{region}:{account}:event-bus/{t.event_bus}"
-    queue = queue_arn_of_url(t.pipeline_queue_url, p, region) if t.pipeline_queue_url else None
-
-    def same(label, action, resource):
-        return (label, action, resource, resource)
-    reads = [("outputs", "s3:GetObject", out_g, out_s), ("failures", "s3:GetObject", fail_g, fail_s)]
-    decrypt = [same("key", "kms:Decrypt", key) for key in keys]
-    calls = {
-        "notification-handler": [same("results table", "dynamodb:UpdateItem", results), *reads,
-                                 same("event bus", "events:PutEvents", bus), *decrypt],
-        "pipeline-router": [*(same("pipeline results table", a, runs) for a in ("dynamodb:UpdateItem",
-                                                                              "dynamodb:BatchGetItem")),
-                            same("completion queue", "sqs:SendMessage", queue),
-                            *(("runs", a, *execution) for a in ("sagemaker:DescribePipelineExecution",
-                                                               "sagemaker:ListPipelineExecutionSteps"))],
-        "mcp-tools": [*(same("results table", a, results) for a in ("dynamodb:PutItem", "dynamodb:GetItem",
-                                                                    "dynamodb:UpdateItem", "dynamodb:BatchGetItem")),
-                      *(same("pipeline results table", a, runs) for a in ("dynamodb:PutItem", "dynamodb:Query",
-                                                                          "dynamodb:BatchGetItem")),
-                      ("inputs", "s3:PutObject", in_g, in_s), *reads,
-                      same("endpoint", "sagemaker:InvokeEndpointAsync", endpoint),
-                      same("endpoint", "sagemaker:DescribeEndpoint", endpoint),
-                      *(same(f"endpoint {e}", a, f"{sagemaker}:endpoint/{e}") for e in others
-                        for a in ("sagemaker:InvokeEndpointAsync", "sagemaker:DescribeEndpoint")),
-                      same("pipeline", "sagemaker:StartPipelineExecution", pipeline),
-                      *(same(f"pipeline {q.rsplit('/', 1)[1]}", a, r) for q in other_pipelines
-                        for a, r in (("sagemaker:StartPipelineExecution", q),
-                                     ("sagemaker:DescribePipelineExecution", f"{q}/execution/doctor-check"))),
-                      *(("runs", a, *execution) for a in ("sagemaker:DescribePipelineExecution",
-                                                         "sagemaker:ListPipelineExecutionSteps",
-                                                         "sagemaker:DescribePipelineDefinitionForExecution",
-                                                         "sagemaker:StopPipelineExecution",
-                                                         "sagemaker:SendPipelineExecutionStepSuccess",
-                                                         "sagemaker:SendPipelineExecutionStepFailure")),
-                      *(("model packages", a, f"{sagemaker}:model-package/*", f"{sagemaker}:model-package/doctor-check/1")
-                        for a in ("sagemaker:DescribeModelPackage", "sagemaker:UpdateModelPackage")),
-                      ("lineage", "sagemaker:DescribeArtifact", f"{sagemaker}:artifact/*", f"{sagemaker}:artifact/doctor-check"),
-                      same("lineage", "sagemaker:ListAssociations", "*"), same("lineage", "sagemaker:ListArtifacts", "*"),
-                      same("event bus", "events:PutEvents", bus), *decrypt,
-                      *(same("key", "kms:GenerateDataKey", t.bucket_key) for _ in [1] if t.bucket_key)],
-    }
-    return {fn: [c for c in needed if c[2] and c[3]] for fn, needed in calls.items()}
-
-
-def check_function_roles(iam, policies: ResourcePolicies, config: Optional[dict], t: Targets) -> list:
-    if not t.function_roles:
-        return [skip("function roles", "not known (give --stack-name, or --function-role FUNCTION=ROLE_ARN)")]
-    t.account = t.account or next(iter(t.function_roles.values())).split(":")[4]
-    calls = function_calls(t, key_arns(t, config))
-    return [line for fn, role in sorted(t.function_roles.items())
-            for line in check_role(iam, policies, fn, role, calls[fn], "make every call its code makes")]
-
-
-def check_permissions(session, sm, config: Optional[dict], t: Targets) -> list:
-    """The endpoint's and the functions' roles, through IAM's policy simulator."""
-    iam, policies = session.client("iam"), ResourcePolicies(session)
-    try:
-        return check_endpoint_role(sm, iam, policies, config, t) + check_function_roles(iam, policies, config, t)
-    except ClientError as e:
-        return [fail("permissions", f"IAM's policy simulator refused ({e.response['Error'].get('Message', e)})",
-                     "allow whoever runs the doctor iam:SimulatePrincipalPolicy on the stack's and the model's roles")]
-
-
 def endpoint_checks(sm, t: Targets) -> tuple:
     """The checks of one endpoint (t.endpoint) and its config, and the config."""
     endpoint, config = check_endpoint(sm, t)
@@ -584,7 +395,7 @@ def catalog_endpoint_checks(session, sm, t: Targets) -> list:
     for name in (e for e in t.catalog_endpoints if e != t.endpoint):
         one = replace(t, endpoint=name, model_role=None)
         lines, config = endpoint_checks(sm, one)
-        lines += check_endpoint_role(sm, session.client("iam"), ResourcePolicies(session), config, one)
+        lines += simulated(session, lambda iam, policies: check_endpoint_role(sm, iam, policies, config, one))
         for line in lines:
             line.check = f"{line.check} ({name})"
         results += lines
@@ -608,7 +419,10 @@ def run_checks(session, t: Targets) -> list:
                 check_subscriptions(sns, sqs, t, "error", t.error_topic),
                 check_pipeline(sm, t), check_rule(session.client("events"), t)]
     results += [check_catalog_pipeline(sm, name) for name in t.catalog_pipelines if name != t.pipeline]
-    results += [check_dlq(sqs, t, url) for url in t.dlq_urls] or [skip("DLQs", "no queue URLs (give --dlq-url)")]
+    # Before the DLQs: reading the callback queue finds its DLQ when no stack named it.
+    results += simulated(session, lambda iam, policies: check_callback(session, sm, iam, policies, t))
+    dlqs = list(dict.fromkeys(t.dlq_urls + ([t.callback_dlq_url] if t.callback_dlq_url else [])))
+    results += [check_dlq(sqs, t, url) for url in dlqs] or [skip("DLQs", "no queue URLs (give --dlq-url)")]
     results.append(check_alarms(session.client("cloudwatch"), t))
     results += check_permissions(session, sm, config, t)
     return results + catalog_endpoint_checks(session, sm, t)
@@ -623,30 +437,30 @@ def guarded(check: Callable[[], list]) -> list:
 
 
 def main(argv: Optional[list] = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
-                                     formatter_class=argparse.RawDescriptionHelpFormatter,
-                                     epilog=__doc__.split("\n\n", 2)[2])
-    parser.add_argument("--stack-name", help="the deployed stack: every name below comes from it")
-    add_wiring_arguments(parser)
+    parser = wiring_parser(__doc__, "the deployed stack: every name below comes from it")
     parser.add_argument("--pipeline-name", dest="pipeline")
-    parser.add_argument("--catalog-endpoint-name", action="append",
+    parser.add_argument("--catalog-endpoint-name", action="append", dest="catalog_endpoints", metavar="NAME",
                         help="an endpoint of the tool catalog (CatalogEndpointNames; repeatable)")
-    parser.add_argument("--catalog-pipeline-name", action="append",
+    parser.add_argument("--catalog-pipeline-name", action="append", dest="catalog_pipelines", metavar="NAME",
                         help="a pipeline of the tool catalog (CatalogPipelineNames; repeatable)")
     parser.add_argument("--pipeline-parameters", help="PIPELINE_PARAMETERS (default the seed's names)")
     parser.add_argument("--rule-name", dest="rule", help="the EventBridge rule to pipeline-router")
     parser.add_argument("--notification-handler", metavar="NAME_OR_ARN")
     parser.add_argument("--buffer-queue-url", help="the SQS buffer queue, when notifications go through it")
-    parser.add_argument("--dlq-url", action="append", help="a dead-letter queue (repeatable)")
-    parser.add_argument("--alarm-name", action="append", help="an alarm (repeatable)")
-    parser.add_argument("--model-execution-role-arn", help="the endpoint's execution role (default: its Model's)")
+    parser.add_argument("--dlq-url", action="append", dest="dlq_urls", metavar="URL", help="a dead-letter queue (repeatable)")
+    parser.add_argument("--alarm-name", action="append", dest="alarms", metavar="NAME", help="an alarm (repeatable)")
+    parser.add_argument("--model-execution-role-arn", dest="model_role", metavar="ARN",
+                        help="the endpoint's execution role (default: its Model's)")
     parser.add_argument("--function-role", action="append", metavar="FUNCTION=ROLE_ARN",
                         help=f"a function's role ({', '.join(FUNCTION_ROLES)}; repeatable)")
-    parser.add_argument("--bucket-kms-key-arn", help="the bucket's default encryption key (IoBucketKmsKeyArn)")
+    parser.add_argument("--bucket-kms-key-arn", dest="bucket_key", metavar="ARN",
+                        help="the bucket's default encryption key (IoBucketKmsKeyArn)")
     parser.add_argument("--results-table", help="the results table's name (for the function roles' checks)")
     parser.add_argument("--pipeline-results-table", help="the pipeline results table's name")
     parser.add_argument("--pipeline-queue-url", help="the pipeline results (completion) queue")
     parser.add_argument("--event-bus", help="the completion events' bus (name or ARN), if any")
+    parser.add_argument("--callback-queue-url",
+                        help="the queue the pipelines' CallbackSteps send to (PipelineCallbackQueueUrl)")
     args = parser.parse_args(argv)
 
     try:

@@ -170,12 +170,20 @@ def policy_name(wiring: dict) -> str:
     return f"mcp-async-jobs-{wiring['endpoint']}"[:128]
 
 
-def main(argv: Optional[list] = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+def wiring_parser(doc: str, stack_help: str) -> argparse.ArgumentParser:
+    """The parser wire-endpoint and the doctor start from: the script's docstring (its first
+    paragraph the description, what follows its second the epilog), --stack-name and the names
+    that wire an endpoint to a stack."""
+    parser = argparse.ArgumentParser(description=doc.split("\n\n")[0],
                                      formatter_class=argparse.RawDescriptionHelpFormatter,
-                                     epilog=__doc__.split("\n\n", 2)[2])
-    parser.add_argument("--stack-name", help="the deployed stack the endpoint is wired to")
+                                     epilog=doc.split("\n\n", 2)[2])
+    parser.add_argument("--stack-name", help=stack_help)
     add_wiring_arguments(parser)
+    return parser
+
+
+def main(argv: Optional[list] = None) -> int:
+    parser = wiring_parser(__doc__, "the deployed stack the endpoint is wired to")
     parser.add_argument("--catalog-endpoint-name", action="append", dest="catalog_endpoints",
                         help="an endpoint of the tool catalog, wired after --endpoint-name (repeatable)")
     parser.add_argument("--dry-run", action="store_true", help="print the difference, change nothing")

@@ -7,11 +7,13 @@ import sys
 import pytest
 from botocore.stub import Stubber
 
-from wiring import (FUNCTION_ROLES, ROLE, ROOT, SCRIPTS, Setup, async_config, catalog_endpoint, lines_by_check, run_script,
-                    standin)
+from wiring import (FUNCTION_ROLES, PIPELINE_ROLE, ROLE, ROOT, SCRIPTS, Setup, async_config, catalog_endpoint,
+                    lines_by_check, run_script, standin)
 
 sys.path.insert(0, str(SCRIPTS))
 import doctor  # noqa: E402
+import doctor_callback  # noqa: E402
+from doctor_iam import function_calls, queue_arn_of_url  # noqa: E402
 from iam_fixtures import fake_iam, iam  # noqa: F401 (fixtures)
 
 CHECKS = {"endpoint", "topics", "output path", "failure path", "response in message", "success subscription",
@@ -38,8 +40,9 @@ def test_a_correct_setup_passes_every_check():
     setup = Setup().build()
     result, lines = run_doctor(setup)
     assert result.returncode == 0, result.stdout + result.stderr
-    dlq = f"DLQ {setup.dlq_url.rsplit('/', 1)[-1]}"
-    assert set(lines) == CHECKS | {dlq}, result.stdout
+    dlqs = {f"DLQ {url.rsplit('/', 1)[-1]}" for url in (setup.dlq_url, setup.callback_dlq_url)}
+    # The callback queue's DLQ is found through the queue's RedrivePolicy: no --dlq-url names it.
+    assert set(lines) == CHECKS | dlqs | {"callback queue", f"pipeline {setup.pipeline} role"}, result.stdout
     assert all(status == "ok" for status, _ in lines.values()), result.stdout
     assert result.stdout.splitlines()[-1] == "all checks passed"
 
@@ -186,6 +189,8 @@ def test_with_a_stack_name_every_name_comes_from_the_stack():
                  "NotificationHandlerFunction": ("AWS::Lambda::Function", "s-notification-handler"),
                  "AsyncFailureDLQ": ("AWS::SQS::Queue", "https://sqs/1/s-AsyncFailureDLQ"),
                  "PipelineResultsDLQ": ("AWS::SQS::Queue", "https://sqs/1/s-PipelineResultsDLQ"),
+                 "PipelineCallbackQueue": ("AWS::SQS::Queue", "https://sqs/1/s-PipelineCallbackQueue"),
+                 "PipelineCallbackDLQ": ("AWS::SQS::Queue", "https://sqs/1/s-PipelineCallbackDLQ"),
                  "JobFailureRateAlarm": ("AWS::CloudWatch::Alarm", "s-JobFailureRateAlarm-2"),
                  "OutcomesNotArrivingAlarm": ("AWS::CloudWatch::Alarm", "s-OutcomesNotArrivingAlarm-1")}
     with Stubber(cloudformation) as stub:
@@ -208,7 +213,10 @@ def test_with_a_stack_name_every_name_comes_from_the_stack():
     assert (targets.pipeline, targets.pipeline_parameters) == ("train", "input_data_uri=Data")
     assert targets.rule == "s-PipelineStatusRule-1" and targets.notification_handler == "s-notification-handler"
     assert targets.buffer_queue_url is None
-    assert targets.dlq_urls == ["https://sqs/1/s-AsyncFailureDLQ", "https://sqs/1/s-PipelineResultsDLQ"]
+    assert targets.dlq_urls == ["https://sqs/1/s-AsyncFailureDLQ", "https://sqs/1/s-PipelineResultsDLQ",
+                                "https://sqs/1/s-PipelineCallbackDLQ"]
+    assert targets.callback_queue_url == "https://sqs/1/s-PipelineCallbackQueue"
+    assert targets.callback_dlq_url == "https://sqs/1/s-PipelineCallbackDLQ"
     assert targets.alarms == ["s-JobFailureRateAlarm-2", "s-OutcomesNotArrivingAlarm-1"]
 
 
@@ -303,19 +311,19 @@ def test_the_checks_cover_every_call_the_code_makes():
                        account="123456789012", results_table="r", pipeline_results_table="pr",
                        pipeline_queue_url="https://sqs.us-east-1.amazonaws.com/123456789012/q", event_bus="default",
                        bucket_key="arn:aws:kms:us-east-1:123456789012:key/k")
-    calls = doctor.function_calls(t, [t.bucket_key])
+    calls = function_calls(t, [t.bucket_key])
     for function, spec in actions.items():
         if spec["binary"] == "gateway-target":
             continue  # mcp-tools' role
         checked = {action for _, action, _, _ in calls[spec["binary"]]}
         assert set(spec["code"]) <= checked, (function, set(spec["code"]) - checked)
         assert checked <= set(spec["code"]) | set(spec["keys"]), (function, checked - set(spec["code"]))
-    assert doctor.queue_arn_of_url(t.pipeline_queue_url, "aws") == "arn:aws:sqs:us-east-1:123456789012:q"
+    assert queue_arn_of_url(t.pipeline_queue_url, "aws") == "arn:aws:sqs:us-east-1:123456789012:q"
     # An inference-only stack: no training calls to check.
     t.pipeline, t.pipeline_queue_url = None, None
-    assert not {a for _, a, _, _ in doctor.function_calls(t, [])["mcp-tools"]} & {"sagemaker:StartPipelineExecution"}
-    assert doctor.function_calls(t, [])["pipeline-router"] == [
-        c for c in doctor.function_calls(t, [])["pipeline-router"] if c[0] == "pipeline results table"]
+    assert not {a for _, a, _, _ in function_calls(t, [])["mcp-tools"]} & {"sagemaker:StartPipelineExecution"}
+    assert function_calls(t, [])["pipeline-router"] == [
+        c for c in function_calls(t, [])["pipeline-router"] if c[0] == "pipeline results table"]
 
 
 def test_with_a_stack_name_the_roles_come_from_the_stack():
@@ -346,6 +354,9 @@ def test_with_a_stack_name_the_roles_come_from_the_stack():
     assert targets.bucket_key is None
     assert doctor.check_pipeline(None, targets).line() == (
         "ok    pipeline: none: an inference-only stack (PipelineName empty), no training tools")
+    assert targets.callback_queue_url is None
+    assert [r.line() for r in doctor_callback.check_callback(None, None, None, None, targets)] == [
+        "ok    callback queue: none: an inference-only stack runs no pipeline that could ask"]
 
 
 # ---------------------------------------------------------------- the tool catalog's endpoints and pipelines
@@ -390,10 +401,106 @@ def test_each_catalog_pipeline_must_exist():
 def test_the_function_roles_are_simulated_on_the_catalogs_endpoints_and_pipelines():
     t = doctor.Targets(endpoint="docs", pipeline="train", catalog_endpoints=["docs", "churn"],
                        catalog_pipelines=["train", "retrain"], region="us-east-1", account="123456789012")
-    calls = {(action, resource) for _, action, _, resource in doctor.function_calls(t, [])["mcp-tools"]}
+    calls = {(action, resource) for _, action, _, resource in function_calls(t, [])["mcp-tools"]}
     arn = "arn:aws:sagemaker:us-east-1:123456789012"
     for endpoint in ("docs", "churn"):
         assert ("sagemaker:InvokeEndpointAsync", f"{arn}:endpoint/{endpoint}") in calls
     assert ("sagemaker:StartPipelineExecution", f"{arn}:pipeline/retrain") in calls
     assert ("sagemaker:DescribePipelineExecution", f"{arn}:pipeline/retrain/execution/doctor-check") in calls
     assert len([c for c in calls if c[1] == f"{arn}:endpoint/docs"]) == 2
+
+
+# ---------------------------------------------------------------- the callback queue
+
+
+def queue_arn(setup: Setup, url: str) -> str:
+    return setup.aws["sqs"].get_queue_attributes(QueueUrl=url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
+
+
+def test_a_pipeline_role_that_may_not_send_to_the_callback_queue_fails_naming_the_statement(iam):
+    setup = Setup().build()
+    queue = queue_arn(setup, setup.callback_queue_url)
+    iam.deny(PIPELINE_ROLE, "sqs:SendMessage", queue)
+    result, lines = run_doctor(setup)
+    assert result.returncode == 1, result.stdout
+    (line,) = failed_lines(result.stdout)
+    assert line.startswith(f"FAIL  pipeline {setup.pipeline} role sqs:SendMessage (callback queue): {PIPELINE_ROLE} "
+                           f"may not sqs:SendMessage on {queue} (implicitDeny). Fix: add to the role's policy: ")
+    assert printed_statement(line) == {"Effect": "Allow", "Action": "sqs:SendMessage", "Resource": queue}
+    assert lines["callback queue"][0] == "ok", result.stdout
+
+
+def test_a_pipeline_role_that_may_send_passes_and_its_role_comes_from_describe_pipeline(iam):
+    setup = Setup().build()
+    policy = json.dumps({"Version": "2012-10-17", "Statement": [{
+        "Effect": "Allow", "Principal": {"AWS": PIPELINE_ROLE}, "Action": "sqs:SendMessage",
+        "Resource": queue_arn(setup, setup.callback_queue_url)}]})
+    setup.aws["sqs"].set_queue_attributes(QueueUrl=setup.callback_queue_url, Attributes={"Policy": policy})
+    result, lines = run_doctor(setup)
+    assert result.returncode == 0, result.stdout
+    assert lines[f"pipeline {setup.pipeline} role"][1].startswith(
+        f"ok    pipeline {setup.pipeline} role: {PIPELINE_ROLE} may send its CallbackSteps' questions")
+    (asked,) = [r for r in iam.requests if r["role"] == PIPELINE_ROLE]
+    assert asked["actions"] == ["sqs:SendMessage"] and asked["resources"] == [queue_arn(setup, setup.callback_queue_url)]
+    # The queue policy, which could deny the role, is part of the simulation.
+    assert asked["resource_policy"] == policy
+
+
+def test_a_customer_key_on_the_callback_queue_is_simulated_for_the_pipeline_role(iam):
+    import boto3
+    setup = Setup().build()
+    kms = boto3.client("kms", region_name="us-east-1")
+    created = kms.create_key(Description=f"doctor-{setup.id}-callbacks")["KeyMetadata"]
+    key = created["Arn"]
+    setup.aws["sqs"].set_queue_attributes(QueueUrl=setup.callback_queue_url, Attributes={"KmsMasterKeyId": key})
+    iam.deny(PIPELINE_ROLE, "kms:GenerateDataKey", key)
+    result, lines = run_doctor(setup)
+    assert {line.split(": ", 1)[0] for line in failed_lines(result.stdout)} == {
+        f"FAIL  pipeline {setup.pipeline} role kms:GenerateDataKey (callback queue's key)"}, result.stdout
+    assert f"customer managed key {key}" in lines["callback queue"][1]
+    simulated = {a for r in iam.requests if r["role"] == PIPELINE_ROLE and r["resources"] == [key] for a in r["actions"]}
+    assert simulated == {"kms:GenerateDataKey", "kms:Decrypt"}
+
+    # A disabled key takes every question with it: the queue's own line fails.
+    kms.disable_key(KeyId=created["KeyId"])
+    iam.reset()
+    line = only_failure(setup, "callback queue")
+    assert f"its key {key} is Disabled" in line and f"aws kms enable-key --key-id {key}" in line
+
+
+def test_a_pipeline_without_a_callback_step_is_warned_not_failed(iam):
+    setup = Setup().build(skip=("pipeline",))
+    setup.create_pipeline(asks=False)
+    iam.deny(PIPELINE_ROLE, "sqs:SendMessage", "*")
+    result, lines = run_doctor(setup)
+    assert result.returncode == 0, result.stdout
+    check = f"pipeline {setup.pipeline} role sqs:SendMessage (callback queue)"
+    assert lines[check][0] == "warn" and "has no CallbackStep yet" in lines[check][1], result.stdout
+
+
+def test_a_callback_step_that_sends_to_another_queue_is_warned(iam):
+    setup = Setup().build(skip=("pipeline",))
+    elsewhere = "https://sqs.us-east-1.amazonaws.com/123456789012/someone-elses-queue"
+    setup.create_pipeline(callback_queue_url=elsewhere)
+    result, lines = run_doctor(setup)
+    assert result.returncode == 0, result.stdout
+    status, line = lines[f"pipeline {setup.pipeline} CallbackStep ApproveModel"]
+    assert status == "warn" and f"it sends to {elsewhere}" in line and setup.callback_queue_url in line
+
+
+def test_questions_in_the_callback_dlq_fail_with_how_to_move_them_back():
+    setup = Setup().build()
+    setup.aws["sqs"].send_message(QueueUrl=setup.callback_dlq_url, MessageBody=json.dumps(
+        {"token": "Ab3dEf7hIj", "pipelineExecutionArn": "arn:aws:sagemaker:us-east-1:123456789012:pipeline/p/"
+         "execution/e1", "status": "Executing", "arguments": {"prompt": "Deploy?"}}))
+    line = only_failure(setup, f"DLQ {setup.callback_dlq_url.rsplit('/', 1)[-1]}")
+    assert "1 question(s) pipeline-router did not record" in line
+    assert f"aws sqs start-message-move-task --source-arn {queue_arn(setup, setup.callback_dlq_url)}" in line
+    assert "make redrive" not in line
+
+
+def test_a_callback_queue_that_cannot_be_read_fails():
+    setup = Setup().build()
+    setup.aws["sqs"].delete_queue(QueueUrl=setup.callback_queue_url)
+    line = only_failure(setup, "callback queue")
+    assert "cannot be read" in line and "PipelineCallbackQueueUrl" in line

@@ -20,6 +20,8 @@ SCRIPTS = ROOT / "scripts"
 ACCOUNT = "123456789012"
 SEED_PARAMETERS = ["InputDataUri", "MaxEpochs", "AccuracyThreshold", "TrainingInstanceType"]
 ROLE = f"arn:aws:iam::{ACCOUNT}:role/endpoint-execution"
+# The pipeline's execution role: SageMaker sends its CallbackSteps' messages as this role.
+PIPELINE_ROLE = f"arn:aws:iam::{ACCOUNT}:role/pipeline-execution"
 # The roles the doctor's permission checks simulate (tests/infra/fake_iam.py plays the simulator).
 FUNCTION_ROLES = {"notification-handler": f"arn:aws:iam::{ACCOUNT}:role/doctor-NotificationHandlerRole",
                   "pipeline-router": f"arn:aws:iam::{ACCOUNT}:role/doctor-PipelineRouterRole",
@@ -68,8 +70,8 @@ def async_config(setup: "Setup", **changes) -> dict:
 
 
 class Setup:
-    """One stack's worth of wiring: topics subscribed to the handler, the endpoint, the pipeline,
-    the rule, a DLQ and an alarm."""
+    """One stack's worth of wiring: topics subscribed to the handler, the endpoint, the pipeline
+    (whose CallbackStep asks through the callback queue), the rule, a DLQ and an alarm."""
 
     def __init__(self):
         self.aws = clients()
@@ -84,6 +86,8 @@ class Setup:
         self.pipeline = f"doctor-{self.id}-pipeline"
         self.rule = f"doctor-{self.id}-pipeline-status"
         self.dlq_url = self.aws["sqs"].create_queue(QueueName=f"doctor-{self.id}-dlq")["QueueUrl"]
+        self.callback_dlq_url = self.aws["sqs"].create_queue(QueueName=f"doctor-{self.id}-callback-dlq")["QueueUrl"]
+        self.callback_queue_url = self.create_callback_queue()
         self.alarm = f"doctor-{self.id}-outcomes-not-arriving"
         self.pipeline_parameters = None
 
@@ -111,11 +115,26 @@ class Setup:
             assert time.monotonic() < deadline, f"endpoint {self.endpoint} never became InService"
             time.sleep(0.05)
 
-    def create_pipeline(self, parameters=SEED_PARAMETERS) -> None:
+    def create_callback_queue(self) -> str:
+        """The callback queue as the stack makes it (SSE-SQS, its DLQ after 5 receives); its URL."""
+        sqs = self.aws["sqs"]
+        dlq_arn = sqs.get_queue_attributes(QueueUrl=self.callback_dlq_url,
+                                           AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
+        redrive = json.dumps({"deadLetterTargetArn": dlq_arn, "maxReceiveCount": 5})
+        return sqs.create_queue(QueueName=f"doctor-{self.id}-callbacks", Attributes={
+            "SqsManagedSseEnabled": "true", "RedrivePolicy": redrive})["QueueUrl"]
+
+    def create_pipeline(self, parameters=SEED_PARAMETERS, asks: bool = True, callback_queue_url: str | None = None) -> None:
+        """The pipeline; `asks`: a CallbackStep after training sends to the callback queue (or to
+        `callback_queue_url`)."""
+        steps = [{"Name": "TrainModel", "Type": "Training", "Arguments": {}}]
+        if asks:
+            steps.append({"Name": "ApproveModel", "Type": "Callback", "DependsOn": ["TrainModel"],
+                          "SqsQueueUrl": callback_queue_url or self.callback_queue_url,
+                          "Arguments": {"prompt": "Register the model?"}, "OutputParameters": []})
         definition = {"Version": "2020-12-01", "Metadata": {},
-                      "Parameters": [{"Name": p, "Type": "String"} for p in parameters],
-                      "Steps": [{"Name": "TrainModel", "Type": "Training", "Arguments": {}}]}
-        self.aws["sagemaker"].create_pipeline(PipelineName=self.pipeline, RoleArn=ROLE,
+                      "Parameters": [{"Name": p, "Type": "String"} for p in parameters], "Steps": steps}
+        self.aws["sagemaker"].create_pipeline(PipelineName=self.pipeline, RoleArn=PIPELINE_ROLE,
                                               ClientRequestToken=uuid.uuid4().hex,
                                               PipelineDefinition=json.dumps(definition))
 
@@ -152,7 +171,8 @@ class Setup:
                 "--pipeline-name", self.pipeline, "--rule-name", self.rule,
                 "--notification-handler", self.handler, "--dlq-url", self.dlq_url, "--alarm-name", self.alarm,
                 "--model-execution-role-arn", ROLE, "--results-table", f"doctor-{self.id}-results",
-                "--pipeline-results-table", f"doctor-{self.id}-runs", "--pipeline-queue-url", self.dlq_url]
+                "--pipeline-results-table", f"doctor-{self.id}-runs", "--pipeline-queue-url", self.dlq_url,
+                "--callback-queue-url", self.callback_queue_url]
         args += [a for fn, role in FUNCTION_ROLES.items() for a in ("--function-role", f"{fn}={role}")]
         if self.pipeline_parameters is not None:
             args += ["--pipeline-parameters", self.pipeline_parameters]
