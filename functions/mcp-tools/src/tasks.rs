@@ -13,7 +13,7 @@ use tracing::{field::Empty, info_span, Instrument};
 use domain::caller::Caller;
 use domain::job::JobStatus;
 use domain::pipeline_status::PipelineStatus;
-use domain::run;
+use domain::task_id::{JobTask, RunTask, TaskId};
 use entry::telemetry;
 use usecases::answer::{self, AnswerError, Answered, Ignored, Reply, RunAnswerError};
 use usecases::task::{self, OpenQuestion, RunTaskState, TaskError, TaskState, TaskTimes};
@@ -37,11 +37,11 @@ impl<'a, B> Tasks<'a, B> {
 
 impl<B: Backend> Tasks<'_, B> {
     /// `tasks/get` for a job, from the results table: any instance answers for any task.
-    async fn get_job_task(&self, caller: &Caller, task_id: &str) -> Result<TaskAnswer, ErrorData> {
+    async fn get_job_task(&self, caller: &Caller, task: &JobTask) -> Result<TaskAnswer, ErrorData> {
         // The task id is a bearer handle: only its inference_id half goes on the span.
         let span = info_span!("task", method = "tasks/get", inference_id = Empty);
         let now = self.server.deps.clock.now();
-        let view = task::get_task(&self.server.job_reads(), caller, task_id, now)
+        let view = task::get_task(&self.server.job_reads(), caller, task, now)
             .instrument(span.clone())
             .await
             .map_err(task_error)?;
@@ -70,12 +70,12 @@ impl<B: Backend> Tasks<'_, B> {
 
     /// `tasks/get` for a training run: working with its current step, completed with what
     /// check_training_status reports (a tool error when the run failed), cancelled once stopped.
-    async fn get_run_task(&self, caller: &Caller, task_id: &str) -> Result<TaskAnswer, ErrorData> {
+    async fn get_run_task(&self, caller: &Caller, task: &RunTask) -> Result<TaskAnswer, ErrorData> {
         let span = info_span!("task", method = "tasks/get", execution_arn = Empty);
         let d = &self.server.deps;
         let (runs, pipeline) = (d.ports.runs(), d.ports.pipeline());
         let gate = d.approval_gate();
-        let view = task::get_run_task(runs, pipeline, gate, caller, task_id, d.clock.now())
+        let view = task::get_run_task(runs, pipeline, gate, caller, task, d.clock.now())
             .instrument(span.clone())
             .await
             .map_err(task_error)?;
@@ -145,10 +145,9 @@ impl<B: Backend> Tasks<'_, B> {
         caller: &Caller,
         task_id: &str,
     ) -> Result<DetailedTask, ErrorData> {
-        let answer = if run::is_run_task(task_id) {
-            self.get_run_task(caller, task_id).await?
-        } else {
-            self.get_job_task(caller, task_id).await?
+        let answer = match parsed(task_id)? {
+            TaskId::Run(task) => self.get_run_task(caller, &task).await?,
+            TaskId::Job(task) => self.get_job_task(caller, &task).await?,
         };
         let poll_interval_ms = self.server.deps.config.task_poll_interval_ms;
         Ok(answer.into_detailed(task_id.to_owned(), poll_interval_ms))
@@ -165,21 +164,24 @@ impl<B: Backend> Tasks<'_, B> {
         let span = info_span!("task", method = "tasks/cancel");
         let d = &self.server.deps;
         let now = d.clock.now();
-        let cancelled = if run::is_run_task(&request.task_id) {
-            let (runs, pipeline) = (d.ports.runs(), d.ports.pipeline());
-            task::cancel_run_task(runs, pipeline, &caller, &request.task_id, now)
-                .instrument(span)
-                .await
-        } else {
-            let ttl = d.config.jobs.result_ttl_secs;
-            let jobs = d.ports.jobs();
-            let cancelled = task::cancel_task(jobs, &caller, ttl, &request.task_id, now)
-                .instrument(span)
-                .await;
-            if let Ok(true) = cancelled {
-                telemetry::job_cancelled();
+        let cancelled = match parsed(&request.task_id)? {
+            TaskId::Run(task) => {
+                let (runs, pipeline) = (d.ports.runs(), d.ports.pipeline());
+                task::cancel_run_task(runs, pipeline, &caller, &task, now)
+                    .instrument(span)
+                    .await
             }
-            cancelled.map(|_| ())
+            TaskId::Job(task) => {
+                let ttl = d.config.jobs.result_ttl_secs;
+                let jobs = d.ports.jobs();
+                let cancelled = task::cancel_task(jobs, &caller, ttl, &task, now)
+                    .instrument(span)
+                    .await;
+                if let Ok(true) = cancelled {
+                    telemetry::job_cancelled();
+                }
+                cancelled.map(|_| ())
+            }
         };
         cancelled.map_err(task_error)
     }
@@ -201,11 +203,15 @@ impl<B: Backend> Tasks<'_, B> {
             .await
             .map_err(quota_refused)?;
         let responses = replies(request.input_responses)?;
-        if !run::is_run_task(&request.task_id) {
-            // A job's task: read as tasks/get would (unknown or another's: -32602), then ignored.
-            self.get_job_task(&caller, &request.task_id).await?;
-            return Ok(());
-        }
+        let task = match parsed(&request.task_id)? {
+            TaskId::Run(task) => task,
+            TaskId::Job(task) => {
+                // A job's task: read as tasks/get would (unknown or another's: -32602), then
+                // ignored.
+                self.get_job_task(&caller, &task).await?;
+                return Ok(());
+            }
+        };
         let span = info_span!("task", method = "tasks/update");
         let d = &self.server.deps;
         let answered = answer::answer_run_task(
@@ -213,7 +219,7 @@ impl<B: Backend> Tasks<'_, B> {
             &d.answering(),
             &caller,
             d.config.approvers.as_deref(),
-            &request.task_id,
+            &task,
             responses,
             d.clock.now(),
         )
@@ -323,6 +329,12 @@ fn input_requests(questions: &[OpenQuestion]) -> Result<InputRequests, ErrorData
                 })
         })
         .collect()
+}
+
+/// A request's task id, parsed once where it enters: one that is no task of this server's is
+/// answered as an unknown one.
+fn parsed(task_id: &str) -> Result<TaskId, ErrorData> {
+    TaskId::parse(task_id).map_err(|_| task_error(TaskError::NotFound))
 }
 
 fn task_error(e: TaskError) -> ErrorData {

@@ -18,6 +18,7 @@ use domain::question::{
     may_answer, output_parameters, send_failed, settle, QuestionState, StepAnswer,
 };
 use domain::run::Run;
+use domain::task_id::RunTask;
 use domain::time::rfc3339;
 use ports::{AwsFailure, LineageGraph, ModelRegistry, PipelineControl, RunStore, StoreError};
 
@@ -198,7 +199,7 @@ pub async fn answer_run_task<R, P, L>(
     sagemaker: &Answering<'_, P, L>,
     caller: &Caller,
     approvers: Option<&[Owner]>,
-    task_id: &str,
+    task: &RunTask,
     responses: Vec<(String, Reply)>,
     now: DateTime<Utc>,
 ) -> Result<Vec<(String, Answered)>, RunAnswerError>
@@ -207,7 +208,7 @@ where
     P: PipelineControl,
     L: LineageGraph + ModelRegistry,
 {
-    let mut run = authorized_run(runs, caller, task_id, now).await?;
+    let mut run = authorized_run(runs, caller, task, now).await?;
     let may = may_answer(approvers, caller, run.owner.as_ref());
     let mut answered = Vec::new();
     for (key, reply) in responses {

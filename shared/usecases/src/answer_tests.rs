@@ -88,6 +88,14 @@ async fn answer(
     .await
 }
 
+/// A run's task id as the door parses it.
+fn run_task(task_id: &str) -> domain::task_id::RunTask {
+    match domain::task_id::TaskId::parse(task_id) {
+        Ok(domain::task_id::TaskId::Run(task)) => task,
+        other => panic!("not a run's task id: {other:?}"),
+    }
+}
+
 /// The run's task as its owner reads it, without the approval gate.
 async fn task_view(
     runs: &MemoryRuns,
@@ -96,9 +104,16 @@ async fn task_view(
 ) -> crate::task::RunTaskView {
     let caller = Principal::Local.caller();
     let no_gate = None::<&MemoryLineage>;
-    crate::task::get_run_task(runs, pipeline, no_gate, &caller, task_id, Utc::now())
-        .await
-        .unwrap()
+    crate::task::get_run_task(
+        runs,
+        pipeline,
+        no_gate,
+        &caller,
+        &run_task(task_id),
+        Utc::now(),
+    )
+    .await
+    .unwrap()
 }
 
 fn accept(v: serde_json::Value) -> Reply {
@@ -238,7 +253,7 @@ async fn a_run_task_asks_while_its_question_is_open_and_works_again_once_answere
         &sm(&pipeline),
         &other,
         None,
-        &task_id,
+        &run_task(&task_id),
         vec![],
         Utc::now(),
     )
@@ -253,7 +268,7 @@ async fn a_run_task_asks_while_its_question_is_open_and_works_again_once_answere
         &sm(&pipeline),
         &caller,
         Some(&approvers),
-        &task_id,
+        &run_task(&task_id),
         vec![(key.clone(), Reply::Decline)],
         Utc::now(),
     )
@@ -273,7 +288,7 @@ async fn a_run_task_asks_while_its_question_is_open_and_works_again_once_answere
         &sm(&pipeline),
         &caller,
         None,
-        &task_id,
+        &run_task(&task_id),
         replies,
         Utc::now(),
     )
@@ -379,7 +394,7 @@ async fn a_listen_sees_a_run_task_change_when_its_question_is_answered() {
         &sm(&pipeline),
         &caller,
         None,
-        &task_id,
+        &run_task(&task_id),
         vec![(key, Reply::Decline)],
         Utc::now(),
     )

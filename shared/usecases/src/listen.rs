@@ -192,24 +192,20 @@ pub async fn record_marks<S: JobStore, R: RunStore>(
     task_ids: &[String],
     now: DateTime<Utc>,
 ) -> Result<Vec<Option<RecordMark>>, StoreError> {
-    let parsed: Vec<Option<TaskId>> = task_ids.iter().map(|id| TaskId::parse(id)).collect();
+    let parsed: Vec<Option<TaskId>> = task_ids.iter().map(|id| TaskId::parse(id).ok()).collect();
     let job_ids: Vec<String> = parsed
         .iter()
         .filter_map(|t| match t {
-            Some(TaskId::Job { inference_id, .. }) => Some(inference_id.clone()),
+            Some(TaskId::Job(task)) => Some(task.inference_id.clone()),
             _ => None,
         })
         .collect();
     let run_keys: Vec<(String, String)> = parsed
         .iter()
         .filter_map(|t| match t {
-            Some(TaskId::Run {
-                session_id,
-                execution_arn,
-                ..
-            }) => Some((
-                session_key(Some(&caller.owner), session_id),
-                execution_arn.clone(),
+            Some(TaskId::Run(task)) => Some((
+                session_key(Some(&caller.owner), &task.session_id),
+                task.execution_arn.clone(),
             )),
             _ => None,
         })
@@ -237,8 +233,8 @@ pub async fn record_marks<S: JobStore, R: RunStore>(
     Ok(parsed
         .iter()
         .map(|t| match t {
-            Some(TaskId::Job { .. }) => job_marks.next().flatten(),
-            Some(TaskId::Run { .. }) => run_marks.next().flatten(),
+            Some(TaskId::Job(_)) => job_marks.next().flatten(),
+            Some(TaskId::Run(_)) => run_marks.next().flatten(),
             None => None,
         })
         .collect())

@@ -17,7 +17,7 @@ use domain::question::QuestionState;
 use domain::quota::is_quota_key;
 use domain::run::Run;
 use domain::shown::{shown, shown_schema};
-use domain::task_id::TaskId;
+use domain::task_id::{JobTask, RunTask};
 use ports::{
     AwsFailure, CompletionEvents, ExecutionDescription, JobStore, LineageGraph, NoProgress,
     ObjectStore, PipelineControl, RunStore, StepStatus, StoreError,
@@ -90,30 +90,28 @@ pub enum TaskError {
     Contended,
 }
 
-/// The inference_id and secret of a job's task id; any other id is no task.
-fn job_task(task_id: &str) -> Result<(String, String), TaskError> {
-    match TaskId::parse(task_id) {
-        Some(TaskId::Job {
-            inference_id,
-            secret,
-        }) if !is_quota_key(&inference_id) => Ok((inference_id, secret)),
-        _ => Err(TaskError::NotFound),
+/// A job's task, unless its id names a quota counter's item (which shares the table): that
+/// is no task.
+fn job_task(task: &JobTask) -> Result<(&str, &str), TaskError> {
+    match is_quota_key(&task.inference_id) {
+        false => Ok((&task.inference_id, &task.secret)),
+        true => Err(TaskError::NotFound),
     }
 }
 
 async fn authorized<S: JobStore>(
     store: &S,
     caller: &Caller,
-    task_id: &str,
+    task: &JobTask,
     now: DateTime<Utc>,
 ) -> Result<Job, TaskError> {
-    let (inference_id, secret) = job_task(task_id)?;
+    let (inference_id, secret) = job_task(task)?;
     let job = store
-        .get(&inference_id, now)
+        .get(inference_id, now)
         .await?
         .filter(|job| caller.owns(job.owner.as_ref()))
         .ok_or(TaskError::NotFound)?;
-    if task_secret_matches(&job, &secret) {
+    if task_secret_matches(&job, secret) {
         Ok(job)
     } else {
         Err(TaskError::NotFound)
@@ -126,18 +124,18 @@ async fn authorized<S: JobStore>(
 pub async fn get_task<S: JobStore, O: ObjectStore, E: CompletionEvents>(
     reads: &JobReads<'_, S, O, E>,
     caller: &Caller,
-    task_id: &str,
+    task: &JobTask,
     now: DateTime<Utc>,
 ) -> Result<TaskView, TaskError> {
-    let (inference_id, secret) = job_task(task_id)?;
+    let (inference_id, secret) = job_task(task)?;
     let wait = std::time::Duration::ZERO;
-    let report = check_job(reads, caller, &inference_id, wait, || now, &mut NoProgress)
+    let report = check_job(reads, caller, inference_id, wait, || now, &mut NoProgress)
         .await
         .map_err(|e| match e {
             CheckError::NotFound { .. } => TaskError::NotFound,
             CheckError::Store(e) => TaskError::Store(e),
         })?;
-    if !task_secret_matches(&report.job, &secret) {
+    if !task_secret_matches(&report.job, secret) {
         return Err(TaskError::NotFound);
     }
     Ok(view(report, now))
@@ -149,10 +147,10 @@ pub async fn cancel_task<S: JobStore>(
     store: &S,
     caller: &Caller,
     result_ttl_secs: u64,
-    task_id: &str,
+    task: &JobTask,
     now: DateTime<Utc>,
 ) -> Result<bool, TaskError> {
-    let job = authorized(store, caller, task_id, now).await?;
+    let job = authorized(store, caller, task, now).await?;
     if job.status != JobStatus::Pending {
         return Ok(false);
     }
@@ -310,23 +308,15 @@ pub fn unsent_answers(run: &Run) -> Vec<String> {
 pub(crate) async fn authorized_run<R: RunStore>(
     runs: &R,
     caller: &Caller,
-    task_id: &str,
+    task: &RunTask,
     now: DateTime<Utc>,
 ) -> Result<Run, TaskError> {
-    let Some(TaskId::Run {
-        session_id,
-        execution_arn,
-        secret,
-    }) = TaskId::parse(task_id)
-    else {
-        return Err(TaskError::NotFound);
-    };
-    let found = session_runs(runs, caller, &session_id, now)
+    let found = session_runs(runs, caller, &task.session_id, now)
         .await?
         .into_iter()
-        .find(|r| r.execution_arn == execution_arn)
+        .find(|r| r.execution_arn == task.execution_arn)
         .ok_or(TaskError::NotFound)?;
-    if secrets_match(found.task_secret.as_deref(), &secret) {
+    if secrets_match(found.task_secret.as_deref(), &task.secret) {
         Ok(found)
     } else {
         Err(TaskError::NotFound)
@@ -345,10 +335,10 @@ pub async fn get_run_task<R: RunStore, P: PipelineControl, L: LineageGraph>(
     pipeline: &P,
     approval_gate: Option<&L>,
     caller: &Caller,
-    task_id: &str,
+    task: &RunTask,
     now: DateTime<Utc>,
 ) -> Result<RunTaskView, TaskError> {
-    let mut found = authorized_run(runs, caller, task_id, now).await?;
+    let mut found = authorized_run(runs, caller, task, now).await?;
     let described = pipeline
         .describe(&found.execution_arn)
         .await
@@ -419,10 +409,10 @@ pub async fn cancel_run_task<R: RunStore, P: PipelineControl>(
     runs: &R,
     pipeline: &P,
     caller: &Caller,
-    task_id: &str,
+    task: &RunTask,
     now: DateTime<Utc>,
 ) -> Result<(), TaskError> {
-    let found = authorized_run(runs, caller, task_id, now).await?;
+    let found = authorized_run(runs, caller, task, now).await?;
     let described = pipeline
         .describe(&found.execution_arn)
         .await
@@ -440,6 +430,63 @@ pub async fn cancel_run_task<R: RunStore, P: PipelineControl>(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use domain::task_id::TaskId;
+
+    // The use cases as the door calls them: the id parsed first, one that is no task of the
+    // kind asked answered NotFound, as the door answers it.
+    fn job_task_of(id: &str) -> Result<JobTask, TaskError> {
+        match TaskId::parse(id) {
+            Ok(TaskId::Job(task)) => Ok(task),
+            _ => Err(TaskError::NotFound),
+        }
+    }
+
+    fn run_task_of(id: &str) -> Result<RunTask, TaskError> {
+        match TaskId::parse(id) {
+            Ok(TaskId::Run(task)) => Ok(task),
+            _ => Err(TaskError::NotFound),
+        }
+    }
+
+    async fn get_task_by_id<S: JobStore, O: ObjectStore, E: CompletionEvents>(
+        reads: &JobReads<'_, S, O, E>,
+        caller: &Caller,
+        id: &str,
+        now: DateTime<Utc>,
+    ) -> Result<TaskView, TaskError> {
+        get_task(reads, caller, &job_task_of(id)?, now).await
+    }
+
+    async fn cancel_task_by_id<S: JobStore>(
+        store: &S,
+        caller: &Caller,
+        ttl: u64,
+        id: &str,
+        now: DateTime<Utc>,
+    ) -> Result<bool, TaskError> {
+        cancel_task(store, caller, ttl, &job_task_of(id)?, now).await
+    }
+
+    async fn get_run_task_by_id<R: RunStore, P: PipelineControl, L: LineageGraph>(
+        runs: &R,
+        pipeline: &P,
+        gate: Option<&L>,
+        caller: &Caller,
+        id: &str,
+        now: DateTime<Utc>,
+    ) -> Result<RunTaskView, TaskError> {
+        get_run_task(runs, pipeline, gate, caller, &run_task_of(id)?, now).await
+    }
+
+    async fn cancel_run_task_by_id<R: RunStore, P: PipelineControl>(
+        runs: &R,
+        pipeline: &P,
+        caller: &Caller,
+        id: &str,
+        now: DateTime<Utc>,
+    ) -> Result<(), TaskError> {
+        cancel_run_task(runs, pipeline, caller, &run_task_of(id)?, now).await
+    }
     use crate::JobSettings;
     use domain::job::{task_id, JobPolicy, Submission};
     use domain::run;
@@ -489,7 +536,7 @@ mod tests {
         let s = reserved(&jobs).await;
         let id = task_id(&s.inference_id, &s.task_secret);
 
-        let view = get_task(&reads(&jobs, &objects), &local(), &id, Utc::now())
+        let view = get_task_by_id(&reads(&jobs, &objects), &local(), &id, Utc::now())
             .await
             .unwrap();
         assert!(matches!(view.state, TaskState::Working { .. }), "{view:?}");
@@ -497,29 +544,29 @@ mod tests {
 
         // Another caller holding the very task id reads and cancels nothing.
         assert!(matches!(
-            get_task(&reads(&jobs, &objects), &other(), &id, Utc::now()).await,
+            get_task_by_id(&reads(&jobs, &objects), &other(), &id, Utc::now()).await,
             Err(TaskError::NotFound)
         ));
         assert!(matches!(
-            cancel_task(&jobs, &other(), 3600, &id, Utc::now()).await,
+            cancel_task_by_id(&jobs, &other(), 3600, &id, Utc::now()).await,
             Err(TaskError::NotFound)
         ));
         let wrong = task_id(&s.inference_id, &"0".repeat(32));
         for bad in [wrong.as_str(), s.inference_id.as_str(), "", "x.y"] {
             assert!(matches!(
-                get_task(&reads(&jobs, &objects), &local(), bad, Utc::now()).await,
+                get_task_by_id(&reads(&jobs, &objects), &local(), bad, Utc::now()).await,
                 Err(TaskError::NotFound)
             ));
             assert!(matches!(
-                cancel_task(&jobs, &local(), 3600, bad, Utc::now()).await,
+                cancel_task_by_id(&jobs, &local(), 3600, bad, Utc::now()).await,
                 Err(TaskError::NotFound)
             ));
         }
 
-        assert!(cancel_task(&jobs, &local(), 3600, &id, Utc::now())
+        assert!(cancel_task_by_id(&jobs, &local(), 3600, &id, Utc::now())
             .await
             .unwrap());
-        let view = get_task(&reads(&jobs, &objects), &local(), &id, Utc::now())
+        let view = get_task_by_id(&reads(&jobs, &objects), &local(), &id, Utc::now())
             .await
             .unwrap();
         assert!(
@@ -537,7 +584,9 @@ mod tests {
         // (a second write would have moved completed_at and ttl).
         let writes = jobs.calls().1;
         let later = Utc::now() + chrono::Duration::minutes(5);
-        assert!(!cancel_task(&jobs, &local(), 60, &id, later).await.unwrap());
+        assert!(!cancel_task_by_id(&jobs, &local(), 60, &id, later)
+            .await
+            .unwrap());
         assert_eq!(jobs.calls().1, writes, "no write");
         assert_eq!(jobs.job(&s.inference_id).unwrap(), cancelled);
     }
@@ -573,7 +622,7 @@ mod tests {
         assert_eq!(again.task_secret.as_deref(), Some(secret.as_str()));
 
         let id = run::task_id("s1", &triggered.execution_arn, &secret);
-        let view = get_run_task(&runs, &pipeline, NO_GATE, &local(), &id, Utc::now())
+        let view = get_run_task_by_id(&runs, &pipeline, NO_GATE, &local(), &id, Utc::now())
             .await
             .unwrap();
         assert!(
@@ -581,10 +630,10 @@ mod tests {
             "{view:?}"
         );
         for not_theirs in [
-            get_run_task(&runs, &pipeline, NO_GATE, &other(), &id, Utc::now())
+            get_run_task_by_id(&runs, &pipeline, NO_GATE, &other(), &id, Utc::now())
                 .await
                 .map(|_| ()),
-            cancel_run_task(&runs, &pipeline, &other(), &id, Utc::now()).await,
+            cancel_run_task_by_id(&runs, &pipeline, &other(), &id, Utc::now()).await,
         ] {
             assert!(
                 matches!(not_theirs, Err(TaskError::NotFound)),
@@ -597,13 +646,13 @@ mod tests {
         );
         let wrong = run::task_id("s1", &triggered.execution_arn, &"0".repeat(32));
         assert!(matches!(
-            cancel_run_task(&runs, &pipeline, &local(), &wrong, Utc::now()).await,
+            cancel_run_task_by_id(&runs, &pipeline, &local(), &wrong, Utc::now()).await,
             Err(TaskError::NotFound)
         ));
-        cancel_run_task(&runs, &pipeline, &local(), &id, Utc::now())
+        cancel_run_task_by_id(&runs, &pipeline, &local(), &id, Utc::now())
             .await
             .unwrap();
-        let view = get_run_task(&runs, &pipeline, NO_GATE, &local(), &id, Utc::now())
+        let view = get_run_task_by_id(&runs, &pipeline, NO_GATE, &local(), &id, Utc::now())
             .await
             .unwrap();
         assert!(matches!(view.state, RunTaskState::Cancelled), "{view:?}");
