@@ -22,7 +22,8 @@ help:
 	@echo "make test   lint, sam build (debug), then every test (unit, integration against moto, MCP, template)"
 	@echo "make serve  run everything locally and serve MCP at 127.0.0.1 until Ctrl-C; AUTH=bearer (a token"
 	@echo "             made up and printed once) or AUTH=oauth (with a local dev authorization server); default none;"
-	@echo "             CATALOG=<file> serves your tool catalog (checked first, its tools printed)"
+	@echo "             CATALOG=<file> serves your tool catalog (checked first, its tools printed); APPROVALS=1: the"
+	@echo "             training pipeline asks a person (a CallbackStep, then the model's approval; who answers printed)"
 	@echo "make conformance  the official MCP conformance suite (every server scenario) against mcp-tools"
 	@echo "make bench  release builds against a Python/boto3 reference on the local stack; writes BENCHMARKS.md"
 	@echo "make bench-cost  what a job costs, by AWS service (BENCHMARKS.md's cost section alone, a minute)"
@@ -145,12 +146,14 @@ demo: venv
 
 # AUTH=none|bearer|oauth: how mcp-tools authenticates (scripts/serve.py); oauth also starts the
 # development authorization server (dev/oauth/authorization_server.py). CATALOG=<file>: serve
-# that tool catalog (checked first; its tools are printed).
+# that tool catalog (checked first; its tools are printed). APPROVALS=1: trigger_training's
+# pipeline asks a person (dev/pipelines/approval.json, APPROVAL_GATE, APPROVERS; docs/approvals.md).
 AUTH ?= none
 serve: venv
+	@case '$(APPROVALS)' in ''|0|1) ;; *) echo "error: APPROVALS='$(APPROVALS)': give APPROVALS=1, or leave it out" >&2; exit 2;; esac
 	cargo build --locked --workspace --bins
 	$(PY) scripts/local_stack.py --sagemaker $(STANDIN) --standin-runtime --lambda -- \
-		$(PY) scripts/serve.py --auth '$(AUTH)' $(if $(CATALOG),--catalog '$(CATALOG)')
+		$(PY) scripts/serve.py --auth '$(AUTH)' $(if $(CATALOG),--catalog '$(CATALOG)') $(if $(filter 1,$(APPROVALS)),--approvals)
 
 # The official MCP conformance suite against mcp-tools on the local stack: every server scenario
 # (the 2026-07-28 requirements at that revision, then the rest by name); one line per scenario,
