@@ -101,7 +101,7 @@ def save(samconfig: Path, stack_name: str, region: str, values: dict) -> None:
 
 def known_values(args, cfn: dict, asked: list) -> tuple:
     """(problems, values): what sam deploy would be given besides the answers (samconfig.toml's
-    overrides, the catalog's, PARAMS), each value of a parameter not asked checked now."""
+    overrides, the catalog's, PARAMS), checked now as far as it does not wait on an answer."""
     problems = preflight.preflight("guided", "", args.samconfig, args.layer_dir)
     values: dict = {}
     try:
@@ -115,20 +115,30 @@ def known_values(args, cfn: dict, asked: list) -> tuple:
     sources.append((args.params.split(), "PARAMS"))
     for lines, source in sources:
         try:
-            values.update(preflight.parameter_values(lines))
+            given = preflight.parameter_values(lines)
         except Exception as e:  # click's BadParameter: they do not parse as sam deploy parses them
             problems.append(f"{source} cannot be read ({e})")
+            continue
+        if source == "PARAMS":  # make would pass them after the answers, which they would undo
+            problems += [f"{name}: asked by make deploy-guided; answer it there, not in PARAMS"
+                         for name in given if name in asked]
+        values.update(given)
     specs = cfn["Parameters"]
     for name, value in values.items():
         if name not in specs:
             problems.append(f"{name}: the template has no such parameter (remove it from samconfig.toml or PARAMS)")
         elif name not in asked:
             problems += [p for p in [preflight.check_value(name, specs[name], value)] if p]
+    if not problems:
+        problems += preflight.check_rules(values, cfn, pending=frozenset(asked))
+        problems += preflight.check_models({name: v for name, v in values.items() if name not in asked})
     return problems, values
 
 
 def answer_check(cfn: dict, name: str, values: dict, pending: frozenset, asked: list) -> Callable:
-    """preflight's rules for one parameter's answer, given the values known so far."""
+    """preflight's rules for one parameter's answer, given the values known so far: its own
+    pattern or values, the Rules that read it and no parameter still to be asked, and a Model
+    named twice because of it."""
     def check(value: str) -> Optional[str]:
         problem = preflight.check_value(name, cfn["Parameters"][name], value)
         if problem:
@@ -136,7 +146,8 @@ def answer_check(cfn: dict, name: str, values: dict, pending: frozenset, asked: 
         trial = {**values, name: value}
         problems = preflight.check_rules(trial, cfn, about=name, pending=pending)
         problems = [p + unasked(cfn, p.split(":")[0], asked) for p in problems]
-        problems += [p for p in preflight.check_models(trial) if name in p]
+        without = preflight.check_models({**values, name: ""})
+        problems += [p for p in preflight.check_models(trial) if p not in without]
         return "; ".join(problems) or None
     return check
 

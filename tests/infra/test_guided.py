@@ -21,6 +21,7 @@ import guided
 from cloudformation import ROOT, TEMPLATE
 
 sys.path.insert(0, str(ROOT / "scripts"))
+import catalog  # noqa: E402
 import preflight  # noqa: E402
 
 SOURCE, _ = decode(str(TEMPLATE))
@@ -127,11 +128,29 @@ def test_a_stack_another_deploy_made_is_refused_at_its_prompt(aws, tmp_path):
     assert deploy_parameters(tmp_path)["stack_name"] == "jobs-sam"
 
 
+def test_the_catalogs_models_are_held_to_at_the_prompts(aws, tmp_path):
+    env, _ = aws
+    catalog.install(ROOT / "infra" / "catalog.example.json", tmp_path / "layer", "mcp-churn-scorer-async=churn-7")
+    run = ask(env, tmp_path, ["", "mcp-doc-processor-async", "my-io-bucket",
+                              "churn-7", "",            # the catalog's Model: it would be created twice
+                              "", ROLE,                 # the catalog's Models need their role
+                              "", "churn-pipeline"])    # the catalog's pipeline tool needs PipelineName
+    assert run.status == 0, run.output
+    assert run.repeated == ["ModelName", "ModelExecutionRoleArn", "PipelineName"]
+    assert run.reasons[0].startswith("! CatalogModelNames: churn-7 is named twice (ModelName and place 2 of "
+                                     "CatalogModelNames)"), run.reasons
+    assert run.reasons[1].startswith("! ExecutionRoleForCatalogModels: CatalogModelNames needs ModelExecutionRoleArn")
+    assert run.reasons[2].startswith("! PipelineForCatalogPipelines:"), run.reasons
+    # The catalog's parameters are not saved: make deploy passes them for what the layer holds.
+    assert set(preflight.parameter_values([deploy_parameters(tmp_path)["parameter_overrides"]])) == set(FIRST_DEPLOY)
+
+
 def test_what_is_wrong_before_the_questions_stops_them(aws, tmp_path):
     env, _ = aws
-    run = ask(env, tmp_path, [], "--params", "ToolsTimeoutSecs=5 Colour=blue")
+    run = ask(env, tmp_path, [], "--params", "ToolsTimeoutSecs=5 Colour=blue ModelName=m")
     assert run.questions == [] and run.status == 2
     assert "error: make deploy-guided stopped before its questions:" in run.output
+    assert "  - ModelName: asked by make deploy-guided; answer it there, not in PARAMS" in run.output
     assert "  - ToolsTimeoutSecs='5': must lie in 30..900" in run.output
     assert "  - Colour: the template has no such parameter" in run.output
     # Ctrl-D at a question: nothing saved.
