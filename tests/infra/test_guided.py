@@ -160,7 +160,11 @@ def test_what_is_wrong_before_the_questions_stops_them(aws, tmp_path):
     assert (tmp_path / "samconfig.toml").read_text() == before
 
 
-def test_make_deploy_guided_asks_before_it_builds(tmp_path):
+def test_make_deploy_guided_asks_before_it_builds(aws, tmp_path):
+    # Its first question comes before any build; Ctrl-D there stops it, nothing built.
+    at_first = guided.ours([shutil.which("make"), "--no-print-directory", "deploy-guided"], ["\x04"], aws[0], timeout=300)
+    assert at_first.questions == ["Stack name"] and at_first.status != 0, at_first.output
+    assert "nothing saved, nothing built" in at_first.output and "cargo" not in at_first.output
     # Without a region it stops before its first question, and builds nothing.
     env = guided.aws_env(guided.NOWHERE, tmp_path)
     del env["AWS_REGION"]
