@@ -113,7 +113,7 @@ impl<B: Backend> Server<B> {
         };
         let objects = self.deps.ports.objects();
         match job_object::describe(objects, job, which).await {
-            Some(info) => vec![resources::link(&job.inference_id, which, &info)],
+            Some(info) => vec![resources::link(job.inference_id.as_str(), which, &info)],
             None => Vec::new(),
         }
     }

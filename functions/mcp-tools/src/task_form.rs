@@ -42,7 +42,7 @@ impl<B: Backend> Tools<B> {
             return structured(SubmitJobOutput::from(submitted));
         };
         let task = Task::new(
-            job::task_id(&submitted.inference_id, &secret),
+            job::task_id(submitted.inference_id.as_str(), &secret),
             task_status(submitted.status),
             submitted.submitted_at.clone(),
             submitted.submitted_at.clone(),

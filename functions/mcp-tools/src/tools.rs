@@ -178,7 +178,8 @@ impl<B: Backend> Tools<B> {
                 let d = &self.server.deps;
                 let clock = || d.clock.now();
                 let reads = self.server.job_reads();
-                let check = check::check_job(&reads, &caller, &c.id, wait, clock, &mut progress);
+                let check =
+                    check::check_job(&reads, &caller, c.id.as_str(), wait, clock, &mut progress);
                 let report = check.await?;
                 count_reconciled(&report);
                 if report.probably_lost && report.job.status == JobStatus::Pending {
@@ -250,12 +251,13 @@ impl<B: Backend> Tools<B> {
                 let arn = run.id;
                 let now = d.clock.now();
                 let pipeline = d.ports.pipeline();
-                let follow = training::follow_run(pipeline, &caller, &arn, wait, &mut progress);
+                let follow =
+                    training::follow_run(pipeline, &caller, arn.as_str(), wait, &mut progress);
                 let (described, steps) = follow.await?;
                 // A running run may wait on a person (its questions are on its record), and a
                 // run that succeeded on its model's approval, behind the gate.
                 let (runs, gate) = (d.ports.runs(), d.approval_gate());
-                let waiting = task::waiting_on(runs, gate, &described, &steps, &arn, now)
+                let waiting = task::waiting_on(runs, gate, &described, &steps, arn.as_str(), now)
                     .await
                     .map_err(ToolError::from)?;
                 let mut status = TrainingStatusOutput::new(arn.into(), described, steps);
@@ -303,7 +305,7 @@ impl<B: Backend> Tools<B> {
                     &d.answering(),
                     &caller,
                     d.config.approvers.as_deref(),
-                    &request.execution_arn,
+                    request.execution_arn.as_str(),
                     &request.key,
                     request.reply.clone(),
                     d.clock.now(),

@@ -125,7 +125,7 @@ mod tests {
         assert_eq!(created["resultType"], "task", "{created}");
         let jobs = w.ports().endpoint.requests();
         let id = &jobs.last().unwrap().inference_id;
-        assert_continued(w.ports().jobs.job(id).unwrap().trace);
+        assert_continued(w.ports().jobs.job(id.as_str()).unwrap().trace);
     }
 
     #[tokio::test]

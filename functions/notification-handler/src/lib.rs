@@ -465,7 +465,8 @@ mod tests {
         let owner = Principal::Local.caller().owner;
         let mut s = Submission::new(&owner, "ep", "b", b"{}".to_vec(), None, 300, 600)
             .with_trace(trace.clone());
-        s.inference_id = notification["inferenceId"].as_str().unwrap().into();
+        s.inference_id =
+            domain::ids::InferenceId::parse(notification["inferenceId"].as_str().unwrap()).unwrap();
         let now = h.clock.now();
         h.store
             .write(&reserve(&s, &JobPolicy::default(), now))

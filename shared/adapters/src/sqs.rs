@@ -43,7 +43,7 @@ impl CompletionQueue for SqsCompletionQueue {
             .send_message()
             .queue_url(&self.queue_url)
             .message_body(serde_json::to_string(m).expect("completion message serializes"))
-            .message_attributes("session_id", attribute(&m.session_id))
+            .message_attributes("session_id", attribute(m.session_id.as_str()))
             .message_attributes("status", attribute(m.status.as_str()));
         if self.is_fifo() {
             // One ordered stream per session; a redelivered event is dropped by SQS for 5 minutes.

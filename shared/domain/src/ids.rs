@@ -1,11 +1,13 @@
 //! The ids a job and a run are known by, each a type of its own: an inference id cannot be
-//! passed where an execution ARN is meant. Each is the text AWS gives or takes, unchanged,
-//! and reads as a `&str` wherever one is asked for.
+//! passed where an execution ARN is meant. Each is the text AWS gives or takes, unchanged.
+//! A caller's text becomes one only through `parse`, which holds it to the one bound of its
+//! kind; text AWS or the tables gave (already an id) comes in with `From<String>`. None has a
+//! default, and none is made from a `&str` by a conversion that checks nothing.
 
 macro_rules! id {
     ($(#[$doc:meta])* $name:ident) => {
         $(#[$doc])*
-        #[derive(Debug, Clone, Default, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize)]
+        #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize)]
         #[serde(transparent)]
         pub struct $name(String);
 
@@ -16,14 +18,6 @@ macro_rules! id {
 
             pub fn into_string(self) -> String {
                 self.0
-            }
-        }
-
-        impl std::ops::Deref for $name {
-            type Target = str;
-
-            fn deref(&self) -> &str {
-                &self.0
             }
         }
 
@@ -48,12 +42,6 @@ macro_rules! id {
         impl From<String> for $name {
             fn from(text: String) -> Self {
                 Self(text)
-            }
-        }
-
-        impl From<&str> for $name {
-            fn from(text: &str) -> Self {
-                Self(text.to_owned())
             }
         }
 
@@ -104,13 +92,75 @@ id! {
     ExecutionArn
 }
 
+/// A caller's text that is no id of its kind: which kind, and the rule it breaks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("not {what}: {rule}")]
+pub struct IdError {
+    pub what: &'static str,
+    pub rule: &'static str,
+}
+
+impl InferenceId {
+    /// The most bytes a job's id may have: ours are 36 or 64 characters, so the bound only
+    /// keeps a caller's text from costing a read.
+    pub const MAX_BYTES: usize = 1024;
+
+    pub fn parse(text: &str) -> Result<Self, IdError> {
+        if text.trim().is_empty() || text.len() > Self::MAX_BYTES {
+            return Err(IdError {
+                what: "an inference_id",
+                rule: "1 to 1024 bytes, not blank",
+            });
+        }
+        Ok(Self(text.to_owned()))
+    }
+}
+
+impl SessionId {
+    pub const MAX_CHARS: usize = 128;
+
+    pub fn parse(text: &str) -> Result<Self, IdError> {
+        let ok = !text.is_empty()
+            && text.len() <= Self::MAX_CHARS
+            && text
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | ':' | '-'));
+        match ok {
+            true => Ok(Self(text.to_owned())),
+            false => Err(IdError {
+                what: "a session_id",
+                rule: "1 to 128 letters, digits or `_ . : -`",
+            }),
+        }
+    }
+}
+
+impl ExecutionArn {
+    /// The longest ARN SageMaker gives.
+    pub const MAX_BYTES: usize = 2048;
+
+    pub fn parse(text: &str) -> Result<Self, IdError> {
+        let ok = text.starts_with("arn:")
+            && text.contains(":pipeline/")
+            && text.contains("/execution/")
+            && text.len() <= Self::MAX_BYTES;
+        match ok {
+            true => Ok(Self(text.to_owned())),
+            false => Err(IdError {
+                what: "a pipeline execution ARN",
+                rule: "arn:aws:sagemaker:<region>:<account>:pipeline/<name>/execution/<id>",
+            }),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
     fn an_id_is_its_text_as_given_and_serializes_as_a_string() {
-        let id = InferenceId::from("3f1c-a");
+        let id = InferenceId::parse("3f1c-a").unwrap();
         assert_eq!(id, "3f1c-a");
         assert_eq!(id.as_str(), "3f1c-a");
         assert_eq!(id.to_string(), "3f1c-a");
@@ -120,7 +170,18 @@ mod tests {
         );
         let arn =
             ExecutionArn::from("arn:aws:sagemaker:eu-west-1:1:pipeline/p/execution/e".to_owned());
-        assert!(arn.ends_with("/execution/e"), "reads as a str");
-        assert_eq!(String::from(SessionId::from("s")), "s");
+        assert!(arn.as_str().ends_with("/execution/e"));
+        assert_eq!(String::from(SessionId::parse("s").unwrap()), "s");
+    }
+
+    #[test]
+    fn a_callers_text_is_an_id_only_within_its_kinds_bound() {
+        assert!(InferenceId::parse(" ").is_err());
+        assert!(InferenceId::parse(&"i".repeat(InferenceId::MAX_BYTES + 1)).is_err());
+        assert!(SessionId::parse("a b").is_err());
+        assert!(SessionId::parse(&"s".repeat(129)).is_err());
+        assert!(ExecutionArn::parse("arn:aws:sagemaker:r:1:pipeline/p/execution/e").is_ok());
+        let err = ExecutionArn::parse("arn:aws:sagemaker:r:1:pipeline/p").unwrap_err();
+        assert_eq!(err.what, "a pipeline execution ARN");
     }
 }

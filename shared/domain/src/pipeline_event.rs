@@ -241,7 +241,7 @@ mod tests {
         assert_eq!(c.event_id, "6f1e2d3c");
         assert_eq!(c.status, PipelineStatus::Succeeded);
         assert_eq!(c.previous_status, Some(PipelineStatus::Executing.into()));
-        assert_eq!(c.session_id.as_deref(), Some("sess-42"));
+        assert_eq!(c.session_id.as_ref().map(|s| s.as_str()), Some("sess-42"));
         assert_eq!(
             c.execution_arn,
             "arn:aws:sagemaker:us-east-1:123456789012:pipeline/p/execution/x"

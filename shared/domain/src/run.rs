@@ -115,8 +115,8 @@ impl Run {
     pub fn record_key(&self) -> RunKey {
         RunKey {
             key: key(
-                &session_key(self.owner.as_ref(), &self.session_id),
-                &self.execution_arn,
+                &session_key(self.owner.as_ref(), self.session_id.as_str()),
+                self.execution_arn.as_str(),
             ),
             partition_key: attr::SESSION_ID,
         }
@@ -161,8 +161,8 @@ pub fn record_status_change(r: &RunRecord) -> Write {
         .collect();
     Write {
         key: key(
-            &session_key(r.owner.as_ref(), &r.session_id),
-            &r.execution_arn,
+            &session_key(r.owner.as_ref(), r.session_id.as_str()),
+            r.execution_arn.as_str(),
         ),
         op: WriteOp::Update(changes),
         guard: Guard::Any(vec![
@@ -338,9 +338,9 @@ mod tests {
 
     fn record(status: PipelineStatus) -> RunRecord {
         RunRecord {
-            session_id: "s".into(),
+            session_id: "s".to_owned().into(),
             owner: Some(owner()),
-            execution_arn: "arn:e".into(),
+            execution_arn: "arn:e".to_owned().into(),
             pipeline_arn: "arn:p".into(),
             status,
             started_at: Some("2026-11-20T10:00:00.000Z".into()),
@@ -436,8 +436,8 @@ mod tests {
     fn runs_are_newest_first_without_expired_ones() {
         let now = parse_rfc3339("2026-11-20T12:00:00Z").unwrap();
         let run = |arn: &str, started: Option<&str>, ttl: i64| Run {
-            session_id: "s".into(),
-            execution_arn: arn.into(),
+            session_id: "s".to_owned().into(),
+            execution_arn: arn.to_owned().into(),
             status: PipelineStatus::Succeeded.into(),
             started_at: started.map(Into::into),
             ended_at: None,

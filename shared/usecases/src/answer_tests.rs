@@ -235,7 +235,7 @@ async fn a_run_task_asks_while_its_question_is_open_and_works_again_once_answere
     use crate::task::RunTaskState;
     let (runs, pipeline, key) = asking().await;
     let run = the_run(&runs);
-    let task_id = domain::run::task_id("s", &run.execution_arn, SECRET);
+    let task_id = domain::run::task_id("s", run.execution_arn.as_str(), SECRET);
     let caller = Principal::Local.caller();
     let view = task_view(&runs, &pipeline, &task_id).await;
     let RunTaskState::InputRequired { questions, .. } = view.state else {
@@ -382,7 +382,7 @@ async fn a_listen_sees_a_run_task_change_when_its_question_is_answered() {
     use fakes::MemoryJobs;
     let (runs, pipeline, key) = asking().await;
     let run = the_run(&runs);
-    let task_id = domain::run::task_id("s", &run.execution_arn, SECRET);
+    let task_id = domain::run::task_id("s", run.execution_arn.as_str(), SECRET);
     let caller = Principal::Local.caller();
     let jobs = MemoryJobs::default();
     let ids = [task_id.clone()];

@@ -250,7 +250,7 @@ mod tests {
             failure_location: Some("s3://b/fail/1".into()),
         };
         jobs.write(&job::mark_invoked(
-            &s.inference_id,
+            s.inference_id.as_str(),
             1,
             &at,
             s.lost_after(t0(), &SETTINGS.policy),
@@ -274,7 +274,14 @@ mod tests {
         let s = invoked(&jobs).await;
         let much_later = || t0() + chrono::Duration::days(1);
         assert!(matches!(
-            check(&jobs, &objects, &s.inference_id, Duration::ZERO, much_later).await,
+            check(
+                &jobs,
+                &objects,
+                s.inference_id.as_str(),
+                Duration::ZERO,
+                much_later
+            )
+            .await,
             Err(CheckError::NotFound { .. })
         ));
     }
@@ -284,9 +291,13 @@ mod tests {
         let jobs = MemoryJobs::default();
         let objects = MemoryObjects::default().with("s3://b/out/1", r#"{"label":"ok"}"#);
         let s = invoked(&jobs).await;
-        let early = check(&jobs, &objects, &s.inference_id, Duration::ZERO, || {
-            t0() + chrono::Duration::seconds(10)
-        })
+        let early = check(
+            &jobs,
+            &objects,
+            s.inference_id.as_str(),
+            Duration::ZERO,
+            || t0() + chrono::Duration::seconds(10),
+        )
         .await
         .unwrap();
         assert_eq!(early.job.status, JobStatus::Pending);
@@ -300,9 +311,16 @@ mod tests {
         };
         let later = || t0() + chrono::Duration::seconds(31);
         let id = &s.inference_id;
-        let healed = check_job(&reads, &local(), id, Duration::ZERO, later, &mut NoProgress)
-            .await
-            .unwrap();
+        let healed = check_job(
+            &reads,
+            &local(),
+            id.as_str(),
+            Duration::ZERO,
+            later,
+            &mut NoProgress,
+        )
+        .await
+        .unwrap();
         assert_eq!(healed.job.status, JobStatus::Completed);
         assert_eq!(healed.job.result, Some(json!({"label": "ok"})));
         assert!(healed.job.reconciled_at.is_some());
@@ -325,7 +343,7 @@ mod tests {
         let report = check(
             &jobs,
             &objects,
-            &s.inference_id,
+            s.inference_id.as_str(),
             Duration::from_millis(800),
             || t0() + chrono::Duration::seconds(31),
         )
@@ -348,9 +366,13 @@ mod tests {
         let jobs = MemoryJobs::default();
         let objects = MemoryObjects::default();
         let s = invoked(&jobs).await;
-        let lost = check(&jobs, &objects, &s.inference_id, Duration::ZERO, || {
-            t0() + chrono::Duration::seconds(1021)
-        })
+        let lost = check(
+            &jobs,
+            &objects,
+            s.inference_id.as_str(),
+            Duration::ZERO,
+            || t0() + chrono::Duration::seconds(1021),
+        )
         .await;
         // The probe at this age looks for the failure object, finds none, and the job is lost.
         let lost = lost.unwrap();

@@ -455,7 +455,7 @@ mod tests {
             jobs.write(&job::reserve(&s, &JobPolicy::default(), Utc::now()))
                 .await
                 .unwrap();
-            job::task_id(&s.inference_id, &s.task_secret)
+            job::task_id(s.inference_id.as_str(), &s.task_secret)
         }
 
         #[tokio::test]

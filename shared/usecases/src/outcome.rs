@@ -89,7 +89,7 @@ pub async fn record_notification<S: JobStore, O: ObjectStore>(
     outcome: InferenceOutcome,
     now: DateTime<Utc>,
 ) -> Result<Recorded, StoreError> {
-    let mut record = base_record(&outcome.inference_id, settings, now);
+    let mut record = base_record(outcome.inference_id.as_str(), settings, now);
     record.completed_at = rfc3339(outcome.event_time.unwrap_or(now));
     record.submitted_at = outcome.received_time.map(rfc3339);
     record.endpoint_name = outcome
@@ -140,7 +140,7 @@ pub async fn record_notification<S: JobStore, O: ObjectStore>(
 
 fn base_record(inference_id: &str, settings: JobSettings, now: DateTime<Utc>) -> OutcomeRecord {
     OutcomeRecord {
-        inference_id: inference_id.into(),
+        inference_id: inference_id.to_owned().into(),
         status: JobStatus::Completed,
         completed_at: rfc3339(now),
         submitted_at: None,
@@ -459,7 +459,7 @@ mod tests {
         let owner = Principal::Local.caller().owner;
         let mut s = Submission::new(&owner, "ep", "b", b"{}".to_vec(), None, 300, 600)
             .with_trace(trace.clone());
-        s.inference_id = "j7".into();
+        s.inference_id = domain::ids::InferenceId::parse("j7").unwrap();
         store
             .write(&reserve(&s, &SETTINGS.policy, now()))
             .await

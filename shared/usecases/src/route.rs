@@ -67,7 +67,7 @@ where
     // The event carries no reason; only a retryable lookup failure is worth a retry, the
     // outcome itself must not wait on a reason that cannot be had.
     let failure_reason = if change.status == PipelineStatus::Failed {
-        match pipeline.describe(&change.execution_arn).await {
+        match pipeline.describe(change.execution_arn.as_str()).await {
             Ok(described) => described.failure_reason,
             Err(failure) if failure.retryable => {
                 return Err(RouteError::Describe {

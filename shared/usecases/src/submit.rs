@@ -177,7 +177,7 @@ impl<S: JobStore, O: ObjectStore, I: AsyncInvoker> Submit<'_, S, O, I> {
         self.now + chrono::Duration::from_std(self.started.elapsed()).unwrap_or_default()
     }
 
-    fn id(&self) -> &str {
+    fn id(&self) -> &InferenceId {
         &self.submission.inference_id
     }
 
@@ -189,7 +189,7 @@ impl<S: JobStore, O: ObjectStore, I: AsyncInvoker> Submit<'_, S, O, I> {
         let mut rounds = 0;
         loop {
             step = match step {
-                Step::Read => Step::Plan(self.store.get(self.id(), self.time()).await?),
+                Step::Read => Step::Plan(self.store.get(self.id().as_str(), self.time()).await?),
                 Step::Plan(_) if rounds == MAX_ROUNDS => return self.replay_stored().await,
                 Step::Plan(stored) => {
                     rounds += 1;
@@ -246,7 +246,7 @@ impl<S: JobStore, O: ObjectStore, I: AsyncInvoker> Submit<'_, S, O, I> {
     async fn wait_while_reserved(&self, mut job: Job) -> Result<Step, StoreError> {
         while self.started.elapsed() < self.settings.in_progress_wait {
             tokio::time::sleep(Duration::from_millis(200)).await;
-            match self.store.get(self.id(), self.time()).await? {
+            match self.store.get(self.id().as_str(), self.time()).await? {
                 Some(j) if j.attempt == job.attempt && j.stage == Some(Stage::Reserved) => job = j,
                 moved => return Ok(Step::Plan(moved)),
             }
@@ -256,7 +256,7 @@ impl<S: JobStore, O: ObjectStore, I: AsyncInvoker> Submit<'_, S, O, I> {
 
     /// The rounds ran out under concurrent submissions: answer with what is stored now.
     async fn replay_stored(&self) -> Result<Submitted, SubmitError> {
-        match self.store.get(self.id(), self.time()).await? {
+        match self.store.get(self.id().as_str(), self.time()).await? {
             Some(job) => Ok(Submitted::replay_of(&job)),
             None => Err(SubmitError::Store(StoreError::Corrupt {
                 table: "results".into(),
@@ -278,7 +278,7 @@ impl<S: JobStore, O: ObjectStore, I: AsyncInvoker> Submit<'_, S, O, I> {
         let id = self.id();
         let lost_after = s.lost_after(submitted, &self.settings.policy);
         let mut answer = Submitted {
-            inference_id: id.into(),
+            inference_id: id.clone(),
             status: JobStatus::Pending,
             output_location: None,
             failure_location: None,
@@ -316,7 +316,7 @@ impl<S: JobStore, O: ObjectStore, I: AsyncInvoker> Submit<'_, S, O, I> {
         };
         let request = InvokeRequest {
             endpoint_name: s.endpoint_name.clone(),
-            inference_id: id.into(),
+            inference_id: id.clone(),
             input,
             content_type: s.content_type.clone(),
             accept: s.accept.clone(),
@@ -337,7 +337,7 @@ impl<S: JobStore, O: ObjectStore, I: AsyncInvoker> Submit<'_, S, O, I> {
         };
         match invoked {
             Ok(locations) => {
-                let write = job::mark_invoked(id, attempt, &locations, lost_after);
+                let write = job::mark_invoked(id.as_str(), attempt, &locations, lost_after);
                 if let Applied::Refused(_) = self.store.write(&write).await? {
                     tracing::warn!(attempt, "the job moved on before its invoke was recorded");
                 }
@@ -349,7 +349,7 @@ impl<S: JobStore, O: ObjectStore, I: AsyncInvoker> Submit<'_, S, O, I> {
             Err(failure) if failure.ambiguous => {
                 tracing::warn!(attempt, %failure, "InvokeEndpointAsync failed ambiguously");
                 let error = format!("SageMaker InvokeEndpointAsync: {}", failure.summary());
-                let write = job::mark_uncertain(id, attempt, &error, lost_after);
+                let write = job::mark_uncertain(id.as_str(), attempt, &error, lost_after);
                 if let Applied::Refused(_) = self.store.write(&write).await? {
                     tracing::warn!(
                         attempt,
@@ -381,13 +381,13 @@ impl<S: JobStore, O: ObjectStore, I: AsyncInvoker> Submit<'_, S, O, I> {
         now: DateTime<Utc>,
     ) -> Result<Submitted, SubmitError> {
         let id = self.id();
-        let write = job::mark_refused(id, attempt, &reason, &self.settings.policy, now);
+        let write = job::mark_refused(id.as_str(), attempt, &reason, &self.settings.policy, now);
         if let Applied::Refused(_) = self.store.write(&write).await? {
             tracing::warn!(attempt, "the job moved on before its refusal was recorded");
         }
         tracing::warn!(attempt, %reason, "submission refused");
         Err(SubmitError::Refused {
-            inference_id: id.to_owned(),
+            inference_id: id.to_string(),
             reason,
             failure,
         })
@@ -474,7 +474,7 @@ mod tests {
         let answer = w.submit(&s, t0()).await.unwrap();
         assert_eq!(answer.status, JobStatus::Pending);
         assert!(answer.output_location.is_some() && answer.failure_location.is_some());
-        let job = w.jobs.job(&s.inference_id).unwrap();
+        let job = w.jobs.job(s.inference_id.as_str()).unwrap();
         assert_eq!(job.stage, Some(Stage::Invoked));
         assert_eq!(job.output_location, answer.output_location);
         assert_eq!(job.input_location, None);
@@ -500,7 +500,7 @@ mod tests {
         w.submit(&s, t0()).await.unwrap();
         let location = s.input_location.clone().unwrap().to_string();
         assert!(w.objects.has(&location));
-        let job = w.jobs.job(&s.inference_id).unwrap();
+        let job = w.jobs.job(s.inference_id.as_str()).unwrap();
         assert_eq!(job.input_location.as_deref(), Some(location.as_str()));
         assert_eq!(w.invoker.requests()[0].input, InvokeInput::S3(location));
     }
@@ -517,7 +517,7 @@ mod tests {
             .unwrap();
         // The refused reservation returned the stored job: the replay reads nothing either.
         assert_eq!(w.jobs.calls(), (0, 3));
-        assert_eq!(w.invoker.calls(&s.inference_id), 1);
+        assert_eq!(w.invoker.calls(s.inference_id.as_str()), 1);
     }
 
     #[tokio::test(start_paused = true)]
@@ -537,7 +537,7 @@ mod tests {
             first
         );
         assert!(again.replay);
-        assert_eq!(w.invoker.calls(&s.inference_id), 1);
+        assert_eq!(w.invoker.calls(s.inference_id.as_str()), 1);
         let other = Submission::new(&local(), "ep", "b", b"{}".to_vec(), Some("k"), 300, 600);
         assert!(matches!(
             w.submit(&other, t0()).await,
@@ -561,7 +561,7 @@ mod tests {
                 )
             })
         );
-        let job = w.jobs.job(&s.inference_id).unwrap();
+        let job = w.jobs.job(s.inference_id.as_str()).unwrap();
         assert_eq!(job.stage, Some(Stage::Uncertain));
         // Replayed before it is lost: the same answer, no second invoke.
         let again = w
@@ -569,13 +569,13 @@ mod tests {
             .await
             .unwrap();
         assert_eq!(again.note, answer.note);
-        assert_eq!(w.invoker.calls(&s.inference_id), 1);
+        assert_eq!(w.invoker.calls(s.inference_id.as_str()), 1);
         // Once probably lost, the same key re-drives it.
         let lost = t0() + chrono::Duration::seconds(600 + 300 + 120);
         let redriven = w.submit(&s, lost).await.unwrap();
         assert!(!redriven.replay && redriven.output_location.is_some());
-        assert_eq!(w.jobs.job(&s.inference_id).unwrap().attempt, 2);
-        assert_eq!(w.invoker.calls(&s.inference_id), 2);
+        assert_eq!(w.jobs.job(s.inference_id.as_str()).unwrap().attempt, 2);
+        assert_eq!(w.invoker.calls(s.inference_id.as_str()), 2);
     }
 
     #[tokio::test(start_paused = true)]
@@ -585,7 +585,7 @@ mod tests {
         let s = submission(Some("k"));
         let err = w.submit(&s, t0()).await.unwrap_err();
         assert!(err.to_string().contains("ValidationError"), "{err}");
-        let job = w.jobs.job(&s.inference_id).unwrap();
+        let job = w.jobs.job(s.inference_id.as_str()).unwrap();
         assert_eq!(
             (job.status, job.stage),
             (JobStatus::Failed, Some(Stage::Refused))
@@ -593,7 +593,7 @@ mod tests {
         assert!(job.failure_reason.unwrap().contains("ValidationError"));
         let again = w.submit(&s, t0()).await.unwrap();
         assert_eq!(again.status, JobStatus::Pending);
-        assert_eq!(w.jobs.job(&s.inference_id).unwrap().attempt, 2);
+        assert_eq!(w.jobs.job(s.inference_id.as_str()).unwrap().attempt, 2);
     }
 
     #[tokio::test(start_paused = true)]
@@ -612,7 +612,7 @@ mod tests {
             .unwrap();
         assert!(early.replay);
         assert_eq!(early.note, Some(PendingCondition::Submitting));
-        assert_eq!(w.invoker.calls(&s.inference_id), 0);
+        assert_eq!(w.invoker.calls(s.inference_id.as_str()), 0);
         // The refused reservation, then a read every 200 ms for the 600 ms it waits.
         assert_eq!(w.jobs.calls(), (3, 2));
         assert_eq!(started.elapsed(), SETTINGS.in_progress_wait);
@@ -621,7 +621,7 @@ mod tests {
             .await
             .unwrap();
         assert!(!late.replay && late.output_location.is_some());
-        assert_eq!(w.invoker.calls(&s.inference_id), 1);
+        assert_eq!(w.invoker.calls(s.inference_id.as_str()), 1);
     }
 
     #[tokio::test(start_paused = true)]
@@ -635,7 +635,7 @@ mod tests {
             .map(|a| a.as_ref().unwrap().inference_id.clone())
             .collect();
         assert_eq!(ids.len(), 1);
-        assert_eq!(w.invoker.calls(&s.inference_id), 1);
+        assert_eq!(w.invoker.calls(s.inference_id.as_str()), 1);
         assert_eq!(
             answers
                 .iter()

@@ -154,7 +154,7 @@ pub async fn cancel_task<S: JobStore>(
     if job.status != JobStatus::Pending {
         return Ok(false);
     }
-    let write = job::cancel(&job.inference_id, result_ttl_secs, now);
+    let write = job::cancel(job.inference_id.as_str(), result_ttl_secs, now);
     // Refused means it finished (or was cancelled) meanwhile: nothing left to cancel.
     let cancelled = matches!(store.write(&write).await?, Applied::Written { .. });
     if cancelled {
@@ -340,11 +340,11 @@ pub async fn get_run_task<R: RunStore, P: PipelineControl, L: LineageGraph>(
 ) -> Result<RunTaskView, TaskError> {
     let mut found = authorized_run(runs, caller, task, now).await?;
     let described = pipeline
-        .describe(&found.execution_arn)
+        .describe(found.execution_arn.as_str())
         .await
         .map_err(pipeline_error("DescribePipelineExecution"))?;
     let steps = pipeline
-        .steps(&found.execution_arn)
+        .steps(found.execution_arn.as_str())
         .await
         .map_err(pipeline_error("ListPipelineExecutionSteps"))?;
     use PipelineStatus::*;
@@ -414,12 +414,12 @@ pub async fn cancel_run_task<R: RunStore, P: PipelineControl>(
 ) -> Result<(), TaskError> {
     let found = authorized_run(runs, caller, task, now).await?;
     let described = pipeline
-        .describe(&found.execution_arn)
+        .describe(found.execution_arn.as_str())
         .await
         .map_err(pipeline_error("DescribePipelineExecution"))?;
     if described.status.is(PipelineStatus::Executing) {
         pipeline
-            .stop(&found.execution_arn)
+            .stop(found.execution_arn.as_str())
             .await
             .map_err(pipeline_error("StopPipelineExecution"))?;
         tracing::info!("run stop requested");
@@ -534,7 +534,7 @@ mod tests {
         let jobs = MemoryJobs::default();
         let objects = MemoryObjects::default();
         let s = reserved(&jobs).await;
-        let id = task_id(&s.inference_id, &s.task_secret);
+        let id = task_id(s.inference_id.as_str(), &s.task_secret);
 
         let view = get_task_by_id(&reads(&jobs, &objects), &local(), &id, Utc::now())
             .await
@@ -551,7 +551,7 @@ mod tests {
             cancel_task_by_id(&jobs, &other(), 3600, &id, Utc::now()).await,
             Err(TaskError::NotFound)
         ));
-        let wrong = task_id(&s.inference_id, &"0".repeat(32));
+        let wrong = task_id(s.inference_id.as_str(), &"0".repeat(32));
         for bad in [wrong.as_str(), s.inference_id.as_str(), "", "x.y"] {
             assert!(matches!(
                 get_task_by_id(&reads(&jobs, &objects), &local(), bad, Utc::now()).await,
@@ -573,7 +573,7 @@ mod tests {
             matches!(&view.state, TaskState::Cancelled { reason } if reason == job::CANCELLED_REASON),
             "{view:?}"
         );
-        let cancelled = jobs.job(&s.inference_id).unwrap();
+        let cancelled = jobs.job(s.inference_id.as_str()).unwrap();
         assert_eq!(cancelled.status, JobStatus::Cancelled);
         assert_eq!(
             cancelled.failure_reason.as_deref(),
@@ -588,7 +588,7 @@ mod tests {
             .await
             .unwrap());
         assert_eq!(jobs.calls().1, writes, "no write");
-        assert_eq!(jobs.job(&s.inference_id).unwrap(), cancelled);
+        assert_eq!(jobs.job(s.inference_id.as_str()).unwrap(), cancelled);
     }
 
     #[tokio::test]
@@ -600,7 +600,7 @@ mod tests {
         let request = TriggerRequest {
             owner: local().owner,
             pipeline_name: "p".into(),
-            session_id: "s1".into(),
+            session_id: SessionId::parse("s1").unwrap(),
             parameters: vec![],
             idempotency_key: Some("k".into()),
             max_parallel_steps: None,
@@ -621,7 +621,7 @@ mod tests {
             .unwrap();
         assert_eq!(again.task_secret.as_deref(), Some(secret.as_str()));
 
-        let id = run::task_id("s1", &triggered.execution_arn, &secret);
+        let id = run::task_id("s1", triggered.execution_arn.as_str(), &secret);
         let view = get_run_task_by_id(&runs, &pipeline, NO_GATE, &local(), &id, Utc::now())
             .await
             .unwrap();
@@ -644,7 +644,7 @@ mod tests {
             pipeline.stopped().is_empty(),
             "another caller stopped nothing"
         );
-        let wrong = run::task_id("s1", &triggered.execution_arn, &"0".repeat(32));
+        let wrong = run::task_id("s1", triggered.execution_arn.as_str(), &"0".repeat(32));
         assert!(matches!(
             cancel_run_task_by_id(&runs, &pipeline, &local(), &wrong, Utc::now()).await,
             Err(TaskError::NotFound)

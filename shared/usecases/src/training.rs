@@ -163,7 +163,7 @@ pub async fn trigger_training<P: PipelineControl, R: RunStore>(
         Some(key) => client_request_token(
             &request.owner,
             &request.pipeline_name,
-            &request.session_id,
+            request.session_id.as_str(),
             key,
         ),
         None => uuid::Uuid::new_v4().simple().to_string(),
@@ -171,7 +171,7 @@ pub async fn trigger_training<P: PipelineControl, R: RunStore>(
     let execution_arn = pipeline
         .start(&StartRequest {
             pipeline_name: request.pipeline_name.clone(),
-            description: execution_description(&request.session_id, &request.owner, now),
+            description: execution_description(request.session_id.as_str(), &request.owner, now),
             parameters: request
                 .parameters
                 .iter()
@@ -186,7 +186,7 @@ pub async fn trigger_training<P: PipelineControl, R: RunStore>(
     let secret = uuid::Uuid::new_v4().simple().to_string();
     let write = run::record_triggered(
         &request.owner,
-        &request.session_id,
+        request.session_id.as_str(),
         &execution_arn,
         &rfc3339(now),
         ttl,
@@ -204,7 +204,7 @@ pub async fn trigger_training<P: PipelineControl, R: RunStore>(
                 None => {
                     let attach = run::attach_task_secret(
                         &request.owner,
-                        &request.session_id,
+                        request.session_id.as_str(),
                         &execution_arn,
                         &secret,
                         trace,
@@ -386,7 +386,7 @@ pub async fn stored_run<R: RunStore>(
 /// The run as stored now (after a conditional write lost a race), or None if it is gone.
 pub async fn reread<R: RunStore>(runs: &R, run: &Run) -> Result<Option<Run>, StoreError> {
     let key = (
-        session_key(run.owner.as_ref(), &run.session_id),
+        session_key(run.owner.as_ref(), run.session_id.as_str()),
         run.execution_arn.to_string(),
     );
     stored_run(runs, key).await
@@ -424,7 +424,7 @@ mod tests {
         TriggerRequest {
             owner: local().owner,
             pipeline_name: "p".into(),
-            session_id: "s".into(),
+            session_id: SessionId::parse("s").unwrap(),
             parameters,
             idempotency_key: None,
             max_parallel_steps: None,

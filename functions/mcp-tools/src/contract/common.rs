@@ -228,18 +228,14 @@ pub(crate) fn checked_idempotency_key(key: Option<String>) -> Result<Option<Stri
 
 /// An `execution_arn` argument, checked for a pipeline execution ARN's shape.
 pub(crate) fn execution_arn_argument(arn: String) -> Result<ExecutionArn, ToolError> {
-    if arn.starts_with("arn:")
-        && arn.contains(":pipeline/")
-        && arn.contains("/execution/")
-        && arn.len() <= 2048
-    {
-        Ok(arn.into())
-    } else {
-        Err(ToolError::invalid(format!(
-            "`execution_arn` {} is not a pipeline execution ARN (arn:aws:sagemaker:<region>:<account>:pipeline/<name>/execution/<id>)",
-            quote(&arn)
-        )))
-    }
+    ExecutionArn::parse(&arn).map_err(|e| {
+        ToolError::invalid(format!(
+            "`execution_arn` {} is {} ({})",
+            quote(&arn),
+            e.what.replacen("a ", "not a ", 1),
+            e.rule
+        ))
+    })
 }
 
 /// A `model_package_arn` argument, trimmed, checked for a model package version's ARN (a

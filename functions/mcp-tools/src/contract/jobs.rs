@@ -256,14 +256,12 @@ impl ToolArgs for CheckJobStatusArgs {
         _config: &ToolsConfig,
         _caller: &Caller,
     ) -> Result<StatusCheck<InferenceId>, ToolError> {
-        if self.inference_id.trim().is_empty() || self.inference_id.len() > 1024 {
-            // Only its length is said: the id may be anything a caller sent.
-            return Err(ToolError::invalid(
-                "`inference_id` must be the non-empty id returned by submit_job",
-            ));
-        }
+        // Only that it is wrong is said: the id may be anything a caller sent.
+        let id = InferenceId::parse(&self.inference_id).map_err(|_| {
+            ToolError::invalid("`inference_id` must be the non-empty id returned by submit_job")
+        })?;
         Ok(StatusCheck {
-            id: self.inference_id.into(),
+            id,
             wait_secs: WAIT_SECS.value(self.wait_secs)?,
         })
     }

@@ -51,7 +51,7 @@ fn a_document_becomes_the_inputs_of_the_uploaded_object() {
         (300, 3600),
         "the deployment's default TTL"
     );
-    assert_eq!(s.inference_id.len(), 36);
+    assert_eq!(s.inference_id.as_str().len(), 36);
     assert_eq!(s.input_location, None, "a small input goes inline");
     let keyed = args(json!({"document": "hello", "idempotency_key": "k"}))
         .submission(&owner(), "ep", "b", 3600)

@@ -11,7 +11,7 @@ use super::questions::QuestionView;
 use super::waits::{wait_description, StatusCheck, WAIT_SECS};
 use crate::wording;
 use domain::caller::Caller;
-use domain::ids::ExecutionArn;
+use domain::ids::{ExecutionArn, SessionId};
 use domain::pipeline_status::{ExecutionStatus, PipelineStatus, RunStatus, StepState};
 use domain::run::Run;
 use domain::s3_location::S3Location;
@@ -85,20 +85,15 @@ pub struct TriggerTrainingOutput {
     pub message: Option<String>,
 }
 
-pub fn validate_session_id(session_id: &str) -> Result<(), ToolError> {
-    let ok = !session_id.is_empty()
-        && session_id.len() <= 128
-        && session_id
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || "_.:-".contains(c));
-    if ok {
-        Ok(())
-    } else {
-        Err(ToolError::invalid(format!(
-            "`session_id` {} must be 1 to 128 letters, digits or `_ . : -`",
-            quote(session_id)
-        )))
-    }
+/// A `session_id` argument, held to the one bound a session id has.
+pub fn validate_session_id(session_id: &str) -> Result<SessionId, ToolError> {
+    SessionId::parse(session_id).map_err(|e| {
+        ToolError::invalid(format!(
+            "`session_id` {} must be {}",
+            quote(session_id),
+            e.rule
+        ))
+    })
 }
 
 impl ToolArgs for TriggerTrainingArgs {
@@ -115,7 +110,7 @@ impl ToolArgs for TriggerTrainingArgs {
         Ok(TriggerRequest {
             owner: caller.owner.clone(),
             pipeline_name: config.pipeline_name.clone(),
-            session_id: self.session_id.into(),
+            session_id: validate_session_id(&self.session_id)?,
             parameters,
             idempotency_key: checked_idempotency_key(self.idempotency_key)?,
             max_parallel_steps: max_parallel_steps.or(config.training.max_parallel_steps),

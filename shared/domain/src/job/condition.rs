@@ -61,7 +61,12 @@ mod tests {
         let lost_after = s.lost_after(t0, &POLICY);
         let uncertain = job(&run(&[
             reserve(&s, &POLICY, t0),
-            mark_uncertain(&s.inference_id, 1, "InternalFailure: boom", lost_after),
+            mark_uncertain(
+                s.inference_id.as_str(),
+                1,
+                "InternalFailure: boom",
+                lost_after,
+            ),
         ])
         .0);
         assert_eq!(
@@ -81,7 +86,12 @@ mod tests {
         );
         let invoked = job(&run(&[
             reserve(&s, &POLICY, t0),
-            mark_invoked(&s.inference_id, 1, &Locations::default(), lost_after),
+            mark_invoked(
+                s.inference_id.as_str(),
+                1,
+                &Locations::default(),
+                lost_after,
+            ),
         ])
         .0);
         assert_eq!(invoked.pending_condition(t0), None);

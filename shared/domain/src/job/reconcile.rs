@@ -55,7 +55,7 @@ mod tests {
         let locations = both_locations();
         let invoked = job(&run(&[
             reserve(&s, &POLICY, t0),
-            mark_invoked(&s.inference_id, 1, &locations, 5),
+            mark_invoked(s.inference_id.as_str(), 1, &locations, 5),
         ])
         .0);
         assert_eq!(

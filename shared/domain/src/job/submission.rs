@@ -201,7 +201,12 @@ mod tests {
         let lost_after = s.lost_after(t0, &POLICY);
         let invoked = job(&run(&[
             reserve(&s, &POLICY, t0),
-            mark_invoked(&s.inference_id, 1, &Locations::default(), lost_after),
+            mark_invoked(
+                s.inference_id.as_str(),
+                1,
+                &Locations::default(),
+                lost_after,
+            ),
         ])
         .0);
         assert_eq!(plan_submit(Some(&invoked), &s, later), SubmitPlan::Replay);
@@ -214,7 +219,7 @@ mod tests {
         );
         let refused = job(&run(&[
             reserve(&s, &POLICY, t0),
-            mark_refused(&s.inference_id, 1, "400", &POLICY, t0),
+            mark_refused(s.inference_id.as_str(), 1, "400", &POLICY, t0),
         ])
         .0);
         assert_eq!(

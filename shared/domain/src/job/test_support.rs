@@ -54,7 +54,7 @@ pub fn job(item: &Option<Item>) -> Job {
 
 pub fn outcome(id: &str, status: JobStatus) -> OutcomeRecord {
     OutcomeRecord {
-        inference_id: id.into(),
+        inference_id: id.to_owned().into(),
         status,
         completed_at: "2026-11-20T10:05:00.000Z".into(),
         submitted_at: Some("2026-11-20T09:59:00.000Z".into()),

@@ -80,7 +80,7 @@ fn reserved_item(s: &Submission, attempt: i64, policy: &JobPolicy, now: DateTime
 /// The first reservation of an id: only when no live item has it (expired items are absent).
 pub fn reserve(s: &Submission, policy: &JobPolicy, now: DateTime<Utc>) -> Write {
     Write {
-        key: key(&s.inference_id),
+        key: key(s.inference_id.as_str()),
         op: WriteOp::Put(reserved_item(s, 1, policy, now)),
         guard: Guard::Any(vec![
             Guard::Absent(attr::INFERENCE_ID),
@@ -94,7 +94,7 @@ pub fn reserve(s: &Submission, policy: &JobPolicy, now: DateTime<Utc>) -> Write 
 pub fn redrive(s: &Submission, seen_attempt: i64, policy: &JobPolicy, now: DateTime<Utc>) -> Write {
     let t = now.timestamp();
     Write {
-        key: key(&s.inference_id),
+        key: key(s.inference_id.as_str()),
         op: WriteOp::Put(reserved_item(s, seen_attempt + 1, policy, now)),
         guard: Guard::All(vec![
             Guard::Eq(attr::ATTEMPT, Attr::N(seen_attempt)),
@@ -263,7 +263,7 @@ pub fn record_outcome(r: &OutcomeRecord) -> Write {
         changes.push(Change::Set(attr::RESULT, Attr::Json(result.clone())));
     }
     Write {
-        key: key(&r.inference_id),
+        key: key(r.inference_id.as_str()),
         op: WriteOp::Update(changes),
         guard: Guard::Any(vec![
             Guard::Absent(attr::INFERENCE_ID),
@@ -298,7 +298,7 @@ mod tests {
         let locations = both_locations();
         let (item, applied) = run(&[
             reserve(&s, &POLICY, now),
-            mark_invoked(&s.inference_id, 1, &locations, 5),
+            mark_invoked(s.inference_id.as_str(), 1, &locations, 5),
         ]);
         assert_eq!(applied, [true, true]);
         let j = job(&item);
@@ -329,10 +329,10 @@ mod tests {
         let now = at("2026-11-20T10:00:00Z");
         let (_, applied) = run(&[
             reserve(&s, &POLICY, now),
-            mark_invoked(&s.inference_id, 2, &Locations::default(), 5),
-            mark_uncertain(&s.inference_id, 1, "timeout", 5),
-            mark_invoked(&s.inference_id, 1, &Locations::default(), 5),
-            mark_refused(&s.inference_id, 1, "400", &POLICY, now),
+            mark_invoked(s.inference_id.as_str(), 2, &Locations::default(), 5),
+            mark_uncertain(s.inference_id.as_str(), 1, "timeout", 5),
+            mark_invoked(s.inference_id.as_str(), 1, &Locations::default(), 5),
+            mark_refused(s.inference_id.as_str(), 1, "400", &POLICY, now),
         ]);
         assert_eq!(applied, [true, false, true, false, false]);
     }
@@ -343,8 +343,8 @@ mod tests {
         let now = at("2026-11-20T10:00:00Z");
         let (item, applied) = run(&[
             reserve(&s, &POLICY, now),
-            mark_uncertain(&s.inference_id, 1, "InternalFailure", 5),
-            record_outcome(&outcome(&s.inference_id, JobStatus::Completed)),
+            mark_uncertain(s.inference_id.as_str(), 1, "InternalFailure", 5),
+            record_outcome(&outcome(s.inference_id.as_str(), JobStatus::Completed)),
         ]);
         assert_eq!(applied, [true, true, true]);
         let j = job(&item);
@@ -373,8 +373,8 @@ mod tests {
         let now = at("2026-11-20T10:00:00Z");
         let (_, applied) = run(&[
             reserve(&s, &POLICY, now),
-            mark_refused(&s.inference_id, 1, "ValidationError", &POLICY, now),
-            record_outcome(&outcome(&s.inference_id, JobStatus::Completed)),
+            mark_refused(s.inference_id.as_str(), 1, "ValidationError", &POLICY, now),
+            record_outcome(&outcome(s.inference_id.as_str(), JobStatus::Completed)),
         ]);
         assert_eq!(applied, [true, true, false]);
     }
@@ -386,8 +386,8 @@ mod tests {
         let locations = both_locations();
         let (item, applied) = run(&[
             reserve(&s, &POLICY, now),
-            record_outcome(&outcome(&s.inference_id, JobStatus::Completed)),
-            mark_invoked(&s.inference_id, 1, &locations, 5),
+            record_outcome(&outcome(s.inference_id.as_str(), JobStatus::Completed)),
+            mark_invoked(s.inference_id.as_str(), 1, &locations, 5),
         ]);
         assert_eq!(applied, [true, true, true]);
         let j = job(&item);
@@ -396,8 +396,8 @@ mod tests {
         // Nor does a refusal of the reserving attempt touch an outcome that arrived first.
         let (item, applied) = run(&[
             reserve(&s, &POLICY, now),
-            record_outcome(&outcome(&s.inference_id, JobStatus::Completed)),
-            mark_refused(&s.inference_id, 1, "PutObject failed", &POLICY, now),
+            record_outcome(&outcome(s.inference_id.as_str(), JobStatus::Completed)),
+            mark_refused(s.inference_id.as_str(), 1, "PutObject failed", &POLICY, now),
         ]);
         assert_eq!(applied, [true, true, false]);
         assert_eq!(job(&item).status, JobStatus::Completed);
@@ -431,7 +431,7 @@ mod tests {
         // A completed job is never re-driven.
         let (_, applied) = run(&[
             reserve(&s, &POLICY, t0),
-            record_outcome(&outcome(&s.inference_id, JobStatus::Completed)),
+            record_outcome(&outcome(s.inference_id.as_str(), JobStatus::Completed)),
             redrive(&s, 1, &POLICY, later),
         ]);
         assert_eq!(applied, [true, true, false]);
@@ -452,8 +452,8 @@ mod tests {
         let now = at("2026-11-20T10:00:00Z");
         let (item, _) = run(&[
             reserve(&s, &POLICY, now),
-            mark_invoked(&s.inference_id, 1, &both_locations(), 5),
-            record_outcome(&outcome(&s.inference_id, JobStatus::Completed)),
+            mark_invoked(s.inference_id.as_str(), 1, &both_locations(), 5),
+            record_outcome(&outcome(s.inference_id.as_str(), JobStatus::Completed)),
         ]);
         let stored = item.clone().unwrap();
         assert_eq!(

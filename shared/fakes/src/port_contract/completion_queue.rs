@@ -5,6 +5,7 @@ use std::future::Future;
 use serde_json::Value;
 
 use domain::caller::Principal;
+use domain::ids::ExecutionArn;
 use domain::pipeline_status::PipelineStatus;
 use domain::run::CompletionMessage;
 use ports::CompletionQueue;
@@ -19,7 +20,10 @@ fn message(status: PipelineStatus) -> CompletionMessage {
     CompletionMessage {
         session_id: format!("s-{}", uuid::Uuid::new_v4().simple()).into(),
         owner: Some(Principal::Local.caller().owner.as_str().to_owned()),
-        execution_arn: "arn:aws:sagemaker:us-east-1:123456789012:pipeline/p/execution/1".into(),
+        execution_arn: ExecutionArn::parse(
+            "arn:aws:sagemaker:us-east-1:123456789012:pipeline/p/execution/1",
+        )
+        .expect("an execution ARN"),
         pipeline_arn: "arn:aws:sagemaker:us-east-1:123456789012:pipeline/p".into(),
         status,
         previous_status: Some(PipelineStatus::Executing.into()),

@@ -4,6 +4,7 @@ use chrono::Duration;
 use serde_json::json;
 
 use super::{now, refused, written};
+use domain::ids::InferenceId;
 use domain::item::Applied;
 use domain::job::Submission;
 use domain::job::{self, attr, Job, JobPolicy, JobStatus, Locations, OutcomeRecord, Stage};
@@ -45,7 +46,7 @@ fn outcome(
     at: chrono::DateTime<chrono::Utc>,
 ) -> OutcomeRecord {
     OutcomeRecord {
-        inference_id: inference_id.into(),
+        inference_id: InferenceId::parse(inference_id).expect("an inference id"),
         status,
         completed_at: rfc3339(at),
         submitted_at: Some("1999-01-01T00:00:00.000Z".into()),
@@ -62,7 +63,13 @@ fn outcome(
 }
 
 pub async fn an_unknown_id_is_absent<S: JobStore>(store: &S) {
-    assert_eq!(store.get(&fresh().inference_id, now()).await.unwrap(), None);
+    assert_eq!(
+        store
+            .get(fresh().inference_id.as_str(), now())
+            .await
+            .unwrap(),
+        None
+    );
 }
 
 pub async fn the_first_reservation_is_a_new_item<S: JobStore>(store: &S) {
@@ -72,7 +79,7 @@ pub async fn the_first_reservation_is_a_new_item<S: JobStore>(store: &S) {
         Applied::Written { previous: None },
     );
     let stored = store
-        .get(&s.inference_id, t0)
+        .get(s.inference_id.as_str(), t0)
         .await
         .unwrap()
         .expect("reserved job");
@@ -112,19 +119,23 @@ pub async fn only_the_reserving_attempt_marks_it_invoked<S: JobStore>(store: &S)
     };
     refused(
         &store
-            .write(&job::mark_invoked(&s.inference_id, 2, &at, 1))
+            .write(&job::mark_invoked(s.inference_id.as_str(), 2, &at, 1))
             .await
             .unwrap(),
         "invoked by another attempt",
     );
     written(
         store
-            .write(&job::mark_invoked(&s.inference_id, 1, &at, 1))
+            .write(&job::mark_invoked(s.inference_id.as_str(), 1, &at, 1))
             .await
             .unwrap(),
         "invoked by the reserving attempt",
     );
-    let stored = store.get(&s.inference_id, t0).await.unwrap().unwrap();
+    let stored = store
+        .get(s.inference_id.as_str(), t0)
+        .await
+        .unwrap()
+        .unwrap();
     assert_eq!(stored.stage, Some(Stage::Invoked));
     assert_eq!(stored.output_location, at.output_location);
     assert_eq!(stored.failure_location, at.failure_location);
@@ -162,7 +173,11 @@ pub async fn a_crashed_reservation_is_redriven_once<S: JobStore>(store: &S) {
             .unwrap(),
         "a second re-drive of the same attempt",
     );
-    let stored = store.get(&s.inference_id, later).await.unwrap().unwrap();
+    let stored = store
+        .get(s.inference_id.as_str(), later)
+        .await
+        .unwrap()
+        .unwrap();
     assert_eq!((stored.attempt, stored.stage), (2, Some(Stage::Reserved)));
 }
 
@@ -172,7 +187,7 @@ pub async fn an_uncertain_job_is_not_marked_invoked_after<S: JobStore>(store: &S
     written(
         store
             .write(&job::mark_uncertain(
-                &s.inference_id,
+                s.inference_id.as_str(),
                 1,
                 "InternalFailure",
                 s.lost_after(t0, &POLICY),
@@ -184,7 +199,7 @@ pub async fn an_uncertain_job_is_not_marked_invoked_after<S: JobStore>(store: &S
     refused(
         &store
             .write(&job::mark_invoked(
-                &s.inference_id,
+                s.inference_id.as_str(),
                 1,
                 &Locations::default(),
                 1,
@@ -193,7 +208,11 @@ pub async fn an_uncertain_job_is_not_marked_invoked_after<S: JobStore>(store: &S
             .unwrap(),
         "invoked after uncertain",
     );
-    let stored = store.get(&s.inference_id, t0).await.unwrap().unwrap();
+    let stored = store
+        .get(s.inference_id.as_str(), t0)
+        .await
+        .unwrap()
+        .unwrap();
     assert_eq!(
         (stored.status, stored.stage),
         (JobStatus::Pending, Some(Stage::Uncertain))
@@ -209,13 +228,17 @@ pub async fn an_outcome_completes_a_pending_job_and_keeps_its_submit_fields<S: J
     let result = json!({"label": "invoice", "score": 0.93, "tags": ["a", "b"], "nested": {"n": 1, "none": null}});
     let done = OutcomeRecord {
         result: Some(result.clone()),
-        ..outcome(&s.inference_id, JobStatus::Completed, t0)
+        ..outcome(s.inference_id.as_str(), JobStatus::Completed, t0)
     };
     written(
         store.write(&job::record_outcome(&done)).await.unwrap(),
         "outcome",
     );
-    let stored = store.get(&s.inference_id, t0).await.unwrap().unwrap();
+    let stored = store
+        .get(s.inference_id.as_str(), t0)
+        .await
+        .unwrap()
+        .unwrap();
     assert_eq!(stored.status, JobStatus::Completed);
     assert_eq!(stored.result, Some(result), "the inline result round-trips");
     assert_eq!(
@@ -233,13 +256,17 @@ pub async fn a_reservation_stores_the_submitting_calls_trace<S: JobStore>(store:
     let trace = TraceContext::parse(Some(traceparent), Some("rojo=00f067aa0ba902b7")).unwrap();
     let s = fresh().with_trace(trace.clone());
     reserved(store, &s, t0).await;
-    let stored = store.get(&s.inference_id, t0).await.unwrap().unwrap();
+    let stored = store
+        .get(s.inference_id.as_str(), t0)
+        .await
+        .unwrap()
+        .unwrap();
     assert_eq!(
         stored.trace,
         Some(trace.clone()),
         "traceparent and tracestate"
     );
-    let done = outcome(&s.inference_id, JobStatus::Completed, t0);
+    let done = outcome(s.inference_id.as_str(), JobStatus::Completed, t0);
     match store.write(&job::record_outcome(&done)).await.unwrap() {
         Applied::Written {
             previous: Some(item),
@@ -249,14 +276,18 @@ pub async fn a_reservation_stores_the_submitting_calls_trace<S: JobStore>(store:
         }
         other => panic!("an outcome: expected the stored item back, got {other:?}"),
     }
-    let stored = store.get(&s.inference_id, t0).await.unwrap().unwrap();
+    let stored = store
+        .get(s.inference_id.as_str(), t0)
+        .await
+        .unwrap()
+        .unwrap();
     assert_eq!(stored.trace, Some(trace), "kept through the outcome");
     // A submission without one stores neither attribute.
     let plain = fresh();
     reserved(store, &plain, t0).await;
     assert_eq!(
         store
-            .get(&plain.inference_id, t0)
+            .get(plain.inference_id.as_str(), t0)
             .await
             .unwrap()
             .unwrap()
@@ -268,12 +299,12 @@ pub async fn a_reservation_stores_the_submitting_calls_trace<S: JobStore>(store:
 pub async fn a_terminal_job_refuses_outcomes_redrives_and_refusals<S: JobStore>(store: &S) {
     let (s, t0) = (fresh(), now());
     reserved(store, &s, t0).await;
-    let done = outcome(&s.inference_id, JobStatus::Completed, t0);
+    let done = outcome(s.inference_id.as_str(), JobStatus::Completed, t0);
     written(
         store.write(&job::record_outcome(&done)).await.unwrap(),
         "outcome",
     );
-    let failed = outcome(&s.inference_id, JobStatus::Failed, t0);
+    let failed = outcome(s.inference_id.as_str(), JobStatus::Failed, t0);
     refused(
         &store.write(&job::record_outcome(&failed)).await.unwrap(),
         "a second outcome",
@@ -289,19 +320,29 @@ pub async fn a_terminal_job_refuses_outcomes_redrives_and_refusals<S: JobStore>(
     );
     refused(
         &store
-            .write(&job::mark_refused(&s.inference_id, 1, "x", &POLICY, t0))
+            .write(&job::mark_refused(
+                s.inference_id.as_str(),
+                1,
+                "x",
+                &POLICY,
+                t0,
+            ))
             .await
             .unwrap(),
         "refusal",
     );
     refused(
         &store
-            .write(&job::cancel(&s.inference_id, 3600, t0))
+            .write(&job::cancel(s.inference_id.as_str(), 3600, t0))
             .await
             .unwrap(),
         "cancel",
     );
-    let stored = store.get(&s.inference_id, t0).await.unwrap().unwrap();
+    let stored = store
+        .get(s.inference_id.as_str(), t0)
+        .await
+        .unwrap()
+        .unwrap();
     assert_eq!((stored.status, stored.attempt), (JobStatus::Completed, 1));
 }
 
@@ -309,12 +350,16 @@ pub async fn an_outcome_without_an_item_creates_it<S: JobStore>(store: &S) {
     let (id, t0) = (fresh().inference_id, now());
     written(
         store
-            .write(&job::record_outcome(&outcome(&id, JobStatus::Failed, t0)))
+            .write(&job::record_outcome(&outcome(
+                id.as_str(),
+                JobStatus::Failed,
+                t0,
+            )))
             .await
             .unwrap(),
         "outcome without an item",
     );
-    let stored = store.get(&id, t0).await.unwrap().unwrap();
+    let stored = store.get(id.as_str(), t0).await.unwrap().unwrap();
     assert_eq!((stored.status, stored.stage), (JobStatus::Failed, None));
     assert_eq!(
         stored.submitted_at.as_deref(),
@@ -328,7 +373,7 @@ pub async fn a_refused_job_is_redriven_by_its_key<S: JobStore>(store: &S) {
     written(
         store
             .write(&job::mark_refused(
-                &s.inference_id,
+                s.inference_id.as_str(),
                 1,
                 "ValidationError",
                 &POLICY,
@@ -338,7 +383,11 @@ pub async fn a_refused_job_is_redriven_by_its_key<S: JobStore>(store: &S) {
             .unwrap(),
         "refusal",
     );
-    let stored = store.get(&s.inference_id, t0).await.unwrap().unwrap();
+    let stored = store
+        .get(s.inference_id.as_str(), t0)
+        .await
+        .unwrap()
+        .unwrap();
     assert_eq!(
         (stored.status, stored.stage),
         (JobStatus::Failed, Some(Stage::Refused))
@@ -351,7 +400,11 @@ pub async fn a_refused_job_is_redriven_by_its_key<S: JobStore>(store: &S) {
             .unwrap(),
         "re-drive",
     );
-    let stored = store.get(&s.inference_id, t0).await.unwrap().unwrap();
+    let stored = store
+        .get(s.inference_id.as_str(), t0)
+        .await
+        .unwrap()
+        .unwrap();
     assert_eq!((stored.status, stored.attempt), (JobStatus::Pending, 2));
 }
 
@@ -360,27 +413,35 @@ pub async fn a_pending_job_is_cancelled_once<S: JobStore>(store: &S) {
     reserved(store, &s, t0).await;
     written(
         store
-            .write(&job::cancel(&s.inference_id, 3600, t0))
+            .write(&job::cancel(s.inference_id.as_str(), 3600, t0))
             .await
             .unwrap(),
         "cancel",
     );
-    let cancelled = store.get(&s.inference_id, t0).await.unwrap().unwrap();
+    let cancelled = store
+        .get(s.inference_id.as_str(), t0)
+        .await
+        .unwrap()
+        .unwrap();
     assert_eq!(cancelled.status, JobStatus::Cancelled);
     refused(
         &store
-            .write(&job::cancel(&s.inference_id, 60, t0))
+            .write(&job::cancel(s.inference_id.as_str(), 60, t0))
             .await
             .unwrap(),
         "cancel again",
     );
-    let done = outcome(&s.inference_id, JobStatus::Completed, t0);
+    let done = outcome(s.inference_id.as_str(), JobStatus::Completed, t0);
     refused(
         &store.write(&job::record_outcome(&done)).await.unwrap(),
         "a late outcome",
     );
     assert_eq!(
-        store.get(&s.inference_id, t0).await.unwrap().unwrap(),
+        store
+            .get(s.inference_id.as_str(), t0)
+            .await
+            .unwrap()
+            .unwrap(),
         cancelled
     );
 }
@@ -389,10 +450,18 @@ pub async fn an_expired_item_is_absent_to_reads_and_to_a_reservation<S: JobStore
     let (s, t0) = (fresh(), now());
     let past = t0 - Duration::days(3);
     reserved(store, &s, past).await;
-    assert_eq!(store.get(&s.inference_id, t0).await.unwrap(), None);
-    assert!(store.get(&s.inference_id, past).await.unwrap().is_some());
+    assert_eq!(store.get(s.inference_id.as_str(), t0).await.unwrap(), None);
+    assert!(store
+        .get(s.inference_id.as_str(), past)
+        .await
+        .unwrap()
+        .is_some());
     reserved(store, &s, t0).await;
-    let stored = store.get(&s.inference_id, t0).await.unwrap().unwrap();
+    let stored = store
+        .get(s.inference_id.as_str(), t0)
+        .await
+        .unwrap()
+        .unwrap();
     assert_eq!(stored.submitted_at, Some(rfc3339(t0)));
 }
 
@@ -404,10 +473,10 @@ pub async fn a_batch_read_answers_each_id_in_order_absent_and_expired_as_none<S:
     reserved(store, &b, t0).await;
     reserved(store, &old, t0 - Duration::days(3)).await;
     let ids: Vec<String> = [
-        &b.inference_id,
+        b.inference_id.as_str(),
         "never-submitted",
-        &old.inference_id,
-        &a.inference_id,
+        old.inference_id.as_str(),
+        a.inference_id.as_str(),
     ]
     .map(String::from)
     .into();
@@ -425,7 +494,10 @@ pub async fn a_batch_read_answers_each_id_in_order_absent_and_expired_as_none<S:
             Some(a.inference_id.as_str())
         ]
     );
-    assert_eq!(read[3], store.get(&a.inference_id, t0).await.unwrap());
+    assert_eq!(
+        read[3],
+        store.get(a.inference_id.as_str(), t0).await.unwrap()
+    );
     let many: Vec<String> = (0..ports::MAX_BATCH_READ)
         .map(|i| format!("none-{i}"))
         .collect();

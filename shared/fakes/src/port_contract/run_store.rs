@@ -1,6 +1,7 @@
 //! The pipeline results table: a trigger writes once, a terminal status is kept.
 
 use domain::caller::{Owner, Principal};
+use domain::ids::SessionId;
 use domain::item::Applied;
 use domain::pipeline_status::{PipelineStatus, RunStatus};
 use domain::run::{self, session_key, Run, RunRecord};
@@ -33,7 +34,7 @@ fn started() -> String {
 
 fn record(session: &str, n: u32, status: PipelineStatus) -> RunRecord {
     RunRecord {
-        session_id: session.into(),
+        session_id: SessionId::parse(session).expect("a session id"),
         owner: Some(owner()),
         execution_arn: arn(n).into(),
         pipeline_arn: "arn:p".into(),
