@@ -55,7 +55,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from typing import Callable, Optional
 
 from botocore.exceptions import BotoCoreError, ClientError
@@ -64,53 +64,13 @@ import aws_region
 from doctor_callback import check_callback
 from doctor_iam import check_endpoint_role, check_permissions, simulated
 from doctor_result import Result, fail, ok, skip, warn
-from stack import StackError, names, read_stack, under_prefix
-from wire_endpoint import wiring_parser
+from doctor_targets import SEED_PIPELINE_PARAMETERS, Targets
+from stack import StackError, error_status, names, read_stack, under_prefix, wiring_parser
 
-SEED_PIPELINE_PARAMETERS = ("input_data_uri=InputDataUri,max_epochs=MaxEpochs,"
-                            "accuracy_threshold=AccuracyThreshold,training_instance_type=TrainingInstanceType")
 DLQS = ("AsyncFailureDLQ", "PipelineResultsDLQ", "NotificationBufferDLQ", "PipelineCallbackDLQ")
 # The functions whose roles are checked, and the template's role each runs with.
 FUNCTION_ROLES = {"notification-handler": "NotificationHandlerRole", "pipeline-router": "PipelineRouterRole",
                   "mcp-tools": "McpToolsRole"}
-
-
-@dataclass
-class Targets:
-    """What the checks look at; None where it is not known (the check is then skipped)."""
-    endpoint: Optional[str] = None
-    success_topic: Optional[str] = None
-    error_topic: Optional[str] = None
-    bucket: Optional[str] = None
-    output_prefix: str = "outputs/"
-    failure_prefix: str = "failures/"
-    pipeline: Optional[str] = None
-    pipeline_parameters: str = SEED_PIPELINE_PARAMETERS
-    rule: Optional[str] = None
-    notification_handler: Optional[str] = None
-    buffer_queue_url: Optional[str] = None
-    dlq_urls: list = field(default_factory=list)
-    alarms: list = field(default_factory=list)
-    stack: Optional[str] = None
-    inference_only: bool = False
-    # The permission checks: the endpoint's execution role (else found through DescribeModel), each
-    # function's role, and what their ARNs need.
-    model_role: Optional[str] = None
-    function_roles: dict = field(default_factory=dict)
-    region: str = ""
-    account: str = ""
-    partition: str = "aws"
-    results_table: Optional[str] = None
-    pipeline_results_table: Optional[str] = None
-    pipeline_queue_url: Optional[str] = None
-    # Where the pipelines' CallbackSteps send their questions, and its dead-letter queue.
-    callback_queue_url: Optional[str] = None
-    callback_dlq_url: Optional[str] = None
-    event_bus: Optional[str] = None
-    bucket_key: Optional[str] = None
-    # The tool catalog's endpoints and pipelines beside `endpoint` and `pipeline`.
-    catalog_endpoints: list = field(default_factory=list)
-    catalog_pipelines: list = field(default_factory=list)
 
 
 # ------------------------------------------------------------------------------ what to check
@@ -468,8 +428,7 @@ def main(argv: Optional[list] = None) -> int:
         targets = targets_from_stack(session, args.stack_name) if args.stack_name else Targets()
         targets = apply_overrides(targets, args)
     except (StackError, aws_region.NoRegion, ValueError) as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
+        return error_status(e, 2)
     targets.region = session.region_name
     results = guarded(lambda: run_checks(session, targets))
     for result in results:

@@ -11,15 +11,13 @@ asked)."""
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Optional
+from typing import Optional
 
 from botocore.exceptions import BotoCoreError, ClientError
 
 from doctor_iam import ResourcePolicies, check_role
 from doctor_result import Result, fail, ok, skip, warn
-
-if TYPE_CHECKING:
-    from doctor import Targets
+from doctor_targets import Targets
 
 CHECK = "callback queue"
 

@@ -6,15 +6,14 @@ Each denial is a FAIL line with the IAM statement to add."""
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Callable, Optional
+from typing import Callable, Optional
 
 from botocore.exceptions import BotoCoreError, ClientError
 
 import model_role
 from doctor_result import fail, ok, skip
+from doctor_targets import Targets
 
-if TYPE_CHECKING:
-    from doctor import Targets
 
 def queue_arn_of_url(url: str, partition: str, region: str = "") -> Optional[str]:
     """https://sqs.<region>.amazonaws.com/<account>/<name> -> arn:<partition>:sqs:<region>:<account>:<name>

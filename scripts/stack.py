@@ -1,9 +1,12 @@
 """Reading a deployed stack of this template: its parameters, outputs and resources, for the
-commands that operate on it (redrive.py, doctor.py, wire_endpoint.py).
+commands that operate on it (redrive.py, doctor.py, wire_endpoint.py), and what else those
+commands share: the wiring options, how an error stops them.
 IAM: cloudformation:DescribeStacks and cloudformation:ListStackResources on the stack."""
 
 from __future__ import annotations
 
+import argparse
+import sys
 from dataclasses import dataclass, field
 
 
@@ -68,15 +71,28 @@ def read_stack(session, name: str, with_resources: bool = True) -> Stack:
     return stack
 
 
-def add_wiring_arguments(parser) -> None:
-    """The names that wire an endpoint to a stack, given explicitly instead of by --stack-name
-    (the doctor and wire-endpoint take the same)."""
+def wiring_parser(doc: str, stack_help: str) -> argparse.ArgumentParser:
+    """The parser wire-endpoint and the doctor start from: the script's docstring (its first
+    paragraph the description, what follows its second the epilog), --stack-name and the names
+    that wire an endpoint to a stack, given explicitly instead of by --stack-name."""
+    parser = argparse.ArgumentParser(description=doc.split("\n\n")[0],
+                                     formatter_class=argparse.RawDescriptionHelpFormatter,
+                                     epilog=doc.split("\n\n", 2)[2])
+    parser.add_argument("--stack-name", help=stack_help)
     parser.add_argument("--endpoint-name", dest="endpoint")
     parser.add_argument("--success-topic-arn", dest="success_topic")
     parser.add_argument("--error-topic-arn", dest="error_topic")
     parser.add_argument("--bucket", help="the IO bucket (IoBucketName)")
     parser.add_argument("--output-prefix", help="OutputPrefix (default outputs/)")
     parser.add_argument("--failure-prefix", help="FailurePrefix (default failures/)")
+    return parser
+
+
+def error_status(message: object, status: int) -> int:
+    """`error: <message>` on stderr, and `status` for the command's main to return; each
+    command's except clauses say which errors stop it and with which status."""
+    print(f"error: {message}", file=sys.stderr)
+    return status
 
 
 def names(text: str | None) -> list:

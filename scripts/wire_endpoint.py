@@ -51,7 +51,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 
 import aws_region
 import model_role
-from stack import StackError, add_wiring_arguments, names, read_stack, under_prefix
+from stack import StackError, error_status, names, read_stack, under_prefix, wiring_parser
 
 # What DescribeEndpointConfig returns that CreateEndpointConfig takes back.
 COPIED_FIELDS = ("ProductionVariants", "DataCaptureConfig", "KmsKeyId", "AsyncInferenceConfig", "ExplainerConfig",
@@ -170,18 +170,6 @@ def policy_name(wiring: dict) -> str:
     return f"mcp-async-jobs-{wiring['endpoint']}"[:128]
 
 
-def wiring_parser(doc: str, stack_help: str) -> argparse.ArgumentParser:
-    """The parser wire-endpoint and the doctor start from: the script's docstring (its first
-    paragraph the description, what follows its second the epilog), --stack-name and the names
-    that wire an endpoint to a stack."""
-    parser = argparse.ArgumentParser(description=doc.split("\n\n")[0],
-                                     formatter_class=argparse.RawDescriptionHelpFormatter,
-                                     epilog=doc.split("\n\n", 2)[2])
-    parser.add_argument("--stack-name", help=stack_help)
-    add_wiring_arguments(parser)
-    return parser
-
-
 def main(argv: Optional[list] = None) -> int:
     parser = wiring_parser(__doc__, "the deployed stack the endpoint is wired to")
     parser.add_argument("--catalog-endpoint-name", action="append", dest="catalog_endpoints",
@@ -202,8 +190,7 @@ def main(argv: Optional[list] = None) -> int:
         if args.stack_name:
             wiring.update(wiring_from_stack(session, args.stack_name))
     except (StackError, aws_region.NoRegion) as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
+        return error_status(e, 2)
     wiring["role"] = args.model_execution_role_arn
     if args.bucket_kms_key_arn:
         wiring["bucket_key"] = args.bucket_kms_key_arn
@@ -253,11 +240,9 @@ def wire_one(session, wiring: dict, args: argparse.Namespace) -> int:
             if status != "InService":
                 return 1
     except WiringError as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
+        return error_status(e, 2)
     except (ClientError, BotoCoreError) as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 1
+        return error_status(e, 1)
     return 0
 
 
