@@ -18,9 +18,11 @@ for each message works out what it holds and which function it belongs to:
 Each is invoked synchronously (RequestResponse) with that event. A message is deleted only when
 the invocation succeeded: no FunctionError and, for an SQS-shaped event, no batchItemFailures.
 Messages that failed or could not be understood stay on the queue (visible again when the run
-ends) and make the exit status 1. Replaying is safe: a recorded outcome is never changed
-(pipeline-router may send its completion message again, which consumers already treat as a
-duplicate).
+ends) and make the exit status 1. A CallbackStep's message (PipelineCallbackDLQ) is one of
+those: its token answers the step, and SQS's own message move takes it back (docs/operations.md).
+A message not replayed is named by its id, what it seems to be and its size, never by its body.
+Replaying is safe: a recorded outcome is never changed (pipeline-router may send its completion
+message again, which consumers already treat as a duplicate).
 
 With --stack-name the queue is the stack's AsyncFailureDLQUrl output and the functions are the
 stack's NotificationHandlerFunction and PipelineRouterFunction (none in an inference-only stack);
@@ -44,7 +46,7 @@ from typing import Optional
 import aws_region
 from botocore.config import Config
 from botocore.exceptions import BotoCoreError, ClientError
-from stack import StackError, read_stack
+from stack import StackError, error_status, read_stack
 
 NOTIFICATION_HANDLER = "notification-handler"
 PIPELINE_ROUTER = "pipeline-router"
@@ -138,6 +140,11 @@ def understand(message: dict, functions: dict) -> Replay:
         body = json.loads(message["Body"])
     except ValueError:
         raise NotUnderstood("the body is not JSON") from None
+    # A CallbackStep's message (the callback queue's DLQ): its token answers the step, so it is
+    # never replayed through a function here; SQS moves it back to the queue it came from.
+    if isinstance(body, dict) and "token" in body:
+        raise NotUnderstood("a callback message (has a token): redrive it with the SQS message move "
+                            "(aws sqs start-message-move-task), see docs/operations.md", "callback-message")
     attributes = message.get("MessageAttributes", {})
 
     def owner(arn: str, kind: str) -> str:
@@ -232,18 +239,15 @@ def main(argv: Optional[list] = None) -> int:
     try:
         session = aws_region.session()
     except aws_region.NoRegion as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
+        return error_status(e, 2)
     try:
         queue_url, functions = resolve(args, session)
     except ValueError as e:
         parser.error(str(e))
     except StackError as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
+        return error_status(e, 2)
     except (ClientError, BotoCoreError) as e:
-        print(f"error: could not read stack {args.stack_name}: {e}", file=sys.stderr)
-        return 2
+        return error_status(f"could not read stack {args.stack_name}: {e}", 2)
     sqs = session.client("sqs")
     # Invoke's own 5xx answers are retried (standard mode, 3 attempts): a replay is idempotent.
     lambda_client = session.client("lambda", config=Config(read_timeout=LAMBDA_READ_TIMEOUT_SECS,
@@ -293,9 +297,9 @@ def handle(message: dict, functions: dict, dry_run: bool, lambda_client, sqs, qu
     try:
         replay = understand(message, functions)
     except NotUnderstood as e:
-        body = message["Body"]
-        preview = body[:80] + ("..." if len(body) > 80 else "")
-        print(f"{message['MessageId']}  {e.kind}  -  skipped: {e}; body {preview!r}", flush=True)
+        # Named by its id and size, never by its body: a body may hold a secret (a CallbackStep's token).
+        size = len(message["Body"].encode())
+        print(f"{message['MessageId']}  {e.kind}  -  skipped: {e} ({size} bytes)", flush=True)
         return "skipped"
     function = functions[replay.role]
     label = f"{message['MessageId']}  {replay.kind}  {function}"

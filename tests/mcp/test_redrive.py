@@ -39,12 +39,14 @@ def built(servers):
 
 
 def redrive(servers, queue_url, *extra):
-    """Runs the script; its report is printed (pytest shows it when a test fails)."""
+    """Runs the script (servers None where it must invoke nothing); its report is printed (pytest
+    shows it when a test fails)."""
+    functions = {"AWS_ENDPOINT_URL_LAMBDA": f"http://127.0.0.1:{servers['port']}"} if servers else {}
     done = subprocess.run(
         [sys.executable, str(ROOT / "scripts" / "redrive.py"), "--queue-url", queue_url,
          "--notification-handler", "notification-handler", "--pipeline-router", "pipeline-router",
          "--wait-secs", "1", *extra],
-        env={**os.environ, "AWS_ENDPOINT_URL_LAMBDA": f"http://127.0.0.1:{servers['port']}"},
+        env={**os.environ, **functions},
         capture_output=True, text=True, timeout=900,
     )
     print(done.stdout, done.stderr, sep="\n")
@@ -212,6 +214,33 @@ def test_redrive_replays_the_sqs_buffers_dead_letters(built, aws, queue):
     assert failed["status"]["S"] == "failed"
     assert "server error (500)" in failed["failure_reason"]["S"]
     assert left_on(sqs, url) == []
+
+
+def test_redrive_skips_a_callback_message_naming_it_without_its_body(queue):
+    """PipelineCallbackDLQ holds CallbackStep messages, whose token answers the step: each is
+    skipped and left on the queue, named by its id, kind and size. No body is printed, neither
+    that one's nor one's that is not JSON."""
+    sqs, url = queue
+    token = f"CallbackToken{uuid.uuid4().hex}"
+    body = json.dumps({"token": token, "status": "Executing",
+                       "pipelineExecutionArn": f"arn:aws:sagemaker:us-east-1:{ACCOUNT}:pipeline/p/execution/e1",
+                       "arguments": {"prompt": "Register the model?"}})
+    callback = sqs.send_message(QueueUrl=url, MessageBody=body)["MessageId"]
+    garbage_body = f"token={token} and not JSON"
+    garbage = sqs.send_message(QueueUrl=url, MessageBody=garbage_body)["MessageId"]
+
+    for extra in (["--dry-run"], []):
+        done = redrive(None, url, *extra)
+        report = done.stdout + done.stderr
+        assert done.returncode == 1, report
+        line = line_for(done.stdout, callback)
+        assert "callback-message  -  skipped: a callback message (has a token)" in line
+        assert "start-message-move-task" in line and "docs/operations.md" in line
+        assert line.endswith(f"({len(body)} bytes)")
+        assert line_for(done.stdout, garbage).endswith(f"the body is not JSON ({len(garbage_body)} bytes)")
+        # The token stands in both bodies.
+        assert token not in report and "Register the model" not in report
+    assert left_on(sqs, url) == sorted([callback, garbage])
 
 
 class FakeLambda:
