@@ -41,7 +41,11 @@ impl Expression {
                 let values: Vec<String> = values.iter().map(|v| self.value(v)).collect();
                 format!("{name} IN ({})", values.join(", "))
             }
-            Guard::Not(g) => format!("NOT ({})", self.condition(g)),
+            // DynamoDB refuses redundant parentheses: a group is parenthesized once.
+            Guard::Not(g) => match g.as_ref() {
+                Guard::All(_) | Guard::Any(_) => format!("NOT {}", self.condition(g)),
+                _ => format!("NOT ({})", self.condition(g)),
+            },
             Guard::All(gs) => self.join(gs, " AND "),
             Guard::Any(gs) => self.join(gs, " OR "),
         }
@@ -49,7 +53,10 @@ impl Expression {
 
     fn join(&mut self, guards: &[Guard], op: &str) -> String {
         let parts: Vec<String> = guards.iter().map(|g| self.condition(g)).collect();
-        format!("({})", parts.join(op))
+        match parts.as_slice() {
+            [one] => one.clone(),
+            _ => format!("({})", parts.join(op)),
+        }
     }
 
     pub fn update(&mut self, changes: &[Change]) -> String {
@@ -103,6 +110,18 @@ mod tests {
             c,
             "(attribute_not_exists(#inference_id) OR (#status = :v0 AND #ttl <= :v1) OR NOT (#status IN (:v2, :v3)))"
         );
+        // A group is parenthesized once, under NOT too: DynamoDB refuses redundant ones.
+        let mut g = Expression::default();
+        let given_back = g.condition(&Guard::Not(Box::new(Guard::Any(vec![
+            Guard::Absent("quota_count"),
+            Guard::AtMost("quota_count", 0),
+        ]))));
+        assert_eq!(
+            given_back,
+            "NOT (attribute_not_exists(#quota_count) OR #quota_count <= :v0)"
+        );
+        let single = g.condition(&Guard::All(vec![Guard::Absent("lease")]));
+        assert_eq!(single, "attribute_not_exists(#lease)");
         assert_eq!(e.names["#ttl"], "ttl");
         assert_eq!(e.values[":v1"], AttributeValue::N("5".into()));
         let u = e.update(&[
