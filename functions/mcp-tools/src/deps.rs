@@ -9,7 +9,7 @@ use crate::config::ToolsConfig;
 use domain::time::Clock;
 use ports::{
     AsyncInvoker, CompletionEvents, JobStore, LineageGraph, ModelRegistry, ObjectStore,
-    PipelineControl, RunStore,
+    PipelineControl, QuotaStore, RunStore,
 };
 use usecases::answer::Answering;
 use usecases::quota::ReadQuota;
@@ -18,6 +18,8 @@ use usecases::JobSettings;
 /// The ports the tools call, as one bundle.
 pub trait Backend: Send + Sync + 'static {
     type Jobs: JobStore + Send + 'static;
+    /// Where the callers' quota counters and wait slots are kept.
+    type Quotas: QuotaStore + Send + 'static;
     type Runs: RunStore + Send + 'static;
     type Objects: ObjectStore + Send + 'static;
     type Endpoint: AsyncInvoker + Send + 'static;
@@ -26,6 +28,7 @@ pub trait Backend: Send + Sync + 'static {
     type Events: CompletionEvents + Send + 'static;
 
     fn jobs(&self) -> &Self::Jobs;
+    fn quotas(&self) -> &Self::Quotas;
     fn runs(&self) -> &Self::Runs;
     fn objects(&self) -> &Self::Objects;
     fn endpoint(&self) -> &Self::Endpoint;
@@ -57,6 +60,8 @@ where
     V: CompletionEvents + Send + 'static,
 {
     type Jobs = J;
+    /// The results table holds them (see [`QuotaStore`]).
+    type Quotas = J;
     type Runs = R;
     type Objects = O;
     type Endpoint = E;
@@ -65,6 +70,9 @@ where
     type Events = V;
 
     fn jobs(&self) -> &J {
+        &self.jobs
+    }
+    fn quotas(&self) -> &J {
         &self.jobs
     }
     fn runs(&self) -> &R {

@@ -386,15 +386,15 @@ impl<B: Backend> Listens<'_, B> {
             .await
             .map_err(quota_refused)?;
         let d = &self.server.deps;
-        let (jobs, limits, now) = (d.ports.jobs(), &d.config.quotas, d.clock.now());
-        quota::claim_wait(jobs, limits, &caller.owner, hold, now)
+        let (slots, limits, now) = (d.ports.quotas(), &d.config.quotas, d.clock.now());
+        quota::claim_wait(slots, limits, &caller.owner, hold, now)
             .await
             .map_err(quota_refused)
     }
 
     /// Frees a listen's wait slot that no handler took (rmcp answered without holding it).
     pub async fn release_wait(&self, lease: Option<quota::WaitLease>) {
-        quota::release_wait(self.server.deps.ports.jobs(), lease).await;
+        quota::release_wait(self.server.deps.ports.quotas(), lease).await;
     }
 
     /// A listen's life after rmcp acknowledged it: the named tasks read once as the caller, the
@@ -420,7 +420,7 @@ impl<B: Backend> Listens<'_, B> {
                 Ok(())
             }
         };
-        quota::release_wait(self.server.deps.ports.jobs(), named.take_lease()).await;
+        quota::release_wait(self.server.deps.ports.quotas(), named.take_lease()).await;
         held
     }
 

@@ -87,7 +87,7 @@ impl<B: Backend> Server<B> {
     pub async fn count_read(&self, caller: &Caller) -> Result<quota::Read, QuotaError> {
         let d = &self.deps;
         d.reads
-            .take(d.ports.jobs(), &caller.owner, d.clock.now())
+            .take(d.ports.quotas(), &caller.owner, d.clock.now())
             .await
     }
 

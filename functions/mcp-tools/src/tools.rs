@@ -494,7 +494,7 @@ impl<B: Backend> Tools<B> {
                 false => None,
             };
             let d = &self.server.deps;
-            let (jobs, quotas, now) = (d.ports.jobs(), &d.config.quotas, d.clock.now());
+            let (slots, limits, now) = (d.ports.quotas(), &d.config.quotas, d.clock.now());
             let owner = caller.owner.clone();
             let work = work(
                 valid,
@@ -504,7 +504,7 @@ impl<B: Backend> Tools<B> {
                     wait,
                 },
             );
-            let done = quota::within_wait(jobs, quotas, &owner, wait, now, work).await;
+            let done = quota::within_wait(slots, limits, &owner, wait, now, work).await;
             done.map_err(ToolError::from)
         }
         .instrument(span.clone())

@@ -59,6 +59,12 @@ mod dynamodb_job_store {
     }
 
     fakes::job_store_contract!(jobs());
+
+    mod quota_store {
+        use super::jobs;
+
+        fakes::quota_store_contract!(jobs());
+    }
 }
 
 mod dynamodb_run_store {

@@ -13,6 +13,7 @@ use domain::lineage::{Association, Direction};
 use domain::pipeline_status::{ExecutionStatus, StepState};
 use domain::progress::Progress;
 use domain::question::StepAnswer;
+use domain::quota::{WaitSlot, WindowCounter};
 use domain::run::{CompletionMessage, Run};
 use domain::s3_location::S3Location;
 
@@ -98,6 +99,57 @@ pub trait JobStore: Sync {
     /// Whether the table can hold `value` inline (as a native attribute of at most `max_bytes`);
     /// the store's own rules decide, so an output it cannot take is stored as a pointer.
     fn fits_inline(&self, value: &serde_json::Value, max_bytes: u64) -> bool;
+}
+
+/// Each caller's quota counters and wait slots (see [`domain::quota`]), each change one
+/// conditional write. A port of its own, though its items share the results table: a use case
+/// that counts or waits says so in its bounds, and what it writes is said in the quota's words.
+pub trait QuotaStore: Sync {
+    /// Takes `n` from `counter`'s window: refused, with what is stored, when that would pass
+    /// its limit.
+    fn take(
+        &self,
+        counter: &WindowCounter,
+        n: u32,
+    ) -> impl Future<Output = Result<Applied, StoreError>> + Send;
+
+    /// Gives one back to `counter`'s window (never below zero: refused then).
+    fn give_back(
+        &self,
+        counter: &WindowCounter,
+    ) -> impl Future<Output = Result<Applied, StoreError>> + Send;
+
+    /// Holds `slot` until `until` (epoch seconds) when it is free at `now_secs`: refused, with
+    /// the holder's lease, when another wait holds it.
+    fn claim(
+        &self,
+        slot: &WaitSlot,
+        until: i64,
+        now_secs: i64,
+    ) -> impl Future<Output = Result<Applied, StoreError>> + Send;
+
+    /// Frees `slot` if its lease is still this wait's (refused otherwise: nothing changes).
+    fn free(&self, slot: &WaitSlot) -> impl Future<Output = Result<Applied, StoreError>> + Send;
+}
+
+/// The results table holds the quota's items, under keys no job has: every job store is a
+/// quota store.
+impl<S: JobStore> QuotaStore for S {
+    async fn take(&self, counter: &WindowCounter, n: u32) -> Result<Applied, StoreError> {
+        self.write(&counter.take_many(n)).await
+    }
+
+    async fn give_back(&self, counter: &WindowCounter) -> Result<Applied, StoreError> {
+        self.write(&counter.give_back()).await
+    }
+
+    async fn claim(&self, slot: &WaitSlot, until: i64, now: i64) -> Result<Applied, StoreError> {
+        self.write(&slot.claim(until, now)).await
+    }
+
+    async fn free(&self, slot: &WaitSlot) -> Result<Applied, StoreError> {
+        self.write(&slot.free()).await
+    }
 }
 
 /// The pipeline results table.

@@ -12,7 +12,7 @@ use domain::caller::Owner;
 use domain::item::Applied;
 use domain::job::{plan_submit, Job, Submission, SubmitPlan};
 use domain::quota::{lease_until, Quota, QuotaLimits, WaitSlot, WindowCounter};
-use ports::{JobStore, StoreError};
+use ports::{JobStore, QuotaStore, StoreError};
 
 /// A wait's lease outlives the wait by this much, for the reply to leave.
 const LEASE_MARGIN_SECS: i64 = 15;
@@ -40,8 +40,8 @@ pub enum QuotaError {
 pub struct Taken(WindowCounter);
 
 /// Takes one from the owner's window for `quota`; None when that quota is off.
-async fn take<S: JobStore>(
-    store: &S,
+async fn take<Q: QuotaStore>(
+    store: &Q,
     owner: &Owner,
     quota: Quota,
     limit: u32,
@@ -52,7 +52,7 @@ async fn take<S: JobStore>(
     let Some(counter) = WindowCounter::of(owner, quota, limit, window_secs, now_secs) else {
         return Ok(None);
     };
-    match store.write(&counter.take()).await {
+    match store.take(&counter, 1).await {
         Ok(Applied::Written { .. }) => Ok(Some(Taken(counter))),
         Ok(Applied::Refused(_)) => Err(QuotaError::Exceeded {
             quota,
@@ -115,8 +115,8 @@ pub async fn take_submit<S: JobStore>(
 }
 
 /// A training run to be started counts against the owner's runs per hour.
-pub async fn take_run<S: JobStore>(
-    store: &S,
+pub async fn take_run<Q: QuotaStore>(
+    store: &Q,
     limits: &QuotaLimits,
     owner: &Owner,
     now: DateTime<Utc>,
@@ -126,9 +126,9 @@ pub async fn take_run<S: JobStore>(
 
 /// Gives back a count for a call that started nothing after all (a replay found late). A
 /// failure only leaves the count one high until the window ends: logged, not raised.
-async fn give_back<S: JobStore>(store: &S, taken: Option<Taken>) {
+async fn give_back<Q: QuotaStore>(store: &Q, taken: Option<Taken>) {
     let Some(Taken(counter)) = taken else { return };
-    if let Err(e) = store.write(&counter.give_back()).await {
+    if let Err(e) = store.give_back(&counter).await {
         tracing::warn!(error = %e, "a quota count was not given back");
     }
 }
@@ -195,9 +195,9 @@ impl ReadQuota {
 
     /// Counts one read of `owner`'s: over the quota, or with the count not written, the read is
     /// not to be made.
-    pub async fn take<S: JobStore>(
+    pub async fn take<Q: QuotaStore>(
         &self,
-        store: &S,
+        store: &Q,
         owner: &Owner,
         now: DateTime<Utc>,
     ) -> Result<Read, QuotaError> {
@@ -225,7 +225,7 @@ impl ReadQuota {
         let attempts: &[u32] = if batch > 1 { &[batch, 1] } else { &[1] };
         let window_end = counter.window_end;
         for &n in attempts {
-            match store.write(&counter.take_many(n)).await {
+            match store.take(&counter, n).await {
                 Ok(Applied::Written { .. }) => {
                     let reads = n - 1;
                     self.hold(owner, Held::Left { window_end, reads }, now_secs);
@@ -280,8 +280,8 @@ pub struct WaitLease(WaitSlot);
 /// Claims one of the owner's wait slots for `wait`; None when the quota is off or there is
 /// no wait. The slots are tried in turn; when all are held, the error says when the first
 /// lease runs out.
-pub async fn claim_wait<S: JobStore>(
-    store: &S,
+pub async fn claim_wait<Q: QuotaStore>(
+    store: &Q,
     limits: &QuotaLimits,
     owner: &Owner,
     wait: Duration,
@@ -296,7 +296,7 @@ pub async fn claim_wait<S: JobStore>(
     let mut frees_at: Option<i64> = None;
     for slot in 0..limits.waits_max {
         let claim = WaitSlot::new(owner, slot, &lease);
-        match store.write(&claim.claim(until, now_secs)).await {
+        match store.claim(&claim, until, now_secs).await {
             Ok(Applied::Written { .. }) => return Ok(Some(WaitLease(claim))),
             Ok(Applied::Refused(stored)) => {
                 let held_until = lease_until(stored.as_ref()).unwrap_or(until);
@@ -318,9 +318,9 @@ pub async fn claim_wait<S: JobStore>(
 }
 
 /// Frees a wait's slot. A failure leaves it held until its lease runs out: logged.
-pub async fn release_wait<S: JobStore>(store: &S, lease: Option<WaitLease>) {
+pub async fn release_wait<Q: QuotaStore>(store: &Q, lease: Option<WaitLease>) {
     let Some(WaitLease(slot)) = lease else { return };
-    if let Err(e) = store.write(&slot.free()).await {
+    if let Err(e) = store.free(&slot).await {
         tracing::warn!(error = %e, "a wait slot was not freed; it frees when its lease runs out");
     }
 }
@@ -339,13 +339,13 @@ pub enum CountedError<E> {
 /// something, given back when it turned out to start nothing. One settles every count, so no
 /// use case gives back by hand.
 #[must_use = "settle the count by what the work did"]
-pub struct CountGuard<'s, S: JobStore> {
-    store: &'s S,
+pub struct CountGuard<'s, Q: QuotaStore> {
+    store: &'s Q,
     taken: Option<Taken>,
 }
 
-impl<'s, S: JobStore> CountGuard<'s, S> {
-    pub fn new(store: &'s S, taken: Option<Taken>) -> Self {
+impl<'s, Q: QuotaStore> CountGuard<'s, Q> {
+    pub fn new(store: &'s Q, taken: Option<Taken>) -> Self {
         Self { store, taken }
     }
 
@@ -360,8 +360,8 @@ impl<'s, S: JobStore> CountGuard<'s, S> {
 /// `work` within one of the owner's wait slots for `wait`: claimed before it (with none free
 /// the work is not done) and freed after, whatever it returns. No wait, or the quota off,
 /// claims nothing.
-pub async fn within_wait<S, T, E, Fut>(
-    store: &S,
+pub async fn within_wait<Q, T, E, Fut>(
+    store: &Q,
     limits: &QuotaLimits,
     owner: &Owner,
     wait: Duration,
@@ -369,7 +369,7 @@ pub async fn within_wait<S, T, E, Fut>(
     work: Fut,
 ) -> Result<T, CountedError<E>>
 where
-    S: JobStore,
+    Q: QuotaStore,
     Fut: std::future::Future<Output = Result<T, E>>,
 {
     let lease = claim_wait(store, limits, owner, wait, now).await?;

@@ -52,6 +52,7 @@ pub mod job_store;
 pub mod lineage_graph;
 pub mod object_store;
 pub mod pipeline_control;
+pub mod quota_store;
 pub mod run_store;
 
 impl lineage_graph::Registrar for crate::MemoryLineage {
@@ -91,6 +92,10 @@ mod on_the_fakes {
 
     mod run_store {
         crate::run_store_contract!(async { crate::MemoryRuns::default() });
+    }
+
+    mod quota_store {
+        crate::quota_store_contract!(async { crate::MemoryJobs::default() });
     }
 
     mod object_store {
