@@ -197,7 +197,7 @@ pub async fn record_marks<S: JobStore, R: RunStore>(
         .iter()
         .filter_map(|t| match t {
             Some(TaskId::Job(task)) => Some(task.inference_id.clone()),
-            _ => None,
+            Some(TaskId::Run(_)) | None => None,
         })
         .collect();
     let run_keys: Vec<(String, String)> = parsed
@@ -207,7 +207,7 @@ pub async fn record_marks<S: JobStore, R: RunStore>(
                 session_key(Some(&caller.owner), &task.session_id),
                 task.execution_arn.clone(),
             )),
-            _ => None,
+            Some(TaskId::Job(_)) | None => None,
         })
         .collect();
     let mut job_marks = jobs.get_many(&job_ids, now).await?.into_iter().map(|job| {
