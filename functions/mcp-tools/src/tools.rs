@@ -178,8 +178,7 @@ impl<B: Backend> Tools<B> {
                 let d = &self.server.deps;
                 let clock = || d.clock.now();
                 let reads = self.server.job_reads();
-                let check =
-                    check::check_job(&reads, &caller, c.id.as_str(), wait, clock, &mut progress);
+                let check = check::check_job(&reads, &caller, &c.id, wait, clock, &mut progress);
                 let report = check.await?;
                 count_reconciled(&report);
                 if report.probably_lost && report.job.status == JobStatus::Pending {

@@ -2,6 +2,7 @@
 //! (`run.<session>.<execution>.<secret>`). Anything else is no task, which every caller answers
 //! exactly as it answers an unknown one.
 
+use crate::ids::{ExecutionArn, InferenceId, SessionId};
 use crate::{job, run};
 
 /// The longest task id accepted anywhere (a request's `taskId`, a listen's `taskIds`): a run's
@@ -12,15 +13,15 @@ pub const MAX_TASK_ID_BYTES: usize = 1024;
 /// A job's task: the job's id and the task's secret.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct JobTask {
-    pub inference_id: String,
+    pub inference_id: InferenceId,
     pub secret: String,
 }
 
 /// A run's task: the session that started it, the run, and the task's secret.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RunTask {
-    pub session_id: String,
-    pub execution_arn: String,
+    pub session_id: SessionId,
+    pub execution_arn: ExecutionArn,
     pub secret: String,
 }
 
@@ -47,15 +48,16 @@ impl TaskId {
         if run::is_run_task(task_id) {
             let (session_id, execution_arn, secret) =
                 run::parse_task_id(task_id).ok_or(NotATask)?;
+            // Each part as the task id this server made carries it.
             Ok(TaskId::Run(RunTask {
-                session_id,
-                execution_arn,
+                session_id: session_id.into(),
+                execution_arn: execution_arn.into(),
                 secret: secret.to_owned(),
             }))
         } else {
             let (inference_id, secret) = job::parse_task_id(task_id).ok_or(NotATask)?;
             Ok(TaskId::Job(JobTask {
-                inference_id: inference_id.to_owned(),
+                inference_id: inference_id.to_owned().into(),
                 secret: secret.to_owned(),
             }))
         }
@@ -73,7 +75,7 @@ mod tests {
         assert_eq!(
             TaskId::parse(&job::task_id("abc", SECRET)),
             Ok(TaskId::Job(JobTask {
-                inference_id: "abc".into(),
+                inference_id: InferenceId::parse("abc").unwrap(),
                 secret: SECRET.into()
             }))
         );
@@ -81,8 +83,8 @@ mod tests {
         assert_eq!(
             TaskId::parse(&run::task_id("s.1", arn, SECRET)),
             Ok(TaskId::Run(RunTask {
-                session_id: "s.1".into(),
-                execution_arn: arn.into(),
+                session_id: SessionId::parse("s.1").unwrap(),
+                execution_arn: ExecutionArn::parse(arn).unwrap(),
                 secret: SECRET.into()
             }))
         );

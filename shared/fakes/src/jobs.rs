@@ -6,6 +6,7 @@ use std::sync::Mutex;
 
 use chrono::{DateTime, Utc};
 
+use domain::ids::InferenceId;
 use domain::item::{Applied, Attr, Change, Item, Write, WriteOp};
 use domain::job::{attr, Job};
 use ports::*;
@@ -77,10 +78,19 @@ impl MemoryJobs {
 }
 
 impl JobStore for MemoryJobs {
-    async fn get(&self, inference_id: &str, now: DateTime<Utc>) -> Result<Option<Job>, StoreError> {
+    async fn get(
+        &self,
+        inference_id: &InferenceId,
+        now: DateTime<Utc>,
+    ) -> Result<Option<Job>, StoreError> {
         tokio::task::yield_now().await;
         self.calls.lock().unwrap().0 += 1;
-        let item = self.items.lock().unwrap().get(inference_id).cloned();
+        let item = self
+            .items
+            .lock()
+            .unwrap()
+            .get(inference_id.as_str())
+            .cloned();
         let job =
             item.map(|i| Job::from_item(&i))
                 .transpose()
@@ -98,7 +108,7 @@ impl JobStore for MemoryJobs {
     ) -> Result<Vec<Option<Job>>, StoreError> {
         let mut jobs = Vec::with_capacity(inference_ids.len());
         for id in inference_ids {
-            jobs.push(self.get(id, now).await?);
+            jobs.push(self.get(&id.clone().into(), now).await?);
         }
         Ok(jobs)
     }

@@ -81,7 +81,7 @@ pub trait JobStore: Sync {
     /// One strongly consistent read; an item past its `ttl` is absent.
     fn get(
         &self,
-        inference_id: &str,
+        inference_id: &InferenceId,
         now: chrono::DateTime<chrono::Utc>,
     ) -> impl Future<Output = Result<Option<Job>, StoreError>> + Send;
 

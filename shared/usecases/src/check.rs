@@ -10,6 +10,7 @@ use chrono::{DateTime, Utc};
 use crate::outcome::{announce, reconcile, Recorded};
 use crate::JobSettings;
 use domain::caller::Caller;
+use domain::ids::InferenceId;
 use domain::job::{reconcile_probe, Job, JobStatus, PendingCondition};
 use domain::progress::{JobEvent, JobProgress};
 use domain::quota::is_quota_key;
@@ -85,7 +86,7 @@ pub struct JobReads<'a, S, O, E> {
 pub async fn check_job<S, O, E, P>(
     reads: &JobReads<'_, S, O, E>,
     caller: &Caller,
-    inference_id: &str,
+    inference_id: &InferenceId,
     wait: Duration,
     clock: impl Fn() -> DateTime<Utc>,
     progress: &mut P,
@@ -111,7 +112,7 @@ where
         if !probed {
             if let Some(probe) = reconcile_probe(&job, &settings.policy, now) {
                 probed = true;
-                match reconcile(store, objects, settings, inference_id, probe, now).await {
+                match reconcile(store, objects, settings, inference_id.as_str(), probe, now).await {
                     Ok(Some(recorded)) => {
                         tracing::info!(?recorded, "outcome reconciled from S3");
                         if let Err(e) = announce(events, &recorded).await {
@@ -148,14 +149,14 @@ pub async fn owned_job<S: JobStore>(
     store: &S,
     settings: JobSettings,
     caller: &Caller,
-    inference_id: &str,
+    inference_id: &InferenceId,
     now: DateTime<Utc>,
 ) -> Result<Job, CheckError> {
     let not_found = || CheckError::NotFound {
-        inference_id: inference_id.to_owned(),
+        inference_id: inference_id.to_string(),
         result_ttl_secs: settings.policy.result_ttl_secs,
     };
-    if is_quota_key(inference_id) {
+    if is_quota_key(inference_id.as_str()) {
         return Err(not_found());
     }
     store
@@ -237,7 +238,8 @@ mod tests {
             events: &MemoryEvents::default(),
             settings: SETTINGS,
         };
-        check_job(&reads, &local(), id, wait, clock, &mut NoProgress).await
+        let id = InferenceId::parse(id).expect("an inference id");
+        check_job(&reads, &local(), &id, wait, clock, &mut NoProgress).await
     }
 
     async fn invoked(jobs: &MemoryJobs) -> Submission {
@@ -314,7 +316,7 @@ mod tests {
         let healed = check_job(
             &reads,
             &local(),
-            id.as_str(),
+            id,
             Duration::ZERO,
             later,
             &mut NoProgress,

@@ -7,6 +7,7 @@ use chrono::{DateTime, Utc};
 use crate::check::{owned_job, CheckError};
 use crate::JobSettings;
 use domain::caller::Caller;
+use domain::ids::InferenceId;
 use domain::job::{Job, JobStatus};
 use domain::s3_location::S3Location;
 use ports::{JobStore, ObjectError, ObjectStore, StoreError};
@@ -114,13 +115,13 @@ pub async fn read_job_object<S: JobStore, O: ObjectStore>(
     objects: &O,
     settings: JobSettings,
     caller: &Caller,
-    inference_id: &str,
+    inference_id: &InferenceId,
     which: JobObject,
     max: u64,
     now: DateTime<Utc>,
 ) -> Result<ObjectRead, ReadError> {
     let not_found = || ReadError::NotFound {
-        inference_id: inference_id.to_owned(),
+        inference_id: inference_id.to_string(),
         which,
     };
     let job = match owned_job(store, settings, caller, inference_id, now).await {
@@ -130,14 +131,16 @@ pub async fn read_job_object<S: JobStore, O: ObjectStore>(
     };
     let Some(location) = which.location(&job) else {
         return match which.recorded(&job) {
-            Some((bytes, content_type)) => bounded(bytes, content_type, inference_id, which, max),
+            Some((bytes, content_type)) => {
+                bounded(bytes, content_type, inference_id.as_str(), which, max)
+            }
             None => Err(not_found()),
         };
     };
     let location: S3Location = location.parse().map_err(|_| not_found())?;
     match objects.read_prefix(&location, max).await {
         Ok(prefix) if prefix.total_len > max => Err(ReadError::TooLarge {
-            inference_id: inference_id.to_owned(),
+            inference_id: inference_id.to_string(),
             which,
             size: prefix.total_len,
             max,

@@ -196,7 +196,7 @@ pub async fn record_marks<S: JobStore, R: RunStore>(
     let job_ids: Vec<String> = parsed
         .iter()
         .filter_map(|t| match t {
-            Some(TaskId::Job(task)) => Some(task.inference_id.clone()),
+            Some(TaskId::Job(task)) => Some(task.inference_id.to_string()),
             Some(TaskId::Run(_)) | None => None,
         })
         .collect();
@@ -204,8 +204,8 @@ pub async fn record_marks<S: JobStore, R: RunStore>(
         .iter()
         .filter_map(|t| match t {
             Some(TaskId::Run(task)) => Some((
-                session_key(Some(&caller.owner), &task.session_id),
-                task.execution_arn.clone(),
+                session_key(Some(&caller.owner), task.session_id.as_str()),
+                task.execution_arn.to_string(),
             )),
             Some(TaskId::Job(_)) | None => None,
         })

@@ -99,7 +99,7 @@ pub async fn take_submit<S: JobStore>(
         }
         Err(refused @ QuotaError::Exceeded { .. }) if submission.keyed => {
             count.stored = store
-                .get(submission.inference_id.as_str(), now)
+                .get(&submission.inference_id, now)
                 .await
                 .map_err(|source| QuotaError::Store {
                     quota: Quota::Submits,

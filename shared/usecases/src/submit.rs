@@ -189,7 +189,7 @@ impl<S: JobStore, O: ObjectStore, I: AsyncInvoker> Submit<'_, S, O, I> {
         let mut rounds = 0;
         loop {
             step = match step {
-                Step::Read => Step::Plan(self.store.get(self.id().as_str(), self.time()).await?),
+                Step::Read => Step::Plan(self.store.get(self.id(), self.time()).await?),
                 Step::Plan(_) if rounds == MAX_ROUNDS => return self.replay_stored().await,
                 Step::Plan(stored) => {
                     rounds += 1;
@@ -246,7 +246,7 @@ impl<S: JobStore, O: ObjectStore, I: AsyncInvoker> Submit<'_, S, O, I> {
     async fn wait_while_reserved(&self, mut job: Job) -> Result<Step, StoreError> {
         while self.started.elapsed() < self.settings.in_progress_wait {
             tokio::time::sleep(Duration::from_millis(200)).await;
-            match self.store.get(self.id().as_str(), self.time()).await? {
+            match self.store.get(self.id(), self.time()).await? {
                 Some(j) if j.attempt == job.attempt && j.stage == Some(Stage::Reserved) => job = j,
                 moved => return Ok(Step::Plan(moved)),
             }
@@ -256,7 +256,7 @@ impl<S: JobStore, O: ObjectStore, I: AsyncInvoker> Submit<'_, S, O, I> {
 
     /// The rounds ran out under concurrent submissions: answer with what is stored now.
     async fn replay_stored(&self) -> Result<Submitted, SubmitError> {
-        match self.store.get(self.id().as_str(), self.time()).await? {
+        match self.store.get(self.id(), self.time()).await? {
             Some(job) => Ok(Submitted::replay_of(&job)),
             None => Err(SubmitError::Store(StoreError::Corrupt {
                 table: "results".into(),

@@ -92,8 +92,8 @@ pub enum TaskError {
 
 /// A job's task, unless its id names a quota counter's item (which shares the table): that
 /// is no task.
-fn job_task(task: &JobTask) -> Result<(&str, &str), TaskError> {
-    match is_quota_key(&task.inference_id) {
+fn job_task(task: &JobTask) -> Result<(&InferenceId, &str), TaskError> {
+    match is_quota_key(task.inference_id.as_str()) {
         false => Ok((&task.inference_id, &task.secret)),
         true => Err(TaskError::NotFound),
     }
@@ -311,7 +311,7 @@ pub(crate) async fn authorized_run<R: RunStore>(
     task: &RunTask,
     now: DateTime<Utc>,
 ) -> Result<Run, TaskError> {
-    let found = session_runs(runs, caller, &task.session_id, now)
+    let found = session_runs(runs, caller, task.session_id.as_str(), now)
         .await?
         .into_iter()
         .find(|r| r.execution_arn == task.execution_arn)

@@ -11,6 +11,7 @@ use rmcp::model::{
     Resource, ResourceContents, ResourceTemplate,
 };
 
+use domain::ids::InferenceId;
 use usecases::job_object::{JobObject, ObjectInfo, ObjectRead, ReadError};
 
 use crate::wording;
@@ -51,7 +52,7 @@ pub fn uri(inference_id: &str, which: JobObject) -> String {
 
 /// The job and object a URI names; None for any URI this server did not make (its id encoded
 /// as [`uri`] encodes one, and no longer than a job's).
-pub fn parse_uri(uri: &str) -> Option<(String, JobObject)> {
+pub fn parse_uri(uri: &str) -> Option<(InferenceId, JobObject)> {
     let rest = uri.strip_prefix(SCHEME)?;
     let (encoded, object) = rest.split_once('/')?;
     let which = match object {
@@ -64,7 +65,8 @@ pub fn parse_uri(uri: &str) -> Option<(String, JobObject)> {
     let made_here = utf8_percent_encode(&id, ESCAPED)
         .to_string()
         .eq_ignore_ascii_case(encoded);
-    (made_here && !id.is_empty() && id.len() <= 1024).then(|| (id.into_owned(), which))
+    let id = InferenceId::parse(&id).ok().filter(|_| made_here)?;
+    Some((id, which))
 }
 
 fn segment(which: JobObject) -> &'static str {
@@ -221,7 +223,11 @@ mod tests {
                     made.starts_with("job://") && !made[6..].contains(' '),
                     "{made}"
                 );
-                assert_eq!(parse_uri(&made), Some((id.to_owned(), which)), "{made}");
+                assert_eq!(
+                    parse_uri(&made),
+                    Some((InferenceId::parse(id).unwrap(), which)),
+                    "{made}"
+                );
             }
         }
         assert_eq!(

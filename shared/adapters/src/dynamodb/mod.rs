@@ -25,6 +25,7 @@ pub use codec::{
 pub use expression::Expression;
 
 use crate::aws::{classify, OnFirstUse};
+use domain::ids::InferenceId;
 use domain::item::{Applied, Write, WriteOp};
 use domain::job::{self, Job};
 use domain::run::{self, Run};
@@ -228,7 +229,11 @@ impl DynamoJobs {
 }
 
 impl JobStore for DynamoJobs {
-    async fn get(&self, inference_id: &str, now: DateTime<Utc>) -> Result<Option<Job>, StoreError> {
+    async fn get(
+        &self,
+        inference_id: &InferenceId,
+        now: DateTime<Utc>,
+    ) -> Result<Option<Job>, StoreError> {
         let t = &self.0;
         let got = t
             .client
@@ -236,7 +241,7 @@ impl JobStore for DynamoJobs {
             .table_name(&t.name)
             .key(
                 job::attr::INFERENCE_ID,
-                AttributeValue::S(inference_id.to_owned()),
+                AttributeValue::S(inference_id.to_string()),
             )
             .consistent_read(true)
             .send()

@@ -63,13 +63,7 @@ fn outcome(
 }
 
 pub async fn an_unknown_id_is_absent<S: JobStore>(store: &S) {
-    assert_eq!(
-        store
-            .get(fresh().inference_id.as_str(), now())
-            .await
-            .unwrap(),
-        None
-    );
+    assert_eq!(store.get(&fresh().inference_id, now()).await.unwrap(), None);
 }
 
 pub async fn the_first_reservation_is_a_new_item<S: JobStore>(store: &S) {
@@ -79,7 +73,7 @@ pub async fn the_first_reservation_is_a_new_item<S: JobStore>(store: &S) {
         Applied::Written { previous: None },
     );
     let stored = store
-        .get(s.inference_id.as_str(), t0)
+        .get(&s.inference_id, t0)
         .await
         .unwrap()
         .expect("reserved job");
@@ -131,11 +125,7 @@ pub async fn only_the_reserving_attempt_marks_it_invoked<S: JobStore>(store: &S)
             .unwrap(),
         "invoked by the reserving attempt",
     );
-    let stored = store
-        .get(s.inference_id.as_str(), t0)
-        .await
-        .unwrap()
-        .unwrap();
+    let stored = store.get(&s.inference_id, t0).await.unwrap().unwrap();
     assert_eq!(stored.stage, Some(Stage::Invoked));
     assert_eq!(stored.output_location, at.output_location);
     assert_eq!(stored.failure_location, at.failure_location);
@@ -173,11 +163,7 @@ pub async fn a_crashed_reservation_is_redriven_once<S: JobStore>(store: &S) {
             .unwrap(),
         "a second re-drive of the same attempt",
     );
-    let stored = store
-        .get(s.inference_id.as_str(), later)
-        .await
-        .unwrap()
-        .unwrap();
+    let stored = store.get(&s.inference_id, later).await.unwrap().unwrap();
     assert_eq!((stored.attempt, stored.stage), (2, Some(Stage::Reserved)));
 }
 
@@ -208,11 +194,7 @@ pub async fn an_uncertain_job_is_not_marked_invoked_after<S: JobStore>(store: &S
             .unwrap(),
         "invoked after uncertain",
     );
-    let stored = store
-        .get(s.inference_id.as_str(), t0)
-        .await
-        .unwrap()
-        .unwrap();
+    let stored = store.get(&s.inference_id, t0).await.unwrap().unwrap();
     assert_eq!(
         (stored.status, stored.stage),
         (JobStatus::Pending, Some(Stage::Uncertain))
@@ -234,11 +216,7 @@ pub async fn an_outcome_completes_a_pending_job_and_keeps_its_submit_fields<S: J
         store.write(&job::record_outcome(&done)).await.unwrap(),
         "outcome",
     );
-    let stored = store
-        .get(s.inference_id.as_str(), t0)
-        .await
-        .unwrap()
-        .unwrap();
+    let stored = store.get(&s.inference_id, t0).await.unwrap().unwrap();
     assert_eq!(stored.status, JobStatus::Completed);
     assert_eq!(stored.result, Some(result), "the inline result round-trips");
     assert_eq!(
@@ -256,11 +234,7 @@ pub async fn a_reservation_stores_the_submitting_calls_trace<S: JobStore>(store:
     let trace = TraceContext::parse(Some(traceparent), Some("rojo=00f067aa0ba902b7")).unwrap();
     let s = fresh().with_trace(trace.clone());
     reserved(store, &s, t0).await;
-    let stored = store
-        .get(s.inference_id.as_str(), t0)
-        .await
-        .unwrap()
-        .unwrap();
+    let stored = store.get(&s.inference_id, t0).await.unwrap().unwrap();
     assert_eq!(
         stored.trace,
         Some(trace.clone()),
@@ -276,18 +250,14 @@ pub async fn a_reservation_stores_the_submitting_calls_trace<S: JobStore>(store:
         }
         other => panic!("an outcome: expected the stored item back, got {other:?}"),
     }
-    let stored = store
-        .get(s.inference_id.as_str(), t0)
-        .await
-        .unwrap()
-        .unwrap();
+    let stored = store.get(&s.inference_id, t0).await.unwrap().unwrap();
     assert_eq!(stored.trace, Some(trace), "kept through the outcome");
     // A submission without one stores neither attribute.
     let plain = fresh();
     reserved(store, &plain, t0).await;
     assert_eq!(
         store
-            .get(plain.inference_id.as_str(), t0)
+            .get(&plain.inference_id, t0)
             .await
             .unwrap()
             .unwrap()
@@ -338,11 +308,7 @@ pub async fn a_terminal_job_refuses_outcomes_redrives_and_refusals<S: JobStore>(
             .unwrap(),
         "cancel",
     );
-    let stored = store
-        .get(s.inference_id.as_str(), t0)
-        .await
-        .unwrap()
-        .unwrap();
+    let stored = store.get(&s.inference_id, t0).await.unwrap().unwrap();
     assert_eq!((stored.status, stored.attempt), (JobStatus::Completed, 1));
 }
 
@@ -359,7 +325,7 @@ pub async fn an_outcome_without_an_item_creates_it<S: JobStore>(store: &S) {
             .unwrap(),
         "outcome without an item",
     );
-    let stored = store.get(id.as_str(), t0).await.unwrap().unwrap();
+    let stored = store.get(&id, t0).await.unwrap().unwrap();
     assert_eq!((stored.status, stored.stage), (JobStatus::Failed, None));
     assert_eq!(
         stored.submitted_at.as_deref(),
@@ -383,11 +349,7 @@ pub async fn a_refused_job_is_redriven_by_its_key<S: JobStore>(store: &S) {
             .unwrap(),
         "refusal",
     );
-    let stored = store
-        .get(s.inference_id.as_str(), t0)
-        .await
-        .unwrap()
-        .unwrap();
+    let stored = store.get(&s.inference_id, t0).await.unwrap().unwrap();
     assert_eq!(
         (stored.status, stored.stage),
         (JobStatus::Failed, Some(Stage::Refused))
@@ -400,11 +362,7 @@ pub async fn a_refused_job_is_redriven_by_its_key<S: JobStore>(store: &S) {
             .unwrap(),
         "re-drive",
     );
-    let stored = store
-        .get(s.inference_id.as_str(), t0)
-        .await
-        .unwrap()
-        .unwrap();
+    let stored = store.get(&s.inference_id, t0).await.unwrap().unwrap();
     assert_eq!((stored.status, stored.attempt), (JobStatus::Pending, 2));
 }
 
@@ -418,11 +376,7 @@ pub async fn a_pending_job_is_cancelled_once<S: JobStore>(store: &S) {
             .unwrap(),
         "cancel",
     );
-    let cancelled = store
-        .get(s.inference_id.as_str(), t0)
-        .await
-        .unwrap()
-        .unwrap();
+    let cancelled = store.get(&s.inference_id, t0).await.unwrap().unwrap();
     assert_eq!(cancelled.status, JobStatus::Cancelled);
     refused(
         &store
@@ -437,11 +391,7 @@ pub async fn a_pending_job_is_cancelled_once<S: JobStore>(store: &S) {
         "a late outcome",
     );
     assert_eq!(
-        store
-            .get(s.inference_id.as_str(), t0)
-            .await
-            .unwrap()
-            .unwrap(),
+        store.get(&s.inference_id, t0).await.unwrap().unwrap(),
         cancelled
     );
 }
@@ -450,18 +400,10 @@ pub async fn an_expired_item_is_absent_to_reads_and_to_a_reservation<S: JobStore
     let (s, t0) = (fresh(), now());
     let past = t0 - Duration::days(3);
     reserved(store, &s, past).await;
-    assert_eq!(store.get(s.inference_id.as_str(), t0).await.unwrap(), None);
-    assert!(store
-        .get(s.inference_id.as_str(), past)
-        .await
-        .unwrap()
-        .is_some());
+    assert_eq!(store.get(&s.inference_id, t0).await.unwrap(), None);
+    assert!(store.get(&s.inference_id, past).await.unwrap().is_some());
     reserved(store, &s, t0).await;
-    let stored = store
-        .get(s.inference_id.as_str(), t0)
-        .await
-        .unwrap()
-        .unwrap();
+    let stored = store.get(&s.inference_id, t0).await.unwrap().unwrap();
     assert_eq!(stored.submitted_at, Some(rfc3339(t0)));
 }
 
@@ -494,10 +436,7 @@ pub async fn a_batch_read_answers_each_id_in_order_absent_and_expired_as_none<S:
             Some(a.inference_id.as_str())
         ]
     );
-    assert_eq!(
-        read[3],
-        store.get(a.inference_id.as_str(), t0).await.unwrap()
-    );
+    assert_eq!(read[3], store.get(&a.inference_id, t0).await.unwrap());
     let many: Vec<String> = (0..ports::MAX_BATCH_READ)
         .map(|i| format!("none-{i}"))
         .collect();
