@@ -14,7 +14,7 @@ use usecases::check;
 use usecases::job_object::{self, JobObject};
 use usecases::quota::{self, QuotaError};
 
-use crate::contract::resources;
+use crate::contract::{quota_refused, resources};
 use crate::deadline::{lambda_context, left_until, wait_within};
 use crate::deps::{Backend, Deps};
 use crate::wording;
@@ -89,6 +89,14 @@ impl<B: Backend> Server<B> {
         d.reads
             .take(d.ports.quotas(), &caller.owner, d.clock.now())
             .await
+    }
+
+    /// A task method's caller, with one read counted before anything is read: over the quota,
+    /// the method's answer is the quota's error (-32009).
+    pub async fn reading_caller(&self, extensions: &Extensions) -> Result<Caller, ErrorData> {
+        let caller = self.task_caller(extensions)?;
+        let _read = self.count_read(&caller).await.map_err(quota_refused)?;
+        Ok(caller)
     }
 
     /// Where a status check reads a job, and announces an outcome it heals from S3.

@@ -129,12 +129,7 @@ impl<B: Backend> Tasks<'_, B> {
         request: GetTaskParams,
         extensions: &Extensions,
     ) -> Result<GetTaskResult, ErrorData> {
-        let caller = self.server.task_caller(extensions)?;
-        let _read = self
-            .server
-            .count_read(&caller)
-            .await
-            .map_err(quota_refused)?;
+        let caller = self.server.reading_caller(extensions).await?;
         let task = self.task_answer(&caller, &request.task_id).await?;
         Ok(GetTaskResult::new(task))
     }
@@ -196,12 +191,7 @@ impl<B: Backend> Tasks<'_, B> {
         request: UpdateTaskParams,
         extensions: &Extensions,
     ) -> Result<(), ErrorData> {
-        let caller = self.server.task_caller(extensions)?;
-        let _read = self
-            .server
-            .count_read(&caller)
-            .await
-            .map_err(quota_refused)?;
+        let caller = self.server.reading_caller(extensions).await?;
         let responses = replies(request.input_responses)?;
         let task = match parsed(&request.task_id)? {
             TaskId::Run(task) => task,

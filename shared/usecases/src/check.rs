@@ -252,7 +252,7 @@ mod tests {
             failure_location: Some("s3://b/fail/1".into()),
         };
         jobs.write(&job::mark_invoked(
-            s.inference_id.as_str(),
+            &s.inference_id,
             1,
             &at,
             s.lost_after(t0(), &SETTINGS.policy),
@@ -313,16 +313,9 @@ mod tests {
         };
         let later = || t0() + chrono::Duration::seconds(31);
         let id = &s.inference_id;
-        let healed = check_job(
-            &reads,
-            &local(),
-            id,
-            Duration::ZERO,
-            later,
-            &mut NoProgress,
-        )
-        .await
-        .unwrap();
+        let healed = check_job(&reads, &local(), id, Duration::ZERO, later, &mut NoProgress)
+            .await
+            .unwrap();
         assert_eq!(healed.job.status, JobStatus::Completed);
         assert_eq!(healed.job.result, Some(json!({"label": "ok"})));
         assert!(healed.job.reconciled_at.is_some());

@@ -477,7 +477,8 @@ mod tests {
             assert_eq!(first, again, "no write, the same mark");
 
             let (inference_id, _) = job::parse_task_id(&mine).unwrap();
-            let cancel = job::cancel(inference_id, 3600, Utc::now());
+            let inference_id = domain::ids::InferenceId::parse(inference_id).unwrap();
+            let cancel = job::cancel(&inference_id, 3600, Utc::now());
             jobs.write(&cancel).await.unwrap();
             let after = record_marks(&jobs, &runs, &me, &ids, Utc::now())
                 .await

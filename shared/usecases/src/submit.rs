@@ -337,7 +337,7 @@ impl<S: JobStore, O: ObjectStore, I: AsyncInvoker> Submit<'_, S, O, I> {
         };
         match invoked {
             Ok(locations) => {
-                let write = job::mark_invoked(id.as_str(), attempt, &locations, lost_after);
+                let write = job::mark_invoked(id, attempt, &locations, lost_after);
                 if let Applied::Refused(_) = self.store.write(&write).await? {
                     tracing::warn!(attempt, "the job moved on before its invoke was recorded");
                 }
@@ -349,7 +349,7 @@ impl<S: JobStore, O: ObjectStore, I: AsyncInvoker> Submit<'_, S, O, I> {
             Err(failure) if failure.ambiguous => {
                 tracing::warn!(attempt, %failure, "InvokeEndpointAsync failed ambiguously");
                 let error = format!("SageMaker InvokeEndpointAsync: {}", failure.summary());
-                let write = job::mark_uncertain(id.as_str(), attempt, &error, lost_after);
+                let write = job::mark_uncertain(id, attempt, &error, lost_after);
                 if let Applied::Refused(_) = self.store.write(&write).await? {
                     tracing::warn!(
                         attempt,
@@ -381,7 +381,7 @@ impl<S: JobStore, O: ObjectStore, I: AsyncInvoker> Submit<'_, S, O, I> {
         now: DateTime<Utc>,
     ) -> Result<Submitted, SubmitError> {
         let id = self.id();
-        let write = job::mark_refused(id.as_str(), attempt, &reason, &self.settings.policy, now);
+        let write = job::mark_refused(id, attempt, &reason, &self.settings.policy, now);
         if let Applied::Refused(_) = self.store.write(&write).await? {
             tracing::warn!(attempt, "the job moved on before its refusal was recorded");
         }

@@ -154,7 +154,7 @@ pub async fn cancel_task<S: JobStore>(
     if job.status != JobStatus::Pending {
         return Ok(false);
     }
-    let write = job::cancel(job.inference_id.as_str(), result_ttl_secs, now);
+    let write = job::cancel(&job.inference_id, result_ttl_secs, now);
     // Refused means it finished (or was cancelled) meanwhile: nothing left to cancel.
     let cancelled = matches!(store.write(&write).await?, Applied::Written { .. });
     if cancelled {

@@ -50,23 +50,17 @@ mod tests {
     use chrono::Duration;
 
     use super::PendingCondition;
-    use crate::job::test_support::{at, job, run, submission, POLICY};
+    use crate::job::test_support::{at, job, run, start, POLICY};
     use crate::job::transition::{mark_invoked, mark_uncertain, reserve};
     use crate::job::Locations;
 
     #[test]
     fn each_pending_condition_follows_the_stage_and_the_clock() {
-        let s = submission();
-        let t0 = at("2026-11-20T10:00:00Z");
+        let (s, t0) = start();
         let lost_after = s.lost_after(t0, &POLICY);
         let uncertain = job(&run(&[
             reserve(&s, &POLICY, t0),
-            mark_uncertain(
-                s.inference_id.as_str(),
-                1,
-                "InternalFailure: boom",
-                lost_after,
-            ),
+            mark_uncertain(&s.inference_id, 1, "InternalFailure: boom", lost_after),
         ])
         .0);
         assert_eq!(
@@ -86,12 +80,7 @@ mod tests {
         );
         let invoked = job(&run(&[
             reserve(&s, &POLICY, t0),
-            mark_invoked(
-                s.inference_id.as_str(),
-                1,
-                &Locations::default(),
-                lost_after,
-            ),
+            mark_invoked(&s.inference_id, 1, &Locations::default(), lost_after),
         ])
         .0);
         assert_eq!(invoked.pending_condition(t0), None);

@@ -45,17 +45,16 @@ mod tests {
     use super::*;
     use chrono::Duration;
 
-    use crate::job::test_support::{at, both_locations, job, run, submission, POLICY};
+    use crate::job::test_support::{both_locations, job, run, start, POLICY};
     use crate::job::transition::{mark_invoked, reserve};
 
     #[test]
     fn probes_start_after_the_threshold_and_alternate() {
-        let s = submission();
-        let t0 = at("2026-11-20T10:00:00Z");
+        let (s, t0) = start();
         let locations = both_locations();
         let invoked = job(&run(&[
             reserve(&s, &POLICY, t0),
-            mark_invoked(s.inference_id.as_str(), 1, &locations, 5),
+            mark_invoked(&s.inference_id, 1, &locations, 5),
         ])
         .0);
         assert_eq!(

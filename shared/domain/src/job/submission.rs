@@ -164,13 +164,12 @@ mod tests {
     use chrono::Duration;
 
     use crate::caller::Principal;
-    use crate::job::test_support::{at, job, run, submission, POLICY};
+    use crate::job::test_support::{at, job, run, start, submission, POLICY};
     use crate::job::transition::{mark_invoked, mark_refused, reserve, Locations};
 
     #[test]
     fn the_plan_follows_the_stored_state() {
-        let s = submission();
-        let t0 = at("2026-11-20T10:00:00Z");
+        let (s, t0) = start();
         let reserved = job(&run(&[reserve(&s, &POLICY, t0)]).0);
         assert_eq!(plan_submit(None, &s, t0), SubmitPlan::Reserve);
         assert_eq!(plan_submit(Some(&reserved), &s, t0), SubmitPlan::InProgress);
@@ -201,12 +200,7 @@ mod tests {
         let lost_after = s.lost_after(t0, &POLICY);
         let invoked = job(&run(&[
             reserve(&s, &POLICY, t0),
-            mark_invoked(
-                s.inference_id.as_str(),
-                1,
-                &Locations::default(),
-                lost_after,
-            ),
+            mark_invoked(&s.inference_id, 1, &Locations::default(), lost_after),
         ])
         .0);
         assert_eq!(plan_submit(Some(&invoked), &s, later), SubmitPlan::Replay);
@@ -219,7 +213,7 @@ mod tests {
         );
         let refused = job(&run(&[
             reserve(&s, &POLICY, t0),
-            mark_refused(s.inference_id.as_str(), 1, "400", &POLICY, t0),
+            mark_refused(&s.inference_id, 1, "400", &POLICY, t0),
         ])
         .0);
         assert_eq!(

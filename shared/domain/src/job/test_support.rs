@@ -13,6 +13,11 @@ pub fn at(s: &str) -> DateTime<Utc> {
     parse_rfc3339(s).unwrap()
 }
 
+/// The submission most tests start from, and the moment they start at.
+pub fn start() -> (Submission, DateTime<Utc>) {
+    (submission(), at("2026-11-20T10:00:00Z"))
+}
+
 pub fn submission() -> Submission {
     Submission::new(
         &crate::caller::Principal::Local.caller().owner,

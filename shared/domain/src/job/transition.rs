@@ -28,8 +28,11 @@ pub const MAX_FAILURE_REASON_BYTES: usize = 4096;
 pub const MAX_FAILURE_EXCERPT_BYTES: usize = 4096;
 pub const MAX_LOCATION_BYTES: usize = 2048;
 
-fn key(inference_id: &str) -> Item {
-    Item::from([(attr::INFERENCE_ID.to_owned(), Attr::s(inference_id))])
+fn key(inference_id: &InferenceId) -> Item {
+    Item::from([(
+        attr::INFERENCE_ID.to_owned(),
+        Attr::s(inference_id.as_str()),
+    )])
 }
 
 fn pending() -> Attr {
@@ -80,7 +83,7 @@ fn reserved_item(s: &Submission, attempt: i64, policy: &JobPolicy, now: DateTime
 /// The first reservation of an id: only when no live item has it (expired items are absent).
 pub fn reserve(s: &Submission, policy: &JobPolicy, now: DateTime<Utc>) -> Write {
     Write {
-        key: key(s.inference_id.as_str()),
+        key: key(&s.inference_id),
         op: WriteOp::Put(reserved_item(s, 1, policy, now)),
         guard: Guard::Any(vec![
             Guard::Absent(attr::INFERENCE_ID),
@@ -94,7 +97,7 @@ pub fn reserve(s: &Submission, policy: &JobPolicy, now: DateTime<Utc>) -> Write 
 pub fn redrive(s: &Submission, seen_attempt: i64, policy: &JobPolicy, now: DateTime<Utc>) -> Write {
     let t = now.timestamp();
     Write {
-        key: key(s.inference_id.as_str()),
+        key: key(&s.inference_id),
         op: WriteOp::Put(reserved_item(s, seen_attempt + 1, policy, now)),
         guard: Guard::All(vec![
             Guard::Eq(attr::ATTEMPT, Attr::N(seen_attempt)),
@@ -132,7 +135,12 @@ pub struct Locations {
 
 /// InvokeEndpointAsync answered. The stage moves even when a (fast) outcome already made the
 /// job terminal, so a replay finds the locations the first call returned.
-pub fn mark_invoked(inference_id: &str, attempt: i64, at: &Locations, lost_after: i64) -> Write {
+pub fn mark_invoked(
+    inference_id: &InferenceId,
+    attempt: i64,
+    at: &Locations,
+    lost_after: i64,
+) -> Write {
     let mut changes = vec![
         Change::Set(attr::STAGE, Stage::Invoked.attr()),
         Change::Set(attr::REDRIVE_AFTER, Attr::N(lost_after)),
@@ -151,7 +159,12 @@ pub fn mark_invoked(inference_id: &str, attempt: i64, at: &Locations, lost_after
 }
 
 /// The invoke's outcome is unknown: still `pending`, so a notification can complete it.
-pub fn mark_uncertain(inference_id: &str, attempt: i64, error: &str, lost_after: i64) -> Write {
+pub fn mark_uncertain(
+    inference_id: &InferenceId,
+    attempt: i64,
+    error: &str,
+    lost_after: i64,
+) -> Write {
     Write {
         key: key(inference_id),
         op: WriteOp::Update(vec![
@@ -168,7 +181,7 @@ pub fn mark_uncertain(inference_id: &str, attempt: i64, error: &str, lost_after:
 
 /// SageMaker (or S3) definitely refused the submission: `failed` with the reason.
 pub fn mark_refused(
-    inference_id: &str,
+    inference_id: &InferenceId,
     attempt: i64,
     reason: &str,
     policy: &JobPolicy,
@@ -218,7 +231,7 @@ pub struct OutcomeRecord {
 
 /// The client cancelled a pending job. SageMaker cannot stop an async request, so it may still
 /// run; being terminal, `cancelled` keeps its later outcome out (record_outcome refuses).
-pub fn cancel(inference_id: &str, result_ttl_secs: u64, now: DateTime<Utc>) -> Write {
+pub fn cancel(inference_id: &InferenceId, result_ttl_secs: u64, now: DateTime<Utc>) -> Write {
     Write {
         key: key(inference_id),
         op: WriteOp::Update(vec![
@@ -263,7 +276,7 @@ pub fn record_outcome(r: &OutcomeRecord) -> Write {
         changes.push(Change::Set(attr::RESULT, Attr::Json(result.clone())));
     }
     Write {
-        key: key(r.inference_id.as_str()),
+        key: key(&r.inference_id),
         op: WriteOp::Update(changes),
         guard: Guard::Any(vec![
             Guard::Absent(attr::INFERENCE_ID),
@@ -289,7 +302,9 @@ mod tests {
     use chrono::Duration;
     use serde_json::json;
 
-    use crate::job::test_support::{at, both_locations, job, outcome, run, submission, POLICY};
+    use crate::job::test_support::{
+        at, both_locations, job, outcome, run, start, submission, POLICY,
+    };
 
     #[test]
     fn reserved_then_invoked_stores_both_locations() {
@@ -298,7 +313,7 @@ mod tests {
         let locations = both_locations();
         let (item, applied) = run(&[
             reserve(&s, &POLICY, now),
-            mark_invoked(s.inference_id.as_str(), 1, &locations, 5),
+            mark_invoked(&s.inference_id, 1, &locations, 5),
         ]);
         assert_eq!(applied, [true, true]);
         let j = job(&item);
@@ -329,10 +344,10 @@ mod tests {
         let now = at("2026-11-20T10:00:00Z");
         let (_, applied) = run(&[
             reserve(&s, &POLICY, now),
-            mark_invoked(s.inference_id.as_str(), 2, &Locations::default(), 5),
-            mark_uncertain(s.inference_id.as_str(), 1, "timeout", 5),
-            mark_invoked(s.inference_id.as_str(), 1, &Locations::default(), 5),
-            mark_refused(s.inference_id.as_str(), 1, "400", &POLICY, now),
+            mark_invoked(&s.inference_id, 2, &Locations::default(), 5),
+            mark_uncertain(&s.inference_id, 1, "timeout", 5),
+            mark_invoked(&s.inference_id, 1, &Locations::default(), 5),
+            mark_refused(&s.inference_id, 1, "400", &POLICY, now),
         ]);
         assert_eq!(applied, [true, false, true, false, false]);
     }
@@ -343,7 +358,7 @@ mod tests {
         let now = at("2026-11-20T10:00:00Z");
         let (item, applied) = run(&[
             reserve(&s, &POLICY, now),
-            mark_uncertain(s.inference_id.as_str(), 1, "InternalFailure", 5),
+            mark_uncertain(&s.inference_id, 1, "InternalFailure", 5),
             record_outcome(&outcome(s.inference_id.as_str(), JobStatus::Completed)),
         ]);
         assert_eq!(applied, [true, true, true]);
@@ -373,7 +388,7 @@ mod tests {
         let now = at("2026-11-20T10:00:00Z");
         let (_, applied) = run(&[
             reserve(&s, &POLICY, now),
-            mark_refused(s.inference_id.as_str(), 1, "ValidationError", &POLICY, now),
+            mark_refused(&s.inference_id, 1, "ValidationError", &POLICY, now),
             record_outcome(&outcome(s.inference_id.as_str(), JobStatus::Completed)),
         ]);
         assert_eq!(applied, [true, true, false]);
@@ -387,7 +402,7 @@ mod tests {
         let (item, applied) = run(&[
             reserve(&s, &POLICY, now),
             record_outcome(&outcome(s.inference_id.as_str(), JobStatus::Completed)),
-            mark_invoked(s.inference_id.as_str(), 1, &locations, 5),
+            mark_invoked(&s.inference_id, 1, &locations, 5),
         ]);
         assert_eq!(applied, [true, true, true]);
         let j = job(&item);
@@ -397,7 +412,7 @@ mod tests {
         let (item, applied) = run(&[
             reserve(&s, &POLICY, now),
             record_outcome(&outcome(s.inference_id.as_str(), JobStatus::Completed)),
-            mark_refused(s.inference_id.as_str(), 1, "PutObject failed", &POLICY, now),
+            mark_refused(&s.inference_id, 1, "PutObject failed", &POLICY, now),
         ]);
         assert_eq!(applied, [true, true, false]);
         assert_eq!(job(&item).status, JobStatus::Completed);
@@ -405,8 +420,7 @@ mod tests {
 
     #[test]
     fn a_redrive_needs_the_seen_attempt_and_a_redrivable_state() {
-        let s = submission();
-        let t0 = at("2026-11-20T10:00:00Z");
+        let (s, t0) = start();
         let later = t0 + Duration::seconds(61);
         // A crashed reservation: one re-drive wins, the same re-drive again loses.
         let (item, applied) = run(&[
@@ -452,7 +466,7 @@ mod tests {
         let now = at("2026-11-20T10:00:00Z");
         let (item, _) = run(&[
             reserve(&s, &POLICY, now),
-            mark_invoked(s.inference_id.as_str(), 1, &both_locations(), 5),
+            mark_invoked(&s.inference_id, 1, &both_locations(), 5),
             record_outcome(&outcome(s.inference_id.as_str(), JobStatus::Completed)),
         ]);
         let stored = item.clone().unwrap();

@@ -113,14 +113,14 @@ pub async fn only_the_reserving_attempt_marks_it_invoked<S: JobStore>(store: &S)
     };
     refused(
         &store
-            .write(&job::mark_invoked(s.inference_id.as_str(), 2, &at, 1))
+            .write(&job::mark_invoked(&s.inference_id, 2, &at, 1))
             .await
             .unwrap(),
         "invoked by another attempt",
     );
     written(
         store
-            .write(&job::mark_invoked(s.inference_id.as_str(), 1, &at, 1))
+            .write(&job::mark_invoked(&s.inference_id, 1, &at, 1))
             .await
             .unwrap(),
         "invoked by the reserving attempt",
@@ -173,7 +173,7 @@ pub async fn an_uncertain_job_is_not_marked_invoked_after<S: JobStore>(store: &S
     written(
         store
             .write(&job::mark_uncertain(
-                s.inference_id.as_str(),
+                &s.inference_id,
                 1,
                 "InternalFailure",
                 s.lost_after(t0, &POLICY),
@@ -185,7 +185,7 @@ pub async fn an_uncertain_job_is_not_marked_invoked_after<S: JobStore>(store: &S
     refused(
         &store
             .write(&job::mark_invoked(
-                s.inference_id.as_str(),
+                &s.inference_id,
                 1,
                 &Locations::default(),
                 1,
@@ -290,20 +290,14 @@ pub async fn a_terminal_job_refuses_outcomes_redrives_and_refusals<S: JobStore>(
     );
     refused(
         &store
-            .write(&job::mark_refused(
-                s.inference_id.as_str(),
-                1,
-                "x",
-                &POLICY,
-                t0,
-            ))
+            .write(&job::mark_refused(&s.inference_id, 1, "x", &POLICY, t0))
             .await
             .unwrap(),
         "refusal",
     );
     refused(
         &store
-            .write(&job::cancel(s.inference_id.as_str(), 3600, t0))
+            .write(&job::cancel(&s.inference_id, 3600, t0))
             .await
             .unwrap(),
         "cancel",
@@ -339,7 +333,7 @@ pub async fn a_refused_job_is_redriven_by_its_key<S: JobStore>(store: &S) {
     written(
         store
             .write(&job::mark_refused(
-                s.inference_id.as_str(),
+                &s.inference_id,
                 1,
                 "ValidationError",
                 &POLICY,
@@ -371,7 +365,7 @@ pub async fn a_pending_job_is_cancelled_once<S: JobStore>(store: &S) {
     reserved(store, &s, t0).await;
     written(
         store
-            .write(&job::cancel(s.inference_id.as_str(), 3600, t0))
+            .write(&job::cancel(&s.inference_id, 3600, t0))
             .await
             .unwrap(),
         "cancel",
@@ -380,7 +374,7 @@ pub async fn a_pending_job_is_cancelled_once<S: JobStore>(store: &S) {
     assert_eq!(cancelled.status, JobStatus::Cancelled);
     refused(
         &store
-            .write(&job::cancel(s.inference_id.as_str(), 60, t0))
+            .write(&job::cancel(&s.inference_id, 60, t0))
             .await
             .unwrap(),
         "cancel again",
