@@ -29,6 +29,8 @@ def bad_catalog(tmp_path: Path) -> Path:
     tools = json.loads(EXAMPLE.read_text())
     tools["async_tools"][0]["endpoint"] = "Doc-Processor"
     tools["pipeline_tools"][0]["parameters"]["epochs"]["schema"] = {"type": "array"}
+    # A built-in tool's name: served, the catalog's tool would have replaced it.
+    tools["async_tools"][1]["name"] = "approve_model_package"
     path = tmp_path / "tools.json"
     path.write_text(json.dumps(tools))
     return path
@@ -67,6 +69,8 @@ def test_make_serve_with_a_refused_catalog_ends_naming_each_mistake(tmp_path):
            "lowercase letters, digits or hyphens, starting and ending with a letter or digit" in lines, lines
     assert any(line.startswith("  retrain_intent_classifier: parameters.epochs.schema.type: must be ")
                for line in lines), lines
+    assert "  approve_model_package: name: approve_model_package is a built-in tool's or a protocol " \
+           "method's name; choose another" in lines, lines
     assert "MCP server" not in done.stdout
     # The cargo build is a no-op here: what is left is moto's start and the check.
     assert time.monotonic() - started < 300
