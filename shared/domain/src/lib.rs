@@ -1,6 +1,7 @@
 //! Pure domain: no AWS types, no I/O. Statuses, records, the state transitions as conditional
 //! writes, and the parsing of what SageMaker and EventBridge deliver.
 
+pub mod address;
 pub mod allow_lists;
 pub mod approval;
 pub mod arn;
@@ -28,3 +29,4 @@ pub mod time;
 pub mod trace;
 pub mod training_input;
 pub mod util;
+pub mod webhook;
