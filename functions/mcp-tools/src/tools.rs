@@ -495,14 +495,14 @@ impl<B: Backend> Tools<B> {
             let d = &self.server.deps;
             let (slots, limits, now) = (d.ports.quotas(), &d.config.quotas, d.clock.now());
             let owner = caller.owner.clone();
-            let work = work(
-                valid,
-                CallContext {
-                    caller,
-                    trace,
-                    wait,
-                },
-            );
+            let context = CallContext {
+                caller,
+                trace,
+                wait,
+            };
+            // On the heap: a tool's work holds the SDK's futures, and the wait around it would
+            // otherwise carry them all inline (deep enough to overflow a debug build's stack).
+            let work = Box::pin(work(valid, context));
             let done = quota::within_wait(slots, limits, &owner, wait, now, work).await;
             done.map_err(ToolError::from)
         }
