@@ -5,14 +5,16 @@
 
 use rmcp::model::SubscriptionFilter;
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CancelTaskParams, ContentBlock, ErrorData,
-    GetTaskParams, GetTaskResult, Implementation, ListResourceTemplatesResult, ListResourcesResult,
-    ListToolsResult, PaginatedRequestParams, ProtocolVersion, ReadResourceRequestParams,
-    ReadResourceResponse, ServerCapabilities, ServerConfig, UpdateTaskParams,
+    CallToolRequestParams, CallToolResponse, CancelTaskParams, ContentBlock, CustomRequest,
+    CustomResult, ErrorData, GetTaskParams, GetTaskResult, Implementation,
+    ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, PaginatedRequestParams,
+    ProtocolVersion, ReadResourceRequestParams, ReadResourceResponse, ServerCapabilities,
+    ServerConfig, UpdateTaskParams,
 };
 use rmcp::service::{RequestContext, SubscriptionContext};
 use rmcp::{tool_handler, RoleServer, ServerHandler};
 
+use crate::contract::events;
 use crate::deps::Backend;
 use crate::listen::Listens;
 use crate::listing;
@@ -139,6 +141,25 @@ impl<B: Backend> ServerHandler for Tools<B> {
         let resources = Resources::new(&self.server);
         let read = resources.read_job_resource(request, &context.extensions, version);
         read.await.map(ReadResourceResponse::from)
+    }
+
+    /// `events/list` (the Events extension's event types); any other method this server does
+    /// not know is not found, as rmcp answers it.
+    async fn on_custom_request(
+        &self,
+        request: CustomRequest,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<CustomResult, ErrorData> {
+        match request.method.as_str() {
+            "events/list" => events::list(request.params.as_ref())
+                .map(CustomResult)
+                .map_err(|message| ErrorData::invalid_params(message, None)),
+            _ => Err(ErrorData::new(
+                rmcp::model::ErrorCode::METHOD_NOT_FOUND,
+                "Method not found",
+                None,
+            )),
+        }
     }
 
     fn get_info(&self) -> ServerConfig {

@@ -8,6 +8,7 @@
 mod approval;
 mod common;
 mod dialect;
+pub mod events;
 mod jobs;
 pub mod policy;
 mod provenance;

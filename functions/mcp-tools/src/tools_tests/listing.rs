@@ -108,3 +108,25 @@ fn every_schema_listed_uses_only_formats_json_schema_2020_12_defines() {
     ));
     assert!(raw.unwrap().to_string().contains("\"format\":\"uint"));
 }
+
+#[tokio::test]
+async fn events_list_names_the_event_types_through_the_server_and_other_events_methods_are_unknown()
+{
+    let w = world(&[]);
+    let listed = w.task_request("events/list", json!({})).await.unwrap();
+    let names: Vec<&str> = listed["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["job.ended", "run.ended", "run.asks"]);
+    let refused = w
+        .task_request("events/list", json!({"cursor": "next"}))
+        .await
+        .unwrap_err();
+    assert_eq!(refused.code, ErrorCode::INVALID_PARAMS);
+    // Not served yet: answered as any method this server does not know.
+    let unknown = w.task_request("events/poll", json!({})).await.unwrap_err();
+    assert_eq!(unknown.code, ErrorCode::METHOD_NOT_FOUND);
+}
