@@ -8,6 +8,7 @@ pub mod arn;
 pub mod callback;
 pub mod caller;
 pub mod completion;
+pub mod events;
 pub mod ids;
 pub mod item;
 pub mod item_limits;

@@ -1,0 +1,388 @@
+//! The events a caller's work raises, for MCP Events subscribers (poll, push or webhook): what
+//! each is about, its id (the same for an outcome however often it is delivered, so it is
+//! written and delivered once), which subscriptions it matches, a webhook subscription's key
+//! and derived id, and the opaque cursor a poll resumes from.
+
+use std::collections::BTreeSet;
+
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use base64::Engine;
+use chrono::{DateTime, SecondsFormat, Utc};
+use serde_json::{json, Value};
+use sha2::{Digest, Sha256};
+
+use crate::caller::Owner;
+use crate::ids::{ExecutionArn, InferenceId};
+use crate::util::hex;
+
+/// The most bytes one delivery's body may hold (the extension's webhook bound, kept for every
+/// mode): a payload past it is not sent whole.
+pub const MAX_EVENT_BYTES: usize = 256 * 1024;
+
+/// The event types, as `events/list` names them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum EventName {
+    JobEnded,
+    RunEnded,
+    RunAsks,
+}
+
+impl EventName {
+    pub const ALL: [EventName; 3] = [Self::JobEnded, Self::RunEnded, Self::RunAsks];
+
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Self::JobEnded => "job.ended",
+            Self::RunEnded => "run.ended",
+            Self::RunAsks => "run.asks",
+        }
+    }
+
+    pub fn parse(text: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|n| n.as_str() == text)
+    }
+}
+
+/// What an event is about.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Subject {
+    Job {
+        inference_id: InferenceId,
+        /// The tool that started it, when known.
+        tool: Option<String>,
+    },
+    Run {
+        execution_arn: ExecutionArn,
+        pipeline: String,
+    },
+}
+
+impl Subject {
+    fn key(&self) -> &str {
+        match self {
+            Self::Job { inference_id, .. } => inference_id.as_str(),
+            Self::Run { execution_arn, .. } => execution_arn.as_str(),
+        }
+    }
+}
+
+/// One event: its owner hears of it (and, for a question, whoever may answer).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Event {
+    pub id: String,
+    pub name: EventName,
+    pub owner: Owner,
+    pub at: DateTime<Utc>,
+    pub subject: Subject,
+    /// The payload, as the event type's `payloadSchema` says.
+    pub data: Value,
+}
+
+impl Event {
+    /// An event whose id is derived from what happened: `what` tells apart the events of one
+    /// subject (a status, a question's key), so a redelivered outcome makes the same event.
+    pub fn new(
+        name: EventName,
+        owner: Owner,
+        at: DateTime<Utc>,
+        subject: Subject,
+        what: &str,
+        data: Value,
+    ) -> Self {
+        let digest = Sha256::digest(format!("{}\0{}\0{what}", name.as_str(), subject.key()));
+        Self {
+            id: format!("evt_{}", hex(&digest[..16])),
+            name,
+            owner,
+            at,
+            subject,
+            data,
+        }
+    }
+
+    /// The event as every mode delivers it (an `EventOccurrence`).
+    pub fn occurrence(&self) -> Value {
+        json!({
+            "eventId": self.id,
+            "name": self.name.as_str(),
+            "timestamp": self.at.to_rfc3339_opts(SecondsFormat::Millis, true),
+            "data": self.data,
+        })
+    }
+
+    /// Whether it can be delivered whole, within [`MAX_EVENT_BYTES`].
+    pub fn fits(&self) -> bool {
+        self.occurrence().to_string().len() <= MAX_EVENT_BYTES
+    }
+}
+
+/// What a subscription's arguments keep of the caller's events: every one of its type, or only
+/// those of a tool, a pipeline, or the named jobs and runs.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Filter {
+    pub tool: Option<String>,
+    pub pipeline: Option<String>,
+    pub inference_ids: BTreeSet<String>,
+    pub execution_arns: BTreeSet<String>,
+}
+
+impl Filter {
+    pub fn matches(&self, event: &Event) -> bool {
+        let named = |ids: &BTreeSet<String>, id: &str| ids.is_empty() || ids.contains(id);
+        match &event.subject {
+            Subject::Job { inference_id, tool } => {
+                self.tool.as_ref().is_none_or(|t| tool.as_ref() == Some(t))
+                    && named(&self.inference_ids, inference_id.as_str())
+            }
+            Subject::Run {
+                execution_arn,
+                pipeline,
+            } => {
+                self.pipeline.as_ref().is_none_or(|p| p == pipeline)
+                    && named(&self.execution_arns, execution_arn.as_str())
+            }
+        }
+    }
+}
+
+/// A webhook subscription's key, as the extension keys it: whose it is, where it goes, which
+/// events and which arguments. Its id is derived from it, so a refresh (the same key) is the
+/// same subscription, and the id itself is never taken as input.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SubscriptionKey {
+    pub owner: Owner,
+    pub url: String,
+    pub name: EventName,
+    pub arguments: Value,
+}
+
+impl SubscriptionKey {
+    pub fn id(&self) -> String {
+        let canonical = format!(
+            "{}\0{}\0{}\0{}",
+            self.owner.as_str(),
+            self.url,
+            self.name.as_str(),
+            canonical_json(&self.arguments)
+        );
+        format!("sub_{}", hex(&Sha256::digest(canonical)[..8]))
+    }
+}
+
+/// JSON with every object's keys in order: equal arguments, however a client orders them, are
+/// one key.
+pub fn canonical_json(value: &Value) -> String {
+    match value {
+        Value::Object(map) => {
+            let mut keys: Vec<&String> = map.keys().collect();
+            keys.sort();
+            let fields: Vec<String> = keys
+                .into_iter()
+                .map(|k| format!("{}:{}", Value::from(k.as_str()), canonical_json(&map[k])))
+                .collect();
+            format!("{{{}}}", fields.join(","))
+        }
+        Value::Array(items) => {
+            let items: Vec<String> = items.iter().map(canonical_json).collect();
+            format!("[{}]", items.join(","))
+        }
+        other => other.to_string(),
+    }
+}
+
+/// Where a poll resumes: after this event of the caller's log. Opaque to clients.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Cursor {
+    pub at_ms: i64,
+    pub event_id: String,
+}
+
+/// A cursor this server did not give.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("`cursor` is not one this server gave")]
+pub struct BadCursor;
+
+/// The longest cursor this server gives, encoded: a longer one is refused unread.
+const MAX_CURSOR_CHARS: usize = 128;
+
+impl Cursor {
+    pub fn after(event: &Event) -> Self {
+        Self {
+            at_ms: event.at.timestamp_millis(),
+            event_id: event.id.clone(),
+        }
+    }
+
+    pub fn encode(&self) -> String {
+        URL_SAFE_NO_PAD.encode(format!("v1:{}:{}", self.at_ms, self.event_id))
+    }
+
+    pub fn decode(text: &str) -> Result<Self, BadCursor> {
+        if text.len() > MAX_CURSOR_CHARS {
+            return Err(BadCursor);
+        }
+        let bytes = URL_SAFE_NO_PAD.decode(text).map_err(|_| BadCursor)?;
+        let text = String::from_utf8(bytes).map_err(|_| BadCursor)?;
+        let mut parts = text.splitn(3, ':');
+        let (Some("v1"), Some(at), Some(event_id)) = (parts.next(), parts.next(), parts.next())
+        else {
+            return Err(BadCursor);
+        };
+        let at_ms = at.parse().map_err(|_| BadCursor)?;
+        let ok =
+            event_id.starts_with("evt_") && event_id[4..].bytes().all(|b| b.is_ascii_hexdigit());
+        match ok {
+            true => Ok(Self {
+                at_ms,
+                event_id: event_id.to_owned(),
+            }),
+            false => Err(BadCursor),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::caller::Principal;
+
+    fn owner() -> Owner {
+        Principal::Local.caller().owner
+    }
+
+    fn at() -> DateTime<Utc> {
+        crate::time::parse_rfc3339("2026-12-06T10:00:00Z").unwrap()
+    }
+
+    fn job_ended(id: &str, tool: Option<&str>, status: &str) -> Event {
+        let subject = Subject::Job {
+            inference_id: InferenceId::parse(id).unwrap(),
+            tool: tool.map(str::to_owned),
+        };
+        let data = json!({"inference_id": id, "status": status});
+        Event::new(EventName::JobEnded, owner(), at(), subject, status, data)
+    }
+
+    #[test]
+    fn an_outcome_makes_the_same_event_however_often_it_comes() {
+        let once = job_ended("j1", Some("submit_job"), "completed");
+        let again = job_ended("j1", Some("submit_job"), "completed");
+        assert_eq!(once.id, again.id);
+        assert!(
+            once.id.starts_with("evt_") && once.id.len() == 36,
+            "{}",
+            once.id
+        );
+        assert_ne!(once.id, job_ended("j1", None, "failed").id);
+        assert_ne!(once.id, job_ended("j2", None, "completed").id);
+        let occurrence = once.occurrence();
+        assert_eq!(occurrence["eventId"], once.id.as_str());
+        assert_eq!(occurrence["name"], "job.ended");
+        assert_eq!(occurrence["timestamp"], "2026-12-06T10:00:00.000Z");
+        assert!(once.fits());
+        let mut big = once.clone();
+        big.data = json!({"detail": "x".repeat(MAX_EVENT_BYTES)});
+        assert!(!big.fits());
+    }
+
+    #[test]
+    fn a_filter_keeps_its_tool_pipeline_and_named_work_only() {
+        let event = job_ended("j1", Some("summarize"), "completed");
+        assert!(Filter::default().matches(&event));
+        let tool = |t: &str| Filter {
+            tool: Some(t.to_owned()),
+            ..Filter::default()
+        };
+        assert!(tool("summarize").matches(&event));
+        assert!(!tool("submit_job").matches(&event));
+        let named = |ids: &[&str]| Filter {
+            inference_ids: ids.iter().map(|s| s.to_string()).collect(),
+            ..Filter::default()
+        };
+        assert!(named(&["j0", "j1"]).matches(&event));
+        assert!(!named(&["j0"]).matches(&event));
+        let arn = "arn:aws:sagemaker:us-east-1:1:pipeline/p/execution/e";
+        let run = Event::new(
+            EventName::RunEnded,
+            owner(),
+            at(),
+            Subject::Run {
+                execution_arn: ExecutionArn::parse(arn).unwrap(),
+                pipeline: "p".into(),
+            },
+            "Succeeded",
+            json!({}),
+        );
+        let pipeline = |p: &str| Filter {
+            pipeline: Some(p.to_owned()),
+            ..Filter::default()
+        };
+        assert!(pipeline("p").matches(&run) && !pipeline("q").matches(&run));
+        // A job's filter names no run: only its pipeline and run ids count for runs.
+        assert!(named(&["j0"]).matches(&run));
+    }
+
+    #[test]
+    fn a_subscriptions_id_is_its_key_whatever_the_order_of_its_arguments() {
+        let key = |arguments: Value, url: &str| SubscriptionKey {
+            owner: owner(),
+            url: url.to_owned(),
+            name: EventName::JobEnded,
+            arguments,
+        };
+        let a = key(
+            json!({"tool": "t", "task_ids": ["x", "y"]}),
+            "https://h.example/a",
+        );
+        let b = key(
+            json!({"task_ids": ["x", "y"], "tool": "t"}),
+            "https://h.example/a",
+        );
+        assert_eq!(a.id(), b.id());
+        assert!(a.id().starts_with("sub_") && a.id().len() == 20);
+        assert_ne!(
+            a.id(),
+            key(json!({"tool": "t"}), "https://h.example/a").id()
+        );
+        assert_ne!(
+            a.id(),
+            key(
+                json!({"tool": "t", "task_ids": ["y", "x"]}),
+                "https://h.example/a"
+            )
+            .id()
+        );
+        assert_ne!(
+            a.id(),
+            key(
+                json!({"tool": "t", "task_ids": ["x", "y"]}),
+                "https://h.example/b"
+            )
+            .id()
+        );
+        assert_eq!(
+            canonical_json(&json!({"b": 1, "a": {"d": [1, "x"], "c": null}})),
+            r#"{"a":{"c":null,"d":[1,"x"]},"b":1}"#
+        );
+    }
+
+    #[test]
+    fn a_cursor_reads_back_and_one_this_server_did_not_give_is_refused() {
+        let event = job_ended("j1", None, "completed");
+        let cursor = Cursor::after(&event);
+        assert_eq!(Cursor::decode(&cursor.encode()), Ok(cursor.clone()));
+        for bad in [
+            "",
+            "not base64!",
+            &URL_SAFE_NO_PAD.encode("v2:1:evt_ab"),
+            &URL_SAFE_NO_PAD.encode("v1:x:evt_ab"),
+            &URL_SAFE_NO_PAD.encode("v1:1:sub_ab"),
+            &URL_SAFE_NO_PAD.encode("v1:1:evt_zz"),
+            &"A".repeat(MAX_CURSOR_CHARS + 1),
+        ] {
+            assert_eq!(Cursor::decode(bad), Err(BadCursor), "{bad}");
+        }
+        assert_eq!(EventName::parse("run.asks"), Some(EventName::RunAsks));
+        assert_eq!(EventName::parse("job.started"), None);
+    }
+}
