@@ -67,6 +67,19 @@ mod dynamodb_job_store {
     }
 }
 
+mod dynamodb_event_log {
+    use super::*;
+    use adapters::dynamodb::DynamoEventLog;
+
+    async fn log() -> DynamoEventLog {
+        let sdk = load_sdk_config().await;
+        let name = table(&sdk, &["owner", "position"]).await;
+        DynamoEventLog::new(dynamodb_client(&sdk), name)
+    }
+
+    fakes::event_log_contract!(log());
+}
+
 mod dynamodb_run_store {
     use super::*;
 

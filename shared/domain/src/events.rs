@@ -7,13 +7,29 @@ use std::collections::BTreeSet;
 
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine;
-use chrono::{DateTime, SecondsFormat, Utc};
+use chrono::{DateTime, SecondsFormat, SubsecRound, Utc};
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 
 use crate::caller::Owner;
 use crate::ids::{ExecutionArn, InferenceId};
+use crate::item::{Attr, Fields, Guard, Item, Write, WriteOp};
+use crate::time::parse_rfc3339;
 use crate::util::hex;
+
+/// The event log's attributes: one partition per owner, its events in the order they happened.
+pub mod attr {
+    pub const OWNER: &str = "owner";
+    /// `<epoch milliseconds, 13 digits>#<event id>`: sorts by time, then by id.
+    pub const POSITION: &str = "position";
+    pub const NAME: &str = "name";
+    pub const AT: &str = "at";
+    pub const SUBJECT: &str = "subject";
+    pub const TOOL: &str = "tool";
+    pub const PIPELINE: &str = "pipeline";
+    pub const DATA: &str = "data";
+    pub const TTL: &str = "ttl";
+}
 
 /// The most bytes one delivery's body may hold (the extension's webhook bound, kept for every
 /// mode): a payload past it is not sent whole.
@@ -94,7 +110,8 @@ impl Event {
             id: format!("evt_{}", hex(&digest[..16])),
             name,
             owner,
-            at,
+            // To the millisecond, as it is logged and delivered.
+            at: at.trunc_subsecs(3),
             subject,
             data,
         }
@@ -108,6 +125,88 @@ impl Event {
             "timestamp": self.at.to_rfc3339_opts(SecondsFormat::Millis, true),
             "data": self.data,
         })
+    }
+
+    /// Where it stands in its owner's log.
+    pub fn position(&self) -> String {
+        position(self.at.timestamp_millis(), &self.id)
+    }
+
+    /// The write that logs it once, kept until `ttl` (epoch seconds): refused when it is logged
+    /// already (the same outcome delivered again).
+    pub fn append(&self, ttl: i64) -> Write {
+        let mut item = Item::from([
+            (attr::OWNER.to_owned(), Attr::s(self.owner.as_str())),
+            (attr::POSITION.to_owned(), Attr::s(self.position())),
+            (attr::NAME.to_owned(), Attr::s(self.name.as_str())),
+            (
+                attr::AT.to_owned(),
+                Attr::s(self.at.to_rfc3339_opts(SecondsFormat::Millis, true)),
+            ),
+            (attr::DATA.to_owned(), Attr::s(self.data.to_string())),
+            (attr::TTL.to_owned(), Attr::N(ttl)),
+        ]);
+        let subject = match &self.subject {
+            Subject::Job { inference_id, tool } => {
+                if let Some(tool) = tool {
+                    item.insert(attr::TOOL.to_owned(), Attr::s(tool));
+                }
+                inference_id.as_str()
+            }
+            Subject::Run {
+                execution_arn,
+                pipeline,
+            } => {
+                item.insert(attr::PIPELINE.to_owned(), Attr::s(pipeline));
+                execution_arn.as_str()
+            }
+        };
+        item.insert(attr::SUBJECT.to_owned(), Attr::s(subject));
+        let key = Item::from([
+            (attr::OWNER.to_owned(), Attr::s(self.owner.as_str())),
+            (attr::POSITION.to_owned(), Attr::s(self.position())),
+        ]);
+        Write {
+            key,
+            op: WriteOp::Put(item),
+            guard: Guard::Absent(attr::POSITION),
+        }
+    }
+
+    /// An event read back from the log; None for an item that is not one (logged by
+    /// another version, or damaged), which a reader skips.
+    pub fn from_item(item: &Item) -> Option<Event> {
+        let f = Fields(item);
+        let name = EventName::parse(&f.s(attr::NAME)?)?;
+        let position = f.s(attr::POSITION)?;
+        let (_, id) = position.split_once('#')?;
+        let subject = f.s(attr::SUBJECT)?;
+        let subject = match name {
+            EventName::JobEnded => Subject::Job {
+                inference_id: subject.into(),
+                tool: f.s(attr::TOOL),
+            },
+            EventName::RunEnded | EventName::RunAsks => Subject::Run {
+                execution_arn: subject.into(),
+                pipeline: f.s(attr::PIPELINE)?,
+            },
+        };
+        Some(Event {
+            id: id.to_owned(),
+            name,
+            owner: Owner::stored(f.s(attr::OWNER)?),
+            at: parse_rfc3339(&f.s(attr::AT)?)?,
+            subject,
+            data: serde_json::from_str(&f.s(attr::DATA)?).ok()?,
+        })
+    }
+
+    /// Whether its time in the log has run out (DynamoDB deletes such items late: a reader
+    /// treats them as gone).
+    pub fn expired(item: &Item, now: DateTime<Utc>) -> bool {
+        Fields(item)
+            .n(attr::TTL)
+            .is_some_and(|ttl| ttl <= now.timestamp())
     }
 
     /// Whether it can be delivered whole, within [`MAX_EVENT_BYTES`].
@@ -197,6 +296,10 @@ pub struct Cursor {
     pub event_id: String,
 }
 
+fn position(at_ms: i64, event_id: &str) -> String {
+    format!("{at_ms:013}#{event_id}")
+}
+
 /// A cursor this server did not give.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 #[error("`cursor` is not one this server gave")]
@@ -211,6 +314,11 @@ impl Cursor {
             at_ms: event.at.timestamp_millis(),
             event_id: event.id.clone(),
         }
+    }
+
+    /// The position in the owner's log it stands at: a read resumes after it.
+    pub fn position(&self) -> String {
+        position(self.at_ms, &self.event_id)
     }
 
     pub fn encode(&self) -> String {
@@ -364,6 +472,25 @@ mod tests {
             canonical_json(&json!({"b": 1, "a": {"d": [1, "x"], "c": null}})),
             r#"{"a":{"c":null,"d":[1,"x"]},"b":1}"#
         );
+    }
+
+    #[test]
+    fn an_event_is_logged_once_and_reads_back_as_it_was() {
+        let event = job_ended("j1", Some("summarize"), "completed");
+        let append = event.append(1_900_000_000);
+        assert_eq!(append.guard, Guard::Absent(attr::POSITION));
+        let WriteOp::Put(item) = &append.op else {
+            panic!("a put")
+        };
+        assert_eq!(Event::from_item(item), Some(event.clone()));
+        assert_eq!(event.position(), Cursor::after(&event).position());
+        assert!(event.position().starts_with("1796551200000#evt_"));
+        assert!(!Event::expired(item, at()));
+        let later = DateTime::from_timestamp(1_900_000_000, 0).unwrap();
+        assert!(Event::expired(item, later));
+        let mut damaged = item.clone();
+        damaged.insert(attr::NAME.to_owned(), Attr::s("job.started"));
+        assert_eq!(Event::from_item(&damaged), None);
     }
 
     #[test]

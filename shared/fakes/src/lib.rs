@@ -3,6 +3,7 @@
 //! [`Write::apply_to`](domain::item::Write::apply_to), so they cannot drift from the
 //! conditions; `port_contract` checks both against the same expectations.
 
+mod events;
 mod invoker;
 mod jobs;
 mod lineage;
@@ -12,6 +13,7 @@ mod pipeline;
 mod runs;
 mod table;
 
+pub use events::MemoryEventLog;
 pub use invoker::{FakeInvoker, InvokeFault};
 pub use jobs::MemoryJobs;
 pub use lineage::MemoryLineage;

@@ -5,7 +5,9 @@ use std::future::Future;
 
 use domain::approval::ModelDecision;
 use domain::callback::CallbackToken;
+use domain::caller::Owner;
 use domain::completion::JobCompletion;
+use domain::events::{Cursor, Event};
 use domain::ids::InferenceId;
 use domain::item::{Applied, Write};
 use domain::job::{Job, Locations};
@@ -150,6 +152,27 @@ impl<S: JobStore> QuotaStore for S {
     async fn free(&self, slot: &WaitSlot) -> Result<Applied, StoreError> {
         self.write(&slot.free()).await
     }
+}
+
+/// Each owner's events, in the order they happened, for MCP Events subscribers to read from a
+/// cursor; each kept for a while (its `ttl`), then gone.
+pub trait EventLog: Sync {
+    /// Logs `event` once, until `ttl` (epoch seconds): refused when it is logged already.
+    fn append(
+        &self,
+        event: &Event,
+        ttl: i64,
+    ) -> impl Future<Output = Result<Applied, StoreError>> + Send;
+
+    /// `owner`'s events after `after` (from the oldest kept, when None), oldest first, at most
+    /// `limit`, by one strongly consistent read; an event past its `ttl` is absent.
+    fn read(
+        &self,
+        owner: &Owner,
+        after: Option<&Cursor>,
+        limit: u32,
+        now: chrono::DateTime<chrono::Utc>,
+    ) -> impl Future<Output = Result<Vec<Event>, StoreError>> + Send;
 }
 
 /// The pipeline results table.

@@ -25,11 +25,13 @@ pub use codec::{
 pub use expression::Expression;
 
 use crate::aws::{classify, OnFirstUse};
+use domain::caller::Owner;
+use domain::events::{self, Cursor, Event};
 use domain::ids::InferenceId;
 use domain::item::{Applied, Write, WriteOp};
 use domain::job::{self, Job};
 use domain::run::{self, Run};
-use ports::{JobStore, RunStore, StoreError};
+use ports::{EventLog, JobStore, RunStore, StoreError};
 
 type Attributes = std::collections::HashMap<String, AttributeValue>;
 
@@ -353,6 +355,62 @@ impl RunStore for DynamoRuns {
         Ok(items
             .into_iter()
             .map(|item| item.map(|item| Run::from_item(&from_item(&item))))
+            .collect())
+    }
+}
+
+/// The event log table: partition `owner`, sort `position`, a `ttl`.
+pub struct DynamoEventLog(Table);
+
+impl DynamoEventLog {
+    pub fn new(client: OnFirstUse<aws_sdk_dynamodb::Client>, table: impl Into<String>) -> Self {
+        Self(Table {
+            client,
+            name: table.into(),
+        })
+    }
+}
+
+impl EventLog for DynamoEventLog {
+    async fn append(&self, event: &Event, ttl: i64) -> Result<Applied, StoreError> {
+        self.0.write(&event.append(ttl)).await
+    }
+
+    async fn read(
+        &self,
+        owner: &Owner,
+        after: Option<&Cursor>,
+        limit: u32,
+        now: DateTime<Utc>,
+    ) -> Result<Vec<Event>, StoreError> {
+        let t = &self.0;
+        let query = t
+            .client
+            .query()
+            .table_name(&t.name)
+            .expression_attribute_names("#owner", events::attr::OWNER)
+            .expression_attribute_values(":owner", AttributeValue::S(owner.as_str().to_owned()));
+        // DynamoDB takes no empty key value: without a cursor, the whole partition.
+        let query = match after {
+            None => query.key_condition_expression("#owner = :owner"),
+            Some(cursor) => query
+                .key_condition_expression("#owner = :owner AND #position > :from")
+                .expression_attribute_names("#position", events::attr::POSITION)
+                .expression_attribute_values(":from", AttributeValue::S(cursor.position())),
+        };
+        let out = query
+            .consistent_read(true)
+            .limit(i32::try_from(limit).unwrap_or(i32::MAX).max(1))
+            .send()
+            .await
+            .map_err(|e| t.aws_error("Query", &e))?;
+        Ok(out
+            .items
+            .unwrap_or_default()
+            .iter()
+            .map(from_item)
+            .filter(|item| !Event::expired(item, now))
+            .filter_map(|item| Event::from_item(&item))
             .collect())
     }
 }

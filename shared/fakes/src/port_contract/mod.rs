@@ -48,6 +48,7 @@ macro_rules! __port_contract_tests {
 
 pub mod async_invoker;
 pub mod completion_queue;
+pub mod event_log;
 pub mod job_store;
 pub mod lineage_graph;
 pub mod object_store;
@@ -92,6 +93,10 @@ mod on_the_fakes {
 
     mod run_store {
         crate::run_store_contract!(async { crate::MemoryRuns::default() });
+    }
+
+    mod event_log {
+        crate::event_log_contract!(async { crate::MemoryEventLog::default() });
     }
 
     mod quota_store {
