@@ -25,7 +25,7 @@ pub mod attr {
     pub const NAME: &str = "name";
     pub const AT: &str = "at";
     pub const SUBJECT: &str = "subject";
-    pub const TOOL: &str = "tool";
+    pub const ENDPOINT: &str = "endpoint";
     pub const PIPELINE: &str = "pipeline";
     pub const DATA: &str = "data";
     pub const TTL: &str = "ttl";
@@ -64,8 +64,8 @@ impl EventName {
 pub enum Subject {
     Job {
         inference_id: InferenceId,
-        /// The tool that started it, when known.
-        tool: Option<String>,
+        /// The async endpoint it ran on (a catalog tool's, or the deployment's), when known.
+        endpoint: Option<String>,
     },
     Run {
         execution_arn: ExecutionArn,
@@ -147,9 +147,12 @@ impl Event {
             (attr::TTL.to_owned(), Attr::N(ttl)),
         ]);
         let subject = match &self.subject {
-            Subject::Job { inference_id, tool } => {
-                if let Some(tool) = tool {
-                    item.insert(attr::TOOL.to_owned(), Attr::s(tool));
+            Subject::Job {
+                inference_id,
+                endpoint,
+            } => {
+                if let Some(endpoint) = endpoint {
+                    item.insert(attr::ENDPOINT.to_owned(), Attr::s(endpoint));
                 }
                 inference_id.as_str()
             }
@@ -184,7 +187,7 @@ impl Event {
         let subject = match name {
             EventName::JobEnded => Subject::Job {
                 inference_id: subject.into(),
-                tool: f.s(attr::TOOL),
+                endpoint: f.s(attr::ENDPOINT),
             },
             EventName::RunEnded | EventName::RunAsks => Subject::Run {
                 execution_arn: subject.into(),
@@ -216,10 +219,11 @@ impl Event {
 }
 
 /// What a subscription's arguments keep of the caller's events: every one of its type, or only
-/// those of a tool, a pipeline, or the named jobs and runs.
+/// those of an endpoint, a pipeline, or the named jobs and runs. (A job records the endpoint it
+/// ran on, not the tool that started it: a catalog's tool is known by its endpoint.)
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Filter {
-    pub tool: Option<String>,
+    pub endpoint: Option<String>,
     pub pipeline: Option<String>,
     pub inference_ids: BTreeSet<String>,
     pub execution_arns: BTreeSet<String>,
@@ -229,8 +233,13 @@ impl Filter {
     pub fn matches(&self, event: &Event) -> bool {
         let named = |ids: &BTreeSet<String>, id: &str| ids.is_empty() || ids.contains(id);
         match &event.subject {
-            Subject::Job { inference_id, tool } => {
-                self.tool.as_ref().is_none_or(|t| tool.as_ref() == Some(t))
+            Subject::Job {
+                inference_id,
+                endpoint,
+            } => {
+                self.endpoint
+                    .as_ref()
+                    .is_none_or(|e| endpoint.as_ref() == Some(e))
                     && named(&self.inference_ids, inference_id.as_str())
             }
             Subject::Run {
@@ -362,10 +371,10 @@ mod tests {
         crate::time::parse_rfc3339("2026-12-06T10:00:00Z").unwrap()
     }
 
-    fn job_ended(id: &str, tool: Option<&str>, status: &str) -> Event {
+    fn job_ended(id: &str, endpoint: Option<&str>, status: &str) -> Event {
         let subject = Subject::Job {
             inference_id: InferenceId::parse(id).unwrap(),
-            tool: tool.map(str::to_owned),
+            endpoint: endpoint.map(str::to_owned),
         };
         let data = json!({"inference_id": id, "status": status});
         Event::new(EventName::JobEnded, owner(), at(), subject, status, data)
@@ -394,15 +403,15 @@ mod tests {
     }
 
     #[test]
-    fn a_filter_keeps_its_tool_pipeline_and_named_work_only() {
+    fn a_filter_keeps_its_endpoint_pipeline_and_named_work_only() {
         let event = job_ended("j1", Some("summarize"), "completed");
         assert!(Filter::default().matches(&event));
-        let tool = |t: &str| Filter {
-            tool: Some(t.to_owned()),
+        let endpoint = |e: &str| Filter {
+            endpoint: Some(e.to_owned()),
             ..Filter::default()
         };
-        assert!(tool("summarize").matches(&event));
-        assert!(!tool("submit_job").matches(&event));
+        assert!(endpoint("summarize").matches(&event));
+        assert!(!endpoint("doc-processor").matches(&event));
         let named = |ids: &[&str]| Filter {
             inference_ids: ids.iter().map(|s| s.to_string()).collect(),
             ..Filter::default()

@@ -8,43 +8,23 @@ use crate::check::{owned_job, CheckError};
 use crate::JobSettings;
 use domain::caller::Caller;
 use domain::ids::InferenceId;
+pub use domain::job::object::JobObject;
 use domain::job::{Job, JobStatus};
 use domain::s3_location::S3Location;
 use ports::{JobStore, ObjectError, ObjectStore, StoreError};
 
-/// Which of a job's objects.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum JobObject {
-    /// What the model answered (`output_location`), once the job completed.
-    Output,
-    /// What SageMaker wrote of a failure (`failure_location`), once the job failed; the recorded
-    /// reason where it wrote nothing.
-    Failure,
-}
-
-impl JobObject {
-    /// Where the object is, for a job in the state that has one.
-    fn location(self, job: &Job) -> Option<&str> {
-        match (self, job.status) {
-            (Self::Output, JobStatus::Completed) => job.output_location.as_deref(),
-            (Self::Failure, JobStatus::Failed) => job.failure_location.as_deref(),
-            _ => None,
-        }
-    }
-
-    /// What stands in for the object where none is in S3: an inline result, a failure reason.
-    fn recorded(self, job: &Job) -> Option<(Vec<u8>, &'static str)> {
-        match (self, job.status) {
-            (Self::Output, JobStatus::Completed) => job
-                .result
-                .as_ref()
-                .map(|r| (r.to_string().into_bytes(), "application/json")),
-            (Self::Failure, JobStatus::Failed) => job
-                .failure_reason
-                .as_ref()
-                .map(|r| (r.clone().into_bytes(), "text/plain")),
-            _ => None,
-        }
+/// What stands in for the object where none is in S3: an inline result, a failure reason.
+fn recorded(which: JobObject, job: &Job) -> Option<(Vec<u8>, &'static str)> {
+    match (which, job.status) {
+        (JobObject::Output, JobStatus::Completed) => job
+            .result
+            .as_ref()
+            .map(|r| (r.to_string().into_bytes(), "application/json")),
+        (JobObject::Failure, JobStatus::Failed) => job
+            .failure_reason
+            .as_ref()
+            .map(|r| (r.clone().into_bytes(), "text/plain")),
+        _ => None,
     }
 }
 
@@ -130,7 +110,7 @@ pub async fn read_job_object<S: JobStore, O: ObjectStore>(
         Err(CheckError::Store(e)) => return Err(e.into()),
     };
     let Some(location) = which.location(&job) else {
-        return match which.recorded(&job) {
+        return match recorded(which, &job) {
             Some((bytes, content_type)) => {
                 bounded(bytes, content_type, inference_id.as_str(), which, max)
             }

@@ -27,9 +27,10 @@ pub const MAX_FILTER_TASK_IDS: usize = 100;
 #[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct JobEndedArgs {
-    /// Only the jobs this tool started (`submit_job`, or a catalog's tool).
-    #[schemars(length(min = 1, max = 64))]
-    pub tool: Option<String>,
+    /// Only the jobs on this async endpoint (a catalog tool's endpoint, or the one submit_job
+    /// uses).
+    #[schemars(length(min = 1, max = 63))]
+    pub endpoint: Option<String>,
     /// Only the jobs of these tasks (the task ids the tools returned), at most 100.
     #[schemars(length(max = 100), inner(length(min = 1, max = 1024)))]
     pub task_ids: Option<Vec<String>>,
@@ -62,8 +63,8 @@ pub enum JobEnd {
 pub struct JobEnded {
     /// The job, as the tool that started it returned it.
     pub inference_id: String,
-    /// The tool that started it.
-    pub tool: Option<String>,
+    /// The async endpoint it ran on.
+    pub endpoint: Option<String>,
     pub status: JobEnd,
     /// When its outcome was recorded (RFC 3339).
     #[schemars(extend("format" = "date-time"))]
@@ -176,10 +177,10 @@ pub fn list(params: Option<&Value>) -> Result<Value, String> {
 pub fn filter(name: EventName, arguments: Option<Value>) -> Result<Filter, String> {
     let arguments = arguments.unwrap_or_else(|| json!({}));
     let bad = |e: serde_json::Error| format!("`arguments`: {e}");
-    let (tool, pipeline, task_ids) = match name {
+    let (endpoint, pipeline, task_ids) = match name {
         EventName::JobEnded => {
             let a: JobEndedArgs = serde_json::from_value(arguments).map_err(bad)?;
-            (a.tool, None, a.task_ids)
+            (a.endpoint, None, a.task_ids)
         }
         EventName::RunEnded | EventName::RunAsks => {
             let a: RunArgs = serde_json::from_value(arguments).map_err(bad)?;
@@ -192,7 +193,7 @@ pub fn filter(name: EventName, arguments: Option<Value>) -> Result<Filter, Strin
         }
         _ => Ok(()),
     };
-    length("tool", &tool, 64)?;
+    length("endpoint", &endpoint, 63)?;
     length("pipeline", &pipeline, 256)?;
     let task_ids = task_ids.unwrap_or_default();
     if task_ids.len() > MAX_FILTER_TASK_IDS {
@@ -202,7 +203,7 @@ pub fn filter(name: EventName, arguments: Option<Value>) -> Result<Filter, Strin
         ));
     }
     let mut filter = Filter {
-        tool,
+        endpoint,
         pipeline,
         ..Filter::default()
     };
@@ -268,7 +269,7 @@ mod tests {
     #[test]
     fn a_filter_past_its_bounds_or_naming_another_field_is_refused() {
         let parsed = |v: Value| serde_json::from_value::<JobEndedArgs>(v);
-        assert!(parsed(json!({"tool": "submit_job"})).is_ok());
+        assert!(parsed(json!({"endpoint": "doc-processor"})).is_ok());
         let refused = parsed(json!({"colour": "red"})).unwrap_err().to_string();
         assert!(refused.contains("unknown field `colour`"), "{refused}");
     }
@@ -281,10 +282,10 @@ mod tests {
         let run = domain::run::task_id("s1", arn, secret);
         let jobs = filter(
             EventName::JobEnded,
-            Some(json!({"tool": "summarize", "task_ids": [job]})),
+            Some(json!({"endpoint": "summarize", "task_ids": [job]})),
         )
         .unwrap();
-        assert_eq!(jobs.tool.as_deref(), Some("summarize"));
+        assert_eq!(jobs.endpoint.as_deref(), Some("summarize"));
         assert!(jobs.inference_ids.contains("j1") && jobs.execution_arns.is_empty());
         let runs = filter(EventName::RunAsks, Some(json!({"task_ids": [run]}))).unwrap();
         assert!(runs.execution_arns.contains(arn));
@@ -305,13 +306,13 @@ mod tests {
             ),
             (
                 EventName::RunEnded,
-                json!({"tool": "t"}),
-                "`arguments`: unknown field `tool`",
+                json!({"endpoint": "e"}),
+                "`arguments`: unknown field `endpoint`",
             ),
             (
                 EventName::JobEnded,
-                json!({"tool": ""}),
-                "`arguments.tool` must be 1 to 64 characters",
+                json!({"endpoint": ""}),
+                "`arguments.endpoint` must be 1 to 63 characters",
             ),
             (
                 EventName::JobEnded,

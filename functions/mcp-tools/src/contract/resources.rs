@@ -4,14 +4,12 @@
 //! stays inside MCP, under the caller's own authorization: no bearer URL in a transcript.
 
 use base64::Engine;
-use percent_encoding::{percent_decode_str, utf8_percent_encode, AsciiSet, NON_ALPHANUMERIC};
 use rmcp::handler::server::tool::IntoCallToolResult;
 use rmcp::model::{
     CacheScope, CallToolResponse, CallToolResult, ContentBlock, ErrorData, ProtocolVersion,
     Resource, ResourceContents, ResourceTemplate,
 };
 
-use domain::ids::InferenceId;
 use usecases::job_object::{JobObject, ObjectInfo, ObjectRead, ReadError};
 
 use crate::wording;
@@ -32,49 +30,7 @@ pub fn links_understood(version: Option<ProtocolVersion>) -> bool {
     version.is_some_and(|v| v >= ProtocolVersion::V_2025_06_18)
 }
 
-const SCHEME: &str = "job://";
-const OUTPUT: &str = "output";
-const FAILURE: &str = "failure";
-
-/// What a job object's URI escapes in an id: everything but RFC 3986's unreserved characters.
-const ESCAPED: &AsciiSet = &NON_ALPHANUMERIC
-    .remove(b'-')
-    .remove(b'.')
-    .remove(b'_')
-    .remove(b'~');
-
-/// A job object's URI. The id is percent-encoded past the unreserved characters, so any id
-/// reads back as it was.
-pub fn uri(inference_id: &str, which: JobObject) -> String {
-    let encoded = utf8_percent_encode(inference_id, ESCAPED);
-    format!("{SCHEME}{encoded}/{}", segment(which))
-}
-
-/// The job and object a URI names; None for any URI this server did not make (its id encoded
-/// as [`uri`] encodes one, and no longer than a job's).
-pub fn parse_uri(uri: &str) -> Option<(InferenceId, JobObject)> {
-    let rest = uri.strip_prefix(SCHEME)?;
-    let (encoded, object) = rest.split_once('/')?;
-    let which = match object {
-        OUTPUT => JobObject::Output,
-        FAILURE => JobObject::Failure,
-        _ => return None,
-    };
-    let id = percent_decode_str(encoded).decode_utf8().ok()?;
-    // Encoded again, the id reads as it came (hex digits in either case): nothing else escaped.
-    let made_here = utf8_percent_encode(&id, ESCAPED)
-        .to_string()
-        .eq_ignore_ascii_case(encoded);
-    let id = InferenceId::parse(&id).ok().filter(|_| made_here)?;
-    Some((id, which))
-}
-
-fn segment(which: JobObject) -> &'static str {
-    match which {
-        JobObject::Output => OUTPUT,
-        JobObject::Failure => FAILURE,
-    }
-}
+pub use domain::job::object::{parse_uri, template, uri};
 
 /// A tool's structured result and the `resource_link` blocks that go beside its text.
 pub struct Linked<T> {
@@ -101,14 +57,14 @@ pub fn with_links(mut result: CallToolResult, links: Vec<Resource>) -> CallToolR
 /// The templates `resources/templates/list` declares.
 pub fn templates() -> Vec<ResourceTemplate> {
     vec![
-        ResourceTemplate::new(format!("{SCHEME}{{inference_id}}/{OUTPUT}"), "job-output")
+        ResourceTemplate::new(template(JobObject::Output), "job-output")
             .with_title("Job output")
             .with_description(
                 "What the model answered for a completed job (inference_id from submit_job or a catalog \
                  tool), for the caller that submitted it. resources/read returns up to 1 MiB; a larger \
                  output is downloaded from check_job_status's result_url.",
             ),
-        ResourceTemplate::new(format!("{SCHEME}{{inference_id}}/{FAILURE}"), "job-failure")
+        ResourceTemplate::new(template(JobObject::Failure), "job-failure")
             .with_title("Job failure detail")
             .with_description(
                 "What SageMaker wrote of a failed job's failure (or the recorded reason), for the \
@@ -225,7 +181,7 @@ mod tests {
                 );
                 assert_eq!(
                     parse_uri(&made),
-                    Some((InferenceId::parse(id).unwrap(), which)),
+                    Some((domain::ids::InferenceId::parse(id).unwrap(), which)),
                     "{made}"
                 );
             }

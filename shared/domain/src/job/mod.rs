@@ -5,11 +5,13 @@
 //! - [`submission`]: a validated submission, the id a key derives, and the submit plan;
 //! - [`reconcile`]: where a status check looks in S3 for a lost outcome;
 //! - [`task`]: the job's MCP task id and its secret;
-//! - [`condition`]: what a pending job's record says beyond its status.
+//! - [`condition`]: what a pending job's record says beyond its status;
+//! - [`object`]: its output and failure detail, and the resource URIs that name them.
 //!
 //! The names most callers need are re-exported here.
 
 pub mod condition;
+pub mod object;
 pub mod reconcile;
 pub mod state;
 pub mod submission;

@@ -21,7 +21,7 @@ fn ended(owner: &Owner, n: i64) -> Event {
     let id = format!("j{n}");
     let subject = Subject::Job {
         inference_id: InferenceId::parse(&id).unwrap(),
-        tool: Some("summarize".into()),
+        endpoint: Some("summarize".into()),
     };
     let at = now() - Duration::minutes(10) + Duration::seconds(n);
     let data = json!({"inference_id": id, "status": "completed"});
