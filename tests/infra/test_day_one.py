@@ -163,7 +163,7 @@ def test_cfn_lint_passes_with_keys(case):
 def test_tables_are_kept_on_delete_but_not_after_a_failed_first_create():
     stack = Deployed(CFN)
     tables = stack.of_type("AWS::DynamoDB::Table")
-    assert set(tables) == {"ResultsTable", "PipelineResultsTable"}
+    assert set(tables) == {"ResultsTable", "PipelineResultsTable", "EventsTable"}
     for name, table in tables.items():
         assert table["DeletionPolicy"] == "RetainExceptOnCreate", name
         # RetainExceptOnCreate is a DeletionPolicy only; a replaced table is kept.
