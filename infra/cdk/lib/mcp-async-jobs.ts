@@ -30,6 +30,8 @@ import { userPool } from './user-pool';
 export class McpAsyncJobs extends Construct implements Storage, Watched, Shown {
   public readonly resultsTable: dynamodb.Table;
   public readonly pipelineResultsTable: dynamodb.Table;
+  /** MCP Events' log: notification-handler and pipeline-router append, the tools read. */
+  public readonly eventsTable: dynamodb.Table;
   /** The completion queue of pipeline runs; undefined in an inference-only stack. */
   public readonly pipelineResultsQueue?: sqs.Queue;
   public readonly pipelineResultsDlq?: sqs.Queue;
@@ -67,6 +69,7 @@ export class McpAsyncJobs extends Construct implements Storage, Watched, Shown {
     const stored = storage(d);
     this.resultsTable = stored.resultsTable;
     this.pipelineResultsTable = stored.pipelineResultsTable;
+    this.eventsTable = stored.eventsTable;
     this.pipelineResultsQueue = stored.pipelineResultsQueue;
     this.pipelineResultsDlq = stored.pipelineResultsDlq;
     this.pipelineCallbackQueue = stored.pipelineCallbackQueue;

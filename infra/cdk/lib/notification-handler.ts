@@ -38,6 +38,7 @@ export function notificationHandler(d: Deployment, storage: Storage, topics: Out
     writeLogs(notificationHandlerLogs),
     ...tracing(d),
     allow(['dynamodb:UpdateItem'], [storage.resultsTable.tableArn]),
+    allow(['dynamodb:PutItem'], [storage.eventsTable.tableArn]),
     allow(['s3:GetObject'], d.readableOutcomes),
     ...decryptOutputs(d),
     allow(['sqs:SendMessage'], [dlq.queueArn]),
@@ -51,6 +52,7 @@ export function notificationHandler(d: Deployment, storage: Storage, topics: Out
     timeoutSecs: 30,
     environment: {
       RESULTS_TABLE: storage.resultsTable.tableName,
+      EVENTS_TABLE: storage.eventsTable.tableName,
       RESULT_TTL_SECS: String(s.resultTtlSecs),
       INLINE_RESULT_MAX_BYTES: String(s.inlineResultMaxBytes),
       EVENT_BUS_NAME: completions.eventBusName,

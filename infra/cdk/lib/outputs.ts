@@ -19,6 +19,7 @@ export interface Shown {
   readonly gatewayTarget?: lambda.Function;
   readonly resultsTable: dynamodb.Table;
   readonly pipelineResultsTable: dynamodb.Table;
+  readonly eventsTable: dynamodb.Table;
   readonly pipelineResultsQueue?: sqs.Queue;
   readonly pipelineCallbackQueue?: sqs.Queue;
   readonly alarmTopicArn: string;
@@ -52,6 +53,7 @@ export function outputs(d: Deployment, jobs: Shown, oauthIssuer: string | undefi
   }
   output('ResultsTableName', jobs.resultsTable.tableName);
   output('PipelineResultsTableName', jobs.pipelineResultsTable.tableName);
+  output('EventsTableName', jobs.eventsTable.tableName);
   if (jobs.pipelineResultsQueue) {
     output('PipelineResultsQueueUrl', jobs.pipelineResultsQueue.queueUrl);
   }

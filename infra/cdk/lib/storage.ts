@@ -5,12 +5,14 @@ import { Deployment } from './deployment';
 import { queue } from './queues';
 
 /**
- * The tables of jobs and runs, and the queues every stack has or every stack with a pipeline has.
+ * The tables of jobs, runs and MCP Events' log, and the queues every stack has or every stack with a pipeline has.
  * Declared here, not taken from McpAsyncJobs (which implements it), so that no part imports the construct.
  */
 export interface Storage {
   readonly resultsTable: dynamodb.Table;
   readonly pipelineResultsTable: dynamodb.Table;
+  /** MCP Events' log: each owner's events by position. */
+  readonly eventsTable: dynamodb.Table;
   /** The pipeline's queues: undefined in an inference-only stack. */
   readonly pipelineResultsQueue?: sqs.Queue;
   readonly pipelineResultsDlq?: sqs.Queue;
@@ -33,9 +35,11 @@ export function storage(d: Deployment): Storage {
   });
   const resultsTable = table('ResultsTable', 'inference_id');
   const pipelineResultsTable = table('PipelineResultsTable', 'session_id', 'execution_arn');
+  const eventsTable = table('EventsTable', 'owner', 'position');
   return {
     resultsTable,
     pipelineResultsTable,
+    eventsTable,
     ...(d.hasPipeline ? pipelineQueues(d) : {}),
     asyncFailureDlq: queue(d, 'AsyncFailureDLQ'),
   };

@@ -70,7 +70,7 @@ describe('McpAsyncJobs', () => {
     new McpAsyncJobs(stack, 'Blue', { ...REQUIRED, functionsDir, logicalIdPrefix: 'Blue', namePrefix: 'jobs-blue' });
     new McpAsyncJobs(stack, 'Green', { ...REQUIRED, functionsDir, logicalIdPrefix: 'Green', namePrefix: 'jobs-green' });
     const both = Template.fromStack(stack);
-    both.resourceCountIs('AWS::DynamoDB::Table', 4);
+    both.resourceCountIs('AWS::DynamoDB::Table', 6);
     both.hasResourceProperties('AWS::Logs::LogGroup', { LogGroupName: '/aws/lambda/jobs-green-mcp-tools' });
     assert.ok(Object.keys(both.toJSON().Resources).includes('BlueResultsTable'));
     assert.ok(Object.keys(both.toJSON().Outputs).includes('GreenMcpFunctionUrl'));
@@ -135,7 +135,7 @@ describe('McpAsyncJobs', () => {
     const template = synth({ pipelineName: undefined });
     template.resourceCountIs('AWS::Events::Rule', 0);
     template.resourceCountIs('AWS::Lambda::Function', 2);
-    template.resourceCountIs('AWS::DynamoDB::Table', 2);
+    template.resourceCountIs('AWS::DynamoDB::Table', 3);
     template.hasResourceProperties('AWS::Lambda::Function', {
       Environment: { Variables: { PIPELINE_NAME: '', TRAINING_INPUT_PREFIXES: 's3://mcp-io-bucket/train/' } },
     });
