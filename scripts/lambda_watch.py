@@ -17,7 +17,7 @@ LOCAL = ROOT / ".local"
 STACK_ENV = (
     "AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_SAGEMAKER", "AWS_ENDPOINT_URL_SAGEMAKER_RUNTIME", "AWS_REGION",
     "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_EC2_METADATA_DISABLED", "RESULTS_TABLE",
-    "PIPELINE_RESULTS_TABLE", "PIPELINE_RESULTS_QUEUE_URL", "IO_BUCKET",
+    "PIPELINE_RESULTS_TABLE", "EVENTS_TABLE", "PIPELINE_RESULTS_QUEUE_URL", "IO_BUCKET",
 )
 # What the functions are configured with locally (a deployment sets these in the template).
 # Logging is left to the functions' defaults (this project at INFO, dependencies at WARN).

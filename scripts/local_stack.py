@@ -3,10 +3,10 @@
 
     .venv/bin/python scripts/local_stack.py [--env-file FILE] [--sagemaker BIN [--lambda]] -- COMMAND...
 
-Starts moto on 127.0.0.1 on a free port, creates what the functions expect (the results
-tables with TTL on `ttl`, the IO bucket, the async endpoint's success and error topics, and an
-SQS queue subscribed to both as the optional buffer), then runs COMMAND with the environment
-that points every AWS SDK at it. The stack lives in this process, so it stops when the command
+Starts moto on 127.0.0.1 on a free port, creates what the functions expect (the results and
+events tables with TTL on `ttl`, the IO bucket, the async endpoint's success and error topics,
+and an SQS queue subscribed to both as the optional buffer), then runs COMMAND with the
+environment that points every AWS SDK at it. The stack lives in this process, so it stops when the command
 ends, fails, or this process is interrupted or killed.
 
 With --sagemaker, also starts the SageMaker stand-in (dev/sagemaker-standin) and points
@@ -28,6 +28,7 @@ from moto.server import ThreadedMotoServer
 REGION = "us-east-1"
 RESULTS_TABLE = "mcp-async-results"
 PIPELINE_RESULTS_TABLE = "mcp-pipeline-results"
+EVENTS_TABLE = "mcp-events"
 IO_BUCKET = "mcp-sagemaker-async-io"
 SUCCESS_TOPIC = "mcp-inference-success"
 ERROR_TOPIC = "mcp-inference-error"
@@ -58,7 +59,19 @@ def create_resources(endpoint: str) -> dict:
         ],
         BillingMode="PAY_PER_REQUEST",
     )
-    for table in (RESULTS_TABLE, PIPELINE_RESULTS_TABLE):
+    ddb.create_table(
+        TableName=EVENTS_TABLE,
+        AttributeDefinitions=[
+            {"AttributeName": "owner", "AttributeType": "S"},
+            {"AttributeName": "position", "AttributeType": "S"},
+        ],
+        KeySchema=[
+            {"AttributeName": "owner", "KeyType": "HASH"},
+            {"AttributeName": "position", "KeyType": "RANGE"},
+        ],
+        BillingMode="PAY_PER_REQUEST",
+    )
+    for table in (RESULTS_TABLE, PIPELINE_RESULTS_TABLE, EVENTS_TABLE):
         ddb.update_time_to_live(
             TableName=table, TimeToLiveSpecification={"Enabled": True, "AttributeName": "ttl"}
         )
@@ -81,6 +94,7 @@ def create_resources(endpoint: str) -> dict:
     return {
         "RESULTS_TABLE": RESULTS_TABLE,
         "PIPELINE_RESULTS_TABLE": PIPELINE_RESULTS_TABLE,
+        "EVENTS_TABLE": EVENTS_TABLE,
         "IO_BUCKET": IO_BUCKET,
         "SUCCESS_TOPIC_ARN": success_arn,
         "ERROR_TOPIC_ARN": error_arn,
