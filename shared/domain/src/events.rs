@@ -12,8 +12,10 @@ use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 
 use crate::caller::Owner;
+use crate::completion::JobCompletion;
 use crate::ids::{ExecutionArn, InferenceId};
 use crate::item::{Attr, Fields, Guard, Item, Write, WriteOp};
+use crate::job::object::{uri, JobObject};
 use crate::time::parse_rfc3339;
 use crate::util::hex;
 
@@ -218,6 +220,46 @@ impl Event {
     }
 }
 
+/// The event a job's recorded outcome raises, for its owner; None for a job no caller of this
+/// server owns (its outcome arrived for a job submitted elsewhere: nobody subscribed to it)
+/// or one that did not end. Its time is the recorded outcome's, so a redelivered outcome
+/// makes the same event; its payload links the output or failure detail as resources.
+pub fn job_ended(completion: &JobCompletion, now: DateTime<Utc>) -> Option<Event> {
+    let owner = Owner::parse(completion.owner.as_deref()?)?;
+    let inference_id = &completion.inference_id;
+    let at = completion
+        .completed_at
+        .as_deref()
+        .and_then(parse_rfc3339)
+        .unwrap_or(now);
+    let (output, failure) = match completion.status {
+        "completed" => (Some(uri(inference_id.as_str(), JobObject::Output)), None),
+        "failed" => (None, Some(uri(inference_id.as_str(), JobObject::Failure))),
+        _ => return None,
+    };
+    let data = json!({
+        "inference_id": inference_id.as_str(),
+        "endpoint": completion.endpoint_name,
+        "status": completion.status,
+        "ended_at": at.to_rfc3339_opts(SecondsFormat::Millis, true),
+        "output": output,
+        "failure": failure,
+    });
+    let subject = Subject::Job {
+        inference_id: inference_id.clone(),
+        endpoint: completion.endpoint_name.clone(),
+    };
+    let status = completion.status;
+    Some(Event::new(
+        EventName::JobEnded,
+        owner,
+        at,
+        subject,
+        status,
+        data,
+    ))
+}
+
 /// What a subscription's arguments keep of the caller's events: every one of its type, or only
 /// those of an endpoint, a pipeline, or the named jobs and runs. (A job records the endpoint it
 /// ran on, not the tool that started it: a catalog's tool is known by its endpoint.)
@@ -371,7 +413,7 @@ mod tests {
         crate::time::parse_rfc3339("2026-12-06T10:00:00Z").unwrap()
     }
 
-    fn job_ended(id: &str, endpoint: Option<&str>, status: &str) -> Event {
+    fn ended_job(id: &str, endpoint: Option<&str>, status: &str) -> Event {
         let subject = Subject::Job {
             inference_id: InferenceId::parse(id).unwrap(),
             endpoint: endpoint.map(str::to_owned),
@@ -382,16 +424,16 @@ mod tests {
 
     #[test]
     fn an_outcome_makes_the_same_event_however_often_it_comes() {
-        let once = job_ended("j1", Some("submit_job"), "completed");
-        let again = job_ended("j1", Some("submit_job"), "completed");
+        let once = ended_job("j1", Some("submit_job"), "completed");
+        let again = ended_job("j1", Some("submit_job"), "completed");
         assert_eq!(once.id, again.id);
         assert!(
             once.id.starts_with("evt_") && once.id.len() == 36,
             "{}",
             once.id
         );
-        assert_ne!(once.id, job_ended("j1", None, "failed").id);
-        assert_ne!(once.id, job_ended("j2", None, "completed").id);
+        assert_ne!(once.id, ended_job("j1", None, "failed").id);
+        assert_ne!(once.id, ended_job("j2", None, "completed").id);
         let occurrence = once.occurrence();
         assert_eq!(occurrence["eventId"], once.id.as_str());
         assert_eq!(occurrence["name"], "job.ended");
@@ -404,7 +446,7 @@ mod tests {
 
     #[test]
     fn a_filter_keeps_its_endpoint_pipeline_and_named_work_only() {
-        let event = job_ended("j1", Some("summarize"), "completed");
+        let event = ended_job("j1", Some("summarize"), "completed");
         assert!(Filter::default().matches(&event));
         let endpoint = |e: &str| Filter {
             endpoint: Some(e.to_owned()),
@@ -484,8 +526,47 @@ mod tests {
     }
 
     #[test]
+    fn a_recorded_outcome_raises_its_owners_event_with_its_results_linked() {
+        let completion = |status: &'static str, owner: Option<&Owner>| JobCompletion {
+            inference_id: InferenceId::parse("j 1").unwrap(),
+            status,
+            owner: owner.map(Owner::to_string),
+            endpoint_name: Some("doc-processor".into()),
+            output_location: Some("s3://b/outputs/j.out".into()),
+            failure_reason: None,
+            submitted_at: None,
+            completed_at: Some("2026-12-06T10:00:00Z".into()),
+            reconciled: false,
+            traceparent: None,
+        };
+        let later = at() + chrono::Duration::hours(1);
+        let done = job_ended(&completion("completed", Some(&owner())), later).unwrap();
+        assert_eq!(done.name, EventName::JobEnded);
+        assert_eq!((done.owner.clone(), done.at), (owner(), at()));
+        assert_eq!(done.data["output"], "job://j%201/output");
+        assert_eq!(done.data["failure"], Value::Null);
+        assert_eq!(done.data["endpoint"], "doc-processor");
+        assert_eq!(done.data["ended_at"], "2026-12-06T10:00:00.000Z");
+        // Nothing of where the output is in S3 reaches a subscriber.
+        assert!(!done.data.to_string().contains("s3://"));
+        // The same outcome again, read later: the same event.
+        assert_eq!(
+            job_ended(&completion("completed", Some(&owner())), at()),
+            Some(done.clone())
+        );
+        let failed = job_ended(&completion("failed", Some(&owner())), later).unwrap();
+        assert_eq!(failed.data["failure"], "job://j%201/failure");
+        assert_ne!(failed.id, done.id);
+        assert_eq!(
+            job_ended(&completion("completed", None), later),
+            None,
+            "no owner"
+        );
+    }
+
+    #[test]
     fn an_event_is_logged_once_and_reads_back_as_it_was() {
-        let event = job_ended("j1", Some("summarize"), "completed");
+        let event = ended_job("j1", Some("summarize"), "completed");
         let append = event.append(1_900_000_000);
         assert_eq!(append.guard, Guard::Absent(attr::POSITION));
         let WriteOp::Put(item) = &append.op else {
@@ -504,7 +585,7 @@ mod tests {
 
     #[test]
     fn a_cursor_reads_back_and_one_this_server_did_not_give_is_refused() {
-        let event = job_ended("j1", None, "completed");
+        let event = ended_job("j1", None, "completed");
         let cursor = Cursor::after(&event);
         assert_eq!(Cursor::decode(&cursor.encode()), Ok(cursor.clone()));
         for bad in [

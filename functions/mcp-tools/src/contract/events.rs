@@ -60,6 +60,7 @@ pub enum JobEnd {
 
 /// A job that ended: what `check_job_status` would now report, in brief.
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
 pub struct JobEnded {
     /// The job, as the tool that started it returned it.
     pub inference_id: String,
@@ -323,6 +324,27 @@ mod tests {
             let refused = filter(name, Some(arguments)).unwrap_err();
             assert!(refused.starts_with(said), "{refused}");
         }
+    }
+
+    #[test]
+    fn the_event_a_recorded_outcome_raises_is_the_payload_its_schema_declares() {
+        let completion = domain::completion::JobCompletion {
+            inference_id: domain::ids::InferenceId::parse("j1").unwrap(),
+            status: "completed",
+            owner: Some(domain::caller::Principal::Local.caller().owner.to_string()),
+            endpoint_name: Some("doc-processor".into()),
+            output_location: None,
+            failure_reason: None,
+            submitted_at: None,
+            completed_at: Some("2026-12-06T10:00:00Z".into()),
+            reconciled: false,
+            traceparent: None,
+        };
+        let event = domain::events::job_ended(&completion, chrono::Utc::now()).unwrap();
+        let payload: JobEnded = serde_json::from_value(event.data.clone()).unwrap();
+        assert_eq!(payload.status, JobEnd::Completed);
+        assert_eq!(payload.output.as_deref(), Some("job://j1/output"));
+        assert_eq!(event.occurrence()["name"], JOB_ENDED);
     }
 
     #[test]
