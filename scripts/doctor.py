@@ -88,6 +88,7 @@ def targets_from_stack(session, name: str) -> Targets:
         partition=partition,
         results_table=stack.physical_id("ResultsTable"),
         pipeline_results_table=stack.physical_id("PipelineResultsTable"),
+        events_table=stack.physical_id("EventsTable"),
         pipeline_queue_url=stack.physical_id("PipelineResultsQueue"),
         event_bus=bus,
         bucket_key=stack.parameter("IoBucketKmsKeyArn") or None,
@@ -117,7 +118,7 @@ def targets_from_stack(session, name: str) -> Targets:
 OVERRIDES = ("endpoint", "success_topic", "error_topic", "bucket", "output_prefix", "failure_prefix", "pipeline",
              "pipeline_parameters", "rule", "notification_handler", "buffer_queue_url", "catalog_endpoints",
              "catalog_pipelines", "dlq_urls", "alarms", "model_role", "bucket_key", "results_table",
-             "pipeline_results_table", "pipeline_queue_url", "event_bus", "callback_queue_url")
+             "pipeline_results_table", "events_table", "pipeline_queue_url", "event_bus", "callback_queue_url")
 
 
 def apply_overrides(targets: Targets, args: argparse.Namespace) -> Targets:
@@ -417,6 +418,7 @@ def main(argv: Optional[list] = None) -> int:
                         help="the bucket's default encryption key (IoBucketKmsKeyArn)")
     parser.add_argument("--results-table", help="the results table's name (for the function roles' checks)")
     parser.add_argument("--pipeline-results-table", help="the pipeline results table's name")
+    parser.add_argument("--events-table", help="the events table's name (MCP Events' log)")
     parser.add_argument("--pipeline-queue-url", help="the pipeline results (completion) queue")
     parser.add_argument("--event-bus", help="the completion events' bus (name or ARN), if any")
     parser.add_argument("--callback-queue-url",

@@ -120,7 +120,7 @@ def function_calls(t: Targets, keys: list) -> dict:
     deployment has none of (no pipeline, no completion events) is left out."""
     p, region, account = t.partition, t.region, t.account
     table = (lambda name: f"arn:{p}:dynamodb:{region}:{account}:table/{name}" if name else None)
-    results, runs = table(t.results_table), table(t.pipeline_results_table)
+    results, runs, events = table(t.results_table), table(t.pipeline_results_table), table(t.events_table)
     s3 = f"arn:{p}:s3:::{t.bucket}" if t.bucket else None
     prefix = (lambda pre: (f"{s3}/{pre}*", f"{s3}/{pre}doctor-check") if s3 else (None, None))
     (out_g, out_s), (fail_g, fail_s), (in_g, in_s) = prefix(t.output_prefix), prefix(t.failure_prefix), prefix("inputs/")
@@ -140,10 +140,12 @@ def function_calls(t: Targets, keys: list) -> dict:
     reads = [("outputs", "s3:GetObject", out_g, out_s), ("failures", "s3:GetObject", fail_g, fail_s)]
     decrypt = [same("key", "kms:Decrypt", key) for key in keys]
     calls = {
-        "notification-handler": [same("results table", "dynamodb:UpdateItem", results), *reads,
+        "notification-handler": [same("results table", "dynamodb:UpdateItem", results),
+                                 same("events table", "dynamodb:PutItem", events), *reads,
                                  same("event bus", "events:PutEvents", bus), *decrypt],
         "pipeline-router": [*(same("pipeline results table", a, runs) for a in ("dynamodb:UpdateItem",
                                                                               "dynamodb:BatchGetItem")),
+                            same("events table", "dynamodb:PutItem", events),
                             same("completion queue", "sqs:SendMessage", queue),
                             *(("runs", a, *execution) for a in ("sagemaker:DescribePipelineExecution",
                                                                "sagemaker:ListPipelineExecutionSteps"))],
@@ -151,6 +153,7 @@ def function_calls(t: Targets, keys: list) -> dict:
                                                                     "dynamodb:UpdateItem", "dynamodb:BatchGetItem")),
                       *(same("pipeline results table", a, runs) for a in ("dynamodb:PutItem", "dynamodb:Query",
                                                                           "dynamodb:BatchGetItem")),
+                      same("events table", "dynamodb:Query", events),
                       ("inputs", "s3:PutObject", in_g, in_s), *reads,
                       same("endpoint", "sagemaker:InvokeEndpointAsync", endpoint),
                       same("endpoint", "sagemaker:DescribeEndpoint", endpoint),

@@ -38,6 +38,7 @@ class Targets:
     partition: str = "aws"
     results_table: Optional[str] = None
     pipeline_results_table: Optional[str] = None
+    events_table: Optional[str] = None
     pipeline_queue_url: Optional[str] = None
     # Where the pipelines' CallbackSteps send their questions, and its dead-letter queue.
     callback_queue_url: Optional[str] = None

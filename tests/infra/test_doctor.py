@@ -308,7 +308,7 @@ def test_the_checks_cover_every_call_the_code_makes():
     """infra/iam-actions.json's `code`, for each function the doctor checks, on a full stack."""
     actions = json.loads((ROOT / "infra" / "iam-actions.json").read_text())["functions"]
     t = doctor.Targets(endpoint="e", success_topic="s", error_topic="e", bucket="b", pipeline="p", region="us-east-1",
-                       account="123456789012", results_table="r", pipeline_results_table="pr",
+                       account="123456789012", results_table="r", pipeline_results_table="pr", events_table="ev",
                        pipeline_queue_url="https://sqs.us-east-1.amazonaws.com/123456789012/q", event_bus="default",
                        bucket_key="arn:aws:kms:us-east-1:123456789012:key/k")
     calls = function_calls(t, [t.bucket_key])
@@ -319,11 +319,13 @@ def test_the_checks_cover_every_call_the_code_makes():
         assert set(spec["code"]) <= checked, (function, set(spec["code"]) - checked)
         assert checked <= set(spec["code"]) | set(spec["keys"]), (function, checked - set(spec["code"]))
     assert queue_arn_of_url(t.pipeline_queue_url, "aws") == "arn:aws:sqs:us-east-1:123456789012:q"
+    assert ("events table", "dynamodb:Query", "arn:aws:dynamodb:us-east-1:123456789012:table/ev") in {
+        c[:3] for c in calls["mcp-tools"]}
     # An inference-only stack: no training calls to check.
     t.pipeline, t.pipeline_queue_url = None, None
     assert not {a for _, a, _, _ in function_calls(t, [])["mcp-tools"]} & {"sagemaker:StartPipelineExecution"}
     assert function_calls(t, [])["pipeline-router"] == [
-        c for c in function_calls(t, [])["pipeline-router"] if c[0] == "pipeline results table"]
+        c for c in function_calls(t, [])["pipeline-router"] if c[0] in ("pipeline results table", "events table")]
 
 
 def test_with_a_stack_name_the_roles_come_from_the_stack():
