@@ -12,6 +12,7 @@ pub const VARIABLES: &[&str] = &[
     "INLINE_RESULT_MAX_BYTES",
     "BATCH_CONCURRENCY",
     "EVENT_BUS_NAME",
+    "EVENTS_TABLE",
     "METRICS_NAMESPACE",
 ];
 /// The ones without which it does not start.
@@ -26,6 +27,9 @@ pub struct NotificationHandlerConfig {
     pub batch_concurrency: usize,
     /// Where each recorded outcome is announced; None: nowhere.
     pub event_bus_name: Option<String>,
+    /// The MCP Events log, where each outcome's event is kept for its owner's subscribers;
+    /// None: not kept.
+    pub events_table: Option<String>,
     /// The CloudWatch namespace of its metrics.
     pub metrics_namespace: String,
 }
@@ -46,6 +50,7 @@ impl NotificationHandlerConfig {
                 "how many messages of a batch to record at once, 1 to 256",
             )?,
             event_bus_name: event_bus_name(env),
+            events_table: env.optional("EVENTS_TABLE"),
             metrics_namespace: metrics_namespace(env),
         })
     }

@@ -1,5 +1,6 @@
 //! notification-handler: records SageMaker async inference outcomes delivered by SNS, or by
-//! SNS through an SQS buffer queue, then announces each on EventBridge (when a bus is set).
+//! SNS through an SQS buffer queue, then announces each on EventBridge (when a bus is set) and
+//! logs its event for the owner's MCP Events subscribers (when the log is set).
 //! Only translation lives here; the rules are in `shared`.
 
 pub mod config;
@@ -13,8 +14,8 @@ use tracing::{field::Empty, info_span, Instrument};
 use domain::notification::{parse_notification, unwrap_sqs_body, Notification, NotificationError};
 use entry::sqs_batch;
 use entry::telemetry::{self, OutcomeSource};
-use ports::{CompletionEvents, EventError, JobStore, ObjectStore, StoreError};
-use usecases::outcome::{announce, record_notification, Recorded};
+use ports::{CompletionEvents, EventError, EventLog, JobStore, ObjectStore, StoreError};
+use usecases::outcome::{announce, log_event, record_notification, Recorded};
 use usecases::JobSettings;
 
 #[derive(Debug, thiserror::Error)]
@@ -33,6 +34,10 @@ pub enum HandlerError {
     /// write is a no-op the second time, and the event is put then).
     #[error("the outcome is recorded, but its completion event was not put: {0}")]
     Event(#[from] EventError),
+    /// The outcome is recorded, its subscribers' event not logged: retried the same way (the
+    /// event is logged once, whichever delivery logs it).
+    #[error("the outcome is recorded, but its event was not logged for its subscribers: {0}")]
+    EventLog(#[source] StoreError),
     #[error("{failed} of {total} SNS records failed: {details}")]
     SnsRecordsFailed {
         failed: usize,
@@ -41,11 +46,14 @@ pub enum HandlerError {
     },
 }
 
-pub struct Handler<S, R, E> {
+pub struct Handler<S, R, E, L> {
     pub store: S,
     pub objects: R,
     /// Where each recorded outcome is announced (`None`: nowhere).
     pub events: Option<E>,
+    /// Where each outcome's event is kept for its owner's MCP Events subscribers (`None`: not
+    /// kept).
+    pub event_log: Option<L>,
     pub settings: JobSettings,
     /// How many messages of an SQS batch are recorded at once (each is a few AWS calls).
     pub batch_concurrency: usize,
@@ -53,7 +61,7 @@ pub struct Handler<S, R, E> {
     pub clock: domain::time::Clock,
 }
 
-impl<S: JobStore, R: ObjectStore, E: CompletionEvents> Handler<S, R, E> {
+impl<S: JobStore, R: ObjectStore, E: CompletionEvents, L: EventLog> Handler<S, R, E, L> {
     /// One invocation. SNS: every record is processed; if any failed, the invocation fails
     /// (naming each MessageId) so Lambda retries it and then sends it to the failure
     /// destination; the records that succeeded are harmless to replay. SQS: failures are
@@ -156,14 +164,9 @@ impl<S: JobStore, R: ObjectStore, E: CompletionEvents> Handler<S, R, E> {
             Notification::Outcome(o) => o,
         };
         tracing::Span::current().record("inference_id", outcome.inference_id.as_str());
-        let recorded = record_notification(
-            &self.store,
-            &self.objects,
-            self.settings,
-            outcome,
-            self.clock.now(),
-        )
-        .await?;
+        let now = self.clock.now();
+        let recorded =
+            record_notification(&self.store, &self.objects, self.settings, outcome, now).await?;
         // The job's trace (its submitting call's) from here on: the outcome joins it.
         let trace_id = recorded.trace().map(|t| t.trace_id());
         let trace_id = trace_id.as_deref();
@@ -192,6 +195,10 @@ impl<S: JobStore, R: ObjectStore, E: CompletionEvents> Handler<S, R, E> {
         if recorded.completion().is_some() && self.events.is_some() {
             tracing::info!("completion event put");
         }
+        let logged = log_event(self.event_log.as_ref(), &recorded, now).await;
+        if logged.map_err(HandlerError::EventLog)? {
+            tracing::info!("event logged for subscribers");
+        }
         Ok(Some(recorded))
     }
 }
@@ -204,6 +211,7 @@ impl HandlerError {
             HandlerError::Notification(_) => "BadNotification",
             HandlerError::Store(_) => "StoreFailed",
             HandlerError::Event(_) => "CompletionEventNotPut",
+            HandlerError::EventLog(_) => "EventNotLogged",
             HandlerError::SnsRecordsFailed { .. } => "NotificationsNotRecorded",
         }
     }
@@ -223,25 +231,29 @@ impl From<HandlerError> for lambda_runtime::Diagnostic {
 #[cfg(test)]
 mod tests {
     use domain::job::JobStatus;
-    use fakes::{MemoryEvents, MemoryJobs, MemoryObjects};
+    use fakes::{MemoryEventLog, MemoryEvents, MemoryJobs, MemoryObjects};
     use serde_json::{json, Value};
 
     use super::*;
 
     /// The job's outcome is recorded: it is completed.
-    fn assert_recorded(h: &Handler<MemoryJobs, MemoryObjects, MemoryEvents>, inference_id: &str) {
+    fn assert_recorded(
+        h: &Handler<MemoryJobs, MemoryObjects, MemoryEvents, MemoryEventLog>,
+        inference_id: &str,
+    ) {
         assert_eq!(
             h.store.job(inference_id).unwrap().status,
             JobStatus::Completed
         );
     }
 
-    fn handler() -> Handler<MemoryJobs, MemoryObjects, MemoryEvents> {
+    fn handler() -> Handler<MemoryJobs, MemoryObjects, MemoryEvents, MemoryEventLog> {
         Handler {
             clock: domain::time::Clock::system(),
             store: MemoryJobs::default(),
             objects: MemoryObjects::default(),
             events: Some(MemoryEvents::default()),
+            event_log: Some(MemoryEventLog::default()),
             settings: JobSettings::default(),
             batch_concurrency: 4,
         }
@@ -413,7 +425,9 @@ mod tests {
         );
     }
 
-    fn events(h: &Handler<MemoryJobs, MemoryObjects, MemoryEvents>) -> &MemoryEvents {
+    fn events(
+        h: &Handler<MemoryJobs, MemoryObjects, MemoryEvents, MemoryEventLog>,
+    ) -> &MemoryEvents {
         h.events.as_ref().unwrap()
     }
 

@@ -4,7 +4,7 @@
 use lambda_runtime::Error;
 
 use adapters::aws::{dynamodb_client, load_sdk_config, s3_client};
-use adapters::dynamodb::DynamoJobs;
+use adapters::dynamodb::{DynamoEventLog, DynamoJobs};
 use adapters::eventbridge::{eventbridge_client, EventBridgeEvents};
 use adapters::s3::S3Objects;
 use entry::telemetry;
@@ -29,6 +29,10 @@ async fn main() -> Result<(), Error> {
             .event_bus_name
             .as_ref()
             .map(|bus| EventBridgeEvents::new(eventbridge_client(&sdk), bus)),
+        event_log: config
+            .events_table
+            .as_ref()
+            .map(|table| DynamoEventLog::new(dynamodb_client(&sdk), table)),
         settings: config.job_settings(),
         batch_concurrency: config.batch_concurrency,
     };

@@ -12,7 +12,7 @@ use aws_sdk_dynamodb::types::{
 use serde_json::{json, Value};
 
 use adapters::aws::{dynamodb_client, s3_client};
-use adapters::dynamodb::{attribute_to_json, DynamoJobs};
+use adapters::dynamodb::{attribute_to_json, DynamoEventLog, DynamoJobs};
 use adapters::eventbridge::{eventbridge_client, EventBridgeEvents};
 use adapters::s3::S3Objects;
 use domain::job::JobPolicy;
@@ -92,12 +92,20 @@ impl Stack {
         name
     }
 
-    fn handler(&self, table: &str) -> Handler<DynamoJobs, S3Objects, EventBridgeEvents> {
+    fn handler(
+        &self,
+        table: &str,
+    ) -> Handler<DynamoJobs, S3Objects, EventBridgeEvents, DynamoEventLog> {
         Handler {
             clock: domain::time::Clock::system(),
             store: DynamoJobs::new(dynamodb_client(&self.sdk), table),
             objects: S3Objects::new(s3_client(&self.sdk)),
             events: None,
+            // The local stack's events table: every test's outcomes are logged, each under its
+            // own owner's partition.
+            event_log: std::env::var("EVENTS_TABLE")
+                .ok()
+                .map(|t| DynamoEventLog::new(dynamodb_client(&self.sdk), t)),
             settings: JobSettings {
                 policy: JobPolicy {
                     result_ttl_secs: TTL_SECS,
@@ -837,4 +845,50 @@ async fn each_outcome_reaches_the_bus_and_through_a_rule_its_queue_once_written(
     let lost = success(&unique("event-lost"), &location);
     assert!(broken.handle(lost).await.is_err());
     assert!(delivered(&st, &queue_url).await.is_empty());
+}
+
+#[tokio::test]
+async fn an_owned_jobs_outcome_is_logged_for_its_subscribers_once_however_often_it_comes() {
+    use domain::caller::Principal;
+    use domain::events::EventName;
+    use domain::ids::InferenceId;
+    use domain::job::{reserve, Submission};
+    use ports::{EventLog, JobStore};
+
+    let stack = stack().await;
+    let events_table = std::env::var("EVENTS_TABLE").expect("the local stack's EVENTS_TABLE");
+    let table = stack.new_table().await;
+    let handler = stack.handler(&table);
+    // A job of its own caller's: an owner nobody else logs for.
+    let name = format!("events-{}", uuid::Uuid::new_v4().simple());
+    let owner = Principal::Bearer { name }.caller().owner;
+    let id = unique("owned");
+    let mut s = Submission::new(&owner, "ep", "b", b"{}".to_vec(), None, 300, 600);
+    s.inference_id = InferenceId::parse(&id).unwrap();
+    let now = handler.clock.now();
+    handler
+        .store
+        .write(&reserve(&s, &JobPolicy::default(), now))
+        .await
+        .unwrap();
+    let location = format!("s3://{}/outputs/{id}.out", stack.bucket);
+    stack
+        .put_object(&format!("outputs/{id}.out"), r#"{"label": "spam"}"#)
+        .await;
+    // SageMaker's notification of now (an event is kept for a day after it happened).
+    let notification = sample("sns-success.json", &id, |m| {
+        set_output(m, &location);
+        m["eventTime"] = json!(domain::time::rfc3339(now));
+    });
+    for _ in 0..2 {
+        // SNS delivers the notification twice: one event.
+        handler.handle(notification.clone()).await.unwrap();
+    }
+    let log = DynamoEventLog::new(dynamodb_client(&stack.sdk), events_table);
+    let logged = log.read(&owner, None, 10, now).await.unwrap();
+    assert_eq!(logged.len(), 1, "{logged:?}");
+    assert_eq!(logged[0].name, EventName::JobEnded);
+    assert_eq!(logged[0].data["status"], "completed");
+    assert_eq!(logged[0].data["output"], format!("job://{id}/output"));
+    assert!(!logged[0].data.to_string().contains("s3://"));
 }

@@ -6,6 +6,7 @@ use serde_json::Value;
 
 use crate::JobSettings;
 use domain::completion::JobCompletion;
+use domain::events;
 use domain::item::{Applied, Attr};
 use domain::job::{
     self, failure_excerpt, Job, JobStatus, OutcomeRecord, Probe, MAX_FAILURE_EXCERPT_BYTES,
@@ -17,7 +18,8 @@ use domain::time::{parse_rfc3339, rfc3339, ttl_after};
 use domain::trace::TraceContext;
 use domain::util::truncate_utf8;
 use ports::{
-    CompletionEvents, EventError, JobStore, ObjectError, ObjectPrefix, ObjectStore, StoreError,
+    CompletionEvents, EventError, EventLog, JobStore, ObjectError, ObjectPrefix, ObjectStore,
+    StoreError,
 };
 
 /// How one outcome was handled.
@@ -67,6 +69,29 @@ impl Recorded {
             Recorded::AlreadyFinal { repeated, .. } => repeated.as_ref(),
         }
     }
+}
+
+/// How long an event stays in its owner's log after it happened: a poll replays what is
+/// younger, and a cursor older than this is answered with `truncated`.
+pub const EVENT_RETENTION_SECS: i64 = 24 * 3600;
+
+/// Logs the event the outcome raises for its owner's MCP Events subscribers (none for a job no
+/// caller owns): after the write, once. A retried delivery finds it logged and adds none.
+/// True when this call logged it.
+pub async fn log_event<L: EventLog>(
+    log: Option<&L>,
+    recorded: &Recorded,
+    now: DateTime<Utc>,
+) -> Result<bool, StoreError> {
+    let event = recorded
+        .completion()
+        .and_then(|completion| events::job_ended(completion, now));
+    let (Some(log), Some(event)) = (log, event) else {
+        return Ok(false);
+    };
+    let keep_until = event.at.timestamp() + EVENT_RETENTION_SECS;
+    let applied = log.append(&event, keep_until).await?;
+    Ok(matches!(applied, Applied::Written { .. }))
 }
 
 /// Puts the outcome's event, when it has one: after the write, never instead of it.
