@@ -319,13 +319,13 @@ def test_the_checks_cover_every_call_the_code_makes():
         assert set(spec["code"]) <= checked, (function, set(spec["code"]) - checked)
         assert checked <= set(spec["code"]) | set(spec["keys"]), (function, checked - set(spec["code"]))
     assert queue_arn_of_url(t.pipeline_queue_url, "aws") == "arn:aws:sqs:us-east-1:123456789012:q"
-    assert ("events table", "dynamodb:Query", "arn:aws:dynamodb:us-east-1:123456789012:table/ev") in {
-        c[:3] for c in calls["mcp-tools"]}
+    assert ("events table", "dynamodb:PutItem", "arn:aws:dynamodb:us-east-1:123456789012:table/ev") in {
+        c[:3] for c in calls["notification-handler"]}
     # An inference-only stack: no training calls to check.
     t.pipeline, t.pipeline_queue_url = None, None
     assert not {a for _, a, _, _ in function_calls(t, [])["mcp-tools"]} & {"sagemaker:StartPipelineExecution"}
     assert function_calls(t, [])["pipeline-router"] == [
-        c for c in function_calls(t, [])["pipeline-router"] if c[0] in ("pipeline results table", "events table")]
+        c for c in function_calls(t, [])["pipeline-router"] if c[0] == "pipeline results table"]
 
 
 def test_with_a_stack_name_the_roles_come_from_the_stack():

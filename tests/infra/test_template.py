@@ -296,22 +296,25 @@ def test_alarms_on_outcomes_not_arriving_and_on_the_failure_rate():
         assert sum(1 for m in props["Metrics"] if m.get("ReturnData")) == 1
 
 
-def test_the_events_table_is_appended_to_by_the_recorders_and_read_by_the_tools():
-    """MCP Events' log: notification-handler and pipeline-router append (PutItem), the tools read
-    an owner's events from a cursor (Query), each on the events table alone."""
+def test_the_events_table_is_appended_to_by_notification_handler_alone():
+    """MCP Events' log: notification-handler appends each job's end (PutItem, on the events
+    table alone); no other function is given the table until its code uses it."""
     props = RESOURCES["EventsTable"]["Properties"]
     assert props["KeySchema"] == [{"AttributeName": "owner", "KeyType": "HASH"},
                                   {"AttributeName": "position", "KeyType": "RANGE"}]
     assert props["AttributeDefinitions"] == [{"AttributeName": "owner", "AttributeType": "S"},
                                              {"AttributeName": "position", "AttributeType": "S"}]
     assert props["BillingMode"] == "PAY_PER_REQUEST"
+    assert props["TimeToLiveSpecification"] == {"AttributeName": "ttl", "Enabled": True}
     assert TEMPLATE["Outputs"]["EventsTableName"]["Value"] == {"Ref": "EventsTable"}
     arn = {"Fn::GetAtt": ["EventsTable", "Arn"]}
-    for function, actions in (("NotificationHandlerFunction", {"dynamodb:PutItem"}),
-                              ("PipelineRouterFunction", {"dynamodb:PutItem"}),
-                              ("McpToolsFunction", {"dynamodb:Query"}), ("GatewayTargetFunction", {"dynamodb:Query"})):
+    for function in ("NotificationHandlerFunction", "PipelineRouterFunction", "McpToolsFunction",
+                     "GatewayTargetFunction"):
         variables = RESOURCES[function]["Properties"]["Environment"]["Variables"]
-        assert variables["EVENTS_TABLE"] == {"Ref": "EventsTable"}, function
         on_events = [s for s in statements(role_of(function)) if arn in listify(s["Resource"])]
-        assert [listify(s["Resource"]) for s in on_events] == [[arn]], function
-        assert {a for s in on_events for a in listify(s["Action"])} == actions, function
+        if function == "NotificationHandlerFunction":
+            assert variables["EVENTS_TABLE"] == {"Ref": "EventsTable"}
+            assert [listify(s["Resource"]) for s in on_events] == [[arn]]
+            assert {a for s in on_events for a in listify(s["Action"])} == {"dynamodb:PutItem"}
+        else:
+            assert "EVENTS_TABLE" not in variables and not on_events, function

@@ -30,7 +30,7 @@ import { userPool } from './user-pool';
 export class McpAsyncJobs extends Construct implements Storage, Watched, Shown {
   public readonly resultsTable: dynamodb.Table;
   public readonly pipelineResultsTable: dynamodb.Table;
-  /** MCP Events' log: notification-handler and pipeline-router append, the tools read. */
+  /** MCP Events' log: notification-handler appends each job's end. */
   public readonly eventsTable: dynamodb.Table;
   /** The completion queue of pipeline runs; undefined in an inference-only stack. */
   public readonly pipelineResultsQueue?: sqs.Queue;

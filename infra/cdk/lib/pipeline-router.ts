@@ -25,7 +25,6 @@ export function pipelineRouter(d: Deployment, storage: Storage): lambda.Function
     writeLogs(pipelineRouterLogs),
     ...tracing(d),
     allow(['dynamodb:UpdateItem', 'dynamodb:BatchGetItem'], [storage.pipelineResultsTable.tableArn]),
-    allow(['dynamodb:PutItem'], [storage.eventsTable.tableArn]),
     allow(['sqs:SendMessage'], [pipelineResultsQueue.queueArn, dlq.queueArn]),
     // The callback queue's event source: what the pipelines' CallbackSteps ask.
     consumeQueue(callbackQueue),
@@ -45,7 +44,6 @@ export function pipelineRouter(d: Deployment, storage: Storage): lambda.Function
     timeoutSecs: 30,
     environment: {
       PIPELINE_RESULTS_TABLE: storage.pipelineResultsTable.tableName,
-      EVENTS_TABLE: storage.eventsTable.tableName,
       PIPELINE_RESULTS_QUEUE_URL: pipelineResultsQueue.queueUrl,
       RESULT_TTL_SECS: String(s.resultTtlSecs),
     },

@@ -48,7 +48,6 @@ export function tools(d: Deployment, storage: Storage, completions: CompletionEv
     allow(['dynamodb:PutItem', 'dynamodb:GetItem', 'dynamodb:UpdateItem', 'dynamodb:BatchGetItem'],
       [storage.resultsTable.tableArn]),
     allow(['dynamodb:PutItem', 'dynamodb:Query', 'dynamodb:BatchGetItem'], [storage.pipelineResultsTable.tableArn]),
-    allow(['dynamodb:Query'], [storage.eventsTable.tableArn]),
     allow(['s3:PutObject'], [`${d.bucketArn}/inputs/*`]),
     // The inputs it writes under a bucket key: S3 asks KMS for a data key as this role.
     ...(d.bucketKeyArn ? [allow(['kms:GenerateDataKey'], [d.bucketKeyArn])] : []),
@@ -74,7 +73,6 @@ export function tools(d: Deployment, storage: Storage, completions: CompletionEv
   const environment = {
     RESULTS_TABLE: storage.resultsTable.tableName,
     PIPELINE_RESULTS_TABLE: storage.pipelineResultsTable.tableName,
-    EVENTS_TABLE: storage.eventsTable.tableName,
     IO_BUCKET: s.ioBucketName,
     ASYNC_ENDPOINT_NAME: s.asyncEndpointName,
     PIPELINE_NAME: s.pipelineName,
