@@ -22,7 +22,7 @@ from urllib.parse import urlparse
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import aws_region  # noqa: E402
 
-TABLE_OUTPUTS = ("ResultsTableName", "PipelineResultsTableName")
+TABLE_OUTPUTS = ("ResultsTableName", "PipelineResultsTableName", "EventsTableName")
 
 
 @dataclass

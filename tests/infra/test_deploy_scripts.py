@@ -249,6 +249,9 @@ def test_the_plan_empties_the_stacks_prefixes_and_names_the_kept_tables():
                         "ARGS=--delete-tables")
     assert destroy.plan("jobs", OUTPUTS, keep_objects=True).empty == []
     assert "deleted after the stack" in destroy.plan("jobs", OUTPUTS, delete_tables=True).lines()[-1]
+    # The events table is kept, and named, as the others are.
+    events = destroy.plan("jobs", {**OUTPUTS, "EventsTableName": "jobs-EventsTable-1"}).lines()
+    assert any(line.startswith("table jobs-EventsTable-1: kept") for line in events), events
     with pytest.raises(ValueError, match="an empty prefix would empty the whole bucket"):
         destroy.plan("jobs", {**OUTPUTS, "S3OutputPath": "s3://mcp-io/"})
 
