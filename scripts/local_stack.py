@@ -41,37 +41,16 @@ def create_resources(endpoint: str) -> dict:
         aws_access_key_id="testing", aws_secret_access_key="testing", region_name=REGION
     )
     ddb = session.client("dynamodb", endpoint_url=endpoint)
-    ddb.create_table(
-        TableName=RESULTS_TABLE,
-        AttributeDefinitions=[{"AttributeName": "inference_id", "AttributeType": "S"}],
-        KeySchema=[{"AttributeName": "inference_id", "KeyType": "HASH"}],
-        BillingMode="PAY_PER_REQUEST",
-    )
-    ddb.create_table(
-        TableName=PIPELINE_RESULTS_TABLE,
-        AttributeDefinitions=[
-            {"AttributeName": "session_id", "AttributeType": "S"},
-            {"AttributeName": "execution_arn", "AttributeType": "S"},
-        ],
-        KeySchema=[
-            {"AttributeName": "session_id", "KeyType": "HASH"},
-            {"AttributeName": "execution_arn", "KeyType": "RANGE"},
-        ],
-        BillingMode="PAY_PER_REQUEST",
-    )
-    ddb.create_table(
-        TableName=EVENTS_TABLE,
-        AttributeDefinitions=[
-            {"AttributeName": "owner", "AttributeType": "S"},
-            {"AttributeName": "position", "AttributeType": "S"},
-        ],
-        KeySchema=[
-            {"AttributeName": "owner", "KeyType": "HASH"},
-            {"AttributeName": "position", "KeyType": "RANGE"},
-        ],
-        BillingMode="PAY_PER_REQUEST",
-    )
-    for table in (RESULTS_TABLE, PIPELINE_RESULTS_TABLE, EVENTS_TABLE):
+    # Each table with its keys (partition, then sort), as the template declares it; TTL on `ttl`.
+    for table, keys in ((RESULTS_TABLE, ["inference_id"]),
+                        (PIPELINE_RESULTS_TABLE, ["session_id", "execution_arn"]),
+                        (EVENTS_TABLE, ["owner", "position"])):
+        ddb.create_table(
+            TableName=table,
+            AttributeDefinitions=[{"AttributeName": key, "AttributeType": "S"} for key in keys],
+            KeySchema=[{"AttributeName": key, "KeyType": kind} for key, kind in zip(keys, ("HASH", "RANGE"))],
+            BillingMode="PAY_PER_REQUEST",
+        )
         ddb.update_time_to_live(
             TableName=table, TimeToLiveSpecification={"Enabled": True, "AttributeName": "ttl"}
         )
