@@ -10,6 +10,7 @@ use rmcp::model::{ErrorData, Extensions, Resource};
 use domain::arn::{account_of_function, Scope};
 use domain::caller::{Caller, Principal};
 use domain::job::{Job, JobStatus};
+use entry::telemetry::{self, OutcomeSource};
 use usecases::check;
 use usecases::job_object::{self, JobObject};
 use usecases::quota::{self, QuotaError};
@@ -77,6 +78,13 @@ impl<B> Server<B> {
     pub fn listen_time(&self, deadline_ms: Option<u64>) -> Duration {
         let max = Duration::from_secs(self.deps.config.listen_max_secs);
         wait_within(max, deadline_ms.and_then(left_until))
+    }
+}
+
+/// Counts an outcome a status check found in S3 (the check announced it).
+pub fn count_reconciled(report: &check::JobReport) {
+    if let Some(recorded) = &report.reconciled {
+        telemetry::outcome(recorded, OutcomeSource::Reconciliation);
     }
 }
 

@@ -1,6 +1,6 @@
 //! A tool that starts work, called by a client that declared the tasks extension: the job or
 //! the run started as a plain call starts it, answered as a task (`CreateTaskResult`) that
-//! `tasks/get` then reads ([`crate::tasks`]).
+//! `tasks/get` then reads (the `tasks` module).
 
 use rmcp::model::{CallToolResponse, CreateTaskResult, Extensions, Task, TaskStatus};
 

@@ -1,5 +1,5 @@
 //! The tasks extension's methods (`io.modelcontextprotocol/tasks`): `tasks/get`,
-//! `tasks/cancel` and `tasks/update` on the tasks a tool started ([`crate::task_form`]), beside
+//! `tasks/cancel` and `tasks/update` on the tasks a tool started (the `task_form` module), beside
 //! the tools, over the same [`Server`]. A task lives in the results tables (any instance
 //! answers for any task); nothing is kept in the process.
 
@@ -20,8 +20,7 @@ use usecases::task::{self, OpenQuestion, RunTaskState, TaskError, TaskState, Tas
 
 use crate::contract::*;
 use crate::deps::Backend;
-use crate::server::Server;
-use crate::tools::count_reconciled;
+use crate::server::{count_reconciled, Server};
 use crate::wording;
 
 /// The task methods, for one request.

@@ -18,7 +18,7 @@ use domain::caller::{Caller, Principal};
 use domain::job::{JobStatus, Submission};
 use domain::pipeline_status::PipelineStatus;
 use domain::trace::TraceContext;
-use entry::telemetry::{self, OutcomeSource};
+use entry::telemetry;
 use tracing::{field::Empty, info_span, Instrument, Span};
 use usecases::quota::CountedError;
 use usecases::training::{self, TriggerRequest};
@@ -31,7 +31,7 @@ use crate::deadline::{remaining_time, wait_within};
 use crate::deps::{Backend, Deps};
 use crate::progress::{ClientProgress, ProgressAsked};
 use crate::registry::{JobArgs, Registry, RunArgs};
-use crate::server::Server;
+use crate::server::{count_reconciled, Server};
 use crate::wording;
 
 /// What the work of every tool call is handed beside its checked arguments: who calls, the
@@ -44,7 +44,7 @@ pub(crate) struct CallContext {
 }
 
 /// The MCP server: the tools on their registry, and beside them the tasks, the listen and
-/// the resources ([`crate::tasks`], [`crate::listen`], [`crate::resources`]), each over the
+/// the resources (the `tasks`, `listen` and `resources` modules), each over the
 /// same [`Server`]; `handler` routes each method to its own.
 pub struct Tools<B> {
     pub(crate) server: Server<B>,
@@ -606,13 +606,6 @@ pub(crate) fn tool_error(message: String) -> CallToolResponse {
 /// A tool result as a `tools/call` answer.
 pub(crate) fn structured(output: impl serde::Serialize) -> CallToolResponse {
     CallToolResult::structured(serde_json::to_value(output).unwrap_or_default()).into()
-}
-
-/// Counts an outcome a status check found in S3 (the check announced it).
-pub(crate) fn count_reconciled(report: &check::JobReport) {
-    if let Some(recorded) = &report.reconciled {
-        telemetry::outcome(recorded, OutcomeSource::Reconciliation);
-    }
 }
 
 #[cfg(test)]
