@@ -43,7 +43,7 @@ impl<B> Server<B> {
     }
 
     /// The caller the front door established on the request's parts (both doors put it
-    /// there, see [`crate::direct`]); else the transport's sole caller. Nothing here reads a
+    /// there, see the `direct` module); else the transport's sole caller. Nothing here reads a
     /// header.
     pub fn caller_of(&self, extensions: &Extensions) -> Option<Caller> {
         extensions

@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
 
 use domain::events::{EventName, Filter};
-use domain::task_id::TaskId;
+use domain::task_id::{TaskId, MAX_TASK_ID_BYTES};
 
 use super::dialect::only_2020_12_formats;
 
@@ -22,6 +22,9 @@ pub const RUN_ASKS: &str = EventName::RunAsks.as_str();
 
 /// The most task ids one subscription's filter names.
 pub const MAX_FILTER_TASK_IDS: usize = 100;
+/// A filter's endpoint (SageMaker's bound on an endpoint's name) and pipeline, in characters.
+const ENDPOINT_MAX_CHARS: usize = 63;
+const PIPELINE_MAX_CHARS: usize = 256;
 
 /// A subscription to jobs that ended: all of the caller's, or only those named.
 #[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
@@ -29,10 +32,13 @@ pub const MAX_FILTER_TASK_IDS: usize = 100;
 pub struct JobEndedArgs {
     /// Only the jobs on this async endpoint (a catalog tool's endpoint, or the one submit_job
     /// uses).
-    #[schemars(length(min = 1, max = 63))]
+    #[schemars(length(min = 1, max = ENDPOINT_MAX_CHARS))]
     pub endpoint: Option<String>,
     /// Only the jobs of these tasks (the task ids the tools returned), at most 100.
-    #[schemars(length(max = 100), inner(length(min = 1, max = 1024)))]
+    #[schemars(
+        length(max = MAX_FILTER_TASK_IDS),
+        inner(length(min = 1, max = MAX_TASK_ID_BYTES))
+    )]
     pub task_ids: Option<Vec<String>>,
 }
 
@@ -42,10 +48,13 @@ pub struct JobEndedArgs {
 #[serde(deny_unknown_fields)]
 pub struct RunArgs {
     /// Only the runs of this pipeline (its name).
-    #[schemars(length(min = 1, max = 256))]
+    #[schemars(length(min = 1, max = PIPELINE_MAX_CHARS))]
     pub pipeline: Option<String>,
     /// Only the runs of these tasks (the task ids the tools returned), at most 100.
-    #[schemars(length(max = 100), inner(length(min = 1, max = 1024)))]
+    #[schemars(
+        length(max = MAX_FILTER_TASK_IDS),
+        inner(length(min = 1, max = MAX_TASK_ID_BYTES))
+    )]
     pub task_ids: Option<Vec<String>>,
 }
 
@@ -194,8 +203,8 @@ pub fn filter(name: EventName, arguments: Option<Value>) -> Result<Filter, Strin
         }
         _ => Ok(()),
     };
-    length("endpoint", &endpoint, 63)?;
-    length("pipeline", &pipeline, 256)?;
+    length("endpoint", &endpoint, ENDPOINT_MAX_CHARS)?;
+    length("pipeline", &pipeline, PIPELINE_MAX_CHARS)?;
     let task_ids = task_ids.unwrap_or_default();
     if task_ids.len() > MAX_FILTER_TASK_IDS {
         return Err(format!(
