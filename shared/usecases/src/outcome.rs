@@ -83,10 +83,13 @@ pub async fn log_event<L: EventLog>(
     recorded: &Recorded,
     now: DateTime<Utc>,
 ) -> Result<bool, StoreError> {
+    let Some(log) = log else {
+        return Ok(false);
+    };
     let event = recorded
         .completion()
-        .and_then(|completion| events::job_ended(completion, now));
-    let (Some(log), Some(event)) = (log, event) else {
+        .and_then(|c| events::job_ended(c, now));
+    let Some(event) = event else {
         return Ok(false);
     };
     let keep_until = event.at.timestamp() + EVENT_RETENTION_SECS;
