@@ -4,7 +4,8 @@
     .venv/bin/python scripts/local_stack.py [--env-file FILE] [--sagemaker BIN [--lambda]] -- COMMAND...
 
 Starts moto on 127.0.0.1 on a free port, creates what the functions expect (the results and
-events tables with TTL on `ttl`, the IO bucket, the async endpoint's success and error topics,
+events and subscriptions tables with TTL on `ttl`, the MCP Events delivery queue (FIFO) and its
+DLQ, the IO bucket, the async endpoint's success and error topics,
 and an SQS queue subscribed to both as the optional buffer), then runs COMMAND with the
 environment that points every AWS SDK at it. The stack lives in this process, so it stops when the command
 ends, fails, or this process is interrupted or killed.
@@ -15,6 +16,7 @@ AWS_ENDPOINT_URL_SAGEMAKER at it. With --lambda, a port is reserved for `cargo l
 """
 
 import argparse
+import json
 import logging
 import os
 import signal
@@ -29,6 +31,9 @@ REGION = "us-east-1"
 RESULTS_TABLE = "mcp-async-results"
 PIPELINE_RESULTS_TABLE = "mcp-pipeline-results"
 EVENTS_TABLE = "mcp-events"
+SUBSCRIPTIONS_TABLE = "mcp-subscriptions"
+DELIVERY_QUEUE = "mcp-event-delivery.fifo"
+DELIVERY_DLQ = "mcp-event-delivery-dlq.fifo"
 IO_BUCKET = "mcp-sagemaker-async-io"
 SUCCESS_TOPIC = "mcp-inference-success"
 ERROR_TOPIC = "mcp-inference-error"
@@ -44,7 +49,8 @@ def create_resources(endpoint: str) -> dict:
     # Each table with its keys (partition, then sort), as the template declares it; TTL on `ttl`.
     for table, keys in ((RESULTS_TABLE, ["inference_id"]),
                         (PIPELINE_RESULTS_TABLE, ["session_id", "execution_arn"]),
-                        (EVENTS_TABLE, ["owner", "position"])):
+                        (EVENTS_TABLE, ["owner", "position"]),
+                        (SUBSCRIPTIONS_TABLE, ["owner", "id"])):
         ddb.create_table(
             TableName=table,
             AttributeDefinitions=[{"AttributeName": key, "AttributeType": "S"} for key in keys],
@@ -69,11 +75,23 @@ def create_resources(endpoint: str) -> dict:
     for topic in (success_arn, error_arn):
         sns.subscribe(TopicArn=topic, Protocol="sqs", Endpoint=queue_arn)
     pipeline_queue_url = sqs.create_queue(QueueName=PIPELINE_RESULTS_QUEUE)["QueueUrl"]
+    # MCP Events deliveries: FIFO (one ordered group per subscription), a DLQ as the template's.
+    fifo = {"FifoQueue": "true", "ContentBasedDeduplication": "false"}
+    dlq_url = sqs.create_queue(QueueName=DELIVERY_DLQ, Attributes=fifo)["QueueUrl"]
+    dlq_arn = sqs.get_queue_attributes(QueueUrl=dlq_url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
+    redrive = json.dumps({"deadLetterTargetArn": dlq_arn, "maxReceiveCount": 20})
+    delivery_url = sqs.create_queue(
+        QueueName=DELIVERY_QUEUE,
+        Attributes={**fifo, "VisibilityTimeout": "60", "RedrivePolicy": redrive},
+    )["QueueUrl"]
 
     return {
         "RESULTS_TABLE": RESULTS_TABLE,
         "PIPELINE_RESULTS_TABLE": PIPELINE_RESULTS_TABLE,
         "EVENTS_TABLE": EVENTS_TABLE,
+        "SUBSCRIPTIONS_TABLE": SUBSCRIPTIONS_TABLE,
+        "DELIVERY_QUEUE_URL": delivery_url,
+        "DELIVERY_DLQ_URL": dlq_url,
         "IO_BUCKET": IO_BUCKET,
         "SUCCESS_TOPIC_ARN": success_arn,
         "ERROR_TOPIC_ARN": error_arn,

@@ -8,8 +8,8 @@ use crate::catalog::{Catalog, CatalogError, Schemas};
 use crate::config::ToolsConfig;
 use domain::time::Clock;
 use ports::{
-    AsyncInvoker, CompletionEvents, JobStore, LineageGraph, ModelRegistry, ObjectStore,
-    PipelineControl, QuotaStore, RunStore,
+    AsyncInvoker, CompletionEvents, EventLog, JobStore, LineageGraph, ModelRegistry, ObjectStore,
+    PipelineControl, QuotaStore, RunStore, SubscriptionStore, Webhooks,
 };
 use usecases::answer::Answering;
 use usecases::quota::ReadQuota;
@@ -26,6 +26,9 @@ pub trait Backend: Send + Sync + 'static {
     type Pipeline: PipelineControl + Send + 'static;
     type Lineage: LineageGraph + ModelRegistry + Send + 'static;
     type Events: CompletionEvents + Send + 'static;
+    type EventLog: EventLog + Send + 'static;
+    type Subscriptions: SubscriptionStore + Send + 'static;
+    type Webhooks: Webhooks + Send + 'static;
 
     fn jobs(&self) -> &Self::Jobs;
     fn quotas(&self) -> &Self::Quotas;
@@ -36,10 +39,15 @@ pub trait Backend: Send + Sync + 'static {
     fn lineage(&self) -> &Self::Lineage;
     /// Where an outcome a status check records (from S3) is announced.
     fn events(&self) -> &Self::Events;
+    /// MCP Events: each owner's event log (None: the extension is not offered), the webhook
+    /// subscriptions (None: poll only), and where a new callback's challenge is sent.
+    fn event_log(&self) -> Option<&Self::EventLog>;
+    fn subscriptions(&self) -> Option<&Self::Subscriptions>;
+    fn webhooks(&self) -> &Self::Webhooks;
 }
 
 /// One implementation of each port.
-pub struct Ports<J, R, O, E, P, L, V> {
+pub struct Ports<J, R, O, E, P, L, V, G, S, W> {
     pub jobs: J,
     pub runs: R,
     pub objects: O,
@@ -47,9 +55,12 @@ pub struct Ports<J, R, O, E, P, L, V> {
     pub pipeline: P,
     pub lineage: L,
     pub events: V,
+    pub event_log: Option<G>,
+    pub subscriptions: Option<S>,
+    pub webhooks: W,
 }
 
-impl<J, R, O, E, P, L, V> Backend for Ports<J, R, O, E, P, L, V>
+impl<J, R, O, E, P, L, V, G, S, W> Backend for Ports<J, R, O, E, P, L, V, G, S, W>
 where
     J: JobStore + Send + 'static,
     R: RunStore + Send + 'static,
@@ -58,6 +69,9 @@ where
     P: PipelineControl + Send + 'static,
     L: LineageGraph + ModelRegistry + Send + 'static,
     V: CompletionEvents + Send + 'static,
+    G: EventLog + Send + 'static,
+    S: SubscriptionStore + Send + 'static,
+    W: Webhooks + Send + 'static,
 {
     type Jobs = J;
     /// The results table holds them (see [`QuotaStore`]).
@@ -68,6 +82,9 @@ where
     type Pipeline = P;
     type Lineage = L;
     type Events = V;
+    type EventLog = G;
+    type Subscriptions = S;
+    type Webhooks = W;
 
     fn jobs(&self) -> &J {
         &self.jobs
@@ -92,6 +109,15 @@ where
     }
     fn events(&self) -> &V {
         &self.events
+    }
+    fn event_log(&self) -> Option<&G> {
+        self.event_log.as_ref()
+    }
+    fn subscriptions(&self) -> Option<&S> {
+        self.subscriptions.as_ref()
+    }
+    fn webhooks(&self) -> &W {
+        &self.webhooks
     }
 }
 
@@ -159,15 +185,28 @@ impl<B: Backend> Deps<B> {
     }
 }
 
+/// Why the ports could not be set up at cold start.
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    #[error(transparent)]
+    Catalog(#[from] CatalogError),
+    #[error("the webhook client did not start: {0}")]
+    Webhooks(String),
+}
+
+/// How long a new callback has to answer its challenge (`events/subscribe` waits on it).
+pub const CALLBACK_TIMEOUT: Duration = Duration::from_secs(5);
+
 /// The production ports: DynamoDB, S3, SageMaker Runtime, SageMaker and EventBridge.
 mod aws {
     use super::*;
     use adapters::aws::{dynamodb_client, load_sdk_config, s3_client};
-    use adapters::dynamodb::{DynamoJobs, DynamoRuns};
+    use adapters::dynamodb::{DynamoEventLog, DynamoJobs, DynamoRuns, DynamoSubscriptions};
     use adapters::eventbridge::{eventbridge_client, EventBridgeEvents};
     use adapters::s3::S3Objects;
     use adapters::sagemaker::{sagemaker_client, SageMakerLineage, SageMakerPipeline};
     use adapters::sagemaker_runtime::{sagemaker_runtime_client, SageMakerEndpoints};
+    use adapters::webhook::HttpWebhooks;
 
     pub type AwsPorts = Ports<
         DynamoJobs,
@@ -177,6 +216,9 @@ mod aws {
         SageMakerPipeline,
         SageMakerLineage,
         Option<EventBridgeEvents>,
+        DynamoEventLog,
+        DynamoSubscriptions,
+        HttpWebhooks,
     >;
 
     impl Deps<AwsPorts> {
@@ -184,7 +226,7 @@ mod aws {
         /// and the tool catalog when `TOOL_CATALOG` names one: a catalog that fails its check
         /// stops the cold start, naming each mistake (each tool's schema is compiled at its first
         /// call; `check-catalog` compiles them all before a deploy).
-        pub async fn connect(config: ToolsConfig) -> Result<Self, CatalogError> {
+        pub async fn connect(config: ToolsConfig) -> Result<Self, StartError> {
             let catalog = config
                 .tool_catalog
                 .as_deref()
@@ -193,6 +235,8 @@ mod aws {
             let sdk = load_sdk_config().await;
             let invoke_attempt_timeout = Duration::from_secs(config.invoke_attempt_timeout_secs);
             let sagemaker = sagemaker_client(&sdk);
+            let events = config.events.as_ref();
+            let allow_local = events.is_some_and(|e| e.allow_local_callbacks);
             let ports = Ports {
                 jobs: DynamoJobs::new(dynamodb_client(&sdk), &config.jobs.results_table),
                 runs: DynamoRuns::new(dynamodb_client(&sdk), &config.pipeline_results_table),
@@ -207,6 +251,13 @@ mod aws {
                     .event_bus_name
                     .as_ref()
                     .map(|bus| EventBridgeEvents::new(eventbridge_client(&sdk), bus)),
+                event_log: events
+                    .map(|e| DynamoEventLog::new(dynamodb_client(&sdk), &e.events_table)),
+                subscriptions: events
+                    .and_then(|e| e.subscriptions_table.as_ref())
+                    .map(|table| DynamoSubscriptions::new(dynamodb_client(&sdk), table)),
+                webhooks: HttpWebhooks::new(CALLBACK_TIMEOUT, allow_local)
+                    .map_err(StartError::Webhooks)?,
             };
             let deps = Deps::new(config, ports, Clock::system());
             Ok(match catalog {

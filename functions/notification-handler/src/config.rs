@@ -1,7 +1,9 @@
 //! notification-handler's configuration, read once at cold start.
 
 use domain::job::JobPolicy;
-use entry::config::{event_bus_name, metrics_namespace, ConfigError, Env, JobRecords};
+use entry::config::{
+    event_bus_name, metrics_namespace, ConfigError, Env, JobRecords, WebhookQueue,
+};
 use usecases::JobSettings;
 
 /// Every variable this function reads; the template test compares it with what the template
@@ -13,6 +15,8 @@ pub const VARIABLES: &[&str] = &[
     "BATCH_CONCURRENCY",
     "EVENT_BUS_NAME",
     "EVENTS_TABLE",
+    "SUBSCRIPTIONS_TABLE",
+    "DELIVERY_QUEUE_URL",
     "METRICS_NAMESPACE",
 ];
 /// The ones without which it does not start.
@@ -30,6 +34,8 @@ pub struct NotificationHandlerConfig {
     /// The MCP Events log, where each outcome's event is kept for its owner's subscribers;
     /// None: not kept.
     pub events_table: Option<String>,
+    /// Where each event is queued for its owner's webhooks (with the log only).
+    pub webhooks: Option<WebhookQueue>,
     /// The CloudWatch namespace of its metrics.
     pub metrics_namespace: String,
 }
@@ -51,6 +57,7 @@ impl NotificationHandlerConfig {
             )?,
             event_bus_name: event_bus_name(env),
             events_table: env.optional("EVENTS_TABLE"),
+            webhooks: WebhookQueue::from_env(env)?,
             metrics_namespace: metrics_namespace(env),
         })
     }
@@ -99,5 +106,22 @@ mod tests {
         }
         let cfg = NotificationHandlerConfig::from_env(&env(&[("RESULTS_TABLE", "t")])).unwrap();
         assert_eq!((cfg.batch_concurrency, cfg.event_bus_name), (16, None));
+    }
+
+    #[test]
+    fn webhooks_need_the_table_and_the_queue_together() {
+        let with = |vars: &[(&str, &str)]| {
+            let mut all = vec![("RESULTS_TABLE", "t")];
+            all.extend_from_slice(vars);
+            NotificationHandlerConfig::from_env(&env(&all))
+        };
+        assert_eq!(with(&[]).unwrap().webhooks, None);
+        let both = with(&[
+            ("SUBSCRIPTIONS_TABLE", "s"),
+            ("DELIVERY_QUEUE_URL", "https://q"),
+        ]);
+        assert_eq!(both.unwrap().webhooks.unwrap().subscriptions_table, "s");
+        let err = with(&[("SUBSCRIPTIONS_TABLE", "s")]).unwrap_err();
+        assert!(err.to_string().contains("DELIVERY_QUEUE_URL"), "{err}");
     }
 }

@@ -14,8 +14,9 @@ use tracing::{field::Empty, info_span, Instrument};
 use domain::notification::{parse_notification, unwrap_sqs_body, Notification, NotificationError};
 use entry::sqs_batch;
 use entry::telemetry::{self, OutcomeSource};
-use ports::{CompletionEvents, EventError, EventLog, JobStore, ObjectStore, StoreError};
-use usecases::outcome::{announce, log_event, record_notification, Recorded};
+use ports::{CompletionEvents, EventError, JobStore, ObjectStore, StoreError};
+use usecases::events::{Publish, PublishError};
+use usecases::outcome::{announce, publish_event, record_notification, Recorded};
 use usecases::JobSettings;
 
 #[derive(Debug, thiserror::Error)]
@@ -34,10 +35,10 @@ pub enum HandlerError {
     /// write is a no-op the second time, and the event is put then).
     #[error("the outcome is recorded, but its completion event was not put: {0}")]
     Event(#[from] EventError),
-    /// The outcome is recorded, its subscribers' event not logged: retried the same way (the
-    /// event is logged once, whichever delivery logs it).
-    #[error("the outcome is recorded, but its event was not logged for its subscribers: {0}")]
-    EventLog(#[source] StoreError),
+    /// The outcome is recorded, its subscribers' event not logged or not queued: retried the
+    /// same way (the event is logged once, whichever delivery logs it, and queued again).
+    #[error("the outcome is recorded, but its event did not reach its subscribers: {0}")]
+    Publish(#[from] PublishError),
     #[error("{failed} of {total} SNS records failed: {details}")]
     SnsRecordsFailed {
         failed: usize,
@@ -46,14 +47,14 @@ pub enum HandlerError {
     },
 }
 
-pub struct Handler<S, R, E, L> {
+pub struct Handler<S, R, E, P> {
     pub store: S,
     pub objects: R,
     /// Where each recorded outcome is announced (`None`: nowhere).
     pub events: Option<E>,
-    /// Where each outcome's event is kept for its owner's MCP Events subscribers (`None`: not
-    /// kept).
-    pub event_log: Option<L>,
+    /// Where each outcome's event goes for its owner's MCP Events subscribers: the log, and
+    /// the webhooks' queue when they are deployed (`None`: nowhere).
+    pub subscribers: Option<P>,
     pub settings: JobSettings,
     /// How many messages of an SQS batch are recorded at once (each is a few AWS calls).
     pub batch_concurrency: usize,
@@ -61,7 +62,7 @@ pub struct Handler<S, R, E, L> {
     pub clock: domain::time::Clock,
 }
 
-impl<S: JobStore, R: ObjectStore, E: CompletionEvents, L: EventLog> Handler<S, R, E, L> {
+impl<S: JobStore, R: ObjectStore, E: CompletionEvents, P: Publish> Handler<S, R, E, P> {
     /// One invocation. SNS: every record is processed; if any failed, the invocation fails
     /// (naming each MessageId) so Lambda retries it and then sends it to the failure
     /// destination; the records that succeeded are harmless to replay. SQS: failures are
@@ -195,9 +196,9 @@ impl<S: JobStore, R: ObjectStore, E: CompletionEvents, L: EventLog> Handler<S, R
         if recorded.completion().is_some() && self.events.is_some() {
             tracing::info!("completion event put");
         }
-        let logged = log_event(self.event_log.as_ref(), &recorded, now).await;
-        if logged.map_err(HandlerError::EventLog)? {
-            tracing::info!("event logged for subscribers");
+        if let Some(published) = publish_event(self.subscribers.as_ref(), &recorded, now).await? {
+            let (logged, queued) = (published.logged, published.queued);
+            tracing::info!(logged, queued, "event published for subscribers");
         }
         Ok(Some(recorded))
     }
@@ -211,7 +212,7 @@ impl HandlerError {
             HandlerError::Notification(_) => "BadNotification",
             HandlerError::Store(_) => "StoreFailed",
             HandlerError::Event(_) => "CompletionEventNotPut",
-            HandlerError::EventLog(_) => "EventNotLogged",
+            HandlerError::Publish(_) => "EventNotPublished",
             HandlerError::SnsRecordsFailed { .. } => "NotificationsNotRecorded",
         }
     }
@@ -231,29 +232,39 @@ impl From<HandlerError> for lambda_runtime::Diagnostic {
 #[cfg(test)]
 mod tests {
     use domain::job::JobStatus;
-    use fakes::{MemoryEventLog, MemoryEvents, MemoryJobs, MemoryObjects};
+    use fakes::{
+        MemoryDeliveryQueue, MemoryEventLog, MemoryEvents, MemoryJobs, MemoryObjects,
+        MemorySubscriptions,
+    };
     use serde_json::{json, Value};
+    use usecases::events::Subscribers;
 
     use super::*;
 
+    type Subs = Subscribers<MemoryEventLog, MemorySubscriptions, MemoryDeliveryQueue>;
+    type TestHandler = Handler<MemoryJobs, MemoryObjects, MemoryEvents, Subs>;
+
     /// The job's outcome is recorded: it is completed.
-    fn assert_recorded(
-        h: &Handler<MemoryJobs, MemoryObjects, MemoryEvents, MemoryEventLog>,
-        inference_id: &str,
-    ) {
+    fn assert_recorded(h: &TestHandler, inference_id: &str) {
         assert_eq!(
             h.store.job(inference_id).unwrap().status,
             JobStatus::Completed
         );
     }
 
-    fn handler() -> Handler<MemoryJobs, MemoryObjects, MemoryEvents, MemoryEventLog> {
+    fn handler() -> TestHandler {
         Handler {
             clock: domain::time::Clock::system(),
             store: MemoryJobs::default(),
             objects: MemoryObjects::default(),
             events: Some(MemoryEvents::default()),
-            event_log: Some(MemoryEventLog::default()),
+            subscribers: Some(Subscribers {
+                log: MemoryEventLog::default(),
+                webhooks: Some((
+                    MemorySubscriptions::default(),
+                    MemoryDeliveryQueue::default(),
+                )),
+            }),
             settings: JobSettings::default(),
             batch_concurrency: 4,
         }
@@ -425,9 +436,7 @@ mod tests {
         );
     }
 
-    fn events(
-        h: &Handler<MemoryJobs, MemoryObjects, MemoryEvents, MemoryEventLog>,
-    ) -> &MemoryEvents {
+    fn events(h: &TestHandler) -> &MemoryEvents {
         h.events.as_ref().unwrap()
     }
 
@@ -494,6 +503,55 @@ mod tests {
         assert_eq!(put[0].traceparent, Some(trace.traceparent()));
         let detail: Value = serde_json::from_str(&put[0].detail_json()).unwrap();
         assert_eq!(detail["traceparent"], trace.traceparent().as_str());
+    }
+
+    #[tokio::test]
+    async fn an_owners_outcome_is_logged_once_and_queued_for_its_webhook_once() {
+        use domain::caller::Principal;
+        use domain::events::{EventName, SubscriptionKey};
+        use domain::job::{reserve, JobPolicy, Submission};
+        use ports::EventLog;
+        use usecases::events::{subscribe, SubscribeAsk};
+        let h = handler();
+        let subscribers = h.subscribers.as_ref().unwrap();
+        let (subscriptions, queue) = subscribers.webhooks.as_ref().unwrap();
+        let notification: Value =
+            serde_json::from_str(&message("sns-success-response-body.json")).unwrap();
+        let owner = Principal::Local.caller().owner;
+        let mut s = Submission::new(&owner, "ep", "b", b"{}".to_vec(), None, 300, 600);
+        s.inference_id =
+            domain::ids::InferenceId::parse(notification["inferenceId"].as_str().unwrap()).unwrap();
+        let now = h.clock.now();
+        h.store
+            .write(&reserve(&s, &JobPolicy::default(), now))
+            .await
+            .unwrap();
+        let key = SubscriptionKey {
+            owner: owner.clone(),
+            url: "https://hooks.example.com/in".into(),
+            name: EventName::JobEnded,
+            arguments: json!({}),
+        };
+        let ask = SubscribeAsk {
+            key,
+            secret: domain::webhook::WebhookSecret::from_bytes(vec![1; 32]).unwrap(),
+            ttl: domain::subscription::DEFAULT_TTL,
+        };
+        let hooks = fakes::FakeWebhooks::default();
+        subscribe(subscriptions, &hooks, ask, now).await.unwrap();
+        for _ in 0..2 {
+            h.handle(event("sns-success-response-body.json"))
+                .await
+                .unwrap();
+        }
+        // The sample's outcome is years old: read as of its day.
+        let then = chrono::DateTime::UNIX_EPOCH;
+        let logged = subscribers.log.read(&owner, None, 10, then).await.unwrap();
+        assert_eq!(logged.len(), 1, "one event, however often SNS delivers");
+        let queued = queue.queued();
+        assert_eq!(queued.len(), 1, "one delivery queued");
+        assert_eq!(queued[0].event_id, logged[0].id);
+        assert_eq!(queued[0].occurrence["data"]["status"], "completed");
     }
 
     #[tokio::test]

@@ -4,12 +4,14 @@
 use lambda_runtime::Error;
 
 use adapters::aws::{dynamodb_client, load_sdk_config, s3_client};
-use adapters::dynamodb::{DynamoEventLog, DynamoJobs};
+use adapters::dynamodb::{DynamoEventLog, DynamoJobs, DynamoSubscriptions};
 use adapters::eventbridge::{eventbridge_client, EventBridgeEvents};
 use adapters::s3::S3Objects;
+use adapters::sqs::{sqs_client, SqsDeliveryQueue};
 use entry::telemetry;
 use notification_handler::config::NotificationHandlerConfig;
 use notification_handler::Handler;
+use usecases::events::Subscribers;
 
 // One thread: Lambda hands a process one event at a time and the work waits on AWS, so worker
 // threads only add start-up time and cross-thread wake-ups (BENCHMARKS.md).
@@ -29,10 +31,15 @@ async fn main() -> Result<(), Error> {
             .event_bus_name
             .as_ref()
             .map(|bus| EventBridgeEvents::new(eventbridge_client(&sdk), bus)),
-        event_log: config
-            .events_table
-            .as_ref()
-            .map(|table| DynamoEventLog::new(dynamodb_client(&sdk), table)),
+        subscribers: config.events_table.as_ref().map(|table| Subscribers {
+            log: DynamoEventLog::new(dynamodb_client(&sdk), table),
+            webhooks: config.webhooks.as_ref().map(|w| {
+                (
+                    DynamoSubscriptions::new(dynamodb_client(&sdk), &w.subscriptions_table),
+                    SqsDeliveryQueue::new(sqs_client(&sdk), &w.delivery_queue_url),
+                )
+            }),
+        }),
         settings: config.job_settings(),
         batch_concurrency: config.batch_concurrency,
     };

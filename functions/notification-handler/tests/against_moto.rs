@@ -12,12 +12,16 @@ use aws_sdk_dynamodb::types::{
 use serde_json::{json, Value};
 
 use adapters::aws::{dynamodb_client, s3_client};
-use adapters::dynamodb::{attribute_to_json, DynamoEventLog, DynamoJobs};
+use adapters::dynamodb::{attribute_to_json, DynamoEventLog, DynamoJobs, DynamoSubscriptions};
 use adapters::eventbridge::{eventbridge_client, EventBridgeEvents};
 use adapters::s3::S3Objects;
+use adapters::sqs::{sqs_client, SqsDeliveryQueue};
 use domain::job::JobPolicy;
 use notification_handler::Handler;
+use usecases::events::Subscribers;
 use usecases::JobSettings;
+
+type Subs = Subscribers<DynamoEventLog, DynamoSubscriptions, SqsDeliveryQueue>;
 
 type Item = HashMap<String, AttributeValue>;
 
@@ -92,10 +96,7 @@ impl Stack {
         name
     }
 
-    fn handler(
-        &self,
-        table: &str,
-    ) -> Handler<DynamoJobs, S3Objects, EventBridgeEvents, DynamoEventLog> {
+    fn handler(&self, table: &str) -> Handler<DynamoJobs, S3Objects, EventBridgeEvents, Subs> {
         Handler {
             clock: domain::time::Clock::system(),
             store: DynamoJobs::new(dynamodb_client(&self.sdk), table),
@@ -103,9 +104,19 @@ impl Stack {
             events: None,
             // The local stack's events table: every test's outcomes are logged, each under its
             // own owner's partition.
-            event_log: std::env::var("EVENTS_TABLE")
-                .ok()
-                .map(|t| DynamoEventLog::new(dynamodb_client(&self.sdk), t)),
+            subscribers: std::env::var("EVENTS_TABLE").ok().map(|t| Subscribers {
+                log: DynamoEventLog::new(dynamodb_client(&self.sdk), t),
+                // And the stack's webhooks: a test's subscriptions are its own owner's.
+                webhooks: std::env::var("SUBSCRIPTIONS_TABLE")
+                    .ok()
+                    .zip(std::env::var("DELIVERY_QUEUE_URL").ok())
+                    .map(|(table, queue)| {
+                        (
+                            DynamoSubscriptions::new(dynamodb_client(&self.sdk), table),
+                            SqsDeliveryQueue::new(sqs_client(&self.sdk), queue),
+                        )
+                    }),
+            }),
             settings: JobSettings {
                 policy: JobPolicy {
                     result_ttl_secs: TTL_SECS,
@@ -875,6 +886,29 @@ async fn an_owned_jobs_outcome_is_logged_for_its_subscribers_once_however_often_
     stack
         .put_object(&format!("outputs/{id}.out"), r#"{"label": "spam"}"#)
         .await;
+    // The owner's webhook subscription (its callback's challenge answered by a fake).
+    let (subscriptions, _) = handler
+        .subscribers
+        .as_ref()
+        .unwrap()
+        .webhooks
+        .as_ref()
+        .unwrap();
+    let key = domain::events::SubscriptionKey {
+        owner: owner.clone(),
+        url: "https://hooks.example.com/in".into(),
+        name: EventName::JobEnded,
+        arguments: json!({"endpoint": "ep"}),
+    };
+    let ask = usecases::events::SubscribeAsk {
+        key: key.clone(),
+        secret: domain::webhook::WebhookSecret::from_bytes(vec![3; 32]).unwrap(),
+        ttl: domain::subscription::DEFAULT_TTL,
+    };
+    let hooks = fakes::FakeWebhooks::default();
+    usecases::events::subscribe(subscriptions, &hooks, ask, now)
+        .await
+        .unwrap();
     // SageMaker's notification of now (an event is kept for a day after it happened).
     let notification = sample("sns-success.json", &id, |m| {
         set_output(m, &location);
@@ -891,4 +925,27 @@ async fn an_owned_jobs_outcome_is_logged_for_its_subscribers_once_however_often_
     assert_eq!(logged[0].data["status"], "completed");
     assert_eq!(logged[0].data["output"], format!("job://{id}/output"));
     assert!(!logged[0].data.to_string().contains("s3://"));
+    // One delivery queued for the subscription (the second notification's was a repeat).
+    let sqs = aws_sdk_sqs::Client::new(&stack.sdk);
+    let queue = std::env::var("DELIVERY_QUEUE_URL").unwrap();
+    let mut mine = Vec::new();
+    for _ in 0..3 {
+        let got = sqs
+            .receive_message()
+            .queue_url(&queue)
+            .max_number_of_messages(10)
+            .wait_time_seconds(1)
+            .send()
+            .await
+            .unwrap();
+        for m in got.messages() {
+            let delivery = domain::delivery::Delivery::from_message(m.body().unwrap()).unwrap();
+            if delivery.owner == owner {
+                mine.push(delivery);
+            }
+        }
+    }
+    assert_eq!(mine.len(), 1, "{mine:?}");
+    assert_eq!(mine[0].subscription_id, key.id());
+    assert_eq!(mine[0].event_id, logged[0].id);
 }

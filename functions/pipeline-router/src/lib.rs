@@ -15,6 +15,7 @@ use entry::sqs_batch;
 use entry::telemetry;
 use ports::{CompletionQueue, PipelineControl, RunStore};
 use usecases::callback::{record_question, Asked};
+use usecases::events::{Publish, PublishError};
 use usecases::route::{route_status_change, RouteError, Routed};
 
 #[derive(Debug, thiserror::Error)]
@@ -23,6 +24,10 @@ pub enum HandlerError {
     BadEvent(#[from] PipelineEventError),
     #[error(transparent)]
     Route(#[from] RouteError),
+    /// The run's end is recorded and sent, its subscribers' event not logged or not queued:
+    /// EventBridge retries, and the retry sends and publishes it again (once in the log).
+    #[error("the run's end is recorded, but its event did not reach its subscribers: {0}")]
+    Publish(#[from] PublishError),
 }
 
 /// What Lambda reports (and the failure destination receives) for a failed invocation.
@@ -33,6 +38,7 @@ impl From<HandlerError> for lambda_runtime::Diagnostic {
             HandlerError::Route(RouteError::Store(_)) => "StoreFailed",
             HandlerError::Route(RouteError::Queue(_)) => "QueueSendFailed",
             HandlerError::Route(RouteError::Describe { .. }) => "DescribeFailed",
+            HandlerError::Publish(_) => "EventNotPublished",
         };
         lambda_runtime::Diagnostic {
             error_type: error_type.to_owned(),
@@ -41,17 +47,19 @@ impl From<HandlerError> for lambda_runtime::Diagnostic {
     }
 }
 
-pub struct Handler<S, P, Q> {
+pub struct Handler<S, P, Q, E> {
     pub store: S,
     /// Only DescribePipelineExecution is called, for a failed run's reason.
     pub pipeline: P,
     pub queue: Q,
     pub result_ttl_secs: u64,
+    /// Where a run's end goes for its owner's MCP Events subscribers (`None`: nowhere).
+    pub subscribers: Option<E>,
     /// The time, as runs are recorded at it (the system's; a test's own in tests).
     pub clock: domain::time::Clock,
 }
 
-impl<S: RunStore, P: PipelineControl, Q: CompletionQueue> Handler<S, P, Q> {
+impl<S: RunStore, P: PipelineControl, Q: CompletionQueue, E: Publish> Handler<S, P, Q, E> {
     /// An EventBridge event, or a batch from the callback queue (SQS records): see
     /// [`Handler::handle_status_change`] and [`Handler::handle_callbacks`].
     pub async fn handle(&self, event: Value) -> Result<Value, HandlerError> {
@@ -121,16 +129,34 @@ impl<S: RunStore, P: PipelineControl, Q: CompletionQueue> Handler<S, P, Q> {
         })?;
         Span::current().record("execution_arn", change.execution_arn.as_str());
         let status = change.status.as_str();
+        let now = self.clock.now();
         let routed = route_status_change(
             &self.store,
             &self.pipeline,
             &self.queue,
             self.result_ttl_secs,
             change,
-            self.clock.now(),
+            now,
         )
         .await
         .inspect_err(|e| tracing::error!(error = %e, "pipeline event not routed"))?;
+        if let (
+            Routed::Recorded {
+                ended: Some(message),
+                ..
+            },
+            Some(subscribers),
+        ) = (&routed, &self.subscribers)
+        {
+            if let Some(event) = domain::events::run_ended(message, now) {
+                let published = subscribers
+                    .publish(&event, now)
+                    .await
+                    .inspect_err(|e| tracing::error!(error = %e, "run's event not published"))?;
+                let (logged, queued) = (published.logged, published.queued);
+                tracing::info!(logged, queued, "event published for subscribers");
+            }
+        }
         Ok(match routed {
             Routed::NotOurs => {
                 tracing::info!("no session_id in the execution description; not a run of ours");
@@ -141,6 +167,7 @@ impl<S: RunStore, P: PipelineControl, Q: CompletionQueue> Handler<S, P, Q> {
                 status,
                 sent,
                 trace,
+                ..
             } => {
                 Span::current().record("session_id", session_id.as_str());
                 let trace_id = joined(trace.as_ref());
@@ -180,20 +207,33 @@ fn joined(trace: Option<&TraceContext>) -> Option<String> {
 /// The handler on the in-memory ports, fed the sample events `cargo lambda invoke` uses.
 #[cfg(test)]
 mod tests {
-    use fakes::{FakePipeline, MemoryQueue, MemoryRuns};
+    use fakes::{
+        FakePipeline, MemoryDeliveryQueue, MemoryEventLog, MemoryQueue, MemoryRuns,
+        MemorySubscriptions,
+    };
     use serde_json::{json, Value};
+    use usecases::events::Subscribers;
 
     use super::*;
 
+    type Subs = Subscribers<MemoryEventLog, MemorySubscriptions, MemoryDeliveryQueue>;
+
     const ARN: &str = "arn:aws:sagemaker:us-east-1:123456789012:pipeline/mcp-intent-classifier-pipeline/execution/k2p9x7q1m4z8";
 
-    fn handler() -> Handler<MemoryRuns, FakePipeline, MemoryQueue> {
+    fn handler() -> Handler<MemoryRuns, FakePipeline, MemoryQueue, Subs> {
         Handler {
             clock: domain::time::Clock::system(),
             store: MemoryRuns::default(),
             pipeline: FakePipeline::default(),
             queue: MemoryQueue::default(),
             result_ttl_secs: 3600,
+            subscribers: Some(Subscribers {
+                log: MemoryEventLog::default(),
+                webhooks: Some((
+                    MemorySubscriptions::default(),
+                    MemoryDeliveryQueue::default(),
+                )),
+            }),
         }
     }
 
@@ -227,6 +267,51 @@ mod tests {
         assert_eq!(sent.len(), 1);
         assert_eq!(sent[0].session_id, "sess-42");
         assert_eq!(sent[0].execution_arn, ARN);
+    }
+
+    #[tokio::test]
+    async fn an_owned_runs_end_is_logged_once_and_queued_for_its_webhook() {
+        use domain::caller::Principal;
+        use domain::events::{EventName, SubscriptionKey};
+        use ports::EventLog;
+        use usecases::events::{subscribe, SubscribeAsk};
+        let h = handler();
+        let owner = Principal::Local.caller().owner;
+        let now = h.clock.now();
+        let mut e = event("pipeline-succeeded.json");
+        e["detail"]["pipelineExecutionDescription"] = json!(
+            domain::pipeline_event::execution_description("sess-42", &owner, now)
+        );
+        let subscribers = h.subscribers.as_ref().unwrap();
+        let (subscriptions, queue) = subscribers.webhooks.as_ref().unwrap();
+        let key = SubscriptionKey {
+            owner: owner.clone(),
+            url: "https://hooks.example.com/in".into(),
+            name: EventName::RunEnded,
+            arguments: json!({"pipeline": "mcp-intent-classifier-pipeline"}),
+        };
+        let ask = SubscribeAsk {
+            key,
+            secret: domain::webhook::WebhookSecret::from_bytes(vec![1; 32]).unwrap(),
+            ttl: domain::subscription::DEFAULT_TTL,
+        };
+        let hooks = fakes::FakeWebhooks::default();
+        subscribe(subscriptions, &hooks, ask, now).await.unwrap();
+        for _ in 0..2 {
+            h.handle(e.clone()).await.unwrap();
+        }
+        let then = chrono::DateTime::UNIX_EPOCH;
+        let logged = subscribers.log.read(&owner, None, 10, then).await.unwrap();
+        assert_eq!(
+            logged.len(),
+            1,
+            "one event, however often EventBridge delivers"
+        );
+        assert_eq!(logged[0].data["status"], "Succeeded");
+        assert_eq!(logged[0].data["session_id"], "sess-42");
+        let queued = queue.queued();
+        assert_eq!(queued.len(), 1);
+        assert_eq!(queued[0].event_id, logged[0].id);
     }
 
     #[tokio::test]

@@ -4,12 +4,13 @@
 use lambda_runtime::Error;
 
 use adapters::aws::{dynamodb_client, load_sdk_config};
-use adapters::dynamodb::DynamoRuns;
+use adapters::dynamodb::{DynamoEventLog, DynamoRuns, DynamoSubscriptions};
 use adapters::sagemaker::{sagemaker_client, SageMakerPipeline};
-use adapters::sqs::{sqs_client, SqsCompletionQueue};
+use adapters::sqs::{sqs_client, SqsCompletionQueue, SqsDeliveryQueue};
 use entry::telemetry;
 use pipeline_router::config::PipelineRouterConfig;
 use pipeline_router::Handler;
+use usecases::events::Subscribers;
 
 // One thread: Lambda hands a process one event at a time and the work waits on AWS, so worker
 // threads only add start-up time and cross-thread wake-ups (BENCHMARKS.md).
@@ -28,6 +29,15 @@ async fn main() -> Result<(), Error> {
         pipeline: SageMakerPipeline::new(sagemaker_client(&sdk)),
         queue: SqsCompletionQueue::new(sqs_client(&sdk), &config.pipeline_results_queue_url),
         result_ttl_secs: config.result_ttl_secs,
+        subscribers: config.events_table.as_ref().map(|table| Subscribers {
+            log: DynamoEventLog::new(dynamodb_client(&sdk), table),
+            webhooks: config.webhooks.as_ref().map(|w| {
+                (
+                    DynamoSubscriptions::new(dynamodb_client(&sdk), &w.subscriptions_table),
+                    SqsDeliveryQueue::new(sqs_client(&sdk), &w.delivery_queue_url),
+                )
+            }),
+        }),
     };
     telemetry::run_events(metrics, |event| handler.handle(event)).await
 }

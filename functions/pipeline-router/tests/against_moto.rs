@@ -14,10 +14,13 @@ use aws_sdk_sqs::types::{MessageSystemAttributeName, QueueAttributeName};
 use serde_json::{json, Value};
 
 use adapters::aws::dynamodb_client;
-use adapters::dynamodb::DynamoRuns;
+use adapters::dynamodb::{DynamoEventLog, DynamoRuns, DynamoSubscriptions};
 use adapters::sagemaker::{sagemaker_client, SageMakerPipeline};
-use adapters::sqs::{sqs_client, SqsCompletionQueue};
+use adapters::sqs::{sqs_client, SqsCompletionQueue, SqsDeliveryQueue};
 use pipeline_router::Handler;
+use usecases::events::Subscribers;
+
+type Subs = Subscribers<DynamoEventLog, DynamoSubscriptions, SqsDeliveryQueue>;
 
 type Item = HashMap<String, AttributeValue>;
 const TTL_SECS: u64 = 3600;
@@ -40,7 +43,7 @@ async fn stack() -> Stack {
 struct Fixture {
     table: String,
     queue_url: String,
-    handler: Handler<DynamoRuns, SageMakerPipeline, SqsCompletionQueue>,
+    handler: Handler<DynamoRuns, SageMakerPipeline, SqsCompletionQueue, Subs>,
 }
 
 impl Stack {
@@ -91,13 +94,26 @@ impl Stack {
         &self,
         table: &str,
         queue_url: &str,
-    ) -> Handler<DynamoRuns, SageMakerPipeline, SqsCompletionQueue> {
+    ) -> Handler<DynamoRuns, SageMakerPipeline, SqsCompletionQueue, Subs> {
         Handler {
             clock: domain::time::Clock::system(),
             store: DynamoRuns::new(dynamodb_client(&self.sdk), table),
             pipeline: SageMakerPipeline::new(sagemaker_client(&self.sdk)),
             queue: SqsCompletionQueue::new(sqs_client(&self.sdk), queue_url),
             result_ttl_secs: TTL_SECS,
+            // The stack's events and webhooks: a test's runs are its own owners'.
+            subscribers: std::env::var("EVENTS_TABLE").ok().map(|t| Subscribers {
+                log: DynamoEventLog::new(dynamodb_client(&self.sdk), t),
+                webhooks: std::env::var("SUBSCRIPTIONS_TABLE")
+                    .ok()
+                    .zip(std::env::var("DELIVERY_QUEUE_URL").ok())
+                    .map(|(table, queue)| {
+                        (
+                            DynamoSubscriptions::new(dynamodb_client(&self.sdk), table),
+                            SqsDeliveryQueue::new(sqs_client(&self.sdk), queue),
+                        )
+                    }),
+            }),
         }
     }
 

@@ -6,6 +6,9 @@ pub mod aws;
 pub mod dynamodb;
 #[cfg(feature = "eventbridge")]
 pub mod eventbridge;
+/// Outbound HTTP to what callers name: public addresses only (OAuth fetches, webhooks).
+#[cfg(feature = "http")]
+pub mod public_dns;
 #[cfg(feature = "s3")]
 pub mod s3;
 #[cfg(feature = "sagemaker")]
@@ -14,3 +17,5 @@ pub mod sagemaker;
 pub mod sagemaker_runtime;
 #[cfg(feature = "sqs")]
 pub mod sqs;
+#[cfg(feature = "http")]
+pub mod webhook;

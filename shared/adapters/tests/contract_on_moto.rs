@@ -80,6 +80,19 @@ mod dynamodb_event_log {
     fakes::event_log_contract!(log());
 }
 
+mod dynamodb_subscription_store {
+    use super::*;
+    use adapters::dynamodb::DynamoSubscriptions;
+
+    async fn subscriptions() -> DynamoSubscriptions {
+        let sdk = load_sdk_config().await;
+        let name = table(&sdk, &["owner", "id"]).await;
+        DynamoSubscriptions::new(dynamodb_client(&sdk), name)
+    }
+
+    fakes::subscription_store_contract!(subscriptions());
+}
+
 mod dynamodb_run_store {
     use super::*;
 

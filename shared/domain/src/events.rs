@@ -16,6 +16,8 @@ use crate::completion::JobCompletion;
 use crate::ids::{ExecutionArn, InferenceId};
 use crate::item::{Attr, Fields, Guard, Item, Write, WriteOp};
 use crate::job::object::{uri, JobObject};
+use crate::run::CompletionMessage;
+use crate::task_id::TaskId;
 use crate::time::parse_rfc3339;
 use crate::util::hex;
 
@@ -260,6 +262,45 @@ pub fn job_ended(completion: &JobCompletion, now: DateTime<Utc>) -> Option<Event
     ))
 }
 
+/// The event a run's recorded end raises, for the owner that started it; None for a run no
+/// caller of this server owns. Its time is the run's end (SageMaker's), so a redelivered status
+/// change makes the same event.
+pub fn run_ended(message: &CompletionMessage, now: DateTime<Utc>) -> Option<Event> {
+    let owner = Owner::parse(message.owner.as_deref()?)?;
+    let at = message
+        .ended_at
+        .as_deref()
+        .or(Some(message.event_time.as_str()))
+        .and_then(parse_rfc3339)
+        .unwrap_or(now);
+    let pipeline = message
+        .pipeline_arn
+        .rsplit_once(":pipeline/")
+        .map_or(message.pipeline_arn.as_str(), |(_, name)| name)
+        .to_owned();
+    let status = message.status.as_str();
+    let data = json!({
+        "execution_arn": message.execution_arn.as_str(),
+        "session_id": message.session_id.as_str(),
+        "pipeline": pipeline,
+        "status": status,
+        "ended_at": at.to_rfc3339_opts(SecondsFormat::Millis, true),
+        "failure_reason": message.failure_reason,
+    });
+    let subject = Subject::Run {
+        execution_arn: message.execution_arn.clone(),
+        pipeline,
+    };
+    Some(Event::new(
+        EventName::RunEnded,
+        owner,
+        at,
+        subject,
+        status,
+        data,
+    ))
+}
+
 /// What a subscription's arguments keep of the caller's events: every one of its type, or only
 /// those of an endpoint, a pipeline, or the named jobs and runs. (A job records the endpoint it
 /// ran on, not the tool that started it: a catalog's tool is known by its endpoint.)
@@ -271,7 +312,85 @@ pub struct Filter {
     pub execution_arns: BTreeSet<String>,
 }
 
+/// The most task ids one subscription's filter names.
+pub const MAX_FILTER_TASK_IDS: usize = 100;
+/// A filter's endpoint (SageMaker's bound on an endpoint's name) and pipeline, in characters.
+pub const ENDPOINT_MAX_CHARS: usize = 63;
+pub const PIPELINE_MAX_CHARS: usize = 256;
+
+/// Arguments that are not the event type's: the message names the field.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct BadArguments(pub String);
+
 impl Filter {
+    /// A subscription's arguments read into the filter its events pass: refused, naming the
+    /// field, when they are not the event type's (an unknown field, a value past its bound),
+    /// or name a task that is not of its kind. Absent or null arguments keep every event.
+    pub fn parse(name: EventName, arguments: &Value) -> Result<Filter, BadArguments> {
+        let bad = |m: String| Err(BadArguments(m));
+        let fields = match arguments {
+            Value::Null => return Ok(Filter::default()),
+            Value::Object(fields) => fields,
+            _ => return bad("`arguments` must be an object".to_owned()),
+        };
+        let (place, kind) = match name {
+            EventName::JobEnded => ("endpoint", "a job's"),
+            EventName::RunEnded | EventName::RunAsks => ("pipeline", "a run's"),
+        };
+        let mut filter = Filter::default();
+        for (field, value) in fields {
+            if field == place {
+                let max = match name {
+                    EventName::JobEnded => ENDPOINT_MAX_CHARS,
+                    _ => PIPELINE_MAX_CHARS,
+                };
+                let text = match value.as_str() {
+                    Some(t) if !t.is_empty() && t.chars().count() <= max => t.to_owned(),
+                    _ => return bad(format!("`arguments.{field}` must be 1 to {max} characters")),
+                };
+                match name {
+                    EventName::JobEnded => filter.endpoint = Some(text),
+                    _ => filter.pipeline = Some(text),
+                }
+            } else if field == "task_ids" {
+                let Some(ids) = value.as_array() else {
+                    return bad("`arguments.task_ids` must be an array of task ids".to_owned());
+                };
+                if ids.len() > MAX_FILTER_TASK_IDS {
+                    return bad(format!(
+                        "`arguments.task_ids`: at most {MAX_FILTER_TASK_IDS} task ids, got {}",
+                        ids.len()
+                    ));
+                }
+                for (i, id) in ids.iter().enumerate() {
+                    let parsed = id.as_str().map(TaskId::parse);
+                    match (name, parsed) {
+                        (EventName::JobEnded, Some(Ok(TaskId::Job(task)))) => {
+                            filter.inference_ids.insert(task.inference_id.into_string());
+                        }
+                        (EventName::RunEnded | EventName::RunAsks, Some(Ok(TaskId::Run(task)))) => {
+                            filter
+                                .execution_arns
+                                .insert(task.execution_arn.into_string());
+                        }
+                        _ => {
+                            return bad(format!("`arguments.task_ids[{i}]` is not {kind} task id"))
+                        }
+                    }
+                }
+            } else {
+                // Named by its length only: a caller's text is not echoed.
+                return bad(format!(
+                    "`arguments`: unknown field ({} characters); {} takes `{place}` and `task_ids`",
+                    field.chars().count(),
+                    name.as_str()
+                ));
+            }
+        }
+        Ok(filter)
+    }
+
     pub fn matches(&self, event: &Event) -> bool {
         let named = |ids: &BTreeSet<String>, id: &str| ids.is_empty() || ids.contains(id);
         match &event.subject {
@@ -360,6 +479,14 @@ pub struct BadCursor;
 const MAX_CURSOR_CHARS: usize = 128;
 
 impl Cursor {
+    /// A cursor at a moment: a read from it gets what is logged at or after it.
+    pub fn at(moment: DateTime<Utc>) -> Self {
+        Self {
+            at_ms: moment.timestamp_millis(),
+            event_id: String::new(),
+        }
+    }
+
     pub fn after(event: &Event) -> Self {
         Self {
             at_ms: event.at.timestamp_millis(),
@@ -388,8 +515,10 @@ impl Cursor {
             return Err(BadCursor);
         };
         let at_ms = at.parse().map_err(|_| BadCursor)?;
-        let ok =
-            event_id.starts_with("evt_") && event_id[4..].bytes().all(|b| b.is_ascii_hexdigit());
+        // No id: a cursor at a moment (`Cursor::at`).
+        let ok = event_id.is_empty()
+            || (event_id.starts_with("evt_")
+                && event_id[4..].bytes().all(|b| b.is_ascii_hexdigit()));
         match ok {
             true => Ok(Self {
                 at_ms,
@@ -601,5 +730,126 @@ mod tests {
         }
         assert_eq!(EventName::parse("run.asks"), Some(EventName::RunAsks));
         assert_eq!(EventName::parse("job.started"), None);
+    }
+
+    #[test]
+    fn a_cursor_at_a_moment_comes_before_what_is_logged_at_it() {
+        let event = ended_job("j1", None, "completed");
+        let at = Cursor::at(event.at);
+        assert!(at.position() < event.position());
+        assert!(
+            Cursor::at(event.at + chrono::Duration::milliseconds(1)).position() > event.position()
+        );
+        assert_eq!(Cursor::decode(&at.encode()), Ok(at));
+    }
+
+    #[test]
+    fn arguments_become_the_filter_and_a_task_of_another_kind_is_refused_by_its_place() {
+        let secret = "0123456789abcdef0123456789abcdef";
+        let job = crate::job::task_id("j1", secret);
+        let arn = "arn:aws:sagemaker:us-east-1:1:pipeline/p/execution/e";
+        let run = crate::run::task_id("s1", arn, secret);
+        let jobs = Filter::parse(
+            EventName::JobEnded,
+            &json!({"endpoint": "summarize", "task_ids": [job]}),
+        )
+        .unwrap();
+        assert_eq!(jobs.endpoint.as_deref(), Some("summarize"));
+        assert!(jobs.inference_ids.contains("j1") && jobs.execution_arns.is_empty());
+        let runs = Filter::parse(EventName::RunAsks, &json!({"task_ids": [run]})).unwrap();
+        assert!(runs.execution_arns.contains(arn));
+        assert_eq!(
+            Filter::parse(EventName::RunEnded, &Value::Null).unwrap(),
+            Filter::default()
+        );
+        assert_eq!(
+            Filter::parse(EventName::RunEnded, &json!({})).unwrap(),
+            Filter::default()
+        );
+        for (name, arguments, said) in [
+            (
+                EventName::JobEnded,
+                json!({"task_ids": [job, run]}),
+                "`arguments.task_ids[1]` is not a job's task id",
+            ),
+            (
+                EventName::RunEnded,
+                json!({"task_ids": ["nope"]}),
+                "`arguments.task_ids[0]` is not a run's task id",
+            ),
+            (
+                EventName::RunEnded,
+                json!({"task_ids": [7]}),
+                "`arguments.task_ids[0]` is not a run's task id",
+            ),
+            (
+                EventName::RunEnded,
+                json!({"endpoint": "e"}),
+                "`arguments`: unknown field (8 characters); run.ended takes `pipeline`",
+            ),
+            (
+                EventName::JobEnded,
+                json!({"endpoint": ""}),
+                "`arguments.endpoint` must be 1 to 63 characters",
+            ),
+            (
+                EventName::JobEnded,
+                json!({"endpoint": 7}),
+                "`arguments.endpoint` must be 1 to 63 characters",
+            ),
+            (
+                EventName::JobEnded,
+                json!({"task_ids": vec!["x"; 101]}),
+                "`arguments.task_ids`: at most 100",
+            ),
+            (
+                EventName::JobEnded,
+                json!({"task_ids": "x"}),
+                "`arguments.task_ids` must be an array",
+            ),
+            (
+                EventName::JobEnded,
+                json!([1]),
+                "`arguments` must be an object",
+            ),
+        ] {
+            let refused = Filter::parse(name, &arguments).unwrap_err().0;
+            assert!(refused.starts_with(said), "{refused}");
+        }
+    }
+
+    #[test]
+    fn a_runs_end_raises_its_owners_event_once_however_often_it_is_routed() {
+        use crate::pipeline_status::PipelineStatus;
+        let arn = "arn:aws:sagemaker:us-east-1:1:pipeline/intent/execution/e1";
+        let message = |owner: Option<String>| CompletionMessage {
+            session_id: crate::ids::SessionId::parse("s-1").unwrap(),
+            owner,
+            execution_arn: ExecutionArn::parse(arn).unwrap(),
+            pipeline_arn: "arn:aws:sagemaker:us-east-1:1:pipeline/intent".into(),
+            status: PipelineStatus::Failed,
+            previous_status: None,
+            started_at: None,
+            ended_at: Some("2026-12-06T10:00:00Z".into()),
+            failure_reason: Some("step Train failed".into()),
+            event_id: "ev-1".into(),
+            event_time: "2026-12-06T10:00:01Z".into(),
+            traceparent: None,
+        };
+        let event = run_ended(&message(Some(owner().to_string())), at()).unwrap();
+        assert_eq!((event.name, event.at), (EventName::RunEnded, at()));
+        assert_eq!(event.data["pipeline"], "intent");
+        assert_eq!(event.data["status"], "Failed");
+        assert_eq!(event.data["failure_reason"], "step Train failed");
+        assert_eq!(event.data["session_id"], "s-1");
+        let later = at() + chrono::Duration::hours(1);
+        assert_eq!(
+            run_ended(&message(Some(owner().to_string())), later),
+            Some(event.clone())
+        );
+        assert_eq!(run_ended(&message(None), at()), None);
+        let by_pipeline =
+            Filter::parse(EventName::RunEnded, &json!({"pipeline": "intent"})).unwrap();
+        assert!(by_pipeline.matches(&event));
     }
 }

@@ -175,6 +175,40 @@ pub fn result_ttl_secs<F: Fn(&str) -> Option<String>>(env: &Env<F>) -> Result<u6
     )
 }
 
+/// Where a completion path queues its events for MCP Events webhooks: `SUBSCRIPTIONS_TABLE`
+/// and `DELIVERY_QUEUE_URL`, both or neither (neither: events are logged for polls only).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WebhookQueue {
+    pub subscriptions_table: String,
+    pub delivery_queue_url: String,
+}
+
+impl WebhookQueue {
+    pub fn from_env<F: Fn(&str) -> Option<String>>(
+        env: &Env<F>,
+    ) -> Result<Option<Self>, ConfigError> {
+        const BOTH: &str = "SUBSCRIPTIONS_TABLE and DELIVERY_QUEUE_URL together, or neither";
+        match (
+            env.optional("SUBSCRIPTIONS_TABLE"),
+            env.optional("DELIVERY_QUEUE_URL"),
+        ) {
+            (None, None) => Ok(None),
+            (Some(subscriptions_table), Some(delivery_queue_url)) => Ok(Some(Self {
+                subscriptions_table,
+                delivery_queue_url,
+            })),
+            (Some(_), None) => Err(ConfigError::Missing {
+                name: "DELIVERY_QUEUE_URL",
+                expected: BOTH,
+            }),
+            (None, Some(_)) => Err(ConfigError::Missing {
+                name: "SUBSCRIPTIONS_TABLE",
+                expected: BOTH,
+            }),
+        }
+    }
+}
+
 /// `METRICS_NAMESPACE`: the CloudWatch namespace every function's metrics go to (the template
 /// sets the stack's); default `McpAsyncJobs`.
 pub fn metrics_namespace<F: Fn(&str) -> Option<String>>(env: &Env<F>) -> String {

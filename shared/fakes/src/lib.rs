@@ -11,6 +11,7 @@ mod objects;
 mod outbox;
 mod pipeline;
 mod runs;
+mod subscriptions;
 mod table;
 
 pub use events::MemoryEventLog;
@@ -21,5 +22,6 @@ pub use objects::MemoryObjects;
 pub use outbox::{MemoryEvents, MemoryQueue};
 pub use pipeline::FakePipeline;
 pub use runs::MemoryRuns;
+pub use subscriptions::{FakeWebhooks, MemoryDeliveryQueue, MemorySubscriptions};
 
 pub mod port_contract;

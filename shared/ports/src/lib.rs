@@ -7,6 +7,7 @@ use domain::approval::ModelDecision;
 use domain::callback::CallbackToken;
 use domain::caller::Owner;
 use domain::completion::JobCompletion;
+use domain::delivery::{Answer, Delivery};
 use domain::events::{Cursor, Event};
 use domain::ids::InferenceId;
 use domain::item::{Applied, Write};
@@ -18,6 +19,7 @@ use domain::question::StepAnswer;
 use domain::quota::{WaitSlot, WindowCounter};
 use domain::run::{CompletionMessage, Run};
 use domain::s3_location::S3Location;
+use domain::subscription::Subscription;
 
 /// What an AWS call's failure means to a caller.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -173,6 +175,92 @@ pub trait EventLog: Sync {
         limit: u32,
         now: chrono::DateTime<chrono::Utc>,
     ) -> impl Future<Output = Result<Vec<Event>, StoreError>> + Send;
+}
+
+/// The MCP Events webhook subscriptions: one partition per owner. Every change is one
+/// conditional write built by `domain::subscription`.
+pub trait SubscriptionStore: Sync {
+    fn write(&self, write: &Write) -> impl Future<Output = Result<Applied, StoreError>> + Send;
+
+    /// One subscription by its owner and id, eventually consistent (a delivery's read);
+    /// None when absent or not readable.
+    fn get(
+        &self,
+        owner: &Owner,
+        id: &str,
+    ) -> impl Future<Output = Result<Option<Subscription>, StoreError>> + Send;
+
+    /// Every subscription of `owner` (lapsed ones too: the domain tells), by strongly
+    /// consistent reads of at most [`MAX_SUBSCRIPTION_ITEMS`] items.
+    fn of_owner(
+        &self,
+        owner: &Owner,
+    ) -> impl Future<Output = Result<Vec<Subscription>, StoreError>> + Send;
+
+    /// Deletes one; whether there was one.
+    fn delete(
+        &self,
+        owner: &Owner,
+        id: &str,
+    ) -> impl Future<Output = Result<bool, StoreError>> + Send;
+}
+
+/// The most items one owner's read of subscriptions takes (live ones are bounded by
+/// `domain::subscription::MAX_PER_CALLER`; lapsed ones wait for their TTL).
+pub const MAX_SUBSCRIPTION_ITEMS: usize = 200;
+
+/// A delivery queue call that failed.
+#[derive(Debug, thiserror::Error)]
+#[error("SQS {operation} on {queue_url} failed: {failure}")]
+pub struct DeliveryQueueError {
+    pub operation: &'static str,
+    pub queue_url: String,
+    pub failure: AwsFailure,
+}
+
+/// Where deliveries wait for the delivery function: one ordered group per subscription.
+pub trait DeliveryQueue: Sync {
+    /// Queues each delivery (at most 10 per call to SQS; more are sent in several).
+    fn enqueue(
+        &self,
+        deliveries: &[Delivery],
+    ) -> impl Future<Output = Result<(), DeliveryQueueError>> + Send;
+
+    /// Puts a received message back for `after` (its receipt handle names it): the next
+    /// attempt waits that long.
+    fn retry_in(
+        &self,
+        receipt_handle: &str,
+        after: std::time::Duration,
+    ) -> impl Future<Output = Result<(), DeliveryQueueError>> + Send;
+}
+
+/// One signed POST to a subscriber's callback.
+#[derive(Debug, Clone, PartialEq)]
+pub struct WebhookPost {
+    pub url: String,
+    /// `webhook-id`, `webhook-timestamp`, `webhook-signature`, `X-MCP-Subscription-Id`.
+    pub headers: Vec<(&'static str, String)>,
+    pub body: Vec<u8>,
+}
+
+/// A receiver's answer: its status, and the start of its body (a verification's echo).
+#[derive(Debug, Clone, PartialEq)]
+pub struct WebhookReply {
+    pub answer: Answer,
+    /// At most [`MAX_REPLY_BYTES`]; never logged or shown.
+    pub body: Vec<u8>,
+}
+
+/// The most of a receiver's body read: a challenge's echo is small.
+pub const MAX_REPLY_BYTES: usize = 4096;
+
+/// Where webhooks are sent: https only (or a local address where the deployment allows it),
+/// the address resolved and checked at connect time, no redirects, a short timeout.
+pub trait Webhooks: Sync {
+    /// The receiver's reply; a URL that may not be called is a `Failed` answer before any
+    /// connection.
+    fn post(&self, post: &WebhookPost) -> impl Future<Output = WebhookReply> + Send;
 }
 
 /// The pipeline results table.

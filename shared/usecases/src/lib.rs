@@ -9,6 +9,7 @@ pub mod answer;
 pub mod approval;
 pub mod callback;
 pub mod check;
+pub mod events;
 pub mod job_object;
 pub mod lineage;
 pub mod listen;

@@ -4,6 +4,7 @@
 use chrono::{DateTime, Utc};
 use serde_json::Value;
 
+use crate::events::{Publish, PublishError, Published};
 use crate::JobSettings;
 use domain::completion::JobCompletion;
 use domain::events;
@@ -18,8 +19,7 @@ use domain::time::{parse_rfc3339, rfc3339, ttl_after};
 use domain::trace::TraceContext;
 use domain::util::truncate_utf8;
 use ports::{
-    CompletionEvents, EventError, EventLog, JobStore, ObjectError, ObjectPrefix, ObjectStore,
-    StoreError,
+    CompletionEvents, EventError, JobStore, ObjectError, ObjectPrefix, ObjectStore, StoreError,
 };
 
 /// How one outcome was handled.
@@ -71,30 +71,24 @@ impl Recorded {
     }
 }
 
-/// How long an event stays in its owner's log after it happened: a poll replays what is
-/// younger, and a cursor older than this is answered with `truncated`.
-pub const EVENT_RETENTION_SECS: i64 = 24 * 3600;
-
-/// Logs the event the outcome raises for its owner's MCP Events subscribers (none for a job no
-/// caller owns): after the write, once. A retried delivery finds it logged and adds none.
-/// True when this call logged it.
-pub async fn log_event<L: EventLog>(
-    log: Option<&L>,
+/// Publishes the event the outcome raises for its owner's MCP Events subscribers (none for a
+/// job no caller owns): after the write. A retried delivery logs nothing new (see
+/// [`events::publish`](crate::events::publish)). None when there was no event to publish.
+pub async fn publish_event<P: Publish>(
+    subscribers: Option<&P>,
     recorded: &Recorded,
     now: DateTime<Utc>,
-) -> Result<bool, StoreError> {
-    let Some(log) = log else {
-        return Ok(false);
+) -> Result<Option<Published>, PublishError> {
+    let Some(subscribers) = subscribers else {
+        return Ok(None);
     };
     let event = recorded
         .completion()
         .and_then(|c| events::job_ended(c, now));
-    let Some(event) = event else {
-        return Ok(false);
-    };
-    let keep_until = event.at.timestamp() + EVENT_RETENTION_SECS;
-    let applied = log.append(&event, keep_until).await?;
-    Ok(matches!(applied, Applied::Written { .. }))
+    match event {
+        Some(event) => subscribers.publish(&event, now).await.map(Some),
+        None => Ok(None),
+    }
 }
 
 /// Puts the outcome's event, when it has one: after the write, never instead of it.

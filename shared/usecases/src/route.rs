@@ -16,7 +16,7 @@ use domain::trace::TraceContext;
 use domain::util::truncate_utf8;
 use ports::{AwsFailure, CompletionQueue, PipelineControl, QueueError, RunStore, StoreError};
 
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub enum Routed {
     /// The description carries no session id: not a run this project started.
     NotOurs,
@@ -26,6 +26,8 @@ pub enum Routed {
         sent: bool,
         /// The run's stored trace (its triggering call's), for this event's log lines.
         trace: Option<TraceContext>,
+        /// The completion sent, when the run ended: what its subscribers hear of.
+        ended: Option<Box<CompletionMessage>>,
     },
     /// A terminal status is stored; this (late or contradictory) event changed nothing.
     Ignored {
@@ -117,6 +119,7 @@ where
             status: change.status,
             sent: false,
             trace,
+            ended: None,
         });
     }
     if !written {
@@ -124,27 +127,27 @@ where
         let trace_id = trace_id.as_deref();
         tracing::info!(%session_id, execution_arn = %change.execution_arn, trace_id, "terminal status already stored; sending the completion again");
     }
-    queue
-        .send(&CompletionMessage {
-            session_id: session_id.clone(),
-            owner: record.owner.as_ref().map(|o| o.as_str().to_owned()),
-            execution_arn: record.execution_arn,
-            pipeline_arn: record.pipeline_arn,
-            status: change.status,
-            previous_status: change.previous_status,
-            started_at: record.started_at,
-            ended_at: record.ended_at,
-            failure_reason: record.failure_reason,
-            event_id: change.event_id,
-            event_time: rfc3339(change.event_time),
-            traceparent: trace.as_ref().map(TraceContext::traceparent),
-        })
-        .await?;
+    let message = CompletionMessage {
+        session_id: session_id.clone(),
+        owner: record.owner.as_ref().map(|o| o.as_str().to_owned()),
+        execution_arn: record.execution_arn,
+        pipeline_arn: record.pipeline_arn,
+        status: change.status,
+        previous_status: change.previous_status,
+        started_at: record.started_at,
+        ended_at: record.ended_at,
+        failure_reason: record.failure_reason,
+        event_id: change.event_id,
+        event_time: rfc3339(change.event_time),
+        traceparent: trace.as_ref().map(TraceContext::traceparent),
+    };
+    queue.send(&message).await?;
     Ok(Routed::Recorded {
         session_id: session_id.into(),
         status: change.status,
         sent: true,
         trace,
+        ended: Some(Box::new(message)),
     })
 }
 
@@ -347,15 +350,11 @@ mod tests {
         let routed = route(&runs, &pipeline, &queue, "Succeeded", OURS)
             .await
             .unwrap();
-        assert_eq!(
-            routed,
-            Routed::Recorded {
-                session_id: "s-1".into(),
-                status: PipelineStatus::Succeeded,
-                sent: true,
-                trace: None,
-            }
-        );
+        assert!(matches!(
+            &routed,
+            Routed::Recorded { session_id, status: PipelineStatus::Succeeded, sent: true, trace: None, ended: Some(m) }
+                if session_id.as_str() == "s-1" && **m == queue.sent()[0]
+        ));
         assert_eq!(queue.sent().len(), 1);
     }
 

@@ -3,6 +3,7 @@
 //! URL's front door serves (hosts, origins). Each part lists the variables it reads.
 
 pub mod auth;
+pub mod events;
 pub mod issuer_url;
 pub mod tools;
 
@@ -18,6 +19,9 @@ pub const VARIABLES: &[&str] = &[
     "MCP_ALLOWED_HOSTS",
     "MCP_ALLOWED_ORIGINS",
     "APPROVERS",
+    "EVENTS_TABLE",
+    "SUBSCRIPTIONS_TABLE",
+    "EVENTS_ALLOW_LOCAL_CALLBACKS",
 ];
 /// The ones without which mcp-tools does not start (beside the tools' own).
 pub const REQUIRED: &[&str] = &["AUTH_MODE"];
@@ -65,6 +69,7 @@ impl McpToolsConfig {
         };
         let mut tools = ToolsConfig::from_env(env)?;
         tools.approvers = approvers(env, &auth)?;
+        tools.events = events::EventsConfig::from_env(env)?;
         Ok(Self {
             tools,
             auth,

@@ -125,6 +125,8 @@ pub struct ToolsConfig {
     /// Who may answer runs' questions (`APPROVERS`, read for the front door's auth mode: see
     /// [`super::approvers`]); None: each run's owner alone.
     pub approvers: Option<Vec<Owner>>,
+    /// MCP Events (read for mcp-tools only, see [`super::events`]); None: not offered.
+    pub events: Option<super::events::EventsConfig>,
     /// `APPROVAL_GATE`: a run that succeeded having registered a model that waits for approval
     /// is not done until someone decides it (its task asks; check_training_status says so).
     pub approval_gate: bool,
@@ -324,6 +326,7 @@ impl ToolsConfig {
             event_bus_name: event_bus_name(env),
             metrics_namespace: metrics_namespace(env),
             approvers: None,
+            events: None,
             approval_gate: env.flag(
                 "APPROVAL_GATE",
                 "true (a run that registered a model waiting for approval asks for the decision \

@@ -15,8 +15,8 @@ use domain::notification::{parse_notification, Notification};
 use domain::time::{rfc3339, Clock};
 use entry::config::Env;
 use fakes::{
-    FakeInvoker, FakePipeline, InvokeFault, MemoryEvents, MemoryJobs, MemoryLineage, MemoryObjects,
-    MemoryRuns,
+    FakeInvoker, FakePipeline, FakeWebhooks, InvokeFault, MemoryEventLog, MemoryEvents, MemoryJobs,
+    MemoryLineage, MemoryObjects, MemoryRuns, MemorySubscriptions,
 };
 use ports::{LineageGraph, ObjectStore};
 use usecases::outcome::record_notification;
@@ -33,6 +33,9 @@ pub(crate) type FakePorts = Ports<
     FakePipeline,
     MemoryLineage,
     MemoryEvents,
+    MemoryEventLog,
+    MemorySubscriptions,
+    FakeWebhooks,
 >;
 
 pub(crate) struct World {
@@ -91,6 +94,9 @@ fn world_with(
         pipeline: FakePipeline::default(),
         lineage: MemoryLineage::default(),
         events: MemoryEvents::default(),
+        event_log: Some(MemoryEventLog::default()),
+        subscriptions: Some(MemorySubscriptions::default()),
+        webhooks: FakeWebhooks::default(),
     };
     let (t0, start) = (Utc::now(), tokio::time::Instant::now());
     let clock = Clock::from_fn(move || {

@@ -7,6 +7,7 @@
 
 pub mod codec;
 pub mod expression;
+mod subscriptions;
 pub use domain::item_limits as limits;
 
 use aws_sdk_dynamodb::error::{ProvideErrorMetadata, SdkError};
@@ -23,6 +24,7 @@ pub use codec::{
     attribute_to_json, from_attribute, from_item, json_to_attribute, to_attribute, to_item,
 };
 pub use expression::Expression;
+pub use subscriptions::DynamoSubscriptions;
 
 use crate::aws::{classify, OnFirstUse};
 use domain::caller::Owner;
@@ -51,13 +53,17 @@ macro_rules! conditional {
 
 /// One table: conditional writes and consistent reads.
 #[derive(Clone)]
-struct Table {
-    client: OnFirstUse<aws_sdk_dynamodb::Client>,
-    name: String,
+pub(crate) struct Table {
+    pub(crate) client: OnFirstUse<aws_sdk_dynamodb::Client>,
+    pub(crate) name: String,
 }
 
 impl Table {
-    fn aws_error<E>(&self, operation: &'static str, e: &SdkError<E, HttpResponse>) -> StoreError
+    pub(crate) fn aws_error<E>(
+        &self,
+        operation: &'static str,
+        e: &SdkError<E, HttpResponse>,
+    ) -> StoreError
     where
         E: ProvideErrorMetadata + std::error::Error + 'static,
     {
@@ -149,7 +155,7 @@ impl Table {
             .collect())
     }
 
-    async fn write(&self, write: &Write) -> Result<Applied, StoreError> {
+    pub(crate) async fn write(&self, write: &Write) -> Result<Applied, StoreError> {
         let mut expr = Expression::default();
         let condition = expr.condition(&write.guard);
         match &write.op {

@@ -55,6 +55,7 @@ pub mod object_store;
 pub mod pipeline_control;
 pub mod quota_store;
 pub mod run_store;
+pub mod subscription_store;
 
 impl lineage_graph::Registrar for crate::MemoryLineage {
     type Lineage = Self;
@@ -97,6 +98,10 @@ mod on_the_fakes {
 
     mod event_log {
         crate::event_log_contract!(async { crate::MemoryEventLog::default() });
+    }
+
+    mod subscription_store {
+        crate::subscription_store_contract!(async { crate::MemorySubscriptions::default() });
     }
 
     mod quota_store {

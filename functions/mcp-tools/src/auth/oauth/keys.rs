@@ -12,9 +12,9 @@ use jsonwebtoken::jwk::{Jwk, JwkSet};
 use tokio::sync::{Mutex, RwLock};
 use tokio::time::Instant;
 
-use super::resolver::{NotPublic, PublicOnly};
 use crate::config::issuer_url::{self, UrlRefusal};
 use crate::config::OAuthConfig;
+use adapters::public_dns::{NotPublic, PublicOnly};
 
 /// Without any key, a failed fetch is retried no sooner than this: every request would
 /// otherwise wait on an issuer that is down.
@@ -364,11 +364,7 @@ fn request_error(url: &str, error: reqwest::Error) -> KeyError {
 /// from the environment: a proxy would resolve the name itself) and, unless `allow_local`, to
 /// public addresses only.
 pub(super) fn http_client(allow_local: bool) -> Result<reqwest::Client, String> {
-    static PROVIDER: std::sync::Once = std::sync::Once::new();
-    PROVIDER.call_once(|| {
-        // Err only when a provider is already installed, which serves as well.
-        let _ = rustls::crypto::aws_lc_rs::default_provider().install_default();
-    });
+    adapters::public_dns::install_tls_provider();
     let builder = reqwest::Client::builder()
         .connect_timeout(CONNECT_TIMEOUT)
         .timeout(REQUEST_TIMEOUT)
@@ -376,7 +372,9 @@ pub(super) fn http_client(allow_local: bool) -> Result<reqwest::Client, String> 
         .no_proxy();
     let builder = match allow_local {
         true => builder,
-        false => builder.dns_resolver(std::sync::Arc::new(PublicOnly)),
+        false => builder.dns_resolver(std::sync::Arc::new(PublicOnly {
+            allowed_by: "OAUTH_ALLOW_LOCAL_ISSUER",
+        })),
     };
     builder.build().map_err(|e| e.to_string())
 }

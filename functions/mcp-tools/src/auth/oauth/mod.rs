@@ -5,7 +5,6 @@
 
 pub mod keys;
 pub mod metadata;
-mod resolver;
 pub mod verify;
 
 #[cfg(test)]
