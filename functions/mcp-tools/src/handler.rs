@@ -14,8 +14,9 @@ use rmcp::model::{
 use rmcp::service::{RequestContext, SubscriptionContext};
 use rmcp::{tool_handler, RoleServer, ServerHandler};
 
-use crate::contract::events;
+use crate::contract::events::EVENTS_EXTENSION;
 use crate::deps::Backend;
+use crate::events::Events;
 use crate::listen::Listens;
 use crate::listing;
 use crate::resources::Resources;
@@ -143,38 +144,42 @@ impl<B: Backend> ServerHandler for Tools<B> {
         read.await.map(ReadResourceResponse::from)
     }
 
-    /// `events/list` (the Events extension's event types); any other method this server does
+    /// The Events extension's methods (see [`Events`]); any other method this server does
     /// not know is not found, as rmcp answers it.
     async fn on_custom_request(
         &self,
         request: CustomRequest,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<CustomResult, ErrorData> {
-        match request.method.as_str() {
-            "events/list" => events::list(request.params.as_ref())
-                .map(CustomResult)
-                .map_err(|message| ErrorData::invalid_params(message, None)),
-            _ => Err(ErrorData::new(
-                rmcp::model::ErrorCode::METHOD_NOT_FOUND,
-                "Method not found",
-                None,
-            )),
-        }
+        let events = Events::new(&self.server);
+        let method = request.method.as_str();
+        let params = request.params.as_ref();
+        events
+            .call(method, params, &context.extensions)
+            .await
+            .map(CustomResult)
     }
 
     fn get_info(&self) -> ServerConfig {
-        ServerConfig::new(
-            ServerCapabilities::builder()
-                .enable_tools()
-                .enable_resources()
-                .enable_tasks()
-                .build(),
-        )
-        .with_server_info(Implementation::new("mcp-tools", env!("CARGO_PKG_VERSION")))
-        .with_instructions(match &self.server.deps.catalog {
-            None => wording::INSTRUCTIONS,
-            Some(_) => wording::CATALOG_INSTRUCTIONS,
-        })
+        let mut capabilities = ServerCapabilities::builder()
+            .enable_tools()
+            .enable_resources()
+            .enable_tasks()
+            .build();
+        // MCP Events, where the deployment keeps an event log (no list changes: the event
+        // types are fixed).
+        if Events::new(&self.server).offered() {
+            capabilities
+                .extensions
+                .get_or_insert_with(Default::default)
+                .insert(EVENTS_EXTENSION.to_owned(), Default::default());
+        }
+        ServerConfig::new(capabilities)
+            .with_server_info(Implementation::new("mcp-tools", env!("CARGO_PKG_VERSION")))
+            .with_instructions(match &self.server.deps.catalog {
+                None => wording::INSTRUCTIONS,
+                Some(_) => wording::CATALOG_INSTRUCTIONS,
+            })
     }
 
     fn supported_protocol_versions(&self) -> std::borrow::Cow<'static, [ProtocolVersion]> {

@@ -20,6 +20,7 @@ mod deadline;
 pub mod deps;
 pub mod direct;
 mod dispatch;
+mod events;
 pub mod front_door;
 mod handler;
 pub mod http_guard;

@@ -46,11 +46,16 @@ impl<B> Server<B> {
     /// there, see the `direct` module); else the transport's sole caller. Nothing here reads a
     /// header.
     pub fn caller_of(&self, extensions: &Extensions) -> Option<Caller> {
+        self.principal_of(extensions).map(|p| p.caller())
+    }
+
+    /// Who calls, as the front door authenticated them (see [`Server::caller_of`]).
+    pub fn principal_of(&self, extensions: &Extensions) -> Option<Principal> {
         extensions
             .get::<http::request::Parts>()
             .and_then(|parts| parts.extensions.get::<Principal>())
             .or(self.sole_caller.as_ref())
-            .map(Principal::caller)
+            .cloned()
     }
 
     /// A protocol method's caller; without one nothing is read.

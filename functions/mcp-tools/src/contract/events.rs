@@ -8,8 +8,8 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
 
-use domain::events::{EventName, Filter};
-use domain::task_id::{TaskId, MAX_TASK_ID_BYTES};
+use domain::events::{EventName, ENDPOINT_MAX_CHARS, MAX_FILTER_TASK_IDS, PIPELINE_MAX_CHARS};
+use domain::task_id::MAX_TASK_ID_BYTES;
 
 use super::dialect::only_2020_12_formats;
 
@@ -20,11 +20,8 @@ pub const JOB_ENDED: &str = EventName::JobEnded.as_str();
 pub const RUN_ENDED: &str = EventName::RunEnded.as_str();
 pub const RUN_ASKS: &str = EventName::RunAsks.as_str();
 
-/// The most task ids one subscription's filter names.
-pub const MAX_FILTER_TASK_IDS: usize = 100;
-/// A filter's endpoint (SageMaker's bound on an endpoint's name) and pipeline, in characters.
-const ENDPOINT_MAX_CHARS: usize = 63;
-const PIPELINE_MAX_CHARS: usize = 256;
+/// The delivery modes each event type offers: `push` (`events/stream`) is not served yet.
+pub const DELIVERY_MODES: [&str; 2] = ["poll", "webhook"];
 
 /// A subscription to jobs that ended: all of the caller's, or only those named.
 #[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
@@ -144,7 +141,7 @@ fn descriptor<A: JsonSchema, P: JsonSchema>(name: &str, description: &str) -> Va
     json!({
         "name": name,
         "description": description,
-        "delivery": ["poll", "push", "webhook"],
+        "delivery": DELIVERY_MODES,
         "inputSchema": schema(object(input)),
         "payloadSchema": schema(object(payload)),
     })
@@ -180,64 +177,6 @@ pub fn list(params: Option<&Value>) -> Result<Value, String> {
         return Err("`cursor`: this list has one page, and gave no cursor".to_owned());
     }
     Ok(json!({"resultType": "complete", "events": descriptors()}))
-}
-
-/// A subscription's arguments read into the filter its events pass: refused, naming the field,
-/// when they are not the event type's, or name a task that is not of its kind.
-pub fn filter(name: EventName, arguments: Option<Value>) -> Result<Filter, String> {
-    let arguments = arguments.unwrap_or_else(|| json!({}));
-    let bad = |e: serde_json::Error| format!("`arguments`: {e}");
-    let (endpoint, pipeline, task_ids) = match name {
-        EventName::JobEnded => {
-            let a: JobEndedArgs = serde_json::from_value(arguments).map_err(bad)?;
-            (a.endpoint, None, a.task_ids)
-        }
-        EventName::RunEnded | EventName::RunAsks => {
-            let a: RunArgs = serde_json::from_value(arguments).map_err(bad)?;
-            (None, a.pipeline, a.task_ids)
-        }
-    };
-    let length = |field: &str, value: &Option<String>, max: usize| match value {
-        Some(v) if v.is_empty() || v.chars().count() > max => {
-            Err(format!("`arguments.{field}` must be 1 to {max} characters"))
-        }
-        _ => Ok(()),
-    };
-    length("endpoint", &endpoint, ENDPOINT_MAX_CHARS)?;
-    length("pipeline", &pipeline, PIPELINE_MAX_CHARS)?;
-    let task_ids = task_ids.unwrap_or_default();
-    if task_ids.len() > MAX_FILTER_TASK_IDS {
-        return Err(format!(
-            "`arguments.task_ids`: at most {MAX_FILTER_TASK_IDS} task ids, got {}",
-            task_ids.len()
-        ));
-    }
-    let mut filter = Filter {
-        endpoint,
-        pipeline,
-        ..Filter::default()
-    };
-    for (i, task_id) in task_ids.iter().enumerate() {
-        let refused = || {
-            let kind = match name {
-                EventName::JobEnded => "a job's",
-                EventName::RunEnded | EventName::RunAsks => "a run's",
-            };
-            format!("`arguments.task_ids[{i}]` is not {kind} task id")
-        };
-        match (name, TaskId::parse(task_id)) {
-            (EventName::JobEnded, Ok(TaskId::Job(task))) => {
-                filter.inference_ids.insert(task.inference_id.into_string());
-            }
-            (EventName::RunEnded | EventName::RunAsks, Ok(TaskId::Run(task))) => {
-                filter
-                    .execution_arns
-                    .insert(task.execution_arn.into_string());
-            }
-            _ => return Err(refused()),
-        }
-    }
-    Ok(filter)
 }
 
 #[cfg(test)]
@@ -282,57 +221,6 @@ mod tests {
         assert!(parsed(json!({"endpoint": "doc-processor"})).is_ok());
         let refused = parsed(json!({"colour": "red"})).unwrap_err().to_string();
         assert!(refused.contains("unknown field `colour`"), "{refused}");
-    }
-
-    #[test]
-    fn arguments_become_the_filter_and_a_task_of_another_kind_is_refused_by_its_place() {
-        let secret = "0123456789abcdef0123456789abcdef";
-        let job = domain::job::task_id("j1", secret);
-        let arn = "arn:aws:sagemaker:us-east-1:1:pipeline/p/execution/e";
-        let run = domain::run::task_id("s1", arn, secret);
-        let jobs = filter(
-            EventName::JobEnded,
-            Some(json!({"endpoint": "summarize", "task_ids": [job]})),
-        )
-        .unwrap();
-        assert_eq!(jobs.endpoint.as_deref(), Some("summarize"));
-        assert!(jobs.inference_ids.contains("j1") && jobs.execution_arns.is_empty());
-        let runs = filter(EventName::RunAsks, Some(json!({"task_ids": [run]}))).unwrap();
-        assert!(runs.execution_arns.contains(arn));
-        assert_eq!(
-            filter(EventName::RunEnded, None).unwrap(),
-            Filter::default()
-        );
-        for (name, arguments, said) in [
-            (
-                EventName::JobEnded,
-                json!({"task_ids": [job, run]}),
-                "`arguments.task_ids[1]` is not a job's task id",
-            ),
-            (
-                EventName::RunEnded,
-                json!({"task_ids": ["nope"]}),
-                "`arguments.task_ids[0]` is not a run's task id",
-            ),
-            (
-                EventName::RunEnded,
-                json!({"endpoint": "e"}),
-                "`arguments`: unknown field `endpoint`",
-            ),
-            (
-                EventName::JobEnded,
-                json!({"endpoint": ""}),
-                "`arguments.endpoint` must be 1 to 63 characters",
-            ),
-            (
-                EventName::JobEnded,
-                json!({"task_ids": vec!["x"; 101]}),
-                "`arguments.task_ids`: at most 100",
-            ),
-        ] {
-            let refused = filter(name, Some(arguments)).unwrap_err();
-            assert!(refused.starts_with(said), "{refused}");
-        }
     }
 
     #[test]

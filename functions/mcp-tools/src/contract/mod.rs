@@ -9,6 +9,7 @@ mod approval;
 mod common;
 mod dialect;
 pub mod events;
+pub mod events_wire;
 mod jobs;
 pub mod policy;
 mod provenance;

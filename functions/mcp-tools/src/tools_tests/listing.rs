@@ -110,8 +110,7 @@ fn every_schema_listed_uses_only_formats_json_schema_2020_12_defines() {
 }
 
 #[tokio::test]
-async fn events_list_names_the_event_types_through_the_server_and_other_events_methods_are_unknown()
-{
+async fn events_list_names_the_event_types_through_the_server() {
     let w = world(&[]);
     let listed = w.task_request("events/list", json!({})).await.unwrap();
     let names: Vec<&str> = listed["events"]
@@ -126,7 +125,4 @@ async fn events_list_names_the_event_types_through_the_server_and_other_events_m
         .await
         .unwrap_err();
     assert_eq!(refused.code, ErrorCode::INVALID_PARAMS);
-    // Not served yet: answered as any method this server does not know.
-    let unknown = w.task_request("events/poll", json!({})).await.unwrap_err();
-    assert_eq!(unknown.code, ErrorCode::METHOD_NOT_FOUND);
 }

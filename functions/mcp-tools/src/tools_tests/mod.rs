@@ -183,6 +183,22 @@ impl World {
         request(self.tools.clone(), principal, method, params, None).await
     }
 
+    /// A request of a method rmcp does not know (the Events extension's).
+    pub(crate) async fn custom(
+        &self,
+        method: &str,
+        params: Value,
+    ) -> Result<Value, rmcp::ErrorData> {
+        request(
+            self.tools.clone(),
+            self.principal.clone(),
+            method,
+            params,
+            None,
+        )
+        .await
+    }
+
     pub(crate) async fn call_as_task(&self, tool: &str, arguments: Value) -> Value {
         self.task_request("tools/call", json!({"name": tool, "arguments": arguments}))
             .await
