@@ -57,7 +57,8 @@ help:
 	@echo "             in your AWS account and region"
 	@echo "             (once per account and region first: make cdk-bootstrap)"
 	@echo "make redrive STACK=<name>  replay a deployed stack's dead-lettered notifications and pipeline events"
-	@echo "             (or QUEUE_URL=... NOTIFICATION_HANDLER=... PIPELINE_ROUTER=...; ARGS=\"--dry-run --max N\")"
+	@echo "             (or QUEUE_URL=... NOTIFICATION_HANDLER=... PIPELINE_ROUTER=...; ARGS=\"--dry-run --max N\");"
+	@echo "             ARGS=--event-deliveries: move MCP Events' dead-lettered webhook deliveries back to their queue"
 
 venv:
 	@bash scripts/bootstrap.sh
@@ -167,7 +168,7 @@ conformance: venv $(CONFORMANCE)
 # Python reference's runtime, the SDK replay (mcp-tools' second floor), then bench/run.py: cold
 # starts, warm latency against the floor, AWS calls per operation, SQS batches, criterion, sizes.
 # Writes BENCHMARKS.md.
-FUNCTION_BINS := --bin notification-handler --bin pipeline-router --bin mcp-tools --bin gateway-target
+FUNCTION_BINS := --bin notification-handler --bin pipeline-router --bin mcp-tools --bin gateway-target --bin event-delivery
 bench: venv rust-target
 	$(PY) -m pip install --quiet --disable-pip-version-check -r bench/requirements.txt
 	cargo build --release --locked $(FUNCTION_BINS) --bin empty-buffered --bin empty-streaming
@@ -325,14 +326,15 @@ cdk-destroy: venv
 
 # Replays a deployed stack's failure DLQ through its functions (scripts/redrive.py): STACK=<name>,
 # or QUEUE_URL, NOTIFICATION_HANDLER and PIPELINE_ROUTER (e.g. for the SQS buffer's DLQ); ARGS
-# passes more options.
+# passes more options (ARGS=--event-deliveries: MCP Events' delivery DLQ, moved back by SQS).
 REDRIVE_FLAGS = $(strip $(if $(STACK),--stack-name '$(STACK)') \
 	$(if $(QUEUE_URL),--queue-url '$(QUEUE_URL)') \
 	$(if $(NOTIFICATION_HANDLER),--notification-handler '$(NOTIFICATION_HANDLER)') \
 	$(if $(PIPELINE_ROUTER),--pipeline-router '$(PIPELINE_ROUTER)'))
 redrive: venv
 	@test -n "$(REDRIVE_FLAGS)" || { echo "usage: make redrive STACK=<name> | QUEUE_URL=<url>" \
-		"NOTIFICATION_HANDLER=<name> PIPELINE_ROUTER=<name> [ARGS=\"--dry-run --max N\"]" >&2; exit 2; }
+		"NOTIFICATION_HANDLER=<name> PIPELINE_ROUTER=<name> [ARGS=\"--dry-run --max N\"]," \
+		"or STACK=<name> | QUEUE_URL=<url> ARGS=--event-deliveries" >&2; exit 2; }
 	$(PY) scripts/redrive.py $(REDRIVE_FLAGS) $(ARGS)
 
 # A deployed stack's wiring, one line per check (scripts/doctor.py): STACK=<name>, ARGS for more

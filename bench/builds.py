@@ -15,7 +15,7 @@ ROOT = Path(__file__).resolve().parents[1]
 TARGET = ROOT / os.environ.get("CARGO_TARGET_DIR", "target")
 RELEASE = TARGET / "release"
 LAMBDA_ZIPS = TARGET / "lambda"
-FUNCTIONS = ["notification-handler", "pipeline-router", "mcp-tools", "gateway-target"]
+FUNCTIONS = ["notification-handler", "pipeline-router", "mcp-tools", "gateway-target", "event-delivery"]
 # The empty Rust Lambdas (bench/empty-function): the floors of init.
 FLOOR_BINS = ["empty-buffered", "empty-streaming"]
 

@@ -2,8 +2,9 @@
 """Removes a deployed stack (SAM's or the CDK construct's: both have the same outputs) and what
 deleting it leaves behind: the stack's objects in the IO bucket (every version, under inputs/ and
 the output and failure prefixes; the bucket itself is yours and stays), then the stack. What it
-keeps, it names with the command that removes it: the two tables (kept by their DeletionPolicy, so
-that a mistaken delete loses no job) unless --delete-tables.
+keeps, it names with the command that removes it: the tables (jobs, runs, MCP Events' log and its
+webhook subscriptions; kept by their DeletionPolicy, so that a mistaken delete loses no job)
+unless --delete-tables.
 
     destroy.py --stack-name NAME            print the plan, ask for the stack's name, then act
     destroy.py --stack-name NAME --dry-run  print the plan only
@@ -22,7 +23,7 @@ from urllib.parse import urlparse
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import aws_region  # noqa: E402
 
-TABLE_OUTPUTS = ("ResultsTableName", "PipelineResultsTableName", "EventsTableName")
+TABLE_OUTPUTS = ("ResultsTableName", "PipelineResultsTableName", "EventsTableName", "SubscriptionsTableName")
 
 
 @dataclass

@@ -28,6 +28,9 @@ The checks:
   pipeline without a CallbackStep gets warnings instead of FAILs, and a CallbackStep whose
   SqsQueueUrl is another queue a warning;
 - DLQs: the dead-letter queues are empty (the callback queue's DLQ among them);
+- delivery queue: MCP Events' webhook deliveries (EventDeliveryQueueUrl) feed event-delivery
+  through an enabled event source mapping; deliveries waiting in its DLQ are a warning with
+  their count and the redrive that moves them back (make redrive ... ARGS=--event-deliveries);
 - alarms: every alarm has an action;
 - endpoint role: iam:SimulatePrincipalPolicy says the endpoint's execution role (DescribeEndpoint,
   DescribeEndpointConfig, DescribeModel) may sns:Publish to both topics, s3:PutObject under the
@@ -46,8 +49,8 @@ IAM (read only): cloudformation:DescribeStacks, cloudformation:ListStackResource
 sagemaker:DescribeEndpoint, sagemaker:DescribeEndpointConfig, sagemaker:DescribeModel,
 sagemaker:DescribePipeline, sns:ListSubscriptionsByTopic, sns:GetSubscriptionAttributes,
 sns:GetTopicAttributes, s3:GetBucketPolicy, kms:GetKeyPolicy, kms:DescribeKey, events:DescribeRule,
-sqs:GetQueueAttributes, sqs:GetQueueUrl, cloudwatch:DescribeAlarms, iam:SimulatePrincipalPolicy on
-the roles.
+sqs:GetQueueAttributes, sqs:GetQueueUrl, lambda:ListEventSourceMappings, cloudwatch:DescribeAlarms,
+iam:SimulatePrincipalPolicy on the roles.
 """
 
 from __future__ import annotations
@@ -62,15 +65,18 @@ from botocore.exceptions import BotoCoreError, ClientError
 
 import aws_region
 from doctor_callback import check_callback
+from doctor_delivery import check_delivery
 from doctor_iam import check_endpoint_role, check_permissions, simulated
 from doctor_result import Result, fail, ok, skip, warn
 from doctor_targets import SEED_PIPELINE_PARAMETERS, Targets
 from stack import StackError, error_status, names, read_stack, under_prefix, wiring_parser
 
+# The DLQs whose messages are failures of the stack (EventDeliveryDLQ, of a subscriber's
+# receiver more often, is checked beside its queue: scripts/doctor_delivery.py).
 DLQS = ("AsyncFailureDLQ", "PipelineResultsDLQ", "NotificationBufferDLQ", "PipelineCallbackDLQ")
 # The functions whose roles are checked, and the template's role each runs with.
 FUNCTION_ROLES = {"notification-handler": "NotificationHandlerRole", "pipeline-router": "PipelineRouterRole",
-                  "mcp-tools": "McpToolsRole"}
+                  "mcp-tools": "McpToolsRole", "event-delivery": "EventDeliveryRole"}
 
 
 # ------------------------------------------------------------------------------ what to check
@@ -89,6 +95,10 @@ def targets_from_stack(session, name: str) -> Targets:
         results_table=stack.physical_id("ResultsTable"),
         pipeline_results_table=stack.physical_id("PipelineResultsTable"),
         events_table=stack.physical_id("EventsTable"),
+        subscriptions_table=stack.physical_id("SubscriptionsTable"),
+        delivery_queue_url=stack.physical_id("EventDeliveryQueue"),
+        delivery_dlq_url=stack.physical_id("EventDeliveryDLQ"),
+        event_delivery=stack.physical_id("EventDeliveryFunction"),
         pipeline_queue_url=stack.physical_id("PipelineResultsQueue"),
         event_bus=bus,
         bucket_key=stack.parameter("IoBucketKmsKeyArn") or None,
@@ -118,7 +128,8 @@ def targets_from_stack(session, name: str) -> Targets:
 OVERRIDES = ("endpoint", "success_topic", "error_topic", "bucket", "output_prefix", "failure_prefix", "pipeline",
              "pipeline_parameters", "rule", "notification_handler", "buffer_queue_url", "catalog_endpoints",
              "catalog_pipelines", "dlq_urls", "alarms", "model_role", "bucket_key", "results_table",
-             "pipeline_results_table", "events_table", "pipeline_queue_url", "event_bus", "callback_queue_url")
+             "pipeline_results_table", "events_table", "pipeline_queue_url", "event_bus", "callback_queue_url",
+             "subscriptions_table", "delivery_queue_url", "event_delivery")
 
 
 def apply_overrides(targets: Targets, args: argparse.Namespace) -> Targets:
@@ -384,6 +395,7 @@ def run_checks(session, t: Targets) -> list:
     results += simulated(session, lambda iam, policies: check_callback(session, sm, iam, policies, t))
     dlqs = list(dict.fromkeys(t.dlq_urls + ([t.callback_dlq_url] if t.callback_dlq_url else [])))
     results += [check_dlq(sqs, t, url) for url in dlqs] or [skip("DLQs", "no queue URLs (give --dlq-url)")]
+    results += check_delivery(session, t)
     results.append(check_alarms(session.client("cloudwatch"), t))
     results += check_permissions(session, sm, config, t)
     return results + catalog_endpoint_checks(session, sm, t)
@@ -423,6 +435,9 @@ def main(argv: Optional[list] = None) -> int:
     parser.add_argument("--event-bus", help="the completion events' bus (name or ARN), if any")
     parser.add_argument("--callback-queue-url",
                         help="the queue the pipelines' CallbackSteps send to (PipelineCallbackQueueUrl)")
+    parser.add_argument("--subscriptions-table", help="MCP Events' webhook subscriptions table's name")
+    parser.add_argument("--delivery-queue-url", help="MCP Events' webhook delivery queue (EventDeliveryQueueUrl)")
+    parser.add_argument("--event-delivery", metavar="NAME_OR_ARN", help="the event-delivery function")
     args = parser.parse_args(argv)
 
     try:

@@ -121,6 +121,8 @@ def function_calls(t: Targets, keys: list) -> dict:
     p, region, account = t.partition, t.region, t.account
     table = (lambda name: f"arn:{p}:dynamodb:{region}:{account}:table/{name}" if name else None)
     results, runs, events = table(t.results_table), table(t.pipeline_results_table), table(t.events_table)
+    subscriptions = table(t.subscriptions_table)
+    delivery = queue_arn_of_url(t.delivery_queue_url, p, region) if t.delivery_queue_url else None
     s3 = f"arn:{p}:s3:::{t.bucket}" if t.bucket else None
     prefix = (lambda pre: (f"{s3}/{pre}*", f"{s3}/{pre}doctor-check") if s3 else (None, None))
     (out_g, out_s), (fail_g, fail_s), (in_g, in_s) = prefix(t.output_prefix), prefix(t.failure_prefix), prefix("inputs/")
@@ -139,12 +141,16 @@ def function_calls(t: Targets, keys: list) -> dict:
         return (label, action, resource, resource)
     reads = [("outputs", "s3:GetObject", out_g, out_s), ("failures", "s3:GetObject", fail_g, fail_s)]
     decrypt = [same("key", "kms:Decrypt", key) for key in keys]
+    # MCP Events' webhooks: an owner's subscriptions found, and a delivery queued for each.
+    to_webhooks = [same("subscriptions table", "dynamodb:Query", subscriptions),
+                   same("delivery queue", "sqs:SendMessage", delivery)]
     calls = {
         "notification-handler": [same("results table", "dynamodb:UpdateItem", results),
-                                 same("events table", "dynamodb:PutItem", events), *reads,
+                                 same("events table", "dynamodb:PutItem", events), *to_webhooks, *reads,
                                  same("event bus", "events:PutEvents", bus), *decrypt],
         "pipeline-router": [*(same("pipeline results table", a, runs) for a in ("dynamodb:UpdateItem",
                                                                               "dynamodb:BatchGetItem")),
+                            same("events table", "dynamodb:PutItem", events), *to_webhooks,
                             same("completion queue", "sqs:SendMessage", queue),
                             *(("runs", a, *execution) for a in ("sagemaker:DescribePipelineExecution",
                                                                "sagemaker:ListPipelineExecutionSteps"))],
@@ -152,6 +158,11 @@ def function_calls(t: Targets, keys: list) -> dict:
                                                                     "dynamodb:UpdateItem", "dynamodb:BatchGetItem")),
                       *(same("pipeline results table", a, runs) for a in ("dynamodb:PutItem", "dynamodb:Query",
                                                                           "dynamodb:BatchGetItem")),
+                      # events/poll; events/subscribe and events/unsubscribe.
+                      same("events table", "dynamodb:Query", events),
+                      *(same("subscriptions table", a, subscriptions) for a in (
+                          "dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem",
+                          "dynamodb:Query")),
                       ("inputs", "s3:PutObject", in_g, in_s), *reads,
                       same("endpoint", "sagemaker:InvokeEndpointAsync", endpoint),
                       same("endpoint", "sagemaker:DescribeEndpoint", endpoint),
@@ -173,6 +184,10 @@ def function_calls(t: Targets, keys: list) -> dict:
                       same("lineage", "sagemaker:ListAssociations", "*"), same("lineage", "sagemaker:ListArtifacts", "*"),
                       same("event bus", "events:PutEvents", bus), *decrypt,
                       *(same("key", "kms:GenerateDataKey", t.bucket_key) for _ in [1] if t.bucket_key)],
+        # A delivery's subscription read and updated; a failed one put back with its backoff.
+        "event-delivery": [same("subscriptions table", "dynamodb:GetItem", subscriptions),
+                           same("subscriptions table", "dynamodb:UpdateItem", subscriptions),
+                           same("delivery queue", "sqs:ChangeMessageVisibility", delivery)],
     }
     return {fn: [c for c in needed if c[2] and c[3]] for fn, needed in calls.items()}
 

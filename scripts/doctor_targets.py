@@ -39,6 +39,12 @@ class Targets:
     results_table: Optional[str] = None
     pipeline_results_table: Optional[str] = None
     events_table: Optional[str] = None
+    # MCP Events' webhooks: the subscriptions table, the delivery queue (and its DLQ), and
+    # event-delivery, the function it feeds.
+    subscriptions_table: Optional[str] = None
+    delivery_queue_url: Optional[str] = None
+    delivery_dlq_url: Optional[str] = None
+    event_delivery: Optional[str] = None
     pipeline_queue_url: Optional[str] = None
     # Where the pipelines' CallbackSteps send their questions, and its dead-letter queue.
     callback_queue_url: Optional[str] = None

@@ -1,8 +1,11 @@
 #!/usr/bin/env python3
-"""Replays dead-lettered notifications and pipeline events through the functions of a stack.
+"""Replays dead-lettered notifications and pipeline events through the functions of a stack, or
+moves MCP Events' dead-lettered webhook deliveries back to their queue (--event-deliveries).
 
     redrive.py --stack-name STACK [--max N] [--dry-run]
     redrive.py --queue-url URL --notification-handler FN --pipeline-router FN [--max N] [--dry-run]
+    redrive.py --stack-name STACK --event-deliveries [--dry-run]
+    redrive.py --queue-url DLQ_URL --event-deliveries [--dry-run]
 
 Reads the queue (long polls, batches of 10) until it is empty or N messages were handled, and
 for each message works out what it holds and which function it belongs to:
@@ -28,11 +31,22 @@ With --stack-name the queue is the stack's AsyncFailureDLQUrl output and the fun
 stack's NotificationHandlerFunction and PipelineRouterFunction (none in an inference-only stack);
 an explicit option overrides either.
 For the SQS buffer's DLQ (NotificationBufferDLQ), pass its --queue-url.
+
+--event-deliveries: MCP Events' webhook deliveries that failed 20 receives (EventDeliveryDLQ, a
+FIFO queue; the stack's EventDeliveryDLQUrl output, or --queue-url) are not replayed through a
+function: SQS's own message move (StartMessageMoveTask, which takes FIFO dead-letter queues too)
+puts them back on the delivery queue they came from, where event-delivery takes them again, in
+order. It waits for the move to end (5 minutes at most; aws sqs list-message-move-tasks follows
+it after that). Move them once their cause is fixed (event-delivery's log says it): a delivery
+moved back for the same cause comes back after another 20 receives.
+
 AWS access is boto3's standard chain (AWS_PROFILE, AWS_ENDPOINT_URL[_<SERVICE>]) in the region
 scripts/aws_region.py picks (AWS_REGION, AWS_DEFAULT_REGION, the profile's), which it prints first.
 IAM: sqs:ReceiveMessage, sqs:DeleteMessage, sqs:ChangeMessageVisibility on the queue,
 lambda:InvokeFunction on both functions, cloudformation:DescribeStacks and
-cloudformation:ListStackResources with --stack-name.
+cloudformation:ListStackResources with --stack-name. With --event-deliveries:
+sqs:GetQueueAttributes, sqs:StartMessageMoveTask, sqs:ListMessageMoveTasks, sqs:ReceiveMessage and
+sqs:DeleteMessage on the DLQ, sqs:SendMessage on the delivery queue.
 """
 
 from __future__ import annotations
@@ -40,6 +54,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import time
 from datetime import datetime, timezone
 from typing import Optional
 
@@ -55,6 +70,9 @@ PIPELINE_DETAIL_TYPE = "SageMaker Model Building Pipeline Execution Status Chang
 LAMBDA_READ_TIMEOUT_SECS = 900
 # Long enough to invoke a whole batch of ten before any message shows up again.
 VISIBILITY_TIMEOUT_SECS = 900
+# --event-deliveries: how often the message move is looked at, and for how long.
+MOVE_POLL_SECS = 2
+MOVE_WAIT_SECS = 300
 
 
 class NotUnderstood(Exception):
@@ -198,6 +216,61 @@ def invoke(lambda_client, function: str, event: dict) -> Optional[str]:
     return None
 
 
+def move_back(sqs, dlq_url: str, dry_run: bool, sleep=time.sleep, wait_secs: int = MOVE_WAIT_SECS) -> int:
+    """Moves the DLQ's messages back to the queue they came from (SQS's StartMessageMoveTask) and
+    waits for the move to end; the exit status."""
+    attributes = sqs.get_queue_attributes(QueueUrl=dlq_url, AttributeNames=[
+        "QueueArn", "ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible"])["Attributes"]
+    arn = attributes["QueueArn"]
+    waiting = sum(int(attributes.get(a, 0)) for a in ("ApproximateNumberOfMessages",
+                                                       "ApproximateNumberOfMessagesNotVisible"))
+    print(f"move {dlq_url} -> the queue its messages came from{' (dry run)' if dry_run else ''}", flush=True)
+    if not waiting:
+        print("nothing to move: the queue is empty")
+        return 0
+    if dry_run:
+        print(f"about {waiting} message(s) would be moved back (dry run: nothing moved)")
+        return 0
+    try:
+        sqs.start_message_move_task(SourceArn=arn)
+    except (ClientError, BotoCoreError) as e:
+        # One move at a time per queue: a move already running is refused.
+        print(f"error: the move could not start: {e} (aws sqs list-message-move-tasks --source-arn {arn} "
+              "shows a move already running)", file=sys.stderr)
+        return 1
+    task: dict = {}
+    for _ in range(max(1, wait_secs // MOVE_POLL_SECS)):
+        tasks = sqs.list_message_move_tasks(SourceArn=arn, MaxResults=1).get("Results", [])
+        task = tasks[0] if tasks else {}
+        if task.get("Status") != "RUNNING":
+            break
+        sleep(MOVE_POLL_SECS)
+    moved = task.get("ApproximateNumberOfMessagesMoved", 0)
+    status = task.get("Status", "UNKNOWN")
+    if status == "COMPLETED":
+        print(f"{moved} message(s) moved back")
+        return 0
+    if status == "RUNNING":
+        print(f"{moved} of about {task.get('ApproximateNumberOfMessagesToMove', waiting)} moved so far; the move "
+              f"goes on: aws sqs list-message-move-tasks --source-arn {arn}")
+        return 0
+    print(f"the move ended {status}{': ' + task['FailureReason'] if task.get('FailureReason') else ''} "
+          f"({moved} moved)", file=sys.stderr)
+    return 1
+
+
+def delivery_dlq(args: argparse.Namespace, session) -> str:
+    """--event-deliveries' queue: --queue-url, else the stack's EventDeliveryDLQUrl output."""
+    if args.queue_url:
+        return args.queue_url
+    if not args.stack_name:
+        raise ValueError("give --stack-name, or --queue-url (the EventDeliveryDLQUrl output)")
+    try:
+        return read_stack(session, args.stack_name, with_resources=False).output("EventDeliveryDLQUrl")
+    except StackError as e:
+        raise ValueError(str(e)) from e
+
+
 def resolve(args: argparse.Namespace, session) -> tuple:
     """The queue URL and the functions by role; ValueError says what is missing."""
     queue_url, handler, router = args.queue_url, args.notification_handler, args.pipeline_router
@@ -232,14 +305,27 @@ def main(argv: Optional[list] = None) -> int:
     parser.add_argument("--dry-run", action="store_true", help="say what would be replayed; invoke and delete nothing")
     parser.add_argument("--wait-secs", type=int, default=5, choices=range(0, 21), metavar="0-20",
                         help="long-poll wait; the queue counts as empty after one empty wait (default 5)")
+    parser.add_argument("--event-deliveries", action="store_true",
+                        help="move MCP Events' dead-lettered webhook deliveries (EventDeliveryDLQ) back to their "
+                             "queue, through SQS's message move; invokes no function")
     args = parser.parse_args(argv)
     if args.max is not None and args.max < 1:
         parser.error("--max must be at least 1")
+    if args.event_deliveries and (args.max is not None or args.notification_handler or args.pipeline_router):
+        parser.error("--event-deliveries moves the whole queue back to its own and invokes no function: "
+                     "leave out --max, --notification-handler and --pipeline-router")
 
     try:
         session = aws_region.session()
     except aws_region.NoRegion as e:
         return error_status(e, 2)
+    if args.event_deliveries:
+        try:
+            return move_back(session.client("sqs"), delivery_dlq(args, session), args.dry_run)
+        except ValueError as e:
+            parser.error(str(e))
+        except (ClientError, BotoCoreError) as e:
+            return error_status(e, 2)
     try:
         queue_url, functions = resolve(args, session)
     except ValueError as e:

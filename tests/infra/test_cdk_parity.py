@@ -52,7 +52,7 @@ CDK = ROOT / "infra" / "cdk"
 DRIVER = CDK / "dist" / "bin" / "synth-cases.js"
 # Touched after each build (make cdk-check does the same): tsc leaves unchanged outputs alone.
 BUILT = CDK / "dist" / ".built"
-BINARIES = ("notification-handler", "pipeline-router", "mcp-tools", "gateway-target")
+BINARIES = ("notification-handler", "pipeline-router", "mcp-tools", "gateway-target", "event-delivery")
 
 GATEWAY = {"AgentCoreGatewayId": "gw-1234567890", "AgentCoreGatewayRoleArn": ROLE}
 # The template's conditions (test_deployed's wiring and auth cases), then each remaining option.

@@ -163,7 +163,7 @@ def test_cfn_lint_passes_with_keys(case):
 def test_tables_are_kept_on_delete_but_not_after_a_failed_first_create():
     stack = Deployed(CFN)
     tables = stack.of_type("AWS::DynamoDB::Table")
-    assert set(tables) == {"ResultsTable", "PipelineResultsTable", "EventsTable"}
+    assert set(tables) == {"ResultsTable", "PipelineResultsTable", "EventsTable", "SubscriptionsTable"}
     for name, table in tables.items():
         assert table["DeletionPolicy"] == "RetainExceptOnCreate", name
         # RetainExceptOnCreate is a DeletionPolicy only; a replaced table is kept.
@@ -209,6 +209,8 @@ NAME_LIMITS = {
     ("AWS::ApplicationAutoScaling::ScalingPolicy", "PolicyName"): 256, ("AWS::IAM::Policy", "PolicyName"): 128,
     ("AWS::Cognito::UserPool", "UserPoolName"): 128, ("AWS::Cognito::UserPoolClient", "ClientName"): 128,
     ("AWS::Cognito::UserPoolResourceServer", "Name"): 256,
+    # A FIFO queue's name, .fifo included.
+    ("AWS::SQS::Queue", "QueueName"): 80,
 }
 
 
@@ -218,7 +220,7 @@ def test_a_100_character_stack_name_deploys():
     stack = Deployed(CFN, stack_name=name, **ENDPOINT, **GATEWAY, CompletionEvents="stack-bus",
                      FunctionUrlAuthType="NONE", CreateUserPool="true", UserPoolDomainPrefix="acme-mcp-jobs")
     functions = stack.of_type("AWS::Lambda::Function")
-    assert len(functions) == 4
+    assert len(functions) == 5
     for function in functions.values():
         # CloudFormation names them (stack-LogicalId-random, cut to 64).
         assert "FunctionName" not in function["Properties"]
@@ -228,7 +230,10 @@ def test_a_100_character_stack_name_deploys():
             if resource["Type"] == kind and isinstance(resource["Properties"].get(prop), str):
                 assert len(resource["Properties"][prop]) <= limit, (kind, prop, resource["Properties"][prop])
                 checked += 1
-    assert checked >= 10
+    assert checked >= 12
+    # The FIFO queues' names do not grow with the stack's: they are named from its id.
+    assert all(len(stack.props(q)["QueueName"]) <= 80 and stack.props(q)["QueueName"].endswith(".fifo")
+               for q in ("EventDeliveryQueue", "EventDeliveryDLQ"))
 
 
 # ---------------------------------------------------------------- the inference-only stack

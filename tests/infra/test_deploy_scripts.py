@@ -249,9 +249,13 @@ def test_the_plan_empties_the_stacks_prefixes_and_names_the_kept_tables():
                         "ARGS=--delete-tables")
     assert destroy.plan("jobs", OUTPUTS, keep_objects=True).empty == []
     assert "deleted after the stack" in destroy.plan("jobs", OUTPUTS, delete_tables=True).lines()[-1]
-    # The events table is kept, and named, as the others are.
-    events = destroy.plan("jobs", {**OUTPUTS, "EventsTableName": "jobs-EventsTable-1"}).lines()
+    # MCP Events' tables (the log, the webhook subscriptions) are kept, and named, as the others are.
+    events = destroy.plan("jobs", {**OUTPUTS, "EventsTableName": "jobs-EventsTable-1",
+                                   "SubscriptionsTableName": "jobs-SubscriptionsTable-1"}).lines()
     assert any(line.startswith("table jobs-EventsTable-1: kept") for line in events), events
+    assert events[-1].startswith("table jobs-SubscriptionsTable-1: kept"), events
+    assert destroy.plan("jobs", {**OUTPUTS, "SubscriptionsTableName": "jobs-SubscriptionsTable-1"},
+                        delete_tables=True).lines()[-1] == "table jobs-SubscriptionsTable-1: deleted after the stack"
     with pytest.raises(ValueError, match="an empty prefix would empty the whole bucket"):
         destroy.plan("jobs", {**OUTPUTS, "S3OutputPath": "s3://mcp-io/"})
 

@@ -240,9 +240,11 @@ CONFIG_FILES = {
     "mcp-tools": ["functions/mcp-tools/src/config/mod.rs", "functions/mcp-tools/src/config/auth.rs",
                   "functions/mcp-tools/src/config/tools.rs"],
     "gateway-target": ["functions/mcp-tools/src/config/tools.rs"],
+    "event-delivery": ["functions/event-delivery/src/config.rs"],
 }
 FUNCTIONS = {"NotificationHandlerFunction": "notification-handler", "PipelineRouterFunction": "pipeline-router",
-             "McpToolsFunction": "mcp-tools", "GatewayTargetFunction": "gateway-target"}
+             "McpToolsFunction": "mcp-tools", "GatewayTargetFunction": "gateway-target",
+             "EventDeliveryFunction": "event-delivery"}
 
 
 def listed(path: str, const: str) -> set:

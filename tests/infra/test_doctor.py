@@ -13,12 +13,13 @@ from wiring import (FUNCTION_ROLES, PIPELINE_ROLE, ROLE, ROOT, SCRIPTS, Setup, a
 sys.path.insert(0, str(SCRIPTS))
 import doctor  # noqa: E402
 import doctor_callback  # noqa: E402
+import doctor_delivery  # noqa: E402
 from doctor_iam import function_calls, queue_arn_of_url  # noqa: E402
 from iam_fixtures import fake_iam, iam  # noqa: F401 (fixtures)
 
 CHECKS = {"endpoint", "topics", "output path", "failure path", "response in message", "success subscription",
           "error subscription", "pipeline", "rule", "alarms", "endpoint role", "notification-handler role",
-          "pipeline-router role", "mcp-tools role"}
+          "pipeline-router role", "mcp-tools role", "event-delivery role", "delivery queue"}
 
 
 def run_doctor(setup: Setup):
@@ -40,8 +41,9 @@ def test_a_correct_setup_passes_every_check():
     setup = Setup().build()
     result, lines = run_doctor(setup)
     assert result.returncode == 0, result.stdout + result.stderr
-    dlqs = {f"DLQ {url.rsplit('/', 1)[-1]}" for url in (setup.dlq_url, setup.callback_dlq_url)}
-    # The callback queue's DLQ is found through the queue's RedrivePolicy: no --dlq-url names it.
+    dlqs = {f"DLQ {url.rsplit('/', 1)[-1]}" for url in (setup.dlq_url, setup.callback_dlq_url, setup.delivery_dlq_url)}
+    # The callback queue's and the delivery queue's DLQs are found through the queues' RedrivePolicy:
+    # no --dlq-url names them.
     assert set(lines) == CHECKS | dlqs | {"callback queue", f"pipeline {setup.pipeline} role"}, result.stdout
     assert all(status == "ok" for status, _ in lines.values()), result.stdout
     assert result.stdout.splitlines()[-1] == "all checks passed"
@@ -191,6 +193,10 @@ def test_with_a_stack_name_every_name_comes_from_the_stack():
                  "PipelineResultsDLQ": ("AWS::SQS::Queue", "https://sqs/1/s-PipelineResultsDLQ"),
                  "PipelineCallbackQueue": ("AWS::SQS::Queue", "https://sqs/1/s-PipelineCallbackQueue"),
                  "PipelineCallbackDLQ": ("AWS::SQS::Queue", "https://sqs/1/s-PipelineCallbackDLQ"),
+                 "EventDeliveryQueue": ("AWS::SQS::Queue", "https://sqs/1/mcp-event-delivery-u.fifo"),
+                 "EventDeliveryDLQ": ("AWS::SQS::Queue", "https://sqs/1/mcp-event-delivery-dlq-u.fifo"),
+                 "EventDeliveryFunction": ("AWS::Lambda::Function", "s-EventDeliveryFunction-3"),
+                 "SubscriptionsTable": ("AWS::DynamoDB::Table", "s-SubscriptionsTable-4"),
                  "JobFailureRateAlarm": ("AWS::CloudWatch::Alarm", "s-JobFailureRateAlarm-2"),
                  "OutcomesNotArrivingAlarm": ("AWS::CloudWatch::Alarm", "s-OutcomesNotArrivingAlarm-1")}
     with Stubber(cloudformation) as stub:
@@ -217,6 +223,11 @@ def test_with_a_stack_name_every_name_comes_from_the_stack():
                                 "https://sqs/1/s-PipelineCallbackDLQ"]
     assert targets.callback_queue_url == "https://sqs/1/s-PipelineCallbackQueue"
     assert targets.callback_dlq_url == "https://sqs/1/s-PipelineCallbackDLQ"
+    # The delivery DLQ is checked beside its queue (a warning), not among the stack's failures.
+    assert (targets.delivery_queue_url, targets.delivery_dlq_url) == (
+        "https://sqs/1/mcp-event-delivery-u.fifo", "https://sqs/1/mcp-event-delivery-dlq-u.fifo")
+    assert (targets.event_delivery, targets.subscriptions_table) == ("s-EventDeliveryFunction-3",
+                                                                     "s-SubscriptionsTable-4")
     assert targets.alarms == ["s-JobFailureRateAlarm-2", "s-OutcomesNotArrivingAlarm-1"]
 
 
@@ -310,7 +321,8 @@ def test_the_checks_cover_every_call_the_code_makes():
     t = doctor.Targets(endpoint="e", success_topic="s", error_topic="e", bucket="b", pipeline="p", region="us-east-1",
                        account="123456789012", results_table="r", pipeline_results_table="pr", events_table="ev",
                        pipeline_queue_url="https://sqs.us-east-1.amazonaws.com/123456789012/q", event_bus="default",
-                       bucket_key="arn:aws:kms:us-east-1:123456789012:key/k")
+                       bucket_key="arn:aws:kms:us-east-1:123456789012:key/k", subscriptions_table="subs",
+                       delivery_queue_url="https://sqs.us-east-1.amazonaws.com/123456789012/d.fifo")
     calls = function_calls(t, [t.bucket_key])
     for function, spec in actions.items():
         if spec["binary"] == "gateway-target":
@@ -321,11 +333,19 @@ def test_the_checks_cover_every_call_the_code_makes():
     assert queue_arn_of_url(t.pipeline_queue_url, "aws") == "arn:aws:sqs:us-east-1:123456789012:q"
     assert ("events table", "dynamodb:PutItem", "arn:aws:dynamodb:us-east-1:123456789012:table/ev") in {
         c[:3] for c in calls["notification-handler"]}
+    delivery = "arn:aws:sqs:us-east-1:123456789012:d.fifo"
+    for function in ("notification-handler", "pipeline-router"):
+        assert ("delivery queue", "sqs:SendMessage", delivery) in {c[:3] for c in calls[function]}, function
+    assert {c[:3] for c in calls["event-delivery"]} == {
+        ("subscriptions table", "dynamodb:GetItem", "arn:aws:dynamodb:us-east-1:123456789012:table/subs"),
+        ("subscriptions table", "dynamodb:UpdateItem", "arn:aws:dynamodb:us-east-1:123456789012:table/subs"),
+        ("delivery queue", "sqs:ChangeMessageVisibility", delivery)}
     # An inference-only stack: no training calls to check.
     t.pipeline, t.pipeline_queue_url = None, None
     assert not {a for _, a, _, _ in function_calls(t, [])["mcp-tools"]} & {"sagemaker:StartPipelineExecution"}
     assert function_calls(t, [])["pipeline-router"] == [
-        c for c in function_calls(t, [])["pipeline-router"] if c[0] == "pipeline results table"]
+        c for c in function_calls(t, [])["pipeline-router"]
+        if c[0] in ("pipeline results table", "events table", "subscriptions table", "delivery queue")]
 
 
 def test_with_a_stack_name_the_roles_come_from_the_stack():
@@ -333,7 +353,7 @@ def test_with_a_stack_name_the_roles_come_from_the_stack():
     session = boto3.session.Session(region_name="us-east-1", aws_access_key_id="x", aws_secret_access_key="x")
     cloudformation = session.client("cloudformation")
     resources = {"NotificationHandlerRole": "s-NotificationHandlerRole-A", "McpToolsRole": "s-McpToolsRole-B",
-                 "ResultsTable": "s-ResultsTable-C"}
+                 "EventDeliveryRole": "s-EventDeliveryRole-D", "ResultsTable": "s-ResultsTable-C"}
     with Stubber(cloudformation) as stub:
         stub.add_response("describe_stacks", {"Stacks": [{
             "StackName": "s", "StackId": "arn:aws:cloudformation:us-east-1:210987654321:stack/s/uuid",
@@ -351,7 +371,8 @@ def test_with_a_stack_name_the_roles_come_from_the_stack():
         targets = doctor.targets_from_stack(OneClient(), "s")
     assert targets.function_roles == {
         "notification-handler": "arn:aws:iam::210987654321:role/s-NotificationHandlerRole-A",
-        "mcp-tools": "arn:aws:iam::210987654321:role/s-McpToolsRole-B"}
+        "mcp-tools": "arn:aws:iam::210987654321:role/s-McpToolsRole-B",
+        "event-delivery": "arn:aws:iam::210987654321:role/s-EventDeliveryRole-D"}
     assert targets.inference_only and targets.account == "210987654321" and targets.results_table == "s-ResultsTable-C"
     assert targets.bucket_key is None
     assert doctor.check_pipeline(None, targets).line() == (
@@ -506,3 +527,70 @@ def test_a_callback_queue_that_cannot_be_read_fails():
     setup.aws["sqs"].delete_queue(QueueUrl=setup.callback_queue_url)
     line = only_failure(setup, "callback queue")
     assert "cannot be read" in line and "PipelineCallbackQueueUrl" in line
+
+
+# ---------------------------------------------------------------- MCP Events' webhook deliveries
+
+
+def test_a_disabled_event_source_mapping_fails_with_the_command_that_enables_it():
+    setup = Setup().build(skip=("event delivery",))
+    uuid = setup.create_event_delivery(enabled=False)
+    line = only_failure(setup, "delivery queue")
+    assert f"the event source mapping {uuid} from doctor-{setup.id}-delivery.fifo to {setup.event_delivery} " \
+           "is Disabled" in line
+    assert f"aws lambda update-event-source-mapping --uuid {uuid} --enabled" in line
+
+
+def test_a_delivery_queue_that_feeds_no_function_fails():
+    setup = Setup().build(skip=("event delivery",))
+    line = only_failure(setup, "delivery queue")
+    assert f"doctor-{setup.id}-delivery.fifo feeds no {setup.event_delivery}" in line
+    assert "EventDeliveryEventSource" in line
+
+
+def test_deliveries_in_the_dlq_are_a_warning_with_their_count_and_the_redrive():
+    setup = Setup().build()
+    for n in range(2):
+        setup.aws["sqs"].send_message(QueueUrl=setup.delivery_dlq_url, MessageBody=json.dumps({"delivery": n}),
+                                      MessageGroupId="subscription-1", MessageDeduplicationId=f"d-{n}")
+    result, lines = run_doctor(setup)
+    assert result.returncode == 0, result.stdout
+    status, line = lines[f"DLQ doctor-{setup.id}-delivery-dlq.fifo"]
+    assert status == "warn", result.stdout
+    assert "2 webhook deliveries event-delivery did not finish in 20 receives" in line
+    assert f"make redrive QUEUE_URL={setup.delivery_dlq_url} ARGS=--event-deliveries" in line
+    assert all(s == "ok" for c, (s, _) in lines.items() if c != f"DLQ doctor-{setup.id}-delivery-dlq.fifo")
+
+
+def test_a_denied_delivery_call_of_event_delivery_is_a_fail_line(iam):
+    setup = Setup().build()
+    role = FUNCTION_ROLES["event-delivery"]
+    queue = setup.aws["sqs"].get_queue_attributes(QueueUrl=setup.delivery_queue_url,
+                                                  AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
+    iam.deny(role, "sqs:ChangeMessageVisibility", queue)
+    result, _ = run_doctor(setup)
+    assert result.returncode == 1, result.stdout
+    (line,) = failed_lines(result.stdout)
+    assert line.startswith(f"FAIL  event-delivery role sqs:ChangeMessageVisibility (delivery queue): {role} may not "
+                           f"sqs:ChangeMessageVisibility on {queue} (implicitDeny)")
+    assert printed_statement(line) == {"Effect": "Allow", "Action": "sqs:ChangeMessageVisibility", "Resource": queue}
+    simulated = {(a, r) for req in iam.requests if req["role"] == role for a in req["actions"] for r in req["resources"]}
+    table = f"arn:aws:dynamodb:us-east-1:123456789012:table/doctor-{setup.id}-subscriptions"
+    assert simulated == {("dynamodb:GetItem", table), ("dynamodb:UpdateItem", table),
+                         ("sqs:ChangeMessageVisibility", queue)}
+
+
+def test_a_mapping_on_its_way_to_enabled_is_a_warning_and_without_a_queue_the_check_is_skipped():
+    """What moto cannot show: a mapping Lambda is still enabling, stubbed."""
+    import boto3
+    functions = boto3.client("lambda", region_name="us-east-1", aws_access_key_id="x", aws_secret_access_key="x")
+    arn = "arn:aws:sqs:us-east-1:123456789012:mcp-event-delivery-u.fifo"
+    with Stubber(functions) as stub:
+        stub.add_response("list_event_source_mappings", {"EventSourceMappings": [{
+            "UUID": "6c1d0a2e-3f4b-4c5d-8e9f-0a1b2c3d4e5f", "State": "Enabling", "EventSourceArn": arn,
+            "FunctionArn": "arn:aws:lambda:us-east-1:123456789012:function:s-EventDeliveryFunction-3"}]},
+            {"EventSourceArn": arn})
+        result = doctor_delivery.check_mapping(functions, doctor.Targets(event_delivery="s-EventDeliveryFunction-3"), arn)
+    assert result.status == "warn" and "is Enabling" in result.detail and "run the doctor again" in result.fix
+    assert [r.line() for r in doctor_delivery.check_delivery(None, doctor.Targets())] == [
+        "skip  delivery queue: the delivery queue is not known (give --delivery-queue-url)"]

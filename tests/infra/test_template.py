@@ -32,6 +32,7 @@ OPERATIONS = {
     "send_pipeline_execution_step_success": "sagemaker:SendPipelineExecutionStepSuccess",
     "send_pipeline_execution_step_failure": "sagemaker:SendPipelineExecutionStepFailure",
     "update_model_package": "sagemaker:UpdateModelPackage",
+    "delete_item": "dynamodb:DeleteItem", "change_message_visibility": "sqs:ChangeMessageVisibility",
 }
 
 
@@ -238,7 +239,8 @@ def test_the_gateway_target_is_optional_and_carries_the_exported_schema():
     assert permission["FunctionName"] == {"Fn::GetAtt": ["GatewayTargetFunction", "Arn"]}
 
 
-FUNCTIONS = ["NotificationHandlerFunction", "PipelineRouterFunction", "McpToolsFunction", "GatewayTargetFunction"]
+FUNCTIONS = ["NotificationHandlerFunction", "PipelineRouterFunction", "McpToolsFunction", "GatewayTargetFunction",
+             "EventDeliveryFunction"]
 
 
 @pytest.mark.parametrize("function", FUNCTIONS)
@@ -296,9 +298,16 @@ def test_alarms_on_outcomes_not_arriving_and_on_the_failure_rate():
         assert sum(1 for m in props["Metrics"] if m.get("ReturnData")) == 1
 
 
-def test_the_events_table_is_appended_to_by_notification_handler_alone():
-    """MCP Events' log: notification-handler appends each job's end (PutItem, on the events
-    table alone); no other function is given the table until its code uses it."""
+def on_resource(function: str, arn: dict) -> list:
+    """The statements of a function's role that name `arn` among their resources."""
+    return [s for s in statements(role_of(function)) if arn in listify(s["Resource"])]
+
+
+def test_the_events_table_is_appended_to_by_the_recorders_and_read_by_the_tools():
+    """MCP Events' log: notification-handler and pipeline-router append each job's and run's end
+    (PutItem), mcp-tools reads an owner's events from a cursor (events/poll: Query), each on the
+    events table alone. gateway-target serves no events: its role is mcp-tools', its environment
+    names no events table."""
     props = RESOURCES["EventsTable"]["Properties"]
     assert props["KeySchema"] == [{"AttributeName": "owner", "KeyType": "HASH"},
                                   {"AttributeName": "position", "KeyType": "RANGE"}]
@@ -308,13 +317,102 @@ def test_the_events_table_is_appended_to_by_notification_handler_alone():
     assert props["TimeToLiveSpecification"] == {"AttributeName": "ttl", "Enabled": True}
     assert TEMPLATE["Outputs"]["EventsTableName"]["Value"] == {"Ref": "EventsTable"}
     arn = {"Fn::GetAtt": ["EventsTable", "Arn"]}
-    for function in ("NotificationHandlerFunction", "PipelineRouterFunction", "McpToolsFunction",
-                     "GatewayTargetFunction"):
+    for function, actions in (("NotificationHandlerFunction", {"dynamodb:PutItem"}),
+                              ("PipelineRouterFunction", {"dynamodb:PutItem"}),
+                              ("McpToolsFunction", {"dynamodb:Query"}), ("EventDeliveryFunction", set())):
         variables = RESOURCES[function]["Properties"]["Environment"]["Variables"]
-        on_events = [s for s in statements(role_of(function)) if arn in listify(s["Resource"])]
-        if function == "NotificationHandlerFunction":
-            assert variables["EVENTS_TABLE"] == {"Ref": "EventsTable"}
-            assert [listify(s["Resource"]) for s in on_events] == [[arn]]
-            assert {a for s in on_events for a in listify(s["Action"])} == {"dynamodb:PutItem"}
-        else:
-            assert "EVENTS_TABLE" not in variables and not on_events, function
+        on_events = on_resource(function, arn)
+        assert {a for s in on_events for a in listify(s["Action"])} == actions, function
+        assert all(listify(s["Resource"]) == [arn] for s in on_events), function
+        assert ("EVENTS_TABLE" in variables) == bool(actions), function
+        if actions:
+            assert variables["EVENTS_TABLE"] == {"Ref": "EventsTable"}, function
+    assert "EVENTS_TABLE" not in RESOURCES["GatewayTargetFunction"]["Properties"]["Environment"]["Variables"]
+
+
+# What each function may do on the subscriptions table and the delivery queue (MCP Events'
+# webhooks), and nothing more.
+SUBSCRIPTION_ACTIONS = {
+    "NotificationHandlerFunction": {"dynamodb:Query"},
+    "PipelineRouterFunction": {"dynamodb:Query"},
+    "McpToolsFunction": {"dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem",
+                         "dynamodb:Query"},
+    "EventDeliveryFunction": {"dynamodb:GetItem", "dynamodb:UpdateItem"},
+}
+DELIVERY_QUEUE_ACTIONS = {
+    "NotificationHandlerFunction": {"sqs:SendMessage"},
+    "PipelineRouterFunction": {"sqs:SendMessage"},
+    "McpToolsFunction": set(),
+    "EventDeliveryFunction": {"sqs:ReceiveMessage", "sqs:DeleteMessage", "sqs:GetQueueAttributes",
+                              "sqs:ChangeMessageVisibility"},
+}
+
+
+def test_the_subscriptions_table_keeps_each_owners_webhooks_encrypted_with_the_aws_managed_key():
+    table = RESOURCES["SubscriptionsTable"]
+    assert (table["DeletionPolicy"], table["UpdateReplacePolicy"]) == ("RetainExceptOnCreate", "Retain")
+    props = table["Properties"]
+    assert props["KeySchema"] == [{"AttributeName": "owner", "KeyType": "HASH"},
+                                  {"AttributeName": "id", "KeyType": "RANGE"}]
+    assert props["AttributeDefinitions"] == [{"AttributeName": "owner", "AttributeType": "S"},
+                                             {"AttributeName": "id", "AttributeType": "S"}]
+    assert props["BillingMode"] == "PAY_PER_REQUEST"
+    assert props["TimeToLiveSpecification"] == {"AttributeName": "ttl", "Enabled": True}
+    # The signing secrets live here: KMS with the AWS managed key (no KMSMasterKeyId).
+    assert props["SSESpecification"] == {"SSEEnabled": True, "SSEType": "KMS"}
+    assert TEMPLATE["Outputs"]["SubscriptionsTableName"]["Value"] == {"Ref": "SubscriptionsTable"}
+
+
+@pytest.mark.parametrize("function", sorted(SUBSCRIPTION_ACTIONS))
+def test_each_function_may_do_on_the_subscriptions_table_and_the_delivery_queue_only_what_its_code_does(function):
+    for arn, expected in (({"Fn::GetAtt": ["SubscriptionsTable", "Arn"]}, SUBSCRIPTION_ACTIONS[function]),
+                          ({"Fn::GetAtt": ["EventDeliveryQueue", "Arn"]}, DELIVERY_QUEUE_ACTIONS[function])):
+        granted = {a for s in on_resource(function, arn) for a in listify(s["Action"])}
+        assert granted == expected, (function, arn)
+    variables = RESOURCES[function]["Properties"]["Environment"]["Variables"]
+    assert variables["SUBSCRIPTIONS_TABLE"] == {"Ref": "SubscriptionsTable"}
+    if DELIVERY_QUEUE_ACTIONS[function]:
+        assert variables["DELIVERY_QUEUE_URL"] == {"Ref": "EventDeliveryQueue"}
+    else:
+        assert "DELIVERY_QUEUE_URL" not in variables
+    assert not {"SUBSCRIPTIONS_TABLE", "DELIVERY_QUEUE_URL"} & set(
+        RESOURCES["GatewayTargetFunction"]["Properties"]["Environment"]["Variables"])
+    # Local development only: never deployed.
+    assert "EVENTS_ALLOW_LOCAL_CALLBACKS" not in variables
+
+
+def test_deliveries_go_through_a_fifo_queue_with_a_dlq_and_alarms():
+    queue, dlq = RESOURCES["EventDeliveryQueue"]["Properties"], RESOURCES["EventDeliveryDLQ"]["Properties"]
+    assert (queue["FifoQueue"], queue["ContentBasedDeduplication"], dlq["FifoQueue"]) == (True, False, True)
+    assert queue["SqsManagedSseEnabled"] is True and dlq["SqsManagedSseEnabled"] is True
+    assert (queue["MessageRetentionPeriod"], dlq["MessageRetentionPeriod"]) == (345600, 1209600)
+    assert queue["RedrivePolicy"] == {"deadLetterTargetArn": {"Fn::GetAtt": ["EventDeliveryDLQ", "Arn"]},
+                                      "maxReceiveCount": 20}
+    function = RESOURCES["EventDeliveryFunction"]["Properties"]
+    assert (function["Timeout"], function["MemorySize"]) == (60, 128)
+    assert "VpcConfig" not in function  # it calls the subscribers' webhooks on the internet
+    assert queue["VisibilityTimeout"] >= 6 * function["Timeout"]
+    # Named from the stack's id: a FIFO name ends in .fifo and is at most 80 characters, whatever
+    # the stack's name.
+    for props in (queue, dlq):
+        text, variables = props["QueueName"]["Fn::Sub"]
+        assert text.endswith("-${Id}.fifo") and len(text.replace("${Id}", "x" * 36)) <= 80, text
+        assert variables == {"Id": {"Fn::Select": [2, {"Fn::Split": ["/", {"Ref": "AWS::StackId"}]}]}}
+    source = RESOURCES["EventDeliveryEventSource"]["Properties"]
+    assert source == {"EventSourceArn": {"Fn::GetAtt": ["EventDeliveryQueue", "Arn"]},
+                      "FunctionName": {"Ref": "EventDeliveryFunction"}, "BatchSize": 10,
+                      "FunctionResponseTypes": ["ReportBatchItemFailures"]}
+    topic = [{"Fn::If": ["HasAlarmTopic", {"Ref": "AlarmTopicArn"}, {"Ref": "AlarmTopic"}]}]
+    depth = RESOURCES["EventDeliveryDLQDepthAlarm"]["Properties"]
+    assert depth["Dimensions"] == [{"Name": "QueueName", "Value": {"Fn::GetAtt": ["EventDeliveryDLQ", "QueueName"]}}]
+    assert (depth["MetricName"], depth["Threshold"], depth["AlarmActions"]) == (
+        "ApproximateNumberOfMessagesVisible", 1, topic)
+    errors = RESOURCES["EventDeliveryErrorsAlarm"]["Properties"]
+    assert errors["Dimensions"] == [{"Name": "FunctionName", "Value": {"Ref": "EventDeliveryFunction"}}]
+    assert (errors["MetricName"], errors["AlarmActions"]) == ("Errors", topic)
+    for output, queue_name in (("EventDeliveryQueueUrl", "EventDeliveryQueue"), ("EventDeliveryDLQUrl", "EventDeliveryDLQ")):
+        assert TEMPLATE["Outputs"][output]["Value"] == {"Ref": queue_name}
+    body = RESOURCES["Dashboard"]["Properties"]["DashboardBody"]["Fn::Sub"][0]
+    assert '"ApproximateAgeOfOldestMessage", "QueueName", "${EventDeliveryQueue.QueueName}"' in body
+    assert '"Errors", "FunctionName", "${EventDeliveryFunction}"' in body
+    assert '"ApproximateNumberOfMessagesVisible", "QueueName", "${EventDeliveryDLQ.QueueName}"' in body

@@ -1,5 +1,5 @@
-"""A stack's wiring built on the local stack (moto for SNS, SQS, EventBridge and CloudWatch; the
-SageMaker stand-in for the endpoint and the pipeline), correct or with one thing wrong, for the
+"""A stack's wiring built on the local stack (moto for SNS, SQS, EventBridge, CloudWatch and
+Lambda's event source mappings; the SageMaker stand-in for the endpoint and the pipeline), correct or with one thing wrong, for the
 doctor's and wire-endpoint's tests. Every setup has its own names, so tests never share state."""
 
 from __future__ import annotations
@@ -25,7 +25,8 @@ PIPELINE_ROLE = f"arn:aws:iam::{ACCOUNT}:role/pipeline-execution"
 # The roles the doctor's permission checks simulate (tests/infra/fake_iam.py plays the simulator).
 FUNCTION_ROLES = {"notification-handler": f"arn:aws:iam::{ACCOUNT}:role/doctor-NotificationHandlerRole",
                   "pipeline-router": f"arn:aws:iam::{ACCOUNT}:role/doctor-PipelineRouterRole",
-                  "mcp-tools": f"arn:aws:iam::{ACCOUNT}:role/doctor-McpToolsRole"}
+                  "mcp-tools": f"arn:aws:iam::{ACCOUNT}:role/doctor-McpToolsRole",
+                  "event-delivery": f"arn:aws:iam::{ACCOUNT}:role/doctor-EventDeliveryRole"}
 
 
 def local_stack() -> dict:
@@ -40,7 +41,7 @@ def local_stack() -> dict:
 def clients() -> dict:
     env = local_stack()
     session = boto3.session.Session(region_name=env.get("AWS_REGION", "us-east-1"))
-    return {name: session.client(name) for name in ("sns", "sqs", "events", "cloudwatch", "sagemaker")}
+    return {name: session.client(name) for name in ("sns", "sqs", "events", "cloudwatch", "sagemaker", "lambda")}
 
 
 def standin(method: str, path: str, body: dict | None = None) -> None:
@@ -71,7 +72,8 @@ def async_config(setup: "Setup", **changes) -> dict:
 
 class Setup:
     """One stack's worth of wiring: topics subscribed to the handler, the endpoint, the pipeline
-    (whose CallbackStep asks through the callback queue), the rule, a DLQ and an alarm."""
+    (whose CallbackStep asks through the callback queue), the rule, a DLQ, an alarm, and MCP
+    Events' delivery queue (FIFO, with its DLQ) feeding event-delivery."""
 
     def __init__(self):
         self.aws = clients()
@@ -90,6 +92,11 @@ class Setup:
         self.callback_queue_url = self.create_callback_queue()
         self.alarm = f"doctor-{self.id}-outcomes-not-arriving"
         self.pipeline_parameters = None
+        self.delivery_dlq_url = self.aws["sqs"].create_queue(
+            QueueName=f"doctor-{self.id}-delivery-dlq.fifo",
+            Attributes={"FifoQueue": "true", "SqsManagedSseEnabled": "true"})["QueueUrl"]
+        self.delivery_queue_url = self.create_delivery_queue()
+        self.event_delivery = f"doctor-{self.id}-event-delivery"
 
     # -- each part, correct unless told otherwise
 
@@ -123,6 +130,38 @@ class Setup:
         redrive = json.dumps({"deadLetterTargetArn": dlq_arn, "maxReceiveCount": 5})
         return sqs.create_queue(QueueName=f"doctor-{self.id}-callbacks", Attributes={
             "SqsManagedSseEnabled": "true", "RedrivePolicy": redrive})["QueueUrl"]
+
+    def create_delivery_queue(self) -> str:
+        """The delivery queue as the stack makes it (FIFO, SSE-SQS, its DLQ after 20 receives)."""
+        sqs = self.aws["sqs"]
+        dlq_arn = sqs.get_queue_attributes(QueueUrl=self.delivery_dlq_url,
+                                           AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
+        return sqs.create_queue(QueueName=f"doctor-{self.id}-delivery.fifo", Attributes={
+            "FifoQueue": "true", "ContentBasedDeduplication": "false", "SqsManagedSseEnabled": "true",
+            "VisibilityTimeout": "360",
+            "RedrivePolicy": json.dumps({"deadLetterTargetArn": dlq_arn, "maxReceiveCount": 20})})["QueueUrl"]
+
+    def create_event_delivery(self, enabled: bool = True) -> str:
+        """event-delivery (a function moto keeps, never runs) fed by the delivery queue; the
+        mapping's UUID. Nothing is ever sent to that queue: moto would try to run the function."""
+        import io
+        import zipfile
+        iam = boto3.client("iam", endpoint_url=os.environ["AWS_ENDPOINT_URL"],
+                           region_name=os.environ.get("AWS_REGION", "us-east-1"))
+        role = iam.create_role(RoleName=f"doctor-{self.id}-EventDeliveryRole", AssumeRolePolicyDocument=json.dumps({
+            "Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Principal": {"Service": "lambda.amazonaws.com"},
+                                                    "Action": "sts:AssumeRole"}]}))["Role"]["Arn"]
+        code = io.BytesIO()
+        with zipfile.ZipFile(code, "w") as z:
+            z.writestr("bootstrap", "#!/bin/sh\n")
+        functions = self.aws["lambda"]
+        functions.create_function(FunctionName=self.event_delivery, Runtime="provided.al2023", Handler="bootstrap",
+                                  Role=role, Code={"ZipFile": code.getvalue()}, Architectures=["arm64"])
+        queue_arn = self.aws["sqs"].get_queue_attributes(
+            QueueUrl=self.delivery_queue_url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
+        return functions.create_event_source_mapping(
+            EventSourceArn=queue_arn, FunctionName=self.event_delivery, BatchSize=10, Enabled=enabled,
+            FunctionResponseTypes=["ReportBatchItemFailures"])["UUID"]
 
     def create_pipeline(self, parameters=SEED_PARAMETERS, asks: bool = True, callback_queue_url: str | None = None) -> None:
         """The pipeline; `asks`: a CallbackStep after training sends to the callback queue (or to
@@ -163,6 +202,8 @@ class Setup:
             self.create_rule()
         if "alarm" not in skip:
             self.create_alarm()
+        if "event delivery" not in skip:
+            self.create_event_delivery()
         return self
 
     def doctor_args(self) -> list:
@@ -172,7 +213,9 @@ class Setup:
                 "--notification-handler", self.handler, "--dlq-url", self.dlq_url, "--alarm-name", self.alarm,
                 "--model-execution-role-arn", ROLE, "--results-table", f"doctor-{self.id}-results",
                 "--pipeline-results-table", f"doctor-{self.id}-runs", "--pipeline-queue-url", self.dlq_url,
-                "--callback-queue-url", self.callback_queue_url]
+                "--callback-queue-url", self.callback_queue_url,
+                "--subscriptions-table", f"doctor-{self.id}-subscriptions", "--delivery-queue-url",
+                self.delivery_queue_url, "--event-delivery", self.event_delivery]
         args += [a for fn, role in FUNCTION_ROLES.items() for a in ("--function-role", f"{fn}={role}")]
         if self.pipeline_parameters is not None:
             args += ["--pipeline-parameters", self.pipeline_parameters]

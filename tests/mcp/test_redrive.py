@@ -265,3 +265,109 @@ def test_a_function_error_or_a_failed_batch_item_is_a_failed_replay():
     assert redrive.invoke(FakeLambda(partial), "f", {}) == "batchItemFailures for m-2"
     assert redrive.invoke(FakeLambda({"batchItemFailures": []}), "f", {}) is None
     assert redrive.invoke(FakeLambda({"processed": 1}), "f", {}) is None
+
+
+# ---------------------------------------------------------------- MCP Events' webhook deliveries
+# SQS's message move (StartMessageMoveTask) takes them back; moto has none of it: SQS's answers,
+# stubbed.
+
+DELIVERY_DLQ = f"https://sqs.us-east-1.amazonaws.com/{ACCOUNT}/mcp-event-delivery-dlq-4f0c2a30.fifo"
+DELIVERY_DLQ_ARN = f"arn:aws:sqs:us-east-1:{ACCOUNT}:mcp-event-delivery-dlq-4f0c2a30.fifo"
+
+
+def stubbed_sqs():
+    from botocore.stub import Stubber
+    client = boto3.client("sqs", region_name="us-east-1", aws_access_key_id="x", aws_secret_access_key="x")
+    return client, Stubber(client)
+
+
+def dlq_holding(stub, visible: int, in_flight: int = 0) -> None:
+    stub.add_response("get_queue_attributes", {"Attributes": {
+        "QueueArn": DELIVERY_DLQ_ARN, "ApproximateNumberOfMessages": str(visible),
+        "ApproximateNumberOfMessagesNotVisible": str(in_flight)}}, {
+        "QueueUrl": DELIVERY_DLQ,
+        "AttributeNames": ["QueueArn", "ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible"]})
+
+
+def move_task(status: str, moved: int, **more) -> dict:
+    return {"Results": [{"Status": status, "SourceArn": DELIVERY_DLQ_ARN, "ApproximateNumberOfMessagesMoved": moved,
+                         "ApproximateNumberOfMessagesToMove": 3, **more}]}
+
+
+def test_event_deliveries_are_moved_back_to_their_queue_by_sqs_and_the_move_waited_for(capsys):
+    import redrive
+    sqs, stub = stubbed_sqs()
+    dlq_holding(stub, 2, 1)
+    stub.add_response("start_message_move_task", {"TaskHandle": "handle-1"}, {"SourceArn": DELIVERY_DLQ_ARN})
+    listed = {"SourceArn": DELIVERY_DLQ_ARN, "MaxResults": 1}
+    stub.add_response("list_message_move_tasks", move_task("RUNNING", 1, TaskHandle="handle-1"), listed)
+    stub.add_response("list_message_move_tasks", move_task("COMPLETED", 3), listed)
+    slept = []
+    with stub:
+        assert redrive.move_back(sqs, DELIVERY_DLQ, dry_run=False, sleep=slept.append) == 0
+    stub.assert_no_pending_responses()
+    assert slept == [redrive.MOVE_POLL_SECS]
+    out = capsys.readouterr().out
+    # No DestinationArn: each message goes back to the queue it came from (the delivery queue).
+    assert f"move {DELIVERY_DLQ} -> the queue its messages came from" in out and "3 message(s) moved back" in out
+
+
+def test_a_dry_run_or_an_empty_dlq_moves_nothing(capsys):
+    import redrive
+    sqs, stub = stubbed_sqs()
+    dlq_holding(stub, 4)
+    dlq_holding(stub, 0)
+    with stub:
+        assert redrive.move_back(sqs, DELIVERY_DLQ, dry_run=True) == 0
+        assert redrive.move_back(sqs, DELIVERY_DLQ, dry_run=False) == 0
+    stub.assert_no_pending_responses()  # no start_message_move_task was made
+    out = capsys.readouterr().out
+    assert "about 4 message(s) would be moved back (dry run: nothing moved)" in out
+    assert "nothing to move: the queue is empty" in out
+
+
+def test_a_move_refused_or_failed_is_exit_status_1(capsys):
+    import redrive
+    sqs, stub = stubbed_sqs()
+    dlq_holding(stub, 1)
+    stub.add_client_error("start_message_move_task", service_error_code="AWS.SimpleQueueService.UnsupportedOperation",
+                          service_message="There is already a task running.", expected_params={"SourceArn": DELIVERY_DLQ_ARN})
+    dlq_holding(stub, 1)
+    stub.add_response("start_message_move_task", {"TaskHandle": "handle-2"}, {"SourceArn": DELIVERY_DLQ_ARN})
+    stub.add_response("list_message_move_tasks", move_task("FAILED", 0, FailureReason="AccessDenied"),
+                      {"SourceArn": DELIVERY_DLQ_ARN, "MaxResults": 1})
+    with stub:
+        assert redrive.move_back(sqs, DELIVERY_DLQ, dry_run=False) == 1
+        assert redrive.move_back(sqs, DELIVERY_DLQ, dry_run=False) == 1
+    err = capsys.readouterr().err
+    assert "already a task running" in err and f"list-message-move-tasks --source-arn {DELIVERY_DLQ_ARN}" in err
+    assert "the move ended FAILED: AccessDenied (0 moved)" in err
+
+
+def test_event_deliveries_take_no_function_options():
+    for extra in (["--max", "3"], ["--notification-handler", "nh"]):
+        done = subprocess.run([sys.executable, str(ROOT / "scripts" / "redrive.py"), "--queue-url", DELIVERY_DLQ,
+                               "--event-deliveries", *extra], capture_output=True, text=True, timeout=60,
+                              env={**os.environ, "AWS_REGION": "us-east-1"})
+        assert done.returncode == 2 and "invokes no function" in done.stderr, done.stderr
+
+
+def test_with_a_stack_name_the_deliveries_dlq_is_its_output():
+    import argparse
+
+    import redrive
+    from botocore.stub import Stubber
+    cloudformation = boto3.client("cloudformation", region_name="us-east-1", aws_access_key_id="x",
+                                  aws_secret_access_key="x")
+
+    class OneClient:
+        def client(self, name):
+            assert name == "cloudformation"
+            return cloudformation
+    args = argparse.Namespace(queue_url=None, stack_name="s")
+    with Stubber(cloudformation) as stub:
+        stub.add_response("describe_stacks", {"Stacks": [{
+            "StackName": "s", "CreationTime": "2026-01-01T00:00:00Z", "StackStatus": "CREATE_COMPLETE",
+            "Outputs": [{"OutputKey": "EventDeliveryDLQUrl", "OutputValue": DELIVERY_DLQ}]}]}, {"StackName": "s"})
+        assert redrive.delivery_dlq(args, OneClient()) == DELIVERY_DLQ
+    assert redrive.delivery_dlq(argparse.Namespace(queue_url="https://q.fifo", stack_name="s"), None) == "https://q.fifo"

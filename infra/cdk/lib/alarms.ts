@@ -34,10 +34,12 @@ export interface Watched {
   readonly notificationHandler: lambda.Function;
   readonly pipelineRouter?: lambda.Function;
   readonly mcpTools: lambda.Function;
+  readonly eventDelivery: lambda.Function;
   readonly asyncFailureDlq: sqs.Queue;
   readonly pipelineResultsDlq?: sqs.Queue;
   readonly pipelineCallbackDlq?: sqs.Queue;
   readonly completionWebhookDlq?: sqs.Queue;
+  readonly eventDeliveryDlq: sqs.Queue;
 }
 
 /** The alarms, notifying the alarm topic; with useSqsBuffer, one on the buffer's DLQ too. */
@@ -53,6 +55,8 @@ export function alarms(d: Deployment, w: Watched, notificationBufferDlq: sqs.Que
   }
   errorsAlarm('McpToolsErrorsAlarm',
     'mcp-tools invocations failed (tool errors are not function errors; these are crashes or timeouts).', w.mcpTools);
+  errorsAlarm('EventDeliveryErrorsAlarm',
+    'event-delivery failed on a batch (a crash or timeout; a receiver refusing a delivery is not one).', w.eventDelivery);
   const depthAlarm = (alarmId: string, description: string, waiting: sqs.Queue) =>
     depthOrErrorsAlarm(d, alarmId, description, 'AWS/SQS', 'ApproximateNumberOfMessagesVisible', 'QueueName',
       waiting.queueName, 'Maximum', alarmActions);
@@ -74,6 +78,9 @@ export function alarms(d: Deployment, w: Watched, notificationBufferDlq: sqs.Que
     depthAlarm('CompletionWebhookDLQDepthAlarm', 'Completion events the webhook did not take within a day wait in its DLQ.',
       w.completionWebhookDlq);
   }
+  depthAlarm('EventDeliveryDLQDepthAlarm',
+    'MCP Events deliveries event-delivery did not finish in 20 receives wait in its DLQ (make redrive ARGS=--event-deliveries).',
+    w.eventDeliveryDlq);
 
   // A job pending past its deadline, or an outcome found in S3 by a status check, means
   // SageMaker's notifications are not reaching notification-handler.

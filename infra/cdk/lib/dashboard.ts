@@ -14,8 +14,12 @@ export interface DashboardNames {
   readonly notificationHandler: string;
   readonly pipelineRouter: string;
   readonly mcpTools: string;
+  readonly eventDelivery: string;
   readonly asyncFailureDlq: string;
   readonly pipelineResultsDlq: string;
+  /** MCP Events' webhook deliveries and their DLQ. */
+  readonly eventDeliveryQueue: string;
+  readonly eventDeliveryDlq: string;
 }
 
 const RUN_STATUSES = ['Succeeded', 'Failed', 'Stopped', 'CompletedWithFailures'];
@@ -40,7 +44,8 @@ export function dashboardBody(n: DashboardNames): object {
     id: name.toLowerCase(),
   }]];
   const functions: Array<[string, string]> = [
-    [n.notificationHandler, 'notification-handler'], [n.pipelineRouter, 'pipeline-router'], [n.mcpTools, 'mcp-tools']];
+    [n.notificationHandler, 'notification-handler'], [n.pipelineRouter, 'pipeline-router'], [n.mcpTools, 'mcp-tools'],
+    [n.eventDelivery, 'event-delivery']];
 
   return {
     widgets: [
@@ -69,7 +74,8 @@ export function dashboardBody(n: DashboardNames): object {
       widget(0, 12, 'Tool calls', 'Sum', perTool('ToolCalls')),
       widget(12, 12, 'Tool errors', 'Sum', perTool('ToolErrors')),
       widget(0, 18, 'Cold starts', 'Sum',
-        ['notification-handler', 'pipeline-router', 'mcp-tools', 'gateway-target'].map((fn) => own('ColdStart', fn, sum(fn)))),
+        ['notification-handler', 'pipeline-router', 'mcp-tools', 'gateway-target', 'event-delivery']
+          .map((fn) => own('ColdStart', fn, sum(fn)))),
       widget(12, 18, 'Lambda errors and throttles', 'Sum', functions.flatMap(([name, label]) => [
         ['AWS/Lambda', 'Errors', 'FunctionName', name, { label: `${label} errors` }],
         ['AWS/Lambda', 'Throttles', 'FunctionName', name, { label: `${label} throttles` }],
@@ -79,6 +85,15 @@ export function dashboardBody(n: DashboardNames): object {
       widget(12, 24, 'Dead-letter queues (messages waiting)', 'Maximum', [
         ['AWS/SQS', 'ApproximateNumberOfMessagesVisible', 'QueueName', n.asyncFailureDlq, { label: 'AsyncFailureDLQ' }],
         ['AWS/SQS', 'ApproximateNumberOfMessagesVisible', 'QueueName', n.pipelineResultsDlq, { label: 'PipelineResultsDLQ' }],
+        ['AWS/SQS', 'ApproximateNumberOfMessagesVisible', 'QueueName', n.eventDeliveryDlq, { label: 'EventDeliveryDLQ' }],
+      ]),
+      widget(0, 30, 'Event deliveries: the oldest waiting (s)', 'Maximum', [
+        ['AWS/SQS', 'ApproximateAgeOfOldestMessage', 'QueueName', n.eventDeliveryQueue, { label: 'EventDeliveryQueue' }],
+      ]),
+      widget(12, 30, 'Event deliveries waiting', 'Maximum', [
+        ['AWS/SQS', 'ApproximateNumberOfMessagesVisible', 'QueueName', n.eventDeliveryQueue, { label: 'due' }],
+        ['AWS/SQS', 'ApproximateNumberOfMessagesNotVisible', 'QueueName', n.eventDeliveryQueue,
+          { label: 'in delivery or backing off' }],
       ]),
     ],
   };

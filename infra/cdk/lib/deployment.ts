@@ -43,7 +43,8 @@ export class Deployment {
   /** Customer managed keys: the endpoint's (outputs) and the bucket's default. */
   public readonly outputKeys: string[];
 
-  private readonly idPrefix: string;
+  /** The prefix of the logical ids (logicalIdPrefix), for two constructs in one stack. */
+  public readonly idPrefix: string;
 
   constructor(public readonly scope: Construct, props: McpAsyncJobsProps) {
     const s = settingsOf(props);

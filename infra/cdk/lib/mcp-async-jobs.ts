@@ -10,6 +10,7 @@ import { completionEvents } from './completion-events';
 import { dashboard } from './dashboard';
 import { Deployment } from './deployment';
 import { endpoints } from './endpoints';
+import { eventDelivery } from './event-delivery';
 import { gatewayTarget } from './gateway-target';
 import { mcpTools } from './mcp-tools';
 import { notificationHandler } from './notification-handler';
@@ -30,8 +31,13 @@ import { userPool } from './user-pool';
 export class McpAsyncJobs extends Construct implements Storage, Watched, Shown {
   public readonly resultsTable: dynamodb.Table;
   public readonly pipelineResultsTable: dynamodb.Table;
-  /** MCP Events' log: notification-handler appends each job's end. */
+  /** MCP Events' log: notification-handler and pipeline-router append each job's and run's end. */
   public readonly eventsTable: dynamodb.Table;
+  /** MCP Events' webhook subscriptions (mcp-tools' events/subscribe). */
+  public readonly subscriptionsTable: dynamodb.Table;
+  /** MCP Events' webhook deliveries (FIFO), taken by event-delivery, and their DLQ. */
+  public readonly eventDeliveryQueue: sqs.Queue;
+  public readonly eventDeliveryDlq: sqs.Queue;
   /** The completion queue of pipeline runs; undefined in an inference-only stack. */
   public readonly pipelineResultsQueue?: sqs.Queue;
   public readonly pipelineResultsDlq?: sqs.Queue;
@@ -51,6 +57,8 @@ export class McpAsyncJobs extends Construct implements Storage, Watched, Shown {
   public readonly pipelineRouter?: lambda.Function;
   public readonly mcpTools: lambda.Function;
   public readonly mcpToolsUrl: lambda.CfnUrl;
+  /** Delivers MCP Events to their subscribers' webhooks. */
+  public readonly eventDelivery: lambda.Function;
   /** For IAM callers of the Function URL. */
   public readonly callerPolicy: iam.CfnManagedPolicy;
   public readonly gatewayTarget?: lambda.Function;
@@ -70,6 +78,9 @@ export class McpAsyncJobs extends Construct implements Storage, Watched, Shown {
     this.resultsTable = stored.resultsTable;
     this.pipelineResultsTable = stored.pipelineResultsTable;
     this.eventsTable = stored.eventsTable;
+    this.subscriptionsTable = stored.subscriptionsTable;
+    this.eventDeliveryQueue = stored.eventDeliveryQueue;
+    this.eventDeliveryDlq = stored.eventDeliveryDlq;
     this.pipelineResultsQueue = stored.pipelineResultsQueue;
     this.pipelineResultsDlq = stored.pipelineResultsDlq;
     this.pipelineCallbackQueue = stored.pipelineCallbackQueue;
@@ -98,11 +109,12 @@ export class McpAsyncJobs extends Construct implements Storage, Watched, Shown {
     this.userPoolClient = pool?.client;
 
     const shared = tools(d, stored, completions);
-    const server = mcpTools(d, shared, pool);
+    const server = mcpTools(d, shared, stored, pool);
     this.mcpTools = server.fn;
     this.mcpToolsUrl = server.url;
     this.callerPolicy = server.callerPolicy;
     this.gatewayTarget = gatewayTarget(d, shared);
+    this.eventDelivery = eventDelivery(d, stored);
 
     alarms(d, this, handler.bufferDlq);
     dashboard(d, {
@@ -110,8 +122,11 @@ export class McpAsyncJobs extends Construct implements Storage, Watched, Shown {
       // An inference-only stack has neither: its widgets show no data.
       pipelineRouter: this.pipelineRouter ? this.pipelineRouter.functionName : 'none',
       mcpTools: this.mcpTools.functionName,
+      eventDelivery: this.eventDelivery.functionName,
       asyncFailureDlq: this.asyncFailureDlq.queueName,
       pipelineResultsDlq: this.pipelineResultsDlq ? this.pipelineResultsDlq.queueName : 'none',
+      eventDeliveryQueue: this.eventDeliveryQueue.queueName,
+      eventDeliveryDlq: this.eventDeliveryDlq.queueName,
     });
     outputs(d, this, pool?.issuer, created.endpointConfig);
   }

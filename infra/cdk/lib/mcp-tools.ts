@@ -2,6 +2,7 @@ import * as iam from 'aws-cdk-lib/aws-iam';
 import * as lambda from 'aws-cdk-lib/aws-lambda';
 import { Deployment } from './deployment';
 import { fn } from './functions';
+import { Storage } from './storage';
 import { given, usesOAuth } from './settings';
 import { Tools } from './tools';
 import { UserPool } from './user-pool';
@@ -14,7 +15,7 @@ export interface McpTools {
   readonly callerPolicy: iam.CfnManagedPolicy;
 }
 
-export function mcpTools(d: Deployment, tools: Tools, pool?: UserPool): McpTools {
+export function mcpTools(d: Deployment, tools: Tools, storage: Storage, pool?: UserPool): McpTools {
   const s = d.s;
   // Only the chosen auth mode's variables: oauth with an issuer or the user pool, else bearer
   // with auth type NONE, else iam.
@@ -42,6 +43,9 @@ export function mcpTools(d: Deployment, tools: Tools, pool?: UserPool): McpTools
       OAUTH_CLIENT_IDS: pool ? pool.client.ref : oauthSetting(s.oauthClientIds),
       MCP_ALLOWED_ORIGINS: s.allowedOrigins,
       APPROVERS: s.approvers,
+      // MCP Events (events/poll, events/subscribe, events/unsubscribe): gateway-target serves none.
+      EVENTS_TABLE: storage.eventsTable.tableName,
+      SUBSCRIPTIONS_TABLE: storage.subscriptionsTable.tableName,
       ...tools.environment,
       // The timeout: a reservation older than it (plus a margin) is a crashed submission.
       FUNCTION_TIMEOUT_SECS: String(s.toolsTimeoutSecs),

@@ -39,9 +39,11 @@ export function notificationHandler(d: Deployment, storage: Storage, topics: Out
     ...tracing(d),
     allow(['dynamodb:UpdateItem'], [storage.resultsTable.tableArn]),
     allow(['dynamodb:PutItem'], [storage.eventsTable.tableArn]),
+    // MCP Events' webhooks: the owner's subscriptions, and a delivery queued for each.
+    allow(['dynamodb:Query'], [storage.subscriptionsTable.tableArn]),
     allow(['s3:GetObject'], d.readableOutcomes),
     ...decryptOutputs(d),
-    allow(['sqs:SendMessage'], [dlq.queueArn]),
+    allow(['sqs:SendMessage'], [dlq.queueArn, storage.eventDeliveryQueue.queueArn]),
     ...(bufferQueue ? [consumeQueue(bufferQueue)] : []),
     ...completions.putEvents,
   ]);
@@ -53,6 +55,8 @@ export function notificationHandler(d: Deployment, storage: Storage, topics: Out
     environment: {
       RESULTS_TABLE: storage.resultsTable.tableName,
       EVENTS_TABLE: storage.eventsTable.tableName,
+      SUBSCRIPTIONS_TABLE: storage.subscriptionsTable.tableName,
+      DELIVERY_QUEUE_URL: storage.eventDeliveryQueue.queueUrl,
       RESULT_TTL_SECS: String(s.resultTtlSecs),
       INLINE_RESULT_MAX_BYTES: String(s.inlineResultMaxBytes),
       EVENT_BUS_NAME: completions.eventBusName,

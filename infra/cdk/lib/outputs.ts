@@ -20,6 +20,9 @@ export interface Shown {
   readonly resultsTable: dynamodb.Table;
   readonly pipelineResultsTable: dynamodb.Table;
   readonly eventsTable: dynamodb.Table;
+  readonly subscriptionsTable: dynamodb.Table;
+  readonly eventDeliveryQueue: sqs.Queue;
+  readonly eventDeliveryDlq: sqs.Queue;
   readonly pipelineResultsQueue?: sqs.Queue;
   readonly pipelineCallbackQueue?: sqs.Queue;
   readonly alarmTopicArn: string;
@@ -54,6 +57,11 @@ export function outputs(d: Deployment, jobs: Shown, oauthIssuer: string | undefi
   output('ResultsTableName', jobs.resultsTable.tableName);
   output('PipelineResultsTableName', jobs.pipelineResultsTable.tableName);
   output('EventsTableName', jobs.eventsTable.tableName);
+  output('SubscriptionsTableName', jobs.subscriptionsTable.tableName);
+  output('EventDeliveryQueueUrl', jobs.eventDeliveryQueue.queueUrl,
+    'MCP Events\' webhook deliveries, one message each, taken by event-delivery.');
+  output('EventDeliveryDLQUrl', jobs.eventDeliveryDlq.queueUrl,
+    'Webhook deliveries not finished in 20 receives (make redrive ARGS=--event-deliveries moves them back).');
   if (jobs.pipelineResultsQueue) {
     output('PipelineResultsQueueUrl', jobs.pipelineResultsQueue.queueUrl);
   }

@@ -25,7 +25,11 @@ export function pipelineRouter(d: Deployment, storage: Storage): lambda.Function
     writeLogs(pipelineRouterLogs),
     ...tracing(d),
     allow(['dynamodb:UpdateItem', 'dynamodb:BatchGetItem'], [storage.pipelineResultsTable.tableArn]),
-    allow(['sqs:SendMessage'], [pipelineResultsQueue.queueArn, dlq.queueArn]),
+    // MCP Events: each run's end in its owner's log; the owner's webhook subscriptions, and a
+    // delivery queued for each.
+    allow(['dynamodb:PutItem'], [storage.eventsTable.tableArn]),
+    allow(['dynamodb:Query'], [storage.subscriptionsTable.tableArn]),
+    allow(['sqs:SendMessage'], [pipelineResultsQueue.queueArn, dlq.queueArn, storage.eventDeliveryQueue.queueArn]),
     // The callback queue's event source: what the pipelines' CallbackSteps ask.
     consumeQueue(callbackQueue),
     // Describes a run; lists its steps (a callback message's token must be held by the
@@ -45,6 +49,9 @@ export function pipelineRouter(d: Deployment, storage: Storage): lambda.Function
     environment: {
       PIPELINE_RESULTS_TABLE: storage.pipelineResultsTable.tableName,
       PIPELINE_RESULTS_QUEUE_URL: pipelineResultsQueue.queueUrl,
+      EVENTS_TABLE: storage.eventsTable.tableName,
+      SUBSCRIPTIONS_TABLE: storage.subscriptionsTable.tableName,
+      DELIVERY_QUEUE_URL: storage.eventDeliveryQueue.queueUrl,
       RESULT_TTL_SECS: String(s.resultTtlSecs),
     },
   });

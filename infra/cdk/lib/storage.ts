@@ -1,11 +1,12 @@
-import { Duration, RemovalPolicy } from 'aws-cdk-lib/core';
+import { Aws, Duration, Fn, RemovalPolicy } from 'aws-cdk-lib/core';
 import * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
 import * as sqs from 'aws-cdk-lib/aws-sqs';
 import { Deployment } from './deployment';
 import { queue } from './queues';
 
 /**
- * The tables of jobs, runs and MCP Events' log, and the queues every stack has or every stack with a pipeline has.
+ * The tables of jobs, runs and MCP Events (the log, the webhook subscriptions), and the queues every stack has
+ * or every stack with a pipeline has.
  * Declared here, not taken from McpAsyncJobs (which implements it), so that no part imports the construct.
  */
 export interface Storage {
@@ -13,6 +14,11 @@ export interface Storage {
   readonly pipelineResultsTable: dynamodb.Table;
   /** MCP Events' log: each owner's events by position. */
   readonly eventsTable: dynamodb.Table;
+  /** MCP Events' webhook subscriptions: each owner's by id, their signing secrets under KMS. */
+  readonly subscriptionsTable: dynamodb.Table;
+  /** Each event for a webhook subscriber, one message per delivery (FIFO), and its DLQ. */
+  readonly eventDeliveryQueue: sqs.Queue;
+  readonly eventDeliveryDlq: sqs.Queue;
   /** The pipeline's queues: undefined in an inference-only stack. */
   readonly pipelineResultsQueue?: sqs.Queue;
   readonly pipelineResultsDlq?: sqs.Queue;
@@ -36,13 +42,50 @@ export function storage(d: Deployment): Storage {
   const resultsTable = table('ResultsTable', 'inference_id');
   const pipelineResultsTable = table('PipelineResultsTable', 'session_id', 'execution_arn');
   const eventsTable = table('EventsTable', 'owner', 'position');
+  const subscriptionsTable = table('SubscriptionsTable', 'owner', 'id');
+  // The webhooks' signing secrets live here: KMS with the AWS managed key, said outright.
+  (subscriptionsTable.node.defaultChild as dynamodb.CfnTable).sseSpecification = { sseEnabled: true, sseType: 'KMS' };
   return {
     resultsTable,
     pipelineResultsTable,
     eventsTable,
+    subscriptionsTable,
+    ...deliveryQueues(d),
     ...(d.hasPipeline ? pipelineQueues(d) : {}),
     asyncFailureDlq: queue(d, 'AsyncFailureDLQ'),
   };
+}
+
+/** A FIFO queue's name holds at most 80 characters, .fifo included. */
+const SQS_NAME_MAX = 80;
+
+/**
+ * The queue of MCP Events' webhook deliveries (FIFO: in the order of the owner's log) and its DLQ.
+ * Named from the stack's id, not its name: a FIFO queue's name would not hold a long stack name
+ * (nor do CloudFormation's generated FIFO names always fit). A logicalIdPrefix goes in too, so
+ * that two constructs in one stack have queues of their own.
+ */
+function deliveryQueues(d: Deployment) {
+  const stackId = Fn.select(2, Fn.split('/', Aws.STACK_ID));
+  const named = (what: string) => {
+    const prefix = d.idPrefix ? `${d.idPrefix}-` : '';
+    // The stack id's last part is a UUID: 36 characters.
+    if (`${what}-${prefix}.fifo`.length + 36 > SQS_NAME_MAX) {
+      throw new Error(`McpAsyncJobs: logicalIdPrefix "${d.idPrefix}" is too long for the queue name ${what}-`
+        + `${prefix}<stack id>.fifo (at most ${SQS_NAME_MAX} characters): give a shorter one`);
+    }
+    return `${what}-${prefix}${stackId}.fifo`;
+  };
+  const eventDeliveryDlq = queue(d, 'EventDeliveryDLQ', { queueName: named('mcp-event-delivery-dlq'), fifo: true });
+  const eventDeliveryQueue = queue(d, 'EventDeliveryQueue', {
+    queueName: named('mcp-event-delivery'),
+    fifo: true,
+    contentBasedDeduplication: false,
+    visibilityTimeout: Duration.seconds(360), // six times event-delivery's timeout
+    retentionPeriod: Duration.seconds(345600),
+    deadLetterQueue: { queue: eventDeliveryDlq, maxReceiveCount: 20 },
+  });
+  return { eventDeliveryQueue, eventDeliveryDlq };
 }
 
 /** Only with a pipeline: the completion queue of its runs, and its CallbackSteps' questions. */

@@ -48,6 +48,11 @@ export function tools(d: Deployment, storage: Storage, completions: CompletionEv
     allow(['dynamodb:PutItem', 'dynamodb:GetItem', 'dynamodb:UpdateItem', 'dynamodb:BatchGetItem'],
       [storage.resultsTable.tableArn]),
     allow(['dynamodb:PutItem', 'dynamodb:Query', 'dynamodb:BatchGetItem'], [storage.pipelineResultsTable.tableArn]),
+    // MCP Events (mcp-tools'): events/poll reads an owner's log from a cursor; events/subscribe
+    // and events/unsubscribe keep the owner's webhook subscriptions.
+    allow(['dynamodb:Query'], [storage.eventsTable.tableArn]),
+    allow(['dynamodb:GetItem', 'dynamodb:PutItem', 'dynamodb:UpdateItem', 'dynamodb:DeleteItem', 'dynamodb:Query'],
+      [storage.subscriptionsTable.tableArn]),
     allow(['s3:PutObject'], [`${d.bucketArn}/inputs/*`]),
     // The inputs it writes under a bucket key: S3 asks KMS for a data key as this role.
     ...(d.bucketKeyArn ? [allow(['kms:GenerateDataKey'], [d.bucketKeyArn])] : []),

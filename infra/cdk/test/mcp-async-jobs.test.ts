@@ -13,7 +13,7 @@ import { Match, Template } from 'aws-cdk-lib/assertions';
 import { McpAsyncJobs, McpAsyncJobsProps } from '../lib';
 
 const PACKAGE = path.resolve(__dirname, '..', '..');
-const BINARIES = ['notification-handler', 'pipeline-router', 'mcp-tools', 'gateway-target'];
+const BINARIES = ['notification-handler', 'pipeline-router', 'mcp-tools', 'gateway-target', 'event-delivery'];
 const REQUIRED = { asyncEndpointName: 'doc-processor-async', pipelineName: 'intent-classifier', ioBucketName: 'mcp-io-bucket' };
 const ROLE = 'arn:aws:iam::123456789012:role/gateway';
 
@@ -40,12 +40,12 @@ function synth(props: Partial<McpAsyncJobsProps> = {}): Template {
 describe('McpAsyncJobs', () => {
   it('deploys the functions from their builds: provided.al2023, arm64, bootstrap', () => {
     const template = synth();
-    template.resourceCountIs('AWS::Lambda::Function', 3);
+    template.resourceCountIs('AWS::Lambda::Function', 4);
     // CloudFormation names the functions, so a stack name of any length deploys.
     for (const fnResource of Object.values(template.findResources('AWS::Lambda::Function'))) {
       assert.equal((fnResource as { Properties: Record<string, unknown> }).Properties.FunctionName, undefined);
     }
-    for (const binary of ['notification-handler', 'pipeline-router', 'mcp-tools']) {
+    for (const binary of ['notification-handler', 'pipeline-router', 'mcp-tools', 'event-delivery']) {
       template.hasResourceProperties('AWS::Lambda::Function', {
         LoggingConfig: { LogGroup: { Ref: `${binary.split('-').map((w) => w[0].toUpperCase() + w.slice(1)).join('')}LogGroup` } },
         Runtime: 'provided.al2023',
@@ -70,10 +70,36 @@ describe('McpAsyncJobs', () => {
     new McpAsyncJobs(stack, 'Blue', { ...REQUIRED, functionsDir, logicalIdPrefix: 'Blue', namePrefix: 'jobs-blue' });
     new McpAsyncJobs(stack, 'Green', { ...REQUIRED, functionsDir, logicalIdPrefix: 'Green', namePrefix: 'jobs-green' });
     const both = Template.fromStack(stack);
-    both.resourceCountIs('AWS::DynamoDB::Table', 6);
+    both.resourceCountIs('AWS::DynamoDB::Table', 8);
     both.hasResourceProperties('AWS::Logs::LogGroup', { LogGroupName: '/aws/lambda/jobs-green-mcp-tools' });
     assert.ok(Object.keys(both.toJSON().Resources).includes('BlueResultsTable'));
     assert.ok(Object.keys(both.toJSON().Outputs).includes('GreenMcpFunctionUrl'));
+    // Queue names are the account's and region's, not the stack's: each construct has its own.
+    const names = Object.values(both.findResources('AWS::SQS::Queue', { Properties: { FifoQueue: true } }))
+      .map((q) => JSON.stringify((q as { Properties: { QueueName: unknown } }).Properties.QueueName));
+    assert.equal(names.length, 4);
+    assert.equal(new Set(names).size, 4);
+    assert.ok(names.some((n) => n.includes('mcp-event-delivery-Blue-')), names.join(' '));
+  });
+
+  it('queues MCP Events\' deliveries in order (FIFO) with a DLQ, and keeps the webhooks\' secrets under KMS', () => {
+    const template = synth();
+    template.hasResourceProperties('AWS::DynamoDB::Table', {
+      KeySchema: [{ AttributeName: 'owner', KeyType: 'HASH' }, { AttributeName: 'id', KeyType: 'RANGE' }],
+      SSESpecification: { SSEEnabled: true, SSEType: 'KMS' },
+      TimeToLiveSpecification: { AttributeName: 'ttl', Enabled: true },
+    });
+    template.hasResourceProperties('AWS::SQS::Queue', {
+      FifoQueue: true, ContentBasedDeduplication: false, VisibilityTimeout: 360, MessageRetentionPeriod: 345600,
+      RedrivePolicy: { deadLetterTargetArn: { 'Fn::GetAtt': ['EventDeliveryDLQ', 'Arn'] }, maxReceiveCount: 20 },
+      QueueName: { 'Fn::Join': ['', ['mcp-event-delivery-',
+        { 'Fn::Select': [2, { 'Fn::Split': ['/', { Ref: 'AWS::StackId' }] }] }, '.fifo']] },
+    });
+    template.hasResourceProperties('AWS::Lambda::EventSourceMapping', {
+      EventSourceArn: { 'Fn::GetAtt': ['EventDeliveryQueue', 'Arn'] }, BatchSize: 10,
+      FunctionResponseTypes: ['ReportBatchItemFailures'],
+    });
+    assert.throws(() => synth({ logicalIdPrefix: 'AVeryLongPrefixIndeed' }), /logicalIdPrefix "AVeryLongPrefixIndeed" is too long/);
   });
 
   it('keeps the tables when the stack goes (not after a failed first create), and nothing else', () => {
@@ -90,13 +116,13 @@ describe('McpAsyncJobs', () => {
     })).length;
     assert.equal(granted(synth()), 0);
     const active = synth({ tracingMode: 'Active' });
-    assert.equal(granted(active), 3);
+    assert.equal(granted(active), 4);
     active.allResourcesProperties('AWS::Lambda::Function', { TracingConfig: { Mode: 'Active' } });
   });
 
   it('adds the Gateway target with the exported tool schema', () => {
     const template = synth({ agentCoreGatewayId: 'gw-1234567890', agentCoreGatewayRoleArn: ROLE });
-    template.resourceCountIs('AWS::Lambda::Function', 4);
+    template.resourceCountIs('AWS::Lambda::Function', 5);
     const schema = JSON.parse(fs.readFileSync(path.join(PACKAGE, '..', 'gateway-tool-schema.json'), 'utf8'));
     template.hasResourceProperties('AWS::BedrockAgentCore::GatewayTarget', {
       GatewayIdentifier: 'gw-1234567890',
@@ -134,8 +160,8 @@ describe('McpAsyncJobs', () => {
   it('deploys an inference-only stack without a pipeline name', () => {
     const template = synth({ pipelineName: undefined });
     template.resourceCountIs('AWS::Events::Rule', 0);
-    template.resourceCountIs('AWS::Lambda::Function', 2);
-    template.resourceCountIs('AWS::DynamoDB::Table', 3);
+    template.resourceCountIs('AWS::Lambda::Function', 3);
+    template.resourceCountIs('AWS::DynamoDB::Table', 4);
     template.hasResourceProperties('AWS::Lambda::Function', {
       Environment: { Variables: { PIPELINE_NAME: '', TRAINING_INPUT_PREFIXES: 's3://mcp-io-bucket/train/' } },
     });
