@@ -17,7 +17,8 @@ LOCAL = ROOT / ".local"
 STACK_ENV = (
     "AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_SAGEMAKER", "AWS_ENDPOINT_URL_SAGEMAKER_RUNTIME", "AWS_REGION",
     "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_EC2_METADATA_DISABLED", "RESULTS_TABLE",
-    "PIPELINE_RESULTS_TABLE", "EVENTS_TABLE", "PIPELINE_RESULTS_QUEUE_URL", "IO_BUCKET",
+    "PIPELINE_RESULTS_TABLE", "EVENTS_TABLE", "SUBSCRIPTIONS_TABLE", "DELIVERY_QUEUE_URL",
+    "PIPELINE_RESULTS_QUEUE_URL", "IO_BUCKET",
 )
 # What the functions are configured with locally (a deployment sets these in the template).
 # Logging is left to the functions' defaults (this project at INFO, dependencies at WARN).
@@ -31,6 +32,10 @@ FUNCTION_ENV = {
     "CALLER_RUNS_PER_HOUR": "0",
     "CALLER_WAITS_MAX": "0",
     "CALLER_READS_PER_MINUTE": "0",
+    # MCP Events webhooks go to receivers on this machine, over http; a failed delivery is
+    # retried after a second (doubling), not ten.
+    "EVENTS_ALLOW_LOCAL_CALLBACKS": "true",
+    "RETRY_FIRST_SECS": "1",
 }
 # `make serve` is local and unauthenticated: a browser tool on this machine may call it (any
 # port of localhost), no other origin may (DNS-rebinding protection).

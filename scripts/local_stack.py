@@ -10,7 +10,8 @@ and an SQS queue subscribed to both as the optional buffer), then runs COMMAND w
 environment that points every AWS SDK at it. The stack lives in this process, so it stops when the command
 ends, fails, or this process is interrupted or killed.
 
-With --sagemaker, also starts the SageMaker stand-in (dev/sagemaker-standin) and points
+With --lambda, the MCP Events delivery queue is fed to the local `event-delivery` function as
+its event source mapping would feed it (QueueToFunction). With --sagemaker, also starts the SageMaker stand-in (dev/sagemaker-standin) and points
 AWS_ENDPOINT_URL_SAGEMAKER at it. With --lambda, a port is reserved for `cargo lambda watch`
 (LAMBDA_PORT, LAMBDA_INVOKE_URL) and the stand-in delivers its events there.
 """
@@ -22,6 +23,10 @@ import os
 import signal
 import subprocess
 import sys
+import threading
+import time
+import urllib.error
+import urllib.request
 
 import boto3
 from lambda_watch import free_port
@@ -100,6 +105,59 @@ def create_resources(endpoint: str) -> dict:
     }
 
 
+class QueueToFunction(threading.Thread):
+    """The delivery queue's event source mapping, as Lambda runs one: receives batches of up to
+    10 (FIFO: a group's messages in order, one batch of a group at a time), invokes the function
+    with them as an SQS event, and deletes the messages its partial-batch answer does not report.
+    A reported message comes back when its visibility timeout (which the function may change)
+    runs out; an invocation that fails leaves the whole batch to come back."""
+
+    def __init__(self, endpoint: str, queue_url: str, invoke_url: str):
+        super().__init__(daemon=True)
+        session = boto3.session.Session(
+            aws_access_key_id="testing", aws_secret_access_key="testing", region_name=REGION
+        )
+        self.sqs = session.client("sqs", endpoint_url=endpoint)
+        self.queue_url = queue_url
+        self.arn = self.sqs.get_queue_attributes(QueueUrl=queue_url, AttributeNames=["QueueArn"])[
+            "Attributes"]["QueueArn"]
+        self.invoke_url = invoke_url
+        self.stopping = threading.Event()
+
+    def run(self):
+        while not self.stopping.is_set():
+            try:
+                got = self.sqs.receive_message(QueueUrl=self.queue_url, MaxNumberOfMessages=10,
+                                               WaitTimeSeconds=1, AttributeNames=["All"])
+            except Exception:  # the stack is going down
+                time.sleep(0.2)
+                continue
+            messages = got.get("Messages", [])
+            if messages:
+                self.deliver(messages)
+
+    def deliver(self, messages):
+        records = [{
+            "messageId": m["MessageId"], "receiptHandle": m["ReceiptHandle"], "body": m["Body"],
+            "attributes": m.get("Attributes", {}), "messageAttributes": {},
+            "md5OfBody": m.get("MD5OfBody", ""), "eventSource": "aws:sqs",
+            "eventSourceARN": self.arn, "awsRegion": REGION,
+        } for m in messages]
+        request = urllib.request.Request(self.invoke_url, data=json.dumps({"Records": records}).encode(),
+                                         method="POST")
+        try:
+            # The first invocation builds the function: it may take minutes.
+            with urllib.request.urlopen(request, timeout=900) as resp:
+                answer = json.loads(resp.read() or b"{}")
+        except (urllib.error.URLError, OSError, ValueError):
+            return
+        failed = {f.get("itemIdentifier") for f in (answer or {}).get("batchItemFailures", [])}
+        done = [{"Id": str(i), "ReceiptHandle": m["ReceiptHandle"]}
+                for i, m in enumerate(messages) if m["MessageId"] not in failed]
+        if done:
+            self.sqs.delete_message_batch(QueueUrl=self.queue_url, Entries=done)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--env-file", help="also write the stack's environment to this file")
@@ -124,6 +182,7 @@ def main() -> int:
     server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
     server.start()
     children: list[subprocess.Popen] = []
+    stoppers: list = []
     try:
         host, port = server.get_host_and_port()
         endpoint = f"http://{host}:{port}"
@@ -152,6 +211,11 @@ def main() -> int:
             env["AWS_ENDPOINT_URL_SAGEMAKER"] = first.removeprefix("listening on ")
             if args.standin_runtime:
                 env["AWS_ENDPOINT_URL_SAGEMAKER_RUNTIME"] = env["AWS_ENDPOINT_URL_SAGEMAKER"]
+        if args.with_lambda:
+            invoke = f"{env['LAMBDA_INVOKE_URL']}/2015-03-31/functions/event-delivery/invocations"
+            mapping = QueueToFunction(endpoint, env["DELIVERY_QUEUE_URL"], invoke)
+            mapping.start()
+            stoppers.append(mapping.stopping.set)
         if args.env_file:
             os.makedirs(os.path.dirname(os.path.abspath(args.env_file)), exist_ok=True)
             with open(args.env_file, "w") as f:
@@ -168,6 +232,8 @@ def main() -> int:
                 child.kill()
             raise
     finally:
+        for stop_it in stoppers:
+            stop_it()
         for child in children:
             child.terminate()
             child.wait(timeout=10)

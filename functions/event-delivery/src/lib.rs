@@ -1,12 +1,12 @@
 //! event-delivery: takes MCP Events deliveries from their FIFO queue (one ordered group per
 //! subscription) and POSTs each, signed, to its subscriber's webhook. A delivery that fails is
 //! put back with its backoff and reported (a partial batch failure); the rest of its
-//! subscription's group in the batch waits behind it, so a subscription's events arrive in
-//! order. Only translation lives here; the rules are in `usecases::events`.
+//! subscription's group in the batch is handed back unsent and waits behind it, so a
+//! subscription's events arrive in order. Only translation lives here; the rules are in `usecases::events`.
 
 pub mod config;
 
-use std::collections::HashMap;
+use std::collections::HashSet;
 use std::time::Duration;
 
 use serde_json::Value;
@@ -50,8 +50,8 @@ impl<S: SubscriptionStore, W: Webhooks, Q: DeliveryQueue> Handler<S, W, Q> {
             .and_then(Value::as_array)
             .ok_or(HandlerError::NotABatch)?;
         let mut failed = Vec::new();
-        // A subscription whose delivery failed in this batch: its later ones wait as long.
-        let mut waiting: HashMap<String, Duration> = HashMap::new();
+        // The subscriptions whose delivery failed in this batch: their later ones are not sent.
+        let mut waiting: HashSet<String> = HashSet::new();
         for (index, raw) in records.iter().enumerate() {
             let message = match sqs_batch::message(index, raw) {
                 Ok(m) => m,
@@ -77,8 +77,13 @@ impl<S: SubscriptionStore, W: Webhooks, Q: DeliveryQueue> Handler<S, W, Q> {
                 subscription_id = %delivery.subscription_id,
                 event_id = %delivery.event_id
             );
-            if let Some(wait) = waiting.get(&delivery.subscription_id).copied() {
-                self.put_back(&receipt, wait).instrument(span.clone()).await;
+            if waiting.contains(&delivery.subscription_id) {
+                // Handed back at once: the queue holds it behind the failed one (a FIFO group
+                // gives nothing while one of its messages is in flight), so the two come back
+                // together, in order, when the failed one's wait is over.
+                self.put_back(&receipt, Duration::ZERO)
+                    .instrument(span.clone())
+                    .await;
                 failed.push(sqs_id);
                 continue;
             }
@@ -120,7 +125,7 @@ impl<S: SubscriptionStore, W: Webhooks, Q: DeliveryQueue> Handler<S, W, Q> {
             });
             if let Some(after) = retry {
                 self.put_back(&receipt, after).instrument(span).await;
-                waiting.insert(delivery.subscription_id.clone(), after);
+                waiting.insert(delivery.subscription_id.clone());
                 failed.push(sqs_id);
             }
         }

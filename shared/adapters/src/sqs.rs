@@ -147,7 +147,7 @@ impl DeliveryQueue for SqsDeliveryQueue {
         receipt_handle: &str,
         after: std::time::Duration,
     ) -> Result<(), DeliveryQueueError> {
-        let secs = after.as_secs().clamp(1, MAX_VISIBILITY_SECS);
+        let secs = after.as_secs().min(MAX_VISIBILITY_SECS);
         self.client
             .change_message_visibility()
             .queue_url(&self.queue_url)

@@ -23,6 +23,12 @@ impl EventLog for MemoryEventLog {
         Ok(apply(&self.items, key, &write))
     }
 
+    async fn has(&self, event: &Event) -> Result<bool, StoreError> {
+        tokio::task::yield_now().await;
+        let key = (event.owner.as_str().to_owned(), event.position());
+        Ok(self.items.lock().unwrap().contains_key(&key))
+    }
+
     async fn read(
         &self,
         owner: &Owner,

@@ -166,6 +166,10 @@ pub trait EventLog: Sync {
         ttl: i64,
     ) -> impl Future<Output = Result<Applied, StoreError>> + Send;
 
+    /// Whether `event` is logged already (one read of its key, eventually consistent: one
+    /// logged a moment ago may read as absent).
+    fn has(&self, event: &Event) -> impl Future<Output = Result<bool, StoreError>> + Send;
+
     /// `owner`'s events after `after` (from the oldest kept, when None), oldest first, at most
     /// `limit`, by one strongly consistent read; an event past its `ttl` is absent.
     fn read(
@@ -227,7 +231,7 @@ pub trait DeliveryQueue: Sync {
     ) -> impl Future<Output = Result<(), DeliveryQueueError>> + Send;
 
     /// Puts a received message back for `after` (its receipt handle names it): the next
-    /// attempt waits that long.
+    /// attempt waits that long (zero: it is visible again at once).
     fn retry_in(
         &self,
         receipt_handle: &str,

@@ -52,16 +52,39 @@ pub enum PublishError {
     Queue(#[from] DeliveryQueueError),
 }
 
-/// Logs `event` once (kept [`EVENT_RETENTION_SECS`] after it happened), then queues it for
-/// each live subscription of its owner that it matches. A retried call logs nothing new and
-/// queues again (the queue drops a repeat within its deduplication window; a receiver drops a
-/// later one by `webhook-id`): an event whose queuing failed the first time is not lost.
+/// Queues `event` for each live subscription of its owner that it matches, then logs it once
+/// (kept [`EVENT_RETENTION_SECS`] after it happened). An event logged already was queued
+/// already (the log is written last): a retried call, the same outcome delivered again, does
+/// nothing more. A call that failed between the two is retried whole: its deliveries are
+/// queued again (the queue drops a repeat within its deduplication window; a receiver drops a
+/// later one by `webhook-id`), so an event is never lost.
 pub async fn publish<L: EventLog, S: SubscriptionStore, Q: DeliveryQueue>(
     log: &L,
     fanout: Option<Fanout<'_, S, Q>>,
     event: &Event,
     now: DateTime<Utc>,
 ) -> Result<Published, PublishError> {
+    if log.has(event).await.map_err(PublishError::Log)? {
+        return Ok(Published {
+            logged: false,
+            queued: 0,
+        });
+    }
+    let mut queued = 0;
+    if let Some(fanout) = fanout {
+        let subscriptions = fanout
+            .subscriptions
+            .of_owner(&event.owner)
+            .await
+            .map_err(PublishError::Subscriptions)?;
+        let deliveries: Vec<Delivery> = subscriptions
+            .iter()
+            .filter(|s| hears(s, event, now))
+            .map(|s| Delivery::of(event, s.owner(), &s.id()))
+            .collect();
+        fanout.queue.enqueue(&deliveries).await?;
+        queued = deliveries.len();
+    }
     let keep_until = event.at.timestamp() + EVENT_RETENTION_SECS;
     let logged = matches!(
         log.append(event, keep_until)
@@ -69,24 +92,7 @@ pub async fn publish<L: EventLog, S: SubscriptionStore, Q: DeliveryQueue>(
             .map_err(PublishError::Log)?,
         Applied::Written { .. }
     );
-    let Some(fanout) = fanout else {
-        return Ok(Published { logged, queued: 0 });
-    };
-    let subscriptions = fanout
-        .subscriptions
-        .of_owner(&event.owner)
-        .await
-        .map_err(PublishError::Subscriptions)?;
-    let deliveries: Vec<Delivery> = subscriptions
-        .iter()
-        .filter(|s| hears(s, event, now))
-        .map(|s| Delivery::of(event, s.owner(), &s.id()))
-        .collect();
-    fanout.queue.enqueue(&deliveries).await?;
-    Ok(Published {
-        logged,
-        queued: deliveries.len(),
-    })
+    Ok(Published { logged, queued })
 }
 
 /// Where a function's events go: its log, and (when webhooks are deployed) the owner's
@@ -150,24 +156,34 @@ pub struct Polled {
     pub has_more: bool,
 }
 
+/// How long after it happened an event is given to pollers: an outcome is logged a moment
+/// after it happened (SageMaker's notification, SNS, the handler), and a cursor never passes a
+/// moment whose events may still be coming, so none is skipped and none is given twice. (One
+/// logged later than this, a delivery retried after a failure, reaches webhooks, and pollers
+/// whose cursor is behind it.)
+pub const POLL_SETTLE: Duration = Duration::from_secs(5);
+
 /// How many logged events one poll reads at most (its filter may keep fewer).
 pub const POLL_READ_PAGE: u32 = 100;
 /// The most events one poll returns.
 pub const MAX_POLL_EVENTS: u32 = 100;
 
-/// `owner`'s events of the asked type after the cursor, oldest first: one strongly consistent
-/// read of at most [`POLL_READ_PAGE`] of the owner's events, so a poll costs a known amount
-/// whatever its filter keeps.
+/// `owner`'s events of the asked type after the cursor that happened at least
+/// [`POLL_SETTLE`] ago, oldest first: one strongly consistent read of at most
+/// [`POLL_READ_PAGE`] of the owner's events, so a poll costs a known amount whatever its
+/// filter keeps.
 pub async fn poll<L: EventLog>(
     log: &L,
     owner: &Owner,
     ask: &PollAsk,
     now: DateTime<Utc>,
 ) -> Result<Polled, StoreError> {
+    let settle = chrono::Duration::from_std(POLL_SETTLE).unwrap_or_default();
+    let settled = now - settle;
     let Some(cursor) = &ask.cursor else {
         return Ok(Polled {
             events: Vec::new(),
-            cursor: Cursor::at(now),
+            cursor: Cursor::at(settled),
             truncated: false,
             has_more: false,
         });
@@ -187,6 +203,11 @@ pub async fn poll<L: EventLog>(
     let mut next = start;
     let mut has_more = read.len() as u32 >= POLL_READ_PAGE;
     for (i, event) in read.iter().enumerate() {
+        if event.at > settled {
+            // Not settled yet: it and what follows are the next poll's.
+            has_more = false;
+            break;
+        }
         next = Cursor::after(event);
         if event.name == ask.name && ask.filter.matches(event) {
             events.push(event.clone());

@@ -156,7 +156,7 @@ async fn an_event_is_logged_once_and_queued_for_each_subscription_of_its_owner_i
         again,
         Published {
             logged: false,
-            queued: 2
+            queued: 0
         }
     );
     assert_eq!(w.queue.queued().len(), 2);
@@ -215,6 +215,11 @@ async fn a_poll_from_a_cursor_gets_what_it_missed_of_its_type_in_order() {
     };
     let start = poll(&w.log, &me, &ask(None, 10), now()).await.unwrap();
     assert!(start.events.is_empty() && !start.truncated && !start.has_more);
+    // From a moment that has settled.
+    assert_eq!(
+        start.cursor,
+        Cursor::at(now() - chrono::Duration::seconds(5))
+    );
     let events: Vec<Event> = (1..=3)
         .map(|n| {
             ended(
@@ -259,6 +264,19 @@ async fn a_poll_from_a_cursor_gets_what_it_missed_of_its_type_in_order() {
     let filtered = poll(&w.log, &me, &other, later).await.unwrap();
     assert!(filtered.events.is_empty());
     assert_eq!(filtered.cursor, Cursor::after(&events[2]));
+    // An event that has not settled is the next poll's, and nothing after it is this one's.
+    let late = ended(&me, "j-late", "e", later - chrono::Duration::seconds(2));
+    w.publish(&late).await;
+    let settling = poll(&w.log, &me, &ask(Some(rest.cursor.clone()), 10), later)
+        .await
+        .unwrap();
+    assert!(settling.events.is_empty() && !settling.has_more);
+    assert_eq!(settling.cursor, rest.cursor);
+    let settled = later + chrono::Duration::seconds(4);
+    let now_settled = poll(&w.log, &me, &ask(Some(rest.cursor.clone()), 10), settled)
+        .await
+        .unwrap();
+    assert_eq!(now_settled.events, vec![late]);
     // A cursor older than the log keeps: truncated, from the oldest kept.
     let day_on = now() + chrono::Duration::hours(25);
     let old = poll(&w.log, &me, &ask(Some(start.cursor.clone()), 10), day_on)

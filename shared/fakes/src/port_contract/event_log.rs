@@ -42,7 +42,9 @@ fn kept() -> i64 {
 pub async fn an_event_is_logged_once<L: EventLog>(log: &L) {
     let owner = owner();
     let event = ended(&owner, 1);
+    assert!(!log.has(&event).await.unwrap(), "not logged yet");
     written(log.append(&event, kept()).await.unwrap(), "the first time");
+    assert!(log.has(&event).await.unwrap(), "logged");
     refused(
         &log.append(&event, kept()).await.unwrap(),
         "the same event again",
