@@ -22,7 +22,10 @@ async endpoint with a small model, a training pipeline), and the four functions 
    including the bad ones;
 6. your models as tools: a second mcp-tools with the example tool catalog
    (infra/catalog.example.json): two models and a pipeline, each a tool with its own schema, an
-   argument the schema refuses, and a run under the pipeline's own parameter names.
+   argument the schema refuses, and a run under the pipeline's own parameter names;
+7. MCP Events: a webhook subscribed (its callback verified by a signed challenge), then, with
+   no client connected, a job's outcome POSTed to the local receiver, signed; events/poll
+   from a cursor returns it too.
 Expects the environment of `scripts/local_stack.py --sagemaker ... --standin-runtime --lambda`.
 """
 
@@ -43,6 +46,8 @@ from mcp import Client
 from catalog import CatalogError, check, served
 from lambda_watch import ROOT, WatchError, free_port, start_watch, stop, wait_started
 from listen_client import Listen
+from pydantic import TypeAdapter
+from webhook_receiver import EventsRequest, Receiver, new_secret, signed_by
 
 EVENTS = ROOT / "events"
 
@@ -358,6 +363,54 @@ def on_its_own_watch(env: dict, name: str, step) -> bool:
         stop(watch)
 
 
+async def events_request(url: str, method: str, params: dict) -> dict:
+    async with Client(url, mode="2026-07-28") as client:
+        return await client.session.send_request(EventsRequest(method=method, params=params), TypeAdapter(dict))
+
+
+def webhook(url: str) -> bool:
+    receiver = Receiver()
+    try:
+        secret, key = new_secret()
+        hook = receiver.url("/hooks/demo")
+        made = asyncio.run(events_request(url, "events/subscribe", {
+            "name": "job.ended", "ttlMs": 600_000,
+            "delivery": {"mode": "webhook", "url": hook, "secret": secret}}))
+        print(f"events/subscribe job.ended -> {made['id']}, refresh before {made['refreshBefore']} "
+              f"(the receiver echoed the signed challenge)")
+        start = asyncio.run(events_request(url, "events/poll", {"name": "job.ended", "cursor": None}))
+
+        async def submit() -> str:
+            async with Client(url, mode="2026-07-28") as client:
+                result = await client.call_tool("submit_job", {"document": "webhooks need no connection"})
+                return result.structured_content["inference_id"]
+        inference_id = asyncio.run(submit())
+        submitted = time.monotonic()
+        print(f"submit_job -> {inference_id}; the client disconnects")
+        got = receiver.wait_for("/hooks/demo", 1, timeout=60)
+        if not got:
+            print("no event reached the receiver", file=sys.stderr)
+            return False
+        event, headers = got[0]["event"], got[0]["headers"]
+        signed = signed_by(key, headers, got[0]["body"], time.time())
+        print(f"  {time.monotonic() - submitted:4.1f} s POST {hook}: {event['name']} {event['data']['status']}, "
+              f"output {event['data']['output']}")
+        print(f"  webhook-id {headers['webhook-id']} (= eventId), X-MCP-Subscription-Id "
+              f"{headers['x-mcp-subscription-id']}, signature {'checks' if signed else 'DOES NOT check'}")
+        # Pollers get an event once it has settled (a few seconds after it happened).
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline:
+            polled = asyncio.run(events_request(url, "events/poll", {"name": "job.ended", "cursor": start["cursor"]}))
+            if polled["events"]:
+                break
+            time.sleep(1)
+        ids = [e["data"]["inference_id"] for e in polled["events"]]
+        print(f"events/poll from the cursor before the job -> {ids}, truncated {polled['truncated']}")
+        return signed and event["data"]["inference_id"] == inference_id and inference_id in ids
+    finally:
+        receiver.stop()
+
+
 def main() -> int:
     region, endpoint = os.environ["AWS_REGION"], os.environ["AWS_ENDPOINT_URL"]
     clients = {name: boto3.client(name, endpoint_url=endpoint, region_name=region)
@@ -393,6 +446,8 @@ def main() -> int:
         print(served(catalog.relative_to(ROOT), check(catalog)))
         results.append(on_its_own_watch({"EVENT_BUS_NAME": bus, "TOOL_CATALOG": str(catalog)}, "demo-catalog",
                                         catalog_tools))
+        section("7. MCP Events: a webhook gets a job's outcome, signed, with no client connected")
+        results.append(webhook(url))
         if not all(results):
             print(f"\nsteps that did not go as expected: {[i + 1 for i, r in enumerate(results) if not r]}", file=sys.stderr)
             return 1

@@ -10,6 +10,7 @@ use serde_json::{json, Value};
 use tracing::{field::Empty, info_span, Instrument, Span};
 
 use domain::pipeline_event::{parse_status_change, PipelineEventError};
+use domain::time::parse_rfc3339;
 use domain::trace::TraceContext;
 use entry::sqs_batch;
 use entry::telemetry;
@@ -87,24 +88,57 @@ impl<S: RunStore, P: PipelineControl, Q: CompletionQueue, E: Publish> Handler<S,
             };
             let sqs_id = message.message_id.clone().unwrap_or_default();
             let span = info_span!("callback", sqs_message_id = %sqs_id);
+            let now = self.clock.now();
             let asked = record_question(
                 &self.store,
                 &self.pipeline,
                 message.body.as_deref().unwrap_or_default(),
-                self.clock.now(),
+                now,
             )
             .instrument(span.clone())
             .await;
-            span.in_scope(|| match asked {
-                Ok(Asked::Recorded { key }) => tracing::info!(key, "question recorded"),
-                Ok(Asked::Known { key }) => {
-                    tracing::info!(key, "question already recorded; duplicate delivery")
+            let run = span.in_scope(|| match asked {
+                Ok(Asked::Recorded { key, run }) => {
+                    tracing::info!(key, "question recorded");
+                    Some((key, run, now))
+                }
+                Ok(Asked::Known { key, run }) => {
+                    tracing::info!(key, "question already recorded; duplicate delivery");
+                    let asked_at = run.questions.by_key.get(&key).and_then(|q| parse_rfc3339(&q.asked_at));
+                    Some((key, run, asked_at.unwrap_or(now)))
                 }
                 Err(e) => {
                     tracing::error!(error = %e, retryable = e.is_retryable(), "question not recorded");
                     failed.push(sqs_id.clone());
+                    None
                 }
             });
+            // The owner's subscribers hear that the run asks, once (a redelivered question makes
+            // the same event, published only if it was not). When that fails, the message is
+            // reported, so it comes again and the event is published then.
+            let Some((key, run, asked_at)) = run else {
+                continue;
+            };
+            let Some(subscribers) = &self.subscribers else {
+                continue;
+            };
+            if let Some(event) = domain::events::run_asks(&run, &key, asked_at) {
+                let published = subscribers
+                    .publish(&event, now)
+                    .instrument(span.clone())
+                    .await;
+                span.in_scope(|| match published {
+                    Ok(p) => tracing::info!(
+                        logged = p.logged,
+                        queued = p.queued,
+                        "event published for subscribers"
+                    ),
+                    Err(e) => {
+                        tracing::error!(error = %e, "question's event not published");
+                        failed.push(sqs_id.clone());
+                    }
+                });
+            }
         }
         sqs_batch::response(failed)
     }
@@ -207,16 +241,42 @@ fn joined(trace: Option<&TraceContext>) -> Option<String> {
 /// The handler on the in-memory ports, fed the sample events `cargo lambda invoke` uses.
 #[cfg(test)]
 mod tests {
+    use domain::events::EventName;
     use fakes::{
         FakePipeline, MemoryDeliveryQueue, MemoryEventLog, MemoryQueue, MemoryRuns,
         MemorySubscriptions,
     };
+    use ports::EventLog;
     use serde_json::{json, Value};
     use usecases::events::Subscribers;
 
     use super::*;
 
     type Subs = Subscribers<MemoryEventLog, MemorySubscriptions, MemoryDeliveryQueue>;
+
+    /// A webhook subscription of `owner` to every event of `name`.
+    async fn subscribed(
+        subscriptions: &MemorySubscriptions,
+        owner: &domain::caller::Owner,
+        name: EventName,
+    ) {
+        let key = domain::events::SubscriptionKey {
+            owner: owner.clone(),
+            url: "https://hooks.example.com/in".into(),
+            name,
+            arguments: json!({}),
+        };
+        let ask = usecases::events::SubscribeAsk {
+            key,
+            secret: domain::webhook::WebhookSecret::from_bytes(vec![1; 32]).unwrap(),
+            ttl: domain::subscription::DEFAULT_TTL,
+        };
+        let hooks = fakes::FakeWebhooks::default();
+        let now = chrono::Utc::now();
+        usecases::events::subscribe(subscriptions, &hooks, ask, now)
+            .await
+            .unwrap();
+    }
 
     const ARN: &str = "arn:aws:sagemaker:us-east-1:123456789012:pipeline/mcp-intent-classifier-pipeline/execution/k2p9x7q1m4z8";
 
@@ -429,6 +489,9 @@ mod tests {
             None,
         );
         h.store.write(&triggered).await.unwrap();
+        let subscribers = h.subscribers.as_ref().unwrap();
+        let (subscriptions, queue) = subscribers.webhooks.as_ref().unwrap();
+        subscribed(subscriptions, &owner, EventName::RunAsks).await;
         // The step waits on the first message's token, as SageMaker lists it once sent.
         h.pipeline.wait_on_callback(&arn, "Xk3vQ9pLm2");
         let batch = serde_json::to_string(&event("callback-batch.json"))
@@ -449,5 +512,15 @@ mod tests {
             assert_eq!(open[0].1.schema["required"], json!(["deploy_to"]));
         }
         assert!(h.queue.sent().is_empty());
+        // Its owner's subscribers heard that it asks, once; nothing of the question itself.
+        let then = chrono::DateTime::UNIX_EPOCH;
+        let logged = subscribers.log.read(&owner, None, 10, then).await.unwrap();
+        assert_eq!(logged.len(), 1);
+        assert_eq!(logged[0].name, EventName::RunAsks);
+        let run = h.store.all().pop().unwrap();
+        let key = run.questions.open().next().unwrap().0.clone();
+        assert_eq!(logged[0].data["key"], key.as_str());
+        assert!(!logged[0].data.to_string().contains("accuracy"));
+        assert_eq!(queue.queued().len(), 1);
     }
 }

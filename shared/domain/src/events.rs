@@ -16,7 +16,7 @@ use crate::completion::JobCompletion;
 use crate::ids::{ExecutionArn, InferenceId};
 use crate::item::{Attr, Fields, Guard, Item, Write, WriteOp};
 use crate::job::object::{uri, JobObject};
-use crate::run::CompletionMessage;
+use crate::run::{CompletionMessage, Run};
 use crate::task_id::TaskId;
 use crate::time::parse_rfc3339;
 use crate::util::hex;
@@ -273,11 +273,7 @@ pub fn run_ended(message: &CompletionMessage, now: DateTime<Utc>) -> Option<Even
         .or(Some(message.event_time.as_str()))
         .and_then(parse_rfc3339)
         .unwrap_or(now);
-    let pipeline = message
-        .pipeline_arn
-        .rsplit_once(":pipeline/")
-        .map_or(message.pipeline_arn.as_str(), |(_, name)| name)
-        .to_owned();
+    let pipeline = pipeline_of(&message.pipeline_arn);
     let status = message.status.as_str();
     let data = json!({
         "execution_arn": message.execution_arn.as_str(),
@@ -299,6 +295,41 @@ pub fn run_ended(message: &CompletionMessage, now: DateTime<Utc>) -> Option<Even
         status,
         data,
     ))
+}
+
+/// The event a run's question raises when it is recorded (a CallbackStep asks), for the run's
+/// owner; None for a run no caller of this server owns. Its id is the question's key, so a
+/// redelivered question makes the same event; the question itself is not in it (whoever may
+/// answer reads it with `tasks/get`).
+pub fn run_asks(run: &Run, key: &str, asked_at: DateTime<Utc>) -> Option<Event> {
+    let owner = run.owner.clone()?;
+    let pipeline = pipeline_of(run.execution_arn.as_str());
+    let data = json!({
+        "execution_arn": run.execution_arn.as_str(),
+        "session_id": run.session_id.as_str(),
+        "pipeline": pipeline,
+        "asking": "question",
+        "key": key,
+        "asked_at": asked_at.to_rfc3339_opts(SecondsFormat::Millis, true),
+    });
+    let subject = Subject::Run {
+        execution_arn: run.execution_arn.clone(),
+        pipeline,
+    };
+    Some(Event::new(
+        EventName::RunAsks,
+        owner,
+        asked_at,
+        subject,
+        key,
+        data,
+    ))
+}
+
+/// A pipeline's name from its ARN or one of its runs' (`...:pipeline/<name>[/execution/..]`).
+fn pipeline_of(arn: &str) -> String {
+    let after = arn.rsplit_once(":pipeline/").map_or(arn, |(_, rest)| rest);
+    after.split('/').next().unwrap_or(after).to_owned()
 }
 
 /// What a subscription's arguments keep of the caller's events: every one of its type, or only
@@ -851,5 +882,35 @@ mod tests {
         let by_pipeline =
             Filter::parse(EventName::RunEnded, &json!({"pipeline": "intent"})).unwrap();
         assert!(by_pipeline.matches(&event));
+    }
+
+    #[test]
+    fn a_runs_question_raises_its_owners_event_keyed_by_the_question() {
+        let arn = "arn:aws:sagemaker:us-east-1:1:pipeline/intent/execution/e1";
+        let item = crate::run::record_triggered(
+            &owner(),
+            "s-1",
+            arn,
+            "2026-12-06T09:00:00.000Z",
+            1,
+            "secret",
+            None,
+        );
+        let stored = item.apply_to(None).unwrap();
+        let run = Run::from_item(&stored);
+        let asked = run_asks(&run, "q-1", at()).unwrap();
+        assert_eq!(
+            (asked.name, asked.owner.clone()),
+            (EventName::RunAsks, owner())
+        );
+        assert_eq!(asked.data["pipeline"], "intent");
+        assert_eq!(asked.data["key"], "q-1");
+        assert_eq!(asked.data["asking"], "question");
+        assert_eq!(run_asks(&run, "q-1", at()), Some(asked.clone()));
+        assert_ne!(run_asks(&run, "q-2", at()).unwrap().id, asked.id);
+        assert_eq!(
+            pipeline_of("arn:aws:sagemaker:us-east-1:1:pipeline/intent"),
+            "intent"
+        );
     }
 }

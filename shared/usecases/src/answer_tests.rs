@@ -46,7 +46,7 @@ async fn asking() -> (MemoryRuns, FakePipeline, String) {
                         "properties": {"deploy_to": {"type": "string", "enum": ["staging", "production"]}}});
     let message = json!({"token": TOKEN, "pipelineExecutionArn": arn, "status": "Executing",
                          "arguments": {"prompt": "Deploy?", "fields": fields.to_string()}});
-    let Asked::Recorded { key } =
+    let Asked::Recorded { key, .. } =
         record_question(&runs, &pipeline, &message.to_string(), Utc::now())
             .await
             .unwrap()

@@ -16,6 +16,7 @@ use domain::callback::{parse_callback, CallbackError, CallbackToken};
 use domain::item::Applied;
 use domain::pipeline_status::StepState;
 use domain::question::{ask, question_key, Ask, MAX_QUESTIONS};
+use domain::run::Run;
 use domain::time::rfc3339;
 use ports::{AwsFailure, PipelineControl, RunStore, StepStatus, StoreError};
 
@@ -23,12 +24,12 @@ use ports::{AwsFailure, PipelineControl, RunStore, StepStatus, StoreError};
 /// left to the queue's next delivery.
 const WRITE_ATTEMPTS: usize = 3;
 
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub enum Asked {
-    /// Recorded, open, under `key`.
-    Recorded { key: String },
-    /// Already recorded under `key` (the message came again).
-    Known { key: String },
+    /// Recorded, open, under `key`, on `run` (as it was read before the question was added).
+    Recorded { key: String, run: Box<Run> },
+    /// Already recorded under `key` (the message came again), on `run` as stored.
+    Known { key: String, run: Box<Run> },
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -129,7 +130,12 @@ pub async fn record_question<S: RunStore, P: PipelineControl>(
             &rfc3339(now),
         ) {
             // Recorded before, so checked before: a redelivery after the answer is no failure.
-            Ask::Known => return Ok(Asked::Known { key }),
+            Ask::Known => {
+                return Ok(Asked::Known {
+                    key,
+                    run: Box::new(run),
+                })
+            }
             Ask::Full => return Err(CallbackFailure::Full(arn.to_owned())),
             Ask::Write(write) => write,
         };
@@ -145,7 +151,12 @@ pub async fn record_question<S: RunStore, P: PipelineControl>(
             held = true;
         }
         match runs.write(&write).await? {
-            Applied::Written { .. } => return Ok(Asked::Recorded { key }),
+            Applied::Written { .. } => {
+                return Ok(Asked::Recorded {
+                    key,
+                    run: Box::new(run),
+                })
+            }
             // Known meanwhile (a duplicate raced this one) or another change: read again.
             Applied::Refused(_) => continue,
         }
@@ -234,19 +245,19 @@ mod tests {
         pipeline.wait_on_callback(&arn, "AbCdEf1234");
         pipeline.wait_on_callback(&arn, "ZyXwVu9876");
         let now = Utc::now();
-        let Asked::Recorded { key } =
+        let Asked::Recorded { key, .. } =
             record_question(&runs, &pipeline, &message(&arn, "AbCdEf1234"), now)
                 .await
                 .unwrap()
         else {
             panic!("recorded")
         };
-        assert_eq!(
+        assert!(matches!(
             record_question(&runs, &pipeline, &message(&arn, "AbCdEf1234"), now)
                 .await
                 .unwrap(),
-            Asked::Known { key: key.clone() }
-        );
+            Asked::Known { key: known, .. } if known == key
+        ));
         let run = runs.all().pop().unwrap();
         let open = crate::task::open_questions(&run);
         assert_eq!(open.len(), 1);
@@ -255,7 +266,7 @@ mod tests {
             (key.as_str(), "Register the model?")
         );
         // A second step's question is a second key.
-        let Asked::Recorded { key: second } =
+        let Asked::Recorded { key: second, .. } =
             record_question(&runs, &pipeline, &message(&arn, "ZyXwVu9876"), now)
                 .await
                 .unwrap()
@@ -372,18 +383,18 @@ mod tests {
         // answered: known, not a failure for the dead-letter queue.
         pipeline.wait_on_callback(&arn, "AnSwErEd01");
         let asked = message(&arn, "AnSwErEd01");
-        let Ok(Asked::Recorded { key }) =
+        let Ok(Asked::Recorded { key, .. }) =
             record_question(&runs, &pipeline, &asked, Utc::now()).await
         else {
             panic!("recorded while waiting")
         };
         pipeline.end_callback(&arn, "AnSwErEd01", StepState::Succeeded);
-        assert_eq!(
+        assert!(matches!(
             record_question(&runs, &pipeline, &asked, Utc::now())
                 .await
                 .unwrap(),
-            Asked::Known { key }
-        );
+            Asked::Known { key: known, .. } if known == key
+        ));
     }
 
     #[tokio::test]

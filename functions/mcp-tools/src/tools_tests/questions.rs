@@ -27,7 +27,7 @@ async fn asking(w: &World) -> (String, String) {
     let asked = record_question(&ports.runs, &ports.pipeline, &message.to_string(), w.now())
         .await
         .unwrap();
-    let usecases::callback::Asked::Recorded { key } = asked else {
+    let usecases::callback::Asked::Recorded { key, .. } = asked else {
         panic!("{asked:?}")
     };
     (task_id, key)
