@@ -398,14 +398,15 @@ def webhook(url: str) -> bool:
         print(f"  webhook-id {headers['webhook-id']} (= eventId), X-MCP-Subscription-Id "
               f"{headers['x-mcp-subscription-id']}, signature {'checks' if signed else 'DOES NOT check'}")
         # Pollers get an event once it has settled (a few seconds after it happened).
-        deadline = time.monotonic() + 20
-        while time.monotonic() < deadline:
-            polled = asyncio.run(events_request(url, "events/poll", {"name": "job.ended", "cursor": start["cursor"]}))
-            if polled["events"]:
-                break
-            time.sleep(1)
-        ids = [e["data"]["inference_id"] for e in polled["events"]]
-        print(f"events/poll from the cursor before the job -> {ids}, truncated {polled['truncated']}")
+        deadline, cursor, ids = time.monotonic() + 20, start["cursor"], []
+        while inference_id not in ids and time.monotonic() < deadline:
+            polled = asyncio.run(events_request(url, "events/poll", {"name": "job.ended", "cursor": cursor}))
+            ids += [e["data"]["inference_id"] for e in polled["events"]]
+            cursor = polled["cursor"]
+            if not polled["hasMore"]:
+                time.sleep(1)
+        print(f"events/poll from a cursor taken before the job -> {len(ids)} event(s), this job's among them: "
+              f"{inference_id in ids}")
         return signed and event["data"]["inference_id"] == inference_id and inference_id in ids
     finally:
         receiver.stop()

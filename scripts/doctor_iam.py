@@ -146,11 +146,13 @@ def function_calls(t: Targets, keys: list) -> dict:
                    same("delivery queue", "sqs:SendMessage", delivery)]
     calls = {
         "notification-handler": [same("results table", "dynamodb:UpdateItem", results),
-                                 same("events table", "dynamodb:PutItem", events), *to_webhooks, *reads,
+                                 *(same("events table", a, events) for a in ("dynamodb:GetItem", "dynamodb:PutItem")),
+                                 *to_webhooks, *reads,
                                  same("event bus", "events:PutEvents", bus), *decrypt],
         "pipeline-router": [*(same("pipeline results table", a, runs) for a in ("dynamodb:UpdateItem",
                                                                               "dynamodb:BatchGetItem")),
-                            same("events table", "dynamodb:PutItem", events), *to_webhooks,
+                            *(same("events table", a, events) for a in ("dynamodb:GetItem", "dynamodb:PutItem")),
+                            *to_webhooks,
                             same("completion queue", "sqs:SendMessage", queue),
                             *(("runs", a, *execution) for a in ("sagemaker:DescribePipelineExecution",
                                                                "sagemaker:ListPipelineExecutionSteps"))],
@@ -161,8 +163,7 @@ def function_calls(t: Targets, keys: list) -> dict:
                       # events/poll; events/subscribe and events/unsubscribe.
                       same("events table", "dynamodb:Query", events),
                       *(same("subscriptions table", a, subscriptions) for a in (
-                          "dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem",
-                          "dynamodb:Query")),
+                          "dynamodb:PutItem", "dynamodb:DeleteItem", "dynamodb:Query")),
                       ("inputs", "s3:PutObject", in_g, in_s), *reads,
                       same("endpoint", "sagemaker:InvokeEndpointAsync", endpoint),
                       same("endpoint", "sagemaker:DescribeEndpoint", endpoint),

@@ -33,6 +33,7 @@ OPERATIONS = {
     "send_pipeline_execution_step_failure": "sagemaker:SendPipelineExecutionStepFailure",
     "update_model_package": "sagemaker:UpdateModelPackage",
     "delete_item": "dynamodb:DeleteItem", "change_message_visibility": "sqs:ChangeMessageVisibility",
+    "send_message_batch": "sqs:SendMessage",
 }
 
 
@@ -305,7 +306,7 @@ def on_resource(function: str, arn: dict) -> list:
 
 def test_the_events_table_is_appended_to_by_the_recorders_and_read_by_the_tools():
     """MCP Events' log: notification-handler and pipeline-router append each job's and run's end
-    (PutItem), mcp-tools reads an owner's events from a cursor (events/poll: Query), each on the
+    once (GetItem: logged already?, then PutItem), mcp-tools reads an owner's events from a cursor (events/poll: Query), each on the
     events table alone. gateway-target serves no events: its role is mcp-tools', its environment
     names no events table."""
     props = RESOURCES["EventsTable"]["Properties"]
@@ -317,8 +318,9 @@ def test_the_events_table_is_appended_to_by_the_recorders_and_read_by_the_tools(
     assert props["TimeToLiveSpecification"] == {"AttributeName": "ttl", "Enabled": True}
     assert TEMPLATE["Outputs"]["EventsTableName"]["Value"] == {"Ref": "EventsTable"}
     arn = {"Fn::GetAtt": ["EventsTable", "Arn"]}
-    for function, actions in (("NotificationHandlerFunction", {"dynamodb:PutItem"}),
-                              ("PipelineRouterFunction", {"dynamodb:PutItem"}),
+    # A recorder reads whether an event is logged already (GetItem) before it queues and logs it.
+    for function, actions in (("NotificationHandlerFunction", {"dynamodb:GetItem", "dynamodb:PutItem"}),
+                              ("PipelineRouterFunction", {"dynamodb:GetItem", "dynamodb:PutItem"}),
                               ("McpToolsFunction", {"dynamodb:Query"}), ("EventDeliveryFunction", set())):
         variables = RESOURCES[function]["Properties"]["Environment"]["Variables"]
         on_events = on_resource(function, arn)
@@ -335,8 +337,7 @@ def test_the_events_table_is_appended_to_by_the_recorders_and_read_by_the_tools(
 SUBSCRIPTION_ACTIONS = {
     "NotificationHandlerFunction": {"dynamodb:Query"},
     "PipelineRouterFunction": {"dynamodb:Query"},
-    "McpToolsFunction": {"dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem",
-                         "dynamodb:Query"},
+    "McpToolsFunction": {"dynamodb:PutItem", "dynamodb:DeleteItem", "dynamodb:Query"},
     "EventDeliveryFunction": {"dynamodb:GetItem", "dynamodb:UpdateItem"},
 }
 DELIVERY_QUEUE_ACTIONS = {

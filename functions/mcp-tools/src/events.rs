@@ -50,7 +50,10 @@ impl<'a, B: Backend> Events<'a, B> {
             return Err(not_found());
         }
         match method {
-            "events/list" => events::list(params).map_err(wire::invalid),
+            "events/list" => {
+                let webhooks = self.server.deps.ports.subscriptions().is_some();
+                events::list(params, webhooks).map_err(wire::invalid)
+            }
             "events/poll" => self.poll(params, extensions).await,
             "events/subscribe" => self.subscribe(params, extensions).await,
             "events/unsubscribe" => self.unsubscribe(params, extensions).await,

@@ -48,7 +48,7 @@ async fn log_job_ended(w: &World, principal: &Principal, id: &str) -> domain::ev
     event
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn a_poll_from_a_cursor_returns_the_callers_own_events_it_missed() {
     let w = world(&[]);
     let start = call(&w, "events/poll", json!({"name": "job.ended"}))
@@ -62,6 +62,8 @@ async fn a_poll_from_a_cursor_returns_the_callers_own_events_it_missed() {
         name: "other".into(),
     };
     log_job_ended(&w, &other, "j-theirs").await;
+    // Given to pollers once settled.
+    tokio::time::advance(usecases::events::POLL_SETTLE + std::time::Duration::from_secs(1)).await;
     let polled = call(
         &w,
         "events/poll",

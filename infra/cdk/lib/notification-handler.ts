@@ -38,7 +38,7 @@ export function notificationHandler(d: Deployment, storage: Storage, topics: Out
     writeLogs(notificationHandlerLogs),
     ...tracing(d),
     allow(['dynamodb:UpdateItem'], [storage.resultsTable.tableArn]),
-    allow(['dynamodb:PutItem'], [storage.eventsTable.tableArn]),
+    allow(['dynamodb:GetItem', 'dynamodb:PutItem'], [storage.eventsTable.tableArn]),
     // MCP Events' webhooks: the owner's subscriptions, and a delivery queued for each.
     allow(['dynamodb:Query'], [storage.subscriptionsTable.tableArn]),
     allow(['s3:GetObject'], d.readableOutcomes),

@@ -27,7 +27,7 @@ export function pipelineRouter(d: Deployment, storage: Storage): lambda.Function
     allow(['dynamodb:UpdateItem', 'dynamodb:BatchGetItem'], [storage.pipelineResultsTable.tableArn]),
     // MCP Events: each run's end in its owner's log; the owner's webhook subscriptions, and a
     // delivery queued for each.
-    allow(['dynamodb:PutItem'], [storage.eventsTable.tableArn]),
+    allow(['dynamodb:GetItem', 'dynamodb:PutItem'], [storage.eventsTable.tableArn]),
     allow(['dynamodb:Query'], [storage.subscriptionsTable.tableArn]),
     allow(['sqs:SendMessage'], [pipelineResultsQueue.queueArn, dlq.queueArn, storage.eventDeliveryQueue.queueArn]),
     // The callback queue's event source: what the pipelines' CallbackSteps ask.

@@ -51,7 +51,7 @@ export function tools(d: Deployment, storage: Storage, completions: CompletionEv
     // MCP Events (mcp-tools'): events/poll reads an owner's log from a cursor; events/subscribe
     // and events/unsubscribe keep the owner's webhook subscriptions.
     allow(['dynamodb:Query'], [storage.eventsTable.tableArn]),
-    allow(['dynamodb:GetItem', 'dynamodb:PutItem', 'dynamodb:UpdateItem', 'dynamodb:DeleteItem', 'dynamodb:Query'],
+    allow(['dynamodb:PutItem', 'dynamodb:DeleteItem', 'dynamodb:Query'],
       [storage.subscriptionsTable.tableArn]),
     allow(['s3:PutObject'], [`${d.bucketArn}/inputs/*`]),
     // The inputs it writes under a bucket key: S3 asks KMS for a data key as this role.

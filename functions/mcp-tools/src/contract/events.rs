@@ -20,8 +20,14 @@ pub const JOB_ENDED: &str = EventName::JobEnded.as_str();
 pub const RUN_ENDED: &str = EventName::RunEnded.as_str();
 pub const RUN_ASKS: &str = EventName::RunAsks.as_str();
 
-/// The delivery modes each event type offers: `push` (`events/stream`) is not served yet.
-pub const DELIVERY_MODES: [&str; 2] = ["poll", "webhook"];
+/// The delivery modes each event type offers: `poll` always, `webhook` where subscriptions are
+/// kept; `push` (`events/stream`) is not served.
+pub fn delivery_modes(webhooks: bool) -> Vec<&'static str> {
+    match webhooks {
+        true => vec!["poll", "webhook"],
+        false => vec!["poll"],
+    }
+}
 
 /// A subscription to jobs that ended: all of the caller's, or only those named.
 #[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
@@ -106,8 +112,6 @@ pub struct RunEnded {
 pub enum Asking {
     /// A CallbackStep's question: answer it with `tasks/update` or `answer_training_input`.
     Question,
-    /// The model it registered waits for approval: decide it with `approve_model_package`.
-    ModelApproval,
 }
 
 /// A run that asks a person; the question itself is read with `tasks/get` or
@@ -126,7 +130,11 @@ pub struct RunAsks {
 }
 
 /// One event type as `events/list` describes it.
-fn descriptor<A: JsonSchema, P: JsonSchema>(name: &str, description: &str) -> Value {
+fn descriptor<A: JsonSchema, P: JsonSchema>(
+    name: &str,
+    description: &str,
+    webhooks: bool,
+) -> Value {
     let schema = |mut schema: Map<String, Value>| {
         schema.remove("$schema");
         only_2020_12_formats(&mut schema);
@@ -141,42 +149,46 @@ fn descriptor<A: JsonSchema, P: JsonSchema>(name: &str, description: &str) -> Va
     json!({
         "name": name,
         "description": description,
-        "delivery": DELIVERY_MODES,
+        "delivery": delivery_modes(webhooks),
         "inputSchema": schema(object(input)),
         "payloadSchema": schema(object(payload)),
     })
 }
 
-/// Every event type, in the order `events/list` gives them.
-pub fn descriptors() -> Vec<Value> {
+/// Every event type, in the order `events/list` gives them; `webhooks`: subscriptions are
+/// kept.
+pub fn descriptors(webhooks: bool) -> Vec<Value> {
     vec![
         descriptor::<JobEndedArgs, JobEnded>(
             JOB_ENDED,
             "One of your jobs ended (completed or failed): its status, and its output or failure \
              detail as a resource to read.",
+            webhooks,
         ),
         descriptor::<RunArgs, RunEnded>(
             RUN_ENDED,
             "One of your training runs ended: its status, and SageMaker's reason when it did not \
              succeed.",
+            webhooks,
         ),
         descriptor::<RunArgs, RunAsks>(
             RUN_ASKS,
-            "A training run waits on a person: a question of one of its steps, or the approval of \
-             the model it registered. Sent to the run's owner, or to the deployment's approvers \
-             when it names them.",
+            "One of your training runs waits on a person: a question of one of its steps (read \
+             it with tasks/get or check_training_status, answer it with tasks/update or \
+             answer_training_input).",
+            webhooks,
         ),
     ]
 }
 
 /// `events/list`'s answer: every event type on one page. A cursor is refused, as one this list
 /// never gave.
-pub fn list(params: Option<&Value>) -> Result<Value, String> {
+pub fn list(params: Option<&Value>, webhooks: bool) -> Result<Value, String> {
     let cursor = params.and_then(|p| p.get("cursor"));
     if cursor.is_some_and(|c| !c.is_null()) {
         return Err("`cursor`: this list has one page, and gave no cursor".to_owned());
     }
-    Ok(json!({"resultType": "complete", "events": descriptors()}))
+    Ok(json!({"resultType": "complete", "events": descriptors(webhooks)}))
 }
 
 #[cfg(test)]
@@ -185,7 +197,7 @@ mod tests {
 
     #[test]
     fn each_event_type_is_described_with_bounded_filters_and_its_payload() {
-        let listed = list(None).unwrap();
+        let listed = list(None, true).unwrap();
         assert_eq!(listed["resultType"], "complete");
         let events = listed["events"].as_array().unwrap();
         let names: Vec<&str> = events.iter().map(|e| e["name"].as_str().unwrap()).collect();
@@ -246,8 +258,10 @@ mod tests {
 
     #[test]
     fn the_list_has_one_page() {
-        assert!(list(Some(&json!({"cursor": null}))).is_ok());
-        let refused = list(Some(&json!({"cursor": "page-2"}))).unwrap_err();
+        assert!(list(Some(&json!({"cursor": null})), true).is_ok());
+        let poll_only = list(None, false).unwrap();
+        assert_eq!(poll_only["events"][0]["delivery"], json!(["poll"]));
+        let refused = list(Some(&json!({"cursor": "page-2"})), true).unwrap_err();
         assert!(refused.starts_with("`cursor`"), "{refused}");
     }
 }
