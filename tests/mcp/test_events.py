@@ -189,3 +189,44 @@ def test_a_callback_on_a_private_address_or_behind_a_redirect_is_refused(strict,
         "name": "job.ended", "delivery": {"url": receiver.url("/redirect"), "secret": secret}}, "alice")
     assert refused.code == -32027 and refused.data == {"reason": "http_4xx"}, refused
     assert receiver.events("/a", delivered_only=False) == [], "the redirect was not followed"
+
+
+def test_a_stream_pushes_the_callers_events_as_they_settle(named, aws, notify):
+    """events/stream over the Function URL: the reply turns into SSE; the cursor first, then the
+    caller's own event once it has settled, each tagged with the request's id."""
+    import http.client
+    import urllib.parse
+    mine, theirs = submit(named, "alice"), submit(named, "bob")
+    parsed = urllib.parse.urlparse(named)
+    conn = http.client.HTTPConnection(parsed.hostname, parsed.port, timeout=60)
+    body = json.dumps({"jsonrpc": "2.0", "id": 7, "method": "events/stream", "params": {
+        "name": "job.ended", "_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                                       "io.modelcontextprotocol/clientCapabilities": {}}}})
+    conn.request("POST", parsed.path, body=body, headers={
+        **as_("alice"), "content-type": "application/json", "accept": "application/json, text/event-stream",
+        "mcp-protocol-version": "2026-07-28", "mcp-method": "events/stream"})
+    resp = conn.getresponse()
+    assert resp.status == 200, resp.read()
+    assert resp.getheader("content-type", "").startswith("text/event-stream")
+    heard, notified = [], False
+    deadline = time.time() + 45
+    while time.time() < deadline:
+        line = resp.readline().decode()
+        if not line.startswith("data:"):
+            continue
+        message = json.loads(line[5:])
+        heard.append(message)
+        if message.get("method") == "notifications/events/active" and not notified:
+            completed(aws, notify, mine)
+            completed(aws, notify, theirs)
+            notified = True
+        if message.get("method") == "notifications/events/event":
+            break
+    conn.close()
+    methods = [m.get("method") for m in heard]
+    assert methods[0] == "notifications/events/active", methods
+    event = heard[-1]["params"]
+    assert heard[-1]["method"] == "notifications/events/event", methods
+    assert event["data"]["inference_id"] == mine, "the caller's own, not the other's"
+    assert event["_meta"]["io.modelcontextprotocol/subscriptionId"] == 7
+    assert event["cursor"]

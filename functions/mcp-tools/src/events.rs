@@ -1,10 +1,13 @@
 //! The MCP Events extension's methods (SEP-3415): `events/list`; `events/poll` over the
-//! caller's own event log; webhook subscriptions (`events/subscribe`, `events/unsubscribe`),
+//! caller's own event log; `events/stream` held on the request's stream (`crate::events_stream`);
+//! webhook subscriptions (`events/subscribe`, `events/unsubscribe`),
 //! keyed by the caller's principal, so another's subscription is unknown, as another's task
 //! is. Offered where the deployment keeps an event log; elsewhere every `events/*` method is
 //! not found, as the extension asks.
 
 use rmcp::model::{ErrorCode, ErrorData, Extensions};
+use rmcp::service::RequestContext;
+use rmcp::RoleServer;
 use serde_json::Value;
 
 use domain::caller::Principal;
@@ -14,6 +17,7 @@ use usecases::events::{poll, subscribe, unsubscribe, PollAsk, SubscribeAsk, Subs
 use crate::contract::events;
 use crate::contract::events_wire::{self as wire, SubscribeParams};
 use crate::deps::Backend;
+use crate::events_stream::Stream;
 use crate::server::Server;
 
 /// What the events' tables answered when they failed: never AWS's words.
@@ -44,11 +48,12 @@ impl<'a, B: Backend> Events<'a, B> {
         &self,
         method: &str,
         params: Option<&Value>,
-        extensions: &Extensions,
+        context: &RequestContext<RoleServer>,
     ) -> Result<Value, ErrorData> {
         if !self.offered() {
             return Err(not_found());
         }
+        let extensions = &context.extensions;
         match method {
             "events/list" => {
                 let webhooks = self.server.deps.ports.subscriptions().is_some();
@@ -57,7 +62,7 @@ impl<'a, B: Backend> Events<'a, B> {
             "events/poll" => self.poll(params, extensions).await,
             "events/subscribe" => self.subscribe(params, extensions).await,
             "events/unsubscribe" => self.unsubscribe(params, extensions).await,
-            "events/stream" => Err(wire::unsupported("deliveryMode", "push")),
+            "events/stream" => Stream::new(self.server).hold(params, context).await,
             _ => Err(not_found()),
         }
     }

@@ -195,11 +195,62 @@ async fn the_extension_is_advertised_and_its_list_names_the_delivery_modes_serve
     let extensions = info.capabilities.extensions.unwrap();
     assert!(extensions.contains_key("io.modelcontextprotocol/events"));
     let listed = call(&w, "events/list", json!({})).await.unwrap();
-    assert_eq!(listed["events"][0]["delivery"], json!(["poll", "webhook"]));
-    let e = call(&w, "events/stream", json!({"name": "job.ended"}))
-        .await
-        .unwrap_err();
-    assert_eq!(e.code, crate::contract::events_wire::UNSUPPORTED);
+    assert_eq!(listed["events"][0]["delivery"], json!(["poll", "push", "webhook"]));
     let e = call(&w, "events/nothing", json!({})).await.unwrap_err();
     assert_eq!(e.code, ErrorCode::METHOD_NOT_FOUND);
+}
+
+/// Every message a request's stream carries, to its final reply (the direct path returns the
+/// first alone).
+async fn stream_messages(w: &World, params: Value) -> Vec<Value> {
+    use rmcp::model::{ClientJsonRpcMessage, GetExtensions};
+    use rmcp::service::serve_directly;
+    use rmcp::transport::OneshotTransport;
+    use rmcp::RoleServer;
+    let request = json!({"jsonrpc": "2.0", "id": 1, "method": "events/stream", "params": params});
+    let mut message: ClientJsonRpcMessage = serde_json::from_value(request).unwrap();
+    if let ClientJsonRpcMessage::Request(request) = &mut message {
+        let (mut parts, ()) = http::Request::new(()).into_parts();
+        parts.extensions.insert(w.principal.clone());
+        request.request.extensions_mut().insert(parts);
+    }
+    let (transport, mut replies) = OneshotTransport::<RoleServer>::new(message);
+    let running = serve_directly(w.tools.clone(), transport, None);
+    let mut messages = Vec::new();
+    while let Some(reply) = replies.recv().await {
+        let reply = serde_json::to_value(reply).unwrap();
+        let done = reply.get("result").is_some() || reply.get("error").is_some();
+        messages.push(reply);
+        if done {
+            break;
+        }
+    }
+    drop(running);
+    messages
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_stream_sends_its_cursor_then_each_settled_event_heartbeats_and_ends_with_its_id() {
+    let w = world(&[("LISTEN_MAX_SECS", "40")]);
+    let before = domain::events::Cursor::at(w.deps.clock.now() - chrono::Duration::minutes(1));
+    let mine = log_job_ended(&w, &Principal::Local, "j-streamed").await;
+    log_job_ended(&w, &Principal::Bearer { name: "other".into() }, "j-not-mine").await;
+    let messages = stream_messages(&w, json!({"name": "job.ended", "cursor": before.encode()})).await;
+    let methods: Vec<&str> = messages
+        .iter()
+        .map(|m| m["method"].as_str().unwrap_or("(result)"))
+        .collect();
+    assert_eq!(methods[0], "notifications/events/active", "{methods:?}");
+    assert_eq!(methods[1], "notifications/events/event", "{methods:?}");
+    assert!(methods.contains(&"notifications/events/heartbeat"), "{methods:?}");
+    assert_eq!(methods.last(), Some(&"(result)"));
+    assert_eq!(methods.iter().filter(|m| **m == "notifications/events/event").count(), 1);
+    let event = &messages[1]["params"];
+    assert_eq!(event["eventId"], mine.id.as_str());
+    assert!(event["cursor"].is_string());
+    assert_eq!(event["_meta"]["io.modelcontextprotocol/subscriptionId"], 1);
+    assert_eq!(messages[0]["params"]["truncated"], false);
+    let result = &messages.last().unwrap()["result"];
+    assert_eq!(result["resultType"], "complete");
+    assert_eq!(result["_meta"]["io.modelcontextprotocol/subscriptionId"], 1);
 }

@@ -155,7 +155,7 @@ impl<B: Backend> ServerHandler for Tools<B> {
         let method = request.method.as_str();
         let params = request.params.as_ref();
         events
-            .call(method, params, &context.extensions)
+            .call(method, params, &context)
             .await
             .map(CustomResult)
     }

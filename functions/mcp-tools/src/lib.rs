@@ -21,6 +21,7 @@ pub mod deps;
 pub mod direct;
 mod dispatch;
 mod events;
+mod events_stream;
 pub mod front_door;
 mod handler;
 pub mod http_guard;

@@ -20,12 +20,12 @@ pub const JOB_ENDED: &str = EventName::JobEnded.as_str();
 pub const RUN_ENDED: &str = EventName::RunEnded.as_str();
 pub const RUN_ASKS: &str = EventName::RunAsks.as_str();
 
-/// The delivery modes each event type offers: `poll` always, `webhook` where subscriptions are
-/// kept; `push` (`events/stream`) is not served.
+/// The delivery modes each event type offers: `poll` and `push` (`events/stream`) always,
+/// `webhook` where subscriptions are kept.
 pub fn delivery_modes(webhooks: bool) -> Vec<&'static str> {
     match webhooks {
-        true => vec!["poll", "webhook"],
-        false => vec!["poll"],
+        true => vec!["poll", "push", "webhook"],
+        false => vec!["poll", "push"],
     }
 }
 
@@ -260,7 +260,7 @@ mod tests {
     fn the_list_has_one_page() {
         assert!(list(Some(&json!({"cursor": null})), true).is_ok());
         let poll_only = list(None, false).unwrap();
-        assert_eq!(poll_only["events"][0]["delivery"], json!(["poll"]));
+        assert_eq!(poll_only["events"][0]["delivery"], json!(["poll", "push"]));
         let refused = list(Some(&json!({"cursor": "page-2"})), true).unwrap_err();
         assert!(refused.starts_with("`cursor`"), "{refused}");
     }
