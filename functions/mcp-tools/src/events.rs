@@ -160,8 +160,9 @@ impl<'a, B: Backend> Events<'a, B> {
             refreshed = made.prior_status.is_some(),
             "webhook subscription stored"
         );
-        // Delivery starts now: a cursor the client gave (an earlier one) is passed over.
-        let truncated = cursor_given;
+        // Delivery goes on from now: what came since a cursor the client gave was delivered
+        // unless the subscription is new, lapsed or was paused (then poll from the cursor).
+        let truncated = cursor_given && !made.was_delivering;
         Ok(wire::subscribed(
             &subscription.id(),
             subscription.refresh_before,

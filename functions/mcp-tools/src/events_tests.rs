@@ -195,7 +195,10 @@ async fn the_extension_is_advertised_and_its_list_names_the_delivery_modes_serve
     let extensions = info.capabilities.extensions.unwrap();
     assert!(extensions.contains_key("io.modelcontextprotocol/events"));
     let listed = call(&w, "events/list", json!({})).await.unwrap();
-    assert_eq!(listed["events"][0]["delivery"], json!(["poll", "push", "webhook"]));
+    assert_eq!(
+        listed["events"][0]["delivery"],
+        json!(["poll", "push", "webhook"])
+    );
     let e = call(&w, "events/nothing", json!({})).await.unwrap_err();
     assert_eq!(e.code, ErrorCode::METHOD_NOT_FOUND);
 }
@@ -234,17 +237,34 @@ async fn a_stream_sends_its_cursor_then_each_settled_event_heartbeats_and_ends_w
     let w = world(&[("LISTEN_MAX_SECS", "40")]);
     let before = domain::events::Cursor::at(w.deps.clock.now() - chrono::Duration::minutes(1));
     let mine = log_job_ended(&w, &Principal::Local, "j-streamed").await;
-    log_job_ended(&w, &Principal::Bearer { name: "other".into() }, "j-not-mine").await;
-    let messages = stream_messages(&w, json!({"name": "job.ended", "cursor": before.encode()})).await;
+    log_job_ended(
+        &w,
+        &Principal::Bearer {
+            name: "other".into(),
+        },
+        "j-not-mine",
+    )
+    .await;
+    let messages =
+        stream_messages(&w, json!({"name": "job.ended", "cursor": before.encode()})).await;
     let methods: Vec<&str> = messages
         .iter()
         .map(|m| m["method"].as_str().unwrap_or("(result)"))
         .collect();
     assert_eq!(methods[0], "notifications/events/active", "{methods:?}");
     assert_eq!(methods[1], "notifications/events/event", "{methods:?}");
-    assert!(methods.contains(&"notifications/events/heartbeat"), "{methods:?}");
+    assert!(
+        methods.contains(&"notifications/events/heartbeat"),
+        "{methods:?}"
+    );
     assert_eq!(methods.last(), Some(&"(result)"));
-    assert_eq!(methods.iter().filter(|m| **m == "notifications/events/event").count(), 1);
+    assert_eq!(
+        methods
+            .iter()
+            .filter(|m| **m == "notifications/events/event")
+            .count(),
+        1
+    );
     let event = &messages[1]["params"];
     assert_eq!(event["eventId"], mine.id.as_str());
     assert!(event["cursor"].is_string());

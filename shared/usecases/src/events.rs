@@ -239,6 +239,9 @@ pub struct Subscribed {
     pub subscription: Subscription,
     /// How its deliveries fared before this refresh (None: it is new).
     pub prior_status: Option<DeliveryStatus>,
+    /// It was live and delivering until this refresh (not new, lapsed or paused): nothing was
+    /// passed over.
+    pub was_delivering: bool,
     /// The watermark to keep: delivery starts from now.
     pub cursor: Cursor,
 }
@@ -292,6 +295,7 @@ pub async fn subscribe<S: SubscriptionStore, W: Webhooks>(
         Applied::Written { .. } => Ok(Subscribed {
             subscription,
             prior_status: prior.map(|p| p.status.clone()),
+            was_delivering: prior.is_some_and(|p| !p.lapsed(now) && p.status.active),
             cursor: Cursor::at(now),
         }),
         Applied::Refused(_) => Err(SubscribeError::Raced),

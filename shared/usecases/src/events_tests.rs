@@ -330,6 +330,7 @@ async fn a_new_callback_is_challenged_signed_and_a_refresh_of_it_is_not() {
         .unwrap();
     assert_eq!(w.hooks.posts().len(), 1);
     assert_eq!(refreshed.prior_status, Some(DeliveryStatus::default()));
+    assert!(refreshed.was_delivering && !made.was_delivering);
     assert_eq!(refreshed.subscription.secret, secret(2));
     assert_eq!(w.subs.all().len(), 1);
     // Another event type to the same callback: verified already.
@@ -536,6 +537,7 @@ async fn a_delivery_is_signed_retried_with_backoff_paused_when_it_keeps_failing_
         .await
         .unwrap();
     assert!(!refreshed.prior_status.unwrap().active);
+    assert!(!refreshed.was_delivering, "it was paused");
     w.hooks.answer([Answer::Status(410)]);
     let gone = deliver(
         &w.subs,

@@ -181,7 +181,7 @@ pub struct SubscribeParams {
     pub arguments: Value,
     pub url: String,
     pub secret: WebhookSecret,
-    /// The client gave a cursor: delivery starts from now, later than it.
+    /// The client gave a cursor (its last watermark, on a refresh).
     pub cursor_given: bool,
     pub ttl: std::time::Duration,
 }
