@@ -9,7 +9,9 @@ this file prices and has no I/O, so tests/bench/test_cost.py can check its arith
 
 from __future__ import annotations
 
+import json
 import math
+import urllib.parse
 from dataclasses import dataclass, field
 
 KIB = 1024
@@ -28,6 +30,7 @@ PRICES = {
     "sns_publish": 0.50 / 1e6,  # standard topic, per 64 KiB chunk
     "sns_delivery": 0.0,  # to Lambda and to SQS
     "sqs_request": 0.40 / 1e6,  # standard queue, per 64 KiB chunk
+    "sqs_fifo_request": 0.50 / 1e6,  # FIFO queue (MCP Events' delivery queue), per 64 KiB chunk
     "eventbridge_aws_event": 0.0,  # a service's own events on the default bus
 }
 # Where each price was read, shown under the table.
@@ -40,6 +43,8 @@ SOURCES = [
     ("S3", "c3x.dev's S3 request fees page (S3 Standard, from aws.amazon.com/s3/pricing)"),
     ("SNS, SQS", "SNS publish and SQS requests per 64 KiB chunk as commonly published; SNS deliveries to Lambda and "
      "SQS free: from memory of aws.amazon.com/sns/pricing, not confirmed from a stored copy"),
+    ("SQS FIFO", "$0.50 per million requests (send, receive, delete, change visibility), flat, as cloudburn.io's "
+     "and factualminds.com's 2026 SQS pricing guides list it from aws.amazon.com/sqs/pricing; read 2026-12-06"),
 ]
 
 
@@ -191,10 +196,20 @@ def price_call(call, prices: dict = PRICES) -> Line:
     if service == "SQS":
         # What a request carries: the messages sent, or those received.
         n = chunks(call.response_bytes if name == "ReceiveMessage" else call.request_bytes)
-        return Line("SQS", op, n, "requests", n * prices["sqs_request"])
+        fifo = queue_url(call).endswith(".fifo")
+        return Line("SQS", op, n, "requests", n * prices["sqs_fifo_request" if fifo else "sqs_request"])
     if op in FREE_OPERATIONS or service.lower() == "sagemaker":
         return Line("SageMaker", op, 1, "requests", 0.0)
     raise ValueError(f"no price for {op!r}")
+
+
+def queue_url(call) -> str:
+    """The queue an SQS call names (JSON protocol, or the query protocol's form); "" when unknown."""
+    body = getattr(call, "body", b"") or b""
+    try:
+        return str(json.loads(body).get("QueueUrl", ""))
+    except (ValueError, AttributeError):
+        return urllib.parse.parse_qs(body.decode("utf-8", "replace")).get("QueueUrl", [""])[0]
 
 
 def price_invocation(inv: Invocation, prices: dict = PRICES) -> list[Line]:

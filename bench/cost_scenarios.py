@@ -16,6 +16,7 @@ from builds import RELEASE
 from emulator import Emulator
 from function_url import FunctionUrl
 from functions import S3_INPUT_ENV, Functions, variant
+from events_cost import events_delivery
 from listen_cost import LISTEN_ENV, held_minute
 from lambda_events import (OUTPUT_BODY, json_of_length, notification_message, router_event, sns_delivery,
                            sqs_delivery)
@@ -45,8 +46,9 @@ def bench_cost(emulator: Emulator, fns: Functions, work: Path, fresh) -> dict:
     """Each priced scenario once, every call's billed size recorded: a job end to end (submit,
     SageMaker's output and notification, the notification recorded, one check) for each output
     size and design; the same job with a long-poll check; the same job with its input through S3
-    (S3_INPUT_ENV); the SQS buffer's notification path at two batch sizes; a training run.
-    Returns the parts of each, unpriced."""
+    (S3_INPUT_ENV); the SQS buffer's notification path at two batch sizes; a training run; a
+    task kept in view for a minute (listen_cost.py); an MCP Events event delivered to a webhook,
+    priced and timed (events_cost.py). Returns the parts of each, unpriced."""
     emulator.recorder.sizing = True
     run = CostRun(emulator, fns, work, fresh)
     gc.disable()
@@ -106,6 +108,7 @@ class CostRun:
 
     def __init__(self, emulator: Emulator, fns: Functions, work: Path, fresh):
         self.emulator, self.recorder, self.fresh = emulator, emulator.recorder, fresh
+        self.fns, self.work = fns, work
         self.s3, self.sns, self.sqs = aws(emulator, "s3"), aws(emulator, "sns"), aws(emulator, "sqs")
         self.create_resources(fns.tools_env["PIPELINE_NAME"])
         self.designs = designs(fns, work)
@@ -122,7 +125,7 @@ class CostRun:
         self.listen_proc, _ = variant(tools, LISTEN_ENV, "cost-tools-listen.log").spawn(self.listen_runtime,
                                                                                           emulator.http_endpoint)
         self.out: dict = {"jobs": {}, "response_in_s3": None, "long_polls": {}, "s3_input_jobs": {}, "buffer": {},
-                          "training": None, "held_minute": None}
+                          "training": None, "held_minute": None, "events": None}
 
     def create_resources(self, pipeline_name: str) -> None:
         """The direct topic, the buffered one with its queue, and the pipeline."""
@@ -169,6 +172,8 @@ class CostRun:
             self.out["training"] = await self.training()
             self.out["held_minute"] = await asyncio.to_thread(held_minute, self.listen_runtime, self.recorder,
                                                               self.fresh)
+            self.out["events"] = await asyncio.to_thread(events_delivery, self.emulator, self.fns, self.work,
+                                                         self.fresh)
 
     def notify(self, label: str, inference_id: str, body: bytes, topic: str,
                submitted: Part | None = None, response_in_message: bool = True) -> tuple[Part, Part]:

@@ -8,6 +8,7 @@ import json
 import cost
 import results
 from cost_scenarios import COST_OUTPUTS, LONG_POLL_DONE_S, LONG_POLL_WAIT_S
+from events_summary import events_headline, summarize_events
 from functions import S3_INPUT_SETTING
 from lambda_events import OUTPUT_BODY
 from listen_cost import HELD_S, POLL_EVERY_S
@@ -49,7 +50,8 @@ NOTES = [
 
 
 def per_million(dollars: float) -> str:
-    return f"${dollars * 1e6:.2f} per million"
+    # Rounded first: a sum of scaled lines (a batch's share) carries float dust that would tip a half cent.
+    return f"${round(dollars * 1e6, 9):.2f} per million"
 
 
 def job(parts: dict) -> cost.Bill:
@@ -129,6 +131,7 @@ def summarize_cost(c: dict) -> results.Cost:
               training)
 
     held = listen_rows(c, table)
+    events, events_sentence = events_rows(c, table, held)
 
     changes = (inline_changes(jobs, polls, old, new) + input_changes(jobs, through_s3) + buffer_changes(buffered)
                + backoff_changes(c, new))
@@ -136,8 +139,8 @@ def summarize_cost(c: dict) -> results.Cost:
                         sources=list(cost.SOURCES), rows=table.rows,
                         headline=headline(jobs, polls, new, old, reference, c["jobs"][(new, "small")])
                         + response_headline(jobs[(new, "small")], in_s3) + input_headline(jobs, through_s3, new)
-                        + reads_headline(c["jobs"][(new, "small")]) + listen_headline(held),
-                        changes=changes, notes=list(NOTES))
+                        + reads_headline(c["jobs"][(new, "small")]) + listen_headline(held) + events_sentence,
+                        changes=changes, notes=list(NOTES), events=events)
 
 
 def listen_rows(c: dict, table: Table) -> tuple[cost.Bill, cost.Bill] | None:
@@ -153,6 +156,22 @@ def listen_rows(c: dict, table: Table) -> tuple[cost.Bill, cost.Bill] | None:
     table.row(f"one working task for a minute: tasks/get every {POLL_EVERY_S} s ({len(held['poll']['invocations'])} "
               f"calls)", "Rust", "n/a", poll)
     return listen, poll
+
+
+def events_rows(c: dict, table: Table, held: tuple[cost.Bill, cost.Bill] | None
+                ) -> tuple[results.EventsDelivery | None, str]:
+    """MCP Events: one event delivered to a webhook, alone and in a batch (the rows' "per
+    million" is then per million events), the figures of its part of the section, and its
+    sentence beside the listen's."""
+    if not c.get("events"):
+        return None, ""
+    events, single, batched = summarize_events(c["events"])
+    backlog = c["events"]["backlogs"][0].events
+    table.row("one job.ended event to a webhook (MCP Events: published, queued FIFO, POSTed by event-delivery), "
+              "delivered alone (a batch of 1)", "Rust", "n/a", single)
+    table.row(f"the same, {backlog} queued and delivered as one batch (BatchSize {backlog})", "Rust", "n/a", batched)
+    listen, poll = held if held else (None, None)
+    return events, events_headline(single, batched, backlog, events.timings[0].p50_ms, listen, poll)
 
 
 def listen_headline(held: tuple[cost.Bill, cost.Bill] | None) -> str:

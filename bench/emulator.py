@@ -49,6 +49,7 @@ class Call:
     new_size: int | None = None
     read_sizes: list[int] = field(default_factory=list)
     consistent: bool = False
+    done_ns: int = 0  # time.perf_counter_ns() when moto had answered it
 
     @property
     def request_bytes(self) -> int:
@@ -143,11 +144,12 @@ class Recorder:
         started = time.perf_counter()
         answer = b"".join(app(environ, recorded_start_response))
         server_ms = (time.perf_counter() - started) * 1000
+        done_ns = time.perf_counter_ns()
         headers = [(k[5:].replace("_", "-").title(), v) for k, v in environ.items() if k.startswith("HTTP_")]
         if environ.get("CONTENT_TYPE"):
             headers.append(("Content-Type", environ["CONTENT_TYPE"]))
         call = Call(operation, environ["REQUEST_METHOD"], environ["RAW_URI"], headers, body, server_ms,
-                    response_bytes=len(answer), status=status[0] if status else 0)
+                    response_bytes=len(answer), status=status[0] if status else 0, done_ns=done_ns)
         if sized:
             call.consistent = bool(request.get("ConsistentRead"))
             if operation in DYNAMODB_WRITES:

@@ -24,14 +24,15 @@ META = {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
 
 
 def call(runtime: RuntimeApi, method: str, params: dict, name: str | None = None,
-         timeout: float = 60) -> tuple[list[dict], object]:
+         timeout: float = 60, meta: dict = META) -> tuple[list[dict], object]:
     """One JSON-RPC request through a Function URL event: the messages of its reply (JSON or an
-    event stream) and the invocation."""
+    event stream) and the invocation. `meta`: the request's `_meta` (the tasks extension's by
+    default)."""
     headers = {"content-type": "application/json", "accept": "application/json, text/event-stream",
                "mcp-protocol-version": "2026-07-28", "mcp-method": method}
     if name is not None:
         headers["mcp-name"] = name
-    body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": method, "params": {**params, "_meta": META}})
+    body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": method, "params": {**params, "_meta": meta}})
     inv = runtime.invoke(function_url_event("POST", "/mcp", "", headers, body.encode()), timeout=timeout)
     if inv.response is None:
         raise SystemExit(f"mcp-tools {method}: the function reported an error: {inv.error!r}")

@@ -3,7 +3,7 @@ on the samples; every figure comes from the data as it is."""
 
 from __future__ import annotations
 
-from results import Cost, InputPaths, McpOperation, Results, Target, TlsCost
+from results import Cost, EventsDelivery, InputPaths, McpOperation, Results, Target, TlsCost
 
 COST_SERVICES = ("Lambda", "DynamoDB", "S3", "SNS", "SQS")
 
@@ -251,6 +251,7 @@ def price_table(c: Cost) -> list[str]:
             "DynamoDB on-demand read request unit", "s3_put": "S3 Standard PUT, COPY, POST, LIST request",
         "s3_get": "S3 Standard GET and other requests", "sns_publish": "SNS publish (per 64 KiB chunk)",
         "sns_delivery": "SNS delivery to Lambda or SQS", "sqs_request": "SQS standard request (per 64 KiB chunk)",
+        "sqs_fifo_request": "SQS FIFO request (per 64 KiB chunk)",
         "eventbridge_aws_event": "EventBridge: an AWS service's event on the default bus",
     }
     lines = [f"Prices ({c.region}, on-demand, read {c.checked}; no free tier):", ""]
@@ -280,11 +281,37 @@ def cost_section(c: Cost) -> list[str]:
         services = " | ".join(usd(row.by_service.get(s, 0.0)) for s in COST_SERVICES)
         lines.append(f"| {row.scenario} | {row.design} | {row.output} | {services} | **${row.per_million:.2f}** | "
                      f"{row.write_units:g} | {row.read_units:g} | {row.dominant} |")
+    lines += events_section(c.events) if c.events else []
     lines += table_section("### The defaults, before and after", [], ["setting", "case", "before", "after", "saved"])
     lines += [f"| {ch.setting} | {ch.case} | {ch.before} | {ch.after} | {ch.saved} |" for ch in c.changes]
     lines += ["", "### What the model leaves out, and how it counts", ""]
     lines += [f"- {note}" for note in c.notes]
     lines += [""] + price_table(c)
+    return lines
+
+
+EVENTS_HEADING = "### MCP Events: a webhook delivery, priced and timed"
+
+
+def events_section(e: EventsDelivery) -> list[str]:
+    """Each charge of a delivered event, alone and in a batch; its way's times beside their
+    floors; the product owner's targets; what the figures say."""
+    batch = f"{e.batch} to a batch"
+    lines = table_section(EVENTS_HEADING, [e.intro], ["charge", "alone: per event", "per million events",
+                                                      f"{batch}: per event", "per million events"])
+    for t in e.terms:
+        lines.append(f"| {t.what} | {t.single_quantity:g} {t.unit} | {usd(t.single)} | {t.batched_quantity:g} "
+                     f"{t.unit} | {usd(t.batched)} |")
+    lines.append(f"| **total** | | **{usd(e.total_single)}** | | **{usd(e.total_batched)}** |")
+    lines += ["", "Times, from the outcome's notification handed to notification-handler to the webhook "
+              "receiver's 2xx, each stretch beside its floor:", ""]
+    lines += table_head(["stretch", "p50", "p95", "floor", "floor p50", "floor p95"])
+    for t in e.timings:
+        floor = ((fmt(t.floor_p50_ms), fmt(t.floor_p95_ms)) if t.floor_p50_ms == t.floor_p50_ms else ("–", "–"))
+        lines.append(f"| {t.what} | {fmt(t.p50_ms)} | {fmt(t.p95_ms)} | {t.floor} | {floor[0]} | {floor[1]} |")
+    lines += ["", "The product owner's targets:", ""] + table_head(["target", "this run", "met"])
+    lines += [f"| {t.name} | {target_value(t)} | {'yes' if t.met else '**no**'} |" for t in e.targets]
+    lines += [""] + [f"- {f}" for f in e.findings]
     return lines
 
 

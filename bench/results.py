@@ -162,6 +162,43 @@ class CostChange:
 
 
 @dataclass
+class EventsTerm:
+    """One kind of charge of a delivered MCP Events event, per event, delivered alone and ten to
+    a batch."""
+    what: str  # e.g. "SQS SendMessageBatch"
+    unit: str
+    single_quantity: float
+    single: float  # dollars per event
+    batched_quantity: float
+    batched: float
+
+
+@dataclass
+class EventsTiming:
+    """One stretch of an event's way to a webhook: its percentiles and its floor's, over the
+    same events (the floor measured right after each)."""
+    what: str
+    p50_ms: float
+    p95_ms: float
+    floor: str  # what the floor is
+    floor_p50_ms: float
+    floor_p95_ms: float
+
+
+@dataclass
+class EventsDelivery:
+    """MCP Events' webhook delivery, priced and timed (bench/events_cost.py)."""
+    intro: str
+    batch: int  # the events of a batch in the batched figures
+    terms: list[EventsTerm]
+    total_single: float  # dollars per event
+    total_batched: float
+    timings: list[EventsTiming]
+    targets: list[Target]
+    findings: list[str]
+
+
+@dataclass
 class Cost:
     region: str
     checked: str  # when the prices were read
@@ -172,6 +209,7 @@ class Cost:
     changes: list[CostChange]
     notes: list[str]
     provenance: str = ""  # set when the section was made apart from the rest of the file
+    events: EventsDelivery | None = None  # None when the run did not measure MCP Events
 
 
 @dataclass

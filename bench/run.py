@@ -61,9 +61,11 @@ def parse_args() -> argparse.Namespace:
     return parser.parse_args()
 
 
-def check_prerequisites(hostile_only: bool) -> None:
-    # The hostile-input section runs mcp-tools alone, with no Python reference.
-    missing = [f for f in (["mcp-tools"] if hostile_only else FUNCTIONS + FLOOR_BINS) if not (RELEASE / f).exists()]
+def check_prerequisites(hostile_only: bool, cost_only: bool = False) -> None:
+    # The hostile-input section runs mcp-tools alone, with no Python reference; the cost section
+    # runs the functions (`make bench-cost` builds those alone), not the empty ones.
+    needed = ["mcp-tools"] if hostile_only else FUNCTIONS if cost_only else FUNCTIONS + FLOOR_BINS
+    missing = [f for f in needed if not (RELEASE / f).exists()]
     if missing:
         sys.exit(f"missing release builds: {', '.join(missing)} (run `make bench`, which builds them)")
     if hostile_only:
@@ -85,7 +87,7 @@ def fresh_ids():
 
 def main() -> int:
     args = parse_args()
-    check_prerequisites(args.hostile_only)
+    check_prerequisites(args.hostile_only, args.cost_only)
     started_at = time.time()
     work = Path(tempfile.mkdtemp(prefix="mcp-bench-"))
     if args.hostile_only:

@@ -140,3 +140,32 @@ def test_the_python_reference_reports_a_failed_sqs_message(reference):
     bad = {**record, "messageId": "bad-one", "body": json.dumps({"Type": "Notification", "Message": "not json"})}
     answer = reference.lambda_handler({"Records": [bad]}, None)
     assert answer == {"batchItemFailures": [{"itemIdentifier": "bad-one"}]}
+
+
+def test_the_webhook_sink_echoes_a_challenge_notes_each_2xx_and_times_its_own_answer():
+    """A challenge is echoed and not counted as an event; an event is answered 204 and noted,
+    with when its answer went out; the floor's POST is answered the same way and not noted."""
+    import http.client
+
+    from webhook_sink import WebhookSink
+
+    sink = WebhookSink()
+    try:
+        conn = http.client.HTTPConnection("127.0.0.1", sink.port, timeout=5)
+        conn.request("POST", "/hook", body=json.dumps({"type": "verification", "challenge": "n-1"}),
+                     headers={"content-type": "application/json"})
+        answer = conn.getresponse()
+        assert (answer.status, json.loads(answer.read())) == (200, {"challenge": "n-1"})
+        before = time.perf_counter_ns()
+        # The same connection, kept alive (HTTP/1.1), as a sender's pool keeps it.
+        conn.request("POST", "/hook", body=b'{"eventId": "e-1"}', headers={"webhook-id": "e-1"})
+        answer = conn.getresponse()
+        assert (answer.status, answer.read()) == (204, b"")
+        arrival, = sink.wait_for(1, 5)
+        assert sink.challenges == 1 and arrival.path == "/hook" and arrival.headers["webhook-id"] == "e-1"
+        assert before < arrival.answered_ns < time.perf_counter_ns()
+        assert 0 < sink.answer_time(arrival) < 1000
+        assert sink.count() == 1
+        conn.close()
+    finally:
+        sink.stop()

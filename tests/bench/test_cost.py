@@ -241,3 +241,174 @@ def test_counting_a_read_is_one_write_unit_and_the_summary_prices_it_per_million
     assert ("one conditional UpdateItem of a 70-byte counter, 1 write unit, takes 10 reads at once for the function "
             "instance, **$0.0625 per million reads**") in sentence
     assert cost_summary.reads_headline({"check": SimpleNamespace(calls=[job, submits])}) == ""
+
+
+def test_a_fifo_queues_requests_are_priced_at_fifos_rate():
+    """SQS bills a FIFO queue's requests at $0.50 per million, a standard queue's at $0.40: the
+    queue is read from the request (the JSON protocol's QueueUrl, or the query protocol's)."""
+    def sqs(operation, url, form=False):
+        body = (f"Action=x&QueueUrl={url}" if form else json.dumps({"QueueUrl": url})).encode()
+        return SimpleNamespace(operation=operation, body=body, request_bytes=len(body), response_bytes=900)
+
+    fifo = "http://127.0.0.1:1/123456789012/mcp-event-delivery.fifo"
+    standard = "http://127.0.0.1:1/123456789012/mcp-inference-notifications"
+    assert cost.price_call(sqs("SQS SendMessageBatch", fifo)).dollars == pytest.approx(0.5e-6)
+    assert cost.price_call(sqs("SQS ReceiveMessage", fifo, form=True)).dollars == pytest.approx(0.5e-6)
+    assert cost.price_call(sqs("SQS DeleteMessageBatch", standard)).dollars == pytest.approx(0.4e-6)
+    # A call recorded without its body (the hand-made ones above) is a standard queue's.
+    assert cost.price_call(call("SQS SendMessage")).dollars == pytest.approx(0.4e-6)
+
+
+def ddb(operation, table, old=None, new=None, reads=(), consistent=False):
+    body = json.dumps({"TableName": table}).encode()
+    return SimpleNamespace(operation=operation, body=body, old_size=old, new_size=new, read_sizes=list(reads),
+                           consistent=consistent, request_bytes=len(body), response_bytes=0, server_ms=0.5,
+                           done_ns=0)
+
+
+def fifo(operation, response_bytes=1500):
+    body = json.dumps({"QueueUrl": "http://127.0.0.1:1/123456789012/mcp-event-delivery.fifo"}).encode()
+    return SimpleNamespace(operation=operation, body=body, request_bytes=len(body), response_bytes=response_bytes,
+                           server_ms=0.5, done_ns=0)
+
+
+TABLES = ("mcp-events", "mcp-subscriptions")
+
+
+def published(*extra):
+    """notification-handler's calls for one outcome: its recording, then publish's four."""
+    return [ddb("DynamoDB UpdateItem", "mcp-async-results", 300, 400),
+            ddb("DynamoDB GetItem", "mcp-events"), ddb("DynamoDB Query", "mcp-subscriptions", reads=[700],
+                                                       consistent=True),
+            fifo("SQS SendMessageBatch"), ddb("DynamoDB PutItem", "mcp-events", None, 900), *extra]
+
+
+def test_each_call_of_an_events_way_is_put_with_the_step_that_made_it():
+    events_summary = bench_module("events_summary")
+    steps = events_summary.Steps()
+    steps.add(published() + [fifo("SQS ReceiveMessage"), ddb("DynamoDB GetItem", "mcp-subscriptions"),
+                             ddb("DynamoDB UpdateItem", "mcp-subscriptions", 700, 730), fifo("SQS DeleteMessageBatch"),
+                             fifo("SQS ChangeMessageVisibility")], TABLES)
+    assert {step: [c.operation for c in calls] for step, calls in steps.calls.items()} == {
+        "record": ["DynamoDB UpdateItem"],
+        "publish": ["DynamoDB GetItem", "DynamoDB Query", "SQS SendMessageBatch", "DynamoDB PutItem"],
+        "mapping": ["SQS ReceiveMessage", "SQS DeleteMessageBatch"],
+        "delivery": ["DynamoDB GetItem", "DynamoDB UpdateItem", "SQS ChangeMessageVisibility"]}
+
+
+def one_event(duration_ms=5.0, extra_publish=()):
+    events_summary = bench_module("events_summary")
+    steps = events_summary.Steps()
+    steps.add(published(*extra_publish) + [fifo("SQS ReceiveMessage"), ddb("DynamoDB GetItem", "mcp-subscriptions"),
+                                           fifo("SQS DeleteMessageBatch")], TABLES)
+    steps.deliveries.append(cost.Invocation("event-delivery", duration_ms))
+    return steps
+
+
+def backlog(duration_ms=12.0, events=10):
+    events_summary = bench_module("events_summary")
+    steps = events_summary.Steps(events=events)
+    for _ in range(events):
+        steps.add(published(), TABLES)
+    steps.add([fifo("SQS ReceiveMessage", 15_000)] + [ddb("DynamoDB GetItem", "mcp-subscriptions")] * events
+              + [fifo("SQS DeleteMessageBatch")], TABLES)
+    steps.deliveries.append(cost.Invocation("event-delivery", duration_ms))
+    return steps
+
+
+def test_a_delivered_event_is_priced_by_hand_alone_and_ten_to_a_batch():
+    """Alone: an eventually consistent GetItem (0.5 unit) and a strong Query (1 unit) at $0.125, a
+    900-byte PutItem (1 write unit, $0.625), three FIFO requests at $0.50, the subscription's
+    GetItem (0.5 unit), event-delivery's request ($0.20) and 5 ms at 128 MB, and the 2 ms
+    publishing added to the handler. Ten to a batch: the mapping's two requests and the
+    invocation shared by ten. The outcome's own UpdateItem is the job's, not the event's."""
+    events_summary = bench_module("events_summary")
+    second = 0.125 * 13.3334  # dollars per million seconds at 128 MB
+    alone = events_summary.event_bill(one_event(), 2.0)
+    assert alone.by_service() == pytest.approx({
+        "DynamoDB": 1e-6 * (0.5 * 0.125 + 0.125 + 0.625 + 0.5 * 0.125), "SQS": 1e-6 * 3 * 0.5,
+        "Lambda": 1e-6 * (0.2 + 0.005 * second + 0.002 * second)})
+    assert alone.total * 1e6 == pytest.approx(0.875 + 1.5 + 0.2 + 0.007 * second)
+    batched = events_summary.event_bill(backlog(), 2.0)
+    assert batched.total * 1e6 == pytest.approx(0.875 + 0.5 + 0.1 + 0.02 + 0.0012 * second + 0.002 * second)
+    # A difference of durations below nothing adds nothing.
+    assert events_summary.added_duration(-0.4).dollars == 0
+
+
+def latency_samples(n=40, end_ms=30.0):
+    return [{"end_to_end_ms": end_ms + i, "handler_ms": 10.0 + i / 10, "queued_ms": 1.0, "delivery_ms": 8.0,
+             "floor_end_to_end_ms": 12.0, "floor_handler_ms": 6.0, "floor_delivery_ms": 4.0, "null_ms": 0.1,
+             "receiver_ms": 0.4, "calls": {"publish": EXPECTED_PUBLISH, "mapping": ["SQS ReceiveMessage",
+                                                                                    "SQS DeleteMessageBatch"],
+                                           "delivery": ["DynamoDB GetItem"], "record": ["DynamoDB UpdateItem"]},
+             "batch_messages": 1} for i in range(n)]
+
+
+EXPECTED_PUBLISH = ["DynamoDB GetItem", "DynamoDB Query", "SQS SendMessageBatch", "DynamoDB PutItem"]
+
+
+def measured(singles=None, end_ms=30.0):
+    events_summary = bench_module("events_summary")
+    first = one_event()
+    first.calls["delivery"].append(ddb("DynamoDB UpdateItem", "mcp-subscriptions", 700, 740))
+    return {"subscription": "sub_x", "first": first, "singles": singles or [one_event(d) for d in (4.0, 5.0, 6.0)],
+            "added_ms": [1.0, 2.0, 3.0], "backlogs": [backlog()], "latency": latency_samples(end_ms=end_ms),
+            "tables": TABLES}, events_summary
+
+
+def test_the_events_figures_say_what_dominates_whether_the_targets_are_met_and_the_calls_seen():
+    e, events_summary = measured()
+    figures, alone, batched = events_summary.summarize_events(e)
+    # The median event by price is the 5 ms one, with the median 2 ms added.
+    assert alone.total == events_summary.event_bill(one_event(5.0), 2.0).total
+    # The largest first: the log's PutItem (a write unit), then the three FIFO requests.
+    assert [t.what for t in figures.terms][:4] == [
+        "DynamoDB PutItem (notification-handler)", "SQS SendMessageBatch (notification-handler)",
+        "SQS ReceiveMessage (event source mapping)", "SQS DeleteMessageBatch (event source mapping)"]
+    # The two GetItems are told apart by who makes them.
+    reads = {t.what: t.single_quantity for t in figures.terms if "GetItem" in t.what}
+    assert reads == {"DynamoDB GetItem (notification-handler)": 0.5, "DynamoDB GetItem (event-delivery)": 0.5}
+    assert figures.batch == 10 and figures.total_single == alone.total and figures.total_batched == batched.total
+    price_alone, price_batched, p50 = figures.targets
+    assert (price_alone.met, price_batched.met, p50.met) == (False, True, True)
+    assert price_alone.shown_as.format(price_alone.value) == f"${alone.total * 1e6:.2f} per million"
+    # 40 samples 30 to 69 ms: the median 49.5, the 95th percentile 67.05 (linear between ranks).
+    end = figures.timings[0]
+    assert (end.p50_ms, end.p95_ms, end.floor_p50_ms) == (pytest.approx(49.5), pytest.approx(67.05), 12.0)
+    assert figures.timings[2].floor_p50_ms != figures.timings[2].floor_p50_ms  # the queue has no floor
+    text = " ".join(figures.findings)
+    assert "What dominates: SQS FIFO requests, 58% of an event delivered alone (3 requests" in text
+    assert "(PutItem of a 900-byte item on the events table, 1 write unit, $0.62 per million)" in text
+    assert "without it an event delivered alone would cost $1.96 per million" in text
+    assert "the calls the code makes, no more" in text
+    assert "Reads: DynamoDB GetItem (notification-handler's publish) eventually consistent, DynamoDB Query" in text
+    assert "adds an UpdateItem of its 740-byte item: 1 write unit, $0.62 per million such deliveries" in text
+    assert "**not**" not in text
+    assert events_summary.percentile([3.0, 1.0, 2.0], 50) == 2.0
+
+
+def test_an_unexpected_call_is_named_and_a_slow_way_misses_its_target():
+    events_summary = bench_module("events_summary")
+    extra = ddb("DynamoDB GetItem", "mcp-events")
+    e, _ = measured(singles=[one_event(5.0, extra_publish=(extra,)) for _ in range(3)], end_ms=1200.0)
+    figures, _, _ = events_summary.summarize_events(e)
+    assert figures.targets[2].met is False
+    text = " ".join(figures.findings)
+    assert ("**not** what the code should make for notification-handler's publish (expected DynamoDB GetItem, "
+            "DynamoDB Query, SQS SendMessageBatch, DynamoDB PutItem") in text
+
+
+def test_the_events_sentence_prices_a_pushed_event_against_a_minute_of_listening_and_of_polling():
+    events_summary = bench_module("events_summary")
+    e, _ = measured()
+    _, alone, batched = events_summary.summarize_events(e)
+    listen = cost.Bill([cost.Line("Lambda", "mcp-tools duration", 7.0, "GB-s", 101.51e-6)])
+    poll = cost.Bill([cost.Line("Lambda", "mcp-tools requests", 12, "requests", 5.60e-6)])
+    sentence = events_summary.events_headline(alone, batched, 10, 49.5, listen, poll)
+    assert sentence.startswith(f" Pushed to a webhook instead (MCP Events), a `job.ended` event costs "
+                               f"**${alone.total * 1e6:.2f} per million events** delivered alone and "
+                               f"${batched.total * 1e6:.2f} per million 10 to a batch, against $101.51 per million "
+                               f"minutes held on a listen and $5.60 per million minutes of polling")
+    assert f"one outcome pushed costs {alone.total / poll.total:.0%} of one minute's polling" in sentence
+    assert "reaches the receiver 50 ms after" in sentence
+    assert "against" not in events_summary.events_headline(alone, batched, 10, 49.5, None, None)

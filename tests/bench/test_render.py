@@ -262,3 +262,39 @@ def test_what_tls_adds_is_the_median_of_the_pairs_not_of_the_medians():
     _, _, tls = cold_figures({"cold": cold, "mcp": {"cold": runs(5)}})
     assert tls["notification-handler"] == R.TlsCost(1.0, 10, 30)
     assert tls["python-reference"] == R.TlsCost(10.0, 20, 40)
+
+
+def test_the_events_part_of_the_cost_section_shows_each_charge_each_stretch_beside_its_floor_and_the_targets():
+    from render import EVENTS_HEADING, splice_cost
+    events = R.EventsDelivery(
+        intro="One webhook subscription.", batch=10,
+        terms=[R.EventsTerm("SQS SendMessageBatch (notification-handler)", "requests", 1, 0.5e-6, 1, 0.5e-6),
+               R.EventsTerm("SQS ReceiveMessage (event source mapping)", "requests", 1, 0.5e-6, 0.1, 0.05e-6)],
+        total_single=1.0e-6, total_batched=0.55e-6,
+        timings=[R.EventsTiming("notification → 2xx", 16.1, 20.34, "two empty invocations", 11.4, 15.0),
+                 R.EventsTiming("in the queue", 2.23, 2.56, "none", float("nan"), float("nan"))],
+        targets=[R.Target("a delivered event ≤ $2.00 per million, delivered alone", 2.59, "${:.2f} per million",
+                          False),
+                 R.Target("p50 ≤ 1 s (local stack)", 16.1, "ms", True)],
+        findings=["What dominates: SQS FIFO requests."])
+    c = R.Cost(region="us-east-1", checked="2026-12-02", prices={"sqs_fifo_request": 0.5e-6}, sources=[], rows=[],
+               headline="A job costs.", changes=[], notes=[], events=events)
+    text = render(data(cost=c))
+    part = text.split("\n" + EVENTS_HEADING + "\n", 1)[1].split("\n### ", 1)[0]
+    assert part.startswith("\nOne webhook subscription.\n\n| charge | alone: per event | per million events"
+                           " | 10 to a batch: per event | per million events |\n")
+    rows = [line for line in part.splitlines() if line.startswith("| ")]
+    assert rows[1:4] == ["| SQS SendMessageBatch (notification-handler) | 1 requests | $0.500 | 1 requests | $0.500 |",
+                         "| SQS ReceiveMessage (event source mapping) | 1 requests | $0.500 | 0.1 requests | $0.050 |",
+                         "| **total** | | **$1.00** | | **$0.550** |"]
+    assert "| notification → 2xx | 16.1 ms | 20.3 ms | two empty invocations | 11.4 ms | 15.0 ms |" in rows
+    assert "| in the queue | 2.23 ms | 2.56 ms | none | – | – |" in rows
+    assert "| a delivered event ≤ $2.00 per million, delivered alone | $2.59 per million | **no** |" in rows
+    assert "| p50 ≤ 1 s (local stack) | 16.1 ms | yes |" in rows
+    assert "\n- What dominates: SQS FIFO requests.\n" in part
+    # Between the cost table and the defaults; the FIFO price in the price table; a cost-only run keeps it.
+    assert text.index("## What a job costs") < text.index(EVENTS_HEADING) < text.index("### The defaults")
+    assert "| SQS FIFO request (per 64 KiB chunk) | $0.500 |" in text
+    assert splice_cost(text, c) == text
+    c.events = None
+    assert EVENTS_HEADING not in render(data(cost=c))
