@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 import cost
 import results
 
-# The product owner's targets.
+# The targets this path is held to.
 PRICE_TARGET = 2.00  # dollars per million delivered events
 P50_TARGET_MS = 1000.0  # locally
 MEMORY_MB = 128  # event-delivery's and notification-handler's, as the template sets them

@@ -295,7 +295,7 @@ EVENTS_HEADING = "### MCP Events: a webhook delivery, priced and timed"
 
 def events_section(e: EventsDelivery) -> list[str]:
     """Each charge of a delivered event, alone and in a batch; its way's times beside their
-    floors; the product owner's targets; what the figures say."""
+    floors; the targets; what the figures say."""
     batch = f"{e.batch} to a batch"
     lines = table_section(EVENTS_HEADING, [e.intro], ["charge", "alone: per event", "per million events",
                                                       f"{batch}: per event", "per million events"])
@@ -309,7 +309,7 @@ def events_section(e: EventsDelivery) -> list[str]:
     for t in e.timings:
         floor = ((fmt(t.floor_p50_ms), fmt(t.floor_p95_ms)) if t.floor_p50_ms == t.floor_p50_ms else ("–", "–"))
         lines.append(f"| {t.what} | {fmt(t.p50_ms)} | {fmt(t.p95_ms)} | {t.floor} | {floor[0]} | {floor[1]} |")
-    lines += ["", "The product owner's targets:", ""] + table_head(["target", "this run", "met"])
+    lines += ["", "The targets:", ""] + table_head(["target", "this run", "met"])
     lines += [f"| {t.name} | {target_value(t)} | {'yes' if t.met else '**no**'} |" for t in e.targets]
     lines += [""] + [f"- {f}" for f in e.findings]
     return lines
