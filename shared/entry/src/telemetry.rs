@@ -149,7 +149,7 @@ where
 /// lambda_runtime's invocation span carries the request id, so it stays at INFO too. A crate
 /// of ours missing here logs nothing below WARN: the test below holds the list to the
 /// workspace's members.
-const OUR_CRATES: [&str; 11] = [
+const OUR_CRATES: [&str; 12] = [
     "domain",
     "ports",
     "usecases",
@@ -158,6 +158,7 @@ const OUR_CRATES: [&str; 11] = [
     "entry",
     "notification_handler",
     "pipeline_router",
+    "event_delivery",
     "mcp_tools",
     "gateway_target",
     "lambda_runtime",
