@@ -12,17 +12,13 @@ use serde_json::Value;
 
 use domain::caller::Principal;
 use domain::events::{Cursor, SubscriptionKey};
-use usecases::events::{poll, subscribe, unsubscribe, PollAsk, SubscribeAsk, SubscribeError};
+use usecases::events::{poll, subscribe, unsubscribe, SubscribeAsk, SubscribeError};
 
 use crate::contract::events;
 use crate::contract::events_wire::{self as wire, SubscribeParams};
 use crate::deps::Backend;
 use crate::events_stream::Stream;
 use crate::server::Server;
-
-/// What the events' tables answered when they failed: never AWS's words.
-const STORE_FAILED: &str =
-    "the events could not be read or written just now (a transient AWS error); try again";
 
 pub(crate) struct Events<'a, B> {
     server: &'a Server<B>,
@@ -36,6 +32,12 @@ impl<'a, B: Backend> Events<'a, B> {
     /// Whether the extension is offered (and advertised): an event log is deployed.
     pub fn offered(&self) -> bool {
         self.server.deps.ports.event_log().is_some()
+    }
+
+    /// Where webhook subscriptions are kept; a deployment without them offers no webhook.
+    fn subscriptions(&self) -> Result<&B::Subscriptions, ErrorData> {
+        let subscriptions = self.server.deps.ports.subscriptions();
+        subscriptions.ok_or_else(|| wire::unsupported("deliveryMode", "webhook"))
     }
 
     fn allow_local(&self) -> bool {
@@ -72,19 +74,12 @@ impl<'a, B: Backend> Events<'a, B> {
         params: Option<&Value>,
         extensions: &Extensions,
     ) -> Result<Value, ErrorData> {
-        let asked = wire::poll_params(params)?;
+        let ask = wire::poll_params(params)?;
         let caller = self.server.reading_caller(extensions).await?;
         let log = self.server.deps.ports.event_log().ok_or_else(not_found)?;
-        let ask = PollAsk {
-            name: asked.name,
-            filter: asked.filter,
-            cursor: asked.cursor,
-            max_age: asked.max_age,
-            max_events: asked.max_events,
-        };
         let polled = poll(log, &caller.owner, &ask, self.server.deps.clock.now())
             .await
-            .map_err(|e| store_failed("events/poll", &e))?;
+            .map_err(|e| wire::store_failed("events/poll", &e))?;
         Ok(wire::polled(
             &polled.events,
             &polled.cursor,
@@ -115,9 +110,7 @@ impl<'a, B: Backend> Events<'a, B> {
         params: Option<&Value>,
         extensions: &Extensions,
     ) -> Result<Value, ErrorData> {
-        let Some(subscriptions) = self.server.deps.ports.subscriptions() else {
-            return Err(wire::unsupported("deliveryMode", "webhook"));
-        };
+        let subscriptions = self.subscriptions()?;
         let SubscribeParams {
             name,
             arguments,
@@ -151,7 +144,7 @@ impl<'a, B: Backend> Events<'a, B> {
                     "another subscribe of the same subscription changed it meanwhile; try again",
                     None,
                 ),
-                SubscribeError::Store(e) => store_failed("events/subscribe", &e),
+                SubscribeError::Store(e) => wire::store_failed("events/subscribe", &e),
             })?;
         let subscription = &made.subscription;
         tracing::info!(
@@ -177,9 +170,7 @@ impl<'a, B: Backend> Events<'a, B> {
         params: Option<&Value>,
         extensions: &Extensions,
     ) -> Result<Value, ErrorData> {
-        let Some(subscriptions) = self.server.deps.ports.subscriptions() else {
-            return Err(wire::unsupported("deliveryMode", "webhook"));
-        };
+        let subscriptions = self.subscriptions()?;
         let (name, arguments, url) = wire::unsubscribe_params(params, self.allow_local())?;
         let caller = self.webhook_caller(extensions)?;
         let key = SubscriptionKey {
@@ -191,18 +182,13 @@ impl<'a, B: Backend> Events<'a, B> {
         match unsubscribe(subscriptions, &key).await {
             Ok(true) => Ok(serde_json::json!({"resultType": "complete"})),
             Ok(false) => Err(wire::unknown_subscription()),
-            Err(e) => Err(store_failed("events/unsubscribe", &e)),
+            Err(e) => Err(wire::store_failed("events/unsubscribe", &e)),
         }
     }
 }
 
 fn not_found() -> ErrorData {
     ErrorData::new(ErrorCode::METHOD_NOT_FOUND, "Method not found", None)
-}
-
-fn store_failed(method: &str, error: &ports::StoreError) -> ErrorData {
-    tracing::error!(method, error = %error, "events store call failed");
-    ErrorData::internal_error(STORE_FAILED, None)
 }
 
 #[cfg(test)]

@@ -71,7 +71,11 @@ impl<'a, B: Backend> Stream<'a, B> {
         params: Option<&Value>,
         context: &RequestContext<RoleServer>,
     ) -> Result<Value, ErrorData> {
-        let asked = wire::poll_params(params)?;
+        let ask = PollAsk {
+            // Every event it may send at once, not a poll's page.
+            max_events: MAX_POLL_EVENTS,
+            ..wire::poll_params(params)?
+        };
         let caller = self.server.reading_caller(&context.extensions).await?;
         let d = &self.server.deps;
         let deadline_ms = lambda_context(&context.extensions).map(|c| c.deadline);
@@ -87,13 +91,6 @@ impl<'a, B: Backend> Stream<'a, B> {
         let sink = Sink {
             context,
             meta: meta.clone(),
-        };
-        let ask = PollAsk {
-            name: asked.name,
-            filter: asked.filter,
-            cursor: asked.cursor,
-            max_age: asked.max_age,
-            max_events: MAX_POLL_EVENTS,
         };
         let held = tokio::select! {
             held = self.run(&caller.owner, ask, hold, &sink) => held,
@@ -115,13 +112,9 @@ impl<'a, B: Backend> Stream<'a, B> {
         let d = &self.server.deps;
         let log = d.ports.event_log().ok_or_else(wire::unknown_event)?;
         let started = tokio::time::Instant::now();
-        let first = poll(log, owner, &ask, d.clock.now()).await.map_err(|e| {
-            tracing::error!(error = %e, "events/stream's first read failed");
-            ErrorData::internal_error(
-                "the events could not be read just now (a transient AWS error); try again",
-                None,
-            )
-        })?;
+        let first = poll(log, owner, &ask, d.clock.now())
+            .await
+            .map_err(|e| wire::store_failed("events/stream", &e))?;
         let active = json!({"cursor": first.cursor.encode(), "truncated": first.truncated});
         if !sink.send("notifications/events/active", active).await {
             return Ok(());

@@ -8,7 +8,6 @@ use std::time::Duration;
 use base64::engine::general_purpose::STANDARD;
 use base64::Engine;
 use chrono::{DateTime, SecondsFormat, SubsecRound, Utc};
-use serde_json::Value;
 
 use crate::caller::Owner;
 use crate::delivery::{DeliveryStatus, Failure};
@@ -185,11 +184,6 @@ impl Subscription {
         ])
     }
 
-    /// Its item's key.
-    pub fn key_of(owner: &Owner, id: &str) -> Item {
-        Self::key_item(owner, id)
-    }
-
     pub fn to_item(&self) -> Item {
         let mut item = Self::key_item(self.owner(), &self.id());
         let mut set = |name: &str, value: Attr| {
@@ -303,14 +297,6 @@ fn status_changes(status: &DeliveryStatus) -> Vec<Change> {
             Attr::s(status.last_error.map(Failure::as_str).unwrap_or("")),
         ),
     ]
-}
-
-/// The arguments a subscription was made with, as its key holds them (null: none given).
-pub fn arguments_or_empty(arguments: Option<Value>) -> Value {
-    match arguments {
-        None | Some(Value::Null) => Value::Object(Default::default()),
-        Some(v) => v,
-    }
 }
 
 #[cfg(test)]

@@ -12,6 +12,7 @@ use domain::delivery::{DeliveryStatus, Failure};
 use domain::events::{Cursor, Event, EventName, Filter};
 use domain::subscription::{grant, TtlAsked, MAX_URL_CHARS};
 use domain::webhook::WebhookSecret;
+use usecases::events::PollAsk;
 
 /// The extension's error codes (provisional in the SEP: the numbers after the ones MCP had
 /// allocated when it was written).
@@ -78,6 +79,16 @@ pub fn callback_failed(failure: Failure) -> ErrorData {
     )
 }
 
+/// What the events' tables answered when they failed: never AWS's words.
+const STORE_FAILED: &str =
+    "the events could not be read or written just now (a transient AWS error); try again";
+
+/// A failed call to the events' tables, logged; the caller is told it was transient.
+pub fn store_failed(method: &str, error: &ports::StoreError) -> ErrorData {
+    tracing::error!(method, error = %error, "events store call failed");
+    ErrorData::internal_error(STORE_FAILED, None)
+}
+
 fn params(params: Option<&Value>) -> Result<&Map<String, Value>, ErrorData> {
     static EMPTY: std::sync::OnceLock<Map<String, Value>> = std::sync::OnceLock::new();
     match params {
@@ -133,17 +144,8 @@ fn non_negative(params: &Map<String, Value>, field: &str) -> Result<Option<u64>,
     }
 }
 
-/// What `events/poll` asks.
-#[derive(Debug, Clone, PartialEq)]
-pub struct PollParams {
-    pub name: EventName,
-    pub filter: Filter,
-    pub cursor: Option<Cursor>,
-    pub max_age: Option<std::time::Duration>,
-    pub max_events: u32,
-}
-
-pub fn poll_params(raw: Option<&Value>) -> Result<PollParams, ErrorData> {
+/// What `events/poll` (and `events/stream`) asks.
+pub fn poll_params(raw: Option<&Value>) -> Result<PollAsk, ErrorData> {
     let p = params(raw)?;
     let name = name(p)?;
     let (_, filter) = arguments(p, name)?;
@@ -152,7 +154,7 @@ pub fn poll_params(raw: Option<&Value>) -> Result<PollParams, ErrorData> {
         Some(n @ 1..=100) => n as u32,
         Some(_) => return Err(invalid("`maxEvents` must be 1 to 100")),
     };
-    Ok(PollParams {
+    Ok(PollAsk {
         name,
         filter,
         cursor: cursor(p)?,
