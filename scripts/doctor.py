@@ -28,9 +28,16 @@ The checks:
   pipeline without a CallbackStep gets warnings instead of FAILs, and a CallbackStep whose
   SqsQueueUrl is another queue a warning;
 - DLQs: the dead-letter queues are empty (the callback queue's DLQ among them);
-- delivery queue: MCP Events' webhook deliveries (EventDeliveryQueueUrl) feed event-delivery
-  through an enabled event source mapping; deliveries waiting in its DLQ are a warning with
-  their count and the redrive that moves them back (make redrive ... ARGS=--event-deliveries);
+- delivery queue: MCP Events' webhook deliveries waiting for a retry (EventDeliveryQueueUrl) feed
+  event-delivery through an enabled event source mapping; deliveries waiting in its DLQ are a
+  warning with their count and the redrive that moves them back (make redrive ...
+  ARGS=--event-deliveries);
+- events stream: the events table (EventsTableName) streams NEW_IMAGE (or NEW_AND_OLD_IMAGES);
+- stream mapping: event-delivery has an enabled event source mapping on that stream, with the
+  stack's filter (new events marked for webhooks) and an on-failure destination;
+- stream failure queue: that destination (EventStreamFailureQueueUrl) is empty; records in it are
+  a warning: batches whose webhooks were given up on (the events are still in the log for
+  events/poll), purged once their cause is found, never redriven;
 - alarms: every alarm has an action;
 - endpoint role: iam:SimulatePrincipalPolicy says the endpoint's execution role (DescribeEndpoint,
   DescribeEndpointConfig, DescribeModel) may sns:Publish to both topics, s3:PutObject under the
@@ -49,6 +56,7 @@ IAM (read only): cloudformation:DescribeStacks, cloudformation:ListStackResource
 sagemaker:DescribeEndpoint, sagemaker:DescribeEndpointConfig, sagemaker:DescribeModel,
 sagemaker:DescribePipeline, sns:ListSubscriptionsByTopic, sns:GetSubscriptionAttributes,
 sns:GetTopicAttributes, s3:GetBucketPolicy, kms:GetKeyPolicy, kms:DescribeKey, events:DescribeRule,
+dynamodb:DescribeTable on the events table,
 sqs:GetQueueAttributes, sqs:GetQueueUrl, lambda:ListEventSourceMappings, cloudwatch:DescribeAlarms,
 iam:SimulatePrincipalPolicy on the roles.
 """
@@ -65,7 +73,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 
 import aws_region
 from doctor_callback import check_callback
-from doctor_delivery import check_delivery
+from doctor_delivery import check_delivery, check_stream
 from doctor_iam import check_endpoint_role, check_permissions, simulated
 from doctor_result import Result, fail, ok, skip, warn
 from doctor_targets import SEED_PIPELINE_PARAMETERS, Targets
@@ -99,6 +107,7 @@ def targets_from_stack(session, name: str) -> Targets:
         delivery_queue_url=stack.physical_id("EventDeliveryQueue"),
         delivery_dlq_url=stack.physical_id("EventDeliveryDLQ"),
         event_delivery=stack.physical_id("EventDeliveryFunction"),
+        stream_failure_queue_url=stack.physical_id("EventStreamFailureQueue"),
         pipeline_queue_url=stack.physical_id("PipelineResultsQueue"),
         event_bus=bus,
         bucket_key=stack.parameter("IoBucketKmsKeyArn") or None,
@@ -129,7 +138,7 @@ OVERRIDES = ("endpoint", "success_topic", "error_topic", "bucket", "output_prefi
              "pipeline_parameters", "rule", "notification_handler", "buffer_queue_url", "catalog_endpoints",
              "catalog_pipelines", "dlq_urls", "alarms", "model_role", "bucket_key", "results_table",
              "pipeline_results_table", "events_table", "pipeline_queue_url", "event_bus", "callback_queue_url",
-             "subscriptions_table", "delivery_queue_url", "event_delivery")
+             "subscriptions_table", "delivery_queue_url", "event_delivery", "stream_failure_queue_url")
 
 
 def apply_overrides(targets: Targets, args: argparse.Namespace) -> Targets:
@@ -395,7 +404,7 @@ def run_checks(session, t: Targets) -> list:
     results += simulated(session, lambda iam, policies: check_callback(session, sm, iam, policies, t))
     dlqs = list(dict.fromkeys(t.dlq_urls + ([t.callback_dlq_url] if t.callback_dlq_url else [])))
     results += [check_dlq(sqs, t, url) for url in dlqs] or [skip("DLQs", "no queue URLs (give --dlq-url)")]
-    results += check_delivery(session, t)
+    results += check_delivery(session, t) + check_stream(session, t)
     results.append(check_alarms(session.client("cloudwatch"), t))
     results += check_permissions(session, sm, config, t)
     return results + catalog_endpoint_checks(session, sm, t)
@@ -430,7 +439,7 @@ def main(argv: Optional[list] = None) -> int:
                         help="the bucket's default encryption key (IoBucketKmsKeyArn)")
     parser.add_argument("--results-table", help="the results table's name (for the function roles' checks)")
     parser.add_argument("--pipeline-results-table", help="the pipeline results table's name")
-    parser.add_argument("--events-table", help="the events table's name (MCP Events' log)")
+    parser.add_argument("--events-table", help="the events table's name (MCP Events' log, and its stream)")
     parser.add_argument("--pipeline-queue-url", help="the pipeline results (completion) queue")
     parser.add_argument("--event-bus", help="the completion events' bus (name or ARN), if any")
     parser.add_argument("--callback-queue-url",
@@ -438,6 +447,9 @@ def main(argv: Optional[list] = None) -> int:
     parser.add_argument("--subscriptions-table", help="MCP Events' webhook subscriptions table's name")
     parser.add_argument("--delivery-queue-url", help="MCP Events' webhook delivery queue (EventDeliveryQueueUrl)")
     parser.add_argument("--event-delivery", metavar="NAME_OR_ARN", help="the event-delivery function")
+    parser.add_argument("--stream-failure-queue-url",
+                        help="where Lambda records the events stream's batches event-delivery gave up on "
+                             "(EventStreamFailureQueueUrl; default: the stream mapping's on-failure destination)")
     args = parser.parse_args(argv)
 
     try:

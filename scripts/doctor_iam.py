@@ -141,18 +141,17 @@ def function_calls(t: Targets, keys: list) -> dict:
         return (label, action, resource, resource)
     reads = [("outputs", "s3:GetObject", out_g, out_s), ("failures", "s3:GetObject", fail_g, fail_s)]
     decrypt = [same("key", "kms:Decrypt", key) for key in keys]
-    # MCP Events' webhooks: an owner's subscriptions found, and a delivery queued for each.
-    to_webhooks = [same("subscriptions table", "dynamodb:Query", subscriptions),
-                   same("delivery queue", "sqs:SendMessage", delivery)]
+    # MCP Events: the event logged once (a conditional put), marked for the webhooks of the
+    # owner's subscriptions; the events table's stream takes it to event-delivery.
+    to_log = [same("events table", "dynamodb:PutItem", events),
+              same("subscriptions table", "dynamodb:Query", subscriptions)]
     calls = {
         "notification-handler": [same("results table", "dynamodb:UpdateItem", results),
-                                 *(same("events table", a, events) for a in ("dynamodb:GetItem", "dynamodb:PutItem")),
-                                 *to_webhooks, *reads,
+                                 *to_log, *reads,
                                  same("event bus", "events:PutEvents", bus), *decrypt],
         "pipeline-router": [*(same("pipeline results table", a, runs) for a in ("dynamodb:UpdateItem",
                                                                               "dynamodb:BatchGetItem")),
-                            *(same("events table", a, events) for a in ("dynamodb:GetItem", "dynamodb:PutItem")),
-                            *to_webhooks,
+                            *to_log,
                             same("completion queue", "sqs:SendMessage", queue),
                             *(("runs", a, *execution) for a in ("sagemaker:DescribePipelineExecution",
                                                                "sagemaker:ListPipelineExecutionSteps"))],
@@ -185,9 +184,11 @@ def function_calls(t: Targets, keys: list) -> dict:
                       same("lineage", "sagemaker:ListAssociations", "*"), same("lineage", "sagemaker:ListArtifacts", "*"),
                       same("event bus", "events:PutEvents", bus), *decrypt,
                       *(same("key", "kms:GenerateDataKey", t.bucket_key) for _ in [1] if t.bucket_key)],
-        # A delivery's subscription read and updated; a failed one put back with its backoff.
+        # A delivery's subscription read and updated; a failed one queued for its retry, or put
+        # back with its backoff.
         "event-delivery": [same("subscriptions table", "dynamodb:GetItem", subscriptions),
                            same("subscriptions table", "dynamodb:UpdateItem", subscriptions),
+                           same("delivery queue", "sqs:SendMessage", delivery),
                            same("delivery queue", "sqs:ChangeMessageVisibility", delivery)],
     }
     return {fn: [c for c in needed if c[2] and c[3]] for fn, needed in calls.items()}

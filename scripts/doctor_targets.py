@@ -39,12 +39,14 @@ class Targets:
     results_table: Optional[str] = None
     pipeline_results_table: Optional[str] = None
     events_table: Optional[str] = None
-    # MCP Events' webhooks: the subscriptions table, the delivery queue (and its DLQ), and
-    # event-delivery, the function it feeds.
+    # MCP Events' webhooks: the subscriptions table, the delivery queue (retries; and its DLQ),
+    # event-delivery, the function it and the events table's stream feed, and where Lambda records
+    # the stream's batches event-delivery gave up on.
     subscriptions_table: Optional[str] = None
     delivery_queue_url: Optional[str] = None
     delivery_dlq_url: Optional[str] = None
     event_delivery: Optional[str] = None
+    stream_failure_queue_url: Optional[str] = None
     pipeline_queue_url: Optional[str] = None
     # Where the pipelines' CallbackSteps send their questions, and its dead-letter queue.
     callback_queue_url: Optional[str] = None

@@ -23,6 +23,9 @@ the invocation succeeded: no FunctionError and, for an SQS-shaped event, no batc
 Messages that failed or could not be understood stay on the queue (visible again when the run
 ends) and make the exit status 1. A CallbackStep's message (PipelineCallbackDLQ) is one of
 those: its token answers the step, and SQS's own message move takes it back (docs/operations.md).
+So is Lambda's record of an events-stream batch event-delivery gave up on (EventStreamFailureQueue):
+it names the batch's shard and sequence numbers, not its events, which stay in the events table
+for events/poll; nothing here replays it (docs/events.md).
 A message not replayed is named by its id, what it seems to be and its size, never by its body.
 Replaying is safe: a recorded outcome is never changed (pipeline-router may send its completion
 message again, which consumers already treat as a duplicate).
@@ -163,6 +166,12 @@ def understand(message: dict, functions: dict) -> Replay:
     if isinstance(body, dict) and "token" in body:
         raise NotUnderstood("a callback message (has a token): redrive it with the SQS message move "
                             "(aws sqs start-message-move-task), see docs/operations.md", "callback-message")
+    # Lambda's record of a stream batch given up on (EventStreamFailureQueue): where the batch
+    # was, not its events, so there is nothing to replay.
+    if isinstance(body, dict) and "DDBStreamBatchInfo" in body:
+        raise NotUnderstood("a record of an events-stream batch event-delivery gave up on (EventStreamFailureQueue): "
+                            "its events are in the events table for events/poll, nothing replays it "
+                            "(docs/events.md)", "stream-failure-record")
     attributes = message.get("MessageAttributes", {})
 
     def owner(arn: str, kind: str) -> str:

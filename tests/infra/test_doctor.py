@@ -19,7 +19,8 @@ from iam_fixtures import fake_iam, iam  # noqa: F401 (fixtures)
 
 CHECKS = {"endpoint", "topics", "output path", "failure path", "response in message", "success subscription",
           "error subscription", "pipeline", "rule", "alarms", "endpoint role", "notification-handler role",
-          "pipeline-router role", "mcp-tools role", "event-delivery role", "delivery queue"}
+          "pipeline-router role", "mcp-tools role", "event-delivery role", "delivery queue", "events stream",
+          "stream mapping", "stream failure queue"}
 
 
 def run_doctor(setup: Setup):
@@ -197,6 +198,8 @@ def test_with_a_stack_name_every_name_comes_from_the_stack():
                  "EventDeliveryDLQ": ("AWS::SQS::Queue", "https://sqs/1/mcp-event-delivery-dlq-u.fifo"),
                  "EventDeliveryFunction": ("AWS::Lambda::Function", "s-EventDeliveryFunction-3"),
                  "SubscriptionsTable": ("AWS::DynamoDB::Table", "s-SubscriptionsTable-4"),
+                 "EventsTable": ("AWS::DynamoDB::Table", "s-EventsTable-5"),
+                 "EventStreamFailureQueue": ("AWS::SQS::Queue", "https://sqs/1/s-EventStreamFailureQueue-6"),
                  "JobFailureRateAlarm": ("AWS::CloudWatch::Alarm", "s-JobFailureRateAlarm-2"),
                  "OutcomesNotArrivingAlarm": ("AWS::CloudWatch::Alarm", "s-OutcomesNotArrivingAlarm-1")}
     with Stubber(cloudformation) as stub:
@@ -228,6 +231,10 @@ def test_with_a_stack_name_every_name_comes_from_the_stack():
         "https://sqs/1/mcp-event-delivery-u.fifo", "https://sqs/1/mcp-event-delivery-dlq-u.fifo")
     assert (targets.event_delivery, targets.subscriptions_table) == ("s-EventDeliveryFunction-3",
                                                                      "s-SubscriptionsTable-4")
+    # The stream's failure queue is checked beside the stream, not among the DLQs: it holds records, not messages to
+    # redrive.
+    assert (targets.events_table, targets.stream_failure_queue_url) == (
+        "s-EventsTable-5", "https://sqs/1/s-EventStreamFailureQueue-6")
     assert targets.alarms == ["s-JobFailureRateAlarm-2", "s-OutcomesNotArrivingAlarm-1"]
 
 
@@ -334,12 +341,16 @@ def test_the_checks_cover_every_call_the_code_makes():
     assert ("events table", "dynamodb:PutItem", "arn:aws:dynamodb:us-east-1:123456789012:table/ev") in {
         c[:3] for c in calls["notification-handler"]}
     delivery = "arn:aws:sqs:us-east-1:123456789012:d.fifo"
+    events = "arn:aws:dynamodb:us-east-1:123456789012:table/ev"
+    # The recorders only log (a conditional put) and find the subscriptions: the stream takes the event on.
     for function in ("notification-handler", "pipeline-router"):
-        assert ("delivery queue", "sqs:SendMessage", delivery) in {c[:3] for c in calls[function]}, function
+        found = {c[:3] for c in calls[function]}
+        assert not {c for c in found if c[0] == "delivery queue"}, function
+        assert {c for c in found if c[0] == "events table"} == {("events table", "dynamodb:PutItem", events)}, function
     assert {c[:3] for c in calls["event-delivery"]} == {
         ("subscriptions table", "dynamodb:GetItem", "arn:aws:dynamodb:us-east-1:123456789012:table/subs"),
         ("subscriptions table", "dynamodb:UpdateItem", "arn:aws:dynamodb:us-east-1:123456789012:table/subs"),
-        ("delivery queue", "sqs:ChangeMessageVisibility", delivery)}
+        ("delivery queue", "sqs:SendMessage", delivery), ("delivery queue", "sqs:ChangeMessageVisibility", delivery)}
     # An inference-only stack: no training calls to check.
     t.pipeline, t.pipeline_queue_url = None, None
     assert not {a for _, a, _, _ in function_calls(t, [])["mcp-tools"]} & {"sagemaker:StartPipelineExecution"}
@@ -576,7 +587,7 @@ def test_a_denied_delivery_call_of_event_delivery_is_a_fail_line(iam):
     assert printed_statement(line) == {"Effect": "Allow", "Action": "sqs:ChangeMessageVisibility", "Resource": queue}
     simulated = {(a, r) for req in iam.requests if req["role"] == role for a in req["actions"] for r in req["resources"]}
     table = f"arn:aws:dynamodb:us-east-1:123456789012:table/doctor-{setup.id}-subscriptions"
-    assert simulated == {("dynamodb:GetItem", table), ("dynamodb:UpdateItem", table),
+    assert simulated == {("dynamodb:GetItem", table), ("dynamodb:UpdateItem", table), ("sqs:SendMessage", queue),
                          ("sqs:ChangeMessageVisibility", queue)}
 
 
@@ -594,3 +605,129 @@ def test_a_mapping_on_its_way_to_enabled_is_a_warning_and_without_a_queue_the_ch
     assert result.status == "warn" and "is Enabling" in result.detail and "run the doctor again" in result.fix
     assert [r.line() for r in doctor_delivery.check_delivery(None, doctor.Targets())] == [
         "skip  delivery queue: the delivery queue is not known (give --delivery-queue-url)"]
+
+
+# ---------------------------------------------------------------- the events table's stream
+
+
+def test_an_events_table_without_a_stream_fails_and_its_mapping_is_not_looked_for():
+    setup = Setup(events_stream=None).build(skip=("event stream",))
+    result, lines = run_doctor(setup)
+    assert result.returncode == 1 and {c for c, (s, _) in lines.items() if s == "FAIL"} == {"events stream"}, \
+        result.stdout
+    line = lines["events stream"][1]
+    assert f"{setup.events_table} has no stream" in line and "events/poll still has every event" in line
+    assert "redeploy the stack" in line and "StreamViewType=NEW_IMAGE" in line
+    assert lines["stream mapping"] == ("skip", "skip  stream mapping: the events table has no stream to map")
+    # The failure queue, named, is still looked at.
+    assert lines["stream failure queue"][0] == "ok", result.stdout
+
+
+def test_a_stream_without_the_new_image_fails():
+    setup = Setup(events_stream="KEYS_ONLY").build()
+    line = only_failure(setup, "events stream")
+    assert f"{setup.events_table} streams KEYS_ONLY, without the new image event-delivery reads" in line
+
+
+def test_a_missing_stream_mapping_fails():
+    setup = Setup().build(skip=("event stream",))
+    line = only_failure(setup, "stream mapping")
+    assert f"the events stream feeds no {setup.event_delivery} (event source mappings: none)" in line
+    assert "EventDeliveryStreamEventSource" in line
+
+
+def test_a_stream_mapping_without_the_filter_or_a_destination_fails_with_the_command_that_sets_them():
+    setup = Setup().build(skip=("event stream",))
+    uuid = setup.create_stream_mapping(with_filter=False, with_destination=False)
+    line = only_failure(setup, "stream mapping")
+    assert "it has no filter: every change to the events table invokes event-delivery" in line
+    assert "it has no on-failure destination" in line
+    fix = line.split("Fix: ", 1)[1]
+    assert fix.startswith(f"aws lambda update-event-source-mapping --uuid {uuid} --filter-criteria ")
+    criteria = json.loads(fix.split("--filter-criteria '", 1)[1].split("'", 1)[0])
+    assert json.loads(criteria["Filters"][0]["Pattern"]) == doctor_delivery.WEBHOOK_EVENTS
+    failures = setup.aws["sqs"].get_queue_attributes(QueueUrl=setup.stream_failure_queue_url,
+                                                     AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
+    destination = json.loads(fix.split("--destination-config '", 1)[1].split("'", 1)[0])
+    assert destination == {"OnFailure": {"Destination": failures}}
+
+
+def test_a_disabled_stream_mapping_fails_with_the_command_that_enables_it():
+    setup = Setup().build(skip=("event stream",))
+    uuid = setup.create_stream_mapping(enabled=False)
+    line = only_failure(setup, "stream mapping")
+    assert "it is Disabled" in line and f"--uuid {uuid} --enabled" in line
+
+
+def test_records_of_batches_given_up_on_are_a_warning_saying_the_events_are_in_the_log():
+    setup = Setup().build()
+    # What Lambda records for a stream batch: where it was, not the events.
+    setup.aws["sqs"].send_message(QueueUrl=setup.stream_failure_queue_url, MessageBody=json.dumps({
+        "requestContext": {"condition": "RetryAttemptsExhausted", "approximateInvokeCount": 11},
+        "DDBStreamBatchInfo": {"shardId": "shardId-1", "startSequenceNumber": "100", "endSequenceNumber": "109",
+                               "batchSize": 10, "streamArn": setup.stream_arn}}))
+    result, lines = run_doctor(setup)
+    assert result.returncode == 0, result.stdout
+    status, line = lines["stream failure queue"]
+    assert status == "warn", result.stdout
+    assert f"1 record in doctor-{setup.id}-stream-failures of events-stream batches event-delivery gave up on" in line
+    assert "events/poll" in line and f"aws sqs purge-queue --queue-url {setup.stream_failure_queue_url}" in line
+    assert "make redrive" not in line and "nothing redrives them" in line
+    assert all(s == "ok" for c, (s, _) in lines.items() if c != "stream failure queue"), result.stdout
+
+
+def test_the_stream_failure_queue_is_found_through_the_mappings_destination():
+    setup = Setup().build()
+    args = setup.doctor_args()
+    at = args.index("--stream-failure-queue-url")
+    result = run_script("doctor.py", args[:at] + args[at + 2:])
+    lines = lines_by_check(result.stdout)
+    assert result.returncode == 0, result.stdout
+    assert lines["stream failure queue"] == ("ok", f"ok    stream failure queue: doctor-{setup.id}-stream-failures is "
+                                                   "empty"), result.stdout
+    assert "batches given up on to doctor-" in lines["stream mapping"][1]
+
+
+def test_make_redrive_replays_no_record_of_the_stream_failure_queue():
+    import redrive
+    record = {"requestContext": {"functionArn": "arn:aws:lambda:us-east-1:123456789012:function:s-EventDelivery",
+                                 "condition": "RetryAttemptsExhausted", "approximateInvokeCount": 11},
+              "version": "1.0", "DDBStreamBatchInfo": {"shardId": "shardId-1", "startSequenceNumber": "100",
+                                                       "endSequenceNumber": "109", "batchSize": 10}}
+    with pytest.raises(redrive.NotUnderstood, match="nothing replays it") as refused:
+        redrive.understand({"MessageId": "m-1", "Body": json.dumps(record)},
+                           {"notification-handler": "s-NotificationHandler", "pipeline-router": "s-PipelineRouter"})
+    assert refused.value.kind == "stream-failure-record"
+
+
+def test_the_doctors_filter_is_the_templates():
+    from test_template import RESOURCES
+    (stream_filter,) = RESOURCES["EventDeliveryStreamEventSource"]["Properties"]["FilterCriteria"]["Filters"]
+    assert json.loads(stream_filter["Pattern"]) == doctor_delivery.WEBHOOK_EVENTS
+
+
+def test_a_mapping_lambda_reports_a_problem_on_is_a_warning_and_without_an_events_table_the_stream_is_skipped():
+    """What moto cannot show: Lambda's LastProcessingResult, stubbed."""
+    import boto3
+    functions = boto3.client("lambda", region_name="us-east-1", aws_access_key_id="x", aws_secret_access_key="x")
+    stream = "arn:aws:dynamodb:us-east-1:123456789012:table/s-EventsTable-5/stream/2026-01-01T00:00:00.000"
+    failures = "arn:aws:sqs:us-east-1:123456789012:s-EventStreamFailureQueue-6"
+    with Stubber(functions) as stub:
+        stub.add_response("list_event_source_mappings", {"EventSourceMappings": [{
+            "UUID": "6c1d0a2e-3f4b-4c5d-8e9f-0a1b2c3d4e5f", "State": "Enabled", "EventSourceArn": stream,
+            "FunctionArn": "arn:aws:lambda:us-east-1:123456789012:function:s-EventDeliveryFunction-3",
+            "FilterCriteria": {"Filters": [{"Pattern": json.dumps(doctor_delivery.WEBHOOK_EVENTS)}]},
+            "DestinationConfig": {"OnFailure": {"Destination": failures}},
+            "LastProcessingResult": "PROBLEM: Function call failed"}]}, {"EventSourceArn": stream})
+        result, destination = doctor_delivery.check_stream_mapping(
+            functions, doctor.Targets(event_delivery="s-EventDeliveryFunction-3"), stream)
+    assert result.status == "warn" and "PROBLEM: Function call failed" in result.detail, result.line()
+    assert destination == failures
+
+    class NoClients:
+        def client(self, name):
+            raise AssertionError(f"{name} asked for, with nothing to check")
+    lines = doctor_delivery.check_stream(NoClients(), doctor.Targets())
+    assert [r.line() for r in lines] == [
+        "skip  events stream: the events table is not known (give --events-table)",
+        "skip  stream failure queue: the stream failure queue is not known (give --stream-failure-queue-url)"]

@@ -77,7 +77,9 @@ XRAY = {"xray:PutTraceSegments", "xray:PutTelemetryRecords"}
 # Nor do SageMaker's lineage lists (the IAM service authorization reference names no resource
 # type for ListAssociations or ListArtifacts): "*" is all a policy can grant them on.
 LINEAGE_LISTS = {"sagemaker:ListAssociations", "sagemaker:ListArtifacts"}
-UNSCOPED = (XRAY, LINEAGE_LISTS)
+# Nor does DynamoDB's ListStreams, which Lambda calls for a stream event source.
+LIST_STREAMS = {"dynamodb:ListStreams"}
+UNSCOPED = (XRAY, LINEAGE_LISTS, LIST_STREAMS)
 
 
 @pytest.mark.parametrize("function", sorted(ACTIONS))
@@ -306,9 +308,10 @@ def on_resource(function: str, arn: dict) -> list:
 
 def test_the_events_table_is_appended_to_by_the_recorders_and_read_by_the_tools():
     """MCP Events' log: notification-handler and pipeline-router append each job's and run's end
-    once (GetItem: logged already?, then PutItem), mcp-tools reads an owner's events from a cursor (events/poll: Query), each on the
-    events table alone. gateway-target serves no events: its role is mcp-tools', its environment
-    names no events table."""
+    once (a conditional PutItem), mcp-tools reads an owner's events from a cursor (events/poll:
+    Query), each on the events table alone; event-delivery reads none of it, only its stream.
+    gateway-target serves no events: its role is mcp-tools', its environment names no events
+    table."""
     props = RESOURCES["EventsTable"]["Properties"]
     assert props["KeySchema"] == [{"AttributeName": "owner", "KeyType": "HASH"},
                                   {"AttributeName": "position", "KeyType": "RANGE"}]
@@ -318,9 +321,9 @@ def test_the_events_table_is_appended_to_by_the_recorders_and_read_by_the_tools(
     assert props["TimeToLiveSpecification"] == {"AttributeName": "ttl", "Enabled": True}
     assert TEMPLATE["Outputs"]["EventsTableName"]["Value"] == {"Ref": "EventsTable"}
     arn = {"Fn::GetAtt": ["EventsTable", "Arn"]}
-    # A recorder reads whether an event is logged already (GetItem) before it queues and logs it.
-    for function, actions in (("NotificationHandlerFunction", {"dynamodb:GetItem", "dynamodb:PutItem"}),
-                              ("PipelineRouterFunction", {"dynamodb:GetItem", "dynamodb:PutItem"}),
+    # A recorder only puts: the put's condition says whether the event is logged already.
+    for function, actions in (("NotificationHandlerFunction", {"dynamodb:PutItem"}),
+                              ("PipelineRouterFunction", {"dynamodb:PutItem"}),
                               ("McpToolsFunction", {"dynamodb:Query"}), ("EventDeliveryFunction", set())):
         variables = RESOURCES[function]["Properties"]["Environment"]["Variables"]
         on_events = on_resource(function, arn)
@@ -333,7 +336,8 @@ def test_the_events_table_is_appended_to_by_the_recorders_and_read_by_the_tools(
 
 
 # What each function may do on the subscriptions table and the delivery queue (MCP Events'
-# webhooks), and nothing more.
+# webhooks), and nothing more. The recorders queue nothing: event-delivery takes their events from
+# the events table's stream and queues the retries itself.
 SUBSCRIPTION_ACTIONS = {
     "NotificationHandlerFunction": {"dynamodb:Query"},
     "PipelineRouterFunction": {"dynamodb:Query"},
@@ -341,11 +345,11 @@ SUBSCRIPTION_ACTIONS = {
     "EventDeliveryFunction": {"dynamodb:GetItem", "dynamodb:UpdateItem"},
 }
 DELIVERY_QUEUE_ACTIONS = {
-    "NotificationHandlerFunction": {"sqs:SendMessage"},
-    "PipelineRouterFunction": {"sqs:SendMessage"},
+    "NotificationHandlerFunction": set(),
+    "PipelineRouterFunction": set(),
     "McpToolsFunction": set(),
     "EventDeliveryFunction": {"sqs:ReceiveMessage", "sqs:DeleteMessage", "sqs:GetQueueAttributes",
-                              "sqs:ChangeMessageVisibility"},
+                              "sqs:SendMessage", "sqs:ChangeMessageVisibility"},
 }
 
 
@@ -382,7 +386,7 @@ def test_each_function_may_do_on_the_subscriptions_table_and_the_delivery_queue_
     assert "EVENTS_ALLOW_LOCAL_CALLBACKS" not in variables
 
 
-def test_deliveries_go_through_a_fifo_queue_with_a_dlq_and_alarms():
+def test_retries_go_through_a_fifo_queue_with_a_dlq_and_alarms():
     queue, dlq = RESOURCES["EventDeliveryQueue"]["Properties"], RESOURCES["EventDeliveryDLQ"]["Properties"]
     assert (queue["FifoQueue"], queue["ContentBasedDeduplication"], dlq["FifoQueue"]) == (True, False, True)
     assert queue["SqsManagedSseEnabled"] is True and dlq["SqsManagedSseEnabled"] is True
@@ -417,3 +421,67 @@ def test_deliveries_go_through_a_fifo_queue_with_a_dlq_and_alarms():
     assert '"ApproximateAgeOfOldestMessage", "QueueName", "${EventDeliveryQueue.QueueName}"' in body
     assert '"Errors", "FunctionName", "${EventDeliveryFunction}"' in body
     assert '"ApproximateNumberOfMessagesVisible", "QueueName", "${EventDeliveryDLQ.QueueName}"' in body
+
+
+STREAM_ARN = {"Fn::GetAtt": ["EventsTable", "StreamArn"]}
+STREAM_ACTIONS = {"dynamodb:DescribeStream", "dynamodb:GetRecords", "dynamodb:GetShardIterator"}
+# The new events a delivery's first try takes from the stream: those the recorders marked for
+# webhooks (`webhooks`: true, `deliver_to`: the subscriptions); nothing else invokes event-delivery.
+WEBHOOK_EVENTS = {"eventName": ["INSERT"], "dynamodb": {"NewImage": {"webhooks": {"BOOL": [True]}}}}
+
+
+def test_new_events_with_webhooks_reach_event_delivery_through_the_events_tables_stream():
+    assert RESOURCES["EventsTable"]["Properties"]["StreamSpecification"] == {"StreamViewType": "NEW_IMAGE"}
+    source = RESOURCES["EventDeliveryStreamEventSource"]["Properties"]
+    (stream_filter,) = source["FilterCriteria"]["Filters"]
+    assert json.loads(stream_filter["Pattern"]) == WEBHOOK_EVENTS
+    assert {k: v for k, v in source.items() if k != "FilterCriteria"} == {
+        "EventSourceArn": STREAM_ARN, "FunctionName": {"Ref": "EventDeliveryFunction"},
+        "StartingPosition": "LATEST", "BatchSize": 10, "MaximumBatchingWindowInSeconds": 0,
+        # A failing batch is split down to the event at fault; the events before it are not sent again.
+        "FunctionResponseTypes": ["ReportBatchItemFailures"], "BisectBatchOnFunctionError": True,
+        # Given up after 10 retries or 6 hours, and recorded: the shard does not wait forever.
+        "MaximumRetryAttempts": 10, "MaximumRecordAgeInSeconds": 21600,
+        "DestinationConfig": {"OnFailure": {"Destination": {"Fn::GetAtt": ["EventStreamFailureQueue", "Arn"]}}}}
+    # Only event-delivery may read the stream.
+    for function in ACTIONS:
+        granted = {a for s in on_resource(function, STREAM_ARN) for a in listify(s["Action"])}
+        assert granted == (STREAM_ACTIONS if function == "EventDeliveryFunction" else set()), function
+    for s in statements(role_of("EventDeliveryFunction")):
+        if set(listify(s["Action"])) & STREAM_ACTIONS:
+            assert listify(s["Resource"]) == [STREAM_ARN], s
+    # ListStreams on "*", alone in its statement, and only for event-delivery.
+    for function in ACTIONS:
+        listing = [s for s in statements(role_of(function)) if "dynamodb:ListStreams" in listify(s["Action"])]
+        assert listing == ([{"Effect": "Allow", "Action": "dynamodb:ListStreams", "Resource": "*"}]
+                           if function == "EventDeliveryFunction" else []), function
+    # The recorders no longer tell event-delivery anything but through the log.
+    for function in ("NotificationHandlerFunction", "PipelineRouterFunction"):
+        variables = RESOURCES[function]["Properties"]["Environment"]["Variables"]
+        assert {"EVENTS_TABLE", "SUBSCRIPTIONS_TABLE"} <= set(variables) and "DELIVERY_QUEUE_URL" not in variables
+
+
+def test_stream_batches_given_up_are_recorded_in_an_encrypted_queue_with_an_alarm():
+    queue = RESOURCES["EventStreamFailureQueue"]["Properties"]
+    assert queue == {"SqsManagedSseEnabled": True, "MessageRetentionPeriod": 1209600}
+    arn = {"Fn::GetAtt": ["EventStreamFailureQueue", "Arn"]}
+    # Lambda sends a stream mapping's failure records with the function's role.
+    for function in ACTIONS:
+        granted = {a for s in on_resource(function, arn) for a in listify(s["Action"])}
+        assert granted == ({"sqs:SendMessage"} if function == "EventDeliveryFunction" else set()), function
+    topic = [{"Fn::If": ["HasAlarmTopic", {"Ref": "AlarmTopicArn"}, {"Ref": "AlarmTopic"}]}]
+    depth = RESOURCES["EventStreamFailureQueueDepthAlarm"]["Properties"]
+    assert depth["Dimensions"] == [{"Name": "QueueName",
+                                    "Value": {"Fn::GetAtt": ["EventStreamFailureQueue", "QueueName"]}}]
+    assert (depth["Namespace"], depth["MetricName"], depth["Statistic"], depth["Threshold"],
+            depth["ComparisonOperator"], depth["AlarmActions"]) == (
+        "AWS/SQS", "ApproximateNumberOfMessagesVisible", "Maximum", 1, "GreaterThanOrEqualToThreshold", topic)
+    age = RESOURCES["EventDeliveryIteratorAgeAlarm"]["Properties"]
+    assert age["Dimensions"] == [{"Name": "FunctionName", "Value": {"Ref": "EventDeliveryFunction"}}]
+    assert (age["Namespace"], age["MetricName"], age["Statistic"], age["Period"], age["Threshold"],
+            age["ComparisonOperator"], age["TreatMissingData"], age["AlarmActions"]) == (
+        "AWS/Lambda", "IteratorAge", "Maximum", 300, 60000, "GreaterThanThreshold", "notBreaching", topic)
+    assert TEMPLATE["Outputs"]["EventStreamFailureQueueUrl"]["Value"] == {"Ref": "EventStreamFailureQueue"}
+    body = RESOURCES["Dashboard"]["Properties"]["DashboardBody"]["Fn::Sub"][0]
+    assert '"IteratorAge", "FunctionName", "${EventDeliveryFunction}"' in body
+    assert '"ApproximateNumberOfMessagesVisible", "QueueName", "${EventStreamFailureQueue.QueueName}"' in body

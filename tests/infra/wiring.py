@@ -1,6 +1,6 @@
-"""A stack's wiring built on the local stack (moto for SNS, SQS, EventBridge, CloudWatch and
-Lambda's event source mappings; the SageMaker stand-in for the endpoint and the pipeline), correct or with one thing wrong, for the
-doctor's and wire-endpoint's tests. Every setup has its own names, so tests never share state."""
+"""A stack's wiring built on the local stack (moto for SNS, SQS, EventBridge, CloudWatch, DynamoDB
+and Lambda's event source mappings; the SageMaker stand-in for the endpoint and the pipeline),
+correct or with one thing wrong, for the doctor's and wire-endpoint's tests. Every setup has its own names, so tests never share state."""
 
 from __future__ import annotations
 
@@ -41,7 +41,8 @@ def local_stack() -> dict:
 def clients() -> dict:
     env = local_stack()
     session = boto3.session.Session(region_name=env.get("AWS_REGION", "us-east-1"))
-    return {name: session.client(name) for name in ("sns", "sqs", "events", "cloudwatch", "sagemaker", "lambda")}
+    return {name: session.client(name) for name in ("sns", "sqs", "events", "cloudwatch", "sagemaker", "lambda",
+                                                    "dynamodb")}
 
 
 def standin(method: str, path: str, body: dict | None = None) -> None:
@@ -73,9 +74,11 @@ def async_config(setup: "Setup", **changes) -> dict:
 class Setup:
     """One stack's worth of wiring: topics subscribed to the handler, the endpoint, the pipeline
     (whose CallbackStep asks through the callback queue), the rule, a DLQ, an alarm, and MCP
-    Events' delivery queue (FIFO, with its DLQ) feeding event-delivery."""
+    Events' webhooks: the events table's stream (`events_stream`, its view type; None: no stream)
+    and the delivery queue (FIFO, with its DLQ) feeding event-delivery, the stream's failures to
+    their queue."""
 
-    def __init__(self):
+    def __init__(self, events_stream: str | None = "NEW_IMAGE"):
         self.aws = clients()
         self.id = uuid.uuid4().hex[:8]
         self.bucket = os.environ["IO_BUCKET"]
@@ -97,6 +100,11 @@ class Setup:
             Attributes={"FifoQueue": "true", "SqsManagedSseEnabled": "true"})["QueueUrl"]
         self.delivery_queue_url = self.create_delivery_queue()
         self.event_delivery = f"doctor-{self.id}-event-delivery"
+        self.event_delivery_created = False
+        self.events_table = f"doctor-{self.id}-events"
+        self.stream_arn = self.create_events_table(events_stream)
+        self.stream_failure_queue_url = self.aws["sqs"].create_queue(
+            QueueName=f"doctor-{self.id}-stream-failures", Attributes={"SqsManagedSseEnabled": "true"})["QueueUrl"]
 
     # -- each part, correct unless told otherwise
 
@@ -141,11 +149,23 @@ class Setup:
             "VisibilityTimeout": "360",
             "RedrivePolicy": json.dumps({"deadLetterTargetArn": dlq_arn, "maxReceiveCount": 20})})["QueueUrl"]
 
-    def create_event_delivery(self, enabled: bool = True) -> str:
-        """event-delivery (a function moto keeps, never runs) fed by the delivery queue; the
-        mapping's UUID. Nothing is ever sent to that queue: moto would try to run the function."""
+    def create_events_table(self, stream: str | None) -> str | None:
+        """The events table as the stack makes it, streaming `stream` (None: no stream); the
+        stream's ARN. Nothing is ever written to it: moto would try to run event-delivery."""
+        table = self.aws["dynamodb"].create_table(
+            TableName=self.events_table, BillingMode="PAY_PER_REQUEST",
+            AttributeDefinitions=[{"AttributeName": k, "AttributeType": "S"} for k in ("owner", "position")],
+            KeySchema=[{"AttributeName": "owner", "KeyType": "HASH"},
+                       {"AttributeName": "position", "KeyType": "RANGE"}],
+            **({"StreamSpecification": {"StreamEnabled": True, "StreamViewType": stream}} if stream else {}))
+        return table["TableDescription"].get("LatestStreamArn")
+
+    def create_event_delivery_function(self) -> None:
+        """event-delivery, a function moto keeps and never runs (once, whichever mapping needs it)."""
         import io
         import zipfile
+        if self.event_delivery_created:
+            return
         iam = boto3.client("iam", endpoint_url=os.environ["AWS_ENDPOINT_URL"],
                            region_name=os.environ.get("AWS_REGION", "us-east-1"))
         role = iam.create_role(RoleName=f"doctor-{self.id}-EventDeliveryRole", AssumeRolePolicyDocument=json.dumps({
@@ -154,14 +174,36 @@ class Setup:
         code = io.BytesIO()
         with zipfile.ZipFile(code, "w") as z:
             z.writestr("bootstrap", "#!/bin/sh\n")
-        functions = self.aws["lambda"]
-        functions.create_function(FunctionName=self.event_delivery, Runtime="provided.al2023", Handler="bootstrap",
-                                  Role=role, Code={"ZipFile": code.getvalue()}, Architectures=["arm64"])
+        self.aws["lambda"].create_function(FunctionName=self.event_delivery, Runtime="provided.al2023",
+                                           Handler="bootstrap", Role=role, Code={"ZipFile": code.getvalue()},
+                                           Architectures=["arm64"])
+        self.event_delivery_created = True
+
+    def create_event_delivery(self, enabled: bool = True) -> str:
+        """event-delivery fed by the delivery queue; the mapping's UUID. Nothing is ever sent to
+        that queue: moto would try to run the function."""
+        self.create_event_delivery_function()
         queue_arn = self.aws["sqs"].get_queue_attributes(
             QueueUrl=self.delivery_queue_url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
-        return functions.create_event_source_mapping(
+        return self.aws["lambda"].create_event_source_mapping(
             EventSourceArn=queue_arn, FunctionName=self.event_delivery, BatchSize=10, Enabled=enabled,
             FunctionResponseTypes=["ReportBatchItemFailures"])["UUID"]
+
+    def create_stream_mapping(self, enabled: bool = True, with_filter: bool = True,
+                              with_destination: bool = True) -> str:
+        """event-delivery fed by the events table's stream, as the template's
+        EventDeliveryStreamEventSource (its filter, its on-failure destination); the mapping's UUID."""
+        self.create_event_delivery_function()
+        failures = self.aws["sqs"].get_queue_attributes(
+            QueueUrl=self.stream_failure_queue_url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
+        pattern = {"eventName": ["INSERT"], "dynamodb": {"NewImage": {"webhooks": {"BOOL": [True]}}}}
+        return self.aws["lambda"].create_event_source_mapping(
+            EventSourceArn=self.stream_arn, FunctionName=self.event_delivery, Enabled=enabled,
+            StartingPosition="LATEST", BatchSize=10, MaximumBatchingWindowInSeconds=0,
+            FunctionResponseTypes=["ReportBatchItemFailures"], BisectBatchOnFunctionError=True,
+            MaximumRetryAttempts=10, MaximumRecordAgeInSeconds=21600,
+            **({"FilterCriteria": {"Filters": [{"Pattern": json.dumps(pattern)}]}} if with_filter else {}),
+            **({"DestinationConfig": {"OnFailure": {"Destination": failures}}} if with_destination else {}))["UUID"]
 
     def create_pipeline(self, parameters=SEED_PARAMETERS, asks: bool = True, callback_queue_url: str | None = None) -> None:
         """The pipeline; `asks`: a CallbackStep after training sends to the callback queue (or to
@@ -204,6 +246,8 @@ class Setup:
             self.create_alarm()
         if "event delivery" not in skip:
             self.create_event_delivery()
+        if "event stream" not in skip:
+            self.create_stream_mapping()
         return self
 
     def doctor_args(self) -> list:
@@ -215,7 +259,8 @@ class Setup:
                 "--pipeline-results-table", f"doctor-{self.id}-runs", "--pipeline-queue-url", self.dlq_url,
                 "--callback-queue-url", self.callback_queue_url,
                 "--subscriptions-table", f"doctor-{self.id}-subscriptions", "--delivery-queue-url",
-                self.delivery_queue_url, "--event-delivery", self.event_delivery]
+                self.delivery_queue_url, "--event-delivery", self.event_delivery,
+                "--events-table", self.events_table, "--stream-failure-queue-url", self.stream_failure_queue_url]
         args += [a for fn, role in FUNCTION_ROLES.items() for a in ("--function-role", f"{fn}={role}")]
         if self.pipeline_parameters is not None:
             args += ["--pipeline-parameters", self.pipeline_parameters]

@@ -22,7 +22,8 @@ pub const REQUIRED: &[&str] = &["SUBSCRIPTIONS_TABLE", "DELIVERY_QUEUE_URL"];
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct EventDeliveryConfig {
     pub subscriptions_table: String,
-    /// The queue it takes deliveries from: a failed one is put back with a backoff on it.
+    /// The retry queue: a failed first try is queued there, a failed retry put back on it
+    /// with its backoff.
     pub delivery_queue_url: String,
     /// How long a receiver has to answer one delivery.
     pub timeout: Duration,

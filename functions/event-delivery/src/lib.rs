@@ -1,8 +1,13 @@
-//! event-delivery: takes MCP Events deliveries from their FIFO queue (one ordered group per
-//! subscription) and POSTs each, signed, to its subscriber's webhook. A delivery that fails is
-//! put back with its backoff and reported (a partial batch failure); the rest of its
-//! subscription's group in the batch is handed back unsent and waits behind it, so a
-//! subscription's events arrive in order. Only translation lives here; the rules are in `usecases::events`.
+//! event-delivery: sends MCP Events webhook deliveries, signed. Two event sources feed it:
+//! - the events table's stream: each new event that names webhook subscriptions, tried at
+//!   once for each of them ([`Handler::first_tries`]); a try that fails, and the events of a
+//!   subscription that is failing, go to the retry queue;
+//! - the retry queue (SQS FIFO, one ordered group per subscription): each delivery tried when
+//!   it is due ([`Handler::retries`]); one that fails again is put back with its backoff and
+//!   reported (a partial batch failure), and the rest of its subscription's group in the batch
+//!   is handed back unsent, so a subscription's events arrive in order.
+//!
+//! Only translation lives here; the rules are in `usecases::events`.
 
 pub mod config;
 
@@ -10,16 +15,17 @@ use std::collections::HashSet;
 use std::time::Duration;
 
 use serde_json::Value;
-use tracing::{info_span, Instrument};
+use tracing::{info_span, Instrument, Span};
 
 use domain::delivery::Delivery;
-use entry::sqs_batch;
+use domain::events::Event;
+use entry::{sqs_batch, stream_batch};
 use ports::{DeliveryQueue, SubscriptionStore, Webhooks};
-use usecases::events::{deliver, Delivered, DeliverySettings};
+use usecases::events::{deliver, Attempt, Delivered, DeliverySettings};
 
 #[derive(Debug, thiserror::Error)]
 pub enum HandlerError {
-    #[error("event is not an SQS batch: no Records array")]
+    #[error("event is not a batch of records: no Records array")]
     NotABatch,
 }
 
@@ -35,20 +41,99 @@ impl From<HandlerError> for lambda_runtime::Diagnostic {
 pub struct Handler<S, W, Q> {
     pub subscriptions: S,
     pub webhooks: W,
-    /// The queue the batch came from: a failed delivery is put back on it with its backoff.
+    /// The retry queue: where a failed first try waits, and where a failed retry is put back
+    /// with its backoff.
     pub queue: Q,
     pub settings: DeliverySettings,
     pub clock: domain::time::Clock,
 }
 
+/// What became of one delivery's try: done with, or to be tried again from the queue.
+enum Outcome {
+    Done,
+    /// Not sent: its subscription's earlier deliveries wait in the queue.
+    Behind,
+    /// After this long.
+    Again(Duration),
+}
+
 impl<S: SubscriptionStore, W: Webhooks, Q: DeliveryQueue> Handler<S, W, Q> {
-    /// One batch, in the queue's order. A message that is no delivery is reported (SQS moves it
-    /// to the dead-letter queue past maxReceiveCount, for a person to look at).
+    /// One batch, from either source.
     pub async fn handle(&self, event: Value) -> Result<Value, HandlerError> {
         let records = event
             .get("Records")
             .and_then(Value::as_array)
             .ok_or(HandlerError::NotABatch)?;
+        let from_stream = records
+            .first()
+            .and_then(|r| r.get("eventSource"))
+            .and_then(Value::as_str)
+            == Some("aws:dynamodb");
+        Ok(match from_stream {
+            true => self.first_tries(records).await,
+            false => self.retries(records).await,
+        })
+    }
+
+    /// A stream batch: each new event sent to the subscriptions it names. What is not sent
+    /// goes to the retry queue; when that fails, the answer names the record to resume from
+    /// (Lambda hands it and the rest again: a subscription already sent to may get it twice,
+    /// with the same `webhook-id`).
+    pub async fn first_tries(&self, records: &[Value]) -> Value {
+        // The subscriptions whose delivery was queued in this batch: their later ones queue too.
+        let mut waiting: HashSet<String> = HashSet::new();
+        for (index, raw) in records.iter().enumerate() {
+            let record = match stream_batch::record(index, raw) {
+                Ok(r) => r,
+                Err(e) => {
+                    tracing::error!(error = %e, "stream record skipped");
+                    continue;
+                }
+            };
+            // The mapping's filter passes new events only; a change or a removal (the TTL's)
+            // is nothing to send.
+            if record.event_name != "INSERT" {
+                continue;
+            }
+            let Some(event) = Event::from_item(&record.new_image) else {
+                tracing::error!(sequence_number = %record.sequence_number, "stream record is not an event; skipped (events/poll still reads what it can)");
+                continue;
+            };
+            let span = info_span!("event", sequence_number = %record.sequence_number, event_id = %event.id);
+            let mut queued = Vec::new();
+            for subscription_id in Event::deliver_to(&record.new_image) {
+                let delivery = Delivery::of(&event, &event.owner, &subscription_id);
+                if waiting.contains(&subscription_id) {
+                    queued.push(delivery);
+                    continue;
+                }
+                let now = self.clock.now();
+                let tried = self
+                    .try_one(&delivery, Attempt::First, &span)
+                    .instrument(span.clone())
+                    .await;
+                let due = match tried {
+                    Outcome::Done => continue,
+                    Outcome::Behind => delivery,
+                    Outcome::Again(after) => delivery.due_at(now + after),
+                };
+                waiting.insert(subscription_id);
+                queued.push(due);
+            }
+            if queued.is_empty() {
+                continue;
+            }
+            if let Err(e) = self.queue.enqueue(&queued).await {
+                span.in_scope(|| tracing::error!(error = %e, "deliveries not queued for retry; the stream hands this event again"));
+                return stream_batch::response(Some(record.sequence_number));
+            }
+        }
+        stream_batch::response(None)
+    }
+
+    /// A batch from the retry queue, in its order. A message that is no delivery is reported
+    /// (SQS moves it to the dead-letter queue past maxReceiveCount, for a person to look at).
+    pub async fn retries(&self, records: &[Value]) -> Value {
         let mut failed = Vec::new();
         // The subscriptions whose delivery failed in this batch: their later ones are not sent.
         let mut waiting: HashSet<String> = HashSet::new();
@@ -77,59 +162,79 @@ impl<S: SubscriptionStore, W: Webhooks, Q: DeliveryQueue> Handler<S, W, Q> {
                 subscription_id = %delivery.subscription_id,
                 event_id = %delivery.event_id
             );
-            if waiting.contains(&delivery.subscription_id) {
+            let wait = match (
+                waiting.contains(&delivery.subscription_id),
+                delivery.wait(self.clock.now()),
+            ) {
                 // Handed back at once: the queue holds it behind the failed one (a FIFO group
                 // gives nothing while one of its messages is in flight), so the two come back
                 // together, in order, when the failed one's wait is over.
-                self.put_back(&receipt, Duration::ZERO)
+                (true, _) => Some(Duration::ZERO),
+                // A failed first try, not due yet: it waits out its backoff.
+                (false, Some(wait)) => Some(wait),
+                (false, None) => match self
+                    .try_one(&delivery, Attempt::Queued, &span)
                     .instrument(span.clone())
-                    .await;
-                failed.push(sqs_id);
-                continue;
-            }
-            let now = self.clock.now();
-            let delivered = deliver(
-                &self.subscriptions,
-                &self.webhooks,
-                &delivery,
-                self.settings,
-                now,
-            )
-            .instrument(span.clone())
-            .await;
-            let retry = span.in_scope(|| match delivered {
-                Ok(Delivered::Sent) => {
-                    tracing::info!("delivered");
-                    None
-                }
-                Ok(Delivered::Skipped(skip)) => {
-                    tracing::info!(?skip, "not sent: the subscription does not take it");
-                    None
-                }
-                Ok(Delivered::Dropped(failure)) => {
-                    tracing::warn!(failure = failure.as_str(), "the receiver refused this event for good");
-                    None
-                }
-                Ok(Delivered::Paused(failure)) => {
-                    tracing::warn!(failure = failure.as_str(), "the subscription failed too long: paused until refreshed");
-                    None
-                }
-                Ok(Delivered::Retry { after, failure }) => {
-                    tracing::info!(failure = failure.as_str(), retry_in_secs = after.as_secs(), "not delivered; retried later");
-                    Some(after)
-                }
-                Err(e) => {
-                    tracing::error!(error = %e, "subscription not read or not recorded; retried later");
-                    Some(self.settings.retry_first)
-                }
-            });
-            if let Some(after) = retry {
+                    .await
+                {
+                    Outcome::Done => None,
+                    Outcome::Again(after) => Some(after),
+                    // Not given for a queued try: taken as due again at once.
+                    Outcome::Behind => Some(Duration::ZERO),
+                },
+            };
+            if let Some(after) = wait {
                 self.put_back(&receipt, after).instrument(span).await;
                 waiting.insert(delivery.subscription_id.clone());
                 failed.push(sqs_id);
             }
         }
-        Ok(serde_json::to_value(sqs_batch::response(failed)).expect("batch response serializes"))
+        serde_json::to_value(sqs_batch::response(failed)).expect("batch response serializes")
+    }
+
+    /// One try of one delivery, logged in `span`.
+    async fn try_one(&self, delivery: &Delivery, attempt: Attempt, span: &Span) -> Outcome {
+        let now = self.clock.now();
+        let delivered = deliver(
+            &self.subscriptions,
+            &self.webhooks,
+            delivery,
+            attempt,
+            self.settings,
+            now,
+        )
+        .await;
+        let subscription_id = delivery.subscription_id.as_str();
+        span.in_scope(|| match delivered {
+            Ok(Delivered::Sent) => {
+                tracing::info!(subscription_id, "delivered");
+                Outcome::Done
+            }
+            Ok(Delivered::Behind) => {
+                tracing::info!(subscription_id, "queued behind the subscription's waiting deliveries");
+                Outcome::Behind
+            }
+            Ok(Delivered::Skipped(skip)) => {
+                tracing::info!(subscription_id, ?skip, "not sent: the subscription does not take it");
+                Outcome::Done
+            }
+            Ok(Delivered::Dropped(failure)) => {
+                tracing::warn!(subscription_id, failure = failure.as_str(), "the receiver refused this event for good");
+                Outcome::Done
+            }
+            Ok(Delivered::Paused(failure)) => {
+                tracing::warn!(subscription_id, failure = failure.as_str(), "the subscription failed too long: paused until refreshed");
+                Outcome::Done
+            }
+            Ok(Delivered::Retry { after, failure }) => {
+                tracing::info!(subscription_id, failure = failure.as_str(), retry_in_secs = after.as_secs(), "not delivered; retried later");
+                Outcome::Again(after)
+            }
+            Err(e) => {
+                tracing::error!(subscription_id, error = %e, "subscription not read or not recorded; retried later");
+                Outcome::Again(self.settings.retry_first)
+            }
+        })
     }
 
     /// The message waits `after` before SQS hands it out again; when that fails, the queue's

@@ -42,7 +42,7 @@ async fn log_job_ended(w: &World, principal: &Principal, id: &str) -> domain::ev
         json!({"inference_id": id, "status": "completed"}),
     );
     let log = w.ports().event_log.as_ref().unwrap();
-    log.append(&event, event.at.timestamp() + 3600)
+    log.append(&event, &[], event.at.timestamp() + 3600)
         .await
         .unwrap();
     event

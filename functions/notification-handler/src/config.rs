@@ -1,9 +1,7 @@
 //! notification-handler's configuration, read once at cold start.
 
 use domain::job::JobPolicy;
-use entry::config::{
-    event_bus_name, metrics_namespace, ConfigError, Env, JobRecords, WebhookQueue,
-};
+use entry::config::{event_bus_name, metrics_namespace, ConfigError, Env, EventTables, JobRecords};
 use usecases::JobSettings;
 
 /// Every variable this function reads; the template test compares it with what the template
@@ -16,7 +14,6 @@ pub const VARIABLES: &[&str] = &[
     "EVENT_BUS_NAME",
     "EVENTS_TABLE",
     "SUBSCRIPTIONS_TABLE",
-    "DELIVERY_QUEUE_URL",
     "METRICS_NAMESPACE",
 ];
 /// The ones without which it does not start.
@@ -31,11 +28,9 @@ pub struct NotificationHandlerConfig {
     pub batch_concurrency: usize,
     /// Where each recorded outcome is announced; None: nowhere.
     pub event_bus_name: Option<String>,
-    /// The MCP Events log, where each outcome's event is kept for its owner's subscribers;
-    /// None: not kept.
-    pub events_table: Option<String>,
-    /// Where each event is queued for its owner's webhooks (with the log only).
-    pub webhooks: Option<WebhookQueue>,
+    /// The MCP Events log, where each outcome's event is kept for its owner's subscribers
+    /// (naming their webhook subscriptions, when deployed); None: not kept.
+    pub events: Option<EventTables>,
     /// The CloudWatch namespace of its metrics.
     pub metrics_namespace: String,
 }
@@ -56,8 +51,7 @@ impl NotificationHandlerConfig {
                 "how many messages of a batch to record at once, 1 to 256",
             )?,
             event_bus_name: event_bus_name(env),
-            events_table: env.optional("EVENTS_TABLE"),
-            webhooks: WebhookQueue::from_env(env)?,
+            events: EventTables::from_env(env)?,
             metrics_namespace: metrics_namespace(env),
         })
     }
@@ -109,19 +103,22 @@ mod tests {
     }
 
     #[test]
-    fn webhooks_need_the_table_and_the_queue_together() {
+    fn webhooks_need_the_events_table() {
         let with = |vars: &[(&str, &str)]| {
             let mut all = vec![("RESULTS_TABLE", "t")];
             all.extend_from_slice(vars);
             NotificationHandlerConfig::from_env(&env(&all))
         };
-        assert_eq!(with(&[]).unwrap().webhooks, None);
-        let both = with(&[
-            ("SUBSCRIPTIONS_TABLE", "s"),
-            ("DELIVERY_QUEUE_URL", "https://q"),
-        ]);
-        assert_eq!(both.unwrap().webhooks.unwrap().subscriptions_table, "s");
+        assert_eq!(with(&[]).unwrap().events, None);
+        let log = with(&[("EVENTS_TABLE", "e")]).unwrap().events.unwrap();
+        assert_eq!(
+            (log.events_table.as_str(), log.subscriptions_table),
+            ("e", None)
+        );
+        let both = with(&[("EVENTS_TABLE", "e"), ("SUBSCRIPTIONS_TABLE", "s")]);
+        let both = both.unwrap().events.unwrap();
+        assert_eq!(both.subscriptions_table.as_deref(), Some("s"));
         let err = with(&[("SUBSCRIPTIONS_TABLE", "s")]).unwrap_err();
-        assert!(err.to_string().contains("DELIVERY_QUEUE_URL"), "{err}");
+        assert!(err.to_string().contains("EVENTS_TABLE"), "{err}");
     }
 }

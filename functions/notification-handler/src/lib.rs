@@ -35,8 +35,8 @@ pub enum HandlerError {
     /// write is a no-op the second time, and the event is put then).
     #[error("the outcome is recorded, but its completion event was not put: {0}")]
     Event(#[from] EventError),
-    /// The outcome is recorded, its subscribers' event not logged or not queued: retried the
-    /// same way (the event is logged once, whichever delivery logs it, and queued again).
+    /// The outcome is recorded, its subscribers' event not logged: retried the same way (the
+    /// event is logged once, whichever delivery logs it).
     #[error("the outcome is recorded, but its event did not reach its subscribers: {0}")]
     Publish(#[from] PublishError),
     #[error("{failed} of {total} SNS records failed: {details}")]
@@ -52,8 +52,8 @@ pub struct Handler<S, R, E, P> {
     pub objects: R,
     /// Where each recorded outcome is announced (`None`: nowhere).
     pub events: Option<E>,
-    /// Where each outcome's event goes for its owner's MCP Events subscribers: the log, and
-    /// the webhooks' queue when they are deployed (`None`: nowhere).
+    /// Where each outcome's event goes for its owner's MCP Events subscribers: the log, naming
+    /// their webhook subscriptions when those are deployed (`None`: nowhere).
     pub subscribers: Option<P>,
     pub settings: JobSettings,
     /// How many messages of an SQS batch are recorded at once (each is a few AWS calls).
@@ -197,8 +197,8 @@ impl<S: JobStore, R: ObjectStore, E: CompletionEvents, P: Publish> Handler<S, R,
             tracing::info!("completion event put");
         }
         if let Some(published) = publish_event(self.subscribers.as_ref(), &recorded, now).await? {
-            let (logged, queued) = (published.logged, published.queued);
-            tracing::info!(logged, queued, "event published for subscribers");
+            let (logged, subscribers) = (published.logged, published.subscribers);
+            tracing::info!(logged, subscribers, "event published for subscribers");
         }
         Ok(Some(recorded))
     }
@@ -232,16 +232,13 @@ impl From<HandlerError> for lambda_runtime::Diagnostic {
 #[cfg(test)]
 mod tests {
     use domain::job::JobStatus;
-    use fakes::{
-        MemoryDeliveryQueue, MemoryEventLog, MemoryEvents, MemoryJobs, MemoryObjects,
-        MemorySubscriptions,
-    };
+    use fakes::{MemoryEventLog, MemoryEvents, MemoryJobs, MemoryObjects, MemorySubscriptions};
     use serde_json::{json, Value};
     use usecases::events::Subscribers;
 
     use super::*;
 
-    type Subs = Subscribers<MemoryEventLog, MemorySubscriptions, MemoryDeliveryQueue>;
+    type Subs = Subscribers<MemoryEventLog, MemorySubscriptions>;
     type TestHandler = Handler<MemoryJobs, MemoryObjects, MemoryEvents, Subs>;
 
     /// The job's outcome is recorded: it is completed.
@@ -260,10 +257,7 @@ mod tests {
             events: Some(MemoryEvents::default()),
             subscribers: Some(Subscribers {
                 log: MemoryEventLog::default(),
-                webhooks: Some((
-                    MemorySubscriptions::default(),
-                    MemoryDeliveryQueue::default(),
-                )),
+                subscriptions: Some(MemorySubscriptions::default()),
             }),
             settings: JobSettings::default(),
             batch_concurrency: 4,
@@ -506,7 +500,7 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn an_owners_outcome_is_logged_once_and_queued_for_its_webhook_once() {
+    async fn an_owners_outcome_is_logged_once_naming_its_webhook_once() {
         use domain::caller::Principal;
         use domain::events::{EventName, SubscriptionKey};
         use domain::job::{reserve, JobPolicy, Submission};
@@ -514,7 +508,7 @@ mod tests {
         use usecases::events::{subscribe, SubscribeAsk};
         let h = handler();
         let subscribers = h.subscribers.as_ref().unwrap();
-        let (subscriptions, queue) = subscribers.webhooks.as_ref().unwrap();
+        let subscriptions = subscribers.subscriptions.as_ref().unwrap();
         let notification: Value =
             serde_json::from_str(&message("sns-success-response-body.json")).unwrap();
         let owner = Principal::Local.caller().owner;
@@ -538,7 +532,7 @@ mod tests {
             ttl: domain::subscription::DEFAULT_TTL,
         };
         let hooks = fakes::FakeWebhooks::default();
-        subscribe(subscriptions, &hooks, ask, now).await.unwrap();
+        let made = subscribe(subscriptions, &hooks, ask, now).await.unwrap();
         for _ in 0..2 {
             h.handle(event("sns-success-response-body.json"))
                 .await
@@ -548,10 +542,11 @@ mod tests {
         let then = chrono::DateTime::UNIX_EPOCH;
         let logged = subscribers.log.read(&owner, None, 10, then).await.unwrap();
         assert_eq!(logged.len(), 1, "one event, however often SNS delivers");
-        let queued = queue.queued();
-        assert_eq!(queued.len(), 1, "one delivery queued");
-        assert_eq!(queued[0].event_id, logged[0].id);
-        assert_eq!(queued[0].occurrence["data"]["status"], "completed");
+        let named = subscribers.log.logged();
+        assert_eq!(named.len(), 1);
+        assert_eq!(named[0].0.id, logged[0].id);
+        assert_eq!(named[0].0.data["status"], "completed");
+        assert_eq!(named[0].1, [made.subscription.id()], "its one subscription");
     }
 
     #[tokio::test]

@@ -7,7 +7,6 @@ use adapters::aws::{dynamodb_client, load_sdk_config, s3_client};
 use adapters::dynamodb::{DynamoEventLog, DynamoJobs, DynamoSubscriptions};
 use adapters::eventbridge::{eventbridge_client, EventBridgeEvents};
 use adapters::s3::S3Objects;
-use adapters::sqs::{sqs_client, SqsDeliveryQueue};
 use entry::telemetry;
 use notification_handler::config::NotificationHandlerConfig;
 use notification_handler::Handler;
@@ -31,14 +30,12 @@ async fn main() -> Result<(), Error> {
             .event_bus_name
             .as_ref()
             .map(|bus| EventBridgeEvents::new(eventbridge_client(&sdk), bus)),
-        subscribers: config.events_table.as_ref().map(|table| Subscribers {
-            log: DynamoEventLog::new(dynamodb_client(&sdk), table),
-            webhooks: config.webhooks.as_ref().map(|w| {
-                (
-                    DynamoSubscriptions::new(dynamodb_client(&sdk), &w.subscriptions_table),
-                    SqsDeliveryQueue::new(sqs_client(&sdk), &w.delivery_queue_url),
-                )
-            }),
+        subscribers: config.events.as_ref().map(|tables| Subscribers {
+            log: DynamoEventLog::new(dynamodb_client(&sdk), &tables.events_table),
+            subscriptions: tables
+                .subscriptions_table
+                .as_ref()
+                .map(|table| DynamoSubscriptions::new(dynamodb_client(&sdk), table)),
         }),
         settings: config.job_settings(),
         batch_concurrency: config.batch_concurrency,

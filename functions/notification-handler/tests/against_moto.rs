@@ -15,13 +15,12 @@ use adapters::aws::{dynamodb_client, s3_client};
 use adapters::dynamodb::{attribute_to_json, DynamoEventLog, DynamoJobs, DynamoSubscriptions};
 use adapters::eventbridge::{eventbridge_client, EventBridgeEvents};
 use adapters::s3::S3Objects;
-use adapters::sqs::{sqs_client, SqsDeliveryQueue};
 use domain::job::JobPolicy;
 use notification_handler::Handler;
 use usecases::events::Subscribers;
 use usecases::JobSettings;
 
-type Subs = Subscribers<DynamoEventLog, DynamoSubscriptions, SqsDeliveryQueue>;
+type Subs = Subscribers<DynamoEventLog, DynamoSubscriptions>;
 
 type Item = HashMap<String, AttributeValue>;
 
@@ -107,15 +106,9 @@ impl Stack {
             subscribers: std::env::var("EVENTS_TABLE").ok().map(|t| Subscribers {
                 log: DynamoEventLog::new(dynamodb_client(&self.sdk), t),
                 // And the stack's webhooks: a test's subscriptions are its own owner's.
-                webhooks: std::env::var("SUBSCRIPTIONS_TABLE")
+                subscriptions: std::env::var("SUBSCRIPTIONS_TABLE")
                     .ok()
-                    .zip(std::env::var("DELIVERY_QUEUE_URL").ok())
-                    .map(|(table, queue)| {
-                        (
-                            DynamoSubscriptions::new(dynamodb_client(&self.sdk), table),
-                            SqsDeliveryQueue::new(sqs_client(&self.sdk), queue),
-                        )
-                    }),
+                    .map(|table| DynamoSubscriptions::new(dynamodb_client(&self.sdk), table)),
             }),
             settings: JobSettings {
                 policy: JobPolicy {
@@ -887,11 +880,11 @@ async fn an_owned_jobs_outcome_is_logged_for_its_subscribers_once_however_often_
         .put_object(&format!("outputs/{id}.out"), r#"{"label": "spam"}"#)
         .await;
     // The owner's webhook subscription (its callback's challenge answered by a fake).
-    let (subscriptions, _) = handler
+    let subscriptions = handler
         .subscribers
         .as_ref()
         .unwrap()
-        .webhooks
+        .subscriptions
         .as_ref()
         .unwrap();
     let key = domain::events::SubscriptionKey {
@@ -918,34 +911,30 @@ async fn an_owned_jobs_outcome_is_logged_for_its_subscribers_once_however_often_
         // SNS delivers the notification twice: one event.
         handler.handle(notification.clone()).await.unwrap();
     }
-    let log = DynamoEventLog::new(dynamodb_client(&stack.sdk), events_table);
+    let log = DynamoEventLog::new(dynamodb_client(&stack.sdk), &events_table);
     let logged = log.read(&owner, None, 10, now).await.unwrap();
     assert_eq!(logged.len(), 1, "{logged:?}");
     assert_eq!(logged[0].name, EventName::JobEnded);
     assert_eq!(logged[0].data["status"], "completed");
     assert_eq!(logged[0].data["output"], format!("job://{id}/output"));
     assert!(!logged[0].data.to_string().contains("s3://"));
-    // One delivery queued for the subscription (the second notification's was a repeat).
-    let sqs = aws_sdk_sqs::Client::new(&stack.sdk);
-    let queue = std::env::var("DELIVERY_QUEUE_URL").unwrap();
-    let mut mine = Vec::new();
-    for _ in 0..3 {
-        let got = sqs
-            .receive_message()
-            .queue_url(&queue)
-            .max_number_of_messages(10)
-            .wait_time_seconds(1)
-            .send()
-            .await
-            .unwrap();
-        for m in got.messages() {
-            let delivery = domain::delivery::Delivery::from_message(m.body().unwrap()).unwrap();
-            if delivery.owner == owner {
-                mine.push(delivery);
-            }
-        }
-    }
-    assert_eq!(mine.len(), 1, "{mine:?}");
-    assert_eq!(mine[0].subscription_id, key.id());
-    assert_eq!(mine[0].event_id, logged[0].id);
+    // The logged item names the subscription, as the table's stream hands it to
+    // event-delivery (its filter passes `webhooks` true only).
+    let items = dynamodb_client(&stack.sdk)
+        .query()
+        .table_name(&events_table)
+        .key_condition_expression("#o = :o")
+        .expression_attribute_names("#o", "owner")
+        .expression_attribute_values(":o", AttributeValue::S(owner.as_str().to_owned()))
+        .send()
+        .await
+        .unwrap()
+        .items
+        .unwrap_or_default();
+    assert_eq!(items.len(), 1);
+    assert_eq!(items[0].get("webhooks"), Some(&AttributeValue::Bool(true)));
+    assert_eq!(
+        items[0].get("deliver_to"),
+        Some(&AttributeValue::S(key.id()))
+    );
 }

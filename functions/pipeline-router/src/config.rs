@@ -1,6 +1,6 @@
 //! pipeline-router's configuration, read once at cold start.
 
-use entry::config::{metrics_namespace, result_ttl_secs, ConfigError, Env, WebhookQueue};
+use entry::config::{metrics_namespace, result_ttl_secs, ConfigError, Env, EventTables};
 
 /// Every variable this function reads; the template test compares it with what the template
 /// sets, and a test here holds `from_env` to it.
@@ -10,7 +10,6 @@ pub const VARIABLES: &[&str] = &[
     "RESULT_TTL_SECS",
     "EVENTS_TABLE",
     "SUBSCRIPTIONS_TABLE",
-    "DELIVERY_QUEUE_URL",
     "METRICS_NAMESPACE",
 ];
 /// The ones without which it does not start.
@@ -22,11 +21,9 @@ pub struct PipelineRouterConfig {
     pub pipeline_results_table: String,
     pub pipeline_results_queue_url: String,
     pub result_ttl_secs: u64,
-    /// The MCP Events log, where each run's end is kept for its owner's subscribers; None:
-    /// not kept.
-    pub events_table: Option<String>,
-    /// Where each event is queued for its owner's webhooks (with the log only).
-    pub webhooks: Option<WebhookQueue>,
+    /// The MCP Events log, where each run's end and question is kept for its owner's
+    /// subscribers (naming their webhook subscriptions, when deployed); None: not kept.
+    pub events: Option<EventTables>,
     /// The CloudWatch namespace of its metrics.
     pub metrics_namespace: String,
 }
@@ -50,8 +47,7 @@ impl PipelineRouterConfig {
             )?,
             pipeline_results_queue_url: queue_url,
             result_ttl_secs: result_ttl_secs(env)?,
-            events_table: env.optional("EVENTS_TABLE"),
-            webhooks: WebhookQueue::from_env(env)?,
+            events: EventTables::from_env(env)?,
             metrics_namespace: metrics_namespace(env),
         })
     }

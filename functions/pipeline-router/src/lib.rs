@@ -25,7 +25,7 @@ pub enum HandlerError {
     BadEvent(#[from] PipelineEventError),
     #[error(transparent)]
     Route(#[from] RouteError),
-    /// The run's end is recorded and sent, its subscribers' event not logged or not queued:
+    /// The run's end is recorded and sent, its subscribers' event not logged:
     /// EventBridge retries, and the retry sends and publishes it again (once in the log).
     #[error("the run's end is recorded, but its event did not reach its subscribers: {0}")]
     Publish(#[from] PublishError),
@@ -130,7 +130,7 @@ impl<S: RunStore, P: PipelineControl, Q: CompletionQueue, E: Publish> Handler<S,
                 span.in_scope(|| match published {
                     Ok(p) => tracing::info!(
                         logged = p.logged,
-                        queued = p.queued,
+                        subscribers = p.subscribers,
                         "event published for subscribers"
                     ),
                     Err(e) => {
@@ -187,8 +187,8 @@ impl<S: RunStore, P: PipelineControl, Q: CompletionQueue, E: Publish> Handler<S,
                     .publish(&event, now)
                     .await
                     .inspect_err(|e| tracing::error!(error = %e, "run's event not published"))?;
-                let (logged, queued) = (published.logged, published.queued);
-                tracing::info!(logged, queued, "event published for subscribers");
+                let (logged, subscribers) = (published.logged, published.subscribers);
+                tracing::info!(logged, subscribers, "event published for subscribers");
             }
         }
         Ok(match routed {
@@ -242,17 +242,14 @@ fn joined(trace: Option<&TraceContext>) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use domain::events::EventName;
-    use fakes::{
-        FakePipeline, MemoryDeliveryQueue, MemoryEventLog, MemoryQueue, MemoryRuns,
-        MemorySubscriptions,
-    };
+    use fakes::{FakePipeline, MemoryEventLog, MemoryQueue, MemoryRuns, MemorySubscriptions};
     use ports::EventLog;
     use serde_json::{json, Value};
     use usecases::events::Subscribers;
 
     use super::*;
 
-    type Subs = Subscribers<MemoryEventLog, MemorySubscriptions, MemoryDeliveryQueue>;
+    type Subs = Subscribers<MemoryEventLog, MemorySubscriptions>;
 
     /// A webhook subscription of `owner` to every event of `name`.
     async fn subscribed(
@@ -289,10 +286,7 @@ mod tests {
             result_ttl_secs: 3600,
             subscribers: Some(Subscribers {
                 log: MemoryEventLog::default(),
-                webhooks: Some((
-                    MemorySubscriptions::default(),
-                    MemoryDeliveryQueue::default(),
-                )),
+                subscriptions: Some(MemorySubscriptions::default()),
             }),
         }
     }
@@ -343,7 +337,7 @@ mod tests {
             domain::pipeline_event::execution_description("sess-42", &owner, now)
         );
         let subscribers = h.subscribers.as_ref().unwrap();
-        let (subscriptions, queue) = subscribers.webhooks.as_ref().unwrap();
+        let subscriptions = subscribers.subscriptions.as_ref().unwrap();
         let key = SubscriptionKey {
             owner: owner.clone(),
             url: "https://hooks.example.com/in".into(),
@@ -369,9 +363,10 @@ mod tests {
         );
         assert_eq!(logged[0].data["status"], "Succeeded");
         assert_eq!(logged[0].data["session_id"], "sess-42");
-        let queued = queue.queued();
-        assert_eq!(queued.len(), 1);
-        assert_eq!(queued[0].event_id, logged[0].id);
+        let named = subscribers.log.logged();
+        assert_eq!(named.len(), 1);
+        assert_eq!(named[0].0.id, logged[0].id);
+        assert_eq!(named[0].1.len(), 1, "named for its one subscription");
     }
 
     #[tokio::test]
@@ -490,7 +485,7 @@ mod tests {
         );
         h.store.write(&triggered).await.unwrap();
         let subscribers = h.subscribers.as_ref().unwrap();
-        let (subscriptions, queue) = subscribers.webhooks.as_ref().unwrap();
+        let subscriptions = subscribers.subscriptions.as_ref().unwrap();
         subscribed(subscriptions, &owner, EventName::RunAsks).await;
         // The step waits on the first message's token, as SageMaker lists it once sent.
         h.pipeline.wait_on_callback(&arn, "Xk3vQ9pLm2");
@@ -521,6 +516,10 @@ mod tests {
         let key = run.questions.open().next().unwrap().0.clone();
         assert_eq!(logged[0].data["key"], key.as_str());
         assert!(!logged[0].data.to_string().contains("accuracy"));
-        assert_eq!(queue.queued().len(), 1);
+        assert_eq!(
+            subscribers.log.logged()[0].1.len(),
+            1,
+            "named for its subscription"
+        );
     }
 }

@@ -6,7 +6,7 @@ use lambda_runtime::Error;
 use adapters::aws::{dynamodb_client, load_sdk_config};
 use adapters::dynamodb::{DynamoEventLog, DynamoRuns, DynamoSubscriptions};
 use adapters::sagemaker::{sagemaker_client, SageMakerPipeline};
-use adapters::sqs::{sqs_client, SqsCompletionQueue, SqsDeliveryQueue};
+use adapters::sqs::{sqs_client, SqsCompletionQueue};
 use entry::telemetry;
 use pipeline_router::config::PipelineRouterConfig;
 use pipeline_router::Handler;
@@ -29,14 +29,12 @@ async fn main() -> Result<(), Error> {
         pipeline: SageMakerPipeline::new(sagemaker_client(&sdk)),
         queue: SqsCompletionQueue::new(sqs_client(&sdk), &config.pipeline_results_queue_url),
         result_ttl_secs: config.result_ttl_secs,
-        subscribers: config.events_table.as_ref().map(|table| Subscribers {
-            log: DynamoEventLog::new(dynamodb_client(&sdk), table),
-            webhooks: config.webhooks.as_ref().map(|w| {
-                (
-                    DynamoSubscriptions::new(dynamodb_client(&sdk), &w.subscriptions_table),
-                    SqsDeliveryQueue::new(sqs_client(&sdk), &w.delivery_queue_url),
-                )
-            }),
+        subscribers: config.events.as_ref().map(|tables| Subscribers {
+            log: DynamoEventLog::new(dynamodb_client(&sdk), &tables.events_table),
+            subscriptions: tables
+                .subscriptions_table
+                .as_ref()
+                .map(|table| DynamoSubscriptions::new(dynamodb_client(&sdk), table)),
         }),
     };
     telemetry::run_events(metrics, |event| handler.handle(event)).await

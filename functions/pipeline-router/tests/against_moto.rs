@@ -16,11 +16,11 @@ use serde_json::{json, Value};
 use adapters::aws::dynamodb_client;
 use adapters::dynamodb::{DynamoEventLog, DynamoRuns, DynamoSubscriptions};
 use adapters::sagemaker::{sagemaker_client, SageMakerPipeline};
-use adapters::sqs::{sqs_client, SqsCompletionQueue, SqsDeliveryQueue};
+use adapters::sqs::{sqs_client, SqsCompletionQueue};
 use pipeline_router::Handler;
 use usecases::events::Subscribers;
 
-type Subs = Subscribers<DynamoEventLog, DynamoSubscriptions, SqsDeliveryQueue>;
+type Subs = Subscribers<DynamoEventLog, DynamoSubscriptions>;
 
 type Item = HashMap<String, AttributeValue>;
 const TTL_SECS: u64 = 3600;
@@ -104,15 +104,9 @@ impl Stack {
             // The stack's events and webhooks: a test's runs are its own owners'.
             subscribers: std::env::var("EVENTS_TABLE").ok().map(|t| Subscribers {
                 log: DynamoEventLog::new(dynamodb_client(&self.sdk), t),
-                webhooks: std::env::var("SUBSCRIPTIONS_TABLE")
+                subscriptions: std::env::var("SUBSCRIPTIONS_TABLE")
                     .ok()
-                    .zip(std::env::var("DELIVERY_QUEUE_URL").ok())
-                    .map(|(table, queue)| {
-                        (
-                            DynamoSubscriptions::new(dynamodb_client(&self.sdk), table),
-                            SqsDeliveryQueue::new(sqs_client(&self.sdk), queue),
-                        )
-                    }),
+                    .map(|table| DynamoSubscriptions::new(dynamodb_client(&self.sdk), table)),
             }),
         }
     }

@@ -40,6 +40,8 @@ export interface Watched {
   readonly pipelineCallbackDlq?: sqs.Queue;
   readonly completionWebhookDlq?: sqs.Queue;
   readonly eventDeliveryDlq: sqs.Queue;
+  /** Lambda's records of the events stream's batches event-delivery gave up on. */
+  readonly eventStreamFailureQueue: sqs.Queue;
 }
 
 /** The alarms, notifying the alarm topic; with useSqsBuffer, one on the buffer's DLQ too. */
@@ -81,6 +83,15 @@ export function alarms(d: Deployment, w: Watched, notificationBufferDlq: sqs.Que
   depthAlarm('EventDeliveryDLQDepthAlarm',
     'MCP Events deliveries event-delivery did not finish in 20 receives wait in its DLQ (make redrive ARGS=--event-deliveries).',
     w.eventDeliveryDlq);
+  depthAlarm('EventStreamFailureQueueDepthAlarm',
+    'event-delivery gave up on batches of the events table\'s stream; their webhooks were not pushed (the events stay in '
+    + 'the log for events/poll; docs/events.md).', w.eventStreamFailureQueue);
+  // The stream's records wait while event-delivery fails and retries a batch (its shard holds
+  // still behind it) or cannot keep up: webhooks are late; events/poll is not.
+  depthOrErrorsAlarm(d, 'EventDeliveryIteratorAgeAlarm',
+    'event-delivery is more than a minute behind the events table\'s stream (webhook pushes are late; events/poll is not).',
+    'AWS/Lambda', 'IteratorAge', 'FunctionName', w.eventDelivery.functionName, 'Maximum', alarmActions,
+    { threshold: 60000, comparisonOperator: 'GreaterThanThreshold' });
 
   // A job pending past its deadline, or an outcome found in S3 by a status check, means
   // SageMaker's notifications are not reaching notification-handler.
@@ -142,8 +153,11 @@ function ownMetricsAlarm(d: Deployment, alarmId: string, description: string,
   });
 }
 
+/** An alarm on one metric over 5 minutes: by default, at 1 or more (a depth, an error). */
 function depthOrErrorsAlarm(d: Deployment, alarmId: string, description: string, metricNamespace: string, metricName: string,
-  dimension: string, value: string, statistic: string, alarmActions: string[] | undefined): cloudwatch.CfnAlarm {
+  dimension: string, value: string, statistic: string, alarmActions: string[] | undefined,
+  when: { threshold: number; comparisonOperator: string } = { threshold: 1, comparisonOperator: 'GreaterThanOrEqualToThreshold' },
+): cloudwatch.CfnAlarm {
   return d.add(cloudwatch.CfnAlarm, alarmId, {
     alarmDescription: description,
     namespace: metricNamespace,
@@ -152,8 +166,7 @@ function depthOrErrorsAlarm(d: Deployment, alarmId: string, description: string,
     statistic,
     period: 300,
     evaluationPeriods: 1,
-    threshold: 1,
-    comparisonOperator: 'GreaterThanOrEqualToThreshold',
+    ...when,
     treatMissingData: 'notBreaching',
     alarmActions,
   });

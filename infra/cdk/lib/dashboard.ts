@@ -17,9 +17,10 @@ export interface DashboardNames {
   readonly eventDelivery: string;
   readonly asyncFailureDlq: string;
   readonly pipelineResultsDlq: string;
-  /** MCP Events' webhook deliveries and their DLQ. */
+  /** MCP Events' webhook deliveries waiting for a retry, their DLQ, and the events stream's batches given up on. */
   readonly eventDeliveryQueue: string;
   readonly eventDeliveryDlq: string;
+  readonly eventStreamFailureQueue: string;
 }
 
 const RUN_STATUSES = ['Succeeded', 'Failed', 'Stopped', 'CompletedWithFailures'];
@@ -94,6 +95,13 @@ export function dashboardBody(n: DashboardNames): object {
         ['AWS/SQS', 'ApproximateNumberOfMessagesVisible', 'QueueName', n.eventDeliveryQueue, { label: 'due' }],
         ['AWS/SQS', 'ApproximateNumberOfMessagesNotVisible', 'QueueName', n.eventDeliveryQueue,
           { label: 'in delivery or backing off' }],
+      ]),
+      widget(0, 36, 'Events stream: how far event-delivery is behind (ms)', 'Maximum', [
+        ['AWS/Lambda', 'IteratorAge', 'FunctionName', n.eventDelivery, { label: 'event-delivery iterator age' }],
+      ]),
+      widget(12, 36, 'Events stream: batches given up (records waiting)', 'Maximum', [
+        ['AWS/SQS', 'ApproximateNumberOfMessagesVisible', 'QueueName', n.eventStreamFailureQueue,
+          { label: 'EventStreamFailureQueue' }],
       ]),
     ],
   };

@@ -31,13 +31,18 @@ import { userPool } from './user-pool';
 export class McpAsyncJobs extends Construct implements Storage, Watched, Shown {
   public readonly resultsTable: dynamodb.Table;
   public readonly pipelineResultsTable: dynamodb.Table;
-  /** MCP Events' log: notification-handler and pipeline-router append each job's and run's end. */
+  /**
+   * MCP Events' log: notification-handler and pipeline-router append each job's and run's end; its
+   * stream takes those with webhook subscribers to event-delivery.
+   */
   public readonly eventsTable: dynamodb.Table;
   /** MCP Events' webhook subscriptions (mcp-tools' events/subscribe). */
   public readonly subscriptionsTable: dynamodb.Table;
-  /** MCP Events' webhook deliveries (FIFO), taken by event-delivery, and their DLQ. */
+  /** MCP Events' webhook deliveries waiting for a retry (FIFO), taken by event-delivery, and their DLQ. */
   public readonly eventDeliveryQueue: sqs.Queue;
   public readonly eventDeliveryDlq: sqs.Queue;
+  /** Lambda's records of the events stream's batches event-delivery gave up on (metadata, not events). */
+  public readonly eventStreamFailureQueue: sqs.Queue;
   /** The completion queue of pipeline runs; undefined in an inference-only stack. */
   public readonly pipelineResultsQueue?: sqs.Queue;
   public readonly pipelineResultsDlq?: sqs.Queue;
@@ -81,6 +86,7 @@ export class McpAsyncJobs extends Construct implements Storage, Watched, Shown {
     this.subscriptionsTable = stored.subscriptionsTable;
     this.eventDeliveryQueue = stored.eventDeliveryQueue;
     this.eventDeliveryDlq = stored.eventDeliveryDlq;
+    this.eventStreamFailureQueue = stored.eventStreamFailureQueue;
     this.pipelineResultsQueue = stored.pipelineResultsQueue;
     this.pipelineResultsDlq = stored.pipelineResultsDlq;
     this.pipelineCallbackQueue = stored.pipelineCallbackQueue;
@@ -127,6 +133,7 @@ export class McpAsyncJobs extends Construct implements Storage, Watched, Shown {
       pipelineResultsDlq: this.pipelineResultsDlq ? this.pipelineResultsDlq.queueName : 'none',
       eventDeliveryQueue: this.eventDeliveryQueue.queueName,
       eventDeliveryDlq: this.eventDeliveryDlq.queueName,
+      eventStreamFailureQueue: this.eventStreamFailureQueue.queueName,
     });
     outputs(d, this, pool?.issuer, created.endpointConfig);
   }

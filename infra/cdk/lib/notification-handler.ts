@@ -38,12 +38,14 @@ export function notificationHandler(d: Deployment, storage: Storage, topics: Out
     writeLogs(notificationHandlerLogs),
     ...tracing(d),
     allow(['dynamodb:UpdateItem'], [storage.resultsTable.tableArn]),
-    allow(['dynamodb:GetItem', 'dynamodb:PutItem'], [storage.eventsTable.tableArn]),
-    // MCP Events' webhooks: the owner's subscriptions, and a delivery queued for each.
+    // MCP Events: the outcome's entry in the owner's log, once (a conditional put), marked for
+    // the webhooks of the owner's subscriptions (Query): the events table's stream takes it to
+    // event-delivery.
+    allow(['dynamodb:PutItem'], [storage.eventsTable.tableArn]),
     allow(['dynamodb:Query'], [storage.subscriptionsTable.tableArn]),
     allow(['s3:GetObject'], d.readableOutcomes),
     ...decryptOutputs(d),
-    allow(['sqs:SendMessage'], [dlq.queueArn, storage.eventDeliveryQueue.queueArn]),
+    allow(['sqs:SendMessage'], [dlq.queueArn]),
     ...(bufferQueue ? [consumeQueue(bufferQueue)] : []),
     ...completions.putEvents,
   ]);
@@ -56,7 +58,6 @@ export function notificationHandler(d: Deployment, storage: Storage, topics: Out
       RESULTS_TABLE: storage.resultsTable.tableName,
       EVENTS_TABLE: storage.eventsTable.tableName,
       SUBSCRIPTIONS_TABLE: storage.subscriptionsTable.tableName,
-      DELIVERY_QUEUE_URL: storage.eventDeliveryQueue.queueUrl,
       RESULT_TTL_SECS: String(s.resultTtlSecs),
       INLINE_RESULT_MAX_BYTES: String(s.inlineResultMaxBytes),
       EVENT_BUS_NAME: completions.eventBusName,

@@ -23,6 +23,7 @@ export interface Shown {
   readonly subscriptionsTable: dynamodb.Table;
   readonly eventDeliveryQueue: sqs.Queue;
   readonly eventDeliveryDlq: sqs.Queue;
+  readonly eventStreamFailureQueue: sqs.Queue;
   readonly pipelineResultsQueue?: sqs.Queue;
   readonly pipelineCallbackQueue?: sqs.Queue;
   readonly alarmTopicArn: string;
@@ -59,9 +60,12 @@ export function outputs(d: Deployment, jobs: Shown, oauthIssuer: string | undefi
   output('EventsTableName', jobs.eventsTable.tableName);
   output('SubscriptionsTableName', jobs.subscriptionsTable.tableName);
   output('EventDeliveryQueueUrl', jobs.eventDeliveryQueue.queueUrl,
-    'MCP Events\' webhook deliveries, one message each, taken by event-delivery.');
+    'MCP Events\' webhook deliveries waiting for a retry (and the events queued behind them), taken by event-delivery.');
   output('EventDeliveryDLQUrl', jobs.eventDeliveryDlq.queueUrl,
     'Webhook deliveries not finished in 20 receives (make redrive ARGS=--event-deliveries moves them back).');
+  output('EventStreamFailureQueueUrl', jobs.eventStreamFailureQueue.queueUrl,
+    'Records of events-stream batches event-delivery gave up on (shard and sequence numbers; the events stay in the log '
+    + 'for events/poll). Not redriven.');
   if (jobs.pipelineResultsQueue) {
     output('PipelineResultsQueueUrl', jobs.pipelineResultsQueue.queueUrl);
   }

@@ -25,11 +25,12 @@ export function pipelineRouter(d: Deployment, storage: Storage): lambda.Function
     writeLogs(pipelineRouterLogs),
     ...tracing(d),
     allow(['dynamodb:UpdateItem', 'dynamodb:BatchGetItem'], [storage.pipelineResultsTable.tableArn]),
-    // MCP Events: each run's end in its owner's log; the owner's webhook subscriptions, and a
-    // delivery queued for each.
-    allow(['dynamodb:GetItem', 'dynamodb:PutItem'], [storage.eventsTable.tableArn]),
+    // MCP Events: each run's end (and question) in its owner's log, once (a conditional put),
+    // marked for the webhooks of the owner's subscriptions (Query): the events table's stream
+    // takes it to event-delivery.
+    allow(['dynamodb:PutItem'], [storage.eventsTable.tableArn]),
     allow(['dynamodb:Query'], [storage.subscriptionsTable.tableArn]),
-    allow(['sqs:SendMessage'], [pipelineResultsQueue.queueArn, dlq.queueArn, storage.eventDeliveryQueue.queueArn]),
+    allow(['sqs:SendMessage'], [pipelineResultsQueue.queueArn, dlq.queueArn]),
     // The callback queue's event source: what the pipelines' CallbackSteps ask.
     consumeQueue(callbackQueue),
     // Describes a run; lists its steps (a callback message's token must be held by the
@@ -51,7 +52,6 @@ export function pipelineRouter(d: Deployment, storage: Storage): lambda.Function
       PIPELINE_RESULTS_QUEUE_URL: pipelineResultsQueue.queueUrl,
       EVENTS_TABLE: storage.eventsTable.tableName,
       SUBSCRIPTIONS_TABLE: storage.subscriptionsTable.tableName,
-      DELIVERY_QUEUE_URL: storage.eventDeliveryQueue.queueUrl,
       RESULT_TTL_SECS: String(s.resultTtlSecs),
     },
   });

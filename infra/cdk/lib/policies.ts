@@ -17,6 +17,10 @@ export function allow(actions: string[], resources: string[]): Statement {
 // X-Ray takes no resource-level permissions.
 export const xray = () => allow(['xray:PutTraceSegments', 'xray:PutTelemetryRecords'], ['*']);
 
+// Nor does DynamoDB's ListStreams (a stream event source's): the IAM service authorization
+// reference names no resource type for it.
+export const listStreams = () => allow(['dynamodb:ListStreams'], ['*']);
+
 // Nor do SageMaker's lineage lists (the IAM service authorization reference names no resource
 // type for them).
 export const lineageLists = () => allow(['sagemaker:ListAssociations', 'sagemaker:ListArtifacts'], ['*']);

@@ -12,13 +12,15 @@ import { queue } from './queues';
 export interface Storage {
   readonly resultsTable: dynamodb.Table;
   readonly pipelineResultsTable: dynamodb.Table;
-  /** MCP Events' log: each owner's events by position. */
+  /** MCP Events' log: each owner's events by position; its stream (NEW_IMAGE) feeds event-delivery. */
   readonly eventsTable: dynamodb.Table;
   /** MCP Events' webhook subscriptions: each owner's by id, their signing secrets under KMS. */
   readonly subscriptionsTable: dynamodb.Table;
-  /** Each event for a webhook subscriber, one message per delivery (FIFO), and its DLQ. */
+  /** Webhook deliveries waiting for a retry, one message per delivery (FIFO), and its DLQ. */
   readonly eventDeliveryQueue: sqs.Queue;
   readonly eventDeliveryDlq: sqs.Queue;
+  /** Lambda's records of the events stream's batches event-delivery gave up on. */
+  readonly eventStreamFailureQueue: sqs.Queue;
   /** The pipeline's queues: undefined in an inference-only stack. */
   readonly pipelineResultsQueue?: sqs.Queue;
   readonly pipelineResultsDlq?: sqs.Queue;
@@ -28,20 +30,23 @@ export interface Storage {
 }
 
 export function storage(d: Deployment): Storage {
-  const table = (tableId: string, partitionKey: string, sortKey?: string) => d.add(dynamodb.Table, tableId, {
-    partitionKey: { name: partitionKey, type: dynamodb.AttributeType.STRING },
-    sortKey: sortKey ? { name: sortKey, type: dynamodb.AttributeType.STRING } : undefined,
-    billingMode: dynamodb.BillingMode.PAY_PER_REQUEST,
-    timeToLiveAttribute: 'ttl',
-    pointInTimeRecoverySpecification: { pointInTimeRecoveryEnabled: true },
-    encryption: dynamodb.TableEncryption.AWS_MANAGED,
-    // Kept on delete (DeletionPolicy RetainExceptOnCreate) and on replacement, but not after a
-    // failed first create.
-    removalPolicy: RemovalPolicy.RETAIN_ON_UPDATE_OR_DELETE,
-  });
+  const table = (tableId: string, partitionKey: string, sortKey?: string, stream?: dynamodb.StreamViewType) =>
+    d.add(dynamodb.Table, tableId, {
+      partitionKey: { name: partitionKey, type: dynamodb.AttributeType.STRING },
+      sortKey: sortKey ? { name: sortKey, type: dynamodb.AttributeType.STRING } : undefined,
+      stream,
+      billingMode: dynamodb.BillingMode.PAY_PER_REQUEST,
+      timeToLiveAttribute: 'ttl',
+      pointInTimeRecoverySpecification: { pointInTimeRecoveryEnabled: true },
+      encryption: dynamodb.TableEncryption.AWS_MANAGED,
+      // Kept on delete (DeletionPolicy RetainExceptOnCreate) and on replacement, but not after a
+      // failed first create.
+      removalPolicy: RemovalPolicy.RETAIN_ON_UPDATE_OR_DELETE,
+    });
   const resultsTable = table('ResultsTable', 'inference_id');
   const pipelineResultsTable = table('PipelineResultsTable', 'session_id', 'execution_arn');
-  const eventsTable = table('EventsTable', 'owner', 'position');
+  // Its stream takes each new event marked for webhooks to event-delivery, as logged.
+  const eventsTable = table('EventsTable', 'owner', 'position', dynamodb.StreamViewType.NEW_IMAGE);
   const subscriptionsTable = table('SubscriptionsTable', 'owner', 'id');
   // The webhooks' signing secrets live here: KMS with the AWS managed key, said outright.
   (subscriptionsTable.node.defaultChild as dynamodb.CfnTable).sseSpecification = { sseEnabled: true, sseType: 'KMS' };
@@ -60,7 +65,8 @@ export function storage(d: Deployment): Storage {
 const SQS_NAME_MAX = 80;
 
 /**
- * The queue of MCP Events' webhook deliveries (FIFO: in the order of the owner's log) and its DLQ.
+ * The queue of MCP Events' webhook deliveries waiting for a retry (FIFO: in the order of the
+ * owner's log) and its DLQ, and where Lambda records the events stream's batches given up on.
  * Named from the stack's id, not its name: a FIFO queue's name would not hold a long stack name
  * (nor do CloudFormation's generated FIFO names always fit). A logicalIdPrefix goes in too, so
  * that two constructs in one stack have queues of their own.
@@ -85,7 +91,9 @@ function deliveryQueues(d: Deployment) {
     retentionPeriod: Duration.seconds(345600),
     deadLetterQueue: { queue: eventDeliveryDlq, maxReceiveCount: 20 },
   });
-  return { eventDeliveryQueue, eventDeliveryDlq };
+  // A standard queue (the stream mapping's on-failure destination): CloudFormation names it.
+  const eventStreamFailureQueue = queue(d, 'EventStreamFailureQueue');
+  return { eventDeliveryQueue, eventDeliveryDlq, eventStreamFailureQueue };
 }
 
 /** Only with a pipeline: the completion queue of its runs, and its CallbackSteps' questions. */

@@ -102,6 +102,25 @@ describe('McpAsyncJobs', () => {
     assert.throws(() => synth({ logicalIdPrefix: 'AVeryLongPrefixIndeed' }), /logicalIdPrefix "AVeryLongPrefixIndeed" is too long/);
   });
 
+  it('takes a delivery\'s first try from the events table\'s stream, and records the batches given up on', () => {
+    const template = synth();
+    template.hasResourceProperties('AWS::DynamoDB::Table', {
+      KeySchema: [{ AttributeName: 'owner', KeyType: 'HASH' }, { AttributeName: 'position', KeyType: 'RANGE' }],
+      StreamSpecification: { StreamViewType: 'NEW_IMAGE' },
+    });
+    template.hasResourceProperties('AWS::Lambda::EventSourceMapping', {
+      EventSourceArn: { 'Fn::GetAtt': ['EventsTable', 'StreamArn'] },
+      StartingPosition: 'LATEST',
+      FilterCriteria: { Filters: [{ Pattern: '{"eventName":["INSERT"],"dynamodb":{"NewImage":{"webhooks":{"BOOL":[true]}}}}' }] },
+      FunctionResponseTypes: ['ReportBatchItemFailures'],
+      BisectBatchOnFunctionError: true,
+      DestinationConfig: { OnFailure: { Destination: { 'Fn::GetAtt': ['EventStreamFailureQueue', 'Arn'] } } },
+    });
+    template.hasResourceProperties('AWS::SQS::Queue', { SqsManagedSseEnabled: true, MessageRetentionPeriod: 1209600 });
+    assert.equal(template.toJSON().Resources.EventStreamFailureQueue.Properties.QueueName, undefined);
+    template.hasResourceProperties('AWS::CloudWatch::Alarm', { MetricName: 'IteratorAge', Threshold: 60000 });
+  });
+
   it('keeps the tables when the stack goes (not after a failed first create), and nothing else', () => {
     const template = synth();
     template.allResources('AWS::DynamoDB::Table', { DeletionPolicy: 'RetainExceptOnCreate', UpdateReplacePolicy: 'Retain' });

@@ -198,6 +198,9 @@ pub struct Delivery {
     pub subscription_id: String,
     pub event_id: String,
     pub occurrence: Value,
+    /// Not to be tried before this (a first try that failed waits its backoff in the queue);
+    /// None: at once.
+    pub due: Option<DateTime<Utc>>,
 }
 
 /// A queued message that is not a delivery this code wrote.
@@ -214,7 +217,23 @@ impl Delivery {
             subscription_id: subscription_id.to_owned(),
             event_id: event.id.clone(),
             occurrence,
+            due: None,
         }
+    }
+
+    /// The same delivery, not to be tried before `due`.
+    pub fn due_at(self, due: DateTime<Utc>) -> Self {
+        Self {
+            due: Some(due.trunc_subsecs(3)),
+            ..self
+        }
+    }
+
+    /// How long it still waits at `now`: None when it is due.
+    pub fn wait(&self, now: DateTime<Utc>) -> Option<Duration> {
+        self.due
+            .and_then(|due| (due - now).to_std().ok())
+            .filter(|wait| !wait.is_zero())
     }
 
     /// The queue's message group: one subscription's deliveries go in order, one at a time.
@@ -229,13 +248,16 @@ impl Delivery {
     }
 
     pub fn to_message(&self) -> String {
-        json!({
+        let mut message = json!({
             "v": 1,
             "owner": self.owner.as_str(),
             "subscription": self.subscription_id,
             "event": self.occurrence,
-        })
-        .to_string()
+        });
+        if let Some(due) = self.due {
+            message["due_ms"] = Value::from(due.timestamp_millis());
+        }
+        message.to_string()
     }
 
     pub fn from_message(body: &str) -> Result<Self, BadDelivery> {
@@ -256,11 +278,20 @@ impl Delivery {
             .as_str()
             .ok_or(BadDelivery("event"))?
             .to_owned();
+        let due = match &value["due_ms"] {
+            Value::Null => None,
+            ms => Some(
+                ms.as_i64()
+                    .and_then(DateTime::from_timestamp_millis)
+                    .ok_or(BadDelivery("due_ms"))?,
+            ),
+        };
         Ok(Self {
             owner,
             subscription_id,
             event_id,
             occurrence,
+            due,
         })
     }
 
@@ -464,6 +495,19 @@ mod tests {
         ] {
             assert!(Delivery::from_message(bad).is_err(), "{bad}");
         }
+        // A first try that failed waits in the queue until it is due, and says so.
+        let now = at("2026-12-06T10:00:00Z");
+        assert_eq!(delivery.wait(now), None);
+        let later = delivery.clone().due_at(now + chrono::Duration::seconds(10));
+        assert_eq!(
+            Delivery::from_message(&later.to_message()),
+            Ok(later.clone())
+        );
+        assert_eq!(later.wait(now), Some(Duration::from_secs(10)));
+        assert_eq!(later.wait(now + chrono::Duration::seconds(11)), None);
+        let mut message: Value = serde_json::from_str(&later.to_message()).unwrap();
+        message["due_ms"] = json!("soon");
+        assert!(Delivery::from_message(&message.to_string()).is_err());
     }
 
     #[test]

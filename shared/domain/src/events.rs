@@ -33,7 +33,16 @@ pub mod attr {
     pub const PIPELINE: &str = "pipeline";
     pub const DATA: &str = "data";
     pub const TTL: &str = "ttl";
+    /// `true` on an event with webhook subscriptions to send it to: what the delivery
+    /// function's stream filter passes (the others never invoke it).
+    pub const WEBHOOKS: &str = "webhooks";
+    /// The ids of those subscriptions, separated by spaces.
+    pub const DELIVER_TO: &str = "deliver_to";
 }
+
+/// The most subscriptions one event is sent to: an owner's live subscriptions are bounded
+/// (`subscription::MAX_PER_CALLER`), and a logged list is read no further than this.
+pub const MAX_DELIVER_TO: usize = 64;
 
 /// The most bytes one delivery's body may hold (the extension's webhook bound, kept for every
 /// mode): a payload past it is not sent whole.
@@ -136,9 +145,11 @@ impl Event {
         position(self.at.timestamp_millis(), &self.id)
     }
 
-    /// The write that logs it once, kept until `ttl` (epoch seconds): refused when it is logged
-    /// already (the same outcome delivered again).
-    pub fn append(&self, ttl: i64) -> Write {
+    /// The write that logs it once, kept until `ttl` (epoch seconds), naming the webhook
+    /// subscriptions it is to be sent to (the table's stream hands it to the delivery function
+    /// when there are any): refused when it is logged already (the same outcome delivered
+    /// again), so it is sent once.
+    pub fn append(&self, ttl: i64, deliver_to: &[String]) -> Write {
         let mut item = Item::from([
             (attr::OWNER.to_owned(), Attr::s(self.owner.as_str())),
             (attr::POSITION.to_owned(), Attr::s(self.position())),
@@ -169,6 +180,10 @@ impl Event {
             }
         };
         item.insert(attr::SUBJECT.to_owned(), Attr::s(subject));
+        if !deliver_to.is_empty() {
+            item.insert(attr::WEBHOOKS.to_owned(), Attr::Bool(true));
+            item.insert(attr::DELIVER_TO.to_owned(), Attr::s(deliver_to.join(" ")));
+        }
         let key = Item::from([
             (attr::OWNER.to_owned(), Attr::s(self.owner.as_str())),
             (attr::POSITION.to_owned(), Attr::s(self.position())),
@@ -206,6 +221,21 @@ impl Event {
             subject,
             data: serde_json::from_str(&f.s(attr::DATA)?).ok()?,
         })
+    }
+
+    /// The webhook subscriptions a logged event is to be sent to (at most
+    /// [`MAX_DELIVER_TO`]); none when it names none.
+    pub fn deliver_to(item: &Item) -> Vec<String> {
+        Fields(item)
+            .s(attr::DELIVER_TO)
+            .map(|ids| {
+                ids.split(' ')
+                    .filter(|id| !id.is_empty())
+                    .take(MAX_DELIVER_TO)
+                    .map(str::to_owned)
+                    .collect()
+            })
+            .unwrap_or_default()
     }
 
     /// Whether its time in the log has run out (DynamoDB deletes such items late: a reader
@@ -727,7 +757,7 @@ mod tests {
     #[test]
     fn an_event_is_logged_once_and_reads_back_as_it_was() {
         let event = ended_job("j1", Some("summarize"), "completed");
-        let append = event.append(1_900_000_000);
+        let append = event.append(1_900_000_000, &[]);
         assert_eq!(append.guard, Guard::Absent(attr::POSITION));
         let WriteOp::Put(item) = &append.op else {
             panic!("a put")
@@ -741,6 +771,26 @@ mod tests {
         let mut damaged = item.clone();
         damaged.insert(attr::NAME.to_owned(), Attr::s("job.started"));
         assert_eq!(Event::from_item(&damaged), None);
+        // Nobody to send it to: nothing for the stream's filter to pass.
+        assert!(!item.contains_key(attr::WEBHOOKS));
+        assert!(Event::deliver_to(item).is_empty());
+    }
+
+    #[test]
+    fn an_event_with_subscribers_names_them_for_the_stream() {
+        let event = ended_job("j1", None, "completed");
+        let ids = vec!["sub_a".to_owned(), "sub_b".to_owned()];
+        let WriteOp::Put(item) = event.append(1_900_000_000, &ids).op else {
+            panic!("a put")
+        };
+        assert_eq!(item.get(attr::WEBHOOKS), Some(&Attr::Bool(true)));
+        assert_eq!(Event::deliver_to(&item), ids);
+        assert_eq!(Event::from_item(&item), Some(event));
+        // A damaged list reads no further than the bound, and no empty id.
+        let mut long = item.clone();
+        let many = vec!["s"; MAX_DELIVER_TO + 5].join("  ");
+        long.insert(attr::DELIVER_TO.to_owned(), Attr::s(many));
+        assert_eq!(Event::deliver_to(&long).len(), MAX_DELIVER_TO);
     }
 
     #[test]

@@ -175,35 +175,32 @@ pub fn result_ttl_secs<F: Fn(&str) -> Option<String>>(env: &Env<F>) -> Result<u6
     )
 }
 
-/// Where a completion path queues its events for MCP Events webhooks: `SUBSCRIPTIONS_TABLE`
-/// and `DELIVERY_QUEUE_URL`, both or neither (neither: events are logged for polls only).
+/// Where a completion path logs its events for MCP Events: `EVENTS_TABLE`, and with it (when
+/// webhooks are deployed) `SUBSCRIPTIONS_TABLE`, whose subscriptions each event names for the
+/// delivery function. Neither: no events; the subscriptions table alone is refused.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct WebhookQueue {
-    pub subscriptions_table: String,
-    pub delivery_queue_url: String,
+pub struct EventTables {
+    pub events_table: String,
+    pub subscriptions_table: Option<String>,
 }
 
-impl WebhookQueue {
+impl EventTables {
     pub fn from_env<F: Fn(&str) -> Option<String>>(
         env: &Env<F>,
     ) -> Result<Option<Self>, ConfigError> {
-        const BOTH: &str = "SUBSCRIPTIONS_TABLE and DELIVERY_QUEUE_URL together, or neither";
         match (
+            env.optional("EVENTS_TABLE"),
             env.optional("SUBSCRIPTIONS_TABLE"),
-            env.optional("DELIVERY_QUEUE_URL"),
         ) {
             (None, None) => Ok(None),
-            (Some(subscriptions_table), Some(delivery_queue_url)) => Ok(Some(Self {
+            (Some(events_table), subscriptions_table) => Ok(Some(Self {
+                events_table,
                 subscriptions_table,
-                delivery_queue_url,
             })),
-            (Some(_), None) => Err(ConfigError::Missing {
-                name: "DELIVERY_QUEUE_URL",
-                expected: BOTH,
-            }),
             (None, Some(_)) => Err(ConfigError::Missing {
-                name: "SUBSCRIPTIONS_TABLE",
-                expected: BOTH,
+                name: "EVENTS_TABLE",
+                expected: "the events table, which SUBSCRIPTIONS_TABLE needs (each event names \
+                           its subscriptions there)",
             }),
         }
     }

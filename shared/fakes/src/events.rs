@@ -15,18 +15,30 @@ pub struct MemoryEventLog {
     items: Mutex<HashMap<(String, String), Item>>,
 }
 
+impl MemoryEventLog {
+    /// Every logged event with the subscriptions it names, in the order they happened: what
+    /// the table's stream would hand the delivery function.
+    pub fn logged(&self) -> Vec<(Event, Vec<String>)> {
+        let items = self.items.lock().unwrap();
+        let in_order: BTreeMap<&(String, String), &Item> = items.iter().collect();
+        in_order
+            .into_values()
+            .filter_map(|item| Some((Event::from_item(item)?, Event::deliver_to(item))))
+            .collect()
+    }
+}
+
 impl EventLog for MemoryEventLog {
-    async fn append(&self, event: &Event, ttl: i64) -> Result<Applied, StoreError> {
+    async fn append(
+        &self,
+        event: &Event,
+        deliver_to: &[String],
+        ttl: i64,
+    ) -> Result<Applied, StoreError> {
         tokio::task::yield_now().await;
-        let write = event.append(ttl);
+        let write = event.append(ttl, deliver_to);
         let key = (key_of(&write, attr::OWNER), key_of(&write, attr::POSITION));
         Ok(apply(&self.items, key, &write))
-    }
-
-    async fn has(&self, event: &Event) -> Result<bool, StoreError> {
-        tokio::task::yield_now().await;
-        let key = (event.owner.as_str().to_owned(), event.position());
-        Ok(self.items.lock().unwrap().contains_key(&key))
     }
 
     async fn read(

@@ -71,6 +71,8 @@ impl SubscriptionStore for MemorySubscriptions {
 pub struct MemoryDeliveryQueue {
     queued: Mutex<Vec<Delivery>>,
     waits: Mutex<Vec<(String, Duration)>>,
+    /// Every enqueue fails (SQS unreachable).
+    unavailable: std::sync::atomic::AtomicBool,
 }
 
 impl MemoryDeliveryQueue {
@@ -86,11 +88,29 @@ impl MemoryDeliveryQueue {
     pub fn waits(&self) -> Vec<(String, Duration)> {
         self.waits.lock().unwrap().clone()
     }
+
+    /// From now on, every enqueue fails.
+    pub fn fail_enqueues(&self) {
+        self.unavailable
+            .store(true, std::sync::atomic::Ordering::Relaxed);
+    }
 }
 
 impl DeliveryQueue for MemoryDeliveryQueue {
     async fn enqueue(&self, deliveries: &[Delivery]) -> Result<(), DeliveryQueueError> {
         tokio::task::yield_now().await;
+        if self.unavailable.load(std::sync::atomic::Ordering::Relaxed) {
+            return Err(DeliveryQueueError {
+                operation: "SendMessageBatch",
+                queue_url: "memory".into(),
+                failure: AwsFailure {
+                    code: Some("ServiceUnavailable".into()),
+                    message: "the queue is unavailable".into(),
+                    retryable: true,
+                    ambiguous: false,
+                },
+            });
+        }
         let mut queued = self.queued.lock().unwrap();
         for delivery in deliveries {
             if !queued.iter().any(|q| q.dedup_id() == delivery.dedup_id()) {

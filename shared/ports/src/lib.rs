@@ -159,16 +159,14 @@ impl<S: JobStore> QuotaStore for S {
 /// Each owner's events, in the order they happened, for MCP Events subscribers to read from a
 /// cursor; each kept for a while (its `ttl`), then gone.
 pub trait EventLog: Sync {
-    /// Logs `event` once, until `ttl` (epoch seconds): refused when it is logged already.
+    /// Logs `event` once, until `ttl` (epoch seconds), naming the webhook subscriptions it is
+    /// to be sent to (`Event::append`): refused when it is logged already.
     fn append(
         &self,
         event: &Event,
+        deliver_to: &[String],
         ttl: i64,
     ) -> impl Future<Output = Result<Applied, StoreError>> + Send;
-
-    /// Whether `event` is logged already (one read of its key, eventually consistent: one
-    /// logged a moment ago may read as absent).
-    fn has(&self, event: &Event) -> impl Future<Output = Result<bool, StoreError>> + Send;
 
     /// `owner`'s events after `after` (from the oldest kept, when None), oldest first, at most
     /// `limit`, by one strongly consistent read; an event past its `ttl` is absent.
@@ -222,7 +220,8 @@ pub struct DeliveryQueueError {
     pub failure: AwsFailure,
 }
 
-/// Where deliveries wait for the delivery function: one ordered group per subscription.
+/// Where deliveries wait for another try (a first try failed, or the subscription's earlier
+/// ones wait): one ordered group per subscription.
 pub trait DeliveryQueue: Sync {
     /// Queues each delivery (at most 10 per call to SQS; more are sent in several).
     fn enqueue(

@@ -1,6 +1,7 @@
-//! MCP Events: an event logged once in its owner's log and queued for each of the owner's
-//! webhook subscriptions it matches; a poll of the log from a cursor; a webhook subscription
-//! made (its callback verified first), refreshed and ended; one queued delivery sent.
+//! MCP Events: an event logged once in its owner's log, naming each of the owner's webhook
+//! subscriptions it matches; a poll of the log from a cursor; a webhook subscription made (its
+//! callback verified first), refreshed and ended; one delivery sent, at its first try or from
+//! the retry queue.
 
 use std::time::Duration;
 
@@ -14,10 +15,7 @@ use domain::events::{Cursor, Event, EventName, Filter, SubscriptionKey};
 use domain::item::Applied;
 use domain::subscription::{Subscription, MAX_PER_CALLER};
 use domain::webhook::{WebhookSecret, ID_HEADER, SIGNATURE_HEADER, TIMESTAMP_HEADER};
-use ports::{
-    DeliveryQueue, DeliveryQueueError, EventLog, StoreError, SubscriptionStore, WebhookPost,
-    Webhooks,
-};
+use ports::{EventLog, StoreError, SubscriptionStore, WebhookPost, Webhooks};
 
 /// How long an event stays in its owner's log after it happened: a poll replays what is
 /// younger, and a cursor older than this is answered with `truncated`.
@@ -26,20 +24,14 @@ pub const EVENT_RETENTION_SECS: i64 = 24 * 3600;
 /// The header naming the subscription a POST is for (the extension's).
 pub const SUBSCRIPTION_HEADER: &str = "X-MCP-Subscription-Id";
 
-/// Where an event goes besides the log: the owner's webhook subscriptions and the queue their
-/// deliveries wait in.
-pub struct Fanout<'a, S, Q> {
-    pub subscriptions: &'a S,
-    pub queue: &'a Q,
-}
-
 /// What publishing one event did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Published {
     /// This call logged it (false: it was logged already, the same outcome delivered again).
     pub logged: bool,
-    /// Deliveries queued (the queue drops one it holds already for the same subscription).
-    pub queued: usize,
+    /// The webhook subscriptions it names, for the table's stream to hand to the delivery
+    /// function.
+    pub subscribers: usize,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -48,58 +40,51 @@ pub enum PublishError {
     Log(#[source] StoreError),
     #[error("the event's subscriptions were not read: {0}")]
     Subscriptions(#[source] StoreError),
-    #[error("the event's deliveries were not queued: {0}")]
-    Queue(#[from] DeliveryQueueError),
 }
 
-/// Queues `event` for each live subscription of its owner that it matches, then logs it once
-/// (kept [`EVENT_RETENTION_SECS`] after it happened). An event logged already was queued
-/// already (the log is written last): a retried call, the same outcome delivered again, does
-/// nothing more. A call that failed between the two is retried whole: its deliveries are
-/// queued again (the queue drops a repeat within its deduplication window; a receiver drops a
-/// later one by `webhook-id`), so an event is never lost.
-pub async fn publish<L: EventLog, S: SubscriptionStore, Q: DeliveryQueue>(
+/// Logs `event` once in its owner's log (kept [`EVENT_RETENTION_SECS`] after it happened),
+/// naming each live webhook subscription of the owner's that it matches. The one write is
+/// both: the log `events/poll` reads, and (through the table's stream, when it names any
+/// subscription) the delivery function's work. A retried call, the same outcome delivered
+/// again, finds it logged and adds nothing; a call that failed is retried whole.
+pub async fn publish<L: EventLog, S: SubscriptionStore>(
     log: &L,
-    fanout: Option<Fanout<'_, S, Q>>,
+    subscriptions: Option<&S>,
     event: &Event,
     now: DateTime<Utc>,
 ) -> Result<Published, PublishError> {
-    if log.has(event).await.map_err(PublishError::Log)? {
-        return Ok(Published {
-            logged: false,
-            queued: 0,
-        });
-    }
-    let mut queued = 0;
-    if let Some(fanout) = fanout {
-        let subscriptions = fanout
-            .subscriptions
+    let deliver_to: Vec<String> = match subscriptions {
+        // Past the extension's bound a body is not sent whole: polled only (none is, by
+        // construction: the largest event is a few KB).
+        Some(_) if !event.fits() => Vec::new(),
+        Some(store) => store
             .of_owner(&event.owner)
             .await
-            .map_err(PublishError::Subscriptions)?;
-        let deliveries: Vec<Delivery> = subscriptions
+            .map_err(PublishError::Subscriptions)?
             .iter()
             .filter(|s| hears(s, event, now))
-            .map(|s| Delivery::of(event, s.owner(), &s.id()))
-            .collect();
-        fanout.queue.enqueue(&deliveries).await?;
-        queued = deliveries.len();
-    }
+            .map(Subscription::id)
+            .collect(),
+        None => Vec::new(),
+    };
     let keep_until = event.at.timestamp() + EVENT_RETENTION_SECS;
     let logged = matches!(
-        log.append(event, keep_until)
+        log.append(event, &deliver_to, keep_until)
             .await
             .map_err(PublishError::Log)?,
         Applied::Written { .. }
     );
-    Ok(Published { logged, queued })
+    Ok(Published {
+        logged,
+        subscribers: if logged { deliver_to.len() } else { 0 },
+    })
 }
 
-/// Where a function's events go: its log, and (when webhooks are deployed) the owner's
-/// subscriptions and the delivery queue. What the completion paths hold.
-pub struct Subscribers<L, S, Q> {
+/// Where a completion path's events go: its log, and (when webhooks are deployed) the owner's
+/// subscriptions each event names.
+pub struct Subscribers<L, S> {
     pub log: L,
-    pub webhooks: Option<(S, Q)>,
+    pub subscriptions: Option<S>,
 }
 
 /// Publishing an event, as a completion path holds it (one type to name, whatever its parts).
@@ -111,13 +96,9 @@ pub trait Publish: Sync {
     ) -> impl std::future::Future<Output = Result<Published, PublishError>> + Send;
 }
 
-impl<L: EventLog, S: SubscriptionStore, Q: DeliveryQueue> Publish for Subscribers<L, S, Q> {
+impl<L: EventLog, S: SubscriptionStore> Publish for Subscribers<L, S> {
     async fn publish(&self, event: &Event, now: DateTime<Utc>) -> Result<Published, PublishError> {
-        let fanout = self.webhooks.as_ref().map(|(subscriptions, queue)| Fanout {
-            subscriptions,
-            queue,
-        });
-        publish(&self.log, fanout, event, now).await
+        publish(&self.log, self.subscriptions.as_ref(), event, now).await
     }
 }
 
@@ -373,10 +354,23 @@ pub enum Skip {
     Paused,
 }
 
-/// What one delivery did; every case but `Retry` is done with.
+/// Which try of a delivery this is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Attempt {
+    /// Straight from the log's stream: not sent while the subscription has earlier
+    /// deliveries waiting in the retry queue ([`Delivered::Behind`]).
+    First,
+    /// From the retry queue, in the subscription's order.
+    Queued,
+}
+
+/// What one delivery did; every case but `Retry` and `Behind` is done with.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Delivered {
     Sent,
+    /// Not sent: the subscription is failing, so its earlier deliveries wait in the retry
+    /// queue; this one goes behind them, to keep the subscription's order.
+    Behind,
     Skipped(Skip),
     /// The receiver refused this event for good (410, 413).
     Dropped(Failure),
@@ -390,13 +384,14 @@ pub enum Delivered {
     Paused(Failure),
 }
 
-/// Sends one queued delivery: the subscription read, the event signed with its secret (and
-/// the one it replaced, during the grace), POSTed, and the answer recorded on the
-/// subscription when it changes its status.
+/// Sends one delivery: the subscription read, the event signed with its secret (and the one
+/// it replaced, during the grace), POSTed, and the answer recorded on the subscription when it
+/// changes its status.
 pub async fn deliver<S: SubscriptionStore, W: Webhooks>(
     store: &S,
     webhooks: &W,
     delivery: &Delivery,
+    attempt: Attempt,
     settings: DeliverySettings,
     now: DateTime<Utc>,
 ) -> Result<Delivered, StoreError> {
@@ -411,6 +406,9 @@ pub async fn deliver<S: SubscriptionStore, W: Webhooks>(
     }
     if !subscription.status.active || !subscription.verified {
         return Ok(Delivered::Skipped(Skip::Paused));
+    }
+    if attempt == Attempt::First && subscription.status.failures > 0 {
+        return Ok(Delivered::Behind);
     }
     let body = delivery.body();
     let timestamp = now.timestamp();

@@ -4,7 +4,7 @@ use domain::delivery::DeliveryStatus;
 use domain::events::{job_ended, Subject};
 use domain::ids::InferenceId;
 use domain::subscription::DEFAULT_TTL;
-use fakes::{FakeWebhooks, MemoryDeliveryQueue, MemoryEventLog, MemorySubscriptions};
+use fakes::{FakeWebhooks, MemoryEventLog, MemorySubscriptions};
 use serde_json::{json, Value};
 
 fn now() -> DateTime<Utc> {
@@ -58,7 +58,6 @@ const SETTINGS: DeliverySettings = DeliverySettings {
 struct World {
     log: MemoryEventLog,
     subs: MemorySubscriptions,
-    queue: MemoryDeliveryQueue,
     hooks: FakeWebhooks,
 }
 
@@ -67,7 +66,6 @@ impl World {
         Self {
             log: MemoryEventLog::default(),
             subs: MemorySubscriptions::default(),
-            queue: MemoryDeliveryQueue::default(),
             hooks: FakeWebhooks::default(),
         }
     }
@@ -78,19 +76,22 @@ impl World {
             .unwrap()
     }
 
+    /// The last logged event's delivery to the first subscription it names, as the stream
+    /// hands it over.
+    fn delivery_of_last(&self) -> Delivery {
+        let (event, to) = self.log.logged().pop().unwrap();
+        Delivery::of(&event, &event.owner, &to[0])
+    }
+
     async fn publish(&self, event: &Event) -> Published {
-        let fanout = Fanout {
-            subscriptions: &self.subs,
-            queue: &self.queue,
-        };
-        publish(&self.log, Some(fanout), event, now())
+        publish(&self.log, Some(&self.subs), event, now())
             .await
             .unwrap()
     }
 }
 
 #[tokio::test]
-async fn an_event_is_logged_once_and_queued_for_each_subscription_of_its_owner_it_matches() {
+async fn an_event_is_logged_once_naming_each_subscription_of_its_owner_it_matches() {
     let w = World::new();
     let (me, them) = (owner("me"), owner("them"));
     let all = w
@@ -137,29 +138,27 @@ async fn an_event_is_logged_once_and_queued_for_each_subscription_of_its_owner_i
         first,
         Published {
             logged: true,
-            queued: 2
+            subscribers: 2
         }
     );
-    let queued = w.queue.queued();
-    let ids: Vec<&str> = queued.iter().map(|d| d.subscription_id.as_str()).collect();
+    let logged = w.log.logged();
+    assert_eq!(logged.len(), 1);
+    let (logged_event, mut named) = logged[0].clone();
+    assert_eq!(logged_event, event);
+    named.sort();
     let mut expected = vec![all.subscription.id(), summarize.subscription.id()];
     expected.sort();
-    let mut got: Vec<String> = ids.iter().map(|s| s.to_string()).collect();
-    got.sort();
-    assert_eq!(got, expected);
-    assert!(queued
-        .iter()
-        .all(|d| d.owner == me && d.event_id == event.id));
-    // The same outcome again: nothing new logged, nothing queued twice.
+    assert_eq!(named, expected);
+    // The same outcome again: nothing new logged (so nothing for the stream to send twice).
     let again = w.publish(&event).await;
     assert_eq!(
         again,
         Published {
             logged: false,
-            queued: 0
+            subscribers: 0
         }
     );
-    assert_eq!(w.queue.queued().len(), 2);
+    assert_eq!(w.log.logged().len(), 1);
     assert_eq!(w.log.read(&me, None, 10, now()).await.unwrap(), vec![event]);
 }
 
@@ -177,19 +176,35 @@ async fn a_lapsed_or_paused_subscription_is_sent_nothing() {
         .await;
     let later = now() + chrono::Duration::hours(2);
     let event = ended(&me, "j1", "e", later);
-    let fanout = Fanout {
-        subscriptions: &w.subs,
-        queue: &w.queue,
-    };
-    let published = publish(&w.log, Some(fanout), &event, later).await.unwrap();
-    assert_eq!(published.queued, 0, "lapsed an hour ago");
+    let published = publish(&w.log, Some(&w.subs), &event, later).await.unwrap();
+    assert_eq!(published.subscribers, 0, "lapsed an hour ago");
     let mut paused = made.subscription.clone();
     paused.status.active = false;
     w.subs.write(&paused.record(&paused.status)).await.unwrap();
     let published = w.publish(&ended(&me, "j2", "e", now())).await;
-    assert_eq!(published.queued, 0, "paused");
+    assert_eq!(published.subscribers, 0, "paused");
+    assert!(w.log.logged().iter().all(|(_, to)| to.is_empty()));
+    let mut resumed = paused.clone();
+    resumed.status.active = true;
+    w.subs
+        .write(&resumed.record(&resumed.status))
+        .await
+        .unwrap();
+    // Past the extension's 256 KiB a body is not sent: logged for polls only.
+    let mut big = ended(&me, "j4", "e", now());
+    big.data = json!({"x": "y".repeat(domain::events::MAX_EVENT_BYTES)});
+    let published = w.publish(&big).await;
+    assert_eq!(
+        (published.logged, published.subscribers),
+        (true, 0),
+        "too big"
+    );
+    assert_eq!(
+        w.publish(&ended(&me, "j5", "e", now())).await.subscribers,
+        1
+    );
     // Without webhooks, the event is logged all the same.
-    let none: Option<Fanout<'_, MemorySubscriptions, MemoryDeliveryQueue>> = None;
+    let none: Option<&MemorySubscriptions> = None;
     let logged = publish(&w.log, none, &ended(&me, "j3", "e", now()), now())
         .await
         .unwrap();
@@ -197,7 +212,7 @@ async fn a_lapsed_or_paused_subscription_is_sent_nothing() {
         logged,
         Published {
             logged: true,
-            queued: 0
+            subscribers: 0
         }
     );
 }
@@ -443,16 +458,23 @@ async fn a_delivery_is_signed_retried_with_backoff_paused_when_it_keeps_failing_
         .unwrap();
     let event = ended(&me, "j1", "e", now());
     w.publish(&event).await;
-    let delivery = w.queue.take().pop().unwrap();
+    let delivery = w.delivery_of_last();
     w.hooks.answer([
         Answer::Status(500),
         Answer::Status(503),
         Answer::Status(204),
     ]);
     let t = |secs: i64| now() + chrono::Duration::seconds(secs);
-    let first = deliver(&w.subs, &w.hooks, &delivery, SETTINGS, t(1))
-        .await
-        .unwrap();
+    let first = deliver(
+        &w.subs,
+        &w.hooks,
+        &delivery,
+        Attempt::Queued,
+        SETTINGS,
+        t(1),
+    )
+    .await
+    .unwrap();
     assert_eq!(
         first,
         Delivered::Retry {
@@ -460,9 +482,16 @@ async fn a_delivery_is_signed_retried_with_backoff_paused_when_it_keeps_failing_
             failure: Failure::Http5xx
         }
     );
-    let second = deliver(&w.subs, &w.hooks, &delivery, SETTINGS, t(11))
-        .await
-        .unwrap();
+    let second = deliver(
+        &w.subs,
+        &w.hooks,
+        &delivery,
+        Attempt::Queued,
+        SETTINGS,
+        t(11),
+    )
+    .await
+    .unwrap();
     assert_eq!(
         second,
         Delivered::Retry {
@@ -480,9 +509,16 @@ async fn a_delivery_is_signed_retried_with_backoff_paused_when_it_keeps_failing_
         (stored.status.failures, stored.status.failed_since),
         (2, Some(t(1)))
     );
-    let third = deliver(&w.subs, &w.hooks, &delivery, SETTINGS, t(31))
-        .await
-        .unwrap();
+    let third = deliver(
+        &w.subs,
+        &w.hooks,
+        &delivery,
+        Attempt::Queued,
+        SETTINGS,
+        t(31),
+    )
+    .await
+    .unwrap();
     assert_eq!(third, Delivered::Sent);
     let stored = w
         .subs
@@ -515,17 +551,32 @@ async fn a_delivery_is_signed_retried_with_backoff_paused_when_it_keeps_failing_
     }
     // Failing for three hours without a break: paused, the event given up to poll.
     w.hooks.answer([Answer::Status(500), Answer::Status(500)]);
-    deliver(&w.subs, &w.hooks, &delivery, SETTINGS, t(100))
-        .await
-        .unwrap();
-    let paused = deliver(&w.subs, &w.hooks, &delivery, SETTINGS, t(100 + 3 * 3600))
-        .await
-        .unwrap();
+    deliver(
+        &w.subs,
+        &w.hooks,
+        &delivery,
+        Attempt::Queued,
+        SETTINGS,
+        t(100),
+    )
+    .await
+    .unwrap();
+    let paused = deliver(
+        &w.subs,
+        &w.hooks,
+        &delivery,
+        Attempt::Queued,
+        SETTINGS,
+        t(100 + 3 * 3600),
+    )
+    .await
+    .unwrap();
     assert_eq!(paused, Delivered::Paused(Failure::Http5xx));
     let skipped = deliver(
         &w.subs,
         &w.hooks,
         &delivery,
+        Attempt::Queued,
         SETTINGS,
         t(100 + 3 * 3600 + 1),
     )
@@ -543,6 +594,7 @@ async fn a_delivery_is_signed_retried_with_backoff_paused_when_it_keeps_failing_
         &w.subs,
         &w.hooks,
         &delivery,
+        Attempt::Queued,
         SETTINGS,
         t(100 + 3 * 3600 + 2),
     )
@@ -563,25 +615,116 @@ async fn a_delivery_is_signed_retried_with_backoff_paused_when_it_keeps_failing_
 }
 
 #[tokio::test]
+async fn a_first_try_goes_behind_a_failing_subscriptions_queued_deliveries() {
+    let w = World::new();
+    let me = owner("me");
+    let made = w
+        .subscribe(key(
+            &me,
+            "https://a.example/h",
+            EventName::JobEnded,
+            json!({}),
+        ))
+        .await;
+    w.publish(&ended(&me, "j1", "e", now())).await;
+    let first = w.delivery_of_last();
+    w.publish(&ended(&me, "j2", "e", now() + chrono::Duration::seconds(1)))
+        .await;
+    let second = w.delivery_of_last();
+    w.hooks.answer([
+        Answer::Status(503),
+        Answer::Status(204),
+        Answer::Status(204),
+    ]);
+    let tried = deliver(&w.subs, &w.hooks, &first, Attempt::First, SETTINGS, now())
+        .await
+        .unwrap();
+    assert!(matches!(tried, Delivered::Retry { .. }), "{tried:?}");
+    // The next event's first try is not sent while the first waits in the queue.
+    let behind = deliver(&w.subs, &w.hooks, &second, Attempt::First, SETTINGS, now())
+        .await
+        .unwrap();
+    assert_eq!(behind, Delivered::Behind);
+    assert_eq!(w.hooks.posts().len(), 2, "the challenge and the failed try");
+    // From the queue, in order: both sent, and the subscription is well again.
+    for delivery in [&first, &second] {
+        let sent = deliver(
+            &w.subs,
+            &w.hooks,
+            delivery,
+            Attempt::Queued,
+            SETTINGS,
+            now(),
+        )
+        .await
+        .unwrap();
+        assert_eq!(sent, Delivered::Sent);
+    }
+    let ids: Vec<String> = w.hooks.posts()[1..]
+        .iter()
+        .map(|p| {
+            p.headers
+                .iter()
+                .find(|(n, _)| *n == ID_HEADER)
+                .unwrap()
+                .1
+                .clone()
+        })
+        .collect();
+    assert_eq!(
+        ids,
+        [&first.event_id, &first.event_id, &second.event_id].map(String::clone)
+    );
+    let stored = w
+        .subs
+        .get(&me, &made.subscription.id())
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(stored.status.failures, 0);
+    w.publish(&ended(&me, "j3", "e", now() + chrono::Duration::seconds(2)))
+        .await;
+    let third = w.delivery_of_last();
+    let sent = deliver(&w.subs, &w.hooks, &third, Attempt::First, SETTINGS, now())
+        .await
+        .unwrap();
+    assert_eq!(sent, Delivered::Sent, "straight from the stream again");
+}
+
+#[tokio::test]
 async fn a_delivery_to_an_ended_or_lapsed_subscription_is_not_sent() {
     let w = World::new();
     let me = owner("me");
     let k = key(&me, "https://a.example/h", EventName::JobEnded, json!({}));
     w.subscribe(k.clone()).await;
     w.publish(&ended(&me, "j1", "e", now())).await;
-    let delivery = w.queue.take().pop().unwrap();
+    let delivery = w.delivery_of_last();
     let lapsed = now() + chrono::Duration::hours(1);
     assert_eq!(
-        deliver(&w.subs, &w.hooks, &delivery, SETTINGS, lapsed)
-            .await
-            .unwrap(),
+        deliver(
+            &w.subs,
+            &w.hooks,
+            &delivery,
+            Attempt::Queued,
+            SETTINGS,
+            lapsed
+        )
+        .await
+        .unwrap(),
         Delivered::Skipped(Skip::Lapsed)
     );
     unsubscribe(&w.subs, &k).await.unwrap();
     assert_eq!(
-        deliver(&w.subs, &w.hooks, &delivery, SETTINGS, now())
-            .await
-            .unwrap(),
+        deliver(
+            &w.subs,
+            &w.hooks,
+            &delivery,
+            Attempt::Queued,
+            SETTINGS,
+            now()
+        )
+        .await
+        .unwrap(),
         Delivered::Skipped(Skip::Gone)
     );
     assert_eq!(w.hooks.posts().len(), 1, "the challenge only");

@@ -378,29 +378,13 @@ impl DynamoEventLog {
 }
 
 impl EventLog for DynamoEventLog {
-    async fn append(&self, event: &Event, ttl: i64) -> Result<Applied, StoreError> {
-        self.0.write(&event.append(ttl)).await
-    }
-
-    async fn has(&self, event: &Event) -> Result<bool, StoreError> {
-        let t = &self.0;
-        let got = t
-            .client
-            .get_item()
-            .table_name(&t.name)
-            .key(
-                events::attr::OWNER,
-                AttributeValue::S(event.owner.as_str().to_owned()),
-            )
-            .key(events::attr::POSITION, AttributeValue::S(event.position()))
-            .projection_expression("#position")
-            .expression_attribute_names("#position", events::attr::POSITION)
-            // Eventually consistent (half the read): an event just logged and read as absent
-            // is queued again, which the queue's deduplication drops.
-            .send()
-            .await
-            .map_err(|e| t.aws_error("GetItem", &e))?;
-        Ok(got.item.is_some_and(|item| !item.is_empty()))
+    async fn append(
+        &self,
+        event: &Event,
+        deliver_to: &[String],
+        ttl: i64,
+    ) -> Result<Applied, StoreError> {
+        self.0.write(&event.append(ttl, deliver_to)).await
     }
 
     async fn read(
