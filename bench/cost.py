@@ -25,6 +25,7 @@ PRICES = {
     "lambda_arm64_gb_second": 0.0000133334,
     "dynamodb_write_unit": 0.625 / 1e6,  # on-demand, Standard table class
     "dynamodb_read_unit": 0.125 / 1e6,
+    "dynamodb_streams_lambda_read": 0.0,  # GetRecords made by a Lambda trigger's mapping
     "s3_put": 0.005 / 1000,  # S3 Standard: PUT, COPY, POST, LIST
     "s3_get": 0.0004 / 1000,  # GET, HEAD and the other requests
     "sns_publish": 0.50 / 1e6,  # standard topic, per 64 KiB chunk
@@ -39,6 +40,8 @@ SOURCES = [
      "listed from that page in artillery's aws-lambda/prices.js (1333340e-11)"),
     ("DynamoDB", "aws.amazon.com/dynamodb/pricing/on-demand (units: a write unit per 1 KB, a strongly consistent "
      "read unit per 4 KB); the prices after the November 2024 cut as airbyte.com's DynamoDB pricing page lists them"),
+    ("DynamoDB Streams", "aws.amazon.com/dynamodb/pricing: the GetRecords calls Lambda makes for a DynamoDB "
+     "trigger are not charged (other readers pay streams read request units)"),
     ("DynamoDB item size", "docs.aws.amazon.com/amazondynamodb/latest/developerguide/CapacityUnitCalculations.html"),
     ("S3", "c3x.dev's S3 request fees page (S3 Standard, from aws.amazon.com/s3/pricing)"),
     ("SNS, SQS", "SNS publish and SQS requests per 64 KiB chunk as commonly published; SNS deliveries to Lambda and "
@@ -184,6 +187,9 @@ def price_call(call, prices: dict = PRICES) -> Line:
     if op in ("DynamoDB GetItem", "DynamoDB Query"):
         units = read_units(call.read_sizes, call.consistent)
         return Line("DynamoDB", op, units, "read units", units * prices["dynamodb_read_unit"])
+    if op == "DynamoDB Streams GetRecords":
+        # Only a Lambda trigger's mapping reads a stream here.
+        return Line("DynamoDB", op, 1, "requests", prices["dynamodb_streams_lambda_read"])
     if op == "DynamoDB BatchGetItem":
         units = batch_read_units(call.read_sizes, call.consistent)
         return Line("DynamoDB", op, units, "read units", units * prices["dynamodb_read_unit"])

@@ -143,9 +143,10 @@ def summarize_cost(c: dict) -> results.Cost:
                         changes=changes, notes=list(NOTES), events=events)
 
 
-def listen_rows(c: dict, table: Table) -> tuple[cost.Bill, cost.Bill] | None:
-    """One task kept in view for a minute: a listen held, against polling tasks/get (the rows'
-    "per million" is then per million minutes)."""
+def listen_rows(c: dict, table: Table) -> tuple[cost.Bill, cost.Bill, dict] | None:
+    """One task kept in view for a minute: a listen held, against polling tasks/get, and one task
+    of many on one listen (the rows' "per million" is then per million task-minutes). Returns
+    the listen's bill, polling's, and each shared listen's per task by its count of tasks."""
     held = c.get("held_minute")
     if not held:
         return None
@@ -155,7 +156,12 @@ def listen_rows(c: dict, table: Table) -> tuple[cost.Bill, cost.Bill] | None:
               "n/a", listen)
     table.row(f"one working task for a minute: tasks/get every {POLL_EVERY_S} s ({len(held['poll']['invocations'])} "
               f"calls)", "Rust", "n/a", poll)
-    return listen, poll
+    per_task = {}
+    for count, shared in sorted(held.get("shared", {}).items()):
+        per_task[count] = cost.bill(shared["calls"], shared["invocations"]).scaled(1 / count)
+        table.row(f"one working task for a minute, one of {count} on one subscriptions/listen held (the listen's "
+                  f"price over its {count} tasks)", "Rust", "n/a", per_task[count])
+    return listen, poll, per_task
 
 
 def events_rows(c: dict, table: Table, held: tuple[cost.Bill, cost.Bill] | None
@@ -167,23 +173,28 @@ def events_rows(c: dict, table: Table, held: tuple[cost.Bill, cost.Bill] | None
         return None, ""
     events, single, batched = summarize_events(c["events"])
     backlog = c["events"]["backlogs"][0].events
-    table.row("one job.ended event to a webhook (MCP Events: published, queued FIFO, POSTed by event-delivery), "
-              "delivered alone (a batch of 1)", "Rust", "n/a", single)
-    table.row(f"the same, {backlog} queued and delivered as one batch (BatchSize {backlog})", "Rust", "n/a", batched)
-    listen, poll = held if held else (None, None)
+    table.row("one job.ended event to a webhook (MCP Events: logged, handed on by the events table's stream, POSTed "
+              "by event-delivery), delivered alone (a batch of 1)", "Rust", "n/a", single)
+    table.row(f"the same, {backlog} logged and delivered as one batch (BatchSize {backlog})", "Rust", "n/a", batched)
+    listen, poll = held[:2] if held else (None, None)
     return events, events_headline(single, batched, backlog, events.timings[0].p50_ms, listen, poll)
 
 
 def listen_headline(held: tuple[cost.Bill, cost.Bill] | None) -> str:
     if held is None:
         return ""
-    listen, poll = held
+    listen, poll, per_task = held
     reads = sum(l.quantity for l in listen.lines if l.what == "DynamoDB BatchGetItem")
+    shared = "; ".join(
+        f"one of {count} tasks on one listen, {per_million(bill.total)} task-minutes "
+        f"({bill.total / poll.total:.2g}x polling; its reads {per_million(bill.by_service().get('DynamoDB', 0))})"
+        for count, bill in sorted(per_task.items()))
     return (f" Keeping one task in view for a minute costs {per_million(listen.total)} minutes held on a "
             f"`subscriptions/listen` ({per_million(listen.by_service()['Lambda'])} of it Lambda's wall time, "
             f"{reads:g} read units of batched reads) against {per_million(poll.total)} polling `tasks/get` every "
             f"{POLL_EVERY_S} s: a listen is {listen.total / poll.total:.0f}x the price, for an outcome pushed within "
-            f"a second instead of found {POLL_EVERY_S / 2:g} s late on average.")
+            f"a second instead of found {POLL_EVERY_S / 2:g} s late on average."
+            + (f" A listen naming many tasks shares its one held invocation: {shared}." if shared else ""))
 
 
 def buffer_rows(c: dict, table: Table, new: str) -> dict:

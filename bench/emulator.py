@@ -50,6 +50,8 @@ class Call:
     read_sizes: list[int] = field(default_factory=list)
     consistent: bool = False
     done_ns: int = 0  # time.perf_counter_ns() when moto had answered it
+    # A stream's GetRecords: the records it returned (a mapping's reads of an idle stream return none).
+    records: int = 0
 
     @property
     def request_bytes(self) -> int:
@@ -60,7 +62,8 @@ def operation_of(environ: dict, body: bytes) -> str:
     target = environ.get("HTTP_X_AMZ_TARGET")
     if target:
         service, _, op = target.partition(".")
-        service = {"DynamoDB_20120810": "DynamoDB", "AmazonSQS": "SQS"}.get(service, service)
+        service = {"DynamoDB_20120810": "DynamoDB", "DynamoDBStreams_20120810": "DynamoDB Streams",
+                   "AmazonSQS": "SQS"}.get(service, service)
         return f"{service} {op}"
     # Signed in a header, or presigned in the query.
     auth = environ.get("HTTP_AUTHORIZATION") or urllib.parse.unquote(environ.get("QUERY_STRING", ""))
@@ -150,6 +153,8 @@ class Recorder:
             headers.append(("Content-Type", environ["CONTENT_TYPE"]))
         call = Call(operation, environ["REQUEST_METHOD"], environ["RAW_URI"], headers, body, server_ms,
                     response_bytes=len(answer), status=status[0] if status else 0, done_ns=done_ns)
+        if operation == "DynamoDB Streams GetRecords" and call.status == 200:
+            call.records = len(json.loads(answer).get("Records", []))
         if sized:
             call.consistent = bool(request.get("ConsistentRead"))
             if operation in DYNAMODB_WRITES:

@@ -3,28 +3,33 @@
 
 One webhook subscription (made through mcp-tools' `events/subscribe`, its challenge answered by
 bench/webhook_sink.py), then each event's path as a deployment runs it: notification-handler
-records a job's outcome and publishes its event (the log read, the owner's subscriptions read,
-the delivery queued on a FIFO queue, the event logged), Lambda's event source mapping takes the
-queue's messages (ReceiveMessage, then DeleteMessageBatch for those not reported), and
-event-delivery reads the subscription and POSTs the signed event. Every AWS call is counted at
-the emulator with its billed size, and each call is put with the step that made it (`step_of`).
+records a job's outcome and publishes its event (the owner's subscriptions read, the event
+logged once on the events table, naming them), the table's stream hands the new item to
+event-delivery through Lambda's event source mapping (GetRecords; its filter passes only new
+items that name webhooks), and event-delivery reads the subscription and POSTs the signed event.
+The mapping is scripts/local_stack.py's StreamToFunction, invoking through the bench's Runtime
+API. Every AWS call is counted at the emulator with its billed size, and each call is put with
+the step that made it (`step_of`). The FIFO queue is event-delivery's retry queue: no event here
+fails its first try, so none reaches it.
 
 - Price, one at a time: COST_REPEATS events, each published and then delivered alone (a batch
-  of 1: a trickle, whatever the mapping's BatchSize); beside each, the same handler without
-  events records another job's outcome, so that what publishing adds to its duration is a
-  difference of two invocations measured side by side.
-- Price, a backlog: BACKLOG events published, then taken as one batch of 10 (the template's
-  BatchSize): one ReceiveMessage, one invocation, one DeleteMessageBatch for ten events.
-- Time: LATENCY_EVENTS events one after another, the queue fed to event-delivery by a mapping
-  that long-polls as Lambda's does; from the event handed to notification-handler to the moment
-  the receiver's 2xx was written. Each event is followed by its floors: an empty function's
-  invocation through the same Runtime API with the same events, and the receiver's answer to the
-  same POST sent straight to it.
+  of 1: a trickle, as the template sets no batching window); beside each, the same handler
+  without events records another job's outcome, so that what publishing adds to its duration
+  is a difference of two invocations measured side by side.
+- Price, a backlog: BACKLOG events published, then taken as one batch of 10 (the mapping's
+  BatchSize): one GetRecords, one invocation for ten events.
+- Time: LATENCY_EVENTS events one after another, each at a random moment of the mapping's
+  cycle of reads, the stream read as the local stack reads it (every STREAM_POLL_SECS when it
+  has nothing); from the event handed to notification-handler to the moment the receiver's 2xx
+  was written. Each event is followed by its floors: an empty function's invocation through the
+  same Runtime API with the same events, and the receiver's answer to the same POST sent
+  straight to it.
 """
 
 from __future__ import annotations
 
 import json
+import random
 import sys
 import threading
 import time
@@ -35,9 +40,10 @@ import cost
 from builds import RELEASE
 from emulator import Emulator
 from functions import Functions, variant
-from lambda_events import OUTPUT_BODY, notification_message, sns_delivery, sqs_delivery
+from lambda_events import OUTPUT_BODY, notification_message, sns_delivery
 from listen_cost import call, result_of
 from local_aws import IO_BUCKET, aws
+from local_stack import EVENTS_TABLE, STREAM_POLL_SECS, SUBSCRIPTIONS_TABLE, FunctionError, StreamToFunction
 from processes import Function, answer_of, stop
 from events_summary import Steps, step_of
 from runtime_api import RuntimeApi
@@ -50,7 +56,7 @@ BACKLOG = 10
 BACKLOGS = 3
 LATENCY_WARMUP = 3
 LATENCY_EVENTS = 40
-# The FIFO delivery queue as the template declares it (its visibility six times the function's timeout).
+# The FIFO retry queue as the template declares it (its visibility six times the function's timeout).
 QUEUE = "bench-event-delivery.fifo"
 QUEUE_ATTRIBUTES = {"FifoQueue": "true", "ContentBasedDeduplication": "false", "VisibilityTimeout": "360"}
 TOPIC = "arn:aws:sns:us-east-1:123456789012:bench-events-success"
@@ -61,42 +67,38 @@ PLAIN_META = {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
 
 @dataclass
 class Batch:
-    """One batch the mapping took: when its ReceiveMessage came back, and its invocation."""
+    """One batch the mapping handed on: when the GetRecords that brought it came back, its
+    invocation, its records and the event they made."""
     received_ns: int
     invocation: object
-    messages: int
+    records: int
+    event: bytes
 
 
-class Mapping(threading.Thread):
-    """The delivery queue's event source mapping, as Lambda runs one: long-polls (up to 10 a
-    receive; FIFO: a group's messages in order), invokes the function with what came back, and
-    deletes the messages its partial-batch answer does not report."""
+class Mapping(StreamToFunction):
+    """The events table's stream mapping of the local stack, invoking event-delivery through the
+    bench's Runtime API and noting each batch. Its shards get their LATEST iterators as it is
+    made: make it before the events it is to take."""
 
-    def __init__(self, emulator: Emulator, queue_url: str, queue_arn: str, runtime: RuntimeApi):
-        super().__init__(daemon=True)
-        self.sqs, self.queue_url, self.queue_arn, self.runtime = aws(emulator, "sqs"), queue_url, queue_arn, runtime
+    def __init__(self, emulator: Emulator):
+        super().__init__(emulator.http_endpoint, EVENTS_TABLE)
+        self.runtime: RuntimeApi | None = None  # event-delivery's, set once it runs
         self.batches: list[Batch] = []
         self.failed = 0
         self.done = threading.Condition()
-        self.stopping = threading.Event()
 
-    def run(self) -> None:
-        while not self.stopping.is_set():
-            got = self.sqs.receive_message(QueueUrl=self.queue_url, MaxNumberOfMessages=10, WaitTimeSeconds=1,
-                                           AttributeNames=["All"]).get("Messages", [])
-            if not got:
-                continue
-            received = time.perf_counter_ns()
-            inv = self.runtime.invoke(sqs_delivery(got, self.queue_arn))
-            failed = {f["itemIdentifier"] for f in answer_of(inv, "event-delivery").get("batchItemFailures", [])}
-            done = [{"Id": str(i), "ReceiptHandle": m["ReceiptHandle"]} for i, m in enumerate(got)
-                    if m["MessageId"] not in failed]
-            if done:
-                self.sqs.delete_message_batch(QueueUrl=self.queue_url, Entries=done)
-            with self.done:
-                self.failed += len(failed)
-                self.batches.append(Batch(received, inv, len(got)))
-                self.done.notify_all()
+    def invoke(self, event: bytes):
+        received = self.read_ns
+        inv = self.runtime.invoke(event)
+        answer = json.loads(inv.response) if inv.response is not None else None
+        reported = answer.get("batchItemFailures") if isinstance(answer, dict) else None
+        with self.done:
+            self.failed += 1 if inv.response is None else len(reported or [])
+            self.batches.append(Batch(received, inv, len(json.loads(event)["Records"]), event))
+            self.done.notify_all()
+        if inv.response is None:
+            raise FunctionError(repr(inv.error))
+        return answer
 
     def wait_for(self, count: int, timeout: float) -> list[Batch]:
         with self.done:
@@ -108,31 +110,33 @@ class EventsRun:
     """The processes and resources of the scenario, and what it measured."""
 
     def __init__(self, emulator: Emulator, fns: Functions, work: Path, fresh):
-        from local_stack import EVENTS_TABLE, SUBSCRIPTIONS_TABLE
-
         self.emulator, self.recorder, self.fresh = emulator, emulator.recorder, fresh
         self.tables = (EVENTS_TABLE, SUBSCRIPTIONS_TABLE)
         self.sqs = aws(emulator, "sqs")
         self.queue_url = self.sqs.create_queue(QueueName=QUEUE, Attributes=QUEUE_ATTRIBUTES)["QueueUrl"]
-        self.queue_arn = self.sqs.get_queue_attributes(QueueUrl=self.queue_url,
-                                                       AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
+        # Reading from LATEST before the first event is written; it invokes event-delivery once
+        # that is started, below.
+        self.mapping = Mapping(emulator)
+        self.phases = random.Random(0)
         self.sink = WebhookSink()
-        webhooks = {"SUBSCRIPTIONS_TABLE": SUBSCRIPTIONS_TABLE, "DELIVERY_QUEUE_URL": self.queue_url}
         handler = fns.rust["notification-handler"]
         tools = variant(fns.rust["mcp-tools"], {"EVENTS_TABLE": EVENTS_TABLE, "SUBSCRIPTIONS_TABLE": SUBSCRIPTIONS_TABLE,
                                                 "EVENTS_ALLOW_LOCAL_CALLBACKS": "true"}, "cost-tools-events.log")
         delivery = Function("event-delivery", [str(RELEASE / "event-delivery")],
-                            {**{k: v for k, v in handler.env.items() if k == "METRICS_NAMESPACE"}, **webhooks,
+                            {**{k: v for k, v in handler.env.items() if k == "METRICS_NAMESPACE"},
+                             "SUBSCRIPTIONS_TABLE": SUBSCRIPTIONS_TABLE, "DELIVERY_QUEUE_URL": self.queue_url,
                              "EVENTS_ALLOW_LOCAL_CALLBACKS": "true"}, work / "event-delivery.log")
         null = Function("null", [sys.executable, str(HERE / "null_function.py")], {"PYTHONPATH": str(HERE)},
                         work / "cost-null.log")
         self.procs = {}
         for key, fn in {"tools": tools, "plain": variant(handler, {}, "cost-handler-plain.log"),
-                        "events": variant(handler, {"EVENTS_TABLE": EVENTS_TABLE, **webhooks},
+                        "events": variant(handler, {"EVENTS_TABLE": EVENTS_TABLE,
+                                                    "SUBSCRIPTIONS_TABLE": SUBSCRIPTIONS_TABLE},
                                           "cost-handler-events.log"),
                         "delivery": delivery, "null": null}.items():
             runtime = RuntimeApi(fn.name)
             self.procs[key] = (runtime, fn.spawn(runtime, emulator.http_endpoint)[0])
+        self.mapping.runtime = self.runtime("delivery")
 
     def runtime(self, key: str) -> RuntimeApi:
         return self.procs[key][0]
@@ -172,30 +176,22 @@ class EventsRun:
         answer_of(inv, f"notification-handler ({key})")
         return inv
 
-    def deliver(self, messages: int) -> tuple[list, object]:
-        """The mapping's part by hand, for pricing: the queue's next `messages` taken by
-        ReceiveMessage (10 at most a call), one event-delivery invocation, one
-        DeleteMessageBatch. Returns the calls and the invocation."""
+    def deliver(self, events: int) -> tuple[list, object]:
+        """The mapping's part, one step by hand, for pricing: the stream's new records taken by
+        one GetRecords, handed to event-delivery in one invocation. Returns the calls and the
+        invocation."""
         mark = self.recorder.mark()
-        got: list = []
-        while len(got) < messages:
-            more = self.sqs.receive_message(QueueUrl=self.queue_url, MaxNumberOfMessages=min(10, messages - len(got)),
-                                            WaitTimeSeconds=0, AttributeNames=["All"]).get("Messages", [])
-            if not more:
-                break
-            got += more
-        if len(got) != messages:
-            raise SystemExit(f"the delivery queue held {len(got)} messages, not {messages}")
-        before = self.sink.count()
-        inv = self.runtime("delivery").invoke(sqs_delivery(got, self.queue_arn))
-        failed = answer_of(inv, "event-delivery").get("batchItemFailures", [])
-        if failed:
-            raise SystemExit(f"event-delivery: {len(failed)} deliveries failed (see its log)")
-        self.sqs.delete_message_batch(QueueUrl=self.queue_url, Entries=[
-            {"Id": str(i), "ReceiptHandle": m["ReceiptHandle"]} for i, m in enumerate(got)])
-        if len(self.sink.wait_for(before + messages, 10)) < before + messages:
+        before, batches = self.sink.count(), len(self.mapping.batches)
+        self.mapping.poll()
+        taken = self.mapping.batches[batches:]
+        if [b.records for b in taken] != [events]:
+            raise SystemExit(f"the stream's mapping handed on {[b.records for b in taken]} records, not {events} "
+                             "in one invocation")
+        if self.mapping.failed:
+            raise SystemExit(f"event-delivery: {self.mapping.failed} deliveries failed (see its log)")
+        if len(self.sink.wait_for(before + events, 10)) < before + events:
             raise SystemExit("event-delivery answered, but the receiver did not get every event")
-        return self.recorder.since(mark), inv
+        return self.recorder.since(mark), taken[0].invocation
 
     def published(self, key: str, inference_id: str) -> tuple[list, object]:
         mark = self.recorder.mark()
@@ -233,9 +229,9 @@ class EventsRun:
         return steps
 
     def latency(self) -> list[dict]:
-        """Events one after another through a long-polling mapping: each one's times (ms) and its
-        floors, measured right after it."""
-        mapping = Mapping(self.emulator, self.queue_url, self.queue_arn, self.runtime("delivery"))
+        """Events one after another through the mapping, reading the stream on its own: each
+        one's times (ms) and its floors, measured right after it."""
+        mapping = self.mapping
         mapping.start()
         samples = []
         try:
@@ -250,6 +246,9 @@ class EventsRun:
 
     def timed_event(self, mapping: Mapping) -> dict:
         job = self.submit()
+        # Events come at any moment of the mapping's cycle of reads; one after another they would
+        # each come at the same moment of it (the cycle restarts with each delivery).
+        time.sleep(self.phases.uniform(0, STREAM_POLL_SECS))
         arrived, batches = self.sink.count(), len(mapping.batches)
         mark = self.recorder.mark()
         message = notification_message(job, f"s3://{IO_BUCKET}/outputs/{job}.out", OUTPUT_BODY)
@@ -267,36 +266,34 @@ class EventsRun:
         calls = self.recorder.since(mark)
         steps = {s: [c for c in calls if step_of(c, *self.tables) == s] for s in ("record", "publish", "mapping",
                                                                                   "delivery")}
-        sent = next(c for c in steps["publish"] if c.operation == "SQS SendMessageBatch")
+        # The mapping's reads of the idle stream bring nothing (and its look for new shards is no
+        # event's): the read that brought the event is the event's.
+        steps["mapping"] = [c for c in steps["mapping"] if c.records]
+        logged = next((c for c in steps["publish"] if c.operation == "DynamoDB PutItem"), None)
+        if logged is None or not steps["mapping"]:
+            raise SystemExit(f"the event of {job}: no PutItem on the events table, or no GetRecords that brought it")
         # The floors, right after: empty invocations with the same two events, the receiver's own answer.
         null_handler = self.runtime("null").invoke(handler_event).duration_ms
-        delivery_event = sqs_delivery([{"MessageId": "m", "ReceiptHandle": "r", "Body": sent_body(sent),
-                                        "MD5OfBody": ""}], self.queue_arn)
-        null_delivery = self.runtime("null").invoke(delivery_event).duration_ms
+        null_delivery = self.runtime("null").invoke(batch.event).duration_ms
         receiver = self.sink.answer_time(arrival)
         handler_calls = steps["record"] + steps["publish"]
         before_post = [c for c in steps["delivery"] if c.done_ns <= arrival.answered_ns]
         moto_handler = sum(c.server_ms for c in handler_calls)
-        moto_to_queue = sum(c.server_ms for c in handler_calls if c.done_ns <= sent.done_ns)
+        moto_read = sum(c.server_ms for c in steps["mapping"])
         moto_delivery = sum(c.server_ms for c in before_post)
         return {
             "end_to_end_ms": (arrival.answered_ns - inv.sent_ns) / 1e6,
             "handler_ms": inv.duration_ms,
-            "queued_ms": (batch.received_ns - sent.done_ns) / 1e6,
+            "stream_ms": (batch.received_ns - logged.done_ns) / 1e6,
             "delivery_ms": (arrival.answered_ns - batch.invocation.sent_ns) / 1e6,
-            "floor_end_to_end_ms": null_handler + moto_to_queue + null_delivery + moto_delivery + receiver,
+            # The event is on the stream once the handler's last call, its PutItem, is answered.
+            "floor_end_to_end_ms": null_handler + moto_handler + moto_read + null_delivery + moto_delivery + receiver,
             "floor_handler_ms": null_handler + moto_handler,
             "floor_delivery_ms": null_delivery + moto_delivery + receiver,
             "null_ms": null_delivery, "receiver_ms": receiver,
             "calls": {s: [c.operation for c in cs] for s, cs in steps.items()},
-            "batch_messages": batch.messages,
+            "batch_records": batch.records,
         }
-
-
-def sent_body(send_call) -> str:
-    """The first message body of a SendMessageBatch call (what the mapping hands on)."""
-    entries = json.loads(send_call.body).get("Entries", [])
-    return entries[0]["MessageBody"] if entries else "{}"
 
 
 def events_delivery(emulator: Emulator, fns: Functions, work: Path, fresh) -> dict:
@@ -316,6 +313,6 @@ def events_delivery(emulator: Emulator, fns: Functions, work: Path, fresh) -> di
         backlogs = [run.backlog() for _ in range(BACKLOGS)]
         latency = run.latency()
         return {"subscription": subscription, "first": first, "singles": singles, "added_ms": added,
-                "backlogs": backlogs, "latency": latency, "tables": run.tables}
+                "backlogs": backlogs, "latency": latency, "tables": run.tables, "poll_ms": STREAM_POLL_SECS * 1000}
     finally:
         run.close()

@@ -17,32 +17,40 @@ import results
 PRICE_TARGET = 2.00  # dollars per million delivered events
 P50_TARGET_MS = 1000.0  # locally
 MEMORY_MB = 128  # event-delivery's and notification-handler's, as the template sets them
-# The calls each step of an event's way should make, as shared/usecases/src/events.rs and
-# functions/event-delivery make them (a subscription's first delivery of the hour adds an UpdateItem).
-EXPECTED = {"publish": ["DynamoDB GetItem", "DynamoDB Query", "SQS SendMessageBatch", "DynamoDB PutItem"],
-            "mapping": ["SQS ReceiveMessage", "SQS DeleteMessageBatch"],
+# The calls each step of an event's way should make when its first try succeeds, as
+# shared/usecases/src/events.rs and functions/event-delivery make them (a subscription's first
+# delivery of the hour adds an UpdateItem): no SQS request, the FIFO queue being for retries.
+EXPECTED = {"publish": ["DynamoDB Query", "DynamoDB PutItem"],
+            "mapping": ["DynamoDB Streams GetRecords"],
             "delivery": ["DynamoDB GetItem"]}
-STEP_NAMES = {"publish": "notification-handler's publish", "mapping": "the event source mapping",
+STEP_NAMES = {"publish": "notification-handler's publish", "mapping": "the stream's event source mapping",
               "delivery": "event-delivery"}
 # Who makes a step's calls, in the name of each charge.
 MADE_BY = {"publish": "notification-handler", "mapping": "event source mapping", "delivery": "event-delivery"}
-TIMINGS = [
-    ("the outcome's notification handed to notification-handler → the receiver's 2xx written", "end_to_end_ms",
-     "two empty invocations (the same two events), moto's own time for the calls before the POST, the "
-     "receiver's own answer", "floor_end_to_end_ms"),
-    ("notification-handler's invocation (the outcome recorded, its event published)", "handler_ms",
-     "an empty invocation with the same event, moto's own time for its calls", "floor_handler_ms"),
-    ("in the queue: SendMessageBatch answered → the mapping's long-polling ReceiveMessage back", "queued_ms",
-     "none (a long poll returns as a message arrives)", None),
-    ("event-delivery's invocation start → the receiver's 2xx written", "delivery_ms",
-     "an empty invocation with the same batch, moto's own time for the subscription's GetItem, the receiver's "
-     "own answer to the same POST", "floor_delivery_ms"),
-]
 
 
-# What Lambda's poller makes per batch; what event-delivery makes; the rest of the handler's
-# calls record the job's outcome (a job's own cost, priced in the job rows).
-MAPPING = ("SQS ReceiveMessage", "SQS DeleteMessageBatch", "SQS DeleteMessage")
+def timing_rows(poll_ms: float) -> list[tuple[str, str, str, str | None]]:
+    """Each stretch timed: what it is, its sample's key, what its floor is and the floor's key."""
+    return [
+        ("the outcome's notification handed to notification-handler → the receiver's 2xx written", "end_to_end_ms",
+         "two empty invocations (the same two events), moto's own time for the calls before the POST (the "
+         "GetRecords that brought the event among them), the receiver's own answer; not the wait for the "
+         "mapping's next read", "floor_end_to_end_ms"),
+        ("notification-handler's invocation (the outcome recorded, its event published)", "handler_ms",
+         "an empty invocation with the same event, moto's own time for its calls", "floor_handler_ms"),
+        ("on the stream: the event's PutItem answered → the mapping's GetRecords back with it", "stream_ms",
+         f"none (the mapping reads every {poll_ms:g} ms while it has nothing: half that on average)", None),
+        ("event-delivery's invocation start → the receiver's 2xx written", "delivery_ms",
+         "an empty invocation with the same batch, moto's own time for the subscription's GetItem, the receiver's "
+         "own answer to the same POST", "floor_delivery_ms"),
+    ]
+
+
+# What Lambda's pollers make (the stream's mapping; the retry queue's, which no event here
+# reaches), and the bench's mapping looking for new shards; what event-delivery makes; the rest
+# of the handler's calls record the job's outcome (a job's own cost, priced in the job rows).
+MAPPING = ("DynamoDB Streams GetRecords", "DynamoDB Streams DescribeStream", "DynamoDB Streams GetShardIterator",
+           "DynamoDB DescribeTable", "SQS ReceiveMessage", "SQS DeleteMessageBatch", "SQS DeleteMessage")
 
 
 def step_of(call, events_table: str, subscriptions_table: str) -> str:
@@ -55,10 +63,12 @@ def step_of(call, events_table: str, subscriptions_table: str) -> str:
     table = ""
     if op.startswith("DynamoDB ") and call.body:
         table = json.loads(call.body).get("TableName", "")
-    if op == "SQS ChangeMessageVisibility" or (table == subscriptions_table and op in (
-            "DynamoDB GetItem", "DynamoDB UpdateItem")):
+    # event-delivery's: the subscription read and its status recorded, and the retry queue
+    # (a first try that failed queued there, a retry's backoff).
+    if op in ("SQS ChangeMessageVisibility", "SQS SendMessageBatch") or (
+            table == subscriptions_table and op in ("DynamoDB GetItem", "DynamoDB UpdateItem")):
         return "delivery"
-    if op == "SQS SendMessageBatch" or table in (events_table, subscriptions_table):
+    if table in (events_table, subscriptions_table):
         return "publish"
     return "record"
 
@@ -131,9 +141,9 @@ def terms(single: cost.Bill, batched: cost.Bill) -> list[results.EventsTerm]:
                                b.get(k, none).quantity, b.get(k, none).dollars) for k in keys]
 
 
-def timings(latency: list[dict]) -> list[results.EventsTiming]:
+def timings(latency: list[dict], poll_ms: float) -> list[results.EventsTiming]:
     rows = []
-    for what, key, floor, floor_key in TIMINGS:
+    for what, key, floor, floor_key in timing_rows(poll_ms):
         values = [s[key] for s in latency]
         floors = [s[floor_key] for s in latency] if floor_key else [math.nan]
         rows.append(results.EventsTiming(what, statistics.median(values), percentile(values, 95), floor,
@@ -192,20 +202,33 @@ def first_delivery_finding(e: dict) -> str:
 
 def dominant_finding(single: cost.Bill, batched: cost.Bill, logged: list) -> str:
     """`logged`: the PutItem calls that logged events (their item sizes)."""
-    sqs, sqs_b = single.by_service().get("SQS", 0.0), batched.by_service().get("SQS", 0.0)
-    sqs_requests = sum(l.quantity for l in single.lines if l.service == "SQS")
     ddb, ddb_b = single.by_service().get("DynamoDB", 0.0), batched.by_service().get("DynamoDB", 0.0)
     log = sum(l.dollars for l in single.lines if l.what.startswith("DynamoDB PutItem"))
     log_units = sum(l.quantity for l in single.lines if l.what.startswith("DynamoDB PutItem"))
     log_bytes = max((c.new_size or 0 for c in logged), default=0)
-    return (f"What dominates: SQS FIFO requests, {sqs / single.total:.0%} of an event delivered alone "
-            f"({sqs_requests:g} requests at $0.50 per million: notification-handler's SendMessageBatch, the mapping's "
-            f"ReceiveMessage and DeleteMessageBatch; ten to a batch the mapping's two are shared, "
-            f"{per_million(sqs_b)}), then DynamoDB ({per_million(ddb)}; {per_million(ddb_b)} batched), most of it "
-            f"the event's own log write (PutItem of a {log_bytes}-byte item on the events table, {log_units:g} write "
-            f"unit, {per_million(log)}), "
-            f"which events/poll reads and which every outcome pays whether anyone subscribes or not: without it an "
-            f"event delivered alone would cost {per_million(single.total - log)}.")
+    reads = sum(l.quantity for l in single.lines if l.what.startswith("DynamoDB Streams GetRecords"))
+    sqs = single.by_service().get("SQS", 0.0)
+    return (f"What dominates: DynamoDB, {ddb / single.total:.0%} of an event delivered alone ({per_million(ddb)}; "
+            f"{per_million(ddb_b)} ten to a batch), most of it the event's own log write (PutItem of a "
+            f"{log_bytes}-byte item on the events table, naming its subscriptions, {log_units:g} write unit, "
+            f"{per_million(log)}), which events/poll reads and which every outcome pays whether anyone subscribes "
+            f"or not: without it an event delivered alone would cost {per_million(single.total - log)}. The one "
+            f"write is also the delivery's hand-off: the stream carries it to event-delivery, and the mapping's "
+            f"GetRecords ({reads:g} a batch here) are free, as DynamoDB bills no Lambda trigger's reads. "
+            + ("No SQS request is made for an event delivered at its first try."
+               if sqs == 0 else f"SQS: **{per_million(sqs)}**, though no first try failed: see its calls below."))
+
+
+def retry_finding() -> str:
+    """What a delivery whose first try fails adds: the retry queue's requests, as event-delivery
+    and the queue's mapping make them (not measured here)."""
+    fifo = cost.PRICES["sqs_fifo_request"]
+    return (f"SQS is paid only when a first try fails (not measured here): event-delivery puts the delivery on the "
+            f"FIFO retry queue (SendMessageBatch); the queue's mapping takes it (ReceiveMessage) and event-delivery "
+            f"holds it for its backoff (ChangeMessageVisibility); taken again when due (ReceiveMessage) and sent, it "
+            f"is deleted (DeleteMessageBatch); each further failure adds a ChangeMessageVisibility and a "
+            f"ReceiveMessage. At {per_million(fifo)} requests each, a delivery sent at its first retry adds five, "
+            f"{per_million(5 * fifo)} such deliveries, beside event-delivery's invocations for it.")
 
 
 def lambda_finding(single: cost.Bill, e: dict) -> str:
@@ -220,15 +243,17 @@ def lambda_finding(single: cost.Bill, e: dict) -> str:
             f"without events measured beside it).")
 
 
-def latency_finding(timing: list[results.EventsTiming]) -> str:
-    end, handler, queued, delivery = timing
+def latency_finding(timing: list[results.EventsTiming], poll_ms: float) -> str:
+    end, handler, streamed, delivery = timing
     return (f"Locally the way takes {end.p50_ms:.1f} ms at the median ({end.p95_ms:.1f} ms p95) against a floor of "
             f"{end.floor_p50_ms:.1f} ms: the handler's invocation {handler.p50_ms:.1f} ms (floor "
-            f"{handler.floor_p50_ms:.1f} ms), the queue {queued.p50_ms:.2f} ms, event-delivery to the 2xx "
-            f"{delivery.p50_ms:.1f} ms (floor {delivery.floor_p50_ms:.1f} ms). The delivery starts before the handler "
-            f"returns (its PutItem to the log comes after SendMessageBatch), so the stretches overlap. Deployed, each "
-            f"AWS call and the POST are network round trips, and Lambda's pollers hand a message on in their own "
-            f"time; none of that is measured here.")
+            f"{handler.floor_p50_ms:.1f} ms), on the stream {streamed.p50_ms:.1f} ms, event-delivery to the 2xx "
+            f"{delivery.p50_ms:.1f} ms (floor {delivery.floor_p50_ms:.1f} ms). Most of the gap to the floor is the "
+            f"wait for the mapping's next read: it reads every {poll_ms:g} ms while it has nothing (Lambda reads a "
+            f"shard four times a second), so an event waits half that on average. The event is on the stream once "
+            f"the handler's PutItem, its last call, is answered, so the delivery may start just before the handler "
+            f"returns. Deployed, each AWS call and the POST are network round trips, and the stream and Lambda's "
+            f"poller take their own time; none of that is measured here.")
 
 
 def summarize_events(e: dict) -> tuple[results.EventsDelivery, cost.Bill, cost.Bill]:
@@ -237,7 +262,8 @@ def summarize_events(e: dict) -> tuple[results.EventsDelivery, cost.Bill, cost.B
     added = statistics.median(e["added_ms"])
     single = median_bill([event_bill(s, added) for s in e["singles"]])
     batched = median_bill([event_bill(s, added) for s in e["backlogs"]])
-    timing = timings(e["latency"])
+    poll_ms = e["poll_ms"]
+    timing = timings(e["latency"], poll_ms)
     backlog = e["backlogs"][0].events
     targets = [
         results.Target(f"a delivered event ≤ ${PRICE_TARGET:.2f} per million, delivered alone (a trickle)",
@@ -250,20 +276,23 @@ def summarize_events(e: dict) -> tuple[results.EventsDelivery, cost.Bill, cost.B
     intro = (
         f"One webhook subscription to `job.ended` (made through mcp-tools' `events/subscribe`, its challenge answered "
         f"by bench/webhook_sink.py, a receiver on 127.0.0.1 with keep-alive), then each event's whole way: "
-        f"notification-handler records a job's outcome and publishes its event (shared/usecases/src/events.rs), "
-        f"Lambda's event source mapping takes it from the FIFO delivery queue, event-delivery POSTs it signed. "
-        f"Price: {len(e['singles'])} events each published and delivered alone, the median by price; and "
-        f"{len(e['backlogs'])} backlogs of {backlog} taken as one batch (the template's BatchSize, FIFO's most; "
-        f"a FIFO mapping has no batching window, so a trickle is always a batch of 1), the median. The mapping's "
-        f"calls are priced as it makes them: one ReceiveMessage that returns the batch and one DeleteMessageBatch "
-        f"a batch; its empty long polls on an idle queue are a cost per month, not per event, and are left out, "
-        f"as for the SQS buffer. The outcome's own recording is the job's (the rows above). Time: "
-        f"{len(e['latency'])} events one after another, after warm-up, the queue long-polled by a mapping as "
-        f"Lambda's is; percentiles over those events, each floor measured right after its event. This part is "
-        f"made by the cost run (`make bench-cost`), not by the latency sections above it.")
+        f"notification-handler records a job's outcome and publishes its event (shared/usecases/src/events.rs: the "
+        f"owner's subscriptions read, the event logged once on the events table, naming them), the table's stream "
+        f"hands the new item to event-delivery through Lambda's event source mapping (its filter passes only new "
+        f"items that name webhooks), event-delivery reads the subscription and POSTs the event signed. Price: "
+        f"{len(e['singles'])} events each published and delivered alone, the median by price; and "
+        f"{len(e['backlogs'])} backlogs of {backlog} taken as one batch (the mapping's BatchSize), the median. The "
+        f"template sets no batching window, so a trickle is a batch of 1 (a window would gather a trickle into fewer "
+        f"invocations, each event waiting up to the window). The mapping's calls are counted as it makes them, one GetRecords a batch, and priced as "
+        f"DynamoDB prices a Lambda trigger's: free, as are its reads of an idle stream. The FIFO queue is "
+        f"event-delivery's retry queue: an event delivered at its first try makes no SQS request. The outcome's own "
+        f"recording is the job's (the rows above). Time: {len(e['latency'])} events one after another, after "
+        f"warm-up, the stream read by scripts/local_stack.py's mapping (every {poll_ms:g} ms while it has nothing), "
+        f"each event at a random moment of its cycle of reads; percentiles over those events, each floor measured right after its event. This part is made by the cost "
+        f"run (`make bench-cost`), not by the latency sections above it.")
     logged = [c for s in e["singles"] for c in s.calls["publish"] if c.operation == "DynamoDB PutItem"]
-    findings = [dominant_finding(single, batched, logged), lambda_finding(single, e), first_delivery_finding(e),
-                calls_finding(e), latency_finding(timing)]
+    findings = [dominant_finding(single, batched, logged), retry_finding(), lambda_finding(single, e),
+                first_delivery_finding(e), calls_finding(e), latency_finding(timing, poll_ms)]
     return (results.EventsDelivery(intro, backlog, terms(single, batched), single.total, batched.total, timing, targets,
                                    findings), single, batched)
 

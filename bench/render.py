@@ -248,7 +248,9 @@ def price_table(c: Cost) -> list[str]:
     names = {
         "lambda_request": "Lambda request", "lambda_arm64_gb_second": "Lambda duration, arm64, per GB-second",
         "dynamodb_write_unit": "DynamoDB on-demand write request unit", "dynamodb_read_unit":
-            "DynamoDB on-demand read request unit", "s3_put": "S3 Standard PUT, COPY, POST, LIST request",
+            "DynamoDB on-demand read request unit",
+        "dynamodb_streams_lambda_read": "DynamoDB Streams GetRecords made by a Lambda trigger",
+        "s3_put": "S3 Standard PUT, COPY, POST, LIST request",
         "s3_get": "S3 Standard GET and other requests", "sns_publish": "SNS publish (per 64 KiB chunk)",
         "sns_delivery": "SNS delivery to Lambda or SQS", "sqs_request": "SQS standard request (per 64 KiB chunk)",
         "sqs_fifo_request": "SQS FIFO request (per 64 KiB chunk)",

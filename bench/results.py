@@ -165,7 +165,7 @@ class CostChange:
 class EventsTerm:
     """One kind of charge of a delivered MCP Events event, per event, delivered alone and ten to
     a batch."""
-    what: str  # e.g. "SQS SendMessageBatch"
+    what: str  # e.g. "DynamoDB PutItem (notification-handler)"
     unit: str
     single_quantity: float
     single: float  # dollars per event

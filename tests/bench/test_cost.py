@@ -272,35 +272,138 @@ def fifo(operation, response_bytes=1500):
                            server_ms=0.5, done_ns=0)
 
 
+def stream(operation="DynamoDB Streams GetRecords", records=1):
+    body = json.dumps({"ShardIterator": "arn:aws:dynamodb:us-east-1:123456789012:table/mcp-events/stream/x|1|i"})
+    return SimpleNamespace(operation=operation, body=body.encode(), request_bytes=len(body), response_bytes=900,
+                           server_ms=0.5, done_ns=0, records=records)
+
+
 TABLES = ("mcp-events", "mcp-subscriptions")
 
 
 def published(*extra):
-    """notification-handler's calls for one outcome: its recording, then publish's four."""
+    """notification-handler's calls for one outcome: its recording, then publish's two."""
     return [ddb("DynamoDB UpdateItem", "mcp-async-results", 300, 400),
-            ddb("DynamoDB GetItem", "mcp-events"), ddb("DynamoDB Query", "mcp-subscriptions", reads=[700],
-                                                       consistent=True),
-            fifo("SQS SendMessageBatch"), ddb("DynamoDB PutItem", "mcp-events", None, 900), *extra]
+            ddb("DynamoDB Query", "mcp-subscriptions", reads=[700], consistent=True),
+            ddb("DynamoDB PutItem", "mcp-events", None, 900), *extra]
+
+
+def test_a_streams_reads_by_a_lambda_trigger_are_free_and_the_emulator_names_them(tmp_path):
+    """DynamoDB bills no GetRecords that Lambda makes for a trigger; the emulator names the
+    streams service's calls and counts the records each GetRecords brought."""
+    line = cost.price_call(stream())
+    assert (line.service, line.quantity, line.unit, line.dollars) == ("DynamoDB", 1, "requests", 0.0)
+    assert cost.PRICES["dynamodb_streams_lambda_read"] == 0.0
+
+    import boto3
+    from emulator import Emulator
+
+    emulator = Emulator(tmp_path / "tls")
+    try:
+        kw = dict(endpoint_url=emulator.http_endpoint, region_name="us-east-1", aws_access_key_id="testing",
+                  aws_secret_access_key="testing")
+        ddb_client, streams = boto3.client("dynamodb", **kw), boto3.client("dynamodbstreams", **kw)
+        arn = ddb_client.create_table(
+            TableName="streamed", BillingMode="PAY_PER_REQUEST",
+            AttributeDefinitions=[{"AttributeName": "id", "AttributeType": "S"}],
+            KeySchema=[{"AttributeName": "id", "KeyType": "HASH"}],
+            StreamSpecification={"StreamEnabled": True, "StreamViewType": "NEW_IMAGE"})["TableDescription"][
+            "LatestStreamArn"]
+        shard = streams.describe_stream(StreamArn=arn)["StreamDescription"]["Shards"][0]["ShardId"]
+        iterator = streams.get_shard_iterator(StreamArn=arn, ShardId=shard,
+                                              ShardIteratorType="LATEST")["ShardIterator"]
+        mark = emulator.recorder.mark()
+        iterator = streams.get_records(ShardIterator=iterator)["NextShardIterator"]
+        ddb_client.put_item(TableName="streamed", Item={"id": {"S": "a"}})
+        streams.get_records(ShardIterator=iterator)
+        idle, _, read = emulator.recorder.since(mark)
+        assert [c.operation for c in (idle, read)] == ["DynamoDB Streams GetRecords"] * 2
+        assert (idle.records, read.records) == (0, 1)
+    finally:
+        emulator.stop()
+
+
+def test_the_benchs_stream_mapping_hands_new_items_naming_webhooks_to_the_function_in_one_read(tmp_path):
+    """The mapping events_cost.py prices and times (the local stack's, invoking through the
+    bench's Runtime API), against the emulator with the stack's tables, an empty function in
+    event-delivery's place: one GetRecords brings what was written since it was made, the items
+    that name webhooks are handed on in one invocation, an idle read brings nothing."""
+    import boto3
+    from emulator import Emulator
+
+    events_cost = bench_module("events_cost")
+    from local_stack import EVENTS_TABLE, create_resources
+    from processes import Function, stop
+    from runtime_api import RuntimeApi
+
+    emulator = Emulator(tmp_path / "tls")
+    runtime = RuntimeApi("event-delivery")
+    proc = None
+    try:
+        create_resources(emulator.http_endpoint)
+        ddb_client = boto3.client("dynamodb", endpoint_url=emulator.http_endpoint, region_name="us-east-1",
+                                  aws_access_key_id="testing", aws_secret_access_key="testing")
+
+        def put(position, webhooks):
+            extra = {"webhooks": {"BOOL": True}, "deliver_to": {"S": "sub_1"}} if webhooks else {}
+            ddb_client.put_item(TableName=EVENTS_TABLE, Item={"owner": {"S": "o"}, "position": {"S": position},
+                                                              **extra})
+
+        put("before", True)
+        mapping = events_cost.Mapping(emulator)
+        null = Function("event-delivery", [sys.executable, str(ROOT / "bench" / "null_function.py")],
+                        {"PYTHONPATH": str(ROOT / "bench")}, tmp_path / "null.log")
+        proc, _ = null.spawn(runtime, emulator.http_endpoint)
+        mapping.runtime = runtime
+        for position, webhooks in (("a", True), ("quiet", False), ("b", True)):
+            put(position, webhooks)
+        mark = emulator.recorder.mark()
+        assert mapping.poll()
+        read, = emulator.recorder.since(mark)
+        assert (read.operation, read.records) == ("DynamoDB Streams GetRecords", 3)
+        batch, = mapping.batches
+        handed = json.loads(batch.event)["Records"]
+        assert [r["dynamodb"]["NewImage"]["position"]["S"] for r in handed] == ["a", "b"]
+        assert {r["eventSource"] for r in handed} == {"aws:dynamodb"} and batch.records == 2
+        assert batch.received_ns > 0 and batch.invocation.response == b"{}" and mapping.failed == 0
+        mark = emulator.recorder.mark()
+        assert not mapping.poll()
+        idle, = emulator.recorder.since(mark)
+        assert idle.records == 0 and len(mapping.batches) == 1
+    finally:
+        if proc is not None:
+            stop(proc, runtime)
+        emulator.stop()
 
 
 def test_each_call_of_an_events_way_is_put_with_the_step_that_made_it():
     events_summary = bench_module("events_summary")
     steps = events_summary.Steps()
-    steps.add(published() + [fifo("SQS ReceiveMessage"), ddb("DynamoDB GetItem", "mcp-subscriptions"),
-                             ddb("DynamoDB UpdateItem", "mcp-subscriptions", 700, 730), fifo("SQS DeleteMessageBatch"),
-                             fifo("SQS ChangeMessageVisibility")], TABLES)
+    steps.add(published() + [stream(), ddb("DynamoDB GetItem", "mcp-subscriptions"),
+                             ddb("DynamoDB UpdateItem", "mcp-subscriptions", 700, 730)], TABLES)
     assert {step: [c.operation for c in calls] for step, calls in steps.calls.items()} == {
         "record": ["DynamoDB UpdateItem"],
-        "publish": ["DynamoDB GetItem", "DynamoDB Query", "SQS SendMessageBatch", "DynamoDB PutItem"],
-        "mapping": ["SQS ReceiveMessage", "SQS DeleteMessageBatch"],
-        "delivery": ["DynamoDB GetItem", "DynamoDB UpdateItem", "SQS ChangeMessageVisibility"]}
+        "publish": ["DynamoDB Query", "DynamoDB PutItem"],
+        "mapping": ["DynamoDB Streams GetRecords"],
+        "delivery": ["DynamoDB GetItem", "DynamoDB UpdateItem"]}
+    # A first try that failed: event-delivery queues it for retry and holds it for its backoff;
+    # the queue's mapping takes and deletes it; the stream's mapping looks for new shards.
+    retried = events_summary.Steps()
+    retried.add([fifo("SQS SendMessageBatch"), fifo("SQS ReceiveMessage"), fifo("SQS ChangeMessageVisibility"),
+                 fifo("SQS DeleteMessageBatch"), ddb("DynamoDB DescribeTable", "mcp-events"),
+                 stream("DynamoDB Streams DescribeStream")], TABLES)
+    assert {step: [c.operation for c in calls] for step, calls in retried.calls.items()} == {
+        "record": [], "publish": [],
+        "mapping": ["SQS ReceiveMessage", "SQS DeleteMessageBatch", "DynamoDB DescribeTable",
+                    "DynamoDB Streams DescribeStream"],
+        "delivery": ["SQS SendMessageBatch", "SQS ChangeMessageVisibility"]}
 
 
-def one_event(duration_ms=5.0, extra_publish=()):
+def one_event(duration_ms=5.0, extra_publish=(), extra_delivery=()):
     events_summary = bench_module("events_summary")
     steps = events_summary.Steps()
-    steps.add(published(*extra_publish) + [fifo("SQS ReceiveMessage"), ddb("DynamoDB GetItem", "mcp-subscriptions"),
-                                           fifo("SQS DeleteMessageBatch")], TABLES)
+    steps.add(published(*extra_publish) + [stream(), ddb("DynamoDB GetItem", "mcp-subscriptions"),
+                                           *extra_delivery], TABLES)
     steps.deliveries.append(cost.Invocation("event-delivery", duration_ms))
     return steps
 
@@ -310,41 +413,39 @@ def backlog(duration_ms=12.0, events=10):
     steps = events_summary.Steps(events=events)
     for _ in range(events):
         steps.add(published(), TABLES)
-    steps.add([fifo("SQS ReceiveMessage", 15_000)] + [ddb("DynamoDB GetItem", "mcp-subscriptions")] * events
-              + [fifo("SQS DeleteMessageBatch")], TABLES)
+    steps.add([stream(records=events)] + [ddb("DynamoDB GetItem", "mcp-subscriptions")] * events, TABLES)
     steps.deliveries.append(cost.Invocation("event-delivery", duration_ms))
     return steps
 
 
 def test_a_delivered_event_is_priced_by_hand_alone_and_ten_to_a_batch():
-    """Alone: an eventually consistent GetItem (0.5 unit) and a strong Query (1 unit) at $0.125, a
-    900-byte PutItem (1 write unit, $0.625), three FIFO requests at $0.50, the subscription's
-    GetItem (0.5 unit), event-delivery's request ($0.20) and 5 ms at 128 MB, and the 2 ms
-    publishing added to the handler. Ten to a batch: the mapping's two requests and the
-    invocation shared by ten. The outcome's own UpdateItem is the job's, not the event's."""
+    """Alone: a strong Query (1 unit) at $0.125, a 900-byte PutItem (1 write unit, $0.625), the
+    mapping's GetRecords (free: a Lambda trigger's), the subscription's GetItem (0.5 unit),
+    event-delivery's request ($0.20) and 5 ms at 128 MB, and the 2 ms publishing added to the
+    handler; no SQS request. Ten to a batch: the GetRecords and the invocation shared by ten.
+    The outcome's own UpdateItem is the job's, not the event's."""
     events_summary = bench_module("events_summary")
     second = 0.125 * 13.3334  # dollars per million seconds at 128 MB
     alone = events_summary.event_bill(one_event(), 2.0)
     assert alone.by_service() == pytest.approx({
-        "DynamoDB": 1e-6 * (0.5 * 0.125 + 0.125 + 0.625 + 0.5 * 0.125), "SQS": 1e-6 * 3 * 0.5,
+        "DynamoDB": 1e-6 * (0.125 + 0.625 + 0.5 * 0.125),
         "Lambda": 1e-6 * (0.2 + 0.005 * second + 0.002 * second)})
-    assert alone.total * 1e6 == pytest.approx(0.875 + 1.5 + 0.2 + 0.007 * second)
+    assert alone.total * 1e6 == pytest.approx(0.8125 + 0.2 + 0.007 * second)
     batched = events_summary.event_bill(backlog(), 2.0)
-    assert batched.total * 1e6 == pytest.approx(0.875 + 0.5 + 0.1 + 0.02 + 0.0012 * second + 0.002 * second)
+    assert batched.total * 1e6 == pytest.approx(0.8125 + 0.02 + 0.0012 * second + 0.002 * second)
     # A difference of durations below nothing adds nothing.
     assert events_summary.added_duration(-0.4).dollars == 0
 
 
+EXPECTED_PUBLISH = ["DynamoDB Query", "DynamoDB PutItem"]
+
+
 def latency_samples(n=40, end_ms=30.0):
-    return [{"end_to_end_ms": end_ms + i, "handler_ms": 10.0 + i / 10, "queued_ms": 1.0, "delivery_ms": 8.0,
+    return [{"end_to_end_ms": end_ms + i, "handler_ms": 10.0 + i / 10, "stream_ms": 100.0, "delivery_ms": 8.0,
              "floor_end_to_end_ms": 12.0, "floor_handler_ms": 6.0, "floor_delivery_ms": 4.0, "null_ms": 0.1,
-             "receiver_ms": 0.4, "calls": {"publish": EXPECTED_PUBLISH, "mapping": ["SQS ReceiveMessage",
-                                                                                    "SQS DeleteMessageBatch"],
+             "receiver_ms": 0.4, "calls": {"publish": EXPECTED_PUBLISH, "mapping": ["DynamoDB Streams GetRecords"],
                                            "delivery": ["DynamoDB GetItem"], "record": ["DynamoDB UpdateItem"]},
-             "batch_messages": 1} for i in range(n)]
-
-
-EXPECTED_PUBLISH = ["DynamoDB GetItem", "DynamoDB Query", "SQS SendMessageBatch", "DynamoDB PutItem"]
+             "batch_records": 1} for i in range(n)]
 
 
 def measured(singles=None, end_ms=30.0):
@@ -353,7 +454,7 @@ def measured(singles=None, end_ms=30.0):
     first.calls["delivery"].append(ddb("DynamoDB UpdateItem", "mcp-subscriptions", 700, 740))
     return {"subscription": "sub_x", "first": first, "singles": singles or [one_event(d) for d in (4.0, 5.0, 6.0)],
             "added_ms": [1.0, 2.0, 3.0], "backlogs": [backlog()], "latency": latency_samples(end_ms=end_ms),
-            "tables": TABLES}, events_summary
+            "tables": TABLES, "poll_ms": 200.0}, events_summary
 
 
 def test_the_events_figures_say_what_dominates_whether_the_targets_are_met_and_the_calls_seen():
@@ -361,41 +462,67 @@ def test_the_events_figures_say_what_dominates_whether_the_targets_are_met_and_t
     figures, alone, batched = events_summary.summarize_events(e)
     # The median event by price is the 5 ms one, with the median 2 ms added.
     assert alone.total == events_summary.event_bill(one_event(5.0), 2.0).total
-    # The largest first: the log's PutItem (a write unit), then the three FIFO requests.
-    assert [t.what for t in figures.terms][:4] == [
-        "DynamoDB PutItem (notification-handler)", "SQS SendMessageBatch (notification-handler)",
-        "SQS ReceiveMessage (event source mapping)", "SQS DeleteMessageBatch (event source mapping)"]
-    # The two GetItems are told apart by who makes them.
-    reads = {t.what: t.single_quantity for t in figures.terms if "GetItem" in t.what}
-    assert reads == {"DynamoDB GetItem (notification-handler)": 0.5, "DynamoDB GetItem (event-delivery)": 0.5}
+    # The largest first: the log's PutItem (a write unit), event-delivery's request, the Query; the
+    # stream's read last, free; no SQS charge at all.
+    whats = [t.what for t in figures.terms]
+    assert whats[:4] == ["DynamoDB PutItem (notification-handler)", "event-delivery requests",
+                         "DynamoDB Query (notification-handler)", "DynamoDB GetItem (event-delivery)"]
+    read = next(t for t in figures.terms if t.what == "DynamoDB Streams GetRecords (event source mapping)")
+    assert (read.single_quantity, read.single, read.batched_quantity, read.batched) == (1, 0.0, 0.1, 0.0)
+    assert whats[-1] == read.what and not any(w.startswith("SQS") for w in whats)
     assert figures.batch == 10 and figures.total_single == alone.total and figures.total_batched == batched.total
     price_alone, price_batched, p50 = figures.targets
-    assert (price_alone.met, price_batched.met, p50.met) == (False, True, True)
+    assert (price_alone.met, price_batched.met, p50.met) == (True, True, True)
     assert price_alone.shown_as.format(price_alone.value) == f"${alone.total * 1e6:.2f} per million"
     # 40 samples 30 to 69 ms: the median 49.5, the 95th percentile 67.05 (linear between ranks).
     end = figures.timings[0]
     assert (end.p50_ms, end.p95_ms, end.floor_p50_ms) == (pytest.approx(49.5), pytest.approx(67.05), 12.0)
-    assert figures.timings[2].floor_p50_ms != figures.timings[2].floor_p50_ms  # the queue has no floor
+    on_stream = figures.timings[2]
+    assert on_stream.what.startswith("on the stream") and on_stream.p50_ms == 100.0
+    assert on_stream.floor_p50_ms != on_stream.floor_p50_ms  # a poll's wait has no floor
+    assert "every 200 ms" in on_stream.floor
     text = " ".join(figures.findings)
-    assert "What dominates: SQS FIFO requests, 58% of an event delivered alone (3 requests" in text
-    assert "(PutItem of a 900-byte item on the events table, 1 write unit, $0.62 per million)" in text
-    assert "without it an event delivered alone would cost $1.96 per million" in text
-    assert "the calls the code makes, no more" in text
-    assert "Reads: DynamoDB GetItem (notification-handler's publish) eventually consistent, DynamoDB Query" in text
+    assert "What dominates: DynamoDB, 79% of an event delivered alone ($0.81 per million;" in text
+    assert ("(PutItem of a 900-byte item on the events table, naming its subscriptions, 1 write unit, "
+            "$0.62 per million)") in text
+    assert "without it an event delivered alone would cost $0.40 per million" in text
+    assert "GetRecords (1 a batch here) are free" in text
+    assert "No SQS request is made for an event delivered at its first try." in text
+    assert "SQS is paid only when a first try fails" in text
+    assert "a delivery sent at its first retry adds five, $2.50 per million such deliveries" in text
+    assert ("notification-handler's publish: DynamoDB Query, DynamoDB PutItem; the stream's event source mapping: "
+            "DynamoDB Streams GetRecords; event-delivery: DynamoDB GetItem: the calls the code makes, no more") in text
+    assert ("Reads: DynamoDB Query (notification-handler's publish) strongly consistent, DynamoDB GetItem "
+            "(event-delivery) eventually consistent.") in text
     assert "adds an UpdateItem of its 740-byte item: 1 write unit, $0.62 per million such deliveries" in text
+    assert "it reads every 200 ms while it has nothing" in text
     assert "**not**" not in text
+    assert "the table's stream hands the new item to event-delivery" in figures.intro
+    assert "sets no batching window" in figures.intro
     assert events_summary.percentile([3.0, 1.0, 2.0], 50) == 2.0
 
 
 def test_an_unexpected_call_is_named_and_a_slow_way_misses_its_target():
     events_summary = bench_module("events_summary")
+    # The log read before the write, which publishing no longer makes.
     extra = ddb("DynamoDB GetItem", "mcp-events")
     e, _ = measured(singles=[one_event(5.0, extra_publish=(extra,)) for _ in range(3)], end_ms=1200.0)
     figures, _, _ = events_summary.summarize_events(e)
     assert figures.targets[2].met is False
     text = " ".join(figures.findings)
-    assert ("**not** what the code should make for notification-handler's publish (expected DynamoDB GetItem, "
-            "DynamoDB Query, SQS SendMessageBatch, DynamoDB PutItem") in text
+    assert ("**not** what the code should make for notification-handler's publish (expected DynamoDB Query, "
+            "DynamoDB PutItem; the timed events made DynamoDB Query, DynamoDB PutItem)") in text
+
+
+def test_an_sqs_request_on_an_events_first_try_is_counted_and_said():
+    events_summary = bench_module("events_summary")
+    queued = fifo("SQS SendMessageBatch")
+    e, _ = measured(singles=[one_event(5.0, extra_delivery=(queued,)) for _ in range(3)])
+    figures, alone, _ = events_summary.summarize_events(e)
+    assert alone.by_service()["SQS"] == pytest.approx(0.5e-6)
+    text = " ".join(figures.findings)
+    assert "SQS: **$0.50 per million**, though no first try failed" in text
+    assert "**not** what the code should make for event-delivery" in text
 
 
 def test_the_events_sentence_prices_a_pushed_event_against_a_minute_of_listening_and_of_polling():
@@ -412,3 +539,28 @@ def test_the_events_sentence_prices_a_pushed_event_against_a_minute_of_listening
     assert f"one outcome pushed costs {alone.total / poll.total:.0%} of one minute's polling" in sentence
     assert "reaches the receiver 50 ms after" in sentence
     assert "against" not in events_summary.events_headline(alone, batched, 10, 49.5, None, None)
+
+
+def test_a_listen_naming_many_tasks_is_priced_per_task_beside_one_listen_and_polling():
+    """One held invocation shared by 10 tasks: each task-minute pays a tenth of it and of its
+    reads; the rows and the headline say so beside the one-task listen and polling."""
+    import cost_summary
+    held_ms = 60_000.0
+    reads = [call("DynamoDB BatchGetItem", reads=[300], consistent=False) for _ in range(16)]
+    many_reads = [call("DynamoDB BatchGetItem", reads=[300] * 10, consistent=False) for _ in range(16)]
+    polls = [call("DynamoDB GetItem", reads=[300]) for _ in range(12)]
+    c = {"held_minute": {
+        "listen": {"calls": reads, "invocations": [cost.Invocation("mcp-tools", held_ms)]},
+        "poll": {"calls": polls, "invocations": [cost.Invocation("mcp-tools", 10.0)] * 12},
+        "shared": {10: {"tasks": 10, "calls": many_reads, "invocations": [cost.Invocation("mcp-tools", held_ms)]}},
+    }}
+    table = cost_summary.Table()
+    listen, poll, per_task = cost_summary.listen_rows(c, table)
+    assert [r.scenario.split(":")[0] for r in table.rows][-1].startswith("one working task for a minute, one of 10")
+    one = cost.bill(many_reads, [cost.Invocation("mcp-tools", held_ms)])
+    assert per_task[10].total == pytest.approx(one.total / 10)
+    # The held wall time is shared; the reads grow with the tasks, so a task's share of them does not shrink.
+    assert per_task[10].by_service()["Lambda"] == pytest.approx(listen.by_service()["Lambda"] / 10)
+    assert per_task[10].by_service()["DynamoDB"] == pytest.approx(listen.by_service()["DynamoDB"])
+    headline = cost_summary.listen_headline((listen, poll, per_task))
+    assert "one of 10 tasks on one listen" in headline and "x polling" in headline

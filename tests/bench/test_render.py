@@ -268,32 +268,38 @@ def test_the_events_part_of_the_cost_section_shows_each_charge_each_stretch_besi
     from render import EVENTS_HEADING, splice_cost
     events = R.EventsDelivery(
         intro="One webhook subscription.", batch=10,
-        terms=[R.EventsTerm("SQS SendMessageBatch (notification-handler)", "requests", 1, 0.5e-6, 1, 0.5e-6),
-               R.EventsTerm("SQS ReceiveMessage (event source mapping)", "requests", 1, 0.5e-6, 0.1, 0.05e-6)],
-        total_single=1.0e-6, total_batched=0.55e-6,
-        timings=[R.EventsTiming("notification → 2xx", 16.1, 20.34, "two empty invocations", 11.4, 15.0),
-                 R.EventsTiming("in the queue", 2.23, 2.56, "none", float("nan"), float("nan"))],
+        terms=[R.EventsTerm("DynamoDB PutItem (notification-handler)", "write units", 1, 0.625e-6, 1, 0.625e-6),
+               R.EventsTerm("event-delivery requests", "requests", 1, 0.2e-6, 0.1, 0.02e-6),
+               R.EventsTerm("DynamoDB Streams GetRecords (event source mapping)", "requests", 1, 0.0, 0.1, 0.0)],
+        total_single=0.825e-6, total_batched=0.645e-6,
+        timings=[R.EventsTiming("notification → 2xx", 116.1, 220.34, "two empty invocations", 11.4, 15.0),
+                 R.EventsTiming("on the stream", 102.23, 196.5, "none", float("nan"), float("nan"))],
         targets=[R.Target("a delivered event ≤ $2.00 per million, delivered alone", 2.59, "${:.2f} per million",
                           False),
-                 R.Target("p50 ≤ 1 s (local stack)", 16.1, "ms", True)],
-        findings=["What dominates: SQS FIFO requests."])
-    c = R.Cost(region="us-east-1", checked="2026-12-02", prices={"sqs_fifo_request": 0.5e-6}, sources=[], rows=[],
-               headline="A job costs.", changes=[], notes=[], events=events)
+                 R.Target("p50 ≤ 1 s (local stack)", 116.1, "ms", True)],
+        findings=["What dominates: DynamoDB."])
+    c = R.Cost(region="us-east-1", checked="2026-12-02", prices={"dynamodb_streams_lambda_read": 0.0,
+                                                                  "sqs_fifo_request": 0.5e-6},
+               sources=[], rows=[], headline="A job costs.", changes=[], notes=[], events=events)
     text = render(data(cost=c))
     part = text.split("\n" + EVENTS_HEADING + "\n", 1)[1].split("\n### ", 1)[0]
     assert part.startswith("\nOne webhook subscription.\n\n| charge | alone: per event | per million events"
                            " | 10 to a batch: per event | per million events |\n")
     rows = [line for line in part.splitlines() if line.startswith("| ")]
-    assert rows[1:4] == ["| SQS SendMessageBatch (notification-handler) | 1 requests | $0.500 | 1 requests | $0.500 |",
-                         "| SQS ReceiveMessage (event source mapping) | 1 requests | $0.500 | 0.1 requests | $0.050 |",
-                         "| **total** | | **$1.00** | | **$0.550** |"]
-    assert "| notification → 2xx | 16.1 ms | 20.3 ms | two empty invocations | 11.4 ms | 15.0 ms |" in rows
-    assert "| in the queue | 2.23 ms | 2.56 ms | none | – | – |" in rows
+    # A free charge shows as a dash, as the cost table shows nothing.
+    assert rows[1:5] == ["| DynamoDB PutItem (notification-handler) | 1 write units | $0.625 | 1 write units | $0.625 |",
+                         "| event-delivery requests | 1 requests | $0.200 | 0.1 requests | $0.020 |",
+                         "| DynamoDB Streams GetRecords (event source mapping) | 1 requests | – | 0.1 requests | – |",
+                         "| **total** | | **$0.825** | | **$0.645** |"]
+    assert "| notification → 2xx | 116 ms | 220 ms | two empty invocations | 11.4 ms | 15.0 ms |" in rows
+    assert "| on the stream | 102 ms | 196 ms | none | – | – |" in rows
     assert "| a delivered event ≤ $2.00 per million, delivered alone | $2.59 per million | **no** |" in rows
-    assert "| p50 ≤ 1 s (local stack) | 16.1 ms | yes |" in rows
-    assert "\n- What dominates: SQS FIFO requests.\n" in part
-    # Between the cost table and the defaults; the FIFO price in the price table; a cost-only run keeps it.
+    assert "| p50 ≤ 1 s (local stack) | 116 ms | yes |" in rows
+    assert "\n- What dominates: DynamoDB.\n" in part
+    # Between the cost table and the defaults; the stream's free reads and the FIFO price (retries)
+    # in the price table; a cost-only run keeps it.
     assert text.index("## What a job costs") < text.index(EVENTS_HEADING) < text.index("### The defaults")
+    assert "| DynamoDB Streams GetRecords made by a Lambda trigger | free |" in text
     assert "| SQS FIFO request (per 64 KiB chunk) | $0.500 |" in text
     assert splice_cost(text, c) == text
     c.events = None
