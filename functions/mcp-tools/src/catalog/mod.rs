@@ -174,7 +174,9 @@ pub enum Schemas {
     /// With every other check: a schema's mistake refuses the catalog (`check-catalog`).
     CompiledNow,
     /// Each at its tool's first call, once per process: what a cold start does, after every
-    /// other check. A schema that does not compile then refuses that tool's calls alone.
+    /// other check (and the checker's own metaschemas loaded, see
+    /// [`schema::load_metaschemas`]). A schema that does not compile then refuses that tool's
+    /// calls alone.
     OnFirstCall,
 }
 
@@ -194,10 +196,14 @@ impl Catalog {
                 problem: format!("cannot be read: {e}"),
             }],
         })?;
-        check::catalog(&text, schemas).map_err(|mistakes| CatalogError {
+        let catalog = check::catalog(&text, schemas).map_err(|mistakes| CatalogError {
             file: Some(path.to_owned()),
             mistakes,
-        })
+        })?;
+        if schemas == Schemas::OnFirstCall {
+            schema::load_metaschemas();
+        }
+        Ok(catalog)
     }
 
     /// Checks a catalog's text, its schemas compiled: every mistake is named with its tool and
