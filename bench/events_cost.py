@@ -7,7 +7,7 @@ records a job's outcome and publishes its event (the owner's subscriptions read,
 logged once on the events table, naming them), the table's stream hands the new item to
 event-delivery through Lambda's event source mapping (GetRecords; its filter passes only new
 items that name webhooks), and event-delivery reads the subscription and POSTs the signed event.
-The mapping is scripts/local_stack.py's StreamToFunction, invoking through the bench's Runtime
+The mapping is scripts/event_source_mappings.py's StreamToFunction, invoking through the bench's Runtime
 API. Every AWS call is counted at the emulator with its billed size, and each call is put with
 the step that made it (`step_of`). The FIFO queue is event-delivery's retry queue: no event here
 fails its first try, so none reaches it.
@@ -43,7 +43,8 @@ from functions import Functions, variant
 from lambda_events import OUTPUT_BODY, notification_message, sns_delivery
 from listen_cost import call, result_of
 from local_aws import IO_BUCKET, aws
-from local_stack import EVENTS_TABLE, STREAM_POLL_SECS, SUBSCRIPTIONS_TABLE, FunctionError, StreamToFunction
+from event_source_mappings import STREAM_POLL_SECS, FunctionError, StreamToFunction
+from local_stack import EVENTS_TABLE, SUBSCRIPTIONS_TABLE
 from processes import Function, answer_of, stop
 from events_summary import Steps, step_of
 from runtime_api import RuntimeApi

@@ -287,7 +287,7 @@ def summarize_events(e: dict) -> tuple[results.EventsDelivery, cost.Bill, cost.B
         f"DynamoDB prices a Lambda trigger's: free, as are its reads of an idle stream. The FIFO queue is "
         f"event-delivery's retry queue: an event delivered at its first try makes no SQS request. The outcome's own "
         f"recording is the job's (the rows above). Time: {len(e['latency'])} events one after another, after "
-        f"warm-up, the stream read by scripts/local_stack.py's mapping (every {poll_ms:g} ms while it has nothing), "
+        f"warm-up, the stream read by the local stack's mapping (scripts/event_source_mappings.py) (every {poll_ms:g} ms while it has nothing), "
         f"each event at a random moment of its cycle of reads; percentiles over those events, each floor measured right after its event. This part is made by the cost "
         f"run (`make bench-cost`), not by the latency sections above it.")
     logged = [c for s in e["singles"] for c in s.calls["publish"] if c.operation == "DynamoDB PutItem"]

@@ -1,4 +1,4 @@
-"""scripts/local_stack.py's stream mapping (StreamToFunction), which feeds event-delivery the events
+"""The local stack's stream mapping (scripts/event_source_mappings.py's StreamToFunction), which feeds event-delivery the events
 table's stream as Lambda would: its filter, its batches, and where it resumes after a partial
 failure. Against the local stack's moto server, on a table of each test's own; the function is a
 stand-in that answers as it is told."""
@@ -15,9 +15,9 @@ import pytest
 
 from conftest import need
 from lambda_watch import free_port
-import local_stack
-from local_stack import (STREAM_FILTER, STREAM_MAX_RETRIES, FunctionError, StreamToFunction, Unreachable,
-                         matches, resume_at)
+import event_source_mappings
+from event_source_mappings import (STREAM_FILTER, STREAM_MAX_RETRIES, FunctionError, StreamToFunction,
+                                   Unreachable, matches, resume_at)
 
 
 def record(event_name="INSERT", image=None, sequence="100"):
@@ -99,7 +99,7 @@ def sequence_of(event, position):
 @pytest.fixture
 def at_once(monkeypatch):
     """Retries without the wait for the mapping's next read."""
-    monkeypatch.setattr(local_stack, "STREAM_POLL_SECS", 0)
+    monkeypatch.setattr(event_source_mappings, "STREAM_POLL_SECS", 0)
 
 
 def drain(mapping, most=50):
