@@ -12,7 +12,7 @@
 pub mod config;
 
 use std::collections::HashSet;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use serde_json::Value;
 use tracing::{info_span, Instrument, Span};
@@ -38,6 +38,11 @@ impl From<HandlerError> for lambda_runtime::Diagnostic {
     }
 }
 
+/// How long a stream batch spends on first tries before it queues the rest untried: a batch
+/// of 10 events, each for up to 20 subscriptions whose receivers take their whole timeout,
+/// would otherwise outlast the function's 60 seconds, and be handed again whole.
+pub const FIRST_TRIES_BUDGET: Duration = Duration::from_secs(30);
+
 pub struct Handler<S, W, Q> {
     pub subscriptions: S,
     pub webhooks: W,
@@ -45,6 +50,8 @@ pub struct Handler<S, W, Q> {
     /// with its backoff.
     pub queue: Q,
     pub settings: DeliverySettings,
+    /// [`FIRST_TRIES_BUDGET`], but in tests.
+    pub first_tries_budget: Duration,
     pub clock: domain::time::Clock,
 }
 
@@ -80,6 +87,7 @@ impl<S: SubscriptionStore, W: Webhooks, Q: DeliveryQueue> Handler<S, W, Q> {
     /// (Lambda hands it and the rest again: a subscription already sent to may get it twice,
     /// with the same `webhook-id`).
     pub async fn first_tries(&self, records: &[Value]) -> Value {
+        let started = Instant::now();
         // The subscriptions whose delivery was queued in this batch: their later ones queue too.
         let mut waiting: HashSet<String> = HashSet::new();
         for (index, raw) in records.iter().enumerate() {
@@ -104,6 +112,19 @@ impl<S: SubscriptionStore, W: Webhooks, Q: DeliveryQueue> Handler<S, W, Q> {
             for subscription_id in Event::deliver_to(&record.new_image) {
                 let delivery = Delivery::of(&event, &event.owner, &subscription_id);
                 if waiting.contains(&subscription_id) {
+                    queued.push(delivery);
+                    continue;
+                }
+                if started.elapsed() >= self.first_tries_budget {
+                    // Out of time for first tries: the retry queue sends it at once, in its
+                    // own batches.
+                    span.in_scope(|| {
+                        tracing::info!(
+                            subscription_id,
+                            "queued untried: the batch's time for first tries is spent"
+                        )
+                    });
+                    waiting.insert(subscription_id);
                     queued.push(delivery);
                     continue;
                 }

@@ -31,6 +31,7 @@ async fn main() -> Result<(), Error> {
             retry_first: config.retry_first,
             pause_after: config.pause_after,
         },
+        first_tries_budget: event_delivery::FIRST_TRIES_BUDGET,
         clock: domain::time::Clock::system(),
     };
     telemetry::run_events(metrics, |event| handler.handle(event)).await

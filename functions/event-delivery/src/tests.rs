@@ -25,6 +25,7 @@ fn handler() -> TestHandler {
             retry_first: Duration::from_secs(10),
             pause_after: Duration::from_secs(3600),
         },
+        first_tries_budget: FIRST_TRIES_BUDGET,
         clock: domain::time::Clock::system(),
     }
 }
@@ -282,4 +283,31 @@ async fn a_stream_record_that_names_nobody_or_is_no_event_sends_nothing() {
     assert!(failures(&answer).is_empty());
     assert_eq!(h.webhooks.posts().len(), challenges);
     assert!(h.queue.queued().is_empty());
+}
+
+#[tokio::test]
+async fn a_stream_batch_out_of_time_for_first_tries_queues_the_rest_untried() {
+    let mut h = handler();
+    h.first_tries_budget = Duration::ZERO;
+    let a = subscribed(&h, "https://a.example/h").await;
+    let challenges = h.webhooks.posts().len();
+    let (j1, j2) = (event("j1"), event("j2"));
+    let to = [a.clone()];
+    let answer = h
+        .handle(stream(&[("100", &j1, &to), ("200", &j2, &to)]))
+        .await
+        .unwrap();
+    assert!(failures(&answer).is_empty(), "{answer}");
+    assert_eq!(h.webhooks.posts().len(), challenges, "nothing tried");
+    let queued: Vec<(String, Option<Duration>)> = h
+        .queue
+        .queued()
+        .iter()
+        .map(|d| (d.event_id.clone(), d.wait(h.clock.now())))
+        .collect();
+    assert_eq!(
+        queued,
+        [(j1.id.clone(), None), (j2.id.clone(), None)],
+        "due at once, in order"
+    );
 }
