@@ -86,9 +86,16 @@ def test_the_run_asks_and_an_accepted_answer_goes_on_as_output_parameters(approv
             done = await task.result()
             # The same key again changes nothing: the step took its first answer.
             await _send_update(client.session, task.task_id, {key: {"action": "decline"}})
-            return task.task_id, waiting, request, done
+            arn = execution_arn_of(task.task_id)
+            checked = await client.call_tool("check_training_status", {"execution_arn": arn})
+            return task.task_id, waiting, request, done, checked.structured_content
 
-    task_id, waiting, request, done = asyncio.run(go())
+    task_id, waiting, request, done, checked = asyncio.run(go())
+    # The run's record says how its question was answered: through the client's form.
+    (given,) = checked["answers"]
+    assert (given["key"], given["action"], given["via"]) == (next(iter(waiting.input_requests)), "accept",
+                                                             "elicitation"), given
+    assert given["by"] and given["at"] and given["question_digest"].startswith("sha256:"), given
     assert waiting.status_message.startswith("input_required"), waiting
     assert request["method"] == "elicitation/create" and request["params"]["mode"] == "form"
     assert asked == [(DEFINITION["Steps"][0]["Arguments"]["prompt"], FIELDS)]
@@ -180,6 +187,10 @@ def test_without_tasks_the_status_check_shows_the_question_and_the_tool_answers_
     assert question["prompt"] == DEFINITION["Steps"][0]["Arguments"]["prompt"] and question["fields"] == FIELDS
     assert sent["outcome"] == "sent" and again["outcome"] == "ignored", (sent, again)
     assert status["status"] == "Succeeded" and "waiting_for_input" not in status, status
+    # The run's record says how its question was answered: by a tool call, which a model can make.
+    (given,) = status["answers"]
+    assert (given["key"], given["action"], given["via"]) == (question["key"], "accept", "tool"), given
+    assert given["question_digest"].startswith("sha256:") and "model_package_arn" not in given, given
     step = callback_step(arn)
     assert step["Metadata"]["Callback"]["OutputParameters"] == [{"Name": "deploy_to", "Value": "staging"}]
     assert step["Metadata"]["Callback"]["CallbackToken"] not in json.dumps([question, sent, again, status])

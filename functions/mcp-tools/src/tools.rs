@@ -266,6 +266,7 @@ impl<B: Backend> Tools<B> {
                     .map(QuestionView::from)
                     .collect();
                 status.model_approval_status = waiting.model_approval;
+                status.answers = waiting.answers.into_iter().map(AnswerView::from).collect();
                 Ok(Json(status))
             },
         )

@@ -28,17 +28,43 @@ pub mod attr {
 /// this is refused the rest, by name).
 pub const MAX_QUESTIONS: usize = 20;
 
+/// How an answer reached the server.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AnswerVia {
+    /// The client showed the task's form (an elicitation) and sent its answer (`tasks/update`).
+    Elicitation,
+    /// A tool call (`answer_training_input`, `approve_model_package`): what a model can make
+    /// by itself.
+    Tool,
+}
+
+impl AnswerVia {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            AnswerVia::Elicitation => "elicitation",
+            AnswerVia::Tool => "tool",
+        }
+    }
+}
+
 /// Where a question stands.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "state", rename_all = "snake_case")]
 pub enum QuestionState {
     /// Waiting for a person.
     Open,
-    /// Answered: `action` is accept, decline or cancel; `by` the approver's owner tag.
+    /// Answered: `action` is accept, decline or cancel; `by` the approver's owner tag; `via`
+    /// how the answer came and `question_digest` what it answered ([`StoredQuestion::digest`]),
+    /// both absent on an answer recorded before they were kept.
     Answered {
         action: String,
         by: String,
         at: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        via: Option<AnswerVia>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        question_digest: Option<String>,
     },
     /// The answer could not be sent to SageMaker (or the step's token had expired): `reason`
     /// says which, and the task says so.
@@ -83,6 +109,36 @@ impl std::fmt::Debug for KeptToken {
 impl StoredQuestion {
     pub fn token(&self) -> Option<CallbackToken> {
         CallbackToken::parse(&self.token.0)
+    }
+
+    /// What was asked, as a digest an answer's record keeps: the prompt, the form and the model
+    /// package it decides (never the token). The same question digests the same.
+    pub fn digest(&self) -> String {
+        let digest = Sha256::new()
+            .chain_update(b"mcp-question-asked\0")
+            .chain_update(self.prompt.as_bytes())
+            .chain_update(b"\0")
+            .chain_update(self.schema.to_string().as_bytes())
+            .chain_update(b"\0")
+            .chain_update(
+                self.model_package_arn
+                    .as_deref()
+                    .unwrap_or_default()
+                    .as_bytes(),
+            )
+            .finalize();
+        format!("sha256:{}", hex(&digest))
+    }
+
+    /// This question answered: `action` by `by` at `at`, come `via`, the question's digest kept.
+    pub fn answered(&self, action: &str, by: &Owner, at: &str, via: AnswerVia) -> QuestionState {
+        QuestionState::Answered {
+            action: action.to_owned(),
+            by: by.to_string(),
+            at: at.to_owned(),
+            via: Some(via),
+            question_digest: Some(self.digest()),
+        }
     }
 
     pub fn is_open(&self) -> bool {
@@ -427,6 +483,7 @@ pub fn send_failed(
 mod tests {
     use super::*;
     use crate::callback::parse_callback;
+    use crate::caller::Principal;
 
     const SESSION_ID: &str = "session_id";
     const EXECUTION_ARN: &str = "execution_arn";
@@ -480,6 +537,66 @@ mod tests {
     }
 
     #[test]
+    fn an_answer_keeps_how_it_came_who_gave_it_and_a_digest_of_what_it_answered() {
+        let item = with_question(&run_item(), "q-1", "AbCdEf1234");
+        let asked = Questions::from_item(&item);
+        let question = &asked.by_key["q-1"];
+        let digest = question.digest();
+        assert!(
+            digest.starts_with("sha256:") && digest.len() == 7 + 64,
+            "{digest}"
+        );
+        assert!(!digest.contains("AbCdEf1234"));
+        let mut reworded = question.clone();
+        reworded.prompt.push('!');
+        assert_ne!(
+            reworded.digest(),
+            digest,
+            "another question, another digest"
+        );
+        let who = Principal::Bearer {
+            name: "alice".into(),
+        }
+        .caller()
+        .owner;
+        let answered = question.answered("accept", &who, "t2", AnswerVia::Tool);
+        let item = settle(&asked, &key_of(&item), "q-1", answered.clone())
+            .unwrap()
+            .write
+            .apply_to(Some(&item))
+            .unwrap();
+        let kept = &Questions::from_item(&item).by_key["q-1"];
+        assert_eq!(kept.state, answered);
+        let QuestionState::Answered {
+            via,
+            question_digest,
+            by,
+            ..
+        } = &kept.state
+        else {
+            panic!("answered")
+        };
+        assert_eq!(
+            (*via, question_digest.as_deref()),
+            (Some(AnswerVia::Tool), Some(digest.as_str()))
+        );
+        assert_eq!(by, &who.to_string());
+        // An answer recorded before `via` and the digest were kept still reads.
+        let older: StoredQuestion = serde_json::from_value(serde_json::json!({
+            "prompt": "p", "schema": {}, "asked_at": "t0",
+            "state": "answered", "action": "decline", "by": "o", "at": "t1"}))
+        .unwrap();
+        assert!(matches!(
+            older.state,
+            QuestionState::Answered {
+                via: None,
+                question_digest: None,
+                ..
+            }
+        ));
+    }
+
+    #[test]
     fn asked_once_then_known_then_settled_once_and_each_write_guarded_by_the_version() {
         let (token, question) = callback("AbCdEf1234");
         let item = run_item();
@@ -504,11 +621,12 @@ mod tests {
             Ask::Known
         );
 
-        let answered = QuestionState::Answered {
-            action: "accept".into(),
-            by: "owner".into(),
-            at: "t2".into(),
-        };
+        let answered = asked.by_key[&key].answered(
+            "accept",
+            &Principal::Local.caller().owner,
+            "t2",
+            AnswerVia::Elicitation,
+        );
         let settled = settle(&asked, &key_of(&item), &key, answered.clone()).unwrap();
         let item = settled.write.apply_to(Some(&item)).unwrap();
         let after = Questions::from_item(&item);
@@ -592,6 +710,8 @@ mod tests {
             action: "accept".into(),
             by: "o".into(),
             at: "t1".into(),
+            via: None,
+            question_digest: None,
         };
         let item = settle(&open, &key_of(&item), "q-1", answered)
             .unwrap()

@@ -14,9 +14,7 @@ use domain::callback::CallbackToken;
 use domain::caller::{Caller, Owner};
 use domain::item::Applied;
 use domain::pipeline_event::owner_from_description;
-use domain::question::{
-    may_answer, output_parameters, send_failed, settle, QuestionState, StepAnswer,
-};
+use domain::question::{may_answer, output_parameters, send_failed, settle, AnswerVia, StepAnswer};
 use domain::run::Run;
 use domain::task_id::RunTask;
 use domain::time::rfc3339;
@@ -88,7 +86,8 @@ pub struct Answering<'a, P, L> {
     pub registry: &'a L,
 }
 
-/// Answers `key` of `run` as `who` (the caller's owner tag), when `may_answer`. `run` is kept
+/// Answers `key` of `run` as `who` (the caller's owner tag), come `via`, when `may_answer`; the
+/// answer's record keeps who, when, how and a digest of the question. `run` is kept
 /// as this call wrote it, so a next answer goes on from it rather than from a read that may not
 /// show the write yet (the batch read is eventually consistent).
 #[allow(clippy::too_many_arguments)]
@@ -97,6 +96,7 @@ pub async fn answer_question<R, P, L>(
     sagemaker: &Answering<'_, P, L>,
     run: &mut Run,
     who: &Owner,
+    via: AnswerVia,
     may_answer: bool,
     key: &str,
     reply: Reply,
@@ -145,11 +145,7 @@ where
                 Delivery::Step(question.token(), StepAnswer::Failure(reason))
             }
         };
-        let claimed = QuestionState::Answered {
-            action: reply.action().to_owned(),
-            by: who.to_string(),
-            at: at.clone(),
-        };
+        let claimed = question.answered(reply.action(), who, &at, via);
         let record_key = run.record_key();
         let claim = settle(&run.questions, &record_key, key, claimed)
             .expect("the question was open in what was read");
@@ -218,6 +214,7 @@ where
             sagemaker,
             &mut run,
             &caller.owner,
+            AnswerVia::Elicitation,
             may,
             &key,
             reply,
@@ -281,6 +278,7 @@ where
         sagemaker,
         &mut run,
         &caller.owner,
+        AnswerVia::Tool,
         may,
         key,
         reply,

@@ -5,7 +5,7 @@ use crate::callback::{record_question, Asked};
 use crate::task::waiting_on;
 use domain::caller::Principal;
 use domain::pipeline_event::execution_description;
-use domain::question::QuestionState;
+use domain::question::{AnswerVia, QuestionState};
 use domain::run::record_triggered;
 use fakes::{FakePipeline, MemoryLineage, MemoryRuns};
 use ports::{AwsFailure, ExecutionDescription, StartRequest};
@@ -80,6 +80,7 @@ async fn answer(
         &sm(pipeline),
         &mut the_run(runs),
         &owner(),
+        AnswerVia::Tool,
         may,
         key,
         reply,
@@ -139,10 +140,21 @@ async fn an_accepted_answer_is_sent_once_as_output_parameters_and_the_key_is_use
             StepAnswer::Success(vec![("deploy_to".into(), "staging".into())])
         )]
     );
-    assert!(matches!(
-        the_run(&runs).questions.by_key[&key].state,
-        QuestionState::Answered { .. }
-    ));
+    // The record says who answered, how (a tool call here), and what was asked.
+    let kept = &the_run(&runs).questions.by_key[&key];
+    let QuestionState::Answered {
+        action,
+        by,
+        via,
+        question_digest,
+        ..
+    } = &kept.state
+    else {
+        panic!("answered: {:?}", kept.state)
+    };
+    assert_eq!((action.as_str(), by), ("accept", &owner().to_string()));
+    assert_eq!(*via, Some(AnswerVia::Tool));
+    assert_eq!(question_digest.as_deref(), Some(kept.digest().as_str()));
     // The same key again, any action: acknowledged, nothing sent.
     let again = answer(&runs, &pipeline, true, &key, Reply::Decline)
         .await
@@ -297,10 +309,18 @@ async fn a_run_task_asks_while_its_question_is_open_and_works_again_once_answere
     assert_eq!(
         answered,
         vec![
-            (key, Answered::Sent),
+            (key.clone(), Answered::Sent),
             ("q-x".into(), Answered::Ignored(Ignored::UnknownKey))
         ]
     );
+    // Through tasks/update: the client's form, an elicitation.
+    assert!(matches!(
+        the_run(&runs).questions.by_key[&key].state,
+        QuestionState::Answered {
+            via: Some(AnswerVia::Elicitation),
+            ..
+        }
+    ));
     let view = task_view(&runs, &pipeline, &task_id).await;
     assert!(
         matches!(view.state, RunTaskState::Working { ref unsent, .. } if unsent.is_empty()),

@@ -19,7 +19,8 @@ use domain::item::Applied;
 use domain::lineage::EntityKind;
 use domain::pipeline_event::owner_from_description;
 use domain::question::{
-    approval_key, approval_question, ask_approval, may_answer, settle, Changed, QuestionState,
+    approval_key, approval_question, ask_approval, may_answer, settle, AnswerVia, Changed,
+    QuestionState,
 };
 use domain::run::Run;
 use domain::time::rfc3339;
@@ -166,14 +167,12 @@ async fn settle_approval<R: RunStore>(
     who: &Owner,
     now: DateTime<Utc>,
 ) -> Result<(), ApprovalError> {
-    let answered = QuestionState::Answered {
-        action: action.to_owned(),
-        by: who.to_string(),
-        at: rfc3339(now),
-    };
+    let at = rfc3339(now);
     let settled = change_questions(runs, run, |run| {
-        let (key, _) = approval_question(&run.questions, model_package_arn)?;
-        settle(&run.questions, &run.record_key(), key, answered.clone())
+        let (key, question) = approval_question(&run.questions, model_package_arn)?;
+        // approve_model_package is a tool: what a model can call by itself.
+        let answered = question.answered(action, who, &at, AnswerVia::Tool);
+        settle(&run.questions, &run.record_key(), key, answered)
     })
     .await?;
     match settled {

@@ -13,7 +13,7 @@ use domain::ids::{ExecutionArn, InferenceId, SessionId};
 use domain::item::Applied;
 use domain::job::{self, secrets_match, task_secret_matches, Job, JobStatus, Stage};
 use domain::pipeline_status::{ExecutionStatus, PipelineStatus};
-use domain::question::QuestionState;
+use domain::question::{AnswerVia, QuestionState};
 use domain::quota::is_quota_key;
 use domain::run::Run;
 use domain::shown::{shown, shown_schema};
@@ -248,17 +248,63 @@ pub fn open_questions(run: &Run) -> Vec<OpenQuestion> {
         .collect()
 }
 
-/// What a run waits on people for, as a status check reports it.
+/// An answer a run's question was given, as its record keeps it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct GivenAnswer {
+    pub key: String,
+    /// accept, decline or cancel.
+    pub action: String,
+    /// The answerer's owner tag.
+    pub by: String,
+    pub at: String,
+    /// `elicitation` or `tool`; None for an answer recorded before it was kept.
+    pub via: Option<&'static str>,
+    /// What was asked ([`domain::question::StoredQuestion::digest`]), as the answer recorded it.
+    pub question_digest: Option<String>,
+    /// The model package a model's approval decided; None for a CallbackStep's question.
+    pub model_package_arn: Option<String>,
+}
+
+/// The answers a run's questions were given, in key order.
+pub fn given_answers(run: &Run) -> Vec<GivenAnswer> {
+    run.questions
+        .by_key
+        .iter()
+        .filter_map(|(key, q)| match &q.state {
+            QuestionState::Answered {
+                action,
+                by,
+                at,
+                via,
+                question_digest,
+            } => Some(GivenAnswer {
+                key: key.clone(),
+                action: action.clone(),
+                by: by.clone(),
+                at: at.clone(),
+                via: via.map(AnswerVia::as_str),
+                question_digest: question_digest.clone(),
+                model_package_arn: q.model_package_arn.clone(),
+            }),
+            _ => None,
+        })
+        .collect()
+}
+
+/// What a run waits on people for, and what they answered, as a status check reports it.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct Waiting {
     pub questions: Vec<OpenQuestion>,
     /// Behind the approval gate: where the registered model's approval stands.
     pub model_approval: Option<String>,
+    /// The answers given so far.
+    pub answers: Vec<GivenAnswer>,
 }
 
 /// The open questions of the run `execution_arn`, found through its description (the session
-/// and owner trigger_training set): for a status check of a run that is executing, or (with
-/// the approval gate: the registry its packages are read from) one that succeeded.
+/// and owner trigger_training set), for a status check of a run that is executing, or (with
+/// the approval gate: the registry its packages are read from) one that succeeded; and, whatever
+/// its status, the answers its record keeps (one read of it).
 pub async fn waiting_on<R: RunStore, L: LineageGraph>(
     runs: &R,
     approval_gate: Option<&L>,
@@ -268,9 +314,7 @@ pub async fn waiting_on<R: RunStore, L: LineageGraph>(
     now: DateTime<Utc>,
 ) -> Result<Waiting, GateError> {
     let gated = approval_gate.filter(|_| described.status.is(PipelineStatus::Succeeded));
-    if gated.is_none() && !described.status.is(PipelineStatus::Executing) {
-        return Ok(Waiting::default());
-    }
+    let asking = gated.is_some() || described.status.is(PipelineStatus::Executing);
     let description = described.description.as_deref();
     let Some(key) = description.and_then(|d| stored_run_key(d, execution_arn)) else {
         return Ok(Waiting::default());
@@ -286,8 +330,14 @@ pub async fn waiting_on<R: RunStore, L: LineageGraph>(
         None => None,
     };
     Ok(Waiting {
-        questions: open_questions(&run),
+        // A run that ended asks nothing more; what it was answered stays on its record.
+        questions: if asking {
+            open_questions(&run)
+        } else {
+            Vec::new()
+        },
         model_approval,
+        answers: given_answers(&run),
     })
 }
 

@@ -11,7 +11,7 @@ use crate::wording;
 use domain::caller::Caller;
 use domain::ids::ExecutionArn;
 use usecases::answer::{AnswerError, Answered, ExecutionAnswerError, Ignored, Reply};
-use usecases::task::OpenQuestion;
+use usecases::task::{GivenAnswer, OpenQuestion};
 
 /// A question a run waits on.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -31,6 +31,45 @@ impl From<OpenQuestion> for QuestionView {
             key: q.key,
             prompt: q.prompt,
             fields: q.schema,
+        }
+    }
+}
+
+/// An answer a run's question was given, as the run's record keeps it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct AnswerView {
+    /// The question's key.
+    pub key: String,
+    /// accept, decline or cancel.
+    pub action: String,
+    /// Who answered: the caller's owner tag (32 hex digits, a digest of its identity).
+    pub by: String,
+    /// When (RFC 3339).
+    pub at: String,
+    /// How the answer came: `elicitation` (the client showed the task's form and sent what the
+    /// person filled in) or `tool` (a call of answer_training_input or approve_model_package,
+    /// which a model can make by itself). Absent for an answer recorded before this was kept.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub via: Option<String>,
+    /// A digest of what was asked (the prompt, the form and the model package), as the answer
+    /// recorded it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub question_digest: Option<String>,
+    /// The model package the answer approved or rejected (a model's approval).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model_package_arn: Option<String>,
+}
+
+impl From<GivenAnswer> for AnswerView {
+    fn from(a: GivenAnswer) -> Self {
+        Self {
+            key: a.key,
+            action: a.action,
+            by: a.by,
+            at: a.at,
+            via: a.via.map(str::to_owned),
+            question_digest: a.question_digest,
+            model_package_arn: a.model_package_arn,
         }
     }
 }

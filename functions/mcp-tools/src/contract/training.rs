@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 use crate::config::{PipelineParameters, ToolsConfig};
 
 use super::common::*;
-use super::questions::QuestionView;
+use super::questions::{AnswerView, QuestionView};
 use super::waits::{wait_description, StatusCheck, WAIT_SECS};
 use crate::wording;
 use domain::caller::Caller;
@@ -249,6 +249,10 @@ pub struct TrainingStatusOutput {
     /// approval): answer each with `answer_training_input`. Absent when it asks nothing.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub waiting_for_input: Vec<QuestionView>,
+    /// The answers the run's questions were given: who, when, how (`elicitation` or `tool`)
+    /// and a digest of what was asked. Absent when none was answered.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub answers: Vec<AnswerView>,
 }
 
 impl TrainingStatusOutput {
@@ -269,6 +273,7 @@ impl TrainingStatusOutput {
             steps: steps.into_iter().map(StepView::from).collect(),
             session_id: None,
             waiting_for_input: Vec::new(),
+            answers: Vec::new(),
         }
     }
 }
