@@ -48,17 +48,24 @@ def function_name(name_or_arn: str) -> str:
     return name_or_arn.split(":function:", 1)[1].split(":", 1)[0] if ":function:" in name_or_arn else name_or_arn
 
 
+def mappings_from(lambda_client, source_arn: str, handler: Optional[str]) -> tuple:
+    """The event source mappings of `source_arn`: all of them, and those to `handler` (every one
+    when it is not known). Raises ClientError or BotoCoreError when they cannot be listed."""
+    mappings = [m for page in lambda_client.get_paginator("list_event_source_mappings").paginate(
+        EventSourceArn=source_arn) for m in page["EventSourceMappings"]]
+    mine = [m for m in mappings if handler is None or function_name(m.get("FunctionArn", "")) == handler]
+    return mappings, mine
+
+
 def check_mapping(lambda_client, t: Targets, queue_arn: str) -> Result:
     """The queue's event source mapping to event-delivery is Enabled."""
     name = queue_arn.rsplit(":", 1)[-1]
     handler = function_name(t.event_delivery) if t.event_delivery else None
     try:
-        mappings = [m for page in lambda_client.get_paginator("list_event_source_mappings").paginate(
-            EventSourceArn=queue_arn) for m in page["EventSourceMappings"]]
+        mappings, mine = mappings_from(lambda_client, queue_arn, handler)
     except (ClientError, BotoCoreError) as e:
         return fail(CHECK, f"the event source mappings of {name} cannot be listed ({message(e)})",
                     "allow whoever runs the doctor lambda:ListEventSourceMappings")
-    mine = [m for m in mappings if handler is None or function_name(m.get("FunctionArn", "")) == handler]
     if not mine:
         found = ", ".join(function_name(m.get("FunctionArn", "?")) for m in mappings) or "none"
         return fail(CHECK, f"{name} feeds no {'function' if handler is None else handler} (event source mappings: "
@@ -167,12 +174,10 @@ def check_stream_mapping(lambda_client, t: Targets, stream_arn: str) -> tuple:
     destination. The line, and the destination (None when there is none)."""
     handler = function_name(t.event_delivery) if t.event_delivery else None
     try:
-        mappings = [m for page in lambda_client.get_paginator("list_event_source_mappings").paginate(
-            EventSourceArn=stream_arn) for m in page["EventSourceMappings"]]
+        mappings, mine = mappings_from(lambda_client, stream_arn, handler)
     except (ClientError, BotoCoreError) as e:
         return fail(STREAM_MAPPING, f"the event source mappings of the events stream cannot be listed ({message(e)})",
                     "allow whoever runs the doctor lambda:ListEventSourceMappings"), None
-    mine = [m for m in mappings if handler is None or function_name(m.get("FunctionArn", "")) == handler]
     if not mine:
         found = ", ".join(function_name(m.get("FunctionArn", "?")) for m in mappings) or "none"
         return fail(STREAM_MAPPING, f"the events stream feeds no {'function' if handler is None else handler} (event "
