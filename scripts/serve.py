@@ -16,7 +16,8 @@ this with its own words instead of leaving every client waiting.
 --approvals (make serve APPROVALS=1) serves a pipeline that asks a person: trigger_training runs
 the stand-in's copy of dev/pipelines/approval.json, whose CallbackStep asks before the model is
 registered, and the registered model then waits for approval (APPROVAL_GATE). Who answers is
-set as a deployment sets it (APPROVERS, docs/approvals.md): with no auth the one local caller;
+set as a deployment sets it (APPROVERS, docs/approvals.md): with no auth the one local caller,
+who owns every run (APPROVERS unset);
 with bearer tokens an `approver` token beside the `owner` one that starts runs; with OAuth the
 user `approver`. What is served and how to answer is printed."""
 
@@ -63,8 +64,10 @@ def approvals(auth: str, tokens: dict) -> dict:
         tokens.update((name, secrets.token_urlsafe(32)) for name in ("owner", "approver"))
         env["MCP_BEARER_TOKENS"] = ",".join(f"{name}:{hashlib.sha256(token.encode()).hexdigest()}"
                                             for name, token in tokens.items())
-    # Without auth every caller is `local`; otherwise the approver is another caller than the owner.
-    env["APPROVERS"] = "local" if auth == "none" else "approver"
+    # Without auth every caller is `local`, who owns every run: no approvers can be named, and the
+    # owner answers. Otherwise the approver is another caller than the owner.
+    if auth != "none":
+        env["APPROVERS"] = "approver"
     return env
 
 
@@ -77,11 +80,13 @@ def print_approvals(auth: str) -> None:
           "check_training_status shows it in waiting_for_input and answer_training_input answers it "
           "(approve_model_package the model)")
     if auth == "none":
-        print("  who answers: the caller who started the run (no auth: every caller is local; APPROVERS=local)")
+        print("  who answers: the caller who started the run (no auth: every caller is local, so APPROVERS is "
+              "left unset; name approvers with AUTH=bearer or AUTH=oauth)")
     elif auth == "bearer":
         print("  who answers: the approver token only (APPROVERS=approver). Start runs with the owner token (its "
-              "answers are ignored); the approver answers with answer_training_input, given the run's execution_arn "
-              "and the question's key that the owner sees")
+              "answers are ignored: the run's owner does not answer its own run); the approver's "
+              "check_training_status of the run's execution_arn shows the question and the run's task_id, "
+              "answered through a tasks client's form (tasks/update) or answer_training_input")
     else:
         print("  who answers: the user approver only (APPROVERS=approver: sign in with &login_hint=approver added "
               "to the authorization URL). Start runs as dev-user, the default sign-in (its answers are ignored)")
@@ -121,7 +126,9 @@ def main() -> int:
         env["MCP_BEARER_TOKEN_SHA256"] = hashlib.sha256(tokens["default"].encode()).hexdigest()
     elif args.auth == "oauth":
         # Tokens naming no resource get the MCP URL as audience too.
-        auth_server = AuthorizationServer(default_audience=url, log_requests=True).start()
+        # The user `approver` is given the approval scope (make serve APPROVALS=1 names it).
+        auth_server = AuthorizationServer(default_audience=url, log_requests=True,
+                                          approvers=("approver",)).start()
         # The development authorization server is on this machine: allowed for local runs only.
         env.update(OAUTH_ISSUER=auth_server.url, OAUTH_AUDIENCE=url, OAUTH_JWKS_MIN_REFRESH_SECS="1",
                    OAUTH_ALLOW_LOCAL_ISSUER="true")

@@ -106,9 +106,14 @@ class AuthorizationServer:
     and `mint()` work before `start()`; an instance never started is a handy forger of tokens
     signed by a key no other server publishes."""
 
-    def __init__(self, port: int = 0, scopes: tuple[str, ...] = ("jobs:read", "jobs:write"),
-                 token_ttl_secs: int = 3600, default_audience: str | None = None, log_requests: bool = False):
+    def __init__(self, port: int = 0, scopes: tuple[str, ...] = ("jobs:read", "jobs:write", "jobs:approve"),
+                 token_ttl_secs: int = 3600, default_audience: str | None = None, log_requests: bool = False,
+                 approvers: tuple[str, ...] = ()):
         self.scopes = tuple(scopes)
+        # The approval scope is a person's, as an issuer gives it to a group of users: granted to
+        # the `approvers` subjects (with whatever they asked), never to anyone else, asked or not.
+        self.person_scopes = tuple(s for s in self.scopes if s == "jobs:approve")
+        self.approvers = tuple(approvers)
         self.token_ttl_secs = token_ttl_secs
         self.default_audience = default_audience
         self.log_requests = log_requests
@@ -262,7 +267,8 @@ class AuthorizationServer:
                 raise OAuthError("invalid_request", "code_challenge_method must be S256 (plain is refused)")
             if not S256_CHALLENGE.fullmatch(q["code_challenge"]):
                 raise OAuthError("invalid_request", "code_challenge is not an S256 challenge")
-            scope = self._check_scope(q.get("scope"), "invalid_scope")
+            scope = self._person_scope(self._check_scope(q.get("scope"), "invalid_scope"),
+                                       q.get("login_hint") or "dev-user")
             resource = q.get("resource")
             if resource is not None and not _valid_uri(resource):
                 raise OAuthError("invalid_target", "resource must be an absolute URI without fragment")
@@ -308,9 +314,16 @@ class AuthorizationServer:
 
     # helpers
 
+    def _person_scope(self, scope: str, sub: str) -> str:
+        """`scope` as granted to `sub`: the person scopes added for an approver, dropped for anyone else."""
+        kept = [s for s in scope.split() if s not in self.person_scopes]
+        if sub in self.approvers:
+            kept += list(self.person_scopes)
+        return " ".join(kept)
+
     def _check_scope(self, scope: str | None, error: str) -> str:
         if scope is None:
-            return " ".join(self.scopes)
+            return " ".join(s for s in self.scopes if s not in self.person_scopes)
         unknown = [s for s in scope.split() if s not in self.scopes]
         if unknown or not scope.split():
             raise OAuthError(error, f"unknown scope {' '.join(unknown)!r}; supported: {' '.join(self.scopes)}")

@@ -229,6 +229,16 @@ def test_the_tools_get_the_pipeline_parameter_map(function):
     assert not pattern.fullmatch("input_data_uri") and not pattern.fullmatch("input_data_uri=Data,")
 
 
+@pytest.mark.parametrize("function", ["McpToolsFunction", "GatewayTargetFunction"])
+def test_the_tools_are_told_how_runs_questions_may_be_answered(function):
+    spec = CFN["Parameters"]["ApprovalsVia"]
+    assert (spec["Default"], spec["AllowedValues"]) == ("any", ["any", "elicitation"])
+    for via in ("any", "elicitation"):
+        stack = Deployed(CFN, AgentCoreGatewayId="gw-1234567890", AgentCoreGatewayRoleArn=ROLE, ApprovalsVia=via)
+        variables = stack.props(function)["Environment"]["Variables"]
+        assert variables["APPROVALS_VIA"] == via
+
+
 # ---------------------------------------------------------------- the environment the code reads
 
 # Each function's configuration lists the variables it reads (`VARIABLES`) and those without
@@ -275,8 +285,8 @@ def test_the_lists_hold_what_the_code_reads():
     read, required = function_variables("mcp-tools")
     assert {"RESULTS_TABLE", "IO_BUCKET", "AUTH_MODE", "FUNCTION_TIMEOUT_SECS", "METRICS_NAMESPACE"} <= read
     assert {"RESULTS_TABLE", "ASYNC_ENDPOINT_NAME", "AUTH_MODE"} <= required
-    assert {"OAUTH_JWKS_URI", "OAUTH_READ_SCOPE", "OAUTH_WRITE_SCOPE", "OAUTH_AUDIENCE",
-            "OAUTH_CLIENT_IDS"} | BEARER_TOKENS <= read
+    assert {"OAUTH_JWKS_URI", "OAUTH_READ_SCOPE", "OAUTH_WRITE_SCOPE", "OAUTH_APPROVE_SCOPE", "OAUTH_AUDIENCE",
+            "OAUTH_CLIENT_IDS", "APPROVALS_VIA"} | BEARER_TOKENS <= read
     assert "OAUTH_AUDIENCE" not in required, "optional: the resource defaults to the request's own URL"
     assert "RESULT_TTL_SECS" in function_variables("pipeline-router")[0]
     assert MODE_ONLY == {"OAUTH_ISSUER": "oauth"}
@@ -297,7 +307,8 @@ AUTH_CASES = {
     "oauth, issuer": ({**URL_AUTH, "OAuthIssuer": ISSUER}, "oauth"),
     "oauth, issuer, every setting": ({**URL_AUTH, "OAuthIssuer": ISSUER, "OAuthAudience": "https://mcp.example.com/mcp",
                                       "OAuthJwksUri": f"{ISSUER}/certs", "OAuthReadScope": "ml.read",
-                                      "OAuthWriteScope": "ml.write", "OAuthClientIds": "cli-1,cli-2"}, "oauth"),
+                                      "OAuthWriteScope": "ml.write", "OAuthApproveScope": "ml.approve",
+                                      "OAuthClientIds": "cli-1,cli-2"}, "oauth"),
     "oauth, Cognito": (COGNITO, "oauth"),
 }
 
@@ -320,9 +331,11 @@ def test_each_function_gets_every_variable_its_code_requires_and_nothing_it_does
 
 
 AUTH_VARIABLES = {"AUTH_MODE", "MCP_BEARER_TOKEN_SHA256", "MCP_BEARER_TOKENS", "OAUTH_ISSUER", "OAUTH_AUDIENCE",
-                  "OAUTH_JWKS_URI", "OAUTH_READ_SCOPE", "OAUTH_WRITE_SCOPE", "OAUTH_CLIENT_IDS",
-                  "OAUTH_JWKS_MIN_REFRESH_SECS"}
+                  "OAUTH_JWKS_URI", "OAUTH_READ_SCOPE", "OAUTH_WRITE_SCOPE", "OAUTH_APPROVE_SCOPE",
+                  "OAUTH_CLIENT_IDS", "OAUTH_JWKS_MIN_REFRESH_SECS"}
 COGNITO_ISSUER = {"Fn::Sub": "https://cognito-idp.us-east-1.amazonaws.com/${UserPool}"}
+# The agents' app client and the approvers'.
+COGNITO_CLIENT_IDS = {"Fn::Join": [",", [{"Ref": "UserPoolClient"}, {"Ref": "ApproverUserPoolClient"}]]}
 # What each mode sets of the authentication variables, and nothing else of them.
 EXPECTED_AUTH = {
     "iam": {"AUTH_MODE": "iam"},
@@ -333,9 +346,10 @@ EXPECTED_AUTH = {
     "oauth, issuer, every setting": {"AUTH_MODE": "oauth", "OAUTH_ISSUER": ISSUER,
                                      "OAUTH_AUDIENCE": "https://mcp.example.com/mcp", "OAUTH_JWKS_URI": f"{ISSUER}/certs",
                                      "OAUTH_READ_SCOPE": "ml.read", "OAUTH_WRITE_SCOPE": "ml.write",
-                                     "OAUTH_CLIENT_IDS": "cli-1,cli-2"},
+                                     "OAUTH_APPROVE_SCOPE": "ml.approve", "OAUTH_CLIENT_IDS": "cli-1,cli-2"},
     "oauth, Cognito": {"AUTH_MODE": "oauth", "OAUTH_ISSUER": COGNITO_ISSUER, "OAUTH_READ_SCOPE": "mcp-tools/jobs.read",
-                       "OAUTH_WRITE_SCOPE": "mcp-tools/jobs.write", "OAUTH_CLIENT_IDS": {"Ref": "UserPoolClient"}},
+                       "OAUTH_WRITE_SCOPE": "mcp-tools/jobs.write", "OAUTH_APPROVE_SCOPE": "mcp-tools/jobs.approve",
+                       "OAUTH_CLIENT_IDS": COGNITO_CLIENT_IDS},
 }
 
 
@@ -378,6 +392,7 @@ def test_every_auth_mode_passes_the_rules(case):
     ({**URL_AUTH, "CreateUserPool": "true"}, "DomainPrefixForUserPool"),
     ({**COGNITO, "OAuthIssuer": ISSUER}, "DomainPrefixForUserPool"),
     ({**COGNITO, "OAuthReadScope": "jobs:read"}, "DomainPrefixForUserPool"),
+    ({**COGNITO, "OAuthApproveScope": "jobs:approve"}, "DomainPrefixForUserPool"),
     ({**COGNITO, "OAuthClientIds": "cli-1"}, "DomainPrefixForUserPool"),
     (URL_AUTH, "BearerTokenForUrlAuthNone"),
 ])
@@ -395,7 +410,7 @@ def test_parameter_patterns_refuse_what_the_code_would():
         assert allowed(parameter, "") and allowed(parameter, ISSUER)
         for bad in ("http://login.example.com", "login.example.com", "https://", "https://a b"):
             assert not allowed(parameter, bad), (parameter, bad)
-    for parameter in ("OAuthReadScope", "OAuthWriteScope"):
+    for parameter in ("OAuthReadScope", "OAuthWriteScope", "OAuthApproveScope"):
         assert allowed(parameter, "") and allowed(parameter, "mcp-tools/jobs.read") and allowed(parameter, "jobs:read")
         assert not allowed(parameter, "jobs read") and not allowed(parameter, 'jobs"read')
     assert allowed("BearerTokens", "") and allowed("BearerTokens", f"agent-a:{HASH_A},agent.b_2:{HASH_B}")
@@ -410,8 +425,8 @@ def test_parameter_patterns_refuse_what_the_code_would():
 
 
 COGNITO_RESOURCES = {"UserPool", "UserPoolDomain", "UserPoolResourceServer", "UserPoolClient",
-                     "UserPoolManagedLoginBranding"}
-COGNITO_OUTPUTS = {"UserPoolId", "UserPoolClientId", "UserPoolDomainUrl"}
+                     "UserPoolManagedLoginBranding", "ApproverUserPoolClient", "ApproverUserPoolManagedLoginBranding"}
+COGNITO_OUTPUTS = {"UserPoolId", "UserPoolClientId", "ApproverUserPoolClientId", "UserPoolDomainUrl"}
 
 
 @pytest.mark.parametrize("case", [c for c in AUTH_CASES if c != "oauth, Cognito"])
@@ -438,28 +453,45 @@ def test_the_user_pool_is_wired_to_mcp_tools():
     assert server["UserPoolId"] == pool
     identifier = server["Identifier"]
     scopes = {s["ScopeName"] for s in server["Scopes"]}
-    assert scopes == {"jobs.read", "jobs.write"}
+    assert scopes == {"jobs.read", "jobs.write", "jobs.approve"}
     variables = stack.props("McpToolsFunction")["Environment"]["Variables"]
     assert variables["OAUTH_READ_SCOPE"] == f"{identifier}/jobs.read"
     assert variables["OAUTH_WRITE_SCOPE"] == f"{identifier}/jobs.write"
+    assert variables["OAUTH_APPROVE_SCOPE"] == f"{identifier}/jobs.approve"
     assert variables["OAUTH_ISSUER"] == COGNITO_ISSUER
+    # Both clients' tokens are accepted: the agents' and the approvers'.
+    assert variables["OAUTH_CLIENT_IDS"] == COGNITO_CLIENT_IDS
 
-    client = stack.props("UserPoolClient")
-    assert client["UserPoolId"] == pool and variables["OAUTH_CLIENT_IDS"] == {"Ref": "UserPoolClient"}
-    # A public client (MCP clients keep no secret), the code flow only, the pool's own sign-in.
-    assert client["GenerateSecret"] is False and client["AllowedOAuthFlowsUserPoolClient"] is True
-    assert client["AllowedOAuthFlows"] == ["code"]
-    assert sorted(client["AllowedOAuthScopes"]) == sorted(["openid", variables["OAUTH_READ_SCOPE"],
-                                                           variables["OAUTH_WRITE_SCOPE"]])
-    assert client["SupportedIdentityProviders"] == ["COGNITO"]
-    assert client["CallbackURLs"] == ["http://localhost:3030/callback", "http://localhost:8765/callback"]
-    # Its scopes exist only once the resource server does.
-    assert stack.resources["UserPoolClient"]["DependsOn"] == "UserPoolResourceServer"
-    branding = stack.props("UserPoolManagedLoginBranding")
-    assert (branding["UserPoolId"], branding["ClientId"]) == (pool, {"Ref": "UserPoolClient"})
+    # The agents' client starts and stops work; only the approvers' answers runs and decides models.
+    client_scopes = {"UserPoolClient": ["openid", variables["OAUTH_READ_SCOPE"], variables["OAUTH_WRITE_SCOPE"]],
+                     "ApproverUserPoolClient": ["openid", variables["OAUTH_READ_SCOPE"],
+                                                variables["OAUTH_APPROVE_SCOPE"]]}
+    for name, expected_scopes in client_scopes.items():
+        client = stack.props(name)
+        assert client["UserPoolId"] == pool
+        # A public client (MCP clients keep no secret), the code flow only, the pool's own sign-in.
+        assert client["GenerateSecret"] is False and client["AllowedOAuthFlowsUserPoolClient"] is True
+        assert client["AllowedOAuthFlows"] == ["code"]
+        assert sorted(client["AllowedOAuthScopes"]) == sorted(expected_scopes), name
+        assert client["SupportedIdentityProviders"] == ["COGNITO"]
+        assert client["CallbackURLs"] == ["http://localhost:3030/callback", "http://localhost:8765/callback"]
+        # Its scopes exist only once the resource server does.
+        assert stack.resources[name]["DependsOn"] == "UserPoolResourceServer"
+    agents, approvers = stack.props("UserPoolClient"), stack.props("ApproverUserPoolClient")
+    assert variables["OAUTH_APPROVE_SCOPE"] not in agents["AllowedOAuthScopes"]
+    assert variables["OAUTH_WRITE_SCOPE"] not in approvers["AllowedOAuthScopes"]
+    # The approvers' client is the agents' in all but its name and scopes.
+    assert {k for k in agents.keys() | approvers.keys() if agents.get(k) != approvers.get(k)} == {
+        "ClientName", "AllowedOAuthScopes"}
+    # Managed login shows its pages only for a client with a style: each has its own.
+    for branding_name, client_name in (("UserPoolManagedLoginBranding", "UserPoolClient"),
+                                       ("ApproverUserPoolManagedLoginBranding", "ApproverUserPoolClient")):
+        branding = stack.props(branding_name)
+        assert (branding["UserPoolId"], branding["ClientId"]) == (pool, {"Ref": client_name})
 
     assert stack.outputs["UserPoolId"]["Value"] == pool
     assert stack.outputs["UserPoolClientId"]["Value"] == {"Ref": "UserPoolClient"}
+    assert stack.outputs["ApproverUserPoolClientId"]["Value"] == {"Ref": "ApproverUserPoolClient"}
     assert stack.outputs["UserPoolDomainUrl"]["Value"] == "https://acme-mcp-jobs.auth.us-east-1.amazoncognito.com"
     assert stack.outputs["OAuthIssuerUrl"]["Value"] == COGNITO_ISSUER
     assert CFN["Parameters"]["OAuthCallbackUrls"]["Default"] == "http://localhost:3030/callback"

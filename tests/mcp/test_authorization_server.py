@@ -98,7 +98,7 @@ def test_full_flow_metadata_register_authorize_token_refresh(auth_server, http):
     assert meta["token_endpoint"] == f"{auth_server.url}/token"
     assert meta["code_challenge_methods_supported"] == ["S256"]
     assert meta["authorization_response_iss_parameter_supported"] is True
-    assert meta["scopes_supported"] == ["jobs:read", "jobs:write"]
+    assert meta["scopes_supported"] == ["jobs:read", "jobs:write", "jobs:approve"]
 
     client = register(http, auth_server)
     assert "client_secret" not in client and client["token_endpoint_auth_method"] == "none"

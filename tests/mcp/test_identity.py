@@ -108,7 +108,7 @@ def test_the_protected_resource_metadata_is_served_without_a_token(oauth):
             metadata = json.loads(resp.read())
         assert metadata["resource"] == oauth.url
         assert metadata["authorization_servers"] == [oauth.server.url]
-        assert set(metadata["scopes_supported"]) == {"jobs:read", "jobs:write"}
+        assert set(metadata["scopes_supported"]) == {"jobs:read", "jobs:write", "jobs:approve"}
         assert metadata["bearer_methods_supported"] == ["header"]
 
 
@@ -175,6 +175,25 @@ def test_forged_and_wrong_tokens_are_each_refused_with_a_challenge(oauth):
     assert "access token refused" in log
     for token in [t for t in cases.values() if t] + [good]:
         assert token not in log and token.split(".")[0] + "." + token.split(".")[-1] not in log
+
+
+def test_answering_a_runs_question_needs_the_approval_scope_that_an_agents_token_lacks(oauth):
+    answer = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
+        "name": "answer_training_input", "arguments": {}}}).encode()
+    update = json.dumps({"jsonrpc": "2.0", "id": 2, "method": "tasks/update", "params": {
+        "taskId": "t", "inputResponses": {}}}).encode()
+    agent = oauth.server.mint("alice", oauth.url, scope="jobs:read jobs:write")
+    person = oauth.server.mint("alice", oauth.url, scope="jobs:read jobs:approve")
+    for body in (answer, update):
+        status, headers, _ = http_request(None, "POST", {**JSON_HEADERS, "Authorization": f"Bearer {agent}"},
+                                          body, url=oauth.url)
+        assert status == 403, body
+        challenge = headers.get("www-authenticate", "")
+        assert 'scope="jobs:approve"' in challenge and "insufficient_scope" in challenge, challenge
+    status, _, reply = http_request(None, "POST", {**JSON_HEADERS, "Authorization": f"Bearer {person}"},
+                                    answer, url=oauth.url)
+    # Past the door: the tool itself reads (and refuses) the empty arguments.
+    assert status == 200 and b"isError" in reply, reply[:300]
 
 
 def test_a_rotated_key_is_fetched_and_accepted(oauth):

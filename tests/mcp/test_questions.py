@@ -255,28 +255,64 @@ def approvers_url(approval_url):
                                "PIPELINE_NAME": PIPELINE, "TASK_POLL_INTERVAL_MS": "200"}, "watch-approvers")
 
 
-def test_only_approvers_answer_and_an_approver_need_not_own_the_run(approvers_url):
+def test_the_owner_is_told_approvers_answer_and_an_approver_answers_through_the_form(approvers_url):
     async def go():
         async with FastClient(approvers_url, auth=OWNER) as owner:
             task = await call_tool_task(owner, "trigger_training", training_args())
             waiting = await until_status(owner, task.task_id, ("input_required",))
             (key, _), = waiting.input_requests.items()
-            # The owner is not among APPROVERS: acknowledged, and nothing changes.
+            # The run's owner does not answer its own run where approvers are named: its form's
+            # answer is acknowledged and changes nothing, its tool call says why.
             await _send_update(owner.session, task.task_id, {key: {"action": "accept",
                                                                    "content": {"deploy_to": "production"}}})
             await asyncio.sleep(1)
             still = await _send_get(owner.session, task.task_id)
             arn = execution_arn_of(task.task_id)
+            by_tool = (await owner.call_tool("answer_training_input", {
+                "execution_arn": arn, "key": key, "action": "accept",
+                "content": {"deploy_to": "production"}})).structured_content
             async with FastClient(approvers_url, auth=APPROVER) as approver:
-                # The approver cannot read the owner's task, but answers the run by its ARN.
-                answered = (await approver.call_tool("answer_training_input", {
-                    "execution_arn": arn, "key": key, "action": "accept",
-                    "content": {"deploy_to": "staging"}})).structured_content
-            done = await until_status(owner, task.task_id, ("completed",))
-            return arn, still, answered, done
+                # The approver reads the run it answers, and the task to open in its client.
+                seen = (await approver.call_tool("check_training_status", {"execution_arn": arn})).structured_content
+                opened = await _send_get(approver.session, seen["task_id"])
+                await _send_update(approver.session, seen["task_id"], {key: {
+                    "action": "accept", "content": {"deploy_to": "staging"}}})
+                done = await until_status(owner, task.task_id, ("completed",))
+                checked = (await approver.call_tool("check_training_status", {"execution_arn": arn})).structured_content
+            owners_view = (await owner.call_tool("check_training_status", {"execution_arn": arn})).structured_content
+            return arn, still, by_tool, seen, opened, done, checked, owners_view
 
-    arn, still, answered, done = asyncio.run(go())
+    arn, still, by_tool, seen, opened, done, checked, owners_view = asyncio.run(go())
     assert still.status == "input_required", still
-    assert answered["outcome"] == "sent", answered
+    assert "APPROVERS" in still.status_message and "not the run's owner" in still.status_message, still
+    assert by_tool["outcome"] == "ignored" and "not the run's owner" in by_tool["detail"], by_tool
+    assert [q["key"] for q in seen["waiting_for_input"]] and seen["task_id"], seen
+    assert opened.status == "input_required" and "not the run's owner" not in (opened.status_message or ""), opened
     assert done.result["structuredContent"]["status"] == "Succeeded"
     assert callback_step(arn)["Metadata"]["Callback"]["OutputParameters"] == [{"Name": "deploy_to", "Value": "staging"}]
+    # The record: through the form, by the approver (not the owner), what was asked.
+    (record,) = checked["answers"]
+    assert record["via"] == "elicitation" and record["action"] == "accept", record
+    assert record["question_digest"].startswith("sha256:")
+    assert "task_id" not in owners_view, owners_view
+    assert owners_view["answers"] == checked["answers"]
+
+
+def test_an_approvers_tool_answer_is_recorded_as_the_tools(approvers_url):
+    async def go():
+        async with FastClient(approvers_url, auth=OWNER) as owner:
+            task = await call_tool_task(owner, "trigger_training", training_args())
+            waiting = await until_status(owner, task.task_id, ("input_required",))
+            (key, _), = waiting.input_requests.items()
+            arn = execution_arn_of(task.task_id)
+            async with FastClient(approvers_url, auth=APPROVER) as approver:
+                answered = (await approver.call_tool("answer_training_input", {
+                    "execution_arn": arn, "key": key, "action": "decline"})).structured_content
+                await until_status(owner, task.task_id, ("completed",))
+                checked = (await approver.call_tool("check_training_status", {"execution_arn": arn})).structured_content
+            return answered, checked
+
+    answered, checked = asyncio.run(go())
+    assert answered["outcome"] == "sent", answered
+    (record,) = checked["answers"]
+    assert (record["via"], record["action"]) == ("tool", "decline"), record

@@ -61,7 +61,7 @@ def test_it_prints_the_pipeline_that_asks_and_a_run_asks_twice_then_ends_approve
         assert printed[-3] == (f"approvals: trigger_training runs mcp-approval-pipeline (dev/pipelines/approval.json); "
                                f"its CallbackStep ApproveModel asks \"{PROMPT}\", then the model it registers waits "
                                "for approval (APPROVAL_GATE)"), printed
-        assert "APPROVERS=local" in printed[-1], printed
+        assert "APPROVERS is left unset" in printed[-1], printed
         asked = []
 
         async def answer(message, response_type, params, context):

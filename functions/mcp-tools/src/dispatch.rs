@@ -53,8 +53,13 @@ impl<B: Backend> Tools<B> {
         let registry = self.registry();
         let Some((tool, entry)) = registry.get(&request.name) else {
             let tools: Vec<String> = self.served().iter().map(|t| t.name.to_string()).collect();
+            let deps = &self.server.deps;
+            let why = wording::NotServed {
+                catalog: deps.catalog.is_some(),
+                answers_by_form_only: !deps.config.approvals_via.serves_answer_tools(),
+            };
             return Err(ErrorData::invalid_params(
-                wording::not_served(&request.name, &tools, self.server.deps.catalog.is_some()),
+                wording::not_served(&request.name, &tools, why),
                 None,
             ));
         };

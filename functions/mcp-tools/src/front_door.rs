@@ -76,24 +76,30 @@ pub fn refuse(config: &McpToolsConfig, path: &str, headers: &http::HeaderMap) ->
     None
 }
 
-/// The access a JSON-RPC body asks for; a body that is not JSON-RPC asks for nothing more
-/// than reading (rmcp refuses it). A batch asks for the most any of its requests does.
-pub fn access_of(body: &RpcBody, write_tools: &[String]) -> Access {
-    let writes = body.messages.iter().any(|m| match m.method.as_deref() {
-        Some("tools/call") => m
-            .tool
-            .as_deref()
+/// The access a JSON-RPC body asks for (`scoped_tools`: the tools that need more than
+/// reading); a body that is not JSON-RPC asks for nothing more than reading (rmcp refuses it).
+/// A batch asks for all its requests do, beyond reading.
+pub fn access_of(body: &RpcBody, scoped_tools: &[(String, Access)]) -> Vec<Access> {
+    let mut needs: Vec<Access> = (body.messages.iter())
+        .filter_map(|m| match m.method.as_deref() {
             // An unknown tool is refused by rmcp; asking for it needs no more than reading.
-            .is_some_and(|name| write_tools.iter().any(|t| t == name)),
-        // Stopping work, or answering what a run asks, changes it.
-        Some("tasks/cancel" | "tasks/update") => true,
-        _ => false,
-    });
-    if writes {
-        Access::Write
-    } else {
-        Access::Read
+            Some("tools/call") => m.tool.as_deref().and_then(|name| {
+                (scoped_tools.iter())
+                    .find(|(tool, _)| tool == name)
+                    .map(|(_, access)| *access)
+            }),
+            // Stopping work changes it; answering what a run asks is a person's to do.
+            Some("tasks/cancel") => Some(Access::Write),
+            Some("tasks/update") => Some(Access::Approve),
+            _ => None,
+        })
+        .collect();
+    needs.sort();
+    needs.dedup();
+    if needs.is_empty() {
+        needs.push(Access::Read);
     }
+    needs
 }
 
 /// How long a streamed reply may go without a byte before an SSE comment is sent: a run's
@@ -135,7 +141,7 @@ pub struct FrontDoor<B: Backend> {
     config: McpToolsConfig,
     auth: Authenticator,
     /// Read from the tools' policies on the first request that needs them, not at cold start.
-    write_tools: OnceLock<Vec<String>>,
+    scoped_tools: OnceLock<Vec<(String, Access)>>,
     tools: Tools<B>,
     mcp: McpService<B>,
 }
@@ -164,7 +170,7 @@ impl<B: Backend> FrontDoor<B> {
         let tools = Tools::new(deps.clone());
         Self {
             auth: Authenticator::new(&config.auth, deps.clock.clone(), verifier),
-            write_tools: OnceLock::new(),
+            scoped_tools: OnceLock::new(),
             mcp: service_keeping_alive(tools.clone(), &config.allowed_origins, keep_alive),
             tools,
             config,
@@ -219,9 +225,9 @@ impl<B: Backend> FrontDoor<B> {
         if let Some(reply) = rpc.messages.iter().find_map(refuse_too_long) {
             return reply;
         }
-        let write_tools = self.write_tools.get_or_init(|| self.tools.write_tools());
-        let access = access_of(&rpc, write_tools);
-        let principal = match self.auth.authorize(caller, access) {
+        let scoped_tools = self.scoped_tools.get_or_init(|| self.tools.scoped_tools());
+        let access = access_of(&rpc, scoped_tools);
+        let principal = match self.auth.authorize(caller, &access) {
             Ok(principal) => principal,
             Err(refusal) => return refusal.into_response(),
         };
@@ -450,53 +456,55 @@ mod access_tests {
 
     #[test]
     fn tools_that_start_or_stop_work_need_write_and_the_rest_read() {
-        let write_tools = crate::tools_tests::world(&[]).tools.write_tools();
-        assert_eq!(
-            write_tools,
-            [
-                "answer_training_input",
-                "approve_model_package",
-                "submit_job",
-                "trigger_training"
-            ]
-        );
+        let scoped_tools = crate::tools_tests::world(&[]).tools.scoped_tools();
+        let write_tools: Vec<&str> = (scoped_tools.iter())
+            .filter(|(_, a)| *a == Access::Write)
+            .map(|(t, _)| t.as_str())
+            .collect();
+        assert_eq!(write_tools, ["submit_job", "trigger_training"]);
         let call = |name: &str| {
             format!(
                 r#"{{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{{"name":"{name}"}}}}"#
             )
         };
         for (body, access) in [
-            (call("submit_job"), Access::Write),
-            (call("trigger_training"), Access::Write),
-            (call("check_job_status"), Access::Read),
-            (call("check_training_result"), Access::Read),
-            (call("no_such_tool"), Access::Read),
+            (call("submit_job"), vec![Access::Write]),
+            (call("trigger_training"), vec![Access::Write]),
+            (call("check_job_status"), vec![Access::Read]),
+            (call("check_training_result"), vec![Access::Read]),
+            (call("no_such_tool"), vec![Access::Read]),
+            (call("answer_training_input"), vec![Access::Approve]),
+            (call("approve_model_package"), vec![Access::Approve]),
             (
                 r#"{"jsonrpc":"2.0","id":1,"method":"tasks/cancel","params":{"taskId":"x"}}"#
                     .into(),
-                Access::Write,
+                vec![Access::Write],
             ),
             (
                 r#"{"jsonrpc":"2.0","id":1,"method":"tasks/update","params":{"taskId":"x"}}"#
                     .into(),
-                Access::Write,
+                vec![Access::Approve],
             ),
             (
                 r#"{"jsonrpc":"2.0","id":1,"method":"tasks/get","params":{"taskId":"x"}}"#.into(),
-                Access::Read,
+                vec![Access::Read],
             ),
             (
                 r#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#.into(),
-                Access::Read,
+                vec![Access::Read],
             ),
             (
                 format!("[{},{}]", call("check_job_status"), call("submit_job")),
-                Access::Write,
+                vec![Access::Write],
             ),
-            ("not json".into(), Access::Read),
+            (
+                format!("[{},{}]", call("approve_model_package"), call("submit_job")),
+                vec![Access::Write, Access::Approve],
+            ),
+            ("not json".into(), vec![Access::Read]),
         ] {
             assert_eq!(
-                access_of(&RpcBody::parse(body.as_bytes()).unwrap(), &write_tools),
+                access_of(&RpcBody::parse(body.as_bytes()).unwrap(), &scoped_tools),
                 access,
                 "{body}"
             );

@@ -196,13 +196,15 @@ pub(crate) struct Registry<S> {
 impl<S: Send + Sync + 'static> Registry<S> {
     /// The tools a deployment serves: the built-in ones (`built_in`, their definitions
     /// derived from their typed arguments), a catalog's in place of submit_job and
-    /// trigger_training, each routed by `route` to the work its kind starts, and the training
-    /// tools only where runs are started. Each tool's schemas are in the 2020-12 dialect MCP
-    /// names.
+    /// trigger_training, each routed by `route` to the work its kind starts, the training
+    /// tools only where runs are started, and the tools that answer a run's questions only where
+    /// answers may come by tool (`answer_tools`). Each tool's schemas are in the 2020-12 dialect
+    /// MCP names.
     pub(crate) fn build(
         built_in: ToolRouter<S>,
         catalog: Option<&Catalog>,
         serves_training: bool,
+        answer_tools: bool,
         route: impl Fn(Tool, Starter) -> ToolRoute<S>,
     ) -> Self {
         let mut router = built_in;
@@ -235,6 +237,11 @@ impl<S: Send + Sync + 'static> Registry<S> {
                 router.remove_route(name);
             }
         }
+        if !answer_tools {
+            for name in names::ANSWERING {
+                router.remove_route(name);
+            }
+        }
         entries.retain(|name, _| router.has_route(name));
         for route in router.map.values_mut() {
             let tool = &mut route.attr;
@@ -262,14 +269,14 @@ impl<S: Send + Sync + 'static> Registry<S> {
         self.entries.get(name).copied().unwrap_or(Entry::UNLISTED)
     }
 
-    /// The tools served whose calls need the write scope.
-    pub(crate) fn write_tools(&self) -> Vec<String> {
-        let mut names: Vec<String> = (self.entries.iter())
-            .filter(|(_, e)| e.policy.access == Access::Write)
-            .map(|(name, _)| name.clone())
+    /// The tools served whose calls need more than the read scope, with what they need.
+    pub(crate) fn scoped_tools(&self) -> Vec<(String, Access)> {
+        let mut tools: Vec<(String, Access)> = (self.entries.iter())
+            .filter(|(_, e)| e.policy.access != Access::Read)
+            .map(|(name, e)| (name.clone(), e.policy.access))
             .collect();
-        names.sort();
-        names
+        tools.sort();
+        tools
     }
 
     /// Every tool served, as `tools/list` declares it.

@@ -74,7 +74,8 @@ impl<B: Backend> Tasks<'_, B> {
         let d = &self.server.deps;
         let (runs, pipeline) = (d.ports.runs(), d.ports.pipeline());
         let gate = d.approval_gate();
-        let view = task::get_run_task(runs, pipeline, gate, caller, task, d.clock.now())
+        let approvers = d.config.approvers.as_deref();
+        let view = task::get_run_task(runs, pipeline, gate, caller, approvers, task, d.clock.now())
             .instrument(span.clone())
             .await
             .map_err(task_error)?;
@@ -96,7 +97,7 @@ impl<B: Backend> Tasks<'_, B> {
                 TaskPayload::InputRequired {
                     input_requests: input_requests(&questions)?,
                 },
-                Some(wording::run_task_asking(questions.len())),
+                Some(wording::run_task_asking(questions.len(), view.standing)),
             ),
             RunTaskState::Cancelled => (TaskPayload::Cancelled, Some(wording::RUN_STOPPED.into())),
             RunTaskState::Done {
@@ -237,6 +238,7 @@ fn outcome_name(outcome: &Answered) -> &'static str {
         Answered::Sent => "sent",
         Answered::SendFailed(_) => "send_failed",
         Answered::Ignored(Ignored::NotApprover) => "not_approver",
+        Answered::Ignored(Ignored::OwnRun) => "own_run",
         Answered::Ignored(Ignored::UnknownKey) => "unknown_key",
         Answered::Ignored(Ignored::AlreadyAnswered) => "already_answered",
     }

@@ -16,7 +16,9 @@ use rmcp::{tool, tool_router, Json};
 
 use domain::caller::{Caller, Principal};
 use domain::job::{JobStatus, Submission};
+use domain::pipeline_event::owner_from_description;
 use domain::pipeline_status::PipelineStatus;
+use domain::question::{standing, Standing};
 use domain::trace::TraceContext;
 use entry::telemetry;
 use tracing::{field::Empty, info_span, Instrument, Span};
@@ -82,24 +84,30 @@ impl<B: Backend> Tools<B> {
     pub(crate) fn registry(&self) -> &Registry<Self> {
         self.registry.get_or_init(|| {
             let deps = &self.server.deps;
-            Self::registry_for(deps.catalog.as_ref(), deps.serves_training())
+            let answer_tools = deps.config.approvals_via.serves_answer_tools();
+            Self::registry_for(deps.catalog.as_ref(), deps.serves_training(), answer_tools)
         })
     }
 
     /// The tools served with `catalog`: the built-in ones declared here, the catalog's routed
     /// to the work they start.
-    fn registry_for(catalog: Option<&Catalog>, serves_training: bool) -> Registry<Self> {
+    fn registry_for(
+        catalog: Option<&Catalog>,
+        serves_training: bool,
+        answer_tools: bool,
+    ) -> Registry<Self> {
         Registry::build(
             Self::tool_router(),
             catalog,
             serves_training,
+            answer_tools,
             Self::starter_route,
         )
     }
 
     /// Every tool a deployment with `catalog` serves, as `tools/list` declares it.
     pub fn definitions_with(catalog: &Catalog) -> Vec<rmcp::model::Tool> {
-        Self::registry_for(Some(catalog), !catalog.pipeline_tools.is_empty()).definitions()
+        Self::registry_for(Some(catalog), !catalog.pipeline_tools.is_empty(), true).definitions()
     }
 
     /// Tools whose every request is `principal`'s: for a transport that has one caller.
@@ -109,12 +117,12 @@ impl<B: Backend> Tools<B> {
 
     /// Every tool as `tools/list` declares it (name, description, schemas, annotations).
     pub fn definitions() -> Vec<rmcp::model::Tool> {
-        Self::registry_for(None, true).definitions()
+        Self::registry_for(None, true, true).definitions()
     }
 
     /// The tools served whose calls need the write scope, by their policies.
-    pub(crate) fn write_tools(&self) -> Vec<String> {
-        self.registry().write_tools()
+    pub(crate) fn scoped_tools(&self) -> Vec<(String, Access)> {
+        self.registry().scoped_tools()
     }
 
     /// The tools this deployment serves (without training tools when it has no pipeline).
@@ -250,9 +258,21 @@ impl<B: Backend> Tools<B> {
                 let arn = run.id;
                 let now = d.clock.now();
                 let pipeline = d.ports.pipeline();
-                let follow =
-                    training::follow_run(pipeline, &caller, arn.as_str(), wait, &mut progress);
+                let approvers = d.config.approvers.as_deref();
+                let follow = training::follow_run(
+                    pipeline,
+                    &caller,
+                    approvers,
+                    arn.as_str(),
+                    wait,
+                    &mut progress,
+                );
                 let (described, steps) = follow.await?;
+                let owner = described
+                    .description
+                    .as_deref()
+                    .and_then(owner_from_description);
+                let answers = standing(approvers, &caller, owner.as_ref()) == Standing::Answers;
                 // A running run may wait on a person (its questions are on its record), and a
                 // run that succeeded on its model's approval, behind the gate.
                 let (runs, gate) = (d.ports.runs(), d.approval_gate());
@@ -267,6 +287,7 @@ impl<B: Backend> Tools<B> {
                     .collect();
                 status.model_approval_status = waiting.model_approval;
                 status.answers = waiting.answers.into_iter().map(AnswerView::from).collect();
+                status.task_id = waiting.task_id.filter(|_| answers);
                 Ok(Json(status))
             },
         )
@@ -278,8 +299,8 @@ impl<B: Backend> Tools<B> {
         description = "Answer a question a training run waits on (check_training_status lists them in \
                        waiting_for_input, each with its key, prompt and fields): accept with content, one value \
                        per field, and the run goes on with them; decline or cancel, and the run fails at that \
-                       step. A question takes one answer. Who may answer: the deployment's approvers when it \
-                       names them (then not the run's owner), otherwise the run's owner.",
+                       step. A question takes one answer. Who may answer: the deployment's approvers (APPROVERS) \
+                       when it names them, never for a run they started; otherwise the run's owner.",
         annotations(
             title = "Answer a training run's question",
             read_only_hint = false,
@@ -323,9 +344,9 @@ impl<B: Backend> Tools<B> {
         description = "Approve or reject a model package a training run registered and left waiting \
                        (PendingManualApproval; check_training_status reports it in model_package_arn): \
                        approve true makes it Approved, for a deployment to use; false Rejected. The comment \
-                       is kept with who decided. Who may decide: the deployment's approvers when it names \
-                       them (then not the run's owner), otherwise the run's owner; once: a package decided \
-                       already is changed in SageMaker itself.",
+                       is kept with who decided; once: a package decided already is changed in SageMaker \
+                       itself. Who may answer: the deployment's approvers (APPROVERS) when it names them, \
+                       never for a run they started; otherwise the run's owner.",
         annotations(
             title = "Approve or reject a registered model",
             read_only_hint = false,

@@ -7,6 +7,7 @@ use domain::job::{JobStatus, PendingCondition, Stage};
 use domain::lineage::{Direction, Limits};
 use domain::pipeline_status::{ExecutionStatus, PipelineStatus};
 use domain::progress::{JobEvent, JobMilestone, RunEvent};
+use domain::question::Standing;
 use domain::quota::Quota;
 use domain::training_input::InputRefusal;
 use domain::util::quote;
@@ -123,11 +124,16 @@ pub fn run_task_working(status: &ExecutionStatus, steps: &[StepStatus]) -> Strin
     }
 }
 
-/// A run task's status message while a person is asked: how many questions wait.
-pub fn run_task_asking(open: usize) -> String {
-    match open {
+/// A run task's status message while a person is asked: how many questions wait, and for the
+/// run's owner where approvers answer, that they do.
+pub fn run_task_asking(open: usize, standing: Standing) -> String {
+    let asked = match open {
         1 => "input_required: the run waits for a person's answer to its question".to_owned(),
         n => format!("input_required: the run waits for a person's answers to {n} questions"),
+    };
+    match standing {
+        Standing::OwnRun => format!("{asked}; {OWN_RUN}"),
+        Standing::Answers | Standing::Outsider => asked,
     }
 }
 
@@ -143,9 +149,16 @@ pub const BAD_QUESTION_KEY: &str =
 /// answer_training_input's `content` given with decline or cancel.
 pub const CONTENT_ONLY_TO_ACCEPT: &str =
     "`content` goes only with `action` accept: decline and cancel take no content";
+/// Who may answer a run's questions and decide its model: the one sentence the tools'
+/// descriptions, the template and the docs all say (a test holds them to it).
+pub const WHO_MAY_ANSWER: &str = "Who may answer: the deployment's approvers (APPROVERS) when \
+    it names them, never for a run they started; otherwise the run's owner.";
 /// Why an answer changed nothing.
 pub const NOT_AN_APPROVER: &str =
     "this caller is not among APPROVERS, who answer this deployment's runs";
+/// Why the run's owner's answer changed nothing.
+pub const OWN_RUN: &str = "where the deployment names approvers (APPROVERS), one of them \
+    answers, not the run's owner (separation of duties)";
 pub const UNKNOWN_QUESTION: &str = "the run never asked a question under this key";
 pub const ANSWERED_ALREADY: &str = "the question was answered already; a question takes one answer";
 
@@ -425,10 +438,15 @@ pub fn unknown_tool(name: &str) -> String {
 }
 
 /// A call to a tool not served, naming the tools that are (the name quoted, so cut).
-pub fn not_served(name: &str, served: &[String], catalog: bool) -> String {
+pub fn not_served(name: &str, served: &[String], why: NotServed) -> String {
     let hint = match name {
-        "submit_job" | "trigger_training" if catalog => {
+        "submit_job" | "trigger_training" if why.catalog => {
             " (this deployment serves a tool catalog: each model and pipeline is a tool of its own)"
+        }
+        "answer_training_input" | "approve_model_package" if why.answers_by_form_only => {
+            " (this deployment takes a run's answers only through the client's form, which a \
+             person fills in: APPROVALS_VIA=elicitation; the run's task asks, and tasks/update \
+             answers)"
         }
         _ => "",
     };
@@ -437,6 +455,15 @@ pub fn not_served(name: &str, served: &[String], catalog: bool) -> String {
         unknown_tool(name),
         served.join(", ")
     )
+}
+
+/// What a deployment leaves out of the built-in tools, for a call to one it does not serve.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct NotServed {
+    /// A catalog's tools stand in for submit_job and trigger_training.
+    pub catalog: bool,
+    /// `APPROVALS_VIA=elicitation`: the tools that answer are not served.
+    pub answers_by_form_only: bool,
 }
 
 /// What the server tells a client it is for (`instructions`), with today's tools.

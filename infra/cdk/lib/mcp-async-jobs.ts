@@ -68,7 +68,10 @@ export class McpAsyncJobs extends Construct implements Storage, Watched, Shown {
   public readonly callerPolicy: iam.CfnManagedPolicy;
   public readonly gatewayTarget?: lambda.Function;
   public readonly userPool?: cognito.CfnUserPool;
+  /** The agents' app client (jobs.read, jobs.write). */
   public readonly userPoolClient?: cognito.CfnUserPoolClient;
+  /** The approvers' app client (jobs.read, jobs.approve). */
+  public readonly approverUserPoolClient?: cognito.CfnUserPoolClient;
   public readonly endpoint?: sagemaker.CfnEndpoint;
   /** The catalog's endpoints the construct created (catalogModelNames). */
   public readonly catalogEndpoints: sagemaker.CfnEndpoint[];
@@ -113,6 +116,7 @@ export class McpAsyncJobs extends Construct implements Storage, Watched, Shown {
     const pool = userPool(d);
     this.userPool = pool?.pool;
     this.userPoolClient = pool?.client;
+    this.approverUserPoolClient = pool?.approverClient;
 
     const shared = tools(d, stored, completions);
     const server = mcpTools(d, shared, stored, pool);

@@ -39,8 +39,9 @@ export function mcpTools(d: Deployment, tools: Tools, storage: Storage, pool?: U
       OAUTH_JWKS_URI: oauthSetting(s.oauthJwksUri),
       OAUTH_READ_SCOPE: s.createUserPool ? 'mcp-tools/jobs.read' : oauthSetting(s.oauthReadScope),
       OAUTH_WRITE_SCOPE: s.createUserPool ? 'mcp-tools/jobs.write' : oauthSetting(s.oauthWriteScope),
-      // Cognito's access tokens carry client_id and no aud.
-      OAUTH_CLIENT_IDS: pool ? pool.client.ref : oauthSetting(s.oauthClientIds),
+      OAUTH_APPROVE_SCOPE: s.createUserPool ? 'mcp-tools/jobs.approve' : oauthSetting(s.oauthApproveScope),
+      // Cognito's access tokens carry client_id and no aud: the agents' client and the approvers'.
+      OAUTH_CLIENT_IDS: pool ? `${pool.client.ref},${pool.approverClient.ref}` : oauthSetting(s.oauthClientIds),
       MCP_ALLOWED_ORIGINS: s.allowedOrigins,
       APPROVERS: s.approvers,
       // MCP Events (events/poll, events/subscribe, events/unsubscribe): gateway-target serves none.

@@ -33,6 +33,7 @@ export interface Shown {
   readonly callerPolicy: iam.CfnManagedPolicy;
   readonly userPool?: cognito.CfnUserPool;
   readonly userPoolClient?: cognito.CfnUserPoolClient;
+  readonly approverUserPoolClient?: cognito.CfnUserPoolClient;
 }
 
 /** The template's Outputs, under its names (and the logical id prefix). */
@@ -89,10 +90,12 @@ export function outputs(d: Deployment, jobs: Shown, oauthIssuer: string | undefi
     output('ProtectedResourceMetadataUrl', `${jobs.mcpToolsUrl.attrFunctionUrl}.well-known/oauth-protected-resource/mcp`,
       'The MCP server\'s OAuth protected-resource metadata (RFC 9728), where clients find the authorization server.');
   }
-  if (jobs.userPool && jobs.userPoolClient) {
+  if (jobs.userPool && jobs.userPoolClient && jobs.approverUserPoolClient) {
     output('UserPoolId', jobs.userPool.ref, 'The Cognito user pool; create its users with aws cognito-idp admin-create-user.');
     output('UserPoolClientId', jobs.userPoolClient.ref,
       'The public app client MCP clients sign in with (no secret; give it to Claude Code as --client-id).');
+    output('ApproverUserPoolClientId', jobs.approverUserPoolClient.ref,
+      'The public app client approvers sign in with (no secret; scope jobs.approve, not jobs.write).');
     output('UserPoolDomainUrl', `https://${s.userPoolDomainPrefix}.auth.${region}.amazoncognito.com`,
       'The managed login domain users sign in at.');
   }

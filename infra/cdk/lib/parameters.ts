@@ -84,6 +84,7 @@ export const PARAMETERS: Readonly<Record<string, ParameterSpec>> = {
   OAuthJwksUri: { prop: 'oauthJwksUri', kind: 'string', default: '', pattern: HTTPS_URL },
   OAuthReadScope: { prop: 'oauthReadScope', kind: 'string', default: '', pattern: SCOPE },
   OAuthWriteScope: { prop: 'oauthWriteScope', kind: 'string', default: '', pattern: SCOPE },
+  OAuthApproveScope: { prop: 'oauthApproveScope', kind: 'string', default: '', pattern: SCOPE },
   OAuthClientIds: { prop: 'oauthClientIds', kind: 'string', default: '', pattern: '^([^,\\s]+(,[^,\\s]+)*)?$' },
   CreateUserPool: { prop: 'createUserPool', kind: 'boolean', default: 'false', allowed: BOOLEAN },
   UserPoolDomainPrefix: {
@@ -102,6 +103,7 @@ export const PARAMETERS: Readonly<Record<string, ParameterSpec>> = {
   AllowedOrigins: { prop: 'allowedOrigins', kind: 'string', default: '' },
   Approvers: { prop: 'approvers', kind: 'string', default: '' },
   ApprovalGate: { prop: 'approvalGate', kind: 'boolean', default: 'false', allowed: BOOLEAN },
+  ApprovalsVia: { prop: 'approvalsVia', kind: 'string', default: 'any', allowed: ['any', 'elicitation'] },
   LogRetentionDays: {
     prop: 'logRetentionDays', kind: 'number', default: '30',
     allowed: ['1', '3', '5', '7', '14', '30', '60', '90', '120', '150', '180', '365', '400', '545', '731', '1096', '1827',

@@ -90,13 +90,19 @@ export interface McpAsyncJobsProps {
   readonly oauthReadScope?: string;
   /** @default 'jobs:write' (in the function) */
   readonly oauthWriteScope?: string;
+  /**
+   * The scope answering a run's questions and deciding its model needs (tasks/update,
+   * answer_training_input, approve_model_package): the approvers' clients', not agents'.
+   * @default 'jobs:approve' (in the function)
+   */
+  readonly oauthApproveScope?: string;
   /** Client ids whose tokens are accepted without aud (as Cognito's are), comma-separated. */
   readonly oauthClientIds?: string;
   /** Create a Cognito user pool as the authorization server. Needs NONE and userPoolDomainPrefix. @default false */
   readonly createUserPool?: boolean;
   /** With createUserPool, the managed login domain's prefix. */
   readonly userPoolDomainPrefix?: string;
-  /** With createUserPool, the app client's redirect URLs. @default ['http://localhost:3030/callback'] */
+  /** With createUserPool, the app clients' redirect URLs. @default ['http://localhost:3030/callback'] */
   readonly oauthCallbackUrls?: string[];
   /**
    * Announce each recorded job outcome on EventBridge (source mcp.async-jobs): not at all, on the
@@ -130,6 +136,13 @@ export interface McpAsyncJobsProps {
    * rejects it; its task asks for the decision. @default false
    */
   readonly approvalGate?: boolean;
+  /**
+   * How a run's questions and its model's approval may be answered: through the client's form
+   * (tasks/update) or the tools answer_training_input and approve_model_package (`any`), or
+   * through the client's form only (`elicitation`: the two tools are not served, so a model
+   * cannot answer by calling them). @default 'any'
+   */
+  readonly approvalsVia?: 'any' | 'elicitation';
   /** @default 30 */
   readonly logRetentionDays?: number;
   /** An existing SNS topic for alarm notifications. @default - a topic is created */

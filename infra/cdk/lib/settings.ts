@@ -106,11 +106,11 @@ function ruleViolations(s: Settings): string[] {
     if (!given(s.userPoolDomainPrefix)) {
       errors.push('DomainPrefixForUserPool: createUserPool needs userPoolDomainPrefix, the managed login domain users sign in at');
     }
-    const beside = (['oauthIssuer', 'oauthJwksUri', 'oauthReadScope', 'oauthWriteScope', 'oauthClientIds'] as const)
-      .filter((prop) => given(s[prop]));
+    const beside = (['oauthIssuer', 'oauthJwksUri', 'oauthReadScope', 'oauthWriteScope', 'oauthApproveScope',
+      'oauthClientIds'] as const).filter((prop) => given(s[prop]));
     if (beside.length > 0) {
       errors.push(`DomainPrefixForUserPool: createUserPool makes the user pool the issuer, with its own scopes and app `
-        + `client: leave ${beside.join(', ')} unset`);
+        + `clients: leave ${beside.join(', ')} unset`);
     }
   }
   if (given(s.modelName) && !given(s.modelExecutionRoleArn)) {

@@ -94,6 +94,7 @@ export function tools(d: Deployment, storage: Storage, completions: CompletionEv
     CALLER_WAITS_MAX: String(s.callerWaitsMax),
     CALLER_READS_PER_MINUTE: String(s.callerReadsPerMinute),
     APPROVAL_GATE: String(s.approvalGate),
+    APPROVALS_VIA: s.approvalsVia,
     EVENT_BUS_NAME: completions.eventBusName,
   };
   // The tool catalog, at /opt/tool-catalog/<file> in mcp-tools and gateway-target.

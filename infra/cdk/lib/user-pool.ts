@@ -1,10 +1,13 @@
 import * as cognito from 'aws-cdk-lib/aws-cognito';
 import { Deployment } from './deployment';
 
-/** A Cognito user pool as mcp-tools' authorization server: its issuer and the app client MCP clients sign in with. */
+/** A Cognito user pool as mcp-tools' authorization server: its issuer and the app clients MCP clients sign in with. */
 export interface UserPool {
   readonly pool: cognito.CfnUserPool;
+  /** The agents' client: jobs.read and jobs.write. */
   readonly client: cognito.CfnUserPoolClient;
+  /** The approvers' client: jobs.read and jobs.approve. */
+  readonly approverClient: cognito.CfnUserPoolClient;
   /** The pool's issuer URL (OAUTH_ISSUER). */
   readonly issuer: string;
 }
@@ -45,7 +48,7 @@ export function userPool(d: Deployment): UserPool | undefined {
     domain: s.userPoolDomainPrefix,
     managedLoginVersion: 2,
   });
-  // The scopes mcp-tools checks: mcp-tools/jobs.read and mcp-tools/jobs.write.
+  // The scopes mcp-tools checks: mcp-tools/jobs.read, mcp-tools/jobs.write and mcp-tools/jobs.approve.
   const resourceServer = d.add(cognito.CfnUserPoolResourceServer, 'UserPoolResourceServer', {
     userPoolId: pool.ref,
     identifier: 'mcp-tools',
@@ -53,33 +56,47 @@ export function userPool(d: Deployment): UserPool | undefined {
     scopes: [
       { scopeName: 'jobs.read', scopeDescription: 'Read your jobs and training runs' },
       { scopeName: 'jobs.write', scopeDescription: 'Start and cancel jobs and training runs' },
+      { scopeName: 'jobs.approve', scopeDescription: 'Answer runs\' questions and approve or reject their models' },
     ],
   });
   // A public client (MCP clients keep no secret): authorization code with PKCE.
-  const client = d.add(cognito.CfnUserPoolClient, 'UserPoolClient', {
-    userPoolId: pool.ref,
-    clientName: `${d.name}-mcp-clients`,
-    generateSecret: false,
-    allowedOAuthFlowsUserPoolClient: true,
-    allowedOAuthFlows: ['code'],
-    allowedOAuthScopes: ['openid', 'mcp-tools/jobs.read', 'mcp-tools/jobs.write'],
-    callbackUrLs: s.oauthCallbackUrls,
-    supportedIdentityProviders: ['COGNITO'],
-    explicitAuthFlows: ['ALLOW_USER_SRP_AUTH', 'ALLOW_REFRESH_TOKEN_AUTH'],
-    preventUserExistenceErrors: 'ENABLED',
-    enableTokenRevocation: true,
-    accessTokenValidity: 60,
-    idTokenValidity: 60,
-    refreshTokenValidity: 30,
-    tokenValidityUnits: { accessToken: 'minutes', idToken: 'minutes', refreshToken: 'days' },
-  });
-  // Its scopes exist only once the resource server does.
-  client.addResourceDependency(resourceServer);
-  // Managed login (version 2) shows its pages only for an app client with a style; Cognito's own.
+  const appClient = (id: string, clientName: string, scope: string) => {
+    const made = d.add(cognito.CfnUserPoolClient, id, {
+      userPoolId: pool.ref,
+      clientName,
+      generateSecret: false,
+      allowedOAuthFlowsUserPoolClient: true,
+      allowedOAuthFlows: ['code'],
+      allowedOAuthScopes: ['openid', 'mcp-tools/jobs.read', scope],
+      callbackUrLs: s.oauthCallbackUrls,
+      supportedIdentityProviders: ['COGNITO'],
+      explicitAuthFlows: ['ALLOW_USER_SRP_AUTH', 'ALLOW_REFRESH_TOKEN_AUTH'],
+      preventUserExistenceErrors: 'ENABLED',
+      enableTokenRevocation: true,
+      accessTokenValidity: 60,
+      idTokenValidity: 60,
+      refreshTokenValidity: 30,
+      tokenValidityUnits: { accessToken: 'minutes', idToken: 'minutes', refreshToken: 'days' },
+    });
+    // Its scopes exist only once the resource server does.
+    made.addResourceDependency(resourceServer);
+    return made;
+  };
+  const client = appClient('UserPoolClient', `${d.name}-mcp-clients`, 'mcp-tools/jobs.write');
+  // The approvers' client, apart from the agents': jobs.approve answers runs' questions and decides
+  // their models, which an agent's token must not do.
+  const approverClient = appClient('ApproverUserPoolClient', `${d.name}-mcp-approvers`, 'mcp-tools/jobs.approve');
+  // Managed login (version 2) shows its pages only for an app client with a style; Cognito's own,
+  // one per client.
   d.add(cognito.CfnManagedLoginBranding, 'UserPoolManagedLoginBranding', {
     userPoolId: pool.ref,
     clientId: client.ref,
     useCognitoProvidedValues: true,
   });
-  return { pool, client, issuer: `https://cognito-idp.${d.region}.amazonaws.com/${pool.ref}` };
+  d.add(cognito.CfnManagedLoginBranding, 'ApproverUserPoolManagedLoginBranding', {
+    userPoolId: pool.ref,
+    clientId: approverClient.ref,
+    useCognitoProvidedValues: true,
+  });
+  return { pool, client, approverClient, issuer: `https://cognito-idp.${d.region}.amazonaws.com/${pool.ref}` };
 }

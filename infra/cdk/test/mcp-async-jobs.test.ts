@@ -176,6 +176,31 @@ describe('McpAsyncJobs', () => {
       /modelExecutionRoleArn/);
   });
 
+  it('gives the approvers an app client of their own: jobs.approve is theirs, not the agents\'', () => {
+    const cognito: Partial<McpAsyncJobsProps> = { functionUrlAuthType: 'NONE', createUserPool: true, userPoolDomainPrefix: 'acme' };
+    const template = synth(cognito);
+    const resources = template.toJSON().Resources;
+    assert.deepEqual(resources.UserPoolClient.Properties.AllowedOAuthScopes, ['openid', 'mcp-tools/jobs.read', 'mcp-tools/jobs.write']);
+    assert.deepEqual(resources.ApproverUserPoolClient.Properties.AllowedOAuthScopes,
+      ['openid', 'mcp-tools/jobs.read', 'mcp-tools/jobs.approve']);
+    // Managed login shows its pages only for a client with a style: each client has one.
+    template.resourceCountIs('AWS::Cognito::ManagedLoginBranding', 2);
+    template.hasResourceProperties('AWS::Cognito::ManagedLoginBranding', { ClientId: { Ref: 'ApproverUserPoolClient' } });
+    template.hasResourceProperties('AWS::Lambda::Function', {
+      Environment: { Variables: Match.objectLike({
+        OAUTH_APPROVE_SCOPE: 'mcp-tools/jobs.approve',
+        OAUTH_CLIENT_IDS: { 'Fn::Join': ['', [{ Ref: 'UserPoolClient' }, ',', { Ref: 'ApproverUserPoolClient' }]] },
+        APPROVALS_VIA: 'any',
+      }) },
+    });
+    assert.deepEqual(template.toJSON().Outputs.ApproverUserPoolClientId.Value, { Ref: 'ApproverUserPoolClient' });
+    assert.throws(() => synth({ ...cognito, oauthApproveScope: 'jobs:approve' }), /DomainPrefixForUserPool: .*oauthApproveScope/);
+    synth({ approvalsVia: 'elicitation' }).hasResourceProperties('AWS::Lambda::Function', {
+      Environment: { Variables: Match.objectLike({ APPROVALS_VIA: 'elicitation' }) },
+    });
+    assert.throws(() => synth({ approvalsVia: 'tools' as 'any' }), /approvalsVia "tools" is not one of any, elicitation/);
+  });
+
   it('deploys an inference-only stack without a pipeline name', () => {
     const template = synth({ pipelineName: undefined });
     template.resourceCountIs('AWS::Events::Rule', 0);

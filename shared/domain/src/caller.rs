@@ -13,8 +13,12 @@ pub const DEFAULT_TOKEN_NAME: &str = "default";
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Principal {
     /// A SigV4-signed Function URL request: the IAM identity's ARN, an assumed-role session
-    /// already reduced to its role (see [`Principal::iam`]).
-    Iam { arn: String },
+    /// already reduced to its role (see [`Principal::iam`]), and that session's name, which
+    /// names the person only where the role's trust policy pins it (docs/approvals.md).
+    Iam {
+        arn: String,
+        session: Option<String>,
+    },
     /// A named bearer token (`MCP_BEARER_TOKENS`; the single hash is `default`).
     Bearer { name: String },
     /// An OAuth access token's issuer and subject.
@@ -35,24 +39,53 @@ impl Principal {
         if arn.is_empty() {
             return None;
         }
-        let arn = match arn.split_once(":assumed-role/") {
+        let (arn, session) = match arn.split_once(":assumed-role/") {
             Some((prefix, rest)) => {
-                let role = rest.split('/').next().unwrap_or(rest);
-                format!("{prefix}:assumed-role/{role}")
+                let (role, session) = match rest.split_once('/') {
+                    Some((role, session)) if !session.is_empty() => (role, Some(session)),
+                    _ => (rest.trim_end_matches('/'), None),
+                };
+                (format!("{prefix}:assumed-role/{role}"), session)
             }
-            None => arn.to_owned(),
+            None => (arn.to_owned(), None),
         };
-        Some(Principal::Iam { arn })
+        Some(Principal::Iam {
+            arn,
+            session: session.map(str::to_owned),
+        })
+    }
+
+    /// Whether this principal names one person, as an approver must be named: a bearer token's
+    /// name, an OAuth subject, an IAM user, an assumed role's session; not a whole role (every
+    /// session of it), the Gateway (every user of it) or the local caller.
+    pub fn names_a_person(&self) -> bool {
+        match self {
+            Principal::Iam { arn, session } => session.is_some() || arn.contains(":user/"),
+            Principal::Bearer { .. } | Principal::OAuth { .. } => true,
+            Principal::Gateway | Principal::Local => false,
+        }
     }
 
     /// A stable identity, unique across the kinds of principal.
     fn identity(&self) -> String {
         match self {
-            Principal::Iam { arn } => format!("iam\0{arn}"),
+            Principal::Iam { arn, .. } => format!("iam\0{arn}"),
             Principal::Bearer { name } => format!("bearer\0{name}"),
             Principal::OAuth { issuer, subject } => format!("oauth\0{issuer}\0{subject}"),
             Principal::Gateway => "gateway".to_owned(),
             Principal::Local => "local".to_owned(),
+        }
+    }
+
+    /// The identity of the person behind this principal, where it tells one apart from its
+    /// owner: an assumed role's session. The owner's identity otherwise.
+    fn person_identity(&self) -> String {
+        match self {
+            Principal::Iam {
+                arn,
+                session: Some(session),
+            } => format!("iam\0{arn}/{session}"),
+            _ => self.identity(),
         }
     }
 
@@ -68,6 +101,7 @@ impl Principal {
         };
         Caller {
             owner: Owner::of(&self.identity()),
+            person: Owner::of(&self.person_identity()),
             reads_unowned,
         }
     }
@@ -117,6 +151,10 @@ impl std::fmt::Display for Owner {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Caller {
     pub owner: Owner,
+    /// The person within the owner, in the same kind of tag: who an answer to a run's question
+    /// is recorded as, and whom `APPROVERS` names. The owner's tag but for an assumed role's
+    /// session, whose name tells the people sharing the role apart.
+    pub person: Owner,
     /// Items with no owner (written before owners existed) are this caller's too.
     pub reads_unowned: bool,
 }
@@ -140,22 +178,38 @@ mod tests {
     fn an_assumed_roles_sessions_are_one_caller_and_other_arns_stay_as_they_are() {
         let a = Principal::iam("arn:aws:sts::111122223333:assumed-role/Agent/session-1").unwrap();
         let b = Principal::iam("arn:aws:sts::111122223333:assumed-role/Agent/session-2").unwrap();
-        assert_eq!(a, b);
+        assert_eq!(a.caller().owner, b.caller().owner);
         assert_eq!(
             a,
             Principal::Iam {
-                arn: "arn:aws:sts::111122223333:assumed-role/Agent".into()
+                arn: "arn:aws:sts::111122223333:assumed-role/Agent".into(),
+                session: Some("session-1".into()),
             }
         );
+        // The sessions are told apart only as persons.
+        assert_ne!(a.caller().person, b.caller().person);
+        assert!(a.names_a_person());
         let other = Principal::iam("arn:aws:sts::111122223333:assumed-role/Other/session-1");
         assert_ne!(a.caller().owner, other.unwrap().caller().owner);
         let user = Principal::iam("arn:aws:iam::111122223333:user/alice").unwrap();
         assert_eq!(
             user,
             Principal::Iam {
-                arn: "arn:aws:iam::111122223333:user/alice".into()
+                arn: "arn:aws:iam::111122223333:user/alice".into(),
+                session: None,
             }
         );
+        assert_eq!(user.caller().person, user.caller().owner);
+        assert!(user.names_a_person());
+        for whole_role in [
+            "arn:aws:iam::111122223333:role/Agent",
+            "arn:aws:sts::111122223333:assumed-role/Agent",
+            "arn:aws:sts::111122223333:assumed-role/Agent/",
+        ] {
+            let role = Principal::iam(whole_role).unwrap();
+            assert!(!role.names_a_person(), "{whole_role}");
+            assert_eq!(role.caller().person, role.caller().owner);
+        }
         assert_eq!(Principal::iam("  "), None);
     }
 
@@ -184,6 +238,7 @@ mod tests {
             },
             Principal::Iam {
                 arn: "alice".into(),
+                session: None,
             },
             Principal::Gateway,
             Principal::Local,

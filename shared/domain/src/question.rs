@@ -318,12 +318,31 @@ pub fn answer_request_token(token: &CallbackToken) -> String {
     hex(&digest)
 }
 
-/// Who may answer a run's questions: those `APPROVERS` names when it is set, else the run's
-/// owner alone.
-pub fn may_answer(approvers: Option<&[Owner]>, caller: &Caller, run_owner: Option<&Owner>) -> bool {
+/// Where a caller stands to a run's questions.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Standing {
+    /// May answer them.
+    Answers,
+    /// Owns the run, and the deployment names approvers: separation of duties keeps the owner
+    /// from answering its own run, approver or not.
+    OwnRun,
+    /// Neither the run's owner (where the owner answers) nor among the approvers.
+    Outsider,
+}
+
+/// Who may answer a run's questions: the deployment's approvers when `APPROVERS` names them
+/// (each a person: `caller.person`), never for a run they own; otherwise the run's owner.
+pub fn standing(
+    approvers: Option<&[Owner]>,
+    caller: &Caller,
+    run_owner: Option<&Owner>,
+) -> Standing {
+    let owns = run_owner == Some(&caller.owner);
     match approvers {
-        Some(approvers) => approvers.contains(&caller.owner),
-        None => run_owner == Some(&caller.owner),
+        Some(_) if owns => Standing::OwnRun,
+        Some(approvers) if approvers.contains(&caller.person) => Standing::Answers,
+        None if owns => Standing::Answers,
+        _ => Standing::Outsider,
     }
 }
 
@@ -487,6 +506,44 @@ mod tests {
 
     const SESSION_ID: &str = "session_id";
     const EXECUTION_ARN: &str = "execution_arn";
+
+    #[test]
+    fn the_owner_answers_unless_approvers_are_named_and_then_never_its_own_run() {
+        let bearer = |name: &str| Principal::Bearer { name: name.into() }.caller();
+        let (owner, approver, stranger) = (bearer("owner"), bearer("approver"), bearer("x"));
+        let run_owner = Some(&owner.owner);
+        assert_eq!(standing(None, &owner, run_owner), Standing::Answers);
+        assert_eq!(standing(None, &approver, run_owner), Standing::Outsider);
+        let named = [approver.person.clone(), owner.person.clone()];
+        // Named among the approvers, the owner still does not answer its own run.
+        assert_eq!(standing(Some(&named), &owner, run_owner), Standing::OwnRun);
+        assert_eq!(
+            standing(Some(&named), &approver, run_owner),
+            Standing::Answers
+        );
+        assert_eq!(
+            standing(Some(&named), &stranger, run_owner),
+            Standing::Outsider
+        );
+        // The owner answers another's run as an approver.
+        let others = Some(&stranger.owner);
+        assert_eq!(standing(Some(&named), &owner, others), Standing::Answers);
+        // An approver is a person: the role's other sessions are not named by one session.
+        let session = |s: &str| {
+            Principal::iam(&format!("arn:aws:sts::1:assumed-role/Reviewers/{s}"))
+                .unwrap()
+                .caller()
+        };
+        let only_alice = [session("alice").person];
+        assert_eq!(
+            standing(Some(&only_alice), &session("alice"), run_owner),
+            Standing::Answers
+        );
+        assert_eq!(
+            standing(Some(&only_alice), &session("bob"), run_owner),
+            Standing::Outsider
+        );
+    }
 
     const ARN: &str = "arn:aws:sagemaker:us-east-1:123456789012:pipeline/p/execution/abc123";
 

@@ -7,14 +7,16 @@ use chrono::{DateTime, Utc};
 use serde_json::{Map, Value};
 
 use crate::approval::decide_package;
-use crate::task::{authorized_run, TaskError};
+use crate::task::{answerable_run, TaskError};
 use crate::training::{describe_known, reread, stored_run, stored_run_key};
 use domain::approval::ModelDecision;
 use domain::callback::CallbackToken;
 use domain::caller::{Caller, Owner};
 use domain::item::Applied;
 use domain::pipeline_event::owner_from_description;
-use domain::question::{may_answer, output_parameters, send_failed, settle, AnswerVia, StepAnswer};
+use domain::question::{
+    output_parameters, send_failed, settle, standing, AnswerVia, Standing, StepAnswer,
+};
 use domain::run::Run;
 use domain::task_id::RunTask;
 use domain::time::rfc3339;
@@ -46,6 +48,8 @@ impl Reply {
 pub enum Ignored {
     /// The caller is not among those who may answer this run's questions.
     NotApprover,
+    /// The caller owns the run, and the deployment names approvers: they answer it.
+    OwnRun,
     /// No question of this run has the key.
     UnknownKey,
     /// The key was answered already.
@@ -86,7 +90,7 @@ pub struct Answering<'a, P, L> {
     pub registry: &'a L,
 }
 
-/// Answers `key` of `run` as `who` (the caller's owner tag), come `via`, when `may_answer`; the
+/// Answers `key` of `run` as `who` (the caller's person tag), come `via`, when `standing` lets it; the
 /// answer's record keeps who, when, how and a digest of the question. `run` is kept
 /// as this call wrote it, so a next answer goes on from it rather than from a read that may not
 /// show the write yet (the batch read is eventually consistent).
@@ -97,7 +101,7 @@ pub async fn answer_question<R, P, L>(
     run: &mut Run,
     who: &Owner,
     via: AnswerVia,
-    may_answer: bool,
+    standing: Standing,
     key: &str,
     reply: Reply,
     now: DateTime<Utc>,
@@ -107,9 +111,16 @@ where
     P: PipelineControl,
     L: LineageGraph + ModelRegistry,
 {
-    if !may_answer {
-        tracing::info!("answer from a caller who may not answer; ignored");
-        return Ok(Answered::Ignored(Ignored::NotApprover));
+    match standing {
+        Standing::Answers => {}
+        Standing::OwnRun => {
+            tracing::info!("answer from the run's owner where approvers answer; ignored");
+            return Ok(Answered::Ignored(Ignored::OwnRun));
+        }
+        Standing::Outsider => {
+            tracing::info!("answer from a caller who may not answer; ignored");
+            return Ok(Answered::Ignored(Ignored::NotApprover));
+        }
     }
     let at = rfc3339(now);
     for _ in 0..CLAIM_ATTEMPTS {
@@ -188,8 +199,9 @@ where
     Err(AnswerError::Contended)
 }
 
-/// `tasks/update` on a run's task, by a caller who can read it: each response answers its key
-/// (see [`answer_question`]); a caller who may not answer is acknowledged and changes nothing.
+/// `tasks/update` on a run's task, by its owner or an approver holding its id: each response
+/// answers its key (see [`answer_question`]); a caller who may not answer is acknowledged and
+/// changes nothing.
 pub async fn answer_run_task<R, P, L>(
     runs: &R,
     sagemaker: &Answering<'_, P, L>,
@@ -204,8 +216,8 @@ where
     P: PipelineControl,
     L: LineageGraph + ModelRegistry,
 {
-    let mut run = authorized_run(runs, caller, task, now).await?;
-    let may = may_answer(approvers, caller, run.owner.as_ref());
+    let (mut run, standing) =
+        answerable_run(runs, sagemaker.pipeline, caller, approvers, task, now).await?;
     let mut answered = Vec::new();
     for (key, reply) in responses {
         // Each answer goes on from the run as the one before it left it.
@@ -213,9 +225,9 @@ where
             runs,
             sagemaker,
             &mut run,
-            &caller.owner,
+            &caller.person,
             AnswerVia::Elicitation,
-            may,
+            standing,
             &key,
             reply,
             now,
@@ -241,7 +253,7 @@ pub enum ExecutionAnswerError {
 }
 
 /// `answer_training_input`: answers `key` of the run `execution_arn`, found through its
-/// description, by its owner or one of `approvers` (who need not own it).
+/// description, by those [`standing`] lets answer it.
 #[allow(clippy::too_many_arguments)]
 pub async fn answer_execution<R, P, L>(
     runs: &R,
@@ -267,8 +279,8 @@ where
         .ok_or_else(not_found)?;
     let description = described.description.unwrap_or_default();
     let owner = owner_from_description(&description);
-    let may = may_answer(approvers, caller, owner.as_ref());
-    if !may && !caller.owns(owner.as_ref()) {
+    let standing = standing(approvers, caller, owner.as_ref());
+    if standing == Standing::Outsider && !caller.owns(owner.as_ref()) {
         return Err(not_found());
     }
     let key_of_run = stored_run_key(&description, execution_arn).ok_or_else(not_found)?;
@@ -277,9 +289,9 @@ where
         runs,
         sagemaker,
         &mut run,
-        &caller.owner,
+        &caller.person,
         AnswerVia::Tool,
-        may,
+        standing,
         key,
         reply,
         now,

@@ -3,9 +3,9 @@
 use super::*;
 use crate::callback::{record_question, Asked};
 use crate::task::waiting_on;
-use domain::caller::Principal;
+use domain::caller::{Caller, Owner, Principal};
 use domain::pipeline_event::execution_description;
-use domain::question::{AnswerVia, QuestionState};
+use domain::question::{AnswerVia, QuestionState, Standing};
 use domain::run::record_triggered;
 use fakes::{FakePipeline, MemoryLineage, MemoryRuns};
 use ports::{AwsFailure, ExecutionDescription, StartRequest};
@@ -20,19 +20,24 @@ fn owner() -> Owner {
 
 /// A run of owner() whose CallbackStep asked "Deploy?" with a required choice.
 async fn asking() -> (MemoryRuns, FakePipeline, String) {
+    asking_for(&owner()).await
+}
+
+/// A run of `owner` whose CallbackStep asks: (runs, pipeline, question key).
+async fn asking_for(owner: &Owner) -> (MemoryRuns, FakePipeline, String) {
     let (runs, pipeline) = (MemoryRuns::default(), FakePipeline::default());
     let arn = pipeline
         .start(&StartRequest {
             pipeline_name: "p".into(),
             client_request_token: "t".repeat(32),
-            description: execution_description("s", &owner(), Utc::now()),
+            description: execution_description("s", owner, Utc::now()),
             parameters: vec![],
             max_parallel_steps: None,
         })
         .await
         .unwrap();
     let w = record_triggered(
-        &owner(),
+        owner,
         "s",
         &arn,
         "2026-12-03T10:00:00Z",
@@ -81,7 +86,11 @@ async fn answer(
         &mut the_run(runs),
         &owner(),
         AnswerVia::Tool,
-        may,
+        if may {
+            Standing::Answers
+        } else {
+            Standing::Outsider
+        },
         key,
         reply,
         Utc::now(),
@@ -110,6 +119,7 @@ async fn task_view(
         pipeline,
         no_gate,
         &caller,
+        None,
         &run_task(task_id),
         Utc::now(),
     )
@@ -286,9 +296,10 @@ async fn a_run_task_asks_while_its_question_is_open_and_works_again_once_answere
     )
     .await
     .unwrap();
+    // The owner, where approvers answer: told it is theirs to answer, not its own.
     assert_eq!(
         ignored,
-        vec![(key.clone(), Answered::Ignored(Ignored::NotApprover))]
+        vec![(key.clone(), Answered::Ignored(Ignored::OwnRun))]
     );
 
     let replies = vec![
@@ -326,6 +337,168 @@ async fn a_run_task_asks_while_its_question_is_open_and_works_again_once_answere
         matches!(view.state, RunTaskState::Working { ref unsent, .. } if unsent.is_empty()),
         "{view:?}"
     );
+}
+
+#[tokio::test]
+async fn an_approver_holding_the_task_id_answers_through_the_form_and_the_owner_may_not() {
+    use crate::task::{get_run_task, RunTaskState};
+    let (runs, pipeline, key) = asking().await;
+    let run = the_run(&runs);
+    let task_id = domain::run::task_id("s", run.execution_arn.as_str(), SECRET);
+    let no_gate = None::<&MemoryLineage>;
+    // One person of a role every reviewer assumes: named by the session.
+    let alice = Principal::iam("arn:aws:sts::123456789012:assumed-role/Reviewers/alice").unwrap();
+    let bob = Principal::iam("arn:aws:sts::123456789012:assumed-role/Reviewers/bob").unwrap();
+    let (alice, bob) = (alice.caller(), bob.caller());
+    let approvers = [alice.person.clone()];
+    let view = |caller: Caller| {
+        let (runs, pipeline, task) = (&runs, &pipeline, run_task(&task_id));
+        let approvers = &approvers;
+        async move {
+            get_run_task(
+                runs,
+                pipeline,
+                no_gate,
+                &caller,
+                Some(approvers),
+                &task,
+                Utc::now(),
+            )
+            .await
+        }
+    };
+    let seen = view(alice.clone()).await.unwrap();
+    assert!(
+        matches!(seen.state, RunTaskState::InputRequired { .. }),
+        "{seen:?}"
+    );
+    assert_eq!(seen.standing, Standing::Answers);
+    let owners = view(Principal::Local.caller()).await.unwrap();
+    assert_eq!(owners.standing, Standing::OwnRun);
+    // Bob shares alice's role but is not named: the task is unknown to him.
+    assert!(matches!(view(bob.clone()).await, Err(TaskError::NotFound)));
+    // A wrong secret is unknown to an approver too.
+    let forged = task_id.replace(SECRET, &"0".repeat(SECRET.len()));
+    let forged = get_run_task(
+        &runs,
+        &pipeline,
+        no_gate,
+        &alice,
+        Some(&approvers),
+        &run_task(&forged),
+        Utc::now(),
+    )
+    .await;
+    assert!(matches!(forged, Err(TaskError::NotFound)));
+
+    let answered = answer_run_task(
+        &runs,
+        &sm(&pipeline),
+        &alice,
+        Some(&approvers),
+        &run_task(&task_id),
+        vec![(key.clone(), accept(json!({"deploy_to": "staging"})))],
+        Utc::now(),
+    )
+    .await
+    .unwrap();
+    assert_eq!(answered, vec![(key.clone(), Answered::Sent)]);
+    // Recorded as the form's answer, by alice herself (not the role).
+    let QuestionState::Answered { via, by, .. } = &the_run(&runs).questions.by_key[&key].state
+    else {
+        panic!("not answered")
+    };
+    assert_eq!(*via, Some(AnswerVia::Elicitation));
+    assert_eq!(by, alice.person.as_str());
+    assert_ne!(by, alice.owner.as_str());
+}
+
+#[tokio::test]
+async fn in_every_auth_mode_the_owner_is_told_approvers_answer_its_run() {
+    let iam = |role_session: &str| {
+        Principal::iam(&format!(
+            "arn:aws:sts::123456789012:assumed-role/{role_session}"
+        ))
+        .unwrap()
+    };
+    let oauth = |subject: &str| Principal::OAuth {
+        issuer: "https://issuer.example.com".into(),
+        subject: subject.into(),
+    };
+    let bearer = |name: &str| Principal::Bearer { name: name.into() };
+    for (owner, approver) in [
+        (bearer("owner"), bearer("approver")),
+        (oauth("owner"), oauth("approver")),
+        // The approver a session of its own role: every session of a role owns its runs.
+        (iam("Agent/run-1"), iam("Reviewers/alice")),
+    ] {
+        let (owner, approver) = (owner.caller(), approver.caller());
+        let approvers = [approver.person.clone(), owner.person.clone()];
+        let (runs, pipeline, key) = asking_for(&owner.owner).await;
+        let run = the_run(&runs);
+        let arn = run.execution_arn.to_string();
+        let task_id = domain::run::task_id("s", &arn, SECRET);
+        let by_form = answer_run_task(
+            &runs,
+            &sm(&pipeline),
+            &owner,
+            Some(&approvers),
+            &run_task(&task_id),
+            vec![(key.clone(), Reply::Decline)],
+            Utc::now(),
+        )
+        .await
+        .unwrap();
+        assert_eq!(
+            by_form,
+            vec![(key.clone(), Answered::Ignored(Ignored::OwnRun))]
+        );
+        let by_tool = answer_execution(
+            &runs,
+            &sm(&pipeline),
+            &owner,
+            Some(&approvers),
+            &arn,
+            &key,
+            Reply::Decline,
+            Utc::now(),
+        )
+        .await
+        .unwrap();
+        assert_eq!(by_tool, Answered::Ignored(Ignored::OwnRun));
+        assert!(pipeline.answers().is_empty());
+        let sent = answer_execution(
+            &runs,
+            &sm(&pipeline),
+            &approver,
+            Some(&approvers),
+            &arn,
+            &key,
+            Reply::Decline,
+            Utc::now(),
+        )
+        .await
+        .unwrap();
+        assert_eq!(sent, Answered::Sent);
+    }
+    // Another session of the role that started the run owns it too, named approver or not.
+    let (starter, colleague) = (iam("Agent/run-1").caller(), iam("Agent/alice").caller());
+    let (runs, pipeline, key) = asking_for(&starter.owner).await;
+    let arn = the_run(&runs).execution_arn.to_string();
+    let approvers = [colleague.person.clone()];
+    let refused = answer_execution(
+        &runs,
+        &sm(&pipeline),
+        &colleague,
+        Some(&approvers),
+        &arn,
+        &key,
+        Reply::Decline,
+        Utc::now(),
+    )
+    .await
+    .unwrap();
+    assert_eq!(refused, Answered::Ignored(Ignored::OwnRun));
 }
 
 #[tokio::test]
@@ -379,7 +552,7 @@ async fn without_tasks_a_run_is_found_by_its_arn_and_answered_by_its_owner_or_an
     )
     .await
     .unwrap();
-    assert_eq!(owner_ignored, Answered::Ignored(Ignored::NotApprover));
+    assert_eq!(owner_ignored, Answered::Ignored(Ignored::OwnRun));
     let sent = answer_execution(
         &runs,
         &sm(&pipeline),

@@ -19,8 +19,8 @@ use domain::item::Applied;
 use domain::lineage::EntityKind;
 use domain::pipeline_event::owner_from_description;
 use domain::question::{
-    approval_key, approval_question, ask_approval, may_answer, settle, AnswerVia, Changed,
-    QuestionState,
+    approval_key, approval_question, ask_approval, settle, standing, AnswerVia, Changed,
+    QuestionState, Standing,
 };
 use domain::run::Run;
 use domain::time::rfc3339;
@@ -62,9 +62,12 @@ pub enum ApprovalError {
         domain::util::quote(model_package_arn)
     )]
     NotFound { model_package_arn: String },
-    /// The caller owns the run but `APPROVERS` does not name them.
-    #[error("only the deployment's approvers may approve or reject this run's model")]
-    NotApprover,
+    /// The caller owns the run, and the deployment names approvers: they decide it.
+    #[error(
+        "the run's owner does not decide its own run's model where the deployment names \
+         approvers (APPROVERS): one of them decides it"
+    )]
+    OwnRun,
     #[error(
         "model package {} is {status}: only one waiting in PendingManualApproval is decided here \
          (change a decided one in SageMaker itself)",
@@ -125,13 +128,12 @@ where
     // A run these tools did not start has no owner tag: nobody here answers for it.
     let description = run.description.unwrap_or_default();
     let owner = owner_from_description(&description).ok_or_else(not_found)?;
-    if !may_answer(approvers, caller, Some(&owner)) {
-        return Err(match caller.owner == owner {
-            true => ApprovalError::NotApprover,
-            false => not_found(),
-        });
+    match standing(approvers, caller, Some(&owner)) {
+        Standing::Answers => {}
+        Standing::OwnRun => return Err(ApprovalError::OwnRun),
+        Standing::Outsider => return Err(not_found()),
     }
-    let decision = ModelDecision::new(request.approve, request.comment.as_deref(), &caller.owner);
+    let decision = ModelDecision::new(request.approve, request.comment.as_deref(), &caller.person);
     let changed = match write_decision(registry, &package, &decision).await {
         Ok(changed) => changed,
         Err(Unwritten::Decided(status)) => {
@@ -147,7 +149,7 @@ where
     if let Some(key) = stored_run_key(&description, &execution_arn) {
         if let Some(mut run) = stored_run(runs, key).await? {
             let action = if request.approve { "accept" } else { "decline" };
-            settle_approval(runs, &mut run, &package.arn, action, &caller.owner, now).await?;
+            settle_approval(runs, &mut run, &package.arn, action, &caller.person, now).await?;
         }
     }
     Ok(Approval {
@@ -486,7 +488,7 @@ mod tests {
             &request(&arn, true),
         )
         .await;
-        assert!(matches!(owner, Err(ApprovalError::NotApprover)));
+        assert!(matches!(owner, Err(ApprovalError::OwnRun)));
         assert_eq!(lineage.calls("UpdateModelPackage"), 0);
         let approver = approve(
             &lineage,

@@ -6,14 +6,14 @@ use chrono::{DateTime, Utc};
 
 use crate::approval::{self, Gate, GateError};
 use crate::check::{check_job, CheckError, JobNote, JobReads, JobReport};
-use crate::training::{session_runs, stored_run, stored_run_key};
+use crate::training::{describe_known, session_runs, stored_run, stored_run_key};
 use domain::approval::PENDING;
-use domain::caller::Caller;
+use domain::caller::{Caller, Owner};
 use domain::ids::{ExecutionArn, InferenceId, SessionId};
 use domain::item::Applied;
 use domain::job::{self, secrets_match, task_secret_matches, Job, JobStatus, Stage};
 use domain::pipeline_status::{ExecutionStatus, PipelineStatus};
-use domain::question::{AnswerVia, QuestionState};
+use domain::question::{standing, AnswerVia, QuestionState, Standing};
 use domain::quota::is_quota_key;
 use domain::run::Run;
 use domain::shown::{shown, shown_schema};
@@ -197,6 +197,9 @@ pub struct RunTaskView {
     pub execution_arn: ExecutionArn,
     pub times: TaskTimes,
     pub state: RunTaskState,
+    /// Where the caller stands to the run's questions: the owner where approvers answer is
+    /// told so by the task.
+    pub standing: Standing,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -299,6 +302,9 @@ pub struct Waiting {
     pub model_approval: Option<String>,
     /// The answers given so far.
     pub answers: Vec<GivenAnswer>,
+    /// The run's task while it asks (a run started as a task): where a client with tasks
+    /// answers through its form.
+    pub task_id: Option<String>,
 }
 
 /// The open questions of the run `execution_arn`, found through its description (the session
@@ -329,15 +335,20 @@ pub async fn waiting_on<R: RunStore, L: LineageGraph>(
         },
         None => None,
     };
+    // A run that ended asks nothing more; what it was answered stays on its record.
+    let questions = if asking {
+        open_questions(&run)
+    } else {
+        Vec::new()
+    };
+    let task_id = (run.task_secret.as_deref())
+        .filter(|_| !questions.is_empty())
+        .map(|secret| domain::run::task_id(run.session_id.as_str(), execution_arn, secret));
     Ok(Waiting {
-        // A run that ended asks nothing more; what it was answered stays on its record.
-        questions: if asking {
-            open_questions(&run)
-        } else {
-            Vec::new()
-        },
+        questions,
         model_approval,
         answers: given_answers(&run),
+        task_id,
     })
 }
 
@@ -373,6 +384,43 @@ pub(crate) async fn authorized_run<R: RunStore>(
     }
 }
 
+/// The run a task id names, for whoever may answer its questions (see [`standing`]) as well as
+/// its owner, with where the caller stands to them. An approver holds the id of a run it does
+/// not own: the run's record is found through its description, which names the owner. Anyone
+/// else finds nothing.
+pub(crate) async fn answerable_run<R: RunStore, P: PipelineControl>(
+    runs: &R,
+    pipeline: &P,
+    caller: &Caller,
+    approvers: Option<&[Owner]>,
+    task: &RunTask,
+    now: DateTime<Utc>,
+) -> Result<(Run, Standing), TaskError> {
+    match authorized_run(runs, caller, task, now).await {
+        Ok(run) => {
+            let standing = standing(approvers, caller, run.owner.as_ref());
+            return Ok((run, standing));
+        }
+        Err(TaskError::NotFound) if approvers.is_some_and(|a| a.contains(&caller.person)) => {}
+        Err(e) => return Err(e),
+    }
+    let execution_arn = task.execution_arn.as_str();
+    let described = describe_known(pipeline, execution_arn)
+        .await
+        .map_err(pipeline_error("DescribePipelineExecution"))?
+        .ok_or(TaskError::NotFound)?;
+    let description = described.description.unwrap_or_default();
+    let key = stored_run_key(&description, execution_arn).ok_or(TaskError::NotFound)?;
+    let run = stored_run(runs, key)
+        .await?
+        .filter(|run| run.session_id.as_str() == task.session_id.as_str())
+        .filter(|run| !run.is_expired(now))
+        .filter(|run| secrets_match(run.task_secret.as_deref(), &task.secret))
+        .ok_or(TaskError::NotFound)?;
+    let standing = standing(approvers, caller, run.owner.as_ref());
+    Ok((run, standing))
+}
+
 fn pipeline_error(operation: &'static str) -> impl Fn(AwsFailure) -> TaskError {
     move |failure| TaskError::Pipeline { operation, failure }
 }
@@ -385,10 +433,12 @@ pub async fn get_run_task<R: RunStore, P: PipelineControl, L: LineageGraph>(
     pipeline: &P,
     approval_gate: Option<&L>,
     caller: &Caller,
+    approvers: Option<&[Owner]>,
     task: &RunTask,
     now: DateTime<Utc>,
 ) -> Result<RunTaskView, TaskError> {
-    let mut found = authorized_run(runs, caller, task, now).await?;
+    let (mut found, standing) =
+        answerable_run(runs, pipeline, caller, approvers, task, now).await?;
     let described = pipeline
         .describe(found.execution_arn.as_str())
         .await
@@ -451,6 +501,7 @@ pub async fn get_run_task<R: RunStore, P: PipelineControl, L: LineageGraph>(
         session_id: found.session_id,
         execution_arn: found.execution_arn,
         state,
+        standing,
     })
 }
 
@@ -525,7 +576,7 @@ mod tests {
         id: &str,
         now: DateTime<Utc>,
     ) -> Result<RunTaskView, TaskError> {
-        get_run_task(runs, pipeline, gate, caller, &run_task_of(id)?, now).await
+        get_run_task(runs, pipeline, gate, caller, None, &run_task_of(id)?, now).await
     }
 
     async fn cancel_run_task_by_id<R: RunStore, P: PipelineControl>(

@@ -268,10 +268,12 @@ pub async fn describe_known<P: PipelineControl>(
     }
 }
 
-/// A run's live status and steps, when the run is the caller's (its description's owner tag).
+/// A run's live status and steps, when the run is the caller's (its description's owner tag),
+/// or the caller is among `approvers` and the run was started through the tools.
 pub async fn training_status<P: PipelineControl>(
     pipeline: &P,
     caller: &Caller,
+    approvers: Option<&[Owner]>,
     execution_arn: &str,
 ) -> Result<(ExecutionDescription, Vec<StepStatus>), StatusError> {
     let not_found = || StatusError::NotFound {
@@ -285,7 +287,9 @@ pub async fn training_status<P: PipelineControl>(
         .description
         .as_deref()
         .and_then(owner_from_description);
-    if !caller.owns(owner.as_ref()) {
+    // The deployment's approvers read the runs they answer; nobody else reads another's.
+    let approver = owner.is_some() && approvers.is_some_and(|a| a.contains(&caller.person));
+    if !(caller.owns(owner.as_ref()) || approver) {
         return Err(not_found());
     }
     let steps = pipeline
@@ -312,6 +316,7 @@ pub fn run_poll_delay(attempt: u32) -> Duration {
 pub async fn follow_run<P, S>(
     pipeline: &P,
     caller: &Caller,
+    approvers: Option<&[Owner]>,
     execution_arn: &str,
     wait: Duration,
     progress: &mut S,
@@ -324,7 +329,8 @@ where
     let mut tracker: Option<RunProgress> = None;
     let mut attempt = 0;
     loop {
-        let (described, steps) = training_status(pipeline, caller, execution_arn).await?;
+        let (described, steps) =
+            training_status(pipeline, caller, approvers, execution_arn).await?;
         // An unknown status word is not waited on: nothing says it will change.
         let running = described.status.is(PipelineStatus::Executing)
             || described.status.is(PipelineStatus::Stopping);

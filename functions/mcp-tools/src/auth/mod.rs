@@ -94,9 +94,15 @@ impl Authenticator {
 
     /// The caller, when it may do what the request asks (`access`, read from the body once
     /// the caller is known). Only OAuth scopes tell reading from writing.
-    pub fn authorize(&self, caller: Authenticated, access: Access) -> Result<Principal, Refusal> {
+    pub fn authorize(
+        &self,
+        caller: Authenticated,
+        access: &[Access],
+    ) -> Result<Principal, Refusal> {
         if let (Some(oauth), Some(scopes)) = (self.oauth(), &caller.scopes) {
-            oauth.authorize(&scopes.granted, &scopes.resource, access)?;
+            for needed in access {
+                oauth.authorize(&scopes.granted, &scopes.resource, *needed)?;
+            }
         }
         Ok(caller.principal)
     }
@@ -156,7 +162,7 @@ pub(crate) mod tests {
         let verifier = |_: &OAuthConfig| unreachable!("not in oauth mode");
         let auth = Authenticator::new(&config.auth, Clock::default(), verifier);
         let caller = auth.authenticate(headers, context).await?;
-        auth.authorize(caller, Access::Read)
+        auth.authorize(caller, &[Access::Read])
     }
 
     #[tokio::test]
@@ -207,7 +213,8 @@ pub(crate) mod tests {
         assert_eq!(
             identify(&iam, &headers(&[]), Some(&signed)).await.unwrap(),
             Principal::Iam {
-                arn: "arn:aws:sts::123456789012:assumed-role/Agent".into()
+                arn: "arn:aws:sts::123456789012:assumed-role/Agent".into(),
+                session: Some("s-1".into()),
             }
         );
         let unsigned = url_context(serde_json::Value::Null);

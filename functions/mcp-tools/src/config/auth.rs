@@ -13,6 +13,7 @@ pub const VARIABLES: &[&str] = &[
     "OAUTH_JWKS_URI",
     "OAUTH_READ_SCOPE",
     "OAUTH_WRITE_SCOPE",
+    "OAUTH_APPROVE_SCOPE",
     "OAUTH_CLIENT_IDS",
     "OAUTH_JWKS_MIN_REFRESH_SECS",
     "OAUTH_ALLOW_LOCAL_ISSUER",
@@ -62,6 +63,9 @@ pub struct OAuthConfig {
     /// The scope the read tools need, and the one the tools that start or stop work need.
     pub read_scope: String,
     pub write_scope: String,
+    /// The scope answering a run's questions and deciding its model needs: a person's client
+    /// is given it, an agent's is not (`OAUTH_APPROVE_SCOPE`).
+    pub approve_scope: String,
     /// The least time between two JWKS fetches caused by an unknown `kid`.
     pub jwks_min_refresh_secs: u64,
     /// `OAUTH_ALLOW_LOCAL_ISSUER=true`: the issuer and its keys may be on this machine or a
@@ -125,6 +129,7 @@ impl OAuthConfig {
             jwks_uri,
             read_scope: scope("OAUTH_READ_SCOPE", "jobs:read")?,
             write_scope: scope("OAUTH_WRITE_SCOPE", "jobs:write")?,
+            approve_scope: scope("OAUTH_APPROVE_SCOPE", "jobs:approve")?,
             jwks_min_refresh_secs: env.number_in(
                 "OAUTH_JWKS_MIN_REFRESH_SECS",
                 60,

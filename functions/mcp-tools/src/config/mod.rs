@@ -82,15 +82,18 @@ impl McpToolsConfig {
     }
 }
 
-/// `APPROVERS`: who may answer runs' questions, named as the auth mode names callers: IAM ARNs
-/// (an assumed role's session as its role), bearer token names (each one configured), OAuth
-/// subjects (of the configured issuer); with no auth, `local`. Unset or empty: each run's owner.
+/// `APPROVERS`: who may answer runs' questions, each one person, named as the auth mode names
+/// callers: IAM users' ARNs or assumed-role session ARNs (a whole role is every session of it),
+/// bearer token names (each one configured), OAuth subjects (of the configured issuer). Unset
+/// or empty: each run's owner. Not with no auth, where every caller is one and owns every run.
 fn approvers<F: Fn(&str) -> Option<String>>(
     env: &Env<F>,
     auth: &AuthMode,
 ) -> Result<Option<Vec<Owner>>, ConfigError> {
-    const EXPECTED: &str = "a comma-separated list of callers as the auth mode names them: IAM \
-        ARNs (iam), configured bearer token names (bearer), token subjects (oauth), local (none)";
+    const EXPECTED: &str = "a comma-separated list of people as the auth mode names callers: \
+        IAM user ARNs or assumed-role session ARNs, arn:aws:sts::<account>:assumed-role/<role>/\
+        <session> (iam; not a whole role), configured bearer token names (bearer), token \
+        subjects (oauth); unset with AUTH_MODE=none, whose one caller owns every run";
     let names = env.list("APPROVERS", "");
     if names.is_empty() {
         return Ok(None);
@@ -113,10 +116,11 @@ fn approvers<F: Fn(&str) -> Option<String>>(
                     issuer: oauth.issuer.clone(),
                     subject: name.clone(),
                 }),
-                AuthMode::None => (name == "local").then_some(Principal::Local),
+                AuthMode::None => None,
             };
             principal
-                .map(|p| p.caller().owner)
+                .filter(Principal::names_a_person)
+                .map(|p| p.caller().person)
                 .ok_or_else(|| invalid(name))
         })
         .collect::<Result<Vec<_>, _>>()
@@ -204,17 +208,25 @@ mod tests {
             McpToolsConfig::from_env(&env(&mcp_env(extra)))
         };
         assert_eq!(cfg(&[("AUTH_MODE", "iam")]).unwrap().tools.approvers, None);
-        // As a signed request names its caller: an assumed role's every session is the role.
-        let role = "arn:aws:sts::123456789012:assumed-role/Reviewer";
-        let iam = cfg(&[
-            ("AUTH_MODE", "iam"),
-            (
-                "APPROVERS",
-                "arn:aws:sts::123456789012:assumed-role/Reviewer/s1",
-            ),
-        ]);
-        let expected = Principal::iam(role).unwrap().caller().owner;
-        assert_eq!(iam.unwrap().tools.approvers, Some(vec![expected]));
+        // One person each: a role's session is told from the role's other sessions.
+        let session = "arn:aws:sts::123456789012:assumed-role/Reviewer/alice";
+        let iam = cfg(&[("AUTH_MODE", "iam"), ("APPROVERS", session)]);
+        let alice = Principal::iam(session).unwrap().caller();
+        assert_ne!(alice.person, alice.owner);
+        assert_eq!(iam.unwrap().tools.approvers, Some(vec![alice.person]));
+        // A whole role is everyone who may assume it: refused, as is a role's session-less ARN.
+        for whole_role in [
+            "arn:aws:iam::123456789012:role/Reviewer",
+            "arn:aws:sts::123456789012:assumed-role/Reviewer",
+        ] {
+            let refused = cfg(&[("AUTH_MODE", "iam"), ("APPROVERS", whole_role)]).unwrap_err();
+            assert!(
+                refused.to_string().contains("not a whole role"),
+                "{refused}"
+            );
+        }
+        let user = "arn:aws:iam::123456789012:user/bob";
+        assert!(cfg(&[("AUTH_MODE", "iam"), ("APPROVERS", user)]).is_ok());
         let tokens = "a:9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08";
         let bearer = cfg(&[
             ("AUTH_MODE", "bearer"),
@@ -232,11 +244,29 @@ mod tests {
             .unwrap_err()
             .to_string()
             .contains("APPROVERS=\"zed\""));
-        assert!(cfg(&[("AUTH_MODE", "none"), ("APPROVERS", "someone")]).is_err());
-        let local = cfg(&[("AUTH_MODE", "none"), ("APPROVERS", "local")]).unwrap();
-        assert_eq!(
-            local.tools.approvers,
-            Some(vec![Principal::Local.caller().owner])
+        // With no auth the one caller owns every run: there is nobody else to approve.
+        for name in ["someone", "local"] {
+            assert!(cfg(&[("AUTH_MODE", "none"), ("APPROVERS", name)]).is_err());
+        }
+    }
+
+    #[test]
+    fn answers_come_by_any_path_unless_the_form_alone_is_asked_for() {
+        use tools::ApprovalsVia;
+        let cfg = |extra: &[(&'static str, &'static str)]| {
+            McpToolsConfig::from_env(&env(&mcp_env(extra)))
+        };
+        let none = ("AUTH_MODE", "none");
+        assert_eq!(cfg(&[none]).unwrap().tools.approvals_via, ApprovalsVia::Any);
+        let form = cfg(&[none, ("APPROVALS_VIA", "Elicitation")]).unwrap();
+        assert_eq!(form.tools.approvals_via, ApprovalsVia::Elicitation);
+        assert!(!form.tools.approvals_via.serves_answer_tools());
+        let bad = cfg(&[none, ("APPROVALS_VIA", "tool")])
+            .unwrap_err()
+            .to_string();
+        assert!(
+            bad.contains("APPROVALS_VIA") && bad.contains("elicitation"),
+            "{bad}"
         );
     }
 

@@ -43,6 +43,7 @@ pub const VARIABLES: &[&str] = &[
     "EVENT_BUS_NAME",
     "METRICS_NAMESPACE",
     "APPROVAL_GATE",
+    "APPROVALS_VIA",
 ];
 /// The ones without which the tools do not start.
 pub const REQUIRED: &[&str] = &[
@@ -130,6 +131,48 @@ pub struct ToolsConfig {
     /// `APPROVAL_GATE`: a run that succeeded having registered a model that waits for approval
     /// is not done until someone decides it (its task asks; check_training_status says so).
     pub approval_gate: bool,
+    /// `APPROVALS_VIA`: how a run's questions and its model's approval may be answered.
+    pub approvals_via: ApprovalsVia,
+}
+
+/// How answers may come: a model can call a tool by itself, but not fill in the client's form.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum ApprovalsVia {
+    /// The client's form (`tasks/update`) or the tools answer_training_input and
+    /// approve_model_package.
+    #[default]
+    Any,
+    /// The client's form only: the two tools are not served.
+    Elicitation,
+}
+
+impl ApprovalsVia {
+    fn from_env<F: Fn(&str) -> Option<String>>(env: &Env<F>) -> Result<Self, ConfigError> {
+        match env
+            .optional("APPROVALS_VIA")
+            .map(|v| v.to_ascii_lowercase())
+            .as_deref()
+        {
+            None | Some("any") => Ok(Self::Any),
+            Some("elicitation") => Ok(Self::Elicitation),
+            Some(_) => Err(ConfigError::Invalid {
+                name: "APPROVALS_VIA",
+                value: env
+                    .optional("APPROVALS_VIA")
+                    .unwrap_or_default()
+                    .chars()
+                    .take(64)
+                    .collect(),
+                expected: "any (the client's form or the tools answer_training_input and \
+                    approve_model_package) or elicitation (the client's form only)",
+            }),
+        }
+    }
+
+    /// Whether the tools that answer are served.
+    pub fn serves_answer_tools(self) -> bool {
+        self == Self::Any
+    }
 }
 
 /// `PIPELINE_PARAMETERS`: `argument=ParameterName,…`. A real pipeline names its parameters
@@ -332,6 +375,7 @@ impl ToolsConfig {
                 "true (a run that registered a model waiting for approval asks for the decision \
                  before it is done) or false",
             )?,
+            approvals_via: ApprovalsVia::from_env(env)?,
         })
     }
 }

@@ -31,6 +31,9 @@ pub mod names {
         ANSWER_TRAINING_INPUT,
         APPROVE_MODEL_PACKAGE,
     ];
+    /// The tools that answer a run's questions: not served where answers come only through the
+    /// client's form (`APPROVALS_VIA=elicitation`).
+    pub const ANSWERING: [&str; 2] = [ANSWER_TRAINING_INPUT, APPROVE_MODEL_PACKAGE];
 }
 
 /// A numeric argument's range and default: the one source of its schema (`minimum`,

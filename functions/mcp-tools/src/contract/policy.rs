@@ -7,12 +7,16 @@
 use super::common::names;
 
 /// What a request may do, by what it calls: the scope an OAuth token needs for it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Access {
     /// Reads the caller's work (and everything that is not a tool call: discovery, listing).
     Read,
     /// Starts or stops work: a tool that is not read-only, or `tasks/cancel`.
     Write,
+    /// Answers a run's question or decides its model (`tasks/update`, answer_training_input,
+    /// approve_model_package): a scope of its own, which a person's client is given and an
+    /// agent's is not.
+    Approve,
 }
 
 /// The work a tool does, which decides the forms a call to it takes.
@@ -80,7 +84,7 @@ impl Policy {
     /// A tool that reads and changes what it names (answers a question, decides a model).
     const fn decides(self) -> Self {
         Self {
-            access: Access::Write,
+            access: Access::Approve,
             ..self
         }
     }

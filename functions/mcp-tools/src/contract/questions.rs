@@ -181,6 +181,7 @@ impl AnswerTrainingInputOutput {
                 Some(
                     match why {
                         Ignored::NotApprover => wording::NOT_AN_APPROVER,
+                        Ignored::OwnRun => wording::OWN_RUN,
                         Ignored::UnknownKey => wording::UNKNOWN_QUESTION,
                         Ignored::AlreadyAnswered => wording::ANSWERED_ALREADY,
                     }

@@ -253,6 +253,10 @@ pub struct TrainingStatusOutput {
     /// and a digest of what was asked. Absent when none was answered.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub answers: Vec<AnswerView>,
+    /// While the run asks, to one who may answer it: the run's task (a run started as a task),
+    /// for a client with tasks to open with `tasks/get` and answer through its form.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub task_id: Option<String>,
 }
 
 impl TrainingStatusOutput {
@@ -274,6 +278,7 @@ impl TrainingStatusOutput {
             session_id: None,
             waiting_for_input: Vec::new(),
             answers: Vec::new(),
+            task_id: None,
         }
     }
 }

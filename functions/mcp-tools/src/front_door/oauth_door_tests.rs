@@ -158,3 +158,45 @@ async fn a_request_is_challenged_refused_or_served_as_the_tokens_subject() {
         .insert("host", "evil.example".parse().unwrap());
     assert_eq!(door.handle(foreign).await.status(), 403);
 }
+
+#[tokio::test]
+async fn answering_a_runs_question_needs_the_approval_scope_not_the_write_scope() {
+    let (door, _w) = door();
+    let answer_tool = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+        "params": {"name": "answer_training_input", "arguments": {}}});
+    let update = json!({"jsonrpc": "2.0", "id": 1, "method": "tasks/update",
+        "params": {"taskId": "x", "inputResponses": {}}});
+    // An agent's token, reading and writing: refused, and told which scope to ask for.
+    let agent = keys::rs256(&claims_now(json!({})));
+    for body in [answer_tool.clone(), update.clone()] {
+        let (status, challenge, _) = answer(
+            door.handle(request("POST", "/mcp", Some(&agent), body.clone()))
+                .await,
+        )
+        .await;
+        assert_eq!(status, 403, "{body}");
+        let challenge = challenge.unwrap();
+        assert!(
+            challenge.contains(r#"scope="jobs:approve""#)
+                && challenge.contains("insufficient_scope"),
+            "{challenge}"
+        );
+    }
+    // A person's client given the approval scope gets past the door (the tool then reads
+    // its arguments).
+    let person = keys::rs256(&claims_now(json!({"scope": "jobs:read jobs:approve"})));
+    let (status, _, body) = answer(
+        door.handle(request("POST", "/mcp", Some(&person), answer_tool))
+            .await,
+    )
+    .await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["result"]["isError"], json!(true), "{body}");
+    // The approval scope starts nothing.
+    let (status, _, _) = answer(
+        door.handle(request("POST", "/mcp", Some(&person), submit()))
+            .await,
+    )
+    .await;
+    assert_eq!(status, 403);
+}

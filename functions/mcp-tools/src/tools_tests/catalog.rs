@@ -3,6 +3,7 @@
 //! refused argument stores, invokes and starts nothing.
 
 use super::*;
+use crate::contract::Access;
 use ports::InvokeInput;
 
 fn listed(w: &World) -> Vec<rmcp::model::Tool> {
@@ -58,15 +59,16 @@ async fn the_catalogs_models_are_listed_in_place_of_submit_job_with_their_own_sc
         summarize.annotations.as_ref().unwrap().read_only_hint,
         Some(false)
     );
-    let write = w.tools.write_tools();
+    let scoped = w.tools.scoped_tools();
+    let (approve, write) = (Access::Approve, Access::Write);
     assert_eq!(
-        write,
+        scoped,
         [
-            "answer_training_input",
-            "approve_model_package",
-            "retrain_intent_classifier",
-            "score_churn_risk",
-            "summarize_document"
+            ("answer_training_input".to_owned(), approve),
+            ("approve_model_package".to_owned(), approve),
+            ("retrain_intent_classifier".to_owned(), write),
+            ("score_churn_risk".to_owned(), write),
+            ("summarize_document".to_owned(), write)
         ]
     );
 }

@@ -1,6 +1,8 @@
 //! Tools/list.
 
 use super::*;
+use crate::contract::Access;
+use crate::wording;
 
 #[test]
 fn the_router_serves_exactly_the_named_tools_with_their_schemas() {
@@ -49,14 +51,22 @@ fn the_router_serves_exactly_the_named_tools_with_their_schemas() {
 
 #[test]
 fn each_tools_policy_asks_the_scope_its_annotations_declare() {
-    // A tool that is not read-only needs the write scope, and one that starts work is a
-    // starter; a catalog's tools as well as the built-in ones.
+    // A tool that is not read-only needs more than the read scope (the ones that answer a
+    // run's question the approval scope, the rest the write scope), and one that starts work
+    // is a starter; a catalog's tools as well as the built-in ones.
     for world in [world(&[]), catalog_world()] {
-        let write = world.tools.write_tools();
+        let scoped = world.tools.scoped_tools();
         for tool in world.tools.served() {
             let read_only = tool.annotations.as_ref().and_then(|a| a.read_only_hint);
             let name = tool.name.to_string();
-            assert_eq!(write.contains(&name), read_only != Some(true), "{name}");
+            let access = scoped.iter().find(|(t, _)| *t == name).map(|(_, a)| *a);
+            let answers = names::ANSWERING.contains(&name.as_str());
+            let expected = match (read_only, answers) {
+                (Some(true), _) => None,
+                (_, true) => Some(Access::Approve),
+                (_, false) => Some(Access::Write),
+            };
+            assert_eq!(access, expected, "{name}");
         }
     }
     for (name, policy) in policy::BUILT_IN {
@@ -125,4 +135,65 @@ async fn events_list_names_the_event_types_through_the_server() {
         .await
         .unwrap_err();
     assert_eq!(refused.code, ErrorCode::INVALID_PARAMS);
+}
+
+#[tokio::test]
+async fn where_answers_come_only_through_the_form_the_tools_that_answer_are_not_served() {
+    let w = world(&[("APPROVALS_VIA", "elicitation")]);
+    let listed: Vec<String> = w
+        .tools
+        .served()
+        .iter()
+        .map(|t| t.name.to_string())
+        .collect();
+    for name in names::ANSWERING {
+        assert!(!listed.iter().any(|t| t == name), "{name} listed");
+        // A model that calls one anyway is told why, and how a person answers.
+        let called = crate::direct::call_tool(
+            w.tools.clone(),
+            Principal::Local,
+            name,
+            json!({}).as_object().cloned(),
+            None,
+        )
+        .await;
+        let message = called.unwrap_err().message;
+        assert!(
+            message.contains("APPROVALS_VIA=elicitation") && message.contains("tasks/update"),
+            "{message}"
+        );
+    }
+    assert!(listed.iter().any(|t| t == names::CHECK_TRAINING_STATUS));
+    // By default both are served.
+    let served: Vec<String> = (world(&[]).tools.served().iter())
+        .map(|t| t.name.to_string())
+        .collect();
+    for name in names::ANSWERING {
+        assert!(served.iter().any(|t| t == name), "{name}");
+    }
+}
+
+#[test]
+fn who_may_answer_is_said_in_one_sentence_by_the_tools_the_template_and_the_docs() {
+    let said = |text: &str| text.split_whitespace().collect::<Vec<_>>().join(" ");
+    let sentence = said(wording::WHO_MAY_ANSWER);
+    for tool in Tools::<FakePorts>::definitions() {
+        if names::ANSWERING.contains(&tool.name.as_ref()) {
+            let description = tool.description.as_deref().unwrap_or_default();
+            assert!(said(description).contains(&sentence), "{}", tool.name);
+        }
+    }
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    for file in [
+        "infra/template.yaml",
+        "docs/approvals.md",
+        "docs/tasks.md",
+        "docs/configuration.md",
+    ] {
+        let text = std::fs::read_to_string(root.join(file)).unwrap();
+        assert!(
+            said(&text).contains(&sentence),
+            "{file} does not say: {sentence}"
+        );
+    }
 }

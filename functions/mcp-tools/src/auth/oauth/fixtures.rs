@@ -26,6 +26,7 @@ pub(crate) fn config() -> OAuthConfig {
         jwks_uri: None,
         read_scope: "jobs:read".to_owned(),
         write_scope: "jobs:write".to_owned(),
+        approve_scope: "jobs:approve".to_owned(),
         jwks_min_refresh_secs: 60,
         allow_local_issuer: false,
     }

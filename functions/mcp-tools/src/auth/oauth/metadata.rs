@@ -42,16 +42,25 @@ pub fn protected_resource_metadata(config: &OAuthConfig, resource: &str) -> serd
     serde_json::json!({
         "resource": resource,
         "authorization_servers": [config.issuer],
-        "scopes_supported": supported_scopes(config),
+        "scopes_supported": supported_scopes(config, true),
         "bearer_methods_supported": ["header"],
         "resource_name": "mcp-tools",
     })
 }
 
-fn supported_scopes(config: &OAuthConfig) -> Vec<&str> {
+/// The scopes this resource checks; the approval scope only with `approve`: a challenge
+/// without a token asks for what an agent needs, and a person's client asks for the approval
+/// scope when a call is refused for the lack of it.
+fn supported_scopes(config: &OAuthConfig, approve: bool) -> Vec<&str> {
     let mut scopes = vec![config.read_scope.as_str()];
-    if config.write_scope != config.read_scope {
-        scopes.push(config.write_scope.as_str());
+    let mut more = vec![config.write_scope.as_str()];
+    if approve {
+        more.push(config.approve_scope.as_str());
+    }
+    for scope in more {
+        if !scopes.contains(&scope) {
+            scopes.push(scope);
+        }
     }
     scopes
 }
@@ -69,7 +78,7 @@ pub enum Challenge<'a> {
 
 /// The `WWW-Authenticate` value: where the metadata is, the scopes to ask for, and the error.
 pub fn challenge(config: &OAuthConfig, resource: &str, problem: Challenge<'_>) -> String {
-    let all = supported_scopes(config).join(" ");
+    let all = supported_scopes(config, false).join(" ");
     let (scope, error) = match problem {
         Challenge::MissingToken => (all.as_str(), None),
         Challenge::InvalidToken => (all.as_str(), Some("invalid_token")),
@@ -158,7 +167,7 @@ mod tests {
             json!({
                 "resource": AUDIENCE,
                 "authorization_servers": [ISSUER],
-                "scopes_supported": ["jobs:read", "jobs:write"],
+                "scopes_supported": ["jobs:read", "jobs:write", "jobs:approve"],
                 "bearer_methods_supported": ["header"],
                 "resource_name": "mcp-tools",
             })

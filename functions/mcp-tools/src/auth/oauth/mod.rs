@@ -86,6 +86,7 @@ impl OAuth {
         let needed = match access {
             Access::Read => &oauth.read_scope,
             Access::Write => &oauth.write_scope,
+            Access::Approve => &oauth.approve_scope,
         };
         if scopes.iter().any(|s| s == needed) {
             return Ok(());
