@@ -66,12 +66,16 @@ venv:
 # Lint and build in two lanes at once (scripts/build_for_tests.sh): `compile` for this machine,
 # `sam-build-debug` (which also sets up .venv) through SAM for Lambda; then run the tests on an
 # otherwise idle machine.
-test: $(INSPECTOR) $(CONFORMANCE) cdk-unit
-	@scripts/build_for_tests.sh
-	$(PY) scripts/local_stack.py --sagemaker $(STANDIN) --step-millis 50 -- \
+# Each step says how long it took (scripts/timed.sh): where a clean clone's half hour goes.
+test:
+	@scripts/timed.sh "node packages, the CDK build and its unit tests" \
+		$(MAKE) --no-print-directory $(INSPECTOR) $(CONFORMANCE) cdk-unit
+	@scripts/timed.sh "lint and build (both lanes)" scripts/build_for_tests.sh
+	@scripts/timed.sh "Rust tests" $(PY) scripts/local_stack.py --sagemaker $(STANDIN) --step-millis 50 -- \
 		scripts/cargo_test_summary.sh --workspace --all-targets --locked
-	$(PY) scripts/local_stack.py --sagemaker $(STANDIN) --step-millis 100 --lambda -- \
-		$(PY) -m pytest -q tests/mcp tests/infra tests/bench
+	@scripts/timed.sh "Python tests (tests/mcp, tests/infra, tests/bench)" \
+		$(PY) scripts/local_stack.py --sagemaker $(STANDIN) --step-millis 100 --lambda -- \
+		$(PY) -m pytest -q --durations=10 tests/mcp tests/infra tests/bench
 
 $(INSPECTOR): tests/inspector/package.json tests/inspector/package-lock.json
 	@command -v npm >/dev/null || { echo "error: npm is missing (Node.js 20 or newer): the MCP Inspector tests need it" >&2; exit 1; }
