@@ -5,36 +5,62 @@ from __future__ import annotations
 
 from emulator import SYSTEM_ROOTS, Emulator
 from functions import Functions
+import json
+import uuid
+
+from function_url import function_url_event
 from lambda_events import gateway_event, router_event, sns_event
-from processes import Function, answer_of, stop
+from processes import Function, answer_of, cpu_ns, stop
 from runtime_api import RuntimeApi
 
 
-def cold_run(fn: Function, emulator: Emulator, event, context, tls: bool, scan_cert_dir: bool = False) -> dict:
-    """One fresh process, handed its first event as soon as it asks."""
-    runtime = RuntimeApi(fn.name)
+# Events after the first in each cold process: what an average event costs the same process.
+NEXT_EVENTS = 5
+
+
+def cold_run(fn: Function, emulator: Emulator, event, context, tls: bool, scan_cert_dir: bool = False,
+             then: list = ()) -> dict:
+    """One fresh process, handed its first event as soon as it asks, then the events `then`
+    ((event, context) pairs) one after another; the process's CPU (all threads) read at its first
+    `next` and at each answer."""
+    runtime = RuntimeApi(fn.name, cpu_watched=True)
     inv = runtime.submit(event, context)
     roots = emulator.ca_bundle if tls else None if scan_cert_dir else SYSTEM_ROOTS
     proc, started = fn.spawn(runtime, emulator.https_endpoint if tls else emulator.http_endpoint, roots)
+    runtime.watch_cpu(lambda: cpu_ns(proc))
     if not inv.done.wait(60):
         stop(proc, runtime)
         raise SystemExit(f"{fn.name}: no answer to its first event within 60 s (see {fn.logs})")
     answer_of(inv, f"{fn.name} cold start")
+    last_cpu_ns = inv.cpu_done_ns
+    next_cpu = []
+    for later_event, later_context in then:
+        later = runtime.invoke(later_event, later_context)
+        answer_of(later, f"{fn.name} event after its cold start")
+        next_cpu.append((later.cpu_done_ns - last_cpu_ns) / 1e6)
+        last_cpu_ns = later.cpu_done_ns
     stop(proc, runtime)
     return {"init_ms": (runtime.first_next_ns - started) / 1e6,
             "first_response_ms": (inv.done_ns - started) / 1e6,
-            "first_event_ms": inv.duration_ms}
+            "first_event_ms": inv.duration_ms,
+            "init_cpu_ms": runtime.first_next_cpu_ns / 1e6,
+            "first_event_cpu_ms": (inv.cpu_done_ns - runtime.first_next_cpu_ns) / 1e6,
+            "next_event_cpu_ms": sum(next_cpu) / len(next_cpu) if next_cpu else float("nan")}
 
 
 def cold_runs(fn: Function, emulator: Emulator, n: int, first_event, tls: bool, scan_cert_dir: bool = False) -> list[dict]:
-    """n fresh processes; each is handed its first event as soon as it asks."""
-    return [cold_run(fn, emulator, *first_event(i), tls, scan_cert_dir) for i in range(n)]
+    """n fresh processes; each is handed its first event as soon as it asks, then NEXT_EVENTS
+    more of the same kind."""
+    def then(i: int) -> list:
+        return [first_event(i * 100 + k) for k in range(1, NEXT_EVENTS + 1)]
+    return [cold_run(fn, emulator, *first_event(i), tls, scan_cert_dir, then(i)) for i in range(n)]
 
 
 def cold_starts(emulator: Emulator, fns: Functions, n: int, output: str, fresh) -> dict:
     """n cold starts of each: notification-handler and the reference over HTTP and HTTPS (the
     i-th HTTPS run right after the i-th HTTP one), and with the roots read from /etc/ssl/certs;
-    pipeline-router and gateway-target over HTTP. By (function, over)."""
+    pipeline-router, gateway-target and mcp-tools (a Function URL status check) over HTTP. By
+    (function, over)."""
     def notification(i, body=False):
         return sns_event(fresh("cold"), output, body), None
 
@@ -45,10 +71,21 @@ def cold_starts(emulator: Emulator, fns: Functions, n: int, output: str, fresh) 
     for i in range(n):
         for fn in (handler, fns.python_ref):
             for tls in (False, True):
-                cold[(fn.name, tls)].append(cold_run(fn, emulator, *notification(i), tls))
+                later = [notification(i) for _ in range(NEXT_EVENTS)]
+                cold[(fn.name, tls)].append(cold_run(fn, emulator, *notification(i), tls, then=later))
     cold[("notification-handler", "scan")] = cold_runs(handler, emulator, n, notification, False, scan_cert_dir=True)
     cold[("pipeline-router", False)] = cold_runs(
         fns.rust["pipeline-router"], emulator, n, lambda i: (router_event(fresh("cold"), "sess-cold"), None), False)
     cold[("gateway-target", False)] = cold_runs(
         fns.rust["gateway-target"], emulator, n, lambda i: gateway_event(fresh("cold")), False)
+    cold[("mcp-tools", False)] = cold_runs(fns.rust["mcp-tools"], emulator, n, lambda i: (status_check(), None), False)
     return cold
+
+
+def status_check() -> bytes:
+    """A Function URL request of check_job_status for a job nobody started: one DynamoDB read."""
+    body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
+        "name": "check_job_status", "arguments": {"inference_id": str(uuid.uuid4())}}}).encode()
+    headers = {"content-type": "application/json", "accept": "application/json, text/event-stream",
+               "mcp-protocol-version": "2025-11-25"}
+    return function_url_event("POST", "/mcp", "", headers, body)

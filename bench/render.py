@@ -88,6 +88,24 @@ def cold_start(r: Results) -> list[str]:
     return lines
 
 
+def first_answer(r: Results) -> list[str]:
+    if not r.first_answers:
+        return []
+    lines = table_section(
+        "## The first answer at 128 MB",
+        ["What the first caller of a 128 MB function waits for. Lambda runs init with a whole CPU and an invocation"
+         " at 128 MB with 128/1769 of one, so the first response measured here (with a whole CPU) is modelled as"
+         " itself plus 12.8 times the first invocation's CPU. CPU is the process's, all threads, read when it asks"
+         " for its first event and at each answer; the next events are more of the same kind in the same process"
+         " (bench/cold.py's NEXT_EVENTS), their mean. Over HTTP; medians of the cold starts above."],
+        ["function", "first response", "init CPU", "first invocation CPU", "next event CPU", "first / next",
+         "modelled at 128 MB"])
+    for a in r.first_answers:
+        lines.append(f"| {a.function} | {fmt(a.first_response_ms)} | {fmt(a.init_cpu_ms)} | {fmt(a.first_event_cpu_ms)}"
+                     f" | {fmt(a.next_event_cpu_ms)} | {a.first_over_next:.1f}x | {fmt(a.modelled_128_ms)} |")
+    return lines
+
+
 def tls_added(cost: TlsCost) -> str:
     """What TLS added, beside the range it is read against, saying when it is inside it."""
     spread = cost.http_max_ms - cost.http_min_ms
@@ -425,6 +443,6 @@ def artifacts(r: Results) -> list[str]:
 
 def render(r: Results) -> str:
     """The whole of BENCHMARKS.md."""
-    sections = (header, targets, cold_start, init_against_floor, warm, mcp_tools, calls_per_operation, batches, cost, criterion, entropy,
+    sections = (header, targets, cold_start, first_answer, init_against_floor, warm, mcp_tools, calls_per_operation, batches, cost, criterion, entropy,
                 artifacts)
     return "\n".join(line for section in sections for line in section(r)) + "\n"

@@ -43,6 +43,24 @@ class ColdStart:
 
 
 @dataclass
+class FirstAnswer:
+    """A cold start as a caller of a 128 MB function waits for it: Lambda runs init with a whole
+    CPU, the first invocation with 128/1769 of one. From the same fresh processes as the cold
+    starts: the process's CPU (all threads) at its first `next`, at its first answer and at each of
+    the next events' answers."""
+    function: str
+    first_response_ms: float  # spawn to the first answer, with a whole CPU
+    init_cpu_ms: float
+    first_event_cpu_ms: float
+    next_event_cpu_ms: float  # the mean of the events after it, in the same process
+    modelled_128_ms: float  # first_response_ms + (1769/128 - 1) x first_event_cpu_ms
+
+    @property
+    def first_over_next(self) -> float:
+        return self.first_event_cpu_ms / self.next_event_cpu_ms
+
+
+@dataclass
 class InitAgainstFloor:
     """A function's init beside its floor's (an empty Rust Lambda), from the same rounds."""
     function: str
@@ -236,3 +254,4 @@ class Results:
     # mcp-tools with the example catalog: a catalog tool's first call in a process, and the next
     catalog_first_calls: dict[str, float] = field(default_factory=dict)
     input_paths: InputPaths | None = None  # None when the run did not measure the S3 path
+    first_answers: list[FirstAnswer] = field(default_factory=list)

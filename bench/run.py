@@ -35,7 +35,7 @@ from init_floor import catalog_first_calls, init_rounds
 from render import render, splice_cost, splice_hostile, splice_mcp
 from sqs_batches import sqs_batches
 from local_aws import OUTPUT, set_up
-from summary import environment, init_figures, mcp_figures, summarize
+from summary import environment, first_answer_figures, first_answer_targets, init_figures, mcp_figures, summarize
 from warm import known_job, runtime_exchange, warm_events
 
 
@@ -52,6 +52,8 @@ def parse_args() -> argparse.Namespace:
     only.add_argument("--hostile-only", action="store_true",
                       help="what hostile requests cost mcp-tools beside cheap ones of the same size (a minute, no "
                            "AWS stand-in), and replace that section of --out")
+    only.add_argument("--cold-only", action="store_true",
+                      help="only the cold starts and the first answer at 128 MB, printed (nothing written)")
     only.add_argument("--init-only", action="store_true",
                       help="init against its floor only (a minute), printed; BENCHMARKS.md is not written")
     parser.add_argument("--init-rounds", type=int, default=15, help="rounds of fresh processes for init against its floor")
@@ -100,6 +102,15 @@ def main() -> int:
         return cost_only(args, emulator, fns, work, fresh, started_at)
     if args.mcp_only:
         return mcp_only(args, emulator, fns, work, fresh, started_at)
+    if args.cold_only:
+        cold = cold_starts(emulator, fns, args.cold, OUTPUT, fresh)
+        emulator.stop()
+        rows = first_answer_figures(cold)
+        print("\n".join(f"{a.function}: first response {a.first_response_ms:.2f} ms, init CPU {a.init_cpu_ms:.2f} ms, "
+                        f"first invocation CPU {a.first_event_cpu_ms:.2f} ms, next {a.next_event_cpu_ms:.2f} ms "
+                        f"({a.first_over_next:.1f}x), at 128 MB {a.modelled_128_ms:.1f} ms" for a in rows))
+        print("\n".join(f"{t.name}: {t.value:.2f} ({'met' if t.met else 'not met'})" for t in first_answer_targets(rows)))
+        return 0
     if args.init_only:
         rows = init_figures(init_rounds(emulator, fns, args.init_rounds, work, fresh))
         print("\n".join(f"{i.function}: {i.init_ms:.2f} ms, {i.floor}: {i.floor_ms:.2f} ms, {i.ratio:.2f}x"

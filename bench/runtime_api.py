@@ -29,6 +29,7 @@ class Invocation:
     request_id: str = field(default_factory=lambda: str(uuid.uuid4()))
     sent_ns: int = 0
     done_ns: int = 0
+    cpu_done_ns: int = 0  # the process's CPU time at its answer (with RuntimeApi.watch_cpu)
     response: bytes | None = None
     error: bytes | None = None
     done: threading.Event = field(default_factory=threading.Event)
@@ -41,7 +42,7 @@ class Invocation:
 class RuntimeApi:
     """One listening socket on 127.0.0.1; `address` goes into AWS_LAMBDA_RUNTIME_API."""
 
-    def __init__(self, function_name: str = "bench"):
+    def __init__(self, function_name: str = "bench", cpu_watched: bool = False):
         self.function_arn = FUNCTION_ARN.format(name=function_name)
         self._listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         self._listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -52,6 +53,12 @@ class RuntimeApi:
         self._inflight: dict[str, Invocation] = {}
         self._connections: list[socket.socket] = []
         self.first_next_ns: int | None = None
+        self.first_next_cpu_ns: int | None = None  # the process's CPU time at its first `next`
+        self._cpu = None
+        # Set when no one will say how to read the process's CPU (watch_cpu).
+        self._cpu_watched = threading.Event()
+        if not cpu_watched:
+            self._cpu_watched.set()
         self.init_error: bytes | None = None
         self.ready = threading.Event()
         self._closed = False
@@ -69,6 +76,15 @@ class RuntimeApi:
         if not inv.done.wait(timeout):
             raise TimeoutError(f"no response to invocation {inv.request_id} within {timeout} s")
         return inv
+
+    def watch_cpu(self, read_cpu_ns) -> None:
+        """Reads the process's CPU time (`read_cpu_ns()`) at its first `next` and at each answer,
+        while it waits for the reply: what init and each invocation cost it, on every thread."""
+        self._cpu = read_cpu_ns
+        self._cpu_watched.set()
+
+    def _read_cpu(self) -> int:
+        return self._cpu() if self._cpu is not None else 0
 
     def close(self) -> None:
         self._closed = True
@@ -102,6 +118,10 @@ class RuntimeApi:
                 if method == "GET" and path == f"{PREFIX}/invocation/next":
                     if self.first_next_ns is None:
                         self.first_next_ns = time.perf_counter_ns()
+                        # A process asks within milliseconds of its spawn: give the caller
+                        # that spawned it the moment it needs to say how to read its CPU.
+                        self._cpu_watched.wait(1)
+                        self.first_next_cpu_ns = self._read_cpu()
                         self.ready.set()
                     inv = self._pending.get()
                     if inv is None:
@@ -120,6 +140,7 @@ class RuntimeApi:
                     conn.sendall(http_response(200, headers, inv.event))
                 elif method == "POST" and path.startswith(f"{PREFIX}/invocation/"):
                     done_ns = time.perf_counter_ns()
+                    cpu_done_ns = self._read_cpu()
                     request_id, _, kind = path[len(f"{PREFIX}/invocation/"):].partition("/")
                     inv = self._inflight.pop(request_id, None)
                     if inv is None or kind not in ("response", "error"):
@@ -127,6 +148,7 @@ class RuntimeApi:
                         continue
                     conn.sendall(http_response(202, {}, b'{"status":"OK"}'))
                     inv.done_ns = done_ns
+                    inv.cpu_done_ns = cpu_done_ns
                     if kind == "response":
                         inv.response = body
                     else:

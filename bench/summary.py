@@ -59,7 +59,41 @@ def summarize(r: dict, env: results.Environment) -> results.Results:
         entropy=[results.Entropy(label, first, second) for label, (first, second) in r["entropy"].items()],
         sizes_mb=r["sizes"], cost=cost, input_paths=input_paths,
         init_floor=init_figures(r["init"]), init_rounds=len(next(iter(r["init"].values()))),
-        catalog_first_calls=r.get("catalog_first_calls", {}))
+        catalog_first_calls=r.get("catalog_first_calls", {}), first_answers=first_answer_figures(r["cold"]))
+
+
+# Lambda gives a function CPU in proportion to its memory, a whole vCPU at 1,769 MB; the template
+# gives each 128 MB. Init runs with a whole CPU whatever the memory.
+FULL_CPU_MB, MEMORY_MB = 1769, 128
+# The first invocation's CPU, stretched at 128 MB beyond what the measured first response holds.
+STRETCH_128 = FULL_CPU_MB / MEMORY_MB - 1
+
+
+def first_answer_figures(cold: dict) -> list[results.FirstAnswer]:
+    """Each function's cold start over HTTP as a 128 MB function's first caller waits for it."""
+    rows = []
+    for (name, over_), runs in cold.items():
+        if over_ is not False or "first_event_cpu_ms" not in runs[0]:
+            continue
+        first_response, first_cpu = median_of(runs, "first_response_ms"), median_of(runs, "first_event_cpu_ms")
+        rows.append(results.FirstAnswer(name, first_response, median_of(runs, "init_cpu_ms"), first_cpu,
+                                        median_of(runs, "next_event_cpu_ms"), first_response + STRETCH_128 * first_cpu))
+    return rows
+
+
+def first_answer_targets(rows: list[results.FirstAnswer]) -> list[results.Target]:
+    """The first invocation against an average event, and the modelled cold start against the
+    reference's."""
+    ours = [row for row in rows if row.function != "python-reference"]
+    by_name = {row.function: row for row in rows}
+    worst = max(ours, key=lambda row: row.first_over_next)
+    ratio = by_name["python-reference"].modelled_128_ms / by_name["notification-handler"].modelled_128_ms
+    return [
+        results.Target(f"a first invocation's CPU ≤ 2x an average event's (worst: {worst.function})",
+                       worst.first_over_next, "{:.1f}x", worst.first_over_next <= 2),
+        results.Target("notification-handler's cold start at 128 MB (modelled) ≥ 10x shorter than the reference's",
+                       ratio, "{:.1f}x", ratio >= 10),
+    ]
 
 
 def init_figures(init: dict[str, list[float]]) -> list[results.InitAgainstFloor]:
@@ -166,6 +200,7 @@ def targets(r: dict, ratio: dict, ops: dict, cost: results.Cost | None) -> list[
         results.Target("warm overhead above the floor ≤ 1 ms per event (worst event function)", worst_overhead, "ms",
                        worst_overhead <= 1),
         results.Target("handler CPU per notification < 20 µs", cpu, "{:.1f} µs", cpu < 20),
+        *first_answer_targets(first_answer_figures(cold)),
         # Left out when the run built no zips (bench/run.py run alone, not through `make bench`).
         *([results.Target("each zip ≤ 5 MB", zips, "{:.2f} MB", zips <= 5)] if r["sizes"] else []),
         results.Target("peak RSS ≤ 32 MB (worst function)", rss, "{:.1f} MB", rss <= 32),

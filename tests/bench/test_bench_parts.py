@@ -74,6 +74,28 @@ def test_runtime_api_delivers_events_and_times_their_answers():
         api.close()
 
 
+def test_runtime_api_reads_the_processs_cpu_at_its_first_next_and_at_each_answer():
+    api = RuntimeApi("probe", cpu_watched=True)
+    readings = iter([7_000_000, 19_000_000, 23_000_000])
+    try:
+        first, second = api.submit(b'{"n": 1}'), api.submit(b'{"n": 2}')
+        api.watch_cpu(lambda: next(readings))
+        host, port = api.address.split(":")
+        sock = socket.create_connection((host, int(port)))
+        reader = sock.makefile("rb")
+        nxt = b"GET /2018-06-01/runtime/invocation/next HTTP/1.1\r\nHost: x\r\n\r\n"
+        exchange(sock, reader, nxt)
+        assert api.first_next_cpu_ns == 7_000_000
+        exchange(sock, reader, post(f"/2018-06-01/runtime/invocation/{first.request_id}/response", b"{}"))
+        exchange(sock, reader, nxt)
+        exchange(sock, reader, post(f"/2018-06-01/runtime/invocation/{second.request_id}/response", b"{}"))
+        assert first.done.wait(5) and second.done.wait(5)
+        assert (first.cpu_done_ns, second.cpu_done_ns) == (19_000_000, 23_000_000)
+        sock.close()
+    finally:
+        api.close()
+
+
 def test_runtime_api_sets_tcp_nodelay_on_the_functions_connection():
     api = RuntimeApi("probe")
     try:

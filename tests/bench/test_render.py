@@ -304,3 +304,26 @@ def test_the_events_part_of_the_cost_section_shows_each_charge_each_stretch_besi
     assert splice_cost(text, c) == text
     c.events = None
     assert EVENTS_HEADING not in render(data(cost=c))
+
+
+def test_the_first_answer_at_128_mb_is_the_first_response_plus_the_first_invocations_cpu_stretched():
+    from summary import STRETCH_128, first_answer_figures, first_answer_targets
+    run = {"first_response_ms": 10.0, "init_cpu_ms": 2.0, "first_event_cpu_ms": 4.0, "next_event_cpu_ms": 1.0,
+           "init_ms": 3.0, "first_event_ms": 7.0}
+    reference = {**run, "first_response_ms": 450.0, "first_event_cpu_ms": 20.0, "next_event_cpu_ms": 5.0}
+    cold = {("notification-handler", False): [run] * 3, ("notification-handler", True): [run],
+            ("python-reference", False): [reference] * 3, ("pipeline-router", False): [run]}
+    rows = first_answer_figures(cold)
+    # Over HTTP only, one row per function.
+    assert [a.function for a in rows] == ["notification-handler", "python-reference", "pipeline-router"]
+    assert abs(STRETCH_128 - (1769 / 128 - 1)) < 1e-9
+    assert abs(rows[0].modelled_128_ms - (10.0 + 4.0 * STRETCH_128)) < 1e-9
+    assert rows[0].first_over_next == 4.0
+    first, ratio = first_answer_targets(rows)
+    assert (first.value, first.met) == (4.0, False)
+    assert abs(ratio.value - (450 + 20 * STRETCH_128) / (10 + 4 * STRETCH_128)) < 1e-9 and ratio.met
+    text = render(data(first_answers=rows))
+    assert section(text, "The first answer at 128 MB")[0] == (
+        "| notification-handler | 10.0 ms | 2.00 ms | 4.00 ms | 1.00 ms | 4.0x | 61.3 ms |")
+    # A run without the figures has no such section.
+    assert "## The first answer at 128 MB" not in render(data())
