@@ -23,7 +23,8 @@ async fn main() -> Result<(), Error> {
     let tools = Tools::new(Arc::new(telemetry::or_exit(
         FUNCTION,
         Deps::connect(config).await,
-    )));
+    )))
+    .built_now();
     telemetry::run(
         metrics,
         service_fn(move |event: LambdaEvent<Box<RawValue>>| {

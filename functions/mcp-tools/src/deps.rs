@@ -234,12 +234,14 @@ mod aws {
                 .transpose()?;
             let sdk = load_sdk_config().await;
             let invoke_attempt_timeout = Duration::from_secs(config.invoke_attempt_timeout_secs);
+            // Built here, in init (adapters::aws::SdkClient); one DynamoDB client for every table.
             let sagemaker = sagemaker_client(&sdk);
+            let dynamodb = dynamodb_client(&sdk);
             let events = config.events.as_ref();
             let allow_local = events.is_some_and(|e| e.allow_local_callbacks);
             let ports = Ports {
-                jobs: DynamoJobs::new(dynamodb_client(&sdk), &config.jobs.results_table),
-                runs: DynamoRuns::new(dynamodb_client(&sdk), &config.pipeline_results_table),
+                jobs: DynamoJobs::new(dynamodb.clone(), &config.jobs.results_table),
+                runs: DynamoRuns::new(dynamodb.clone(), &config.pipeline_results_table),
                 objects: S3Objects::new(s3_client(&sdk)),
                 endpoint: SageMakerEndpoints::new(
                     sagemaker_runtime_client(&sdk, invoke_attempt_timeout),
@@ -251,11 +253,10 @@ mod aws {
                     .event_bus_name
                     .as_ref()
                     .map(|bus| EventBridgeEvents::new(eventbridge_client(&sdk), bus)),
-                event_log: events
-                    .map(|e| DynamoEventLog::new(dynamodb_client(&sdk), &e.events_table)),
+                event_log: events.map(|e| DynamoEventLog::new(dynamodb.clone(), &e.events_table)),
                 subscriptions: events
                     .and_then(|e| e.subscriptions_table.as_ref())
-                    .map(|table| DynamoSubscriptions::new(dynamodb_client(&sdk), table)),
+                    .map(|table| DynamoSubscriptions::new(dynamodb.clone(), table)),
                 webhooks: HttpWebhooks::new(CALLBACK_TIMEOUT, allow_local)
                     .map_err(StartError::Webhooks)?,
             };

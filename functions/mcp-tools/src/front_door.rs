@@ -140,7 +140,8 @@ fn service_keeping_alive<B: Backend>(
 pub struct FrontDoor<B: Backend> {
     config: McpToolsConfig,
     auth: Authenticator,
-    /// Read from the tools' policies on the first request that needs them, not at cold start.
+    /// Read from the tools' policies: at cold start ([`FrontDoor::built_now`]), or on the first
+    /// request that needs them.
     scoped_tools: OnceLock<Vec<(String, Access)>>,
     tools: Tools<B>,
     mcp: McpService<B>,
@@ -175,6 +176,13 @@ impl<B: Backend> FrontDoor<B> {
             tools,
             config,
         }
+    }
+
+    /// The door with its tools' registry, and the scopes their calls need, built now: what a
+    /// cold start does, in Lambda's init (see [`Tools::built_now`]).
+    pub fn built_now(self) -> Self {
+        self.scoped_tools.get_or_init(|| self.tools.scoped_tools());
+        self
     }
 
     /// One Function URL request: refused, the protected resource metadata (oauth mode), or

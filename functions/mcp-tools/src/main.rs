@@ -23,7 +23,7 @@ async fn main() -> Result<(), Error> {
         FUNCTION,
         Deps::connect(config.tools.clone()).await,
     ));
-    let front_door = Arc::new(FrontDoor::new(config, deps));
+    let front_door = Arc::new(FrontDoor::new(config, deps).built_now());
     // Streamed (the Function URL's InvokeMode is RESPONSE_STREAM): progress notifications reach
     // the client while a tool waits, not all at once when it returns. A client that leaves
     // mid-stream ends its reply, not the function.

@@ -22,20 +22,22 @@ async fn main() -> Result<(), Error> {
         &c.metrics_namespace
     });
     let sdk = load_sdk_config().await;
+    // Built here, in init (adapters::aws::SdkClient); one DynamoDB client for every table.
+    let dynamodb = dynamodb_client(&sdk);
     let handler = Handler {
         clock: domain::time::Clock::system(),
-        store: DynamoJobs::new(dynamodb_client(&sdk), &config.jobs.results_table),
+        store: DynamoJobs::new(dynamodb.clone(), &config.jobs.results_table),
         objects: S3Objects::new(s3_client(&sdk)),
         events: config
             .event_bus_name
             .as_ref()
             .map(|bus| EventBridgeEvents::new(eventbridge_client(&sdk), bus)),
         subscribers: config.events.as_ref().map(|tables| Subscribers {
-            log: DynamoEventLog::new(dynamodb_client(&sdk), &tables.events_table),
+            log: DynamoEventLog::new(dynamodb.clone(), &tables.events_table),
             subscriptions: tables
                 .subscriptions_table
                 .as_ref()
-                .map(|table| DynamoSubscriptions::new(dynamodb_client(&sdk), table)),
+                .map(|table| DynamoSubscriptions::new(dynamodb.clone(), table)),
         }),
         settings: config.job_settings(),
         batch_concurrency: config.batch_concurrency,

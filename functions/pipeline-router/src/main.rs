@@ -22,19 +22,21 @@ async fn main() -> Result<(), Error> {
         &c.metrics_namespace
     });
     let sdk = load_sdk_config().await;
+    // Built here, in init (adapters::aws::SdkClient); one DynamoDB client for every table.
+    let dynamodb = dynamodb_client(&sdk);
     let handler = Handler {
         clock: domain::time::Clock::system(),
-        store: DynamoRuns::new(dynamodb_client(&sdk), &config.pipeline_results_table),
+        store: DynamoRuns::new(dynamodb.clone(), &config.pipeline_results_table),
         // Describes any run; it never starts one.
         pipeline: SageMakerPipeline::new(sagemaker_client(&sdk)),
         queue: SqsCompletionQueue::new(sqs_client(&sdk), &config.pipeline_results_queue_url),
         result_ttl_secs: config.result_ttl_secs,
         subscribers: config.events.as_ref().map(|tables| Subscribers {
-            log: DynamoEventLog::new(dynamodb_client(&sdk), &tables.events_table),
+            log: DynamoEventLog::new(dynamodb.clone(), &tables.events_table),
             subscriptions: tables
                 .subscriptions_table
                 .as_ref()
-                .map(|table| DynamoSubscriptions::new(dynamodb_client(&sdk), table)),
+                .map(|table| DynamoSubscriptions::new(dynamodb.clone(), table)),
         }),
     };
     telemetry::run_events(metrics, |event| handler.handle(event)).await

@@ -22,7 +22,7 @@ use aws_smithy_types::body::SdkBody;
 use base64::Engine;
 use serde::Deserialize;
 
-use adapters::aws::{dynamodb_client, load_sdk_config, s3_client, OnFirstUse};
+use adapters::aws::{dynamodb_client, load_sdk_config, s3_client, SdkClient};
 use adapters::sagemaker::sagemaker_client;
 use adapters::sagemaker_runtime::sagemaker_runtime_client;
 
@@ -112,10 +112,10 @@ macro_rules! replayed {
 }
 
 struct Clients {
-    dynamodb: OnFirstUse<aws_sdk_dynamodb::Client>,
-    s3: OnFirstUse<aws_sdk_s3::Client>,
-    sagemaker_runtime: OnFirstUse<aws_sdk_sagemakerruntime::Client>,
-    sagemaker: OnFirstUse<aws_sdk_sagemaker::Client>,
+    dynamodb: SdkClient<aws_sdk_dynamodb::Client>,
+    s3: SdkClient<aws_sdk_s3::Client>,
+    sagemaker_runtime: SdkClient<aws_sdk_sagemakerruntime::Client>,
+    sagemaker: SdkClient<aws_sdk_sagemaker::Client>,
 }
 
 impl Clients {

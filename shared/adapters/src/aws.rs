@@ -3,7 +3,7 @@
 
 use std::fmt;
 use std::ops::Deref;
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 
 use aws_config::environment::EnvironmentVariableCredentialsProvider;
 use aws_config::{BehaviorVersion, SdkConfig};
@@ -40,68 +40,49 @@ fn config_loader(set: impl Fn(&str) -> bool) -> aws_config::ConfigLoader {
     loader
 }
 
-/// An SDK client built the first time it is used, not at cold start: building one builds its
-/// HTTPS connector (the TLS roots, parsed), which Lambda's init would bill on every cold start
-/// and which an invocation that never calls that service need not pay. Clones share the one
-/// client.
-pub struct OnFirstUse<C> {
-    client: Arc<OnceLock<C>>,
-    build: Arc<dyn Fn() -> C + Send + Sync>,
-}
+/// An SDK client, built at cold start. Building one validates its configuration, which builds
+/// the HTTPS connector and parses the TLS roots: Lambda runs init with a whole CPU, while a
+/// 128 MB invocation gets 128/1769 of one, so that one-time work costs the first caller about
+/// 14 times as long in the first invocation as in init (BENCHMARKS.md, the first answer at
+/// 128 MB). Clones share the one client.
+pub struct SdkClient<C>(Arc<C>);
 
-impl<C> OnFirstUse<C> {
-    pub fn new(build: impl Fn() -> C + Send + Sync + 'static) -> Self {
-        Self {
-            client: Arc::new(OnceLock::new()),
-            build: Arc::new(build),
-        }
-    }
-
-    /// Whether the client has been built (tests).
-    pub fn is_built(&self) -> bool {
-        self.client.get().is_some()
+impl<C> SdkClient<C> {
+    pub fn new(client: C) -> Self {
+        Self(Arc::new(client))
     }
 }
 
-impl<C> Clone for OnFirstUse<C> {
+impl<C> Clone for SdkClient<C> {
     fn clone(&self) -> Self {
-        Self {
-            client: self.client.clone(),
-            build: self.build.clone(),
-        }
+        Self(self.0.clone())
     }
 }
 
-impl<C> Deref for OnFirstUse<C> {
+impl<C> Deref for SdkClient<C> {
     type Target = C;
 
     fn deref(&self) -> &C {
-        self.client.get_or_init(|| (self.build)())
+        &self.0
     }
 }
 
-impl<C> fmt::Debug for OnFirstUse<C> {
+impl<C> fmt::Debug for SdkClient<C> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("OnFirstUse")
-            .field("built", &self.is_built())
-            .finish()
+        f.debug_struct("SdkClient").finish_non_exhaustive()
     }
 }
 
-/// `build` applied to the configuration when the client is first used.
-pub fn on_first_use<C>(
-    sdk: &SdkConfig,
-    build: impl Fn(&SdkConfig) -> C + Send + Sync + 'static,
-) -> OnFirstUse<C> {
-    let sdk = sdk.clone();
-    OnFirstUse::new(move || build(&sdk))
+/// `build` applied to the configuration, now.
+pub fn sdk_client<C>(sdk: &SdkConfig, build: impl FnOnce(&SdkConfig) -> C) -> SdkClient<C> {
+    SdkClient::new(build(sdk))
 }
 
 /// An S3 client. With an endpoint override (an emulator), path-style addressing is used,
 /// since emulators on 127.0.0.1 cannot serve virtual-hosted bucket names.
 #[cfg(feature = "s3")]
-pub fn s3_client(sdk: &SdkConfig) -> OnFirstUse<aws_sdk_s3::Client> {
-    on_first_use(sdk, |sdk| {
+pub fn s3_client(sdk: &SdkConfig) -> SdkClient<aws_sdk_s3::Client> {
+    sdk_client(sdk, |sdk| {
         let overridden =
             sdk.endpoint_url().is_some() || std::env::var_os("AWS_ENDPOINT_URL_S3").is_some();
         let conf = aws_sdk_s3::config::Builder::from(sdk)
@@ -111,8 +92,8 @@ pub fn s3_client(sdk: &SdkConfig) -> OnFirstUse<aws_sdk_s3::Client> {
     })
 }
 
-pub fn dynamodb_client(sdk: &SdkConfig) -> OnFirstUse<aws_sdk_dynamodb::Client> {
-    on_first_use(sdk, aws_sdk_dynamodb::Client::new)
+pub fn dynamodb_client(sdk: &SdkConfig) -> SdkClient<aws_sdk_dynamodb::Client> {
+    sdk_client(sdk, aws_sdk_dynamodb::Client::new)
 }
 
 const RETRYABLE_CODES: &[&str] = &[
@@ -217,20 +198,19 @@ mod tests {
     type Err = SdkError<ErrorMetadata, HttpResponse>;
 
     #[test]
-    fn a_client_is_built_once_on_first_use_and_shared_by_its_clones() {
-        use std::sync::atomic::{AtomicUsize, Ordering};
-        let built = Arc::new(AtomicUsize::new(0));
-        let counter = built.clone();
-        let client = OnFirstUse::new(move || counter.fetch_add(1, Ordering::SeqCst) + 1);
+    fn a_client_is_built_once_now_and_shared_by_its_clones() {
+        let mut built = 0;
+        let client = sdk_client(&SdkConfig::builder().build(), |_| {
+            built += 1;
+            String::from("client")
+        });
         let clone = client.clone();
-        assert!(!client.is_built() && built.load(Ordering::SeqCst) == 0);
-        assert_eq!((*clone, *client, *clone), (1, 1, 1));
-        assert!(client.is_built());
-        assert_eq!(built.load(Ordering::SeqCst), 1);
+        assert_eq!(built, 1);
+        assert!(std::ptr::eq(&*client, &*clone));
     }
 
     #[tokio::test]
-    async fn on_lambda_credentials_come_from_the_environment_and_no_client_is_built_at_load() {
+    async fn on_lambda_credentials_come_from_the_environment_alone() {
         let lambda = |name: &str| {
             [
                 "AWS_ACCESS_KEY_ID",
@@ -248,10 +228,6 @@ mod tests {
             provider.contains("EnvironmentVariableCredentialsProvider"),
             "{provider}"
         );
-        let dynamodb = dynamodb_client(&sdk);
-        assert!(!dynamodb.is_built(), "nothing is built before a call");
-        let _ = dynamodb.config();
-        assert!(dynamodb.is_built());
         // Elsewhere (no credentials in the environment) the whole standard chain.
         let sdk = config_loader(|_| false)
             .region(aws_config::Region::from_static("us-east-1"))

@@ -2,23 +2,23 @@
 
 use aws_sdk_eventbridge::types::PutEventsRequestEntry;
 
-use crate::aws::{classify, OnFirstUse};
+use crate::aws::{classify, SdkClient};
 use domain::completion::{JobCompletion, SOURCE};
 use ports::{AwsFailure, CompletionEvents, EventError};
 
-pub fn eventbridge_client(sdk: &aws_config::SdkConfig) -> OnFirstUse<aws_sdk_eventbridge::Client> {
-    crate::aws::on_first_use(sdk, aws_sdk_eventbridge::Client::new)
+pub fn eventbridge_client(sdk: &aws_config::SdkConfig) -> SdkClient<aws_sdk_eventbridge::Client> {
+    crate::aws::sdk_client(sdk, aws_sdk_eventbridge::Client::new)
 }
 
 #[derive(Clone)]
 pub struct EventBridgeEvents {
-    client: OnFirstUse<aws_sdk_eventbridge::Client>,
+    client: SdkClient<aws_sdk_eventbridge::Client>,
     bus: String,
 }
 
 impl EventBridgeEvents {
     /// `bus`: a bus name or ARN (`default` for the account's default bus).
-    pub fn new(client: OnFirstUse<aws_sdk_eventbridge::Client>, bus: impl Into<String>) -> Self {
+    pub fn new(client: SdkClient<aws_sdk_eventbridge::Client>, bus: impl Into<String>) -> Self {
         Self {
             client,
             bus: bus.into(),

@@ -1,16 +1,16 @@
 //! S3: job inputs, bounded reads of outputs and failure objects, presigned downloads.
 
-use crate::aws::{classify, OnFirstUse};
+use crate::aws::{classify, SdkClient};
 use domain::s3_location::S3Location;
 use ports::{ObjectError, ObjectPrefix, ObjectStore};
 
 #[derive(Clone)]
 pub struct S3Objects {
-    client: OnFirstUse<aws_sdk_s3::Client>,
+    client: SdkClient<aws_sdk_s3::Client>,
 }
 
 impl S3Objects {
-    pub fn new(client: OnFirstUse<aws_sdk_s3::Client>) -> Self {
+    pub fn new(client: SdkClient<aws_sdk_s3::Client>) -> Self {
         Self { client }
     }
 }

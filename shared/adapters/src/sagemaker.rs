@@ -9,7 +9,7 @@ use aws_sdk_sagemaker::types::{
     ModelApprovalStatus, OutputParameter, ParallelismConfiguration, Parameter, SortOrder,
 };
 
-use crate::aws::{classify, not_found_either_way, OnFirstUse};
+use crate::aws::{classify, not_found_either_way, SdkClient};
 use domain::approval::ModelDecision;
 use domain::callback::CallbackToken;
 use domain::lineage::{Association, Direction};
@@ -20,18 +20,18 @@ use ports::{
     ModelPackageDescription, ModelRegistry, PipelineControl, StartRequest, StepStatus,
 };
 
-pub fn sagemaker_client(sdk: &aws_config::SdkConfig) -> OnFirstUse<aws_sdk_sagemaker::Client> {
-    crate::aws::on_first_use(sdk, aws_sdk_sagemaker::Client::new)
+pub fn sagemaker_client(sdk: &aws_config::SdkConfig) -> SdkClient<aws_sdk_sagemaker::Client> {
+    crate::aws::sdk_client(sdk, aws_sdk_sagemaker::Client::new)
 }
 
 #[derive(Clone)]
 /// Starts of the pipeline each request names; describes and step lists of any run's ARN.
 pub struct SageMakerPipeline {
-    client: OnFirstUse<aws_sdk_sagemaker::Client>,
+    client: SdkClient<aws_sdk_sagemaker::Client>,
 }
 
 impl SageMakerPipeline {
-    pub fn new(client: OnFirstUse<aws_sdk_sagemaker::Client>) -> Self {
+    pub fn new(client: SdkClient<aws_sdk_sagemaker::Client>) -> Self {
         Self { client }
     }
 }
@@ -186,7 +186,7 @@ impl PipelineControl for SageMakerPipeline {
 /// DescribeModelPackage; and UpdateModelPackage for a package's approval.
 #[derive(Clone)]
 pub struct SageMakerLineage {
-    client: OnFirstUse<aws_sdk_sagemaker::Client>,
+    client: SdkClient<aws_sdk_sagemaker::Client>,
     page_size: i32,
 }
 
@@ -194,7 +194,7 @@ impl SageMakerLineage {
     /// ListAssociations' largest page: SageMaker's default is 10.
     pub const PAGE_SIZE: i32 = 100;
 
-    pub fn new(client: OnFirstUse<aws_sdk_sagemaker::Client>) -> Self {
+    pub fn new(client: SdkClient<aws_sdk_sagemaker::Client>) -> Self {
         Self {
             client,
             page_size: Self::PAGE_SIZE,

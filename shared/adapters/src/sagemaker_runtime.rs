@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use aws_config::SdkConfig;
 
-use crate::aws::{classify, OnFirstUse};
+use crate::aws::{classify, SdkClient};
 use domain::job::Locations;
 use ports::{AsyncInvoker, AwsFailure, InvokeInput, InvokeRequest};
 
@@ -17,8 +17,8 @@ use ports::{AsyncInvoker, AwsFailure, InvokeInput, InvokeRequest};
 pub fn sagemaker_runtime_client(
     sdk: &SdkConfig,
     attempt_timeout: Duration,
-) -> OnFirstUse<aws_sdk_sagemakerruntime::Client> {
-    crate::aws::on_first_use(sdk, move |sdk| {
+) -> SdkClient<aws_sdk_sagemakerruntime::Client> {
+    crate::aws::sdk_client(sdk, move |sdk| {
         let timeouts = aws_config::timeout::TimeoutConfig::builder()
             .operation_attempt_timeout(attempt_timeout)
             .build();
@@ -40,15 +40,15 @@ type InstancesRead = Arc<Mutex<HashMap<String, (tokio::time::Instant, Option<u32
 
 #[derive(Clone)]
 pub struct SageMakerEndpoints {
-    client: OnFirstUse<aws_sdk_sagemakerruntime::Client>,
-    control: OnFirstUse<aws_sdk_sagemaker::Client>,
+    client: SdkClient<aws_sdk_sagemakerruntime::Client>,
+    control: SdkClient<aws_sdk_sagemaker::Client>,
     instances: InstancesRead,
 }
 
 impl SageMakerEndpoints {
     pub fn new(
-        client: OnFirstUse<aws_sdk_sagemakerruntime::Client>,
-        control: OnFirstUse<aws_sdk_sagemaker::Client>,
+        client: SdkClient<aws_sdk_sagemakerruntime::Client>,
+        control: SdkClient<aws_sdk_sagemaker::Client>,
     ) -> Self {
         Self {
             client,

@@ -3,23 +3,23 @@
 
 use aws_sdk_sqs::types::{MessageAttributeValue, SendMessageBatchRequestEntry};
 
-use crate::aws::{classify, OnFirstUse};
+use crate::aws::{classify, SdkClient};
 use domain::delivery::Delivery;
 use domain::run::CompletionMessage;
 use ports::{CompletionQueue, DeliveryQueue, DeliveryQueueError, QueueError};
 
-pub fn sqs_client(sdk: &aws_config::SdkConfig) -> OnFirstUse<aws_sdk_sqs::Client> {
-    crate::aws::on_first_use(sdk, aws_sdk_sqs::Client::new)
+pub fn sqs_client(sdk: &aws_config::SdkConfig) -> SdkClient<aws_sdk_sqs::Client> {
+    crate::aws::sdk_client(sdk, aws_sdk_sqs::Client::new)
 }
 
 #[derive(Clone)]
 pub struct SqsCompletionQueue {
-    client: OnFirstUse<aws_sdk_sqs::Client>,
+    client: SdkClient<aws_sdk_sqs::Client>,
     queue_url: String,
 }
 
 impl SqsCompletionQueue {
-    pub fn new(client: OnFirstUse<aws_sdk_sqs::Client>, queue_url: impl Into<String>) -> Self {
+    pub fn new(client: SdkClient<aws_sdk_sqs::Client>, queue_url: impl Into<String>) -> Self {
         Self {
             client,
             queue_url: queue_url.into(),
@@ -64,12 +64,12 @@ impl CompletionQueue for SqsCompletionQueue {
 /// each delivery deduplicated by its event and subscription.
 #[derive(Clone)]
 pub struct SqsDeliveryQueue {
-    client: OnFirstUse<aws_sdk_sqs::Client>,
+    client: SdkClient<aws_sdk_sqs::Client>,
     queue_url: String,
 }
 
 impl SqsDeliveryQueue {
-    pub fn new(client: OnFirstUse<aws_sdk_sqs::Client>, queue_url: impl Into<String>) -> Self {
+    pub fn new(client: SdkClient<aws_sdk_sqs::Client>, queue_url: impl Into<String>) -> Self {
         Self {
             client,
             queue_url: queue_url.into(),

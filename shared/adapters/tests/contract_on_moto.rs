@@ -7,7 +7,7 @@ use aws_sdk_dynamodb::types::{
     AttributeDefinition, BillingMode, KeySchemaElement, KeyType, ScalarAttributeType,
 };
 
-use adapters::aws::{dynamodb_client, load_sdk_config, OnFirstUse};
+use adapters::aws::{dynamodb_client, load_sdk_config, SdkClient};
 use adapters::dynamodb::{DynamoJobs, DynamoRuns};
 
 fn need(name: &str) -> String {
@@ -189,7 +189,7 @@ mod sagemaker_missing_resources_on_moto {
             raw.message().unwrap_or_default().contains("Could not find"),
             "{raw:?}"
         );
-        let pipeline = SageMakerPipeline::new(OnFirstUse::new(move || client.clone()));
+        let pipeline = SageMakerPipeline::new(SdkClient::new(client.clone()));
         for (operation, failure) in [
             ("describe", pipeline.describe(&arn).await.unwrap_err()),
             ("definition", pipeline.definition(&arn).await.unwrap_err()),
@@ -217,7 +217,7 @@ mod sagemaker_missing_resources_on_moto {
             .await
             .unwrap_err();
         assert_eq!(raw.code(), Some("ValidationException"), "{raw:?}");
-        let failure = SageMakerLineage::new(OnFirstUse::new(move || client.clone()))
+        let failure = SageMakerLineage::new(SdkClient::new(client.clone()))
             .describe_model_package(&package)
             .await
             .unwrap_err();
@@ -347,7 +347,7 @@ mod sqs_completion_queue {
     /// The adapter on a fresh queue, and ReceiveMessage on that queue to read what arrived.
     struct Sqs {
         queue: SqsCompletionQueue,
-        client: OnFirstUse<aws_sdk_sqs::Client>,
+        client: SdkClient<aws_sdk_sqs::Client>,
         url: String,
     }
 

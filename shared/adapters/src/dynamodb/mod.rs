@@ -26,7 +26,7 @@ pub use codec::{
 pub use expression::Expression;
 pub use subscriptions::DynamoSubscriptions;
 
-use crate::aws::{classify, OnFirstUse};
+use crate::aws::{classify, SdkClient};
 use domain::caller::Owner;
 use domain::events::{self, Cursor, Event};
 use domain::ids::InferenceId;
@@ -54,7 +54,7 @@ macro_rules! conditional {
 /// One table: conditional writes and consistent reads.
 #[derive(Clone)]
 pub(crate) struct Table {
-    pub(crate) client: OnFirstUse<aws_sdk_dynamodb::Client>,
+    pub(crate) client: SdkClient<aws_sdk_dynamodb::Client>,
     pub(crate) name: String,
 }
 
@@ -228,7 +228,7 @@ impl Table {
 pub struct DynamoJobs(Table);
 
 impl DynamoJobs {
-    pub fn new(client: OnFirstUse<aws_sdk_dynamodb::Client>, table: impl Into<String>) -> Self {
+    pub fn new(client: SdkClient<aws_sdk_dynamodb::Client>, table: impl Into<String>) -> Self {
         Self(Table {
             client,
             name: table.into(),
@@ -306,7 +306,7 @@ impl JobStore for DynamoJobs {
 pub struct DynamoRuns(Table);
 
 impl DynamoRuns {
-    pub fn new(client: OnFirstUse<aws_sdk_dynamodb::Client>, table: impl Into<String>) -> Self {
+    pub fn new(client: SdkClient<aws_sdk_dynamodb::Client>, table: impl Into<String>) -> Self {
         Self(Table {
             client,
             name: table.into(),
@@ -369,7 +369,7 @@ impl RunStore for DynamoRuns {
 pub struct DynamoEventLog(Table);
 
 impl DynamoEventLog {
-    pub fn new(client: OnFirstUse<aws_sdk_dynamodb::Client>, table: impl Into<String>) -> Self {
+    pub fn new(client: SdkClient<aws_sdk_dynamodb::Client>, table: impl Into<String>) -> Self {
         Self(Table {
             client,
             name: table.into(),

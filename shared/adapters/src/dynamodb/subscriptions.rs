@@ -3,7 +3,7 @@
 use aws_sdk_dynamodb::types::{AttributeValue, ReturnValue};
 
 use super::{from_item, Table};
-use crate::aws::OnFirstUse;
+use crate::aws::SdkClient;
 use domain::caller::Owner;
 use domain::item::{Applied, Write};
 use domain::subscription::{attr, Subscription};
@@ -13,7 +13,7 @@ use ports::{StoreError, SubscriptionStore, MAX_SUBSCRIPTION_ITEMS};
 pub struct DynamoSubscriptions(Table);
 
 impl DynamoSubscriptions {
-    pub fn new(client: OnFirstUse<aws_sdk_dynamodb::Client>, table: impl Into<String>) -> Self {
+    pub fn new(client: SdkClient<aws_sdk_dynamodb::Client>, table: impl Into<String>) -> Self {
         Self(Table {
             client,
             name: table.into(),
