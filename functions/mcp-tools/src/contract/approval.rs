@@ -93,6 +93,8 @@ impl From<ApprovalError> for ToolError {
                 ToolError::aws(&format!("SageMaker {operation}"), &failure)
             }
             ApprovalError::Store(e) => e.into(),
+            // The owner is told in the words the task and answer_training_input use.
+            ApprovalError::OwnRun => ToolError::invalid(crate::wording::OWN_RUN),
             other => ToolError::invalid(other.to_string()),
         }
     }

@@ -272,3 +272,9 @@ fn run_and_step_statuses_list_sagemakers_words_and_admit_a_later_one() {
     assert_eq!(serde_json::to_value(&run).unwrap(), json!(later));
     assert_eq!(serde_json::to_value(&execution).unwrap(), json!(later));
 }
+
+#[test]
+fn the_owner_where_approvers_answer_is_told_so_in_the_words_the_task_uses() {
+    let refused = ToolError::from(usecases::approval::ApprovalError::OwnRun);
+    assert_eq!(refused.message, crate::wording::OWN_RUN);
+}
