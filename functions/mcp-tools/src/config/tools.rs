@@ -148,21 +148,15 @@ pub enum ApprovalsVia {
 
 impl ApprovalsVia {
     fn from_env<F: Fn(&str) -> Option<String>>(env: &Env<F>) -> Result<Self, ConfigError> {
-        match env
-            .optional("APPROVALS_VIA")
-            .map(|v| v.to_ascii_lowercase())
-            .as_deref()
-        {
-            None | Some("any") => Ok(Self::Any),
-            Some("elicitation") => Ok(Self::Elicitation),
-            Some(_) => Err(ConfigError::Invalid {
+        let Some(value) = env.optional("APPROVALS_VIA") else {
+            return Ok(Self::Any);
+        };
+        match value.to_ascii_lowercase().as_str() {
+            "any" => Ok(Self::Any),
+            "elicitation" => Ok(Self::Elicitation),
+            _ => Err(ConfigError::Invalid {
                 name: "APPROVALS_VIA",
-                value: env
-                    .optional("APPROVALS_VIA")
-                    .unwrap_or_default()
-                    .chars()
-                    .take(64)
-                    .collect(),
+                value: value.chars().take(64).collect(),
                 expected: "any (the client's form or the tools answer_training_input and \
                     approve_model_package) or elicitation (the client's form only)",
             }),
