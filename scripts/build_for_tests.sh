@@ -14,6 +14,20 @@ mkdir -p target/sam-debug
 # On a fresh machine, say what is missing before either lane trips over it.
 scripts/bootstrap.sh --check || exit 1
 
+# A full disk otherwise fails minutes in, deep in rustc ("No space left on device"). A clean
+# build writes about 8 GB under the target directory (the debug build and its test targets, the
+# arm64 SAM build); a rebuild over an earlier one, far less.
+target_dir=${CARGO_TARGET_DIR:-target}
+need_gb=8
+[ -d "$target_dir/debug/deps" ] && need_gb=3
+free_gb=$(df -Pk "$target_dir" | awk 'NR == 2 { print int($4 / 1048576) }')
+if [ "${free_gb:-0}" -lt "$need_gb" ]; then
+    echo "error: make test needs about $need_gb GB free for its build under $target_dir/;" \
+        "the disk holding it has $free_gb GB free (free some space, or set CARGO_TARGET_DIR" \
+        "to a directory on a larger disk)" >&2
+    exit 1
+fi
+
 start=$SECONDS
 # The sam lane runs in its own process group, so that stopping this script stops all of it
 # (make, sam, cargo and rustc under it).
