@@ -169,14 +169,15 @@ conformance: venv $(CONFORMANCE)
 		$(PY) scripts/conformance.py
 
 # Release builds for this machine (what runs) and zipped for arm64 (what Lambda takes), the
-# Python reference's runtime, the SDK replay (mcp-tools' second floor), then bench/run.py: cold
-# starts, warm latency against the floor, AWS calls per operation, SQS batches, criterion, sizes.
+# Python reference's runtime, the SDK replay (the second floor, for mcp-tools and the event
+# functions), then bench/run.py: cold starts, warm latency against the floor, AWS calls per
+# operation, SQS batches, criterion, sizes.
 # Writes BENCHMARKS.md.
 FUNCTION_BINS := --bin notification-handler --bin pipeline-router --bin mcp-tools --bin gateway-target --bin event-delivery
 bench: venv rust-target
 	$(PY) -m pip install --quiet --disable-pip-version-check -r bench/requirements.txt
 	cargo build --release --locked $(FUNCTION_BINS) --bin empty-buffered --bin empty-streaming
-	cargo build --release --locked -p adapters --features s3,sagemaker-runtime --example sdk_replay
+	cargo build --release --locked -p adapters --features s3,sqs,sagemaker-runtime --example sdk_replay
 	cargo lambda build --release --arm64 --locked --output-format zip $(FUNCTION_BINS)
 	AWS_LC_SYS_NO_JITTER_ENTROPY=0 cargo build --release --locked -q --manifest-path bench/entropy/Cargo.toml \
 		--target-dir target/entropy-jitter

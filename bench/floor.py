@@ -62,7 +62,8 @@ class SdkFloor:
     def __init__(self, binary: Path, endpoint: str, home: Path):
         if not binary.exists():
             raise SystemExit(f"{binary} is missing: `make bench` builds it "
-                             "(cargo build --release -p adapters --features s3,sagemaker-runtime --example sdk_replay)")
+                             "(cargo build --release -p adapters --features s3,sqs,sagemaker-runtime --example sdk_replay)")
+        self.last: dict = {}  # the replay's last answer, whole
         self.proc = subprocess.Popen([str(binary)], env=lambda_environment("sdk-replay", home, endpoint),
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, cwd=home, text=True)
 
@@ -76,6 +77,7 @@ class SdkFloor:
         self.proc.stdin.write(json.dumps(event) + "\n")
         self.proc.stdin.flush()
         answer = json.loads(self.proc.stdout.readline() or '{"error": "the SDK replay ended"}')
+        self.last = answer
         if "error" in answer:
             raise SystemExit(f"the SDK floor: {answer['error']}")
         return answer["wall_ms"], answer["cpu_ms"]

@@ -18,6 +18,10 @@ S3_INPUT_ENV = {"INLINE_INPUT_MAX_BYTES": "0"}
 S3_INPUT_SETTING = ", ".join(f"{k}={v}" for k, v in S3_INPUT_ENV.items())
 
 
+# The Python/boto3 handler the Rust functions are measured against.
+REFERENCE = "python-reference"
+
+
 @dataclass
 class Functions:
     rust: dict  # by name
@@ -47,7 +51,7 @@ def functions(stack: dict, work: Path) -> Functions:
                                  work / "mcp-tools.log")
     rust["gateway-target"] = Function("gateway-target", [str(RELEASE / "gateway-target")], tools_env,
                                       work / "gateway-target.log")
-    python_ref = Function("python-reference", [sys.executable, "-m", "awslambdaric", "handler.lambda_handler"],
+    python_ref = Function(REFERENCE, [sys.executable, "-m", "awslambdaric", "handler.lambda_handler"],
                           {**handler_env, "PYTHONPATH": str(HERE / "reference")}, work / "python-reference.log")
     return Functions(rust, python_ref, handler_env, tools_env)
 

@@ -12,6 +12,11 @@ def fmt(ms: float) -> str:
     return f"{ms:.2f} ms" if ms < 10 else f"{ms:.1f} ms" if ms < 100 else f"{ms:.0f} ms"
 
 
+def fmt_or_none(ms: float) -> str:
+    """A figure the run may not have (NaN): a dash."""
+    return fmt(ms) if ms == ms else "–"
+
+
 def times(ratio: float | None) -> str:
     return f" ({ratio:.0f}x)" if ratio is not None else ""
 
@@ -155,13 +160,19 @@ def warm(r: Results) -> list[str]:
          " calls replayed right after each event by a minimal client (request bytes prepared beforehand, one kept-alive"
          f" connection), plus the Runtime API exchange of a function that does nothing ({fmt(r.runtime_ms)},"
          " bench/null_function.py); emulator: moto's own time handling the calls. Overhead: median of"
-         " (event − floor). The reference and notification-handler run side by side, an event each in turn."],
+         " (event − floor). The reference and notification-handler run side by side, an event each in turn."
+         " Through the SDK alone: the Rust functions' calls made again, after the raw floor's, through the Rust SDK"
+         " in a process of its own (shared/adapters/examples/sdk_replay.rs, as for mcp-tools below), with the Runtime"
+         " API's exchange; own time: the median of (event − that floor), the function's own code's; the SDK alone's"
+         " CPU: that process's for the calls."],
         ["function", "event", "AWS calls", "latency", "floor", "latency / floor", "emulator", "overhead above floor",
-         "CPU per event", "peak RSS"])
+         "through the SDK alone", "own time", "CPU per event", "the SDK alone's CPU", "peak RSS"])
     for w in r.warm:
         lines.append(f"| {w.function} | {w.event} | {calls(w.calls)} | {fmt(w.latency_ms)} | {fmt(w.floor_ms)} | "
                      f"{ratio(w.latency_ms, w.floor_ms)} | {fmt(w.emulator_ms)} | {fmt(w.overhead_ms)} | "
-                     f"{fmt(w.cpu_ms)} | {w.rss_mb:.1f} MB |")
+                     f"{fmt_or_none(w.sdk_floor_ms)} | {fmt_or_none(w.own_ms)} | {fmt(w.cpu_ms)} | "
+                     f"{fmt_or_none(w.sdk_cpu_ms)} | "
+                     f"{w.rss_mb:.1f} MB |")
     for c in r.warm_comparisons:
         lines.append("")
         lines.append(f"- {c.event}: time of its own per event (above the floor) {fmt(c.ours_overhead_ms)} for"

@@ -97,6 +97,11 @@ class Warm:
     overhead_ms: float
     cpu_ms: float
     rss_mb: float
+    # The same calls through the Rust SDK alone (shared/adapters/examples/sdk_replay.rs), with the
+    # Runtime API's exchange; own: the function's time above it. The reference has none.
+    sdk_floor_ms: float = float("nan")
+    own_ms: float = float("nan")
+    sdk_cpu_ms: float = float("nan")
 
 
 @dataclass

@@ -2,7 +2,7 @@
 """`make bench`: the functions' release builds against the Python reference, on one local stack.
 
     .venv/bin/python bench/run.py [--events 100] [--cold 5] [--delay-ms 10] [--out BENCHMARKS.md]
-                                  [--cost-only | --mcp-only]
+                                  [--cost-only | --mcp-only | --cold-only | --warm-only | --init-only]
 
 Every function runs as Lambda runs it: its own process, fed by a Lambda Runtime API
 (runtime_api.py), with the environment Lambda gives it. AWS is moto in this process
@@ -35,7 +35,8 @@ from init_floor import catalog_first_calls, init_rounds
 from render import render, splice_cost, splice_hostile, splice_mcp
 from sqs_batches import sqs_batches
 from local_aws import OUTPUT, set_up
-from summary import environment, first_answer_figures, first_answer_targets, init_figures, mcp_figures, summarize
+from summary import (environment, first_answer_figures, first_answer_targets, init_figures, mcp_figures, summarize,
+                     warm_figures)
 from warm import known_job, runtime_exchange, warm_events
 
 
@@ -54,6 +55,8 @@ def parse_args() -> argparse.Namespace:
                            "AWS stand-in), and replace that section of --out")
     only.add_argument("--cold-only", action="store_true",
                       help="only the cold starts and the first answer at 128 MB, printed (nothing written)")
+    only.add_argument("--warm-only", action="store_true",
+                      help="only the warm events against their two floors, printed (nothing written)")
     only.add_argument("--init-only", action="store_true",
                       help="init against its floor only (a minute), printed; BENCHMARKS.md is not written")
     parser.add_argument("--init-rounds", type=int, default=15, help="rounds of fresh processes for init against its floor")
@@ -110,6 +113,14 @@ def main() -> int:
                         f"first invocation CPU {a.first_event_cpu_ms:.2f} ms, next {a.next_event_cpu_ms:.2f} ms "
                         f"({a.first_over_next:.1f}x), at 128 MB {a.modelled_128_ms:.1f} ms" for a in rows))
         print("\n".join(f"{t.name}: {t.value:.2f} ({'met' if t.met else 'not met'})" for t in first_answer_targets(rows)))
+        return 0
+    if args.warm_only:
+        warm, _ = warm_events(emulator, fns, args.events + 5, runtime_exchange(args.events, work), OUTPUT, fresh)
+        emulator.stop()
+        rows, _ = warm_figures(warm)
+        print("\n".join(f"{w.function}, {w.event}: {w.latency_ms:.2f} ms, above the raw floor {w.overhead_ms:.2f} ms,"
+                        f" the SDK alone's floor {w.sdk_floor_ms:.2f} ms, own time {w.own_ms:.2f} ms,"
+                        f" CPU {w.cpu_ms:.2f} ms (the SDK alone's {w.sdk_cpu_ms:.2f} ms)" for w in rows))
         return 0
     if args.init_only:
         rows = init_figures(init_rounds(emulator, fns, args.init_rounds, work, fresh))

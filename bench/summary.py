@@ -152,8 +152,9 @@ def cold_figures(r: dict) -> tuple[list[results.ColdStart], dict, dict]:
 def warm_figures(warm: dict) -> tuple[list[results.Warm], list[results.WarmComparison]]:
     """Each function's warm row, and notification-handler against the reference per event."""
     def row(name: str, label: str, w: WarmSamples) -> results.Warm:
+        sdk = (w.sdk_floor, w.own, statistics.fmean(w.sdk_cpu)) if w.sdk_floors else ()
         return results.Warm(name, label, typical_calls(w.calls), w.median, w.floor, statistics.median(w.server),
-                            w.overhead, w.cpu_ms, w.rss_mb)
+                            w.overhead, w.cpu_ms, w.rss_mb, *sdk)
 
     warms = [row(name, label, w) for (name, label), w in warm.items()]
     comparisons = []
@@ -163,6 +164,11 @@ def warm_figures(warm: dict) -> tuple[list[results.Warm], list[results.WarmCompa
             label, ours.overhead, ref.overhead,
             ref.overhead / ours.overhead if ours.overhead > 0 and ref.overhead > 0 else None, ours.median, ref.median))
     return warms, comparisons
+
+
+def worst_name(warm: dict, samples: WarmSamples) -> str:
+    """The function and event whose samples these are."""
+    return next(f"{name}, {label}" for (name, label), w in warm.items() if w is samples)
 
 
 def small_job(cost: results.Cost) -> results.CostRow:
@@ -176,8 +182,9 @@ def targets(r: dict, ratio: dict, ops: dict, cost: results.Cost | None) -> list[
     cold, b = r["cold"], r["batch"]
     ours_warm = [w for (name, _), w in r["warm"].items() if name != "python-reference"]
     init = max(median_of(cold[("notification-handler", tls)], "init_ms") for tls in (False, True))
-    # The event functions' target; mcp-tools' calls have their own (≤ 2 ms), below.
-    worst_overhead = max(w.overhead for w in ours_warm)
+    # The event functions' target, their own code's time (above the same calls through the SDK
+    # alone); mcp-tools' calls have their own (≤ 2 ms), below.
+    worst_own = max(ours_warm, key=lambda w: w.own)
     cpu = max(r["criterion"].values(), default=float("nan"))
     zips = max((z for z, _ in r["sizes"].values()), default=float("nan"))
     rss = max([w.rss_mb for w in ours_warm] + [r["mcp"]["rss_mb"]])
@@ -197,8 +204,8 @@ def targets(r: dict, ratio: dict, ops: dict, cost: results.Cost | None) -> list[
         results.Target("notification-handler init ≥ 40x shorter than the reference", init_ratio, "{:.0f}x",
                        init_ratio >= 40),
         results.Target("notification-handler init < 10 ms (HTTP and HTTPS)", init, "ms", init < 10),
-        results.Target("warm overhead above the floor ≤ 1 ms per event (worst event function)", worst_overhead, "ms",
-                       worst_overhead <= 1),
+        results.Target("an event function's own time ≤ 1 ms per event above the same calls through the SDK alone"
+                       f" (worst: {worst_name(r['warm'], worst_own)})", worst_own.own, "ms", worst_own.own <= 1),
         results.Target("handler CPU per notification < 20 µs", cpu, "{:.1f} µs", cpu < 20),
         *first_answer_targets(first_answer_figures(cold)),
         # Left out when the run built no zips (bench/run.py run alone, not through `make bench`).

@@ -11,8 +11,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from emulator import Call, Emulator
-from floor import Floor
-from functions import Functions
+from builds import RELEASE
+from floor import Floor, SdkFloor
+from functions import REFERENCE, Functions
 from lambda_events import OUTPUT_BODY, gateway_event, router_event, sns_event
 from processes import Function, answer_of, cpu_ns, peak_rss_mb, stop
 from runtime_api import RuntimeApi
@@ -31,7 +32,8 @@ class WarmSamples:
     rss_mb: float = float("nan")
     cpu_ms: float = float("nan")  # the process's CPU time per measured event
     runtime_ms: float = 0.0  # the Runtime API exchange alone (null_function.py)
-    # mcp-tools: the same calls through the SDK alone (floor.SdkFloor), each event's wall and CPU
+    # The same calls through the SDK alone (floor.SdkFloor), each event's wall and CPU (the Rust
+    # functions: the reference's SDK is another)
     sdk_floors: list[float] = field(default_factory=list)
     sdk_cpu: list[float] = field(default_factory=list)
 
@@ -84,10 +86,12 @@ def runtime_exchange(events: int, work: Path) -> float:
     return statistics.median(durations)
 
 
-def warm_runs(emulator: Emulator, runs: list[tuple[Function, list]], runtime_ms: float, warmup: int = 5) -> list[WarmSamples]:
+def warm_runs(emulator: Emulator, runs: list[tuple[Function, list]], runtime_ms: float, warmup: int = 5,
+              sdk_floor: SdkFloor | None = None) -> list[WarmSamples]:
     """One process per function, all alive at once and fed in turn (so drift in the emulator's
     speed hits them alike): `warmup` events each, then every event timed, its calls recorded
-    and replayed by the floor client straight after. `runtime_ms`: the Runtime API's share."""
+    and replayed by the floor client straight after, and by `sdk_floor` (the Rust functions'
+    calls through the SDK alone) after that. `runtime_ms`: the Runtime API's share."""
     started = []
     gc.disable()  # moto's garbage, collected mid-call, would land on whichever call it hit
     try:
@@ -109,9 +113,15 @@ def warm_runs(emulator: Emulator, runs: list[tuple[Function, list]], runtime_ms:
                 inv = runtime.invoke(event, context)
                 answer_of(inv, fn.name)
                 calls = emulator.recorder.since(mark)
+                # The SDK's floor warms up with the function: its clients, its connections.
+                sdk = (sdk_floor.replay(calls, {old: sdk_id(new) for old, new in subs.items()})
+                       if sdk_floor and fn.name != REFERENCE else None)
                 if i < warmup:
                     continue
                 out.add(inv.duration_ms, calls, floor.replay(calls, subs))
+                if sdk:
+                    out.sdk_floors.append(sdk[0])
+                    out.sdk_cpu.append(sdk[1])
         for (runtime, proc), out in zip(started, outs):
             out.rss_mb = peak_rss_mb(proc)
             out.cpu_ms = (cpu_ns(proc) - cpu_at[proc.pid]) / 1e6 / len(out.durations)
@@ -120,6 +130,11 @@ def warm_runs(emulator: Emulator, runs: list[tuple[Function, list]], runtime_ms:
         gc.enable()
         for runtime, proc in started:
             stop(proc, runtime)
+
+
+def sdk_id(floor_id: str) -> str:
+    """The id the SDK's floor writes in place of the raw floor's (`flor` ids), as fresh."""
+    return floor_id.replace("flor", "sdkf", 1)
 
 
 def known_job(emulator: Emulator, fresh) -> str:
@@ -143,20 +158,28 @@ def warm_events(emulator: Emulator, fns: Functions, n: int, runtime_ms: float, o
         return out
 
     warm = {}
-    for body in (False, True):
-        label = "responseBody" if body else "output in S3"
-        ours, ref = warm_runs(emulator, [(fns.rust["notification-handler"], notifications(body)),
-                                         (fns.python_ref, notifications(body))], runtime_ms)
-        warm[("notification-handler", label)] = ours
-        warm[("python-reference", label)] = ref
-    router_events = []
-    for _ in range(n):
-        execution = fresh("exec")
-        router_events.append((router_event(execution, "sess-warm"), None, {execution: execution.replace("exec", "flor")}))
-    known = known_job(emulator, fresh)
-    gateway_events = [(*gateway_event(known), {}) for _ in range(n)]
-    router, gateway = warm_runs(emulator, [(fns.rust["pipeline-router"], router_events),
-                                           (fns.rust["gateway-target"], gateway_events)], runtime_ms)
+    # In a process of its own, beside the functions, from the first event on.
+    sdk_floor = SdkFloor(RELEASE / "examples" / "sdk_replay", emulator.http_endpoint,
+                         fns.rust["notification-handler"].logs.parent)
+    try:
+        for body in (False, True):
+            label = "responseBody" if body else "output in S3"
+            ours, ref = warm_runs(emulator, [(fns.rust["notification-handler"], notifications(body)),
+                                             (fns.python_ref, notifications(body))], runtime_ms, sdk_floor=sdk_floor)
+            warm[("notification-handler", label)] = ours
+            warm[(REFERENCE, label)] = ref
+        router_events = []
+        for _ in range(n):
+            execution = fresh("exec")
+            router_events.append((router_event(execution, "sess-warm"), None,
+                                  {execution: execution.replace("exec", "flor")}))
+        known = known_job(emulator, fresh)
+        gateway_events = [(*gateway_event(known), {}) for _ in range(n)]
+        router, gateway = warm_runs(emulator, [(fns.rust["pipeline-router"], router_events),
+                                               (fns.rust["gateway-target"], gateway_events)], runtime_ms,
+                                    sdk_floor=sdk_floor)
+    finally:
+        sdk_floor.close()
     warm[("pipeline-router", "Succeeded event")] = router
     warm[("gateway-target", "check_job_status")] = gateway
     return warm, known

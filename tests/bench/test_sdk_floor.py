@@ -1,4 +1,4 @@
-"""mcp-tools' second floor: recorded calls made again through the Rust SDK alone
+"""The second floor of mcp-tools and the event functions: recorded calls made again through the Rust SDK alone
 (shared/adapters/examples/sdk_replay.rs, through bench/floor.py's SdkFloor). What it sends must be what
 was recorded, or its time is not the floor of the function's calls. Runs against the local stack
 of `make test`, with the example as `cargo test --all-targets` builds it."""
@@ -30,8 +30,9 @@ def sdk_floor(tmp_path):
     floor.close()
 
 
-def recorded(operation: str, target: str, headers: list[tuple[str, str]], body: bytes) -> Call:
-    return Call(operation, "POST" if operation.startswith("DynamoDB") else "PUT", target, headers, body, 0.0)
+def recorded(operation: str, target: str, headers: list[tuple[str, str]], body: bytes, method: str = "") -> Call:
+    return Call(operation, method or ("POST" if operation.startswith(("DynamoDB", "SQS")) else "PUT"), target,
+                headers, body, 0.0)
 
 
 def put_item(table: str, inference_id: str) -> Call:
@@ -67,7 +68,29 @@ def test_a_recorded_put_object_lands_with_its_body_and_headers(sdk_floor):
     assert got["ContentType"] == "application/json" and got["Metadata"] == {"origin": "recorded"}
 
 
+def test_a_recorded_send_message_lands_on_its_queue_with_the_events_ids_swapped(sdk_floor):
+    sqs = boto3.client("sqs")
+    queue_url = sqs.create_queue(QueueName=f"sdk-floor-{uuid.uuid4()}")["QueueUrl"]
+    recorded_id, fresh_id = f"exec-{uuid.uuid4()}", f"flor-{uuid.uuid4()}"
+    body = json.dumps({"QueueUrl": queue_url, "MessageBody": json.dumps({"execution_arn": recorded_id})}).encode()
+    call = recorded("SQS SendMessage", "/", [("X-Amz-Target", "AmazonSQS.SendMessage"),
+                                             ("Content-Type", "application/x-amz-json-1.0")], body)
+    sdk_floor.replay([call], {recorded_id: fresh_id})
+    got = sqs.receive_message(QueueUrl=queue_url, WaitTimeSeconds=1)["Messages"]
+    assert [json.loads(m["Body"]) for m in got] == [{"execution_arn": fresh_id}]
+
+
+def test_a_recorded_ranged_get_object_is_sent_as_recorded_and_its_body_read(sdk_floor):
+    bucket, key = os.environ["IO_BUCKET"], f"outputs/sdk-floor-{uuid.uuid4()}.out"
+    boto3.client("s3").put_object(Bucket=bucket, Key=key, Body=b"x" * 4096)
+    call = recorded("S3 GetObject", f"/{bucket}/{key}?x-id=GetObject", [("Range", "bytes=0-1023")], b"", "GET")
+    wall_ms, cpu_ms = sdk_floor.replay([call], {})
+    assert wall_ms > 0 and cpu_ms > 0
+    # The recorded object and range, not the placeholder's: a kilobyte read, not a refusal.
+    assert sdk_floor.last["object_bytes"] == 1024
+
+
 def test_a_call_it_cannot_replay_stops_the_bench_with_its_name(sdk_floor):
-    call = recorded("SQS SendMessage", "/", [("X-Amz-Target", "AmazonSQS.SendMessage")], b"{}")
-    with pytest.raises(SystemExit, match="no replay through the SDK for SQS SendMessage"):
+    call = recorded("SNS Publish", "/", [], b"Action=Publish")
+    with pytest.raises(SystemExit, match="no replay through the SDK for SNS Publish"):
         sdk_floor.replay([call], {})

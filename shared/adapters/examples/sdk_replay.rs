@@ -1,5 +1,5 @@
-//! The bench's second floor for mcp-tools: an event's AWS calls made again through the SDK
-//! alone, with clients built as the functions build them. Each call goes through the operation
+//! The bench's second floor, for mcp-tools and the event functions: an event's AWS calls made
+//! again through the SDK alone, with clients built as the functions build them. Each call goes through the operation
 //! it was (UpdateItem through `update_item()`, and so on), its recorded request (path, headers,
 //! body) put in place of a placeholder input's just before signing, so the SDK signs, sends and
 //! parses what the function sent. The function's time above this floor is its own code's: the
@@ -9,9 +9,11 @@
 //! One event per line on standard input, a JSON array of calls, each
 //! `{"operation": "DynamoDB UpdateItem", "target": "/", "headers": [[name, value], ...],
 //! "body": base64}`; one line per event on standard output: `{"wall_ms": ..., "cpu_ms": ...}`
-//! (the calls' wall time, and this thread's CPU for them), or `{"error": ...}`. Reads the
+//! (the calls' wall time, and this thread's CPU for them), with `object_bytes` (what GetObject
+//! bodies held, so a replay that fetched the wrong object shows), or `{"error": ...}`. Reads the
 //! environment Lambda gives a function (region, credentials, AWS_ENDPOINT_URL). Linux only (the
-//! thread's CPU time from /proc). Run by bench/mcp_latency.py; built by `make bench`.
+//! thread's CPU time from /proc). Run by bench/mcp_latency.py and bench/warm.py; built by
+//! `make bench`.
 
 use std::io::{self, BufRead, Write};
 use std::time::{Duration, Instant};
@@ -25,6 +27,7 @@ use serde::Deserialize;
 use adapters::aws::{dynamodb_client, load_sdk_config, s3_client, SdkClient};
 use adapters::sagemaker::sagemaker_client;
 use adapters::sagemaker_runtime::sagemaker_runtime_client;
+use adapters::sqs::sqs_client;
 
 #[path = "support/thread_cpu.rs"]
 mod thread_cpu;
@@ -107,7 +110,7 @@ impl Recorded {
 /// `operation` (a fluent builder, its input a placeholder) sent with the recorded request in place.
 macro_rules! replayed {
     ($operation:expr, $put_in:expr) => {
-        answered($operation.customize().mutate_request($put_in).send().await)
+        answered($operation.customize().mutate_request($put_in).send().await).map(|()| 0)
     };
 }
 
@@ -116,12 +119,14 @@ struct Clients {
     s3: SdkClient<aws_sdk_s3::Client>,
     sagemaker_runtime: SdkClient<aws_sdk_sagemakerruntime::Client>,
     sagemaker: SdkClient<aws_sdk_sagemaker::Client>,
+    sqs: SdkClient<aws_sdk_sqs::Client>,
 }
 
 impl Clients {
     /// One call through its operation; a service's refusal (a condition that failed) is an
-    /// answer like any other, only a call that got none is an error.
-    async fn call(&self, operation: &str, recorded: Recorded) -> Result<(), String> {
+    /// answer like any other, only a call that got none is an error. The bytes of an object's
+    /// body it read.
+    async fn call(&self, operation: &str, recorded: Recorded) -> Result<usize, String> {
         let put_in = move |r: &mut HttpRequest| recorded.put_in(r);
         let key = || AttributeValue::S("k".into());
         let sent = match operation {
@@ -133,6 +138,7 @@ impl Clients {
                 self.dynamodb.put_item().table_name("t").item("k", key()),
                 put_in
             ),
+            "DynamoDB Query" => replayed!(self.dynamodb.query().table_name("t"), put_in),
             "DynamoDB UpdateItem" => replayed!(
                 self.dynamodb.update_item().table_name("t").key("k", key()),
                 put_in
@@ -150,6 +156,32 @@ impl Clients {
                 put_in
             ),
             "S3 PutObject" => replayed!(self.s3.put_object().bucket("b").key("k"), put_in),
+            // The body read whole, as notification-handler reads an output's first bytes.
+            "S3 GetObject" => {
+                let sent = self
+                    .s3
+                    .get_object()
+                    .bucket("b")
+                    .key("k")
+                    .customize()
+                    .mutate_request(put_in)
+                    .send()
+                    .await;
+                match sent {
+                    Ok(object) => object
+                        .body
+                        .collect()
+                        .await
+                        .map(|body| body.into_bytes().len())
+                        .map_err(|e| e.to_string()),
+                    Err(e) => answered::<(), _>(Err(e)).map(|()| 0),
+                }
+            }
+            // pipeline-router's completion message.
+            "SQS SendMessage" => replayed!(
+                self.sqs.send_message().queue_url("q").message_body("m"),
+                put_in
+            ),
             other => return Err(format!("no replay through the SDK for {other}")),
         };
         sent.map_err(|e| format!("{operation}: {e}"))
@@ -172,7 +204,7 @@ fn answered<O, E: std::error::Error + 'static>(
     }
 }
 
-async fn replay(clients: &Clients, line: &str) -> Result<(Duration, u64), String> {
+async fn replay(clients: &Clients, line: &str) -> Result<(Duration, u64, usize), String> {
     let calls: Vec<Call> = serde_json::from_str(line).map_err(|e| format!("bad event: {e}"))?;
     // Decoded before the clock starts: the function never does this work.
     let recorded = calls
@@ -181,11 +213,13 @@ async fn replay(clients: &Clients, line: &str) -> Result<(Duration, u64), String
         .collect::<Result<Vec<_>, String>>()?;
     let cpu = thread_cpu_ns().map_err(|e| e.to_string())?;
     let started = Instant::now();
+    let mut object_bytes = 0;
     for (operation, recorded) in recorded {
-        clients.call(operation, recorded).await?;
+        object_bytes += clients.call(operation, recorded).await?;
     }
     let wall = started.elapsed();
-    Ok((wall, thread_cpu_ns().map_err(|e| e.to_string())? - cpu))
+    let cpu = thread_cpu_ns().map_err(|e| e.to_string())? - cpu;
+    Ok((wall, cpu, object_bytes))
 }
 
 fn main() -> io::Result<()> {
@@ -199,13 +233,15 @@ fn main() -> io::Result<()> {
             s3: s3_client(&sdk),
             sagemaker_runtime: sagemaker_runtime_client(&sdk, Duration::from_secs(10)),
             sagemaker: sagemaker_client(&sdk),
+            sqs: sqs_client(&sdk),
         };
         let mut out = io::stdout().lock();
         for line in io::stdin().lock().lines() {
             let answer = match replay(&clients, &line?).await {
-                Ok((wall, cpu)) => serde_json::json!({
+                Ok((wall, cpu, object_bytes)) => serde_json::json!({
                     "wall_ms": wall.as_secs_f64() * 1e3,
                     "cpu_ms": cpu as f64 / 1e6,
+                    "object_bytes": object_bytes,
                 }),
                 Err(error) => serde_json::json!({ "error": error }),
             };
