@@ -85,7 +85,7 @@ REFUSED_CATALOG_CALL = ("score_churn_risk", {"customers": [{"plan": "gold"}]})
 
 def catalog_first_calls(emulator: Emulator, fns: Functions, rounds: int, work) -> dict[str, float]:
     """mcp-tools serving the example catalog, a fresh process each round: the function's time for
-    the first call of a catalog tool (which compiles its schema, once per process) and for the
+    the first call of a catalog tool (its schema compiled in init, with the others) and for the
     same call next, medians."""
     from mcp import Client
 

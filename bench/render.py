@@ -134,18 +134,16 @@ def init_against_floor(r: Results) -> list[str]:
         extra = rows["mcp-tools, example catalog"].init_ms - rows["mcp-tools"].init_ms
         adds = (f"adds {fmt(extra)} to mcp-tools' init" if extra > 0 else
                 f"adds nothing measurable to mcp-tools' init (its median {fmt(-extra)} below, within the noise)")
-        lines += ["", f"- The example catalog {adds}: the file is read, every check but the schemas' compile"
-                  " is made, and boon 0.6 loads the metaschemas of all five JSON Schema drafts it checks every schema"
-                  " against (in init, which runs with a whole CPU, not in the first call, which at 128 MB gets 128/1769"
-                  " of one). Each schema is compiled at its tool's first call in the process (`make catalog` compiles"
-                  " them all before a deploy)."]
+        lines += ["", f"- The example catalog {adds}: the file is read and checked, boon 0.6 loads the metaschemas"
+                  " of all five JSON Schema drafts it checks every schema against, and each tool's schema is compiled"
+                  " (in init, which runs with a whole CPU, not in a tool's first call, which at 128 MB gets 128/1769"
+                  " of one)."]
     calls = r.catalog_first_calls
     if calls:
-        lines += [f"- The first call of a catalog tool compiles its schema, once per process: a call of a catalog tool whose arguments its schema"
+        lines += [f"- The first call of a catalog tool: a call of a catalog tool whose arguments its schema"
                   f" refuses (nothing sent anywhere) took {fmt(calls['first_ms'])} in the function the first time, and"
-                  f" {fmt(calls['next_ms'])} the next (medians of fresh processes): the schema's own compile, and the"
-                  " process's first pass through a call's code, which a built-in tool's first call pays too"
-                  " (docs/performance.md)."]
+                  f" {fmt(calls['next_ms'])} the next (medians of fresh processes): the process's first pass through"
+                  " a call's code, which a built-in tool's first call pays too (docs/performance.md)."]
     return lines
 
 

@@ -166,6 +166,15 @@ def warm_figures(warm: dict) -> tuple[list[results.Warm], list[results.WarmCompa
     return warms, comparisons
 
 
+def catalog_first_call_target(calls: dict) -> list[results.Target]:
+    """A catalog tool's first call in a process against its next, when the run measured them."""
+    if not calls:
+        return []
+    first_over_next = calls["first_ms"] / calls["next_ms"]
+    return [results.Target("a catalog tool's first call in a process ≤ 1.5x its next", first_over_next, "{:.2f}x",
+                           first_over_next <= 1.5)]
+
+
 def worst_name(warm: dict, samples: WarmSamples) -> str:
     """The function and event whose samples these are."""
     return next(f"{name}, {label}" for (name, label), w in warm.items() if w is samples)
@@ -208,6 +217,7 @@ def targets(r: dict, ratio: dict, ops: dict, cost: results.Cost | None) -> list[
                        f" (worst: {worst_name(r['warm'], worst_own)})", worst_own.own, "ms", worst_own.own <= 1),
         results.Target("handler CPU per notification < 20 µs", cpu, "{:.1f} µs", cpu < 20),
         *first_answer_targets(first_answer_figures(cold)),
+        *catalog_first_call_target(r.get("catalog_first_calls", {})),
         # Left out when the run built no zips (bench/run.py run alone, not through `make bench`).
         *([results.Target("each zip ≤ 5 MB", zips, "{:.2f} MB", zips <= 5)] if r["sizes"] else []),
         results.Target("peak RSS ≤ 32 MB (worst function)", rss, "{:.1f} MB", rss <= 32),

@@ -328,3 +328,13 @@ def test_the_first_answer_at_128_mb_is_the_first_response_plus_the_first_invocat
         "| notification-handler | 10.0 ms | 2.00 ms | 4.00 ms | 1.00 ms | 4.0x | 61.3 ms |")
     # A run without the figures has no such section.
     assert "## The first answer at 128 MB" not in render(data())
+
+
+def test_a_catalog_tools_first_call_is_held_to_one_and_a_half_times_its_next_when_measured():
+    from summary import catalog_first_call_target
+    [met] = catalog_first_call_target({"first_ms": 0.57, "next_ms": 0.39})
+    assert met.met and round(met.value, 2) == 1.46
+    [missed] = catalog_first_call_target({"first_ms": 0.76, "next_ms": 0.37})
+    assert not missed.met and round(missed.value, 2) == 2.05
+    # A run that did not measure the calls holds no target for them.
+    assert catalog_first_call_target({}) == []

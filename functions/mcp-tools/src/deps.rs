@@ -224,13 +224,13 @@ mod aws {
     impl Deps<AwsPorts> {
         /// The SDK clients, from the standard AWS configuration (region, credentials, endpoints),
         /// and the tool catalog when `TOOL_CATALOG` names one: a catalog that fails its check
-        /// stops the cold start, naming each mistake (each tool's schema is compiled at its first
-        /// call; `check-catalog` compiles them all before a deploy).
+        /// stops the cold start, naming each mistake (a tool whose schema does not compile is
+        /// refused alone; `check-catalog` refuses the catalog for it before a deploy).
         pub async fn connect(config: ToolsConfig) -> Result<Self, StartError> {
             let catalog = config
                 .tool_catalog
                 .as_deref()
-                .map(|path| Catalog::load_with(path, Schemas::OnFirstCall))
+                .map(|path| Catalog::load_with(path, Schemas::EachAlone))
                 .transpose()?;
             let sdk = load_sdk_config().await;
             let invoke_attempt_timeout = Duration::from_secs(config.invoke_attempt_timeout_secs);

@@ -1,5 +1,5 @@
 //! The catalog's checks: the file's shape, then each tool's fields, then the schemas compiled
-//! (at a cold start, each schema is left to its tool's first call). Every mistake is
+//! (at a cold start, a schema that does not compile refuses its own tool alone). Every mistake is
 //! collected, each with its tool and field, so one run names them all.
 
 use std::collections::BTreeSet;
@@ -36,8 +36,8 @@ impl Mistakes {
 
 pub(super) fn catalog(text: &str, schemas: Schemas) -> Result<Catalog, Vec<CatalogMistake>> {
     let schema = |source: Map<String, Value>| match schemas {
-        Schemas::CompiledNow => ToolSchema::compiled_now(source),
-        Schemas::OnFirstCall => Ok(ToolSchema::on_first_use(source)),
+        Schemas::CompiledNow => ToolSchema::compiled_now(&source),
+        Schemas::EachAlone => Ok(ToolSchema::compiled_alone(&source)),
     };
     let mut m = Mistakes(Vec::new());
     let file: CatalogFile = match serde_json::from_str::<Value>(text) {

@@ -1,7 +1,7 @@
 //! A team's async models and pipelines as tools, declared in one JSON file (`TOOL_CATALOG`):
 //! the file's format, the checks it passes before anything is served (at cold start, and by
-//! `make catalog` before a deploy), and each tool's input schema compiled once (at a cold start,
-//! on its tool's first call).
+//! `make catalog` before a deploy), and each tool's input schema compiled once, when the file is
+//! loaded (at a cold start, a schema that does not compile refuses its own tool alone).
 //!
 //! ```json
 //! {"async_tools": [{"name", "title"?, "description", "endpoint", "content_type"?, "accept"?,
@@ -173,11 +173,12 @@ pub struct PipelineTool {
 pub enum Schemas {
     /// With every other check: a schema's mistake refuses the catalog (`check-catalog`).
     CompiledNow,
-    /// Each at its tool's first call, once per process: what a cold start does, after every
-    /// other check (and the checker's own metaschemas loaded, see
-    /// [`schema::load_metaschemas`]). A schema that does not compile then refuses that tool's
-    /// calls alone.
-    OnFirstCall,
+    /// Each on its own: what a cold start does. A schema that does not compile refuses that
+    /// tool's calls alone (the log says why), and the rest of the catalog is served. Compiled
+    /// in init, which Lambda runs with a whole CPU, not in each tool's first call, which at
+    /// 128 MB gets 128/1769 of one (docs/performance.md: about 0.13 ms a tool here, and boon's
+    /// metaschemas, 2.3 ms, once before the first).
+    EachAlone,
 }
 
 impl Catalog {
@@ -200,9 +201,6 @@ impl Catalog {
             file: Some(path.to_owned()),
             mistakes,
         })?;
-        if schemas == Schemas::OnFirstCall {
-            schema::load_metaschemas();
-        }
         Ok(catalog)
     }
 

@@ -4,7 +4,6 @@
 //! only to itself: nothing is fetched.
 
 use std::fmt::{Display, Write as _};
-use std::sync::OnceLock;
 
 use serde_json::{Map, Value};
 
@@ -22,12 +21,11 @@ impl boon::UrlLoader for NothingOutside {
     }
 }
 
-/// One tool's input schema, compiled once: all of them by the catalog's check before a deploy
-/// (`make catalog`), but at a cold start each only when its tool is first called (a call to
-/// another tool, or a `tools/list`, never needs it).
+/// One tool's input schema, compiled once, when the catalog is loaded: before a deploy
+/// (`make catalog`) a schema's mistake refuses the catalog; at a cold start it refuses that
+/// tool's calls alone.
 pub(super) struct ToolSchema {
-    source: Map<String, Value>,
-    compiled: OnceLock<Result<Compiled, String>>,
+    compiled: Result<Compiled, String>,
 }
 
 /// A schema boon has compiled, and the sizes it bounds.
@@ -40,49 +38,28 @@ struct Compiled {
 impl std::fmt::Debug for ToolSchema {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("ToolSchema")
-            .field("compiled", &self.compiled.get().map(Result::is_ok))
+            .field("compiled", &self.compiled.is_ok())
             .finish_non_exhaustive()
     }
 }
 
 impl ToolSchema {
-    /// A schema compiled when it is first needed.
-    pub(super) fn on_first_use(source: Map<String, Value>) -> Self {
-        Self {
-            source,
-            compiled: OnceLock::new(),
-        }
-    }
-
     /// A schema compiled now; what is wrong with it, in the catalog author's terms.
-    pub(super) fn compiled_now(source: Map<String, Value>) -> Result<Self, String> {
-        let compiled = compile(&source)?;
+    pub(super) fn compiled_now(source: &Map<String, Value>) -> Result<Self, String> {
         Ok(Self {
-            source,
-            compiled: OnceLock::from(Ok(compiled)),
+            compiled: Ok(compile(source)?),
         })
     }
 
-    fn compiled(&self) -> &Result<Compiled, String> {
-        self.compiled.get_or_init(|| {
-            let compiled = compile(&self.source);
-            if let Err(problem) = &compiled {
-                // The operator's schema, not a caller's value: safe to log whole.
-                tracing::error!(%problem, "a catalog tool's input schema is refused; the tool cannot be called");
-            }
-            compiled
-        })
-    }
-}
-
-/// Loads what boon checks every schema against, once per process: it compiles every draft's
-/// metaschema (five of them, about 2.3 ms of CPU) before its first schema, with no way to ask
-/// for one. A cold start with a catalog does it here, in Lambda's init, which runs with a
-/// whole CPU, rather than in the first catalog call, which at 128 MB gets 128/1769 of one.
-pub(super) fn load_metaschemas() {
-    if let Err(problem) = compile(&Map::new()) {
-        // The empty schema always compiles: a failure is boon's, and the first call says it.
-        tracing::error!(%problem, "the JSON Schema checker did not load");
+    /// A schema compiled now, which, when it does not compile, refuses its tool's calls and
+    /// says why in the log, once.
+    pub(super) fn compiled_alone(source: &Map<String, Value>) -> Self {
+        let compiled = compile(source);
+        if let Err(problem) = &compiled {
+            // The operator's schema, not a caller's value: safe to log whole.
+            tracing::error!(%problem, "a catalog tool's input schema is refused; the tool cannot be called");
+        }
+        Self { compiled }
     }
 }
 
@@ -161,7 +138,7 @@ impl ToolSchema {
                 ),
             });
         }
-        let Ok(compiled) = self.compiled() else {
+        let Ok(compiled) = &self.compiled else {
             return Err(ArgumentError {
                 path: String::new(),
                 rule: "cannot be checked: this tool's input schema in the catalog is refused \

@@ -252,7 +252,7 @@ fn a_file_that_cannot_be_read_is_named() {
 }
 
 #[test]
-fn a_cold_start_leaves_each_schema_to_its_tools_first_call() {
+fn a_cold_start_refuses_a_schema_that_does_not_compile_for_its_own_tool_alone() {
     let dir = std::env::temp_dir().join(format!("catalog-first-call-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let path = dir.join("catalog.json");
@@ -272,7 +272,7 @@ fn a_cold_start_leaves_each_schema_to_its_tools_first_call() {
 
     // At a cold start the other checks pass; the broken schema refuses only its own tool's
     // calls, and the sound one checks arguments as a compiled catalog does.
-    let served = Catalog::load_with(path, Schemas::OnFirstCall).unwrap();
+    let served = Catalog::load_with(path, Schemas::EachAlone).unwrap();
     let broken = served.async_tool("broken").unwrap();
     let err = served
         .check_async_arguments(broken, &json!({"n": 1}))
@@ -296,7 +296,7 @@ fn a_cold_start_leaves_each_schema_to_its_tools_first_call() {
         json!({"async_tools": [async_tool(json!({"endpoint": ""}))]}).to_string(),
     )
     .unwrap();
-    assert!(Catalog::load_with(path, Schemas::OnFirstCall).is_err());
+    assert!(Catalog::load_with(path, Schemas::EachAlone).is_err());
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
