@@ -20,7 +20,7 @@ from events_cost import events_delivery
 from listen_cost import LISTEN_ENV, held_minute
 from lambda_events import (OUTPUT_BODY, json_of_length, notification_message, router_event, sns_delivery,
                            sqs_delivery)
-from processes import Function, answer_of, stop
+from processes import Function, answer_of, initialized, stop
 from runtime_api import RuntimeApi
 from local_aws import IO_BUCKET, aws
 
@@ -96,6 +96,7 @@ class Tools:
         self.runtime = RuntimeApi(fn.name)
         self.front = FunctionUrl(self.runtime)
         self.proc, _ = fn.spawn(self.runtime, endpoint)
+        initialized(self.runtime, self.proc, fn.name)
         self.client = None
 
     def close(self) -> None:
@@ -116,14 +117,17 @@ class CostRun:
         for label, fn in self.designs.items():
             runtime = RuntimeApi(fn.name)
             self.procs[label] = (runtime, fn.spawn(runtime, emulator.http_endpoint)[0])
+            initialized(runtime, self.procs[label][1], label)
         self.router_runtime = RuntimeApi("pipeline-router")
         self.router_proc, _ = fns.rust["pipeline-router"].spawn(self.router_runtime, emulator.http_endpoint)
+        initialized(self.router_runtime, self.router_proc, "pipeline-router")
         tools = fns.rust["mcp-tools"]
         self.tools = Tools(tools, emulator.http_endpoint)
         self.s3_input_tools = Tools(variant(tools, S3_INPUT_ENV, "cost-tools-s3-input.log"), emulator.http_endpoint)
         self.listen_runtime = RuntimeApi("mcp-tools")
         self.listen_proc, _ = variant(tools, LISTEN_ENV, "cost-tools-listen.log").spawn(self.listen_runtime,
                                                                                           emulator.http_endpoint)
+        initialized(self.listen_runtime, self.listen_proc, "mcp-tools (listen)")
         self.out: dict = {"jobs": {}, "response_in_s3": None, "long_polls": {}, "s3_input_jobs": {}, "buffer": {},
                           "training": None, "held_minute": None, "events": None}
 

@@ -45,7 +45,7 @@ from listen_cost import call, result_of
 from local_aws import IO_BUCKET, aws
 from event_source_mappings import STREAM_POLL_SECS, FunctionError, StreamToFunction
 from local_stack import EVENTS_TABLE, SUBSCRIPTIONS_TABLE
-from processes import Function, answer_of, stop
+from processes import Function, answer_of, initialized, stop
 from events_summary import Steps, step_of
 from runtime_api import RuntimeApi
 from webhook_sink import WebhookSink
@@ -137,6 +137,7 @@ class EventsRun:
                         "delivery": delivery, "null": null}.items():
             runtime = RuntimeApi(fn.name)
             self.procs[key] = (runtime, fn.spawn(runtime, emulator.http_endpoint)[0])
+            initialized(runtime, self.procs[key][1], key)
         self.mapping.runtime = self.runtime("delivery")
 
     def runtime(self, key: str) -> RuntimeApi:

@@ -38,6 +38,16 @@ class Function:
         return proc, started
 
 
+def initialized(runtime, proc: subprocess.Popen, name: str, within_s: float = 30.0) -> None:
+    """Waits for the process's first `next` (its init done): a scenario that counts the AWS calls
+    of warm invocations must not count a cold start's own (mcp-tools' warm-up read)."""
+    deadline = time.monotonic() + within_s
+    while runtime.first_next_ns is None:
+        if proc.poll() is not None or time.monotonic() > deadline:
+            raise SystemExit(f"{name}: no first `next` within {within_s:.0f} s (its init failed; see its log)")
+        time.sleep(0.005)
+
+
 def lambda_environment(name: str, home: Path, endpoint: str, roots: str | None = SYSTEM_ROOTS) -> dict:
     """The environment Lambda gives a function named `name` (less its Runtime API's address),
     with AWS at `endpoint`."""

@@ -197,6 +197,11 @@ pub enum StartError {
 /// How long a new callback has to answer its challenge (`events/subscribe` waits on it).
 pub const CALLBACK_TIMEOUT: Duration = Duration::from_secs(5);
 
+/// How long a cold start waits for its DynamoDB warm-up read (tens of milliseconds in a region,
+/// its TLS handshake included), so that a network that does not answer delays init by at most
+/// this, and the first call opens its own connection.
+const WARM_UP_WITHIN: Duration = Duration::from_millis(500);
+
 /// The production ports: DynamoDB, S3, SageMaker Runtime, SageMaker and EventBridge.
 mod aws {
     use super::*;
@@ -260,6 +265,10 @@ mod aws {
                 webhooks: HttpWebhooks::new(CALLBACK_TIMEOUT, allow_local)
                     .map_err(StartError::Webhooks)?,
             };
+            // The SDK's one-time work, here in init rather than in the first call: every table
+            // is read and written through this one client, and its connection.
+            let warm_up = ports.jobs.warm_up(WARM_UP_WITHIN).await;
+            tracing::debug!(?warm_up, "the DynamoDB connection's warm-up read");
             let deps = Deps::new(config, ports, Clock::system());
             Ok(match catalog {
                 Some(catalog) => deps.with_catalog(catalog),

@@ -401,3 +401,57 @@ mod sqs_completion_queue {
 
     fakes::completion_queue_contract!(queue());
 }
+
+/// The read a cold start makes to open the DynamoDB connection in init (not a port: the
+/// functions' wiring calls it).
+mod dynamodb_warm_up {
+    use std::time::Duration;
+
+    use super::*;
+    use adapters::dynamodb::WarmUp;
+
+    #[tokio::test]
+    async fn the_warm_up_read_is_answered_and_leaves_the_table_as_it_was() {
+        let sdk = load_sdk_config().await;
+        let name = table(&sdk, &["inference_id"]).await;
+        let jobs = DynamoJobs::new(dynamodb_client(&sdk), &name);
+        let warm_up = jobs.warm_up(Duration::from_secs(5)).await;
+        assert!(matches!(warm_up, WarmUp::Answered), "{warm_up:?}");
+        let scan = dynamodb_client(&sdk)
+            .scan()
+            .table_name(&name)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(scan.count(), 0);
+    }
+
+    #[tokio::test]
+    async fn a_warm_up_read_nobody_answers_ends_at_its_bound() {
+        // Takes each connection and never answers, as a network that drops the reply would.
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let endpoint = format!("http://{}", listener.local_addr().unwrap());
+        let silent = tokio::spawn(async move {
+            let mut held = Vec::new();
+            while let Ok((connection, _)) = listener.accept().await {
+                held.push(connection);
+            }
+        });
+        let sdk = load_sdk_config().await;
+        // Set on the client itself: the environment's endpoint would win over the shared config's.
+        let client = adapters::aws::sdk_client(&sdk, |sdk| {
+            let conf = aws_sdk_dynamodb::config::Builder::from(sdk)
+                .endpoint_url(endpoint)
+                .build();
+            aws_sdk_dynamodb::Client::from_conf(conf)
+        });
+        let jobs = DynamoJobs::new(client, "results");
+        let within = Duration::from_millis(200);
+        let ended = tokio::time::timeout(Duration::from_secs(10), jobs.warm_up(within)).await;
+        silent.abort();
+        assert!(
+            matches!(ended, Ok(WarmUp::NoAnswerWithin(w)) if w == within),
+            "{ended:?}"
+        );
+    }
+}

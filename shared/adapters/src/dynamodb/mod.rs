@@ -234,6 +234,41 @@ impl DynamoJobs {
             name: table.into(),
         })
     }
+
+    /// One read of a key no job has (GetItem, its key alone projected: half a read unit),
+    /// answered or not within `within`: what a process's first call
+    /// through the SDK does once (the connection and its TLS session, the credentials, the
+    /// endpoint, the SDK's first pass through its code) is done here, in init, where Lambda
+    /// gives a whole CPU, and not in the first invocation, which at 128 MB gets 128/1769 of
+    /// one (docs/performance.md, "The first answer at 128 MB"). The first call makes its own
+    /// connection when this one failed.
+    pub async fn warm_up(&self, within: std::time::Duration) -> WarmUp {
+        let read = self
+            .0
+            .client
+            .get_item()
+            .table_name(&self.0.name)
+            .key(job::attr::INFERENCE_ID, AttributeValue::S(NO_JOB.into()))
+            .projection_expression("#k")
+            .expression_attribute_names("#k", job::attr::INFERENCE_ID)
+            .send();
+        match tokio::time::timeout(within, read).await {
+            Ok(Ok(_)) => WarmUp::Answered,
+            Ok(Err(e)) => WarmUp::Refused(classify(&e)),
+            Err(_) => WarmUp::NoAnswerWithin(within),
+        }
+    }
+}
+
+/// A value of the results table's key no job has: inference ids are SageMaker's.
+const NO_JOB: &str = "-";
+
+/// How [`DynamoJobs::warm_up`]'s read ended; none of them stops a cold start.
+#[derive(Debug)]
+pub enum WarmUp {
+    Answered,
+    Refused(ports::AwsFailure),
+    NoAnswerWithin(std::time::Duration),
 }
 
 impl JobStore for DynamoJobs {
