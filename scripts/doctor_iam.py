@@ -146,7 +146,8 @@ def function_calls(t: Targets, keys: list) -> dict:
     to_log = [same("events table", "dynamodb:PutItem", events),
               same("subscriptions table", "dynamodb:Query", subscriptions)]
     calls = {
-        "notification-handler": [same("results table", "dynamodb:UpdateItem", results),
+        "notification-handler": [*(same("results table", a, results) for a in ("dynamodb:GetItem",
+                                                                                "dynamodb:UpdateItem")),
                                  *to_log, *reads,
                                  same("event bus", "events:PutEvents", bus), *decrypt],
         "pipeline-router": [*(same("pipeline results table", a, runs) for a in ("dynamodb:UpdateItem",

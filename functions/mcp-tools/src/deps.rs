@@ -197,16 +197,13 @@ pub enum StartError {
 /// How long a new callback has to answer its challenge (`events/subscribe` waits on it).
 pub const CALLBACK_TIMEOUT: Duration = Duration::from_secs(5);
 
-/// How long a cold start waits for its DynamoDB warm-up read (tens of milliseconds in a region,
-/// its TLS handshake included), so that a network that does not answer delays init by at most
-/// this, and the first call opens its own connection.
-const WARM_UP_WITHIN: Duration = Duration::from_millis(500);
-
 /// The production ports: DynamoDB, S3, SageMaker Runtime, SageMaker and EventBridge.
 mod aws {
     use super::*;
     use adapters::aws::{dynamodb_client, load_sdk_config, s3_client};
-    use adapters::dynamodb::{DynamoEventLog, DynamoJobs, DynamoRuns, DynamoSubscriptions};
+    use adapters::dynamodb::{
+        DynamoEventLog, DynamoJobs, DynamoRuns, DynamoSubscriptions, WARM_UP_WITHIN,
+    };
     use adapters::eventbridge::{eventbridge_client, EventBridgeEvents};
     use adapters::s3::S3Objects;
     use adapters::sagemaker::{sagemaker_client, SageMakerLineage, SageMakerPipeline};

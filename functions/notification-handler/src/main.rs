@@ -4,7 +4,7 @@
 use lambda_runtime::Error;
 
 use adapters::aws::{dynamodb_client, load_sdk_config, s3_client};
-use adapters::dynamodb::{DynamoEventLog, DynamoJobs, DynamoSubscriptions};
+use adapters::dynamodb::{DynamoEventLog, DynamoJobs, DynamoSubscriptions, WARM_UP_WITHIN};
 use adapters::eventbridge::{eventbridge_client, EventBridgeEvents};
 use adapters::s3::S3Objects;
 use entry::telemetry;
@@ -42,5 +42,9 @@ async fn main() -> Result<(), Error> {
         settings: config.job_settings(),
         batch_concurrency: config.batch_concurrency,
     };
+    // The SDK's first request (its connection, TLS, credentials, first pass), here in init where
+    // Lambda gives a whole CPU; every table goes through this one client and its connection.
+    let warm_up = handler.store.warm_up(WARM_UP_WITHIN).await;
+    tracing::debug!(?warm_up, "the DynamoDB connection's warm-up read");
     telemetry::run_events(metrics, |event| handler.handle(event)).await
 }

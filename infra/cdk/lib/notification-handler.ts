@@ -37,7 +37,8 @@ export function notificationHandler(d: Deployment, storage: Storage, topics: Out
   const notificationHandlerRole = role(d, 'NotificationHandlerRole', 'notification-handler', [
     writeLogs(notificationHandlerLogs),
     ...tracing(d),
-    allow(['dynamodb:UpdateItem'], [storage.resultsTable.tableArn]),
+    // GetItem: one read at a cold start, of a key no job has, to open the connection in init.
+    allow(['dynamodb:GetItem', 'dynamodb:UpdateItem'], [storage.resultsTable.tableArn]),
     // MCP Events: the outcome's entry in the owner's log, once (a conditional put), marked for
     // the webhooks of the owner's subscriptions (Query): the events table's stream takes it to
     // event-delivery.

@@ -260,6 +260,11 @@ impl DynamoJobs {
     }
 }
 
+/// How long a cold start waits for its warm-up read (tens of milliseconds in a region, its TLS
+/// handshake included): a network that does not answer delays init by at most this, and the
+/// first call opens its own connection.
+pub const WARM_UP_WITHIN: std::time::Duration = std::time::Duration::from_millis(500);
+
 /// A value of the results table's key no job has: inference ids are SageMaker's.
 const NO_JOB: &str = "-";
 
