@@ -222,6 +222,7 @@ pub fn create_endpoint(state: &AppState, input: &Value) -> Result<Value, AwsErro
         state.clone(),
         name.to_owned(),
         config_name.to_owned(),
+        state.step_duration(),
     ));
     Ok(json!({ "EndpointArn": arn }))
 }
@@ -250,13 +251,16 @@ pub fn update_endpoint(state: &AppState, input: &Value) -> Result<Value, AwsErro
         state.clone(),
         name.to_owned(),
         config_name.to_owned(),
+        state.step_duration(),
     ));
     Ok(json!({ "EndpointArn": arn }))
 }
 
-/// A create or update finishing: after one step's time the endpoint serves `config_name`.
-async fn settle(state: AppState, name: String, config_name: String) {
-    tokio::time::sleep(state.step_duration()).await;
+/// A create or update finishing: after `step` (the step's time when the call came, not when this
+/// task first runs, which may be after a test restored the default) the endpoint serves
+/// `config_name`.
+async fn settle(state: AppState, name: String, config_name: String, step: std::time::Duration) {
+    tokio::time::sleep(step).await;
     let mut catalog = state.catalog.lock().unwrap();
     if let Some(endpoint) = catalog.endpoints.get_mut(&name) {
         endpoint.config_name = config_name;
