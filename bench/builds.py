@@ -6,8 +6,10 @@ from __future__ import annotations
 import json
 import os
 import statistics
+import struct
 import subprocess
 import zipfile
+import zlib
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -47,6 +49,7 @@ def entropy(runs: int = 5) -> dict:
 
 
 def sizes() -> dict:
+    """Each zip's size and its binary's, in MB."""
     out = {}
     for fn in FUNCTIONS:
         path = LAMBDA_ZIPS / fn / "bootstrap.zip"
@@ -55,3 +58,48 @@ def sizes() -> dict:
                 unzipped = sum(i.file_size for i in z.infolist())
             out[fn] = (path.stat().st_size / 1e6, unzipped / 1e6)
     return out
+
+
+def zip_parts() -> dict[str, dict[str, float]]:
+    """Where each zip's bytes go: its binary's parts, each deflated alone (MB)."""
+    out = {}
+    for fn in FUNCTIONS:
+        path = LAMBDA_ZIPS / fn / "bootstrap.zip"
+        if path.exists():
+            with zipfile.ZipFile(path) as z:
+                out[fn] = elf_parts(z.read("bootstrap"))
+    return out
+
+
+# An ELF section's part: what it is for, in the words BENCHMARKS.md uses.
+PARTS = {".text": "code", ".eh_frame": "unwind tables", ".eh_frame_hdr": "unwind tables",
+         ".gcc_except_table": "unwind tables", ".rela.dyn": "relocations", ".rodata": "constants"}
+PART_NAMES = ["code", "unwind tables", "relocations", "constants", "the rest"]
+
+
+def elf_parts(elf: bytes) -> dict[str, float]:
+    """A 64-bit little-endian ELF's sections, grouped by PARTS and each deflated alone as a zip
+    deflates (level 6), in MB. Their sum is within a few KB of the whole file deflated: the
+    sections are the file, and deflate's window is 32 KB."""
+    if elf[:4] != b"\x7fELF" or elf[4] != 2 or elf[5] != 1:
+        raise ValueError("not a 64-bit little-endian ELF file")
+    shoff, = struct.unpack_from("<Q", elf, 0x28)
+    shentsize, shnum, shstrndx = struct.unpack_from("<HHH", elf, 0x3A)
+    headers = [struct.unpack_from("<IIQQQQIIQQ", elf, shoff + i * shentsize) for i in range(shnum)]
+    names = headers[shstrndx][4]
+    parts = dict.fromkeys(PART_NAMES, 0.0)
+    spans = []
+    for name_at, kind, _, _, offset, size, *_ in headers:
+        if kind == 8 or size == 0:  # SHT_NOBITS (.bss): nothing in the file
+            continue
+        name = elf[names + name_at:elf.index(b"\0", names + name_at)].decode()
+        parts[PARTS.get(name, "the rest")] += len(zlib.compress(elf[offset:offset + size], 6)) / 1e6
+        spans.append((offset, offset + size))
+    # What no section holds (the ELF and program headers, the section table, padding): the rest.
+    gaps, at = bytearray(), 0
+    for start, end in sorted(spans):
+        gaps += elf[at:start] if start > at else b""
+        at = max(at, end)
+    gaps += elf[at:]
+    parts["the rest"] += len(zlib.compress(bytes(gaps), 6)) / 1e6
+    return parts

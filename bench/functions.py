@@ -9,6 +9,7 @@ from pathlib import Path
 
 from builds import RELEASE
 from processes import Function
+from results import REFERENCE
 from local_aws import RESULTS_TABLE
 
 HERE = Path(__file__).resolve().parent
@@ -17,9 +18,6 @@ HERE = Path(__file__).resolve().parent
 S3_INPUT_ENV = {"INLINE_INPUT_MAX_BYTES": "0"}
 S3_INPUT_SETTING = ", ".join(f"{k}={v}" for k, v in S3_INPUT_ENV.items())
 
-
-# The Python/boto3 handler the Rust functions are measured against.
-REFERENCE = "python-reference"
 
 
 @dataclass

@@ -3,7 +3,7 @@ on the samples; every figure comes from the data as it is."""
 
 from __future__ import annotations
 
-from results import Cost, EventsDelivery, InputPaths, McpOperation, Results, Target, TlsCost
+from results import REFERENCE, Cost, EventsDelivery, InputPaths, McpOperation, Results, Target, TlsCost
 
 COST_SERVICES = ("Lambda", "DynamoDB", "S3", "SNS", "SQS")
 
@@ -240,7 +240,7 @@ def input_paths(p: InputPaths | None) -> list[str]:
 def calls_per_operation(r: Results) -> list[str]:
     lines = table_section(CALLS_HEADING, [], ["operation", "calls"])
     for w in r.warm:
-        if w.function != "python-reference":
+        if w.function != REFERENCE:
             lines.append(f"| {w.function}: {w.event} | {calls(w.calls)} |")
     lines += mcp_call_rows(r.mcp, r.polls)
     lines.append(f"| notification-handler: SQS batch of 100 (output in S3) | {r.batch_calls:.0f} calls |")
@@ -442,9 +442,16 @@ def entropy(r: Results) -> list[str]:
 
 
 def artifacts(r: Results) -> list[str]:
-    lines = table_section("## Artifacts (arm64, zipped as Lambda takes them)", [], ["function", "zip", "unzipped"])
+    parts = next(iter(r.zip_parts_mb.values()), {})
+    intro = ["Each zip's binary by part, each part deflated alone as the zip deflates it. Unwind tables "
+             "(.eh_frame, .gcc_except_table) are what `panic = \"unwind\"` keeps, so that a panic is an "
+             "invocation's error and not the process's end; relocations are what a position-independent "
+             "binary (ASLR) carries."] if parts else []
+    lines = table_section("## Artifacts (arm64, zipped as Lambda takes them)", intro,
+                          ["function", "zip", "unzipped", *parts])
     for name, (zipped, unzipped) in r.sizes_mb.items():
-        lines.append(f"| {name} | {zipped:.2f} MB | {unzipped:.2f} MB |")
+        shares = [f"{mb:.2f} MB" for mb in r.zip_parts_mb.get(name, {}).values()]
+        lines.append("| " + " | ".join([name, f"{zipped:.2f} MB", f"{unzipped:.2f} MB", *shares]) + " |")
     if not r.sizes_mb:
         lines.append("| (no zips in target/lambda: run `make bench`) | | |")
     return lines

@@ -9,6 +9,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+# The Python/boto3 handler the Rust functions are measured against: its rows' function name.
+REFERENCE = "python-reference"
+
 
 @dataclass
 class Environment:
@@ -253,6 +256,8 @@ class Results:
     criterion_us: dict[str, float] = field(default_factory=dict)
     entropy: list[Entropy] = field(default_factory=list)  # empty when bench/entropy was not built
     sizes_mb: dict[str, tuple[float, float]] = field(default_factory=dict)  # zipped, unzipped
+    # Each zip's binary by part (code, unwind tables, ...), each deflated alone (builds.elf_parts).
+    zip_parts_mb: dict[str, dict[str, float]] = field(default_factory=dict)
     cost: Cost | None = None
     init_floor: list[InitAgainstFloor] = field(default_factory=list)
     init_rounds: int = 0

@@ -23,7 +23,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from builds import FLOOR_BINS, FUNCTIONS, RELEASE, ROOT, criterion, entropy, sizes
+from builds import FLOOR_BINS, FUNCTIONS, RELEASE, ROOT, criterion, entropy, sizes, zip_parts
 from cold import cold_starts
 from cost_scenarios import bench_cost
 from cost_summary import summarize_cost
@@ -215,6 +215,7 @@ def measure(args, emulator: Emulator, fns: Functions, work: Path, fresh) -> dict
 
     report["criterion"] = criterion()
     report["sizes"] = sizes()
+    report["zip_parts"] = zip_parts()
     report["entropy"] = entropy()
     return report
 

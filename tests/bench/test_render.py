@@ -118,6 +118,16 @@ def test_every_table_shows_its_rows_in_the_given_order():
     assert section(text, "Artifacts (arm64, zipped as Lambda takes them)") == ["| notification-handler | 3.14 MB | 7.14 MB |"]
 
 
+def test_each_zip_is_shown_by_part_when_measured():
+    parts = {"code": 1.9, "unwind tables": 0.41, "relocations": 0.12, "constants": 0.6, "the rest": 0.111}
+    text = render(data(zip_parts_mb={"notification-handler": parts}))
+    rows = text.split("\n## Artifacts (arm64, zipped as Lambda takes them)\n", 1)[1].splitlines()
+    assert "| function | zip | unzipped | code | unwind tables | relocations | constants | the rest |" in rows
+    assert section(text, "Artifacts (arm64, zipped as Lambda takes them)") == [
+        "| notification-handler | 3.14 MB | 7.14 MB | 1.90 MB | 0.41 MB | 0.12 MB | 0.60 MB | 0.11 MB |"]
+    assert 'what `panic = "unwind"` keeps' in text
+
+
 def test_a_ratio_that_cannot_be_taken_is_left_out():
     text = render(data(warm_comparisons=[R.WarmComparison("responseBody", 0.0, 3.3, None, 11.4, 9.71)]))
     assert "0.00 ms for notification-handler, 3.30 ms for the reference; latency" in text

@@ -1,10 +1,10 @@
 //! The bench's second floor, for mcp-tools and the event functions: an event's AWS calls made
-//! again through the SDK alone, with clients built as the functions build them. Each call goes through the operation
-//! it was (UpdateItem through `update_item()`, and so on), its recorded request (path, headers,
-//! body) put in place of a placeholder input's just before signing, so the SDK signs, sends and
-//! parses what the function sent. The function's time above this floor is its own code's: the
-//! MCP transport, the runtime, the use case; the SDK's part of a call is this floor less the
-//! bench's raw-socket one.
+//! again through the SDK alone, with clients built as the functions build them. Each call goes
+//! through the operation it was (UpdateItem through `update_item()`, and so on), its recorded
+//! request (path, headers, body) put in place of a placeholder input's just before signing, so
+//! the SDK signs, sends and parses what the function sent. The function's time above this floor
+//! is its own code's: the MCP transport, the runtime, the use case; the SDK's part of a call is
+//! this floor less the bench's raw-socket one.
 //!
 //! One event per line on standard input, a JSON array of calls, each
 //! `{"operation": "DynamoDB UpdateItem", "target": "/", "headers": [[name, value], ...],

@@ -16,7 +16,7 @@
 pub mod line_cut;
 
 use metrics::{counter, describe_counter, describe_histogram, histogram, Unit};
-use tracing_subscriber::EnvFilter;
+use tracing_subscriber::filter::Targets;
 
 use domain::job::JobStatus;
 use usecases::outcome::Recorded;
@@ -195,6 +195,10 @@ pub fn log_filter(rust_log: Option<&str>, lambda_level: Option<&str>) -> String 
     if let Some(asked) = rust_log.filter(|s| !s.trim().is_empty()) {
         return asked.to_owned();
     }
+    default_filter(lambda_level)
+}
+
+fn default_filter(lambda_level: Option<&str>) -> String {
     let level = match lambda_level
         .map(|l| l.trim().to_ascii_lowercase())
         .as_deref()
@@ -213,6 +217,29 @@ pub fn log_filter(rust_log: Option<&str>, lambda_level: Option<&str>) -> String 
         filter.push_str(&format!(",{krate}={krate_level}"));
     }
     filter
+}
+
+/// The filter's directives parsed: levels and `target=level` pairs, as `RUST_LOG` takes them
+/// (`tracing_subscriber`'s `Targets`: no span or field directives, so no regex engine in every
+/// function). A `RUST_LOG` that does not parse yields the default filter and its error.
+pub fn log_targets(
+    rust_log: Option<&str>,
+    lambda_level: Option<&str>,
+) -> (Targets, Option<String>) {
+    let fallback = || {
+        default_filter(lambda_level)
+            .parse::<Targets>()
+            .expect("the default filter parses")
+    };
+    match log_filter(rust_log, lambda_level).parse::<Targets>() {
+        Ok(targets) => (targets, None),
+        Err(e) => (
+            fallback(),
+            Some(format!(
+                "RUST_LOG is not a list of levels and target=level directives ({e}); logging at the defaults"
+            )),
+        ),
+    }
 }
 
 /// Whether a line may be written at all, whatever the filter asks: below INFO only this
@@ -234,14 +261,14 @@ pub fn init_logging() {
     use tracing_subscriber::layer::SubscriberExt;
     use tracing_subscriber::util::SubscriberInitExt;
     let var = |name| std::env::var(name).ok();
-    let filter = EnvFilter::new(log_filter(
+    let (targets, refused) = log_targets(
         var("RUST_LOG").as_deref(),
         var("AWS_LAMBDA_LOG_LEVEL").as_deref(),
-    ));
+    );
     let json = var("AWS_LAMBDA_LOG_FORMAT").is_some_and(|f| f.eq_ignore_ascii_case("json"));
     let never = tracing_subscriber::filter::filter_fn(|m| may_log(m.target(), m.level()));
     let builder = tracing_subscriber::fmt()
-        .with_env_filter(filter)
+        .with_max_level(tracing::Level::TRACE)
         .with_target(false)
         .with_writer(line_cut::CutLines::new(std::io::stdout));
     // `try_init`: a second call (tests) keeps the first subscriber.
@@ -252,11 +279,20 @@ pub fn init_logging() {
             .with_current_span(false)
             .with_span_list(true)
             .finish()
+            .with(targets)
             .with(never)
             .try_init()
     } else {
-        builder.without_time().finish().with(never).try_init()
+        builder
+            .without_time()
+            .finish()
+            .with(targets)
+            .with(never)
+            .try_init()
     };
+    if let Some(refused) = refused {
+        tracing::warn!("{refused}");
+    }
 }
 
 /// The EMF collector for `function`, in `namespace`; cold starts are counted once.
@@ -411,6 +447,31 @@ mod tests {
         assert!(may_log("mcp_tools::tools", &Level::TRACE));
         assert!(may_log("usecases::submit", &Level::DEBUG));
         assert!(log_filter(Some(" "), None).starts_with("warn,"));
+    }
+
+    #[test]
+    fn rust_log_parses_into_targets_or_falls_back_to_the_defaults_with_why() {
+        use tracing::Level;
+        let (targets, refused) = log_targets(None, Some("DEBUG"));
+        assert!(refused.is_none());
+        assert!(targets.would_enable("mcp_tools::tools", &Level::DEBUG));
+        assert!(!targets.would_enable("aws_smithy_runtime", &Level::INFO));
+        assert!(targets.would_enable("aws_smithy_runtime", &Level::WARN));
+        let (targets, refused) = log_targets(Some("info,aws_smithy_runtime=debug"), None);
+        assert!(refused.is_none());
+        assert!(targets.would_enable("aws_smithy_runtime::client", &Level::DEBUG));
+        assert!(targets.would_enable("hyper", &Level::INFO));
+        assert!(!targets.would_enable("hyper", &Level::DEBUG));
+        // A level that is none: the defaults, and why, without the value.
+        let (targets, refused) = log_targets(Some("mcp_tools=loudest"), Some("WARN"));
+        let refused = refused.expect("an unknown level is refused");
+        assert!(
+            refused.starts_with("RUST_LOG is not a list of levels"),
+            "{refused}"
+        );
+        assert!(!refused.contains("loudest"), "{refused}");
+        assert!(targets.would_enable("usecases::submit", &Level::WARN));
+        assert!(!targets.would_enable("usecases::submit", &Level::INFO));
     }
 
     #[test]
