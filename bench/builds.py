@@ -48,26 +48,28 @@ def entropy(runs: int = 5) -> dict:
     return out
 
 
+def built_zips() -> dict[str, Path]:
+    """Each function's zip that `cargo lambda build` has made, by function."""
+    paths = {fn: LAMBDA_ZIPS / fn / "bootstrap.zip" for fn in FUNCTIONS}
+    return {fn: path for fn, path in paths.items() if path.exists()}
+
+
 def sizes() -> dict:
     """Each zip's size and its binary's, in MB."""
     out = {}
-    for fn in FUNCTIONS:
-        path = LAMBDA_ZIPS / fn / "bootstrap.zip"
-        if path.exists():
-            with zipfile.ZipFile(path) as z:
-                unzipped = sum(i.file_size for i in z.infolist())
-            out[fn] = (path.stat().st_size / 1e6, unzipped / 1e6)
+    for fn, path in built_zips().items():
+        with zipfile.ZipFile(path) as z:
+            unzipped = sum(i.file_size for i in z.infolist())
+        out[fn] = (path.stat().st_size / 1e6, unzipped / 1e6)
     return out
 
 
 def zip_parts() -> dict[str, dict[str, float]]:
     """Where each zip's bytes go: its binary's parts, each deflated alone (MB)."""
     out = {}
-    for fn in FUNCTIONS:
-        path = LAMBDA_ZIPS / fn / "bootstrap.zip"
-        if path.exists():
-            with zipfile.ZipFile(path) as z:
-                out[fn] = elf_parts(z.read("bootstrap"))
+    for fn, path in built_zips().items():
+        with zipfile.ZipFile(path) as z:
+            out[fn] = elf_parts(z.read("bootstrap"))
     return out
 
 
@@ -98,7 +100,7 @@ def elf_parts(elf: bytes) -> dict[str, float]:
     # What no section holds (the ELF and program headers, the section table, padding): the rest.
     gaps, at = bytearray(), 0
     for start, end in sorted(spans):
-        gaps += elf[at:start] if start > at else b""
+        gaps += elf[at:start]  # empty where sections overlap
         at = max(at, end)
     gaps += elf[at:]
     parts["the rest"] += len(zlib.compress(bytes(gaps), 6)) / 1e6

@@ -13,7 +13,7 @@ import boto3
 
 import results
 from cost_summary import summarize_cost
-from functions import REFERENCE, S3_INPUT_SETTING
+from functions import S3_INPUT_SETTING
 from init_floor import FLOOR_OF
 from mcp_latency import S3_INPUT_SUBMIT
 from warm import WarmSamples
@@ -84,10 +84,10 @@ def first_answer_figures(cold: dict) -> list[results.FirstAnswer]:
 def first_answer_targets(rows: list[results.FirstAnswer]) -> list[results.Target]:
     """The first invocation against an average event, and the modelled cold start against the
     reference's."""
-    ours = [row for row in rows if row.function != REFERENCE]
+    ours = [row for row in rows if row.function != results.REFERENCE]
     by_name = {row.function: row for row in rows}
     worst = max(ours, key=lambda row: row.first_over_next)
-    ratio = by_name[REFERENCE].modelled_128_ms / by_name["notification-handler"].modelled_128_ms
+    ratio = by_name[results.REFERENCE].modelled_128_ms / by_name["notification-handler"].modelled_128_ms
     return [
         results.Target(f"a first invocation's CPU ≤ 2x an average event's (worst: {worst.function})",
                        worst.first_over_next, "{:.1f}x", worst.first_over_next <= 2),
@@ -135,13 +135,13 @@ def cold_figures(r: dict) -> tuple[list[results.ColdStart], dict, dict]:
     colds.append(cold_start("mcp-tools (MCP client, tools/list)", "HTTP", r["mcp"]["cold"]))
     ratio = {}
     for tls in (False, True):
-        ours, ref = cold[("notification-handler", tls)], cold[(REFERENCE, tls)]
+        ours, ref = cold[("notification-handler", tls)], cold[(results.REFERENCE, tls)]
         ratio[OVER[tls]] = results.ColdRatio(*(median_of(ref, k) / median_of(ours, k)
                                                for k in ("init_ms", "first_response_ms")))
     # Pair by pair (cold.py runs each HTTPS cold start right after its HTTP one), with the
     # spread of the HTTP first events beside it: a difference inside that spread is noise.
     tls_cost = {}
-    for name in ("notification-handler", REFERENCE):
+    for name in ("notification-handler", results.REFERENCE):
         http = [run["first_event_ms"] for run in cold[(name, False)]]
         https = [run["first_event_ms"] for run in cold[(name, True)]]
         tls_cost[name] = results.TlsCost(statistics.median(b - a for a, b in zip(http, https)),
@@ -159,7 +159,7 @@ def warm_figures(warm: dict) -> tuple[list[results.Warm], list[results.WarmCompa
     warms = [row(name, label, w) for (name, label), w in warm.items()]
     comparisons = []
     for label in ("output in S3", "responseBody"):
-        ours, ref = warm[("notification-handler", label)], warm[(REFERENCE, label)]
+        ours, ref = warm[("notification-handler", label)], warm[(results.REFERENCE, label)]
         comparisons.append(results.WarmComparison(
             label, ours.overhead, ref.overhead,
             ref.overhead / ours.overhead if ours.overhead > 0 and ref.overhead > 0 else None, ours.median, ref.median))
@@ -189,7 +189,7 @@ def small_job(cost: results.Cost) -> results.CostRow:
 def targets(r: dict, ratio: dict, ops: dict, cost: results.Cost | None) -> list[results.Target]:
     """The issue's targets, each against what this run measured."""
     cold, b = r["cold"], r["batch"]
-    ours_warm = [w for (name, _), w in r["warm"].items() if name != REFERENCE]
+    ours_warm = [w for (name, _), w in r["warm"].items() if name != results.REFERENCE]
     init = max(median_of(cold[("notification-handler", tls)], "init_ms") for tls in (False, True))
     # The event functions' target, their own code's time (above the same calls through the SDK
     # alone); mcp-tools' calls have their own (≤ 2 ms), below.
