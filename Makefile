@@ -176,7 +176,7 @@ conformance: venv $(CONFORMANCE)
 FUNCTION_BINS := --bin notification-handler --bin pipeline-router --bin mcp-tools --bin gateway-target --bin event-delivery
 bench: venv rust-target
 	$(PY) -m pip install --quiet --disable-pip-version-check -r bench/requirements.txt
-	cargo build --release --locked $(FUNCTION_BINS) --bin empty-buffered --bin empty-streaming
+	cargo build --release --locked $(FUNCTION_BINS) --bin empty-buffered --bin empty-streaming --bin empty-sdk
 	cargo build --release --locked -p adapters --features s3,sqs,sagemaker-runtime --example sdk_replay
 	cargo lambda build --release --arm64 --locked --output-format zip $(FUNCTION_BINS)
 	AWS_LC_SYS_NO_JITTER_ENTROPY=0 cargo build --release --locked -q --manifest-path bench/entropy/Cargo.toml \

@@ -19,7 +19,7 @@ RELEASE = TARGET / "release"
 LAMBDA_ZIPS = TARGET / "lambda"
 FUNCTIONS = ["notification-handler", "pipeline-router", "mcp-tools", "gateway-target", "event-delivery"]
 # The empty Rust Lambdas (bench/empty-function): the floors of init.
-FLOOR_BINS = ["empty-buffered", "empty-streaming"]
+FLOOR_BINS = ["empty-buffered", "empty-streaming", "empty-sdk"]
 
 
 def criterion() -> dict:

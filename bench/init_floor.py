@@ -1,7 +1,9 @@
-"""Init against its floor: each function's cold start beside an empty Rust Lambda's (bench/
-empty-function), buffered for the event functions and streamed for mcp-tools, in rounds of
-fresh processes. A round spawns each function once, in an order that turns by one each round,
-so a slow moment of the machine falls on every function alike."""
+"""Init against its floors: each function's cold start beside an empty Rust Lambda's (bench/
+empty-function), buffered for the event functions and streamed for mcp-tools, and beside an
+empty Rust Lambda's that first does the SDK's one-time work the functions do in init (its
+configuration, a DynamoDB client, the warm-up read), in rounds of fresh processes. A round
+spawns each function once, in an order that turns by one each round, so a slow moment of the
+machine falls on every function alike."""
 
 from __future__ import annotations
 
@@ -16,7 +18,7 @@ from functions import Functions, variant
 from lambda_events import gateway_event, router_event, sns_event
 from processes import Function, stop
 from runtime_api import RuntimeApi
-from local_aws import OUTPUT
+from local_aws import OUTPUT, RESULTS_TABLE
 
 EXAMPLE_CATALOG = ROOT / "infra" / "catalog.example.json"
 # Each function measured, by label: its floor's label.
@@ -27,7 +29,9 @@ FLOOR_OF = {
     "mcp-tools": "empty streaming Rust Lambda",
     "mcp-tools, example catalog": "empty streaming Rust Lambda",
 }
-FLOORS = ("empty buffered Rust Lambda", "empty streaming Rust Lambda")
+# The floor of every function's own init: the one-time work of the SDK done alone.
+SDK_FLOOR = "empty Rust Lambda with the SDK's one-time work"
+FLOORS = ("empty buffered Rust Lambda", "empty streaming Rust Lambda", SDK_FLOOR)
 
 
 def initialize_request() -> tuple[bytes, None]:
@@ -41,12 +45,14 @@ def initialize_request() -> tuple[bytes, None]:
 
 def subjects(fns: Functions, work, fresh) -> list[tuple[str, Function, object]]:
     """(label, function, its first event) for each function and each floor."""
-    def floor(name: str) -> Function:
-        return Function(name, [str(RELEASE / name)], {}, work / f"{name}.log")
+    def floor(name: str, env: dict | None = None) -> Function:
+        return Function(name, [str(RELEASE / name)], env or {}, work / f"{name}.log")
 
     tools = fns.rust["mcp-tools"]
     return [
         ("empty buffered Rust Lambda", floor("empty-buffered"), lambda: (sns_event(fresh("init"), OUTPUT), None)),
+        (SDK_FLOOR, floor("empty-sdk", {"RESULTS_TABLE": RESULTS_TABLE}),
+         lambda: (sns_event(fresh("init"), OUTPUT), None)),
         ("notification-handler", fns.rust["notification-handler"], lambda: (sns_event(fresh("init"), OUTPUT), None)),
         ("pipeline-router", fns.rust["pipeline-router"], lambda: (router_event(fresh("init"), "sess-init"), None)),
         ("gateway-target", fns.rust["gateway-target"], lambda: gateway_event(fresh("init"))),

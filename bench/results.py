@@ -65,12 +65,15 @@ class FirstAnswer:
 
 @dataclass
 class InitAgainstFloor:
-    """A function's init beside its floor's (an empty Rust Lambda), from the same rounds."""
+    """A function's init beside its floors' (an empty Rust Lambda, and one that first does the
+    SDK's one-time work), from the same rounds."""
     function: str
     floor: str
     init_ms: float
     floor_ms: float
     ratio: float  # init_ms / floor_ms
+    sdk_floor_ms: float | None = None
+    sdk_ratio: float | None = None  # init_ms / sdk_floor_ms
 
 
 @dataclass

@@ -39,7 +39,8 @@ def data(**changes) -> R.Results:
         criterion_us={"parse a notification": 4.5, "decide": 6.51},
         entropy=[R.Entropy("with jitter entropy", 31160, 1)],
         sizes_mb={"notification-handler": (3.141, 7.139)},
-        init_floor=[R.InitAgainstFloor("notification-handler", "empty buffered Rust Lambda", 5.47, 3.2, 5.47 / 3.2),
+        init_floor=[R.InitAgainstFloor("notification-handler", "empty buffered Rust Lambda", 5.47, 3.2, 5.47 / 3.2,
+                                       4.1, 5.47 / 4.1),
                     R.InitAgainstFloor("mcp-tools", "empty streaming Rust Lambda", 6.4, 3.3, 6.4 / 3.3)],
         init_rounds=15,
     )
@@ -83,8 +84,9 @@ def test_every_table_shows_its_rows_in_the_given_order():
     assert "init **73x** shorter, first response **15x** sooner (HTTP); 128x and 25x over HTTPS." in text
     assert text.index("## Cold start") < text.index("## Init against its floor") < text.index("## Warm latency")
     assert section(text, "Init against its floor") == [
-        "| notification-handler | 5.47 ms | empty buffered Rust Lambda | 3.20 ms | 1.71x |",
-        "| mcp-tools | 6.40 ms | empty streaming Rust Lambda | 3.30 ms | 1.94x |"]
+        "| notification-handler | 5.47 ms | empty buffered Rust Lambda | 3.20 ms | 1.71x | 4.10 ms | 1.33x |",
+        # A run without the floor that does the SDK's one-time work.
+        "| mcp-tools | 6.40 ms | empty streaming Rust Lambda | 3.30 ms | 1.94x | – | – |"]
     assert "15 rounds of fresh processes" in text
     assert section(text, "Warm latency per event, against the floor") == [
         "| notification-handler | output in S3 | S3 GetObject, DynamoDB UpdateItem | 12.6 ms | 11.4 ms | 1.11x"
@@ -125,7 +127,7 @@ def test_each_zip_is_shown_by_part_when_measured():
     assert "| function | zip | unzipped | code | unwind tables | relocations | constants | the rest |" in rows
     assert section(text, "Artifacts (arm64, zipped as Lambda takes them)") == [
         "| notification-handler | 3.14 MB | 7.14 MB | 1.90 MB | 0.41 MB | 0.12 MB | 0.60 MB | 0.11 MB |"]
-    assert 'what `panic = "unwind"` keeps' in text
+    assert "The functions abort on a panic" in text
 
 
 def test_a_ratio_that_cannot_be_taken_is_left_out():
@@ -348,3 +350,18 @@ def test_a_catalog_tools_first_call_is_held_to_one_and_a_half_times_its_next_whe
     assert not missed.met and round(missed.value, 2) == 2.05
     # A run that did not measure the calls holds no target for them.
     assert catalog_first_call_target({}) == []
+
+
+def test_init_is_set_beside_both_floors_of_the_same_rounds():
+    from init_floor import SDK_FLOOR
+    from summary import init_figures
+
+    init = {"notification-handler": [6.0, 5.0, 7.0], "empty buffered Rust Lambda": [2.0, 3.0, 4.0],
+            SDK_FLOOR: [4.0, 5.0, 4.0], "pipeline-router": [4.0] * 3, "gateway-target": [8.0] * 3,
+            "empty streaming Rust Lambda": [2.5] * 3, "mcp-tools": [10.0] * 3, "mcp-tools, example catalog": [12.0] * 3}
+    rows = {row.function: row for row in init_figures(init)}
+    assert (rows["notification-handler"].ratio, rows["notification-handler"].sdk_ratio) == (2.0, 1.5)
+    assert (rows["mcp-tools, example catalog"].floor_ms, rows["mcp-tools, example catalog"].sdk_ratio) == (2.5, 3.0)
+    assert rows["pipeline-router"].sdk_floor_ms == 4.0
+    del init[SDK_FLOOR]
+    assert all(row.sdk_ratio is None for row in init_figures(init))
