@@ -132,9 +132,8 @@ def init_against_floor(r: Results) -> list[str]:
         ["function", "init", "floor", "floor's init", "init / floor", "with the SDK's one-time work",
          "init / that"])
     for i in r.init_floor:
-        sdk = (fmt(i.sdk_floor_ms), f"{i.sdk_ratio:.2f}x") if i.sdk_floor_ms else ("–", "–")
         lines.append(f"| {i.function} | {fmt(i.init_ms)} | {i.floor} | {fmt(i.floor_ms)} | {i.ratio:.2f}x"
-                     f" | {sdk[0]} | {sdk[1]} |")
+                     f" | {fmt(i.sdk_floor_ms)} | {i.sdk_ratio:.2f}x |")
     rows = {i.function: i for i in r.init_floor}
     if "mcp-tools" in rows and "mcp-tools, example catalog" in rows:
         extra = rows["mcp-tools, example catalog"].init_ms - rows["mcp-tools"].init_ms

@@ -72,8 +72,8 @@ class InitAgainstFloor:
     init_ms: float
     floor_ms: float
     ratio: float  # init_ms / floor_ms
-    sdk_floor_ms: float | None = None
-    sdk_ratio: float | None = None  # init_ms / sdk_floor_ms
+    sdk_floor_ms: float
+    sdk_ratio: float  # init_ms / sdk_floor_ms
 
 
 @dataclass

@@ -99,11 +99,11 @@ def first_answer_targets(rows: list[results.FirstAnswer]) -> list[results.Target
 def init_figures(init: dict[str, list[float]]) -> list[results.InitAgainstFloor]:
     """Each function's median init beside its floors', from the same rounds."""
     rows = []
-    sdk = statistics.median(init[SDK_FLOOR]) if init.get(SDK_FLOOR) else None
+    sdk = statistics.median(init[SDK_FLOOR])
     for function, floor in FLOOR_OF.items():
         ours, theirs = statistics.median(init[function]), statistics.median(init[floor])
         rows.append(results.InitAgainstFloor(function, floor, ours, theirs, ours / theirs,
-                                             sdk, ours / sdk if sdk else None))
+                                             sdk, ours / sdk))
     return rows
 
 

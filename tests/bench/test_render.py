@@ -41,7 +41,7 @@ def data(**changes) -> R.Results:
         sizes_mb={"notification-handler": (3.141, 7.139)},
         init_floor=[R.InitAgainstFloor("notification-handler", "empty buffered Rust Lambda", 5.47, 3.2, 5.47 / 3.2,
                                        4.1, 5.47 / 4.1),
-                    R.InitAgainstFloor("mcp-tools", "empty streaming Rust Lambda", 6.4, 3.3, 6.4 / 3.3)],
+                    R.InitAgainstFloor("mcp-tools", "empty streaming Rust Lambda", 6.4, 3.3, 6.4 / 3.3, 4.1, 6.4 / 4.1)],
         init_rounds=15,
     )
     values.update(changes)
@@ -85,8 +85,7 @@ def test_every_table_shows_its_rows_in_the_given_order():
     assert text.index("## Cold start") < text.index("## Init against its floor") < text.index("## Warm latency")
     assert section(text, "Init against its floor") == [
         "| notification-handler | 5.47 ms | empty buffered Rust Lambda | 3.20 ms | 1.71x | 4.10 ms | 1.33x |",
-        # A run without the floor that does the SDK's one-time work.
-        "| mcp-tools | 6.40 ms | empty streaming Rust Lambda | 3.30 ms | 1.94x | – | – |"]
+        "| mcp-tools | 6.40 ms | empty streaming Rust Lambda | 3.30 ms | 1.94x | 4.10 ms | 1.56x |"]
     assert "15 rounds of fresh processes" in text
     assert section(text, "Warm latency per event, against the floor") == [
         "| notification-handler | output in S3 | S3 GetObject, DynamoDB UpdateItem | 12.6 ms | 11.4 ms | 1.11x"
@@ -243,8 +242,8 @@ def test_the_hostile_section_shows_each_request_beside_its_cheap_one_and_replace
 
 
 def test_a_catalog_tools_first_call_is_shown_beside_the_catalogs_init():
-    rows = [R.InitAgainstFloor("mcp-tools", "empty streaming Rust Lambda", 2.0, 1.0, 2.0),
-            R.InitAgainstFloor("mcp-tools, example catalog", "empty streaming Rust Lambda", 2.25, 1.0, 2.25)]
+    rows = [R.InitAgainstFloor("mcp-tools", "empty streaming Rust Lambda", 2.0, 1.0, 2.0, 1.5, 2.0 / 1.5),
+            R.InitAgainstFloor("mcp-tools, example catalog", "empty streaming Rust Lambda", 2.25, 1.0, 2.25, 1.5, 1.5)]
     text = render(data(init_floor=rows, catalog_first_calls={"first_ms": 3.41, "next_ms": 0.52}))
     init = text.split("\n## Init against its floor\n", 1)[1].split("\n## ", 1)[0]
     assert "- The example catalog adds 0.25 ms to mcp-tools' init" in init
@@ -252,7 +251,7 @@ def test_a_catalog_tools_first_call_is_shown_beside_the_catalogs_init():
     # A run that did not measure it says nothing of it.
     assert "the first time" not in render(data(init_floor=rows))
     # A catalog's init inside the noise is not a negative cost.
-    rows[1] = R.InitAgainstFloor("mcp-tools, example catalog", "empty streaming Rust Lambda", 1.94, 1.0, 1.94)
+    rows[1] = R.InitAgainstFloor("mcp-tools, example catalog", "empty streaming Rust Lambda", 1.94, 1.0, 1.94, 1.5, 1.94 / 1.5)
     assert ("- The example catalog adds nothing measurable to mcp-tools' init (its median 0.06 ms below, within"
             " the noise)") in render(data(init_floor=rows))
 
@@ -363,5 +362,3 @@ def test_init_is_set_beside_both_floors_of_the_same_rounds():
     assert (rows["notification-handler"].ratio, rows["notification-handler"].sdk_ratio) == (2.0, 1.5)
     assert (rows["mcp-tools, example catalog"].floor_ms, rows["mcp-tools, example catalog"].sdk_ratio) == (2.5, 3.0)
     assert rows["pipeline-router"].sdk_floor_ms == 4.0
-    del init[SDK_FLOOR]
-    assert all(row.sdk_ratio is None for row in init_figures(init))
