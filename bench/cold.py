@@ -23,15 +23,15 @@ NEXT_EVENTS = 10
 
 
 def cold_run(fn: Function, emulator: Emulator, event, context, tls: bool, scan_cert_dir: bool = False,
-             then: list = ()) -> dict:
+             then: list = (), read_cpu_ns=cpu_ns) -> dict:
     """One fresh process, handed its first event as soon as it asks, then the events `then`
     ((event, context) pairs) one after another; the process's CPU (all threads) read at its first
-    `next` and at each answer."""
+    `next` and at each answer (`read_cpu_ns(proc)`)."""
     runtime = RuntimeApi(fn.name, cpu_watched=True)
     inv = runtime.submit(event, context)
     roots = emulator.ca_bundle if tls else None if scan_cert_dir else SYSTEM_ROOTS
     proc, started = fn.spawn(runtime, emulator.https_endpoint if tls else emulator.http_endpoint, roots)
-    runtime.watch_cpu(lambda: cpu_ns(proc))
+    runtime.watch_cpu(lambda: read_cpu_ns(proc))
     if not inv.done.wait(60):
         stop(proc, runtime)
         raise SystemExit(f"{fn.name}: no answer to its first event within 60 s (see {fn.logs})")
@@ -89,12 +89,22 @@ def cold_starts(emulator: Emulator, fns: Functions, n: int, output: str, fresh) 
                 later = [notification(i) for _ in range(NEXT_EVENTS)]
                 cold[(fn.name, tls)].append(cold_run(fn, emulator, *notification(i), tls, then=later))
     cold[("notification-handler", "scan")] = cold_runs(handler, emulator, n, notification, False, scan_cert_dir=True)
-    cold[("pipeline-router", False)] = cold_runs(
-        fns.rust["pipeline-router"], emulator, n, lambda i: (router_event(fresh("cold"), "sess-cold"), None), False)
-    cold[("gateway-target", False)] = cold_runs(
-        fns.rust["gateway-target"], emulator, n, lambda i: gateway_event(fresh("cold")), False)
-    cold[("mcp-tools", False)] = cold_runs(fns.rust["mcp-tools"], emulator, n, lambda i: (status_check(), None), False)
+    for name, event in first_events(fresh, output).items():
+        if name != "notification-handler":
+            cold[(name, False)] = cold_runs(fns.rust[name], emulator, n, event, False)
     return cold
+
+
+def first_events(fresh, output: str) -> dict:
+    """Each function's event of a cold start, by function: `event(i)` gives an (event, context)
+    pair, a new job each time."""
+    return {
+        "notification-handler": lambda i: (sns_event(fresh("cold"), output, False), None),
+        "pipeline-router": lambda i: (router_event(fresh("cold"), "sess-cold"), None),
+        "gateway-target": lambda i: gateway_event(fresh("cold")),
+        # A Function URL status check.
+        "mcp-tools": lambda i: (status_check(), None),
+    }
 
 
 def status_check() -> bytes:

@@ -111,6 +111,26 @@ def first_answer(r: Results) -> list[str]:
     return lines
 
 
+def first_work(r: Results) -> list[str]:
+    if not r.first_work:
+        return []
+    lines = table_section(
+        "## What a first invocation does, in instructions",
+        ["The same cold starts, each function under callgrind (bench/first_work.py): instructions counted from its"
+         " first `next` to its first answer, and for each next event (their mean). A count is the same from run to"
+         " run; the CPU time above also holds the first touch of each page and the CPU's cold caches, which no work"
+         " moved into init removes. Medians."],
+        ["function", "init", "first invocation", "next event", "first / next"])
+    for w in r.first_work:
+        lines.append(f"| {w.function} | {millions(w.init_instructions)} | {millions(w.first_instructions)}"
+                     f" | {millions(w.next_instructions)} | {w.first_over_next:.2f}x |")
+    return lines
+
+
+def millions(instructions: float) -> str:
+    return f"{instructions / 1e6:.2f} M"
+
+
 def tls_added(cost: TlsCost) -> str:
     """What TLS added, beside the range it is read against, saying when it is inside it."""
     spread = cost.http_max_ms - cost.http_min_ms
@@ -465,6 +485,6 @@ def artifacts(r: Results) -> list[str]:
 
 def render(r: Results) -> str:
     """The whole of BENCHMARKS.md."""
-    sections = (header, targets, cold_start, first_answer, init_against_floor, warm, mcp_tools, calls_per_operation, batches, cost, criterion, entropy,
+    sections = (header, targets, cold_start, first_answer, first_work, init_against_floor, warm, mcp_tools, calls_per_operation, batches, cost, criterion, entropy,
                 artifacts)
     return "\n".join(line for section in sections for line in section(r)) + "\n"

@@ -64,6 +64,21 @@ class FirstAnswer:
 
 
 @dataclass
+class FirstWork:
+    """The instructions of a first invocation beside an average event's, in the same fresh
+    processes under callgrind (bench/first_work.py): the work init left to the first
+    invocation, apart from cold caches and first touches of memory, which CPU time also holds."""
+    function: str
+    init_instructions: float
+    first_instructions: float
+    next_instructions: float  # the mean of the events after it, in the same process
+
+    @property
+    def first_over_next(self) -> float:
+        return self.first_instructions / self.next_instructions
+
+
+@dataclass
 class InitAgainstFloor:
     """A function's init beside its floors' (an empty Rust Lambda, and one that first does the
     SDK's one-time work), from the same rounds."""
@@ -268,3 +283,4 @@ class Results:
     catalog_first_calls: dict[str, float] = field(default_factory=dict)
     input_paths: InputPaths | None = None  # None when the run did not measure the S3 path
     first_answers: list[FirstAnswer] = field(default_factory=list)
+    first_work: list[FirstWork] = field(default_factory=list)

@@ -25,6 +25,7 @@ from pathlib import Path
 
 from builds import FLOOR_BINS, FUNCTIONS, RELEASE, ROOT, criterion, entropy, sizes, zip_parts
 from cold import cold_starts
+from first_work import first_work, missing_tools
 from cost_scenarios import bench_cost
 from cost_summary import summarize_cost
 from emulator import Emulator
@@ -35,9 +36,13 @@ from init_floor import catalog_first_calls, init_rounds
 from render import render, splice_cost, splice_hostile, splice_mcp
 from sqs_batches import sqs_batches
 from local_aws import OUTPUT, set_up
-from summary import (environment, first_answer_figures, first_answer_targets, init_figures, mcp_figures, summarize,
-                     warm_figures)
+from summary import (environment, first_answer_figures, first_answer_targets, first_work_figures, first_work_targets,
+                     init_figures, mcp_figures, summarize, warm_figures)
 from warm import known_job, runtime_exchange, warm_events
+
+
+# Cold starts of each function under callgrind: its counts differ by well under 1% from run to run.
+FIRST_WORK_RUNS = 3
 
 
 def parse_args() -> argparse.Namespace:
@@ -66,7 +71,7 @@ def parse_args() -> argparse.Namespace:
     return parser.parse_args()
 
 
-def check_prerequisites(hostile_only: bool, cost_only: bool = False) -> None:
+def check_prerequisites(hostile_only: bool, cost_only: bool = False, callgrind: bool = False) -> None:
     # The hostile-input section runs mcp-tools alone, with no Python reference; the cost section
     # runs the functions (`make bench-cost` builds those alone), not the empty ones.
     needed = ["mcp-tools"] if hostile_only else FUNCTIONS if cost_only else FUNCTIONS + FLOOR_BINS
@@ -75,6 +80,9 @@ def check_prerequisites(hostile_only: bool, cost_only: bool = False) -> None:
         sys.exit(f"missing release builds: {', '.join(missing)} (run `make bench`, which builds them)")
     if hostile_only:
         return
+    if callgrind and (missing := missing_tools()):
+        sys.exit(f"{' and '.join(missing)} not found: a first invocation's work is counted under callgrind"
+                 " (Debian: apt-get install valgrind)")
     try:
         importlib.import_module("awslambdaric")
     except ImportError:
@@ -92,7 +100,8 @@ def fresh_ids():
 
 def main() -> int:
     args = parse_args()
-    check_prerequisites(args.hostile_only, args.cost_only)
+    check_prerequisites(args.hostile_only, args.cost_only,
+                        callgrind=not (args.cost_only or args.mcp_only or args.warm_only or args.init_only))
     started_at = time.time()
     work = Path(tempfile.mkdtemp(prefix="mcp-bench-"))
     if args.hostile_only:
@@ -107,12 +116,16 @@ def main() -> int:
         return mcp_only(args, emulator, fns, work, fresh, started_at)
     if args.cold_only:
         cold = cold_starts(emulator, fns, args.cold, OUTPUT, fresh)
-        emulator.stop()
         rows = first_answer_figures(cold)
         print("\n".join(f"{a.function}: first response {a.first_response_ms:.2f} ms, init CPU {a.init_cpu_ms:.2f} ms, "
                         f"first invocation CPU {a.first_event_cpu_ms:.2f} ms, next {a.next_event_cpu_ms:.2f} ms "
                         f"({a.first_over_next:.1f}x), at 128 MB {a.modelled_128_ms:.1f} ms" for a in rows))
-        print("\n".join(f"{t.name}: {t.value:.2f} ({'met' if t.met else 'not met'})" for t in first_answer_targets(rows)))
+        work = first_work_figures(first_work(emulator, fns, FIRST_WORK_RUNS, fresh, OUTPUT))
+        emulator.stop()
+        print("\n".join(f"{w.function}: first invocation {w.first_instructions / 1e6:.2f} M instructions, next"
+                        f" {w.next_instructions / 1e6:.2f} M ({w.first_over_next:.2f}x)" for w in work))
+        print("\n".join(f"{t.name}: {t.value:.2f} ({'met' if t.met else 'not met'})"
+                        for t in first_answer_targets(rows) + first_work_targets(work)))
         return 0
     if args.warm_only:
         warm, _ = warm_events(emulator, fns, args.events + 5, runtime_exchange(args.events, work), OUTPUT, fresh)
@@ -193,6 +206,9 @@ def measure(args, emulator: Emulator, fns: Functions, work: Path, fresh) -> dict
 
     print("cold starts ...", file=sys.stderr, flush=True)
     report["cold"] = cold_starts(emulator, fns, args.cold, OUTPUT, fresh)
+
+    print("a first invocation's work, under callgrind ...", file=sys.stderr, flush=True)
+    report["first_work"] = first_work(emulator, fns, FIRST_WORK_RUNS, fresh, OUTPUT)
 
     print("init against its floor ...", file=sys.stderr, flush=True)
     report["init"] = init_rounds(emulator, fns, args.init_rounds, work, fresh)

@@ -59,7 +59,8 @@ def summarize(r: dict, env: results.Environment) -> results.Results:
         entropy=[results.Entropy(label, first, second) for label, (first, second) in r["entropy"].items()],
         sizes_mb=r["sizes"], zip_parts_mb=r.get("zip_parts", {}), cost=cost, input_paths=input_paths,
         init_floor=init_figures(r["init"]), init_rounds=len(next(iter(r["init"].values()))),
-        catalog_first_calls=r.get("catalog_first_calls", {}), first_answers=first_answer_figures(r["cold"]))
+        catalog_first_calls=r.get("catalog_first_calls", {}), first_answers=first_answer_figures(r["cold"]),
+        first_work=first_work_figures(r.get("first_work", {})))
 
 
 # Lambda gives a function CPU in proportion to its memory, a whole vCPU at 1,769 MB; the template
@@ -82,18 +83,39 @@ def first_answer_figures(cold: dict) -> list[results.FirstAnswer]:
 
 
 def first_answer_targets(rows: list[results.FirstAnswer]) -> list[results.Target]:
-    """The first invocation against an average event, and the modelled cold start against the
-    reference's."""
-    ours = [row for row in rows if row.function != results.REFERENCE]
+    """The modelled cold start against the reference's."""
     by_name = {row.function: row for row in rows}
-    worst = max(ours, key=lambda row: row.first_over_next)
     ratio = by_name[results.REFERENCE].modelled_128_ms / by_name["notification-handler"].modelled_128_ms
     return [
-        results.Target(f"a first invocation's CPU ≤ 2x an average event's (worst: {worst.function})",
-                       worst.first_over_next, "{:.1f}x", worst.first_over_next <= 2),
         results.Target("notification-handler's cold start at 128 MB (modelled) ≥ 10x shorter than the reference's",
                        ratio, "{:.1f}x", ratio >= 10),
     ]
+
+
+# A first invocation's work against an average event's. A process's first SDK call left to it
+# (pipeline-router before its warm-up read) showed as 1.9x. Below that: gateway-target's first
+# status check, 1.45x to 1.5x, takes the read quota's ten with a DynamoDB write that one event in
+# ten makes (docs/performance.md, "The first answer at 128 MB").
+FIRST_WORK_MAX = 1.75
+
+
+def first_work_figures(work: dict[str, list[dict]]) -> list[results.FirstWork]:
+    """Each function's first invocation beside its next events, in instructions; medians of its
+    cold starts under callgrind."""
+    return [results.FirstWork(name, median_of(runs, "init"), median_of(runs, "first"), median_of(runs, "next"))
+            for name, runs in work.items()]
+
+
+def first_work_targets(rows: list[results.FirstWork]) -> list[results.Target]:
+    """The work init leaves to a first invocation, held in instructions: its CPU time also holds
+    cold caches and first touches of memory, which vary from run to run and which no work moved
+    into init removes."""
+    if not rows:
+        return []
+    worst = max(rows, key=lambda row: row.first_over_next)
+    return [results.Target(f"a first invocation's work ≤ {FIRST_WORK_MAX}x an average event's, in instructions"
+                           f" (worst: {worst.function})", worst.first_over_next, "{:.2f}x",
+                           worst.first_over_next <= FIRST_WORK_MAX)]
 
 
 def init_figures(init: dict[str, list[float]]) -> list[results.InitAgainstFloor]:
@@ -221,6 +243,7 @@ def targets(r: dict, ratio: dict, ops: dict, cost: results.Cost | None) -> list[
                        f" (worst: {worst_name(r['warm'], worst_own)})", worst_own.own, "ms", worst_own.own <= 1),
         results.Target("handler CPU per notification < 20 µs", cpu, "{:.1f} µs", cpu < 20),
         *first_answer_targets(first_answer_figures(cold)),
+        *first_work_targets(first_work_figures(r.get("first_work", {}))),
         *catalog_first_call_target(r.get("catalog_first_calls", {})),
         # Left out when the run built no zips (bench/run.py run alone, not through `make bench`).
         # 5.5 MB, not DESIGN.md's 5: what is left past 5 MB in mcp-tools would cost CPU on every

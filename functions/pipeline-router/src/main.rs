@@ -4,7 +4,7 @@
 use lambda_runtime::Error;
 
 use adapters::aws::{dynamodb_client, load_sdk_config};
-use adapters::dynamodb::{DynamoEventLog, DynamoRuns, DynamoSubscriptions};
+use adapters::dynamodb::{DynamoEventLog, DynamoRuns, DynamoSubscriptions, WARM_UP_WITHIN};
 use adapters::sagemaker::{sagemaker_client, SageMakerPipeline};
 use adapters::sqs::{sqs_client, SqsCompletionQueue};
 use entry::telemetry;
@@ -39,5 +39,9 @@ async fn main() -> Result<(), Error> {
                 .map(|table| DynamoSubscriptions::new(dynamodb.clone(), table)),
         }),
     };
+    // The SDK's first request (its connection, TLS, credentials, first pass), here in init where
+    // Lambda gives a whole CPU; every table goes through this one client and its connection.
+    let warm_up = handler.store.warm_up(WARM_UP_WITHIN).await;
+    tracing::debug!(?warm_up, "the DynamoDB connection's warm-up read");
     telemetry::run_events(metrics, |event| handler.handle(event)).await
 }

@@ -427,6 +427,23 @@ mod dynamodb_warm_up {
     }
 
     #[tokio::test]
+    async fn the_pipeline_tables_warm_up_read_names_its_whole_key_and_is_answered() {
+        let sdk = load_sdk_config().await;
+        let name = table(&sdk, &["session_id", "execution_arn"]).await;
+        let runs = DynamoRuns::new(dynamodb_client(&sdk), &name);
+        let warm_up = runs.warm_up(Duration::from_secs(5)).await;
+        // A key without its sort key is refused (ValidationException), not answered.
+        assert!(matches!(warm_up, WarmUp::Answered), "{warm_up:?}");
+        let scan = dynamodb_client(&sdk)
+            .scan()
+            .table_name(&name)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(scan.count(), 0);
+    }
+
+    #[tokio::test]
     async fn a_warm_up_read_nobody_answers_ends_at_its_bound() {
         // Takes each connection and never answers, as a network that drops the reply would.
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();

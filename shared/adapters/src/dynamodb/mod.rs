@@ -59,6 +59,33 @@ pub(crate) struct Table {
 }
 
 impl Table {
+    /// One read of a key no item has (GetItem, one key attribute projected: half a read
+    /// unit), answered or not within `within`: what a process's first call through the SDK does
+    /// once (the connection and its TLS session, the credentials, the endpoint, the SDK's first
+    /// pass through its code) is done here, in init, where Lambda gives a whole CPU, and not in
+    /// the first invocation, which at 128 MB gets 128/1769 of one (docs/performance.md, "The
+    /// first answer at 128 MB"). The first call makes its own connection when this one failed.
+    /// `key`: the table's key attributes.
+    async fn warm_up(&self, key: &[&str], within: std::time::Duration) -> WarmUp {
+        let read = self
+            .client
+            .get_item()
+            .table_name(&self.name)
+            .set_key(Some(
+                key.iter()
+                    .map(|name| (name.to_string(), AttributeValue::S(NO_ITEM.into())))
+                    .collect(),
+            ))
+            .projection_expression("#k")
+            .expression_attribute_names("#k", key[0])
+            .send();
+        match tokio::time::timeout(within, read).await {
+            Ok(Ok(_)) => WarmUp::Answered,
+            Ok(Err(e)) => WarmUp::Refused(classify(&e)),
+            Err(_) => WarmUp::NoAnswerWithin(within),
+        }
+    }
+
     pub(crate) fn aws_error<E>(
         &self,
         operation: &'static str,
@@ -235,28 +262,9 @@ impl DynamoJobs {
         })
     }
 
-    /// One read of a key no job has (GetItem, its key alone projected: half a read unit),
-    /// answered or not within `within`: what a process's first call
-    /// through the SDK does once (the connection and its TLS session, the credentials, the
-    /// endpoint, the SDK's first pass through its code) is done here, in init, where Lambda
-    /// gives a whole CPU, and not in the first invocation, which at 128 MB gets 128/1769 of
-    /// one (docs/performance.md, "The first answer at 128 MB"). The first call makes its own
-    /// connection when this one failed.
+    /// The warm-up read ([`Table::warm_up`]) on the results table.
     pub async fn warm_up(&self, within: std::time::Duration) -> WarmUp {
-        let read = self
-            .0
-            .client
-            .get_item()
-            .table_name(&self.0.name)
-            .key(job::attr::INFERENCE_ID, AttributeValue::S(NO_JOB.into()))
-            .projection_expression("#k")
-            .expression_attribute_names("#k", job::attr::INFERENCE_ID)
-            .send();
-        match tokio::time::timeout(within, read).await {
-            Ok(Ok(_)) => WarmUp::Answered,
-            Ok(Err(e)) => WarmUp::Refused(classify(&e)),
-            Err(_) => WarmUp::NoAnswerWithin(within),
-        }
+        self.0.warm_up(&[job::attr::INFERENCE_ID], within).await
     }
 }
 
@@ -265,8 +273,9 @@ impl DynamoJobs {
 /// first call opens its own connection.
 pub const WARM_UP_WITHIN: std::time::Duration = std::time::Duration::from_millis(500);
 
-/// A value of the results table's key no job has: inference ids are SageMaker's.
-const NO_JOB: &str = "-";
+/// A key value no item has: inference ids are SageMaker's, execution ARNs ARNs, session ids
+/// the server's.
+const NO_ITEM: &str = "-";
 
 /// How [`DynamoJobs::warm_up`]'s read ended; none of them stops a cold start.
 #[derive(Debug)]
@@ -351,6 +360,13 @@ impl DynamoRuns {
             client,
             name: table.into(),
         })
+    }
+
+    /// The warm-up read ([`Table::warm_up`]) on the pipeline results table.
+    pub async fn warm_up(&self, within: std::time::Duration) -> WarmUp {
+        self.0
+            .warm_up(&[run::attr::SESSION_ID, run::attr::EXECUTION_ARN], within)
+            .await
     }
 }
 
