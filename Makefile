@@ -171,10 +171,13 @@ conformance: venv $(CONFORMANCE)
 # Release builds for this machine (what runs) and zipped for arm64 (what Lambda takes), the
 # Python reference's runtime, the SDK replay (the second floor, for mcp-tools and the event
 # functions), then bench/run.py: cold starts, warm latency against the floor, AWS calls per
-# operation, SQS batches, criterion, sizes.
+# operation, SQS batches, criterion, sizes; a first invocation's instructions under valgrind's
+# callgrind, checked for before the builds.
 # Writes BENCHMARKS.md.
 FUNCTION_BINS := --bin notification-handler --bin pipeline-router --bin mcp-tools --bin gateway-target --bin event-delivery
 bench: venv rust-target
+	@command -v valgrind >/dev/null && command -v callgrind_control >/dev/null || \
+		{ echo "make bench needs valgrind (callgrind counts a first invocation's instructions): apt-get install valgrind"; exit 1; }
 	$(PY) -m pip install --quiet --disable-pip-version-check -r bench/requirements.txt
 	cargo build --release --locked $(FUNCTION_BINS) --bin empty-buffered --bin empty-streaming --bin empty-sdk
 	cargo build --release --locked -p adapters --features s3,sqs,sagemaker-runtime --example sdk_replay

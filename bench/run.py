@@ -9,7 +9,7 @@ Every function runs as Lambda runs it: its own process, fed by a Lambda Runtime 
 (emulator.py), over HTTP, or over HTTPS for the TLS columns. It expects the release builds
 (`make bench` makes them) and prints the table it writes to --out.
 
-This file runs the measurements in order (cold.py, init_floor.py, warm.py, mcp_latency.py, sqs_batches.py,
+This file runs the measurements in order (cold.py, first_work.py, init_floor.py, warm.py, mcp_latency.py, sqs_batches.py,
 cost_scenarios.py, builds.py), then summary.py reduces the samples to the figures of a
 results.Results (plain data) and render.py turns that into BENCHMARKS.md.
 """

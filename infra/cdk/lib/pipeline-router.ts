@@ -24,7 +24,9 @@ export function pipelineRouter(d: Deployment, storage: Storage): lambda.Function
   const pipelineRouterRole = role(d, 'PipelineRouterRole', 'pipeline-router', [
     writeLogs(pipelineRouterLogs),
     ...tracing(d),
-    allow(['dynamodb:UpdateItem', 'dynamodb:BatchGetItem'], [storage.pipelineResultsTable.tableArn]),
+    // GetItem: one read at a cold start, of a key no run has, to open the connection in init
+    // (DynamoRuns::warm_up).
+    allow(['dynamodb:GetItem', 'dynamodb:UpdateItem', 'dynamodb:BatchGetItem'], [storage.pipelineResultsTable.tableArn]),
     // MCP Events: each run's end (and question) in its owner's log, once (a conditional put),
     // marked for the webhooks of the owner's subscriptions (Query): the events table's stream
     // takes it to event-delivery.
