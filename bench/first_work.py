@@ -1,8 +1,9 @@
 """The work of a first invocation, in instructions: each function in a fresh process under
 callgrind, its count dumped when it asks for its first event, at its first answer and at each
-next event's answer. Unlike CPU time, an instruction count is the same from run to run whatever
-else the machine does, and it holds only the work: a first invocation's CPU time also holds the
-first touch of its pages and the CPU's cold caches, which no work moved into init removes."""
+next event's answer. Unlike CPU time, an instruction count moves by a few percent at most from
+run to run, with the data, whatever else the machine does, and it holds only the work: a first
+invocation's CPU time also holds the first touch of its pages and the CPU's cold caches, which no
+work moved into init removes."""
 
 from __future__ import annotations
 

@@ -118,8 +118,8 @@ def first_work(r: Results) -> list[str]:
         "## What a first invocation does, in instructions",
         ["The same cold starts, each function under callgrind (bench/first_work.py): instructions counted from its"
          " first `next` to its first answer, and for each next event (their mean). A count moves by a few percent"
-         " at most from run to run, with the data, not the machine's load; the CPU time above also holds the first touch of each page and the CPU's cold caches, which no work"
-         " moved into init removes. Medians."],
+         " at most from run to run, with the data, not the machine's load; the CPU time above also holds the first"
+         " touch of each page and the CPU's cold caches, which no work moved into init removes. Medians."],
         ["function", "init", "first invocation", "next event", "first / next"])
     for w in r.first_work:
         lines.append(f"| {w.function} | {millions(w.init_instructions)} | {millions(w.first_instructions)}"
