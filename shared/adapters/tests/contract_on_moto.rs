@@ -410,6 +410,17 @@ mod dynamodb_warm_up {
     use super::*;
     use adapters::dynamodb::WarmUp;
 
+    /// How many items the table holds: a warm-up read leaves it as it was.
+    async fn items_in(sdk: &aws_config::SdkConfig, name: &str) -> i32 {
+        let scan = dynamodb_client(sdk)
+            .scan()
+            .table_name(name)
+            .send()
+            .await
+            .unwrap();
+        scan.count()
+    }
+
     #[tokio::test]
     async fn the_warm_up_read_is_answered_and_leaves_the_table_as_it_was() {
         let sdk = load_sdk_config().await;
@@ -417,13 +428,7 @@ mod dynamodb_warm_up {
         let jobs = DynamoJobs::new(dynamodb_client(&sdk), &name);
         let warm_up = jobs.warm_up(Duration::from_secs(5)).await;
         assert!(matches!(warm_up, WarmUp::Answered), "{warm_up:?}");
-        let scan = dynamodb_client(&sdk)
-            .scan()
-            .table_name(&name)
-            .send()
-            .await
-            .unwrap();
-        assert_eq!(scan.count(), 0);
+        assert_eq!(items_in(&sdk, &name).await, 0);
     }
 
     #[tokio::test]
@@ -434,13 +439,7 @@ mod dynamodb_warm_up {
         let warm_up = runs.warm_up(Duration::from_secs(5)).await;
         // A key without its sort key is refused (ValidationException), not answered.
         assert!(matches!(warm_up, WarmUp::Answered), "{warm_up:?}");
-        let scan = dynamodb_client(&sdk)
-            .scan()
-            .table_name(&name)
-            .send()
-            .await
-            .unwrap();
-        assert_eq!(scan.count(), 0);
+        assert_eq!(items_in(&sdk, &name).await, 0);
     }
 
     #[tokio::test]
