@@ -70,7 +70,7 @@ impl<'v> Breach<'v> {
 }
 
 impl Bounds {
-    /// The bounds of `schema` (a compiled one: boon has checked it against its metaschema).
+    /// The bounds of `schema` (a compiled one: checked against the 2020-12 metaschema).
     pub(super) fn read(schema: &Map<String, Value>) -> Self {
         let mut reader = Reader {
             root: schema,

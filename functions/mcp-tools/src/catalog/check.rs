@@ -7,12 +7,9 @@ use std::sync::Arc;
 
 use serde_json::{Map, Value};
 
-use super::schema::ToolSchema;
+use super::schema::{ToolSchema, DRAFT_2020_12};
 use super::*;
 use crate::contract::{policy, INVOCATION_TIMEOUT_SECS, REQUEST_TTL_SECS};
-
-/// The JSON Schema dialect a catalog's schemas are written in.
-const DRAFT_2020_12: &str = "https://json-schema.org/draft/2020-12/schema";
 
 /// Where a mistake is: the tool's name when it has a usable one, else its place in the file.
 fn tool_label(kind: &str, index: usize, raw: &Value) -> String {

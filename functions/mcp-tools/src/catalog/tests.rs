@@ -141,6 +141,17 @@ fn each_mistake_in_an_async_tool_is_named_with_its_tool_and_field() {
             json!({"input_schema": {"type": "object", "properties": {"n": {"$ref": "https://example.com/n.json"}}}}),
             "is outside the catalog; a schema may refer only to itself",
         ),
+        (
+            json!({"input_schema": {"type": "object", "properties": {"n": {"$ref": "n.json"}}}}),
+            "summarize: input_schema: error loading n.json: n.json is outside the catalog; a schema may refer only to itself",
+        ),
+        // Checked against the metaschema wherever it sits, `$defs` too.
+        (
+            json!({"input_schema": {"type": "object", "$defs": {"n": {"maxItems": -1}}}}),
+            "summarize: input_schema: the schema is not valid against metaschema: \
+             jsonschema validation failed with https://json-schema.org/draft/2020-12/schema# \
+             - at '/$defs/n/maxItems': must be >=0, but got -1",
+        ),
     ];
     for (change, expected) in cases {
         assert_one(
